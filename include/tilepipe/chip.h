@@ -1,0 +1,106 @@
+// Chip description: one Ascend A2/A3 die as data. Every timing and capacity number the
+// verifier, lowering and simulator use comes from here; nothing is hard-coded elsewhere.
+// Loaded from configs/<name>.json, where each value carries its source and confidence.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace tilepipe {
+
+/// A rejected config file: names the file, the key, what was expected and what was found.
+struct ConfigError {
+  std::string message;
+};
+
+/// Capacity of one on-chip scope per core, in bytes.
+struct ScopeCapacity {
+  int64_t physical = 0;  // what the silicon has
+  int64_t usable = 0;    // what kernels may allocate (the verifier checks this one)
+};
+
+struct ChipConfig {
+  std::string name;  // "a2", "a3"
+  std::string description;
+
+  // Die.
+  int ai_cores = 24;          // each = 1 AIC (Cube) + 2 AIV (Vector)
+  int aiv_per_core = 2;       // Vector cores per AI core
+  double clock_mhz = 1850.0;  // cube clock = vector clock
+  double launch_us = 0.0;     // fixed cost per kernel launch
+
+  // Per-core memories.
+  ScopeCapacity l1, l0a, l0b, l0c, ub;
+  int ub_align = 32;  // bytes; every UB operand
+  int l1_align = 32;
+  int l1_banks = 16;
+  int ub_banks = 48;
+  int ub_bank_groups = 16;  // a vector repeat costs max accesses to one group cycles
+
+  // Synchronisation.
+  int event_ids = 8;                // intra-core flag ids per (src, dst) pipe pair
+  int cross_flag_ids = 16;          // cross-core flag ids per AI core
+  int cross_flag_max = 15;          // 4-bit counter
+  double cross_flag_latency = 300;  // cycles from set to visible on the peer core
+  double flag_latency = 2;          // cycles from source pipe drain to flag visible
+
+  // Scalar issue.
+  double issue_cycles = 2;      // per issued instruction
+  double scalar_op_cycles = 1;  // per scalar loop / address op
+
+  // Cube (M pipe).
+  double cube_head = 60;               // pipeline head per mmad
+  double cube_fractals_per_cycle = 1;  // 16x16x16 fp16 fractals per cycle
+  double cube_int8_rate = 2;           // int8 throughput relative to fp16/bf16
+  double cube_fp32_rate = 0.25;        // fp32 throughput relative to fp16/bf16
+
+  // Vector (V pipe): a repeat = vector_repeat_bytes.
+  int vector_repeat_bytes = 256;
+  int vector_max_repeats = 255;
+  double vector_startup = 10;  // default startup latency
+  double vector_startup_add = 6;
+  double vector_startup_mul = 7;
+  double vector_startup_exp = 12;
+  double vector_startup_div = 13;
+  double vector_startup_reduce = 20;     // row sum
+  double vector_startup_reduce_max = 8;  // row max
+  double vector_startup_recip = 5;       // rsqrt, reciprocal
+  double vector_simple_cycles_per_repeat = 1;
+  double vector_transcendental_elems_per_cycle = 32;  // exp, ln, sqrt, div
+  double vector_reduce_cycles_per_repeat = 7;
+
+  // Data movement.
+  double mte2_latency = 1400;  // first-byte latency GM -> L1/UB
+  double mte2_bw_l2 = 100;     // bytes/cycle/core on an L2 hit
+  double mte2_bw_hbm = 32;     // bytes/cycle/core from HBM
+  double mte3_latency = 300;   // UB -> GM
+  double mte3_bw = 64;         // bytes/cycle/core
+  double mte1_latency = 30;
+  double mte1_bw_l0a = 256;  // bytes/cycle
+  double mte1_bw_l0b = 128;
+  double fix_latency = 50;
+  double fix_bw = 128;  // output bytes/cycle
+  double hbm_bw = 850;  // bytes/cycle shared by the die
+  double l2_bw = 2650;  // bytes/cycle aggregate L2 read
+  int64_t l2_bytes = 192ll << 20;
+  int64_t hbm_bytes = 64ll << 30;
+  int dma_full_bw_align = 512;  // GM address alignment for full DMA efficiency
+  double dma_misaligned_factor = 0.7;
+  int64_t dma_full_bw_bytes = 16384;  // transfers at least this large reach full bandwidth
+
+  /// Source and confidence of each key as written in the file ("key" -> "source [H]").
+  std::map<std::string, std::string> sources;
+
+  double us_per_cycle() const { return 1.0 / clock_mhz; }
+};
+
+/// Parses a chip config from JSON text; `origin` names the file in errors.
+/// Throws ConfigError naming the key on a missing, mistyped, out-of-range or inconsistent value.
+ChipConfig parse_chip_config(const std::string& json_text, const std::string& origin);
+
+/// Loads a chip by name ("a2", "a3") from the configs directory, or by path if `name_or_path`
+/// ends in ".json". Throws ConfigError.
+ChipConfig load_chip_config(const std::string& name_or_path);
+
+}  // namespace tilepipe

@@ -1,0 +1,336 @@
+// Tile IR: the program a kernel author builds with the DSL and the compiler transforms.
+//
+// Nodes are small immutable structs held by shared_ptr<const>. Expressions and statements
+// are closed sets (std::variant): adding a node breaks every std::visit that does not
+// handle it, so no visitor can silently miss a node. Every node carries the source location
+// of the DSL call that made it, which is what diagnostics point at.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <source_location>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tilepipe::ir {
+
+// ---------------------------------------------------------------------------------------
+// Basic vocabulary
+
+enum class DType : uint8_t { F16, BF16, F32, I32, I8, U8 };
+enum class Scope : uint8_t { GM, L1, L0A, L0B, L0C, UB };
+/// Pipes of a core: S scalar, MTE1 L1->L0, MTE2 GM->L1/UB, MTE3 UB->GM, M cube, FIX L0C out,
+/// V vector.
+enum class Pipe : uint8_t { S, MTE1, MTE2, MTE3, M, FIX, V };
+/// Which core kind runs a piece of code: C = AIC (Cube), V = AIV (Vector).
+enum class CoreKind : uint8_t { C, V };
+
+inline constexpr int kNumPipes = 7;
+
+int dtype_bytes(DType t);
+const char* to_string(DType t);
+const char* to_string(Scope s);
+const char* to_string(Pipe p);
+const char* to_string(CoreKind k);
+std::optional<Pipe> pipe_from_string(const std::string& s);
+bool is_float(DType t);
+
+/// Source location of the DSL call that created a node.
+struct Loc {
+  std::string file;  // base name only: diagnostics stay short and tests stay stable
+  int line = 0;
+  int column = 0;
+  static Loc from(const std::source_location& l);
+  std::string str() const;  // "file:line"
+};
+
+// ---------------------------------------------------------------------------------------
+// Expressions: integer-valued, over constants, loop variables, cid and vid.
+
+struct ExprNode;
+using Expr = std::shared_ptr<const ExprNode>;
+
+enum class BinOp : uint8_t { Add, Sub, Mul, Div, Mod, Min, Max, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
+const char* to_string(BinOp op);
+
+/// A named integer variable. Identity is the id, not the name.
+struct VarNode {
+  int id;
+  std::string name;
+};
+using Var = std::shared_ptr<const VarNode>;
+Var make_var(const std::string& name);
+
+struct IntImm {
+  int64_t value;
+};
+struct VarRef {
+  Var var;
+};
+/// Launch variables: the AI-core task id and the vector sub-core id.
+struct CoreIdx {};
+struct VecIdx {};
+struct Binary {
+  BinOp op;
+  Expr a, b;
+};
+struct Select {
+  Expr cond, then_value, else_value;
+};
+
+struct ExprNode {
+  std::variant<IntImm, VarRef, CoreIdx, VecIdx, Binary, Select> node;
+  Loc loc;
+};
+
+Expr make_int(int64_t v, Loc loc = {});
+Expr make_var_ref(Var v, Loc loc = {});
+Expr make_cid(Loc loc = {});
+Expr make_vid(Loc loc = {});
+Expr make_binary(BinOp op, Expr a, Expr b, Loc loc = {});
+Expr make_select(Expr c, Expr t, Expr f, Loc loc = {});
+/// Integer semantics of BinOp shared by folding and the simulator (floor division/modulo, as in
+/// Python; x / 0 and x % 0 give 0 and are rejected by the verifier where they can be seen).
+int64_t eval_binop(BinOp op, int64_t a, int64_t b);
+/// The constant value of an expression, if it folds without variables.
+std::optional<int64_t> as_const(const Expr& e);
+
+// ---------------------------------------------------------------------------------------
+// Buffers and regions
+
+enum class TensorRole : uint8_t { None, Input, Output, Workspace };
+
+/// A named allocation: a GM tensor (kernel parameter or runtime workspace) or an on-chip
+/// buffer of one core. Shapes are static.
+struct BufferNode {
+  int id;
+  std::string name;
+  Scope scope;
+  DType dtype;
+  std::vector<int64_t> shape;
+  TensorRole role = TensorRole::None;
+  Loc loc;
+  int64_t elements() const;
+  int64_t bytes() const { return elements() * dtype_bytes(dtype); }
+};
+using Buffer = std::shared_ptr<const BufferNode>;
+Buffer make_buffer(const std::string& name, Scope scope, DType dtype, std::vector<int64_t> shape,
+                   TensorRole role, Loc loc);
+
+/// A rectangular slice: per dimension a start (an expression) and a static extent.
+struct Region {
+  Buffer buffer;
+  std::vector<Expr> start;
+  std::vector<int64_t> extent;
+  int64_t elements() const;
+  /// Extents with leading 1s dropped (how tile ops see the slice): [1,64,1] -> [64,1].
+  std::vector<int64_t> squeezed() const;
+};
+/// The whole buffer as a region.
+Region full_region(const Buffer& b);
+
+/// A scalar operand of a tile op: an immediate, an integer expression, or one element of a
+/// UB buffer read by the scalar unit.
+struct ScalarOperand {
+  std::variant<double, Expr, Region> value;
+};
+
+// ---------------------------------------------------------------------------------------
+// Statements
+
+struct StmtNode;
+using Stmt = std::shared_ptr<const StmtNode>;
+
+enum class ForKind : uint8_t { Serial, Parallel, Pipelined };
+
+struct SeqStmt {
+  std::vector<Stmt> body;
+};
+struct ForStmt {
+  Var var;
+  Expr begin, end;
+  int64_t step = 1;
+  ForKind kind = ForKind::Serial;
+  int num_stages = 0;      // Pipelined only
+  int cross_interval = 1;  // Pipelined only
+  Stmt body;
+};
+struct IfStmt {
+  Expr cond;
+  Stmt then_body;
+  Stmt else_body;  // may be null
+};
+/// Code for one core kind: Scope("C") runs on the AIC, Scope("V") on each AIV.
+struct ScopeStmt {
+  CoreKind kind;
+  Stmt body;
+};
+struct AllocStmt {
+  Buffer buffer;
+};
+struct CopyStmt {
+  Region src, dst;
+  bool transpose = false;
+  std::optional<double> pad_value;
+};
+/// C (+)= op(A) x op(B) with A in L0A, B in L0B, C in L0C (one mmad).
+struct GemmStmt {
+  Region a, b, c;
+  bool transpose_a = false;
+  bool transpose_b = false;
+  bool init = true;  // true: C = A*B; false: C += A*B
+};
+
+enum class TileOpKind : uint8_t {
+  // binary, second operand a tile or a scalar
+  Add,
+  Sub,
+  Mul,
+  Div,
+  Max,
+  Min,
+  // unary
+  Exp,
+  Ln,
+  Abs,
+  Sqrt,
+  Rsqrt,
+  Reciprocal,
+  Relu,
+  // fused: dst = s * src + dst
+  Axpy,
+  // data
+  Cast,
+  Fill,
+  Broadcast,
+  Compare,
+  SelectOp,
+  Gather,
+};
+const char* to_string(TileOpKind k);
+enum class CmpMode : uint8_t { EQ, NE, GT, GE, LT, LE };
+const char* to_string(CmpMode m);
+
+/// A vector instruction on UB tiles. Operand use by kind:
+///   binary: srcs = {a, b} or {a} + scalar;  unary: srcs = {a};  axpy: srcs = {x} + scalar
+///   cast: srcs = {a};  fill: scalar;  broadcast: srcs = {a} (row or column vector)
+///   compare: srcs = {a, b} or {a} + scalar, cmp; dst is a 0/1 mask tile
+///   select: srcs = {mask, a, b} or {mask, a} + scalar;  gather: srcs = {src, offsets}
+struct TileOpStmt {
+  TileOpKind op;
+  Region dst;
+  std::vector<Region> srcs;
+  std::optional<ScalarOperand> scalar;
+  CmpMode cmp = CmpMode::EQ;
+};
+
+enum class ReduceKind : uint8_t { Max, Min, Sum };
+const char* to_string(ReduceKind k);
+/// Reduction of a UB tile along `dim` (-1 = last) into dst; clear=false merges into dst.
+struct ReduceStmt {
+  ReduceKind kind;
+  Region src, dst;
+  int dim = -1;
+  bool clear = true;
+};
+
+struct SetFlagStmt {
+  Pipe src, dst;
+  Expr event_id;
+};
+struct WaitFlagStmt {
+  Pipe src, dst;
+  Expr event_id;
+};
+struct PipeBarrierStmt {
+  Pipe pipe;
+};
+/// Cross-core counting semaphore between an AIC and its AIVs (mode 2).
+struct SetCrossFlagStmt {
+  Pipe pipe;
+  Expr flag_id;
+  int mode = 2;
+};
+struct WaitCrossFlagStmt {
+  Expr flag_id;
+};
+
+struct StmtNode {
+  std::variant<SeqStmt, ForStmt, IfStmt, ScopeStmt, AllocStmt, CopyStmt, GemmStmt, TileOpStmt,
+               ReduceStmt, SetFlagStmt, WaitFlagStmt, PipeBarrierStmt, SetCrossFlagStmt,
+               WaitCrossFlagStmt>
+      node;
+  Loc loc;
+};
+
+template <class T>
+Stmt make_stmt(T node, Loc loc) {
+  return std::make_shared<const StmtNode>(StmtNode{std::move(node), std::move(loc)});
+}
+
+// ---------------------------------------------------------------------------------------
+// Program
+
+struct Program {
+  std::string name;
+  std::vector<Buffer> params;      // GM tensors passed by the host (inputs and outputs)
+  std::vector<Buffer> workspaces;  // GM scratch allocated by the runtime
+  int64_t block_num = 1;
+  Stmt body;
+  Loc loc;
+};
+
+// ---------------------------------------------------------------------------------------
+// Printing, equality, traversal
+
+/// Stable text form. Variables print by name with a numeric suffix only when two distinct
+/// variables share a name, so golden tests do not depend on global id counters.
+std::string print(const Program& p);
+std::string print(const Stmt& s);
+std::string print(const Expr& e);
+std::string print(const Region& r);
+
+/// Structural equality up to renaming of loop variables (alpha-equivalence). Buffers compare
+/// by name, scope, dtype and shape.
+bool equal(const Program& a, const Program& b);
+bool equal(const Stmt& a, const Stmt& b);
+bool equal(const Expr& a, const Expr& b);
+
+/// Read-only traversal: override the node kinds of interest; the defaults recurse.
+class StmtVisitor {
+ public:
+  virtual ~StmtVisitor() = default;
+  void visit(const Stmt& s);
+  virtual void visit_seq(const SeqStmt& s, const StmtNode& n);
+  virtual void visit_for(const ForStmt& s, const StmtNode& n);
+  virtual void visit_if(const IfStmt& s, const StmtNode& n);
+  virtual void visit_scope(const ScopeStmt& s, const StmtNode& n);
+  virtual void visit_alloc(const AllocStmt&, const StmtNode&) {}
+  virtual void visit_copy(const CopyStmt&, const StmtNode&) {}
+  virtual void visit_gemm(const GemmStmt&, const StmtNode&) {}
+  virtual void visit_tile(const TileOpStmt&, const StmtNode&) {}
+  virtual void visit_reduce(const ReduceStmt&, const StmtNode&) {}
+  virtual void visit_set_flag(const SetFlagStmt&, const StmtNode&) {}
+  virtual void visit_wait_flag(const WaitFlagStmt&, const StmtNode&) {}
+  virtual void visit_barrier(const PipeBarrierStmt&, const StmtNode&) {}
+  virtual void visit_set_cross(const SetCrossFlagStmt&, const StmtNode&) {}
+  virtual void visit_wait_cross(const WaitCrossFlagStmt&, const StmtNode&) {}
+};
+
+/// Rewriting traversal: returns a new tree, sharing unchanged subtrees. Override a node
+/// kind to replace it; the defaults rebuild a node only when a child changed.
+class StmtMutator {
+ public:
+  virtual ~StmtMutator() = default;
+  Stmt mutate(const Stmt& s);
+  virtual Stmt mutate_seq(const SeqStmt& s, const Stmt& self);
+  virtual Stmt mutate_for(const ForStmt& s, const Stmt& self);
+  virtual Stmt mutate_if(const IfStmt& s, const Stmt& self);
+  virtual Stmt mutate_scope(const ScopeStmt& s, const Stmt& self);
+  /// Leaves (alloc, copy, gemm, tile ops, reduce, flags) are returned unchanged by default.
+  virtual Stmt mutate_leaf(const Stmt& self) { return self; }
+};
+
+}  // namespace tilepipe::ir

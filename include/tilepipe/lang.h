@@ -1,0 +1,304 @@
+// The embedded DSL: C++ spellings of TileLang-Ascend's `T.` names, building tile IR.
+//
+// Kernels read like the seed's Python kernels:
+//
+//   KernelBuilder k("vadd", /*block_num=*/24);
+//   auto x = k.input("x", {n}, f16), y = k.output("y", {n}, f16);
+//   auto [cid, vid] = k.launch();
+//   scope_v([&] {
+//     auto buf = alloc_ub("buf", {128}, f16);
+//     serial(tiles, [&](Ex t) { copy(x(slice(t * 128, 128)), buf); ... });
+//   });
+//   ir::Program p = k.finish();
+//
+// Loops and scopes are lambdas that run once, at build time. Under them sits an explicit
+// imperative builder (begin_for / end_for, begin_scope / end_scope, ...) whose calls take the
+// source location explicitly, for front ends that are not C++. Every call records the
+// location of the kernel line that made it; diagnostics point there.
+#pragma once
+
+#include <functional>
+#include <source_location>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "tilepipe/ir.h"
+
+namespace tilepipe::lang {
+
+using ir::CmpMode;
+using ir::DType;
+using ir::Pipe;
+using SrcLoc = std::source_location;
+
+inline constexpr DType f16 = DType::F16;
+inline constexpr DType bf16 = DType::BF16;
+inline constexpr DType f32 = DType::F32;
+inline constexpr DType i32 = DType::I32;
+inline constexpr DType i8 = DType::I8;
+inline constexpr DType u8 = DType::U8;
+
+/// A DSL user error found while building (e.g. wrong number of slice indices). The verifier
+/// reports everything else; builder errors are only about the shape of the calls.
+struct BuildError {
+  ir::Loc loc;
+  std::string message;
+};
+
+/// An integer expression with arithmetic operators; converts from integers.
+class Ex {
+ public:
+  Ex(int v) : e_(ir::make_int(v)) {}      // NOLINT: implicit by design
+  Ex(int64_t v) : e_(ir::make_int(v)) {}  // NOLINT
+  explicit Ex(ir::Expr e) : e_(std::move(e)) {}
+  const ir::Expr& ir() const { return e_; }
+
+ private:
+  ir::Expr e_;
+};
+
+Ex operator+(const Ex& a, const Ex& b);
+Ex operator-(const Ex& a, const Ex& b);
+Ex operator*(const Ex& a, const Ex& b);
+Ex operator/(const Ex& a, const Ex& b);  // floor division
+Ex operator%(const Ex& a, const Ex& b);
+Ex operator<(const Ex& a, const Ex& b);
+Ex operator<=(const Ex& a, const Ex& b);
+Ex operator>(const Ex& a, const Ex& b);
+Ex operator>=(const Ex& a, const Ex& b);
+Ex operator==(const Ex& a, const Ex& b);
+Ex operator!=(const Ex& a, const Ex& b);
+Ex operator&&(const Ex& a, const Ex& b);
+Ex operator||(const Ex& a, const Ex& b);
+Ex min(const Ex& a, const Ex& b);
+Ex max(const Ex& a, const Ex& b);
+Ex select(const Ex& cond, const Ex& a, const Ex& b);
+
+/// One index of a slice: a single position (extent 1), a range, or the whole dimension.
+struct Range {
+  Ex start;
+  int64_t extent;
+};
+inline Range slice(Ex start, int64_t extent) {
+  return Range{std::move(start), extent};
+}
+/// Rows [start, start + n) of a tile: the spelling of `rows(vid * 64, 64)` in the seed.
+inline Range rows(Ex start, int64_t n) {
+  return Range{std::move(start), n};
+}
+struct AllTag {};
+inline constexpr AllTag all{};
+
+struct Index {
+  Index(int v) : v(Ex(v)) {}           // NOLINT
+  Index(int64_t v) : v(Ex(v)) {}       // NOLINT
+  Index(Ex e) : v(std::move(e)) {}     // NOLINT
+  Index(Range r) : v(std::move(r)) {}  // NOLINT
+  Index(AllTag) : v(AllTag{}) {}       // NOLINT
+  std::variant<Ex, Range, AllTag> v;
+};
+
+/// A slice of a buffer: what ops take as operands.
+class Tile {
+ public:
+  explicit Tile(ir::Region r) : r_(std::move(r)) {}
+  const ir::Region& ir() const { return r_; }
+
+ private:
+  ir::Region r_;
+};
+
+/// A buffer (GM tensor or on-chip allocation). `t(i, rows(a, 64), all)` slices it;
+/// `t[slot]` selects one slot of a leading multi-buffer dimension.
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(ir::Buffer b) : b_(std::move(b)) {}
+  const ir::Buffer& ir() const { return b_; }
+  const std::vector<int64_t>& shape() const { return b_->shape; }
+
+  template <class... I>
+  Tile operator()(I&&... idx) const {
+    return slice_of({Index(std::forward<I>(idx))...});
+  }
+  Tile operator[](Ex slot) const { return slice_of({Index(std::move(slot))}); }
+  operator Tile() const { return Tile(ir::full_region(b_)); }  // NOLINT: whole buffer
+  Tile slice_of(const std::vector<Index>& idx, SrcLoc loc = SrcLoc::current()) const;
+
+ private:
+  ir::Buffer b_;
+};
+
+/// A scalar operand: an immediate, an integer expression, or one UB element read by the
+/// scalar unit (`at(m, r)`).
+struct Scalar {
+  Scalar(double v) : v(v) {}                    // NOLINT
+  Scalar(int v) : v(static_cast<double>(v)) {}  // NOLINT
+  Scalar(Ex e) : v(e.ir()) {}                   // NOLINT
+  std::variant<double, ir::Expr, ir::Region> v;
+  ir::ScalarOperand ir() const { return {v}; }
+};
+/// One element of a UB buffer as a scalar operand: `tile::sub(acc(r, all), acc(r, all), at(m, r))`.
+Scalar at(const Tensor& t, std::vector<Index> idx, SrcLoc loc = SrcLoc::current());
+
+/// Second operand of a binary tile op: a tile or a scalar.
+struct Operand {
+  Operand(Tile t) : v(std::move(t)) {}        // NOLINT
+  Operand(const Tensor& t) : v(Tile(t)) {}    // NOLINT
+  Operand(double s) : v(Scalar(s)) {}         // NOLINT
+  Operand(int s) : v(Scalar(s)) {}            // NOLINT
+  Operand(Ex e) : v(Scalar(std::move(e))) {}  // NOLINT
+  Operand(Scalar s) : v(std::move(s)) {}      // NOLINT
+  std::variant<Tile, Scalar> v;
+};
+
+struct LaunchIds {
+  Ex cid;
+  Ex vid;
+};
+
+struct PipelineOpts {
+  int num_stages = 2;
+  int cross_interval = 1;
+};
+
+/// Builds one kernel. While it is alive it is the target of the free DSL functions below
+/// (one builder per thread at a time).
+class KernelBuilder {
+ public:
+  KernelBuilder(std::string name, int64_t block_num, SrcLoc loc = SrcLoc::current());
+  ~KernelBuilder();
+  KernelBuilder(const KernelBuilder&) = delete;
+  KernelBuilder& operator=(const KernelBuilder&) = delete;
+
+  Tensor input(const std::string& name, std::vector<int64_t> shape, DType dtype,
+               SrcLoc loc = SrcLoc::current());
+  Tensor output(const std::string& name, std::vector<int64_t> shape, DType dtype,
+                SrcLoc loc = SrcLoc::current());
+  /// GM scratch allocated by the runtime (Cube <-> Vector exchange), never passed by the host.
+  Tensor workspace(const std::string& name, std::vector<int64_t> shape, DType dtype,
+                   SrcLoc loc = SrcLoc::current());
+  /// `T.Kernel(block_num) as (cid, vid)`.
+  LaunchIds launch() const;
+  /// Closes the kernel and returns its IR. Throws BuildError if a block is still open.
+  ir::Program finish(SrcLoc loc = SrcLoc::current());
+
+  // ---- the imperative builder under the sugar (explicit locations) ----
+  Ex begin_for(const std::string& var, Ex begin, Ex end, int64_t step, ir::ForKind kind,
+               PipelineOpts opts, ir::Loc loc);
+  void end_for(ir::Loc loc);
+  void begin_scope(ir::CoreKind kind, ir::Loc loc);
+  void end_scope(ir::Loc loc);
+  void begin_if(Ex cond, ir::Loc loc);
+  void begin_else(ir::Loc loc);
+  void end_if(ir::Loc loc);
+  void emit(ir::Stmt s);
+  Tensor alloc(const std::string& name, ir::Scope scope, std::vector<int64_t> shape, DType dtype,
+               ir::Loc loc);
+
+  static KernelBuilder& current(SrcLoc loc = SrcLoc::current());
+
+ private:
+  struct Frame;
+  Tensor param(const std::string& name, std::vector<int64_t> shape, DType dtype,
+               ir::TensorRole role, ir::Loc loc);
+  void close(int kind, ir::Loc loc);
+  ir::Program prog_;
+  std::vector<Frame>* frames_;
+  KernelBuilder* prev_;
+  int loop_depth_ = 0;
+};
+
+// ---- scopes and loops ----
+void scope_c(const std::function<void()>& body, SrcLoc loc = SrcLoc::current());
+void scope_v(const std::function<void()>& body, SrcLoc loc = SrcLoc::current());
+void serial(Ex n, const std::function<void(Ex)>& body, SrcLoc loc = SrcLoc::current());
+void serial(Ex begin, Ex end, const std::function<void(Ex)>& body, SrcLoc loc = SrcLoc::current());
+void serial(Ex begin, Ex end, int64_t step, const std::function<void(Ex)>& body,
+            SrcLoc loc = SrcLoc::current());
+void parallel(Ex n, const std::function<void(Ex)>& body, SrcLoc loc = SrcLoc::current());
+void pipelined(Ex n, PipelineOpts opts, const std::function<void(Ex)>& body,
+               SrcLoc loc = SrcLoc::current());
+void if_(Ex cond, const std::function<void()>& then_body, SrcLoc loc = SrcLoc::current());
+void if_else(Ex cond, const std::function<void()>& then_body,
+             const std::function<void()>& else_body, SrcLoc loc = SrcLoc::current());
+
+// ---- memory ----
+Tensor alloc_L1(const std::string& name, std::vector<int64_t> shape, DType dtype,
+                SrcLoc loc = SrcLoc::current());
+Tensor alloc_L0A(const std::string& name, std::vector<int64_t> shape, DType dtype,
+                 SrcLoc loc = SrcLoc::current());
+Tensor alloc_L0B(const std::string& name, std::vector<int64_t> shape, DType dtype,
+                 SrcLoc loc = SrcLoc::current());
+Tensor alloc_L0C(const std::string& name, std::vector<int64_t> shape, DType dtype,
+                 SrcLoc loc = SrcLoc::current());
+Tensor alloc_ub(const std::string& name, std::vector<int64_t> shape, DType dtype,
+                SrcLoc loc = SrcLoc::current());
+
+struct CopyOpts {
+  bool transpose = false;
+  std::optional<double> pad_value;
+};
+/// `T.copy(src, dst)`: the pipe follows from the scopes (GM->L1/UB MTE2, L1->L0 MTE1,
+/// L0C->GM/L1 FIX, UB->GM MTE3, UB->UB V).
+void copy(Tile src, Tile dst, CopyOpts opts = {}, SrcLoc loc = SrcLoc::current());
+
+struct GemmOpts {
+  bool transpose_a = false;
+  bool transpose_b = false;
+  bool init = true;
+};
+/// One mmad: C (+)= op(A) x op(B), A in L0A, B in L0B, C in L0C.
+void gemm(Tile a, Tile b, Tile c, GemmOpts opts = {}, SrcLoc loc = SrcLoc::current());
+/// `T.mma(A, B, C, init)`: expert-level spelling of gemm without transposes.
+void mma(Tile a, Tile b, Tile c, bool init, SrcLoc loc = SrcLoc::current());
+
+// ---- reductions ----
+void reduce_max(Tile src, Tile dst, int dim = -1, bool clear = true,
+                SrcLoc loc = SrcLoc::current());
+void reduce_min(Tile src, Tile dst, int dim = -1, bool clear = true,
+                SrcLoc loc = SrcLoc::current());
+void reduce_sum(Tile src, Tile dst, int dim = -1, bool clear = true,
+                SrcLoc loc = SrcLoc::current());
+
+// ---- synchronisation ----
+void set_flag(Pipe src, Pipe dst, Ex event_id, SrcLoc loc = SrcLoc::current());
+void wait_flag(Pipe src, Pipe dst, Ex event_id, SrcLoc loc = SrcLoc::current());
+void pipe_barrier(Pipe pipe, SrcLoc loc = SrcLoc::current());
+void set_cross_flag(Pipe pipe, Ex flag_id, int mode = 2, SrcLoc loc = SrcLoc::current());
+void wait_cross_flag(Ex flag_id, SrcLoc loc = SrcLoc::current());
+
+// ---- vector tile ops (pipe V, UB operands) ----
+namespace tile {
+void add(Tile dst, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
+void sub(Tile dst, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
+void mul(Tile dst, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
+void div(Tile dst, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
+void max(Tile dst, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
+void min(Tile dst, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
+void adds(Tile dst, Tile a, Scalar s, SrcLoc loc = SrcLoc::current());
+void muls(Tile dst, Tile a, Scalar s, SrcLoc loc = SrcLoc::current());
+void exp(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+void ln(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+void abs(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+void sqrt(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+void rsqrt(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+void reciprocal(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+void relu(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+/// dst = s * src + dst
+void axpy(Tile dst, Tile src, Scalar s, SrcLoc loc = SrcLoc::current());
+/// UB -> UB with a dtype change (f16 <-> f32 ...).
+void cast(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+void fill(Tile dst, Scalar value, SrcLoc loc = SrcLoc::current());
+/// [R] or [R,1] -> [R,C] (one value per row); [C] or [1,C] -> [R,C] (one value per column).
+void broadcast(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+/// dst = (a cmp b) ? 1 : 0, elementwise.
+void compare(Tile dst, Tile a, Operand b, CmpMode mode, SrcLoc loc = SrcLoc::current());
+/// dst = mask ? a : b, elementwise (mask nonzero = take a).
+void select(Tile dst, Tile mask, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
+/// dst[i] = src[offsets[i]] (element offsets into src, i32).
+void gather(Tile dst, Tile src, Tile offsets, SrcLoc loc = SrcLoc::current());
+}  // namespace tile
+
+}  // namespace tilepipe::lang

@@ -1,0 +1,48 @@
+// The verifier: the only place that rejects user programs. Every diagnostic names the
+// location of the DSL call, what was expected, what was found, and a fix.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tilepipe/chip.h"
+#include "tilepipe/ir.h"
+
+namespace tilepipe {
+
+/// One user-facing error. `kind` is a stable identifier (docs/errors.md lists them all).
+struct Diagnostic {
+  ir::Loc loc;
+  std::string kind;
+  std::string message;             // what was expected and what was found
+  std::vector<std::string> notes;  // e.g. per-buffer breakdown of an overflow
+  std::string hint;                // the fix
+  /// "file:line:col: error: message\n  note...\n  hint: ..."
+  std::string str() const;
+};
+
+/// Thrown by anything downstream of the DSL that finds a user error (verifier, lowering,
+/// simulator run-time checks). Carries one or more diagnostics.
+class UserError : public std::runtime_error {
+ public:
+  explicit UserError(std::vector<Diagnostic> diags);
+  explicit UserError(Diagnostic d) : UserError(std::vector<Diagnostic>{std::move(d)}) {}
+  const std::vector<Diagnostic>& diagnostics() const { return diags_; }
+
+ private:
+  std::vector<Diagnostic> diags_;
+};
+
+/// All problems found in `p` for `chip` (empty = valid).
+std::vector<Diagnostic> verify(const ir::Program& p, const ChipConfig& chip);
+/// Throws UserError if `verify` finds anything.
+void verify_or_throw(const ir::Program& p, const ChipConfig& chip);
+
+/// Conservative value range of an integer expression, given ranges for cid/vid/loop vars.
+struct Interval {
+  int64_t lo = 0, hi = 0;
+  bool exact = true;  // every value in [lo, hi]'s end points is reachable
+};
+
+}  // namespace tilepipe

@@ -1,0 +1,1 @@
+// kernel registry (filled below)

@@ -1,0 +1,2 @@
+#include <gtest/gtest.h>
+TEST(Build, Links) { EXPECT_TRUE(true); }
