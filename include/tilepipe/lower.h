@@ -1,0 +1,141 @@
+// Lowering: a verified tile program -> one compact instruction program per core kind.
+//
+// The lowered form is not an unrolled instruction list (an FA run issues tens of millions of
+// instructions): it keeps loops and ifs as control flow that the simulated scalar unit
+// walks, and each leaf is an instruction template whose operand addresses are compiled
+// integer expressions over loop variables, cid and vid. The scalar unit instantiates a
+// template into a concrete instruction (src/sim) when it issues it, exactly as the
+// hardware's scalar unit computes addresses and dispatches to the pipes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tilepipe/chip.h"
+#include "tilepipe/ir.h"
+
+namespace tilepipe::lower {
+
+/// An integer expression compiled to postfix over a slot array (slot 0 = cid, 1 = vid,
+/// then loop variables).
+struct CExpr {
+  enum Kind : uint8_t { Const, Slot, Bin, Sel };
+  struct Op {
+    Kind kind;
+    ir::BinOp bin;
+    int64_t value;  // constant or slot index
+  };
+  std::vector<Op> ops;
+  int64_t eval(const int64_t* slots) const;
+  bool is_const() const { return ops.size() == 1 && ops[0].kind == Const; }
+};
+
+inline constexpr int kSlotCid = 0;
+inline constexpr int kSlotVid = 1;
+inline constexpr int kMaxRank = 4;
+
+/// Where an operand lives: a GM tensor (by index into LoweredProgram::gm) or a per-core
+/// on-chip scope.
+struct AccessTemplate {
+  ir::Scope scope = ir::Scope::GM;
+  int gm_index = -1;         // GM only
+  ir::DType dtype = ir::DType::F32;
+  int64_t base_bytes = 0;    // on-chip: allocation offset within the core's scope memory
+  int rank = 0;
+  std::array<int64_t, kMaxRank> extent{};  // static extents, trailing dims first-class
+  std::array<int64_t, kMaxRank> stride{};  // element strides of the underlying buffer
+  std::array<int64_t, kMaxRank> dim{};     // buffer dimension sizes (bounds checks)
+  std::array<CExpr, kMaxRank> start;
+  const ir::BufferNode* buffer = nullptr;  // for diagnostics
+  int64_t elements() const;
+};
+
+enum class Opcode : uint8_t {
+  Copy,       // any pipe; direction from the scopes
+  Mmad,       // M
+  Vec,        // V: tile op
+  Reduce,     // V
+  SetFlag,    // intra-core, on the source pipe
+  WaitFlag,   // intra-core, on the destination pipe
+  Barrier,    // pipe_barrier
+  SetCross,   // cross-core, on a pipe
+  WaitCross,  // cross-core, blocks the core's issue
+};
+const char* to_string(Opcode op);
+
+/// One instruction template. Operand 0 is the destination where there is one.
+struct OpTemplate {
+  Opcode op;
+  ir::Pipe pipe;
+  ir::Loc loc;
+  std::string name;  // e.g. "copy GM->L1", "tile.exp" (trace event names)
+  int num_acc = 0;
+  std::array<AccessTemplate, 4> acc;
+  // Vec / Reduce
+  ir::TileOpKind tile_op = ir::TileOpKind::Add;
+  ir::CmpMode cmp = ir::CmpMode::EQ;
+  ir::ReduceKind reduce = ir::ReduceKind::Sum;
+  int reduce_dim = -1;  // normalised: 1 = along columns (per row), 0 = along rows
+  bool reduce_clear = true;
+  enum class ScalarKind : uint8_t { None, Imm, Expr, UbRead } scalar_kind = ScalarKind::None;
+  double scalar_imm = 0;
+  CExpr scalar_expr;
+  AccessTemplate scalar_read;  // UbRead
+  // Copy / Mmad
+  bool transpose = false;
+  bool transpose_a = false, transpose_b = false, init = true;
+  int64_t m = 0, n = 0, k = 0;  // Mmad dims, Copy/Vec matrix view [m rows, n cols]
+  // Flags
+  ir::Pipe flag_src = ir::Pipe::S, flag_dst = ir::Pipe::S;
+  CExpr flag_id;
+};
+
+/// Control flow around instruction templates, walked by the simulated scalar unit.
+struct Block;
+struct Item {
+  enum Kind : uint8_t { Instr, Loop, If } kind = Instr;
+  int instr = -1;  // index into CoreProgram::instrs
+  // Loop
+  int slot = -1;
+  CExpr begin, end;
+  int64_t step = 1;
+  // If
+  CExpr cond;
+  std::shared_ptr<Block> body, else_body;
+  ir::Loc loc;
+};
+struct Block {
+  std::vector<Item> items;
+};
+
+/// What one core kind (AIC or AIV) runs.
+struct CoreProgram {
+  ir::CoreKind kind;
+  std::vector<OpTemplate> instrs;
+  Block body;
+  int num_slots = 2;
+  std::array<int64_t, 6> scope_bytes{};  // bytes allocated per ir::Scope on this core
+  bool empty() const { return instrs.empty(); }
+};
+
+struct GmTensor {
+  ir::Buffer buffer;
+  bool workspace = false;
+};
+
+struct LoweredProgram {
+  std::string name;
+  int64_t block_num = 1;
+  std::vector<GmTensor> gm;
+  CoreProgram aic{ir::CoreKind::C, {}, {}, 2, {}};
+  CoreProgram aiv{ir::CoreKind::V, {}, {}, 2, {}};
+};
+
+/// Lowers a program the verifier accepted. Throws UserError for constructs the lowering
+/// cannot express (and names the fix).
+LoweredProgram lower(const ir::Program& p, const ChipConfig& chip);
+
+}  // namespace tilepipe::lower

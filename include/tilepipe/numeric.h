@@ -1,0 +1,145 @@
+// Storage formats of the simulated machine: fp16 and bf16 with round-to-nearest-even,
+// and typed element load/store on raw bytes. Shared by the simulator and kernel references.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "tilepipe/ir.h"
+
+namespace tilepipe {
+
+/// float -> IEEE binary16 bits, round to nearest even; overflow -> inf, NaN stays NaN.
+inline uint16_t float_to_f16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t mag = x & 0x7fffffffu;
+  if (mag > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (mag >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 -> inf
+  if (mag < 0x38800000u) {  // subnormal or zero in f16
+    if (mag < 0x33000000u) return static_cast<uint16_t>(sign);  // < 2^-25 rounds to 0
+    uint32_t e = mag >> 23;
+    uint32_t m = (mag & 0x7fffffu) | 0x800000u;
+    int shift = 126 - static_cast<int>(e);  // to 10-bit subnormal mantissa
+    uint32_t r = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1))) ++r;
+    return static_cast<uint16_t>(sign | r);
+  }
+  uint32_t r = mag - 0x38000000u;  // rebias exponent 127 -> 15
+  uint32_t out = r >> 13, rem = r & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (out & 1))) ++out;
+  return static_cast<uint16_t>(sign | out);
+}
+
+inline float f16_to_float(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ffu, x;
+  if (e == 0) {
+    if (m == 0) {
+      x = sign;
+    } else {  // subnormal: normalise
+      e = 113;
+      while (!(m & 0x400u)) {
+        m <<= 1;
+        --e;
+      }
+      x = sign | (e << 23) | ((m & 0x3ffu) << 13);
+    }
+  } else if (e == 31) {
+    x = sign | 0x7f800000u | (m << 13);
+  } else {
+    x = sign | ((e + 112) << 23) | (m << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+inline uint16_t float_to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  uint32_t lsb = (x >> 16) & 1u;
+  x += 0x7fffu + lsb;
+  return static_cast<uint16_t>(x >> 16);
+}
+
+inline float bf16_to_float(uint16_t b) {
+  uint32_t x = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+/// Rounds a value to what a `t` element can hold (identity for f32 except double->float).
+inline double round_to(ir::DType t, double v) {
+  switch (t) {
+    case ir::DType::F16: return f16_to_float(float_to_f16(static_cast<float>(v)));
+    case ir::DType::BF16: return bf16_to_float(float_to_bf16(static_cast<float>(v)));
+    case ir::DType::F32: return static_cast<float>(v);
+    default: return v;
+  }
+}
+
+inline double load_elem(ir::DType t, const uint8_t* p) {
+  switch (t) {
+    case ir::DType::F16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return f16_to_float(h);
+    }
+    case ir::DType::BF16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return bf16_to_float(h);
+    }
+    case ir::DType::F32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case ir::DType::I32: {
+      int32_t i;
+      std::memcpy(&i, p, 4);
+      return i;
+    }
+    case ir::DType::I8: return static_cast<int8_t>(*p);
+    case ir::DType::U8: return *p;
+  }
+  return 0;
+}
+
+/// Stores with the hardware's conversion: RNE for floats, saturation for integers.
+inline void store_elem(ir::DType t, uint8_t* p, double v) {
+  auto sat = [&](double lo, double hi) {
+    if (v != v) return 0.0;
+    return v < lo ? lo : (v > hi ? hi : v);
+  };
+  switch (t) {
+    case ir::DType::F16: {
+      uint16_t h = float_to_f16(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      return;
+    }
+    case ir::DType::BF16: {
+      uint16_t h = float_to_bf16(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      return;
+    }
+    case ir::DType::F32: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      return;
+    }
+    case ir::DType::I32: {
+      int32_t i = static_cast<int32_t>(sat(-2147483648.0, 2147483647.0));
+      std::memcpy(p, &i, 4);
+      return;
+    }
+    case ir::DType::I8: *p = static_cast<uint8_t>(static_cast<int8_t>(sat(-128, 127))); return;
+    case ir::DType::U8: *p = static_cast<uint8_t>(sat(0, 255)); return;
+  }
+}
+
+}  // namespace tilepipe

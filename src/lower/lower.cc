@@ -1,0 +1,369 @@
+// IR -> per-core-kind instruction programs (see include/tilepipe/lower.h).
+#include "tilepipe/lower.h"
+
+#include <fmt/format.h>
+
+#include <map>
+
+#include "tilepipe/verify.h"
+
+namespace tilepipe::lower {
+
+using namespace ir;
+
+const char* to_string(Opcode op) {
+  switch (op) {
+    case Opcode::Copy: return "copy";
+    case Opcode::Mmad: return "mmad";
+    case Opcode::Vec: return "vec";
+    case Opcode::Reduce: return "reduce";
+    case Opcode::SetFlag: return "set_flag";
+    case Opcode::WaitFlag: return "wait_flag";
+    case Opcode::Barrier: return "pipe_barrier";
+    case Opcode::SetCross: return "set_cross_flag";
+    case Opcode::WaitCross: return "wait_cross_flag";
+  }
+  return "?";
+}
+
+int64_t CExpr::eval(const int64_t* slots) const {
+  int64_t st[32];
+  int sp = 0;
+  for (const Op& o : ops) {
+    switch (o.kind) {
+      case Const: st[sp++] = o.value; break;
+      case Slot: st[sp++] = slots[o.value]; break;
+      case Bin:
+        --sp;
+        st[sp - 1] = eval_binop(o.bin, st[sp - 1], st[sp]);
+        break;
+      case Sel:
+        sp -= 2;
+        st[sp - 1] = st[sp - 1] ? st[sp] : st[sp + 1];
+        break;
+    }
+  }
+  return sp ? st[0] : 0;
+}
+
+int64_t AccessTemplate::elements() const {
+  int64_t n = 1;
+  for (int i = 0; i < rank; ++i) n *= extent[i];
+  return n;
+}
+
+namespace {
+
+/// Which pipe a copy between two scopes runs on (the verifier has rejected the rest).
+Pipe copy_pipe(Scope from, Scope to) {
+  if (from == Scope::GM) return Pipe::MTE2;
+  if (from == Scope::L1) return Pipe::MTE1;
+  if (from == Scope::L0C) return Pipe::FIX;
+  if (to == Scope::GM) return Pipe::MTE3;
+  return Pipe::V;
+}
+
+class Lowerer {
+ public:
+  Lowerer(const Program& p, const ChipConfig& chip) : p_(p), chip_(chip) {}
+
+  LoweredProgram run() {
+    LoweredProgram out;
+    out.name = p_.name;
+    out.block_num = p_.block_num;
+    for (const auto& b : p_.params) add_gm(out, b, false);
+    for (const auto& b : p_.workspaces) add_gm(out, b, true);
+    for (CoreProgram* cp : {&out.aic, &out.aiv}) {
+      cur_ = cp;
+      slots_.clear();
+      cp->num_slots = 2;
+      cp->body = block(p_.body, false);
+    }
+    return out;
+  }
+
+ private:
+  void add_gm(LoweredProgram& out, const Buffer& b, bool ws) {
+    gm_index_[b->id] = static_cast<int>(out.gm.size());
+    out.gm.push_back(GmTensor{b, ws});
+  }
+
+  [[noreturn]] void fail(const Loc& loc, std::string msg, std::string hint) {
+    throw UserError(Diagnostic{loc, "lowering", std::move(msg), {}, std::move(hint)});
+  }
+
+  CExpr compile(const Expr& e) {
+    CExpr c;
+    emit(e, c);
+    return c;
+  }
+
+  void emit(const Expr& e, CExpr& c) {
+    std::visit(
+        [&](const auto& n) {
+          using T = std::decay_t<decltype(n)>;
+          if constexpr (std::is_same_v<T, IntImm>) {
+            c.ops.push_back({CExpr::Const, BinOp::Add, n.value});
+          } else if constexpr (std::is_same_v<T, VarRef>) {
+            auto it = slots_.find(n.var->id);
+            if (it == slots_.end())
+              fail(e->loc, fmt::format("variable '{}' used outside its loop", n.var->name),
+                   "use loop variables only inside the loop body");
+            c.ops.push_back({CExpr::Slot, BinOp::Add, it->second});
+          } else if constexpr (std::is_same_v<T, CoreIdx>) {
+            c.ops.push_back({CExpr::Slot, BinOp::Add, kSlotCid});
+          } else if constexpr (std::is_same_v<T, VecIdx>) {
+            c.ops.push_back({CExpr::Slot, BinOp::Add, kSlotVid});
+          } else if constexpr (std::is_same_v<T, Binary>) {
+            emit(n.a, c);
+            emit(n.b, c);
+            c.ops.push_back({CExpr::Bin, n.op, 0});
+          } else if constexpr (std::is_same_v<T, Select>) {
+            emit(n.cond, c);
+            emit(n.then_value, c);
+            emit(n.else_value, c);
+            c.ops.push_back({CExpr::Sel, BinOp::Add, 0});
+          } else {
+            static_assert(sizeof(T) == 0, "Lowerer: unhandled expression node");
+          }
+        },
+        e->node);
+    if (c.ops.size() > 64) fail(e->loc, "index expression too deep", "simplify the expression");
+  }
+
+  AccessTemplate access(const Region& r, const Loc& loc) {
+    const auto& b = *r.buffer;
+    if (b.shape.size() > static_cast<size_t>(kMaxRank))
+      fail(loc, fmt::format("buffer '{}' has rank {}; at most {} is supported", b.name,
+                            b.shape.size(), kMaxRank),
+           "merge dimensions of the buffer");
+    AccessTemplate a;
+    a.scope = b.scope;
+    a.dtype = b.dtype;
+    a.buffer = r.buffer.get();
+    a.rank = static_cast<int>(b.shape.size());
+    if (b.scope == Scope::GM) {
+      a.gm_index = gm_index_.at(b.id);
+    } else {
+      auto it = addr_.find(b.id);
+      if (it == addr_.end())
+        fail(loc, fmt::format("buffer '{}' used before its allocation", b.name),
+             "allocate the buffer before the first op that uses it");
+      a.base_bytes = it->second;
+    }
+    int64_t stride = 1;
+    for (int d = a.rank - 1; d >= 0; --d) {
+      a.extent[d] = r.extent[d];
+      a.dim[d] = b.shape[d];
+      a.stride[d] = stride;
+      a.start[d] = compile(r.start[d]);
+      stride *= b.shape[d];
+    }
+    return a;
+  }
+
+  static std::pair<int64_t, int64_t> matrix(const Region& r) {
+    auto sq = r.squeezed();
+    if (sq.size() == 1) return {1, sq[0]};
+    int64_t cols = sq.back(), rows = 1;
+    for (size_t i = 0; i + 1 < sq.size(); ++i) rows *= sq[i];
+    return {rows, cols};
+  }
+
+  int add(OpTemplate t) {
+    cur_->instrs.push_back(std::move(t));
+    return static_cast<int>(cur_->instrs.size()) - 1;
+  }
+
+  Item instr_item(OpTemplate t) {
+    Item it;
+    it.kind = Item::Instr;
+    it.loc = t.loc;
+    it.instr = add(std::move(t));
+    return it;
+  }
+
+  OpTemplate base(Opcode op, Pipe pipe, const Loc& loc, std::string name) {
+    OpTemplate t;
+    t.op = op;
+    t.pipe = pipe;
+    t.loc = loc;
+    t.name = std::move(name);
+    return t;
+  }
+
+  void alloc(const AllocStmt& a) {
+    const auto& b = *a.buffer;
+    CoreKind owner = b.scope == Scope::UB ? CoreKind::V : CoreKind::C;
+    if (owner != cur_->kind) return;
+    if (addr_.count(b.id)) return;
+    int64_t align = b.scope == Scope::UB ? chip_.ub_align : chip_.l1_align;
+    auto& used = cur_->scope_bytes[static_cast<int>(b.scope)];
+    used = (used + align - 1) / align * align;
+    addr_[b.id] = used;
+    used += b.bytes();
+  }
+
+  Block block(const Stmt& s, bool in_scope) {
+    Block out;
+    lower_into(s, in_scope, out);
+    return out;
+  }
+
+  void lower_into(const Stmt& s, bool in_scope, Block& out) {
+    if (!s) return;
+    std::visit([&](const auto& n) { lower_node(n, *s, in_scope, out); }, s->node);
+  }
+
+  void lower_node(const SeqStmt& n, const StmtNode&, bool in_scope, Block& out) {
+    for (const auto& c : n.body) lower_into(c, in_scope, out);
+  }
+
+  void lower_node(const ForStmt& n, const StmtNode& s, bool in_scope, Block& out) {
+    Item it;
+    it.kind = Item::Loop;
+    it.loc = s.loc;
+    it.slot = cur_->num_slots++;
+    slots_[n.var->id] = it.slot;
+    it.begin = compile(n.begin);
+    it.end = compile(n.end);
+    it.step = n.step;
+    it.body = std::make_shared<Block>(block(n.body, in_scope));
+    slots_.erase(n.var->id);
+    if (!it.body->items.empty()) out.items.push_back(std::move(it));
+  }
+
+  void lower_node(const IfStmt& n, const StmtNode& s, bool in_scope, Block& out) {
+    Item it;
+    it.kind = Item::If;
+    it.loc = s.loc;
+    it.cond = compile(n.cond);
+    it.body = std::make_shared<Block>(block(n.then_body, in_scope));
+    it.else_body = std::make_shared<Block>(block(n.else_body, in_scope));
+    if (!it.body->items.empty() || !it.else_body->items.empty()) out.items.push_back(std::move(it));
+  }
+
+  void lower_node(const ScopeStmt& n, const StmtNode&, bool, Block& out) {
+    if (n.kind != cur_->kind) {
+      // Allocations of the other core kind inside its scope still need no address here.
+      return;
+    }
+    lower_into(n.body, true, out);
+  }
+
+  void lower_node(const AllocStmt& n, const StmtNode&, bool, Block&) { alloc(n); }
+
+  void lower_node(const CopyStmt& n, const StmtNode& s, bool in_scope, Block& out) {
+    if (!in_scope) return;
+    Pipe pipe = copy_pipe(n.src.buffer->scope, n.dst.buffer->scope);
+    OpTemplate t = base(Opcode::Copy, pipe, s.loc,
+                        fmt::format("copy {}->{}", ir::to_string(n.src.buffer->scope),
+                                    ir::to_string(n.dst.buffer->scope)));
+    t.num_acc = 2;
+    t.acc[0] = access(n.dst, s.loc);
+    t.acc[1] = access(n.src, s.loc);
+    t.transpose = n.transpose;
+    std::tie(t.m, t.n) = matrix(n.src);
+    out.items.push_back(instr_item(std::move(t)));
+  }
+
+  void lower_node(const GemmStmt& n, const StmtNode& s, bool in_scope, Block& out) {
+    if (!in_scope) return;
+    OpTemplate t = base(Opcode::Mmad, Pipe::M, s.loc, "mmad");
+    t.num_acc = 3;
+    t.acc[0] = access(n.c, s.loc);
+    t.acc[1] = access(n.a, s.loc);
+    t.acc[2] = access(n.b, s.loc);
+    t.transpose_a = n.transpose_a;
+    t.transpose_b = n.transpose_b;
+    t.init = n.init;
+    auto [cm, cn] = matrix(n.c);
+    auto [ar, ac] = matrix(n.a);
+    t.m = cm;
+    t.n = cn;
+    t.k = n.transpose_a ? ar : ac;
+    out.items.push_back(instr_item(std::move(t)));
+  }
+
+  void lower_node(const TileOpStmt& n, const StmtNode& s, bool in_scope, Block& out) {
+    if (!in_scope) return;
+    OpTemplate t = base(Opcode::Vec, Pipe::V, s.loc, std::string("tile.") + ir::to_string(n.op));
+    t.tile_op = n.op;
+    t.cmp = n.cmp;
+    t.acc[0] = access(n.dst, s.loc);
+    t.num_acc = 1;
+    for (const auto& r : n.srcs) t.acc[t.num_acc++] = access(r, s.loc);
+    if (n.scalar) {
+      std::visit(
+          [&](const auto& v) {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, double>) {
+              t.scalar_kind = OpTemplate::ScalarKind::Imm;
+              t.scalar_imm = v;
+            } else if constexpr (std::is_same_v<T, Expr>) {
+              t.scalar_kind = OpTemplate::ScalarKind::Expr;
+              t.scalar_expr = compile(v);
+            } else {
+              t.scalar_kind = OpTemplate::ScalarKind::UbRead;
+              t.scalar_read = access(v, s.loc);
+            }
+          },
+          n.scalar->value);
+    }
+    std::tie(t.m, t.n) = matrix(n.dst);
+    out.items.push_back(instr_item(std::move(t)));
+  }
+
+  void lower_node(const ReduceStmt& n, const StmtNode& s, bool in_scope, Block& out) {
+    if (!in_scope) return;
+    OpTemplate t = base(Opcode::Reduce, Pipe::V, s.loc,
+                        std::string("reduce_") + ir::to_string(n.kind));
+    t.reduce = n.kind;
+    t.num_acc = 2;
+    t.acc[0] = access(n.dst, s.loc);
+    t.acc[1] = access(n.src, s.loc);
+    t.reduce_clear = n.clear;
+    std::tie(t.m, t.n) = matrix(n.src);
+    t.reduce_dim = (n.dim == 0 && n.src.squeezed().size() > 1) ? 0 : 1;
+    out.items.push_back(instr_item(std::move(t)));
+  }
+
+  void flag(Opcode op, Pipe on, Pipe src, Pipe dst, const Expr& id, const StmtNode& s,
+            bool in_scope, Block& out) {
+    if (!in_scope) return;
+    OpTemplate t = base(op, on, s.loc, to_string(op));
+    t.flag_src = src;
+    t.flag_dst = dst;
+    t.flag_id = compile(id);
+    out.items.push_back(instr_item(std::move(t)));
+  }
+
+  void lower_node(const SetFlagStmt& n, const StmtNode& s, bool in_scope, Block& out) {
+    flag(Opcode::SetFlag, n.src, n.src, n.dst, n.event_id, s, in_scope, out);
+  }
+  void lower_node(const WaitFlagStmt& n, const StmtNode& s, bool in_scope, Block& out) {
+    flag(Opcode::WaitFlag, n.dst, n.src, n.dst, n.event_id, s, in_scope, out);
+  }
+  void lower_node(const PipeBarrierStmt& n, const StmtNode& s, bool in_scope, Block& out) {
+    flag(Opcode::Barrier, n.pipe, n.pipe, n.pipe, make_int(0), s, in_scope, out);
+  }
+  void lower_node(const SetCrossFlagStmt& n, const StmtNode& s, bool in_scope, Block& out) {
+    flag(Opcode::SetCross, n.pipe, n.pipe, n.pipe, n.flag_id, s, in_scope, out);
+  }
+  void lower_node(const WaitCrossFlagStmt& n, const StmtNode& s, bool in_scope, Block& out) {
+    flag(Opcode::WaitCross, Pipe::S, Pipe::S, Pipe::S, n.flag_id, s, in_scope, out);
+  }
+
+  const Program& p_;
+  const ChipConfig& chip_;
+  CoreProgram* cur_ = nullptr;
+  std::map<int, int> slots_;
+  std::map<int, int> gm_index_;
+  std::map<int, int64_t> addr_;
+};
+
+}  // namespace
+
+LoweredProgram lower(const Program& p, const ChipConfig& chip) { return Lowerer(p, chip).run(); }
+
+}  // namespace tilepipe::lower

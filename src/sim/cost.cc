@@ -1,0 +1,87 @@
+// Cost of one instruction = fixed start-up latency + work / throughput (hardware.md "Costs").
+// Reads only ChipConfig; contains no kernel- or shape-specific terms.
+#include <algorithm>
+#include <cmath>
+
+#include "instr.h"
+
+namespace tilepipe::sim {
+
+using ir::Pipe;
+using ir::TileOpKind;
+
+static double vector_repeats(const Instr& in, const ChipConfig& c) {
+  int64_t bytes = 0;
+  for (int i = 0; i < in.t->num_acc; ++i) bytes = std::max(bytes, in.acc[i].bytes());
+  // A repeat processes repeat_bytes; a masked (partial) repeat costs a full one.
+  return std::ceil(static_cast<double>(bytes) / c.vector_repeat_bytes);
+}
+
+static Cost vec_cost(const Instr& in, const ChipConfig& c) {
+  double rep = vector_repeats(in, c);
+  double elems_per_repeat =
+      static_cast<double>(c.vector_repeat_bytes) / ir::dtype_bytes(in.acc[0].t->dtype);
+  switch (in.t->tile_op) {
+    case TileOpKind::Add:
+    case TileOpKind::Sub:
+      return {rep * c.vector_simple_cycles_per_repeat, c.vector_startup_add};
+    case TileOpKind::Mul:
+    case TileOpKind::Axpy:
+      return {rep * c.vector_simple_cycles_per_repeat, c.vector_startup_mul};
+    case TileOpKind::Exp:
+    case TileOpKind::Ln:
+    case TileOpKind::Sqrt:
+    case TileOpKind::Div: {
+      double cpr = std::max(1.0, elems_per_repeat / c.vector_transcendental_elems_per_cycle);
+      double start = in.t->tile_op == TileOpKind::Exp || in.t->tile_op == TileOpKind::Ln
+                         ? c.vector_startup_exp
+                         : c.vector_startup_div;
+      return {rep * cpr, start};
+    }
+    case TileOpKind::Rsqrt:
+    case TileOpKind::Reciprocal:
+      return {rep * c.vector_simple_cycles_per_repeat, c.vector_startup_recip};
+    default:
+      return {rep * c.vector_simple_cycles_per_repeat, c.vector_startup};
+  }
+}
+
+Cost instr_cost(const Instr& in, const ChipConfig& c) {
+  const lower::OpTemplate& t = *in.t;
+  switch (t.op) {
+    case lower::Opcode::Copy: {
+      double bytes = static_cast<double>(in.acc[1].bytes());
+      switch (t.pipe) {
+        case Pipe::MTE2: return {bytes / c.mte2_bw_l2, c.mte2_latency};
+        case Pipe::MTE3: return {bytes / c.mte3_bw, c.mte3_latency};
+        case Pipe::MTE1:
+          return {bytes / (in.acc[0].t->scope == ir::Scope::L0A ? c.mte1_bw_l0a : c.mte1_bw_l0b),
+                  c.mte1_latency};
+        case Pipe::FIX:
+          return {static_cast<double>(in.acc[0].bytes()) / c.fix_bw, c.fix_latency};
+        default: {  // UB -> UB on V
+          double rep = vector_repeats(in, c);
+          return {rep * c.vector_simple_cycles_per_repeat, c.vector_startup};
+        }
+      }
+    }
+    case lower::Opcode::Mmad: {
+      double fractals = std::ceil(t.m / 16.0) * std::ceil(t.n / 16.0) * std::ceil(t.k / 16.0);
+      double rate = c.cube_fractals_per_cycle;
+      ir::DType a = in.acc[1].t->dtype;
+      if (a == ir::DType::I8) rate *= c.cube_int8_rate;
+      if (a == ir::DType::F32) rate *= c.cube_fp32_rate;
+      return {fractals / rate, c.cube_head};
+    }
+    case lower::Opcode::Vec: return vec_cost(in, c);
+    case lower::Opcode::Reduce: {
+      double rep = vector_repeats(in, c);
+      double start = t.reduce == ir::ReduceKind::Sum ? c.vector_startup_reduce
+                                                     : c.vector_startup_reduce_max;
+      return {rep * c.vector_reduce_cycles_per_repeat, start};
+    }
+    default: return {0, 0};  // flags and barriers: timing handled by the engine
+  }
+}
+
+}  // namespace tilepipe::sim

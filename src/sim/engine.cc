@@ -1,0 +1,644 @@
+// The engine: cores as cooperative tasks, scoreboarded pipes, intra- and cross-core flags.
+// Contract in include/tilepipe/sim.h. Reads ChipConfig for issue/flag latencies and costs
+// (through instr_cost); ignores bank conflicts and DMA bandwidth sharing between cores.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <deque>
+#include <queue>
+
+#include "instr.h"
+#include "tilepipe/numeric.h"
+#include "tilepipe/sim.h"
+#include "tilepipe/verify.h"
+
+namespace tilepipe::sim {
+namespace {
+
+using ir::CoreKind;
+using ir::Pipe;
+using lower::Opcode;
+
+constexpr int kPipes = ir::kNumPipes;
+
+struct SetRecord {
+  double time = 0;  // cycle the flag becomes visible to the waiter
+  const ir::Loc* loc = nullptr;
+};
+
+struct Frame {
+  const lower::Block* block;
+  size_t pos;
+  const lower::Item* loop;  // null for non-loop blocks
+  int64_t end;
+};
+
+struct RecentWrite {
+  int mem = -1;
+  int64_t lo = 0, hi = 0;
+  double end = 0;
+};
+
+struct PipeState {
+  double ready = 0;  // earliest start of the next instruction
+  double done = 0;   // all work issued so far on this pipe has finished
+  std::deque<Instr> queue;
+  std::array<RecentWrite, 4> recent{};
+  int next_recent = 0;
+};
+
+/// Last set of a flag, for deadlock reports.
+struct LastSet {
+  double time = -1;
+  const ir::Loc* loc = nullptr;
+};
+
+struct Core {
+  int index = 0;
+  CoreKind kind = CoreKind::C;
+  int ai_core = 0;
+  int vid = 0;
+  const lower::CoreProgram* prog = nullptr;
+  std::vector<int64_t> slots;
+  std::vector<Frame> stack;
+  int64_t next_block = 0;
+  double t = 0;
+  bool stream_done = false;
+  bool has_pending = false;  // scalar blocked on this instruction
+  Instr pending;
+  bool in_heap = false;
+  std::array<PipeState, kPipes> pipes;
+  std::vector<std::deque<SetRecord>> flags;  // [(src * 7 + dst) * ids + id]
+  std::vector<LastSet> last_set;
+  std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
+  CoreStats stats;
+};
+
+/// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
+struct CrossFlags {
+  std::array<std::vector<std::deque<SetRecord>>, 2> c2v, v2c;
+  std::array<std::vector<LastSet>, 2> last_c2v, last_v2c;
+};
+
+int mem_key(const Access& a) {
+  return a.t->scope == ir::Scope::GM ? a.t->gm_index : 1000 + static_cast<int>(a.t->scope);
+}
+
+class Engine {
+ public:
+  Engine(const lower::LoweredProgram& p, const ChipConfig& chip, HostData* io,
+         const SimOptions& o)
+      : p_(p), chip_(chip), io_(io), opts_(o), functional_(o.mode == Mode::Functional) {}
+
+  SimResult run() {
+    setup_memory();
+    setup_cores();
+    while (!heap_.empty()) {
+      auto [t, idx] = heap_.top();
+      heap_.pop();
+      Core& c = cores_[static_cast<size_t>(idx)];
+      c.in_heap = false;
+      double horizon = heap_.empty() ? 1e300 : heap_.top().first + kQuantum;
+      run_core(c, horizon);
+    }
+    check_finished();
+    return collect();
+  }
+
+ private:
+  static constexpr double kQuantum = 2000;  // cycles a core may run ahead before yielding
+
+  // ---- setup ----
+  void setup_memory() {
+    gm_.resize(p_.gm.size());
+    for (size_t i = 0; i < p_.gm.size(); ++i) {
+      const auto& b = *p_.gm[i].buffer;
+      if (!functional_) continue;
+      gm_[i].assign(static_cast<size_t>(b.bytes()), 0);
+      if (!io_) continue;
+      auto it = io_->find(b.name);
+      if (it == io_->end()) continue;
+      if (static_cast<int64_t>(it->second.size()) != b.elements()) {
+        throw UserError(Diagnostic{b.loc, "host-data",
+                                   fmt::format("host data for '{}' has {} values; the tensor has {}",
+                                               b.name, it->second.size(), b.elements()),
+                                   {}, "pass exactly one value per element"});
+      }
+      int eb = ir::dtype_bytes(b.dtype);
+      for (size_t e = 0; e < it->second.size(); ++e)
+        store_elem(b.dtype, gm_[i].data() + e * static_cast<size_t>(eb), it->second[e]);
+    }
+  }
+
+  void add_core(CoreKind kind, int ai, int vid, const lower::CoreProgram* prog) {
+    Core c;
+    c.index = static_cast<int>(cores_.size());
+    c.kind = kind;
+    c.ai_core = ai;
+    c.vid = vid;
+    c.prog = prog;
+    c.slots.assign(static_cast<size_t>(prog->num_slots), 0);
+    c.slots[lower::kSlotVid] = vid;
+    c.next_block = ai;
+    c.flags.resize(static_cast<size_t>(kPipes * kPipes * chip_.event_ids));
+    c.last_set.resize(c.flags.size());
+    if (functional_)
+      for (int s = 0; s < 6; ++s)
+        c.local[static_cast<size_t>(s)].assign(static_cast<size_t>(prog->scope_bytes[s]), 0);
+    c.stats.name = kind == CoreKind::C ? fmt::format("core{}.AIC", ai)
+                                       : fmt::format("core{}.AIV{}", ai, vid);
+    c.stats.ai_core = ai;
+    c.stats.kind = kind;
+    c.stats.vid = vid;
+    cores_.push_back(std::move(c));
+  }
+
+  void setup_cores() {
+    int n = static_cast<int>(std::min<int64_t>(chip_.ai_cores, p_.block_num));
+    cross_.resize(static_cast<size_t>(n));
+    for (auto& x : cross_) {
+      for (int v = 0; v < 2; ++v) {
+        x.c2v[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
+        x.v2c[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
+        x.last_c2v[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
+        x.last_v2c[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
+      }
+    }
+    for (int ai = 0; ai < n; ++ai) {
+      if (!p_.aic.empty()) add_core(CoreKind::C, ai, 0, &p_.aic);
+      if (!p_.aiv.empty())
+        for (int v = 0; v < chip_.aiv_per_core && v < 2; ++v) add_core(CoreKind::V, ai, v, &p_.aiv);
+    }
+    for (auto& c : cores_) push(c);
+  }
+
+  void push(Core& c) {
+    if (c.in_heap) return;
+    c.in_heap = true;
+    heap_.push({c.t, c.index});
+  }
+
+  // ---- errors ----
+  [[noreturn]] void fail(const ir::Loc& loc, const std::string& kind, std::string msg,
+                         std::string hint) {
+    throw UserError(Diagnostic{loc, kind, std::move(msg), {}, std::move(hint)});
+  }
+
+  std::string where(const Core& c) const {
+    std::string s = c.stats.name;
+    if (c.prog->num_slots > 2 || p_.block_num > 0) s += fmt::format(" (cid={})", c.slots[0]);
+    return s;
+  }
+
+  // ---- the scalar unit ----
+  /// Walks control flow to the next instruction template; false when the stream ends.
+  const lower::OpTemplate* fetch(Core& c) {
+    const double sc = chip_.scalar_op_cycles;
+    for (;;) {
+      if (c.stack.empty()) {
+        if (c.next_block >= p_.block_num) return nullptr;
+        c.slots[lower::kSlotCid] = c.next_block;
+        c.next_block += chip_.ai_cores;
+        c.stack.push_back({&c.prog->body, 0, nullptr, 0});
+      }
+      Frame& f = c.stack.back();
+      if (f.pos >= f.block->items.size()) {
+        if (f.loop) {
+          int64_t& v = c.slots[static_cast<size_t>(f.loop->slot)];
+          v += f.loop->step;
+          c.t += sc;  // increment + compare + branch of the loop
+          if (v < f.end) {
+            f.pos = 0;
+            continue;
+          }
+        }
+        c.stack.pop_back();
+        continue;
+      }
+      const lower::Item& it = f.block->items[f.pos++];
+      switch (it.kind) {
+        case lower::Item::Instr: return &c.prog->instrs[static_cast<size_t>(it.instr)];
+        case lower::Item::Loop: {
+          int64_t b = it.begin.eval(c.slots.data()), e = it.end.eval(c.slots.data());
+          c.t += 2 * sc;
+          if (b < e) {
+            c.slots[static_cast<size_t>(it.slot)] = b;
+            c.stack.push_back({it.body.get(), 0, &it, e});
+          }
+          break;
+        }
+        case lower::Item::If: {
+          c.t += sc;
+          bool cond = it.cond.eval(c.slots.data()) != 0;
+          const lower::Block* b = cond ? it.body.get() : it.else_body.get();
+          if (b && !b->items.empty()) c.stack.push_back({b, 0, nullptr, 0});
+          break;
+        }
+      }
+    }
+  }
+
+  Access resolve(Core& c, const lower::AccessTemplate& a, const lower::OpTemplate& t) {
+    Access r;
+    r.t = &a;
+    int64_t off = 0;
+    for (int d = 0; d < a.rank; ++d) {
+      int64_t s = a.start[d].eval(c.slots.data());
+      if (s < 0 || s + a.extent[d] > a.dim[d]) {
+        fail(t.loc, "slice-bounds",
+             fmt::format("{}: slice of '{}' dimension {} covers [{}, {}) but the dimension has {} "
+                         "elements (at {})",
+                         t.name, a.buffer->name, d, s, s + a.extent[d], a.dim[d],
+                         loop_state(c)),
+             "clamp the start or the loop bounds so every tile stays inside the buffer");
+      }
+      off += s * a.stride[d];
+    }
+    r.offset = off;
+    if (functional_) {
+      r.mem = a.scope == ir::Scope::GM ? gm_[static_cast<size_t>(a.gm_index)].data()
+                                       : c.local[static_cast<size_t>(a.scope)].data();
+    }
+    return r;
+  }
+
+  std::string loop_state(const Core& c) const {
+    std::string s = fmt::format("{}, cid={}", c.stats.name, c.slots[0]);
+    for (const auto& f : c.stack)
+      if (f.loop) s += fmt::format(", loop@{}={}", f.loop->loc.line, c.slots[static_cast<size_t>(f.loop->slot)]);
+    return s;
+  }
+
+  Instr instantiate(Core& c, const lower::OpTemplate& t) {
+    Instr in;
+    in.t = &t;
+    for (int i = 0; i < t.num_acc; ++i) in.acc[static_cast<size_t>(i)] = resolve(c, t.acc[static_cast<size_t>(i)], t);
+    switch (t.scalar_kind) {
+      case lower::OpTemplate::ScalarKind::Imm: in.scalar = t.scalar_imm; break;
+      case lower::OpTemplate::ScalarKind::Expr:
+        in.scalar = static_cast<double>(t.scalar_expr.eval(c.slots.data()));
+        break;
+      case lower::OpTemplate::ScalarKind::UbRead:
+        // The scalar unit reads UB now, at issue: a missing V->S sync reads a stale value.
+        in.scalar_read = resolve(c, t.scalar_read, t);
+        c.t += chip_.scalar_op_cycles;
+        if (functional_)
+          in.scalar = load_elem(t.scalar_read.dtype,
+                                in.scalar_read.mem + in.scalar_read.offset *
+                                                         ir::dtype_bytes(t.scalar_read.dtype));
+        break;
+      case lower::OpTemplate::ScalarKind::None: break;
+    }
+    if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
+        t.op == Opcode::WaitCross) {
+      in.flag_id = t.flag_id.eval(c.slots.data());
+      int limit = (t.op == Opcode::SetCross || t.op == Opcode::WaitCross) ? chip_.cross_flag_ids
+                                                                          : chip_.event_ids;
+      if (in.flag_id < 0 || in.flag_id >= limit)
+        fail(t.loc, "flag-id",
+             fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, in.flag_id,
+                         loop_state(c), limit - 1),
+             "keep event ids inside the per-pipe-pair range");
+    }
+    return in;
+  }
+
+  size_t flag_key(Pipe s, Pipe d, int64_t id) const {
+    return (static_cast<size_t>(s) * kPipes + static_cast<size_t>(d)) *
+               static_cast<size_t>(chip_.event_ids) +
+           static_cast<size_t>(id);
+  }
+
+  void run_core(Core& c, double horizon) {
+    for (;;) {
+      if (c.t > opts_.max_cycles)
+        fail(c.has_pending ? c.pending.t->loc : ir::Loc{}, "cycle-budget",
+             fmt::format("{} passed the cycle budget of {:.0f} cycles", c.stats.name,
+                         opts_.max_cycles),
+             "raise the budget (--max-cycles) or check for a loop that does not end");
+      if (c.has_pending) {
+        if (!try_scalar_wait(c, c.pending)) return;  // stays blocked; woken by a cross set
+        c.has_pending = false;
+      } else {
+        const lower::OpTemplate* t = fetch(c);
+        if (!t) {
+          c.stream_done = true;
+          return;
+        }
+        Instr in = instantiate(c, *t);
+        c.t += chip_.issue_cycles;
+        in.issue = c.t;
+        ++c.stats.pipes[static_cast<size_t>(Pipe::S)].instructions;
+        if (!dispatch(c, in)) {
+          c.pending = in;
+          c.has_pending = true;
+          return;
+        }
+      }
+      if (c.t > horizon) {
+        push(c);
+        return;
+      }
+    }
+  }
+
+  /// Waits handled by the scalar unit itself; false while the flag is not available.
+  bool try_scalar_wait(Core& c, const Instr& in) {
+    if (in.t->op == Opcode::WaitCross) {
+      CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
+      size_t id = static_cast<size_t>(in.flag_id);
+      if (c.kind == CoreKind::V) {
+        auto& q = x.c2v[static_cast<size_t>(c.vid)][id];
+        if (q.empty()) return false;
+        c.t = std::max(c.t, q.front().time);
+        q.pop_front();
+        check_cross_overflow(q, c.t, in, c);
+      } else {
+        auto& q0 = x.v2c[0][id];
+        auto& q1 = x.v2c[1][id];
+        bool two = !p_.aiv.empty() && chip_.aiv_per_core >= 2;
+        if (q0.empty() || (two && q1.empty())) return false;
+        c.t = std::max({c.t, q0.front().time, two ? q1.front().time : 0.0});
+        q0.pop_front();
+        if (two) q1.pop_front();
+        check_cross_overflow(q0, c.t, in, c);
+      }
+      return true;
+    }
+    // wait_flag(X, S): the scalar unit waits for pipe X.
+    auto& q = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)];
+    if (q.empty()) return false;
+    c.t = std::max(c.t, q.front().time);
+    q.pop_front();
+    return true;
+  }
+
+  void check_cross_overflow(const std::deque<SetRecord>& q, double now, const Instr& in,
+                            const Core& c) {
+    size_t max = static_cast<size_t>(chip_.cross_flag_max);
+    if (q.size() >= max && q[max - 1].time <= now)
+      fail(*q[max - 1].loc, "cross-flag",
+           fmt::format("cross-core flag #{} of core {} counts past {} before {} waits ({})",
+                       in.flag_id, c.ai_core, chip_.cross_flag_max, c.stats.name,
+                       in.t->loc.str()),
+           "the counter is 4 bits: wait more often, or signal every cross_interval iterations");
+  }
+
+  /// Sends an instruction to its pipe (or handles it on the scalar unit). False if the
+  /// scalar unit must block on it.
+  bool dispatch(Core& c, Instr& in) {
+    const auto& t = *in.t;
+    if (t.op == Opcode::WaitCross || (t.op == Opcode::WaitFlag && t.flag_dst == Pipe::S))
+      return try_scalar_wait(c, in);
+    if (t.pipe == Pipe::S) {  // set_flag(S, X) / set_cross_flag(S): fires at issue
+      fire(c, in, c.t);
+      return true;
+    }
+    c.pipes[static_cast<size_t>(t.pipe)].queue.push_back(in);
+    drain(c, t.pipe);
+    return true;
+  }
+
+  void fire(Core& c, const Instr& in, double when) {
+    const auto& t = *in.t;
+    if (t.op == Opcode::SetCross) {
+      deliver_cross(c, in, when + chip_.cross_flag_latency);
+      return;
+    }
+    size_t key = flag_key(t.flag_src, t.flag_dst, in.flag_id);
+    SetRecord r{when + chip_.flag_latency, &t.loc};
+    c.flags[key].push_back(r);
+    c.last_set[key] = {r.time, &t.loc};
+    if (t.flag_dst != Pipe::S) drain(c, t.flag_dst);
+  }
+
+  void deliver_cross(Core& c, const Instr& in, double visible) {
+    CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
+    size_t id = static_cast<size_t>(in.flag_id);
+    SetRecord r{visible, &in.t->loc};
+    if (c.kind == CoreKind::C) {
+      for (int v = 0; v < 2; ++v) {
+        x.c2v[static_cast<size_t>(v)][id].push_back(r);
+        x.last_c2v[static_cast<size_t>(v)][id] = {visible, &in.t->loc};
+      }
+    } else {
+      x.v2c[static_cast<size_t>(c.vid)][id].push_back(r);
+      x.last_v2c[static_cast<size_t>(c.vid)][id] = {visible, &in.t->loc};
+    }
+    // Wake the peers blocked on a cross wait.
+    for (auto& peer : cores_) {
+      if (peer.ai_core == c.ai_core && peer.kind != c.kind && peer.has_pending && !peer.in_heap)
+        push(peer);
+    }
+  }
+
+  double hazard_start(const PipeState& ps, const Instr& in) const {
+    double start = 0;
+    for (int i = 0; i < in.t->num_acc; ++i) {
+      const Access& a = in.acc[static_cast<size_t>(i)];
+      int key = mem_key(a);
+      int eb = ir::dtype_bytes(a.t->dtype);
+      int64_t lo = a.offset * eb, hi = (a.offset + a.span_elems()) * eb;
+      for (const auto& w : ps.recent)
+        if (w.mem == key && lo < w.hi && w.lo < hi) start = std::max(start, w.end);
+    }
+    return start;
+  }
+
+  /// Starts every queued instruction of pipe p that can start.
+  void drain(Core& c, Pipe p) {
+    PipeState& ps = c.pipes[static_cast<size_t>(p)];
+    while (!ps.queue.empty()) {
+      Instr& head = ps.queue.front();
+      const auto& t = *head.t;
+      PipeStats& st = c.stats.pipes[static_cast<size_t>(p)];
+      switch (t.op) {
+        case Opcode::WaitFlag: {
+          auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)];
+          if (q.empty()) return;  // blocked until the set arrives
+          double start = std::max({head.issue, ps.ready, q.front().time});
+          q.pop_front();
+          if (!q.empty() && q.front().time < start)
+            fail(*q.front().loc, "flag-double-set",
+                 fmt::format("{}: flag {}->{} #{} set again before its wait at {} consumed "
+                             "the previous set (hangs on hardware)",
+                             c.stats.name, ir::to_string(t.flag_src), ir::to_string(t.flag_dst),
+                             head.flag_id, t.loc.str()),
+                 "pair every set with exactly one wait before setting the flag again");
+          ps.ready = start;
+          ps.done = std::max(ps.done, start);
+          ++st.instructions;
+          ps.queue.pop_front();
+          break;
+        }
+        case Opcode::SetFlag:
+        case Opcode::SetCross: {
+          Instr in = head;
+          ps.queue.pop_front();
+          double when = std::max({in.issue, ps.done, ps.ready});
+          ps.ready = std::max(ps.ready, in.issue);
+          ++st.instructions;
+          fire(c, in, when);
+          break;
+        }
+        case Opcode::Barrier: {
+          double start = std::max(head.issue, ps.done);
+          ps.ready = start;
+          ps.done = start;
+          ++st.instructions;
+          ps.queue.pop_front();
+          break;
+        }
+        default: {
+          Instr in = head;
+          ps.queue.pop_front();
+          Cost cost = instr_cost(in, chip_);
+          double start = std::max({in.issue, ps.ready, hazard_start(ps, in)});
+          double end = start + cost.occupancy + cost.latency;
+          ps.ready = start + cost.occupancy;
+          ps.done = std::max(ps.done, end);
+          st.busy_cycles += cost.occupancy;
+          ++st.instructions;
+          ++instructions_;
+          const Access& d = in.acc[0];
+          int eb = ir::dtype_bytes(d.t->dtype);
+          ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.offset * eb,
+                                                           (d.offset + d.span_elems()) * eb, end};
+          ps.next_recent = (ps.next_recent + 1) % static_cast<int>(ps.recent.size());
+          if (functional_) execute(in);
+        }
+      }
+    }
+  }
+
+  // ---- end of run ----
+  std::string flag_state(const LastSet& s) const {
+    if (s.time < 0) return "never set";
+    return fmt::format("last set at cycle {:.0f} ({})", s.time, s.loc->str());
+  }
+
+  void check_finished() {
+    std::vector<Diagnostic> diags;
+    for (const auto& c : cores_) {
+      if (c.has_pending) {
+        const auto& t = *c.pending.t;
+        std::string what;
+        if (t.op == Opcode::WaitCross) {
+          const CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
+          size_t id = static_cast<size_t>(c.pending.flag_id);
+          const LastSet& ls = c.kind == CoreKind::V ? x.last_c2v[static_cast<size_t>(c.vid)][id]
+                                                    : x.last_v2c[0][id];
+          what = fmt::format("wait_cross_flag #{} forever; {}", c.pending.flag_id, flag_state(ls));
+        } else {
+          what = fmt::format("scalar waits {}->S #{} forever; {}", ir::to_string(t.flag_src),
+                             c.pending.flag_id,
+                             flag_state(c.last_set[flag_key(t.flag_src, t.flag_dst,
+                                                            c.pending.flag_id)]));
+        }
+        diags.push_back({t.loc, "deadlock", fmt::format("deadlock: {}: {} ({})", where(c), what, loop_state(c)), {}, {}});
+      }
+      for (int p = 0; p < kPipes; ++p) {
+        const auto& q = c.pipes[static_cast<size_t>(p)].queue;
+        if (q.empty()) continue;
+        const Instr& h = q.front();
+        const auto& t = *h.t;
+        diags.push_back(
+            {t.loc, "deadlock",
+             fmt::format("deadlock: {}: {} waits {}->{} #{} forever; {}; {} more instruction(s) "
+                         "queued behind it",
+                         c.stats.name, ir::to_string(static_cast<Pipe>(p)),
+                         ir::to_string(t.flag_src), ir::to_string(t.flag_dst), h.flag_id,
+                         flag_state(c.last_set[flag_key(t.flag_src, t.flag_dst, h.flag_id)]),
+                         q.size() - 1),
+             {},
+             {}});
+      }
+    }
+    if (!diags.empty()) {
+      diags.front().hint =
+          "every wait needs a matching set that is issued before or independently of it; "
+          "check the set on the path that did not run";
+      throw UserError(std::move(diags));
+    }
+    // A set that no wait consumed leaves the flag up for the next kernel: report it.
+    for (const auto& c : cores_) {
+      for (size_t k = 0; k < c.flags.size(); ++k) {
+        if (c.flags[k].empty()) continue;
+        const auto& r = c.flags[k].front();
+        size_t id = k % static_cast<size_t>(chip_.event_ids);
+        size_t pair = k / static_cast<size_t>(chip_.event_ids);
+        diags.push_back({*r.loc, "unmatched-flag",
+                         fmt::format("{}: flag {}->{} #{} is still set when the kernel ends ({} "
+                                     "set(s) never waited on)",
+                                     c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
+                                     ir::to_string(static_cast<Pipe>(pair % kPipes)), id,
+                                     c.flags[k].size()),
+                         {},
+                         "drain every outstanding set with a matching wait_flag at the end"});
+      }
+    }
+    for (size_t ai = 0; ai < cross_.size(); ++ai) {
+      for (int v = 0; v < 2; ++v) {
+        for (size_t id = 0; id < cross_[ai].c2v[static_cast<size_t>(v)].size(); ++id) {
+          for (auto* q : {&cross_[ai].c2v[static_cast<size_t>(v)][id],
+                          &cross_[ai].v2c[static_cast<size_t>(v)][id]}) {
+            if (q->empty() || p_.aiv.empty() || p_.aic.empty()) continue;
+            bool c2v = q == &cross_[ai].c2v[static_cast<size_t>(v)][id];
+            diags.push_back({*q->front().loc, "unmatched-flag",
+                             fmt::format("core{}: cross-core flag #{} ({} AIV{}) has {} set(s) "
+                                         "never waited on at kernel end",
+                                         ai, id, c2v ? "AIC ->" : "AIC <-", v, q->size()),
+                             {},
+                             "make the number of set_cross_flag and wait_cross_flag calls equal "
+                             "on every path"});
+          }
+        }
+      }
+    }
+    if (!diags.empty()) throw UserError(std::move(diags));
+  }
+
+  SimResult collect() {
+    SimResult r;
+    r.instructions = instructions_;
+    for (auto& c : cores_) {
+      double end = c.t;
+      for (const auto& ps : c.pipes) end = std::max(end, ps.done);
+      c.stats.end_cycle = end;
+      r.cycles = std::max(r.cycles, end);
+      r.cores.push_back(c.stats);
+    }
+    if (functional_ && io_) {
+      for (size_t i = 0; i < p_.gm.size(); ++i) {
+        const auto& b = *p_.gm[i].buffer;
+        auto& out = (*io_)[b.name];
+        out.resize(static_cast<size_t>(b.elements()));
+        int eb = ir::dtype_bytes(b.dtype);
+        for (size_t e = 0; e < out.size(); ++e)
+          out[e] = load_elem(b.dtype, gm_[i].data() + e * static_cast<size_t>(eb));
+      }
+    }
+    return r;
+  }
+
+  const lower::LoweredProgram& p_;
+  const ChipConfig& chip_;
+  HostData* io_;
+  SimOptions opts_;
+  bool functional_;
+  std::vector<std::vector<uint8_t>> gm_;
+  std::vector<Core> cores_;
+  std::vector<CrossFlags> cross_;
+  using HeapItem = std::pair<double, int>;
+  std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<>> heap_;
+  int64_t instructions_ = 0;
+};
+
+}  // namespace
+
+SimResult simulate(const lower::LoweredProgram& prog, const ChipConfig& chip, HostData* io,
+                   const SimOptions& opts) {
+  return Engine(prog, chip, io, opts).run();
+}
+
+}  // namespace tilepipe::sim
