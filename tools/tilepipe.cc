@@ -1,1 +1,251 @@
-int main() { return 0; }
+// The `tilepipe` command line (contract: docs/cli.md). Exit codes: 0 success, 1 internal
+// error, 2 bad input (flags, parameters, configs, programs), 3 `check` found a problem.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+#include "registry.h"
+#include "tilepipe/chip.h"
+#include "tilepipe/ir.h"
+#include "tilepipe/lang.h"
+#include "tilepipe/verify.h"
+
+namespace {
+
+using namespace tilepipe;
+using json = nlohmann::ordered_json;
+
+constexpr int kExitInternal = 1;
+constexpr int kExitBadInput = 2;
+constexpr int kExitCheckFailed = 3;
+
+/// A bad command line: reported as one line, exit 2.
+struct UsageError {
+  std::string message;
+};
+
+struct RunArgs {
+  std::string kernel;
+  std::string variant;
+  std::string chip = "a3";
+  std::string mode = "functional";
+  std::vector<std::string> params;
+  uint64_t seed = 1;
+  double max_cycles = 1e13;
+  bool json = false;
+  bool print_ir = false;
+};
+
+void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
+  cmd->add_option("kernel", a.kernel, "kernel name (see `tilepipe list`)")->required();
+  cmd->add_option("--variant", a.variant, "kernel variant (default: the kernel's first)");
+  cmd->add_option("--chip", a.chip, "chip config: a2, a3, or a path to a .json file");
+  if (with_mode)
+    cmd->add_option("--mode", a.mode, "timing (fast, no values) or functional (values + check)")
+        ->check(CLI::IsMember({"timing", "functional"}));
+  cmd->add_option("--param", a.params, "kernel parameter k=v (repeatable)");
+  cmd->add_option("--seed", a.seed, "seed of the generated inputs");
+  cmd->add_option("--max-cycles", a.max_cycles, "stop a run that passes this many cycles")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", a.json, "print one JSON object on stdout");
+  cmd->add_flag("--print-ir", a.print_ir, "print the kernel's tile IR on stderr");
+}
+
+std::map<std::string, std::string> parse_params(const std::vector<std::string>& raw) {
+  std::map<std::string, std::string> out;
+  for (const auto& kv : raw) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError{fmt::format("--param '{}': expected NAME=VALUE, e.g. --param M=256", kv)};
+    out[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return out;
+}
+
+json pipes_json(const sim::SimResult& r) {
+  // Busy % of each pipe, averaged over the cores that have that pipe.
+  json pipes = json::object();
+  const ir::Pipe order[] = {ir::Pipe::M,    ir::Pipe::V,   ir::Pipe::MTE1, ir::Pipe::MTE2,
+                            ir::Pipe::MTE3, ir::Pipe::FIX, ir::Pipe::S};
+  for (ir::Pipe p : order) {
+    double busy = 0;
+    int n = 0;
+    for (const auto& c : r.cores) {
+      bool has = p == ir::Pipe::S || p == ir::Pipe::MTE2 ||
+                 (c.kind == ir::CoreKind::C
+                      ? (p == ir::Pipe::M || p == ir::Pipe::MTE1 || p == ir::Pipe::FIX)
+                      : (p == ir::Pipe::V || p == ir::Pipe::MTE3));
+      if (!has) continue;
+      busy += c.pipes[static_cast<size_t>(p)].busy_cycles;
+      ++n;
+    }
+    double pct = (n == 0 || r.cycles <= 0) ? 0.0 : 100.0 * busy / (n * r.cycles);
+    pipes[ir::to_string(p)] = {{"busy_pct", std::round(pct * 100) / 100}};
+  }
+  return pipes;
+}
+
+std::string bound_of(const json& pipes) {
+  std::string best = "S";
+  double top = -1;
+  for (auto it = pipes.begin(); it != pipes.end(); ++it) {
+    double v = it.value()["busy_pct"].get<double>();
+    if (v > top) {
+      top = v;
+      best = it.key();
+    }
+  }
+  return best;
+}
+
+int cmd_list(bool as_json) {
+  json out = {{"kernels", json::array()}};
+  for (const auto& k : kernels::all_kernels()) {
+    json params = json::array();
+    for (const auto& p : k.params)
+      params.push_back({{"name", p.name}, {"default", p.def}, {"min", p.min}, {"max", p.max},
+                        {"help", p.help}});
+    out["kernels"].push_back(
+        {{"name", k.name}, {"summary", k.summary}, {"variants", k.variants}, {"params", params}});
+  }
+  if (as_json) {
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  for (const auto& k : kernels::all_kernels()) {
+    std::cout << fmt::format("{:<12} {}\n", k.name, k.summary);
+    std::cout << fmt::format("{:<12} variants: {}\n", "", fmt::join(k.variants, ", "));
+    for (const auto& p : k.params)
+      std::cout << fmt::format("{:<12}   {}={} [{}..{}] {}\n", "", p.name, p.def, p.min, p.max,
+                               p.help);
+  }
+  return 0;
+}
+
+int cmd_run(const RunArgs& a, bool is_check) {
+  const auto& k = kernels::find_kernel(a.kernel);
+  kernels::RunRequest req;
+  req.variant = a.variant;
+  req.params = kernels::resolve_params(k, parse_params(a.params));
+  req.mode = (is_check || a.mode == "functional") ? sim::Mode::Functional : sim::Mode::Timing;
+  req.seed = a.seed;
+  req.max_cycles = a.max_cycles;
+  ChipConfig chip = load_chip_config(a.chip);
+
+  json out;
+  out["kernel"] = k.name;
+  out["variant"] = kernels::resolve_variant(k, a.variant);
+  out["chip"] = chip.name;
+  out["mode"] = req.mode == sim::Mode::Functional ? "functional" : "timing";
+  out["params"] = req.params;
+
+  kernels::RunReport rep;
+  try {
+    rep = kernels::run_kernel(k, req, chip);
+  } catch (const UserError& e) {
+    if (!is_check) throw;
+    // check: program errors found at run time (deadlock, flag misuse) are findings.
+    out["ok"] = false;
+    out["errors"] = json::array();
+    for (const auto& d : e.diagnostics())
+      out["errors"].push_back({{"kind", d.kind}, {"where", d.loc.str()}, {"message", d.message}});
+    std::cerr << e.what() << "\n";
+    if (a.json) std::cout << out.dump(2) << "\n";
+    return kExitCheckFailed;
+  }
+  if (a.print_ir) std::cerr << ir::print(rep.program);
+
+  out["cycles"] = rep.sim.cycles;
+  out["time_us"] = rep.sim.cycles * chip.us_per_cycle();
+  if (rep.checked) {
+    out["correct"] = rep.correct;
+    out["max_abs_err"] = rep.max_abs_err;
+    out["max_rel_err"] = rep.max_rel_err;
+    out["tolerance"] = {{"rtol", k.tol.rtol}, {"atol", k.tol.atol}};
+    if (!rep.correct) out["mismatch"] = rep.mismatch;
+  }
+  json pipes = pipes_json(rep.sim);
+  out["pipes"] = pipes;
+  out["bound"] = bound_of(pipes);
+  out["instructions"] = rep.sim.instructions;
+  out["sim_wall_s"] = rep.sim_wall_s;
+  if (is_check) out["ok"] = rep.correct;
+
+  std::string summary = fmt::format(
+      "{} [{}] on {}: {:.0f} cycles ({:.2f} us), bound {}{}", k.name, out["variant"].get<std::string>(),
+      chip.name, rep.sim.cycles, rep.sim.cycles * chip.us_per_cycle(),
+      out["bound"].get<std::string>(),
+      rep.checked ? fmt::format(", {} (max abs err {:.3g})", rep.correct ? "correct" : "WRONG",
+                                rep.max_abs_err)
+                  : "");
+  if (a.json) {
+    std::cerr << summary << "\n";
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << summary << "\n";
+    if (!rep.correct && rep.checked) std::cout << "  first mismatch: " << rep.mismatch << "\n";
+  }
+  if (is_check && !rep.correct) return kExitCheckFailed;
+  return 0;
+}
+
+std::string one_line(const std::string& s) {
+  auto nl = s.find('\n');
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tilepipe: tile-level kernels for Ascend A2/A3, compiled and simulated"};
+  app.require_subcommand(1);
+  bool list_json = false;
+  auto* list = app.add_subcommand("list", "kernels, variants and parameters");
+  list->add_flag("--json", list_json, "print one JSON object on stdout");
+  RunArgs run_args, check_args;
+  auto* run = app.add_subcommand("run", "build, verify, lower and simulate a kernel");
+  add_run_options(run, run_args, true);
+  auto* check = app.add_subcommand(
+      "check", "functional run compared with the reference; exit 3 on mismatch or deadlock");
+  add_run_options(check, check_args, false);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "tilepipe: " << one_line(e.what()) << " (see `tilepipe --help`)\n";
+    return kExitBadInput;
+  }
+
+  try {
+    if (list->parsed()) return cmd_list(list_json);
+    if (run->parsed()) return cmd_run(run_args, false);
+    if (check->parsed()) return cmd_run(check_args, true);
+  } catch (const UsageError& e) {
+    std::cerr << "tilepipe: " << e.message << "\n";
+    return kExitBadInput;
+  } catch (const kernels::ParamError& e) {
+    std::cerr << "tilepipe: " << e.message << "\n";
+    return kExitBadInput;
+  } catch (const ConfigError& e) {
+    std::cerr << "tilepipe: " << one_line(e.message) << "\n";
+    return kExitBadInput;
+  } catch (const UserError& e) {
+    std::cerr << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const lang::BuildError& e) {
+    std::cerr << e.loc.str() << ": error: " << e.message << "\n";
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "tilepipe: internal error: " << e.what() << " (this is a bug in tilepipe)\n";
+    return kExitInternal;
+  }
+  return 0;
+}

@@ -191,6 +191,12 @@ class Engine {
   }
 
   // ---- the scalar unit ----
+  /// Scalar-unit work: advances the issue clock and counts as S-pipe busy time.
+  static void scalar(Core& c, double cycles) {
+    c.t += cycles;
+    c.stats.pipes[static_cast<size_t>(Pipe::S)].busy_cycles += cycles;
+  }
+
   /// Walks control flow to the next instruction template; false when the stream ends.
   const lower::OpTemplate* fetch(Core& c) {
     const double sc = chip_.scalar_op_cycles;
@@ -206,7 +212,7 @@ class Engine {
         if (f.loop) {
           int64_t& v = c.slots[static_cast<size_t>(f.loop->slot)];
           v += f.loop->step;
-          c.t += sc;  // increment + compare + branch of the loop
+          scalar(c, sc);  // increment + compare + branch of the loop
           if (v < f.end) {
             f.pos = 0;
             continue;
@@ -220,7 +226,7 @@ class Engine {
         case lower::Item::Instr: return &c.prog->instrs[static_cast<size_t>(it.instr)];
         case lower::Item::Loop: {
           int64_t b = it.begin.eval(c.slots.data()), e = it.end.eval(c.slots.data());
-          c.t += 2 * sc;
+          scalar(c, 2 * sc);
           if (b < e) {
             c.slots[static_cast<size_t>(it.slot)] = b;
             c.stack.push_back({it.body.get(), 0, &it, e});
@@ -228,7 +234,7 @@ class Engine {
           break;
         }
         case lower::Item::If: {
-          c.t += sc;
+          scalar(c, sc);
           bool cond = it.cond.eval(c.slots.data()) != 0;
           const lower::Block* b = cond ? it.body.get() : it.else_body.get();
           if (b && !b->items.empty()) c.stack.push_back({b, 0, nullptr, 0});
@@ -257,7 +263,7 @@ class Engine {
     r.offset = off;
     if (functional_) {
       r.mem = a.scope == ir::Scope::GM ? gm_[static_cast<size_t>(a.gm_index)].data()
-                                       : c.local[static_cast<size_t>(a.scope)].data();
+                                       : c.local[static_cast<size_t>(a.scope)].data() + a.base_bytes;
     }
     return r;
   }
@@ -281,7 +287,7 @@ class Engine {
       case lower::OpTemplate::ScalarKind::UbRead:
         // The scalar unit reads UB now, at issue: a missing V->S sync reads a stale value.
         in.scalar_read = resolve(c, t.scalar_read, t);
-        c.t += chip_.scalar_op_cycles;
+        scalar(c, chip_.scalar_op_cycles);
         if (functional_)
           in.scalar = load_elem(t.scalar_read.dtype,
                                 in.scalar_read.mem + in.scalar_read.offset *
@@ -326,7 +332,7 @@ class Engine {
           return;
         }
         Instr in = instantiate(c, *t);
-        c.t += chip_.issue_cycles;
+        scalar(c, chip_.issue_cycles);
         in.issue = c.t;
         ++c.stats.pipes[static_cast<size_t>(Pipe::S)].instructions;
         if (!dispatch(c, in)) {
@@ -437,8 +443,7 @@ class Engine {
     for (int i = 0; i < in.t->num_acc; ++i) {
       const Access& a = in.acc[static_cast<size_t>(i)];
       int key = mem_key(a);
-      int eb = ir::dtype_bytes(a.t->dtype);
-      int64_t lo = a.offset * eb, hi = (a.offset + a.span_elems()) * eb;
+      int64_t lo = a.byte_lo(), hi = a.byte_hi();
       for (const auto& w : ps.recent)
         if (w.mem == key && lo < w.hi && w.lo < hi) start = std::max(start, w.end);
     }
@@ -501,9 +506,8 @@ class Engine {
           ++st.instructions;
           ++instructions_;
           const Access& d = in.acc[0];
-          int eb = ir::dtype_bytes(d.t->dtype);
-          ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.offset * eb,
-                                                           (d.offset + d.span_elems()) * eb, end};
+          ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(),
+                                                           end};
           ps.next_recent = (ps.next_recent + 1) % static_cast<int>(ps.recent.size());
           if (functional_) execute(in);
         }

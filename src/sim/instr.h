@@ -13,11 +13,16 @@ namespace tilepipe::sim {
 /// A resolved operand: element offset into its memory plus the template's static shape.
 struct Access {
   const lower::AccessTemplate* t = nullptr;
-  uint8_t* mem = nullptr;  // functional mode: start of the buffer's memory (GM tensor or scope)
+  uint8_t* mem = nullptr;  // functional mode: the buffer's first byte
   int64_t offset = 0;      // element offset of the first element within the buffer
   int64_t bytes() const { return t->elements() * ir::dtype_bytes(t->dtype); }
-  /// Byte span [lo, hi) the access touches within its buffer (for hazards and races).
-  int64_t span_elems() const;
+  int64_t span_elems() const;  // elements from the first to the last touched, inclusive
+  /// Byte range [lo, hi) touched within the memory (GM tensor or core scope), for hazards
+  /// and races.
+  int64_t byte_lo() const { return t->base_bytes + offset * ir::dtype_bytes(t->dtype); }
+  int64_t byte_hi() const {
+    return t->base_bytes + (offset + span_elems()) * ir::dtype_bytes(t->dtype);
+  }
 };
 
 struct Instr {

@@ -342,8 +342,11 @@ class Verifier {
                         n.kind == ForKind::Parallel ? "Parallel" : "Pipelined"),
             "write the loop with serial(...) and explicit tile ops / hand multi-buffering");
     }
-    Interval b = range(n.begin), e = range(n.end);
-    Interval v{b.lo, std::max(b.lo, e.hi - 1), b.exact && e.exact};
+    // A loop variable's range is exact only for constant bounds: bounds that depend on cid
+    // or outer loops correlate it with them, and interval arithmetic would overshoot.
+    std::map<int, int> bound_uses;
+    Interval b = range(n.begin, bound_uses), e = range(n.end, bound_uses);
+    Interval v{b.lo, std::max(b.lo, e.hi - 1), b.exact && e.exact && bound_uses.empty()};
     vars_[n.var->id] = v;
     visible_.emplace_back();
     stmt(n.body);
@@ -830,7 +833,7 @@ class Verifier {
       const auto& big = *sorted.front().buf;
       int64_t excess = total - cap->usable;
       std::string hint;
-      if (big.shape.size() > 1 && big.shape[0] > 1) {
+      if (big.shape.size() > 2 && big.shape[0] > 1) {
         int64_t per = sorted.front().bytes / big.shape[0];
         int64_t fit = big.shape[0] - (excess + per - 1) / per;
         hint = fit >= 1 ? fmt::format(

@@ -1,0 +1,40 @@
+// One kernel run end to end: build -> verify -> lower -> simulate -> compare with the
+// reference. Shared by the CLI, the tests and the benchmarks.
+#pragma once
+
+#include <string>
+
+#include "registry.h"
+#include "tilepipe/chip.h"
+#include "tilepipe/sim.h"
+
+namespace tilepipe::kernels {
+
+struct RunRequest {
+  std::string variant;  // empty = the kernel's default
+  Params params;        // already resolved (resolve_params)
+  sim::Mode mode = sim::Mode::Functional;
+  uint64_t seed = 1;
+  double max_cycles = 1e13;
+};
+
+struct RunReport {
+  std::string variant;
+  ir::Program program;
+  sim::SimResult sim;
+  double sim_wall_s = 0;
+  bool checked = false;  // functional mode compared outputs with the reference
+  bool correct = false;
+  double max_abs_err = 0;
+  double max_rel_err = 0;
+  std::string mismatch;  // first failing element, when !correct
+};
+
+/// Throws UserError (program errors) or ParamError (bad variant).
+RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig& chip);
+
+/// Compares `out` with `ref` elementwise: ok when |out - ref| <= atol + rtol * |ref|.
+void compare(const std::vector<double>& out, const std::vector<double>& ref, Tolerance tol,
+             const std::string& name, RunReport& rep);
+
+}  // namespace tilepipe::kernels

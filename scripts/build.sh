@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures and builds one configuration. Usage: scripts/build.sh [release|asan]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cfg="${1:-release}"
+jobs="${TILEPIPE_JOBS:-$(nproc)}"
+case "$cfg" in
+  release) dir=build; flags=(-DCMAKE_BUILD_TYPE=Release) ;;
+  asan) dir=build-asan; flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DTILEPIPE_SANITIZE=ON -DTILEPIPE_BENCH=OFF) ;;
+  *) echo "usage: scripts/build.sh [release|asan]" >&2; exit 2 ;;
+esac
+cmake -S . -B "$dir" -G Ninja "${flags[@]}" >/dev/null
+ninja -C "$dir" -j "$jobs"

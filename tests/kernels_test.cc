@@ -1,0 +1,117 @@
+// Correctness: every kernel against its plain C++ reference, in functional mode.
+#include <gtest/gtest.h>
+
+#include "harness.h"
+#include "test_util.h"
+
+namespace tilepipe {
+namespace {
+
+kernels::RunReport run(const std::string& name, std::map<std::string, std::string> params,
+                       const std::string& variant = "",
+                       sim::Mode mode = sim::Mode::Functional) {
+  const auto& k = kernels::find_kernel(name);
+  kernels::RunRequest req;
+  req.variant = variant;
+  req.params = kernels::resolve_params(k, params);
+  req.mode = mode;
+  return kernels::run_kernel(k, req, testing::a3());
+}
+
+struct Case {
+  std::string kernel, variant;
+  std::map<std::string, std::string> params;
+};
+
+class KernelMatchesReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(KernelMatchesReference, WithinStatedTolerance) {
+  const Case& c = GetParam();
+  auto rep = run(c.kernel, c.params, c.variant);
+  ASSERT_TRUE(rep.checked);
+  EXPECT_TRUE(rep.correct) << rep.mismatch;
+  EXPECT_GT(rep.sim.cycles, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, KernelMatchesReference,
+    ::testing::Values(
+        Case{"gemm", "", {{"M", "256"}, {"N", "256"}, {"K", "512"}}},
+        Case{"gemm", "", {{"M", "48"}, {"N", "80"}, {"K", "96"}}},
+        Case{"gemm", "", {{"M", "128"}, {"N", "256"}, {"K", "64"}, {"buffers", "1"}}},
+        Case{"gemm", "", {{"M", "256"}, {"N", "128"}, {"K", "256"}, {"out_f16", "1"}}},
+        Case{"gemm", "", {{"M", "512"}, {"N", "512"}, {"K", "128"}, {"block_num", "7"}}},
+        Case{"gemm", "", {{"M", "1024"}, {"N", "512"}, {"K", "64"}, {"block_num", "40"}}},
+        Case{"softmax", "", {{"R", "256"}, {"C", "1024"}}},
+        Case{"softmax", "", {{"R", "37"}, {"C", "48"}}},
+        Case{"softmax", "", {{"R", "64"}, {"C", "512"}, {"block_num", "3"}}},
+        Case{"elementwise", "add", {{"N", "65536"}, {"buffers", "1"}}},
+        Case{"elementwise", "add", {{"N", "65536"}, {"buffers", "2"}}},
+        Case{"elementwise", "mul", {{"N", "65536"}, {"buffers", "3"}}},
+        Case{"elementwise", "mul", {{"N", "4096"}, {"tile", "256"}, {"buffers", "3"}}}),
+    [](const auto& info) {
+      std::string n = info.param.kernel + "_" + std::to_string(info.index);
+      return n;
+    });
+
+TEST(Kernels, WrongReferenceIsCaught) {
+  // The comparison must be able to fail: perturb one output value past the tolerance.
+  kernels::RunReport rep;
+  rep.correct = true;
+  std::vector<double> ref = {1.0, 2.0, 3.0};
+  std::vector<double> out = {1.0, 2.01, 3.0};
+  kernels::compare(out, ref, {1e-3, 1e-3}, "Z", rep);
+  EXPECT_FALSE(rep.correct);
+  EXPECT_NE(rep.mismatch.find("Z[1]"), std::string::npos);
+}
+
+TEST(Kernels, TimingModeGivesSameCyclesAsFunctional) {
+  for (const char* k : {"gemm", "softmax", "elementwise"}) {
+    auto f = run(k, {}, "", sim::Mode::Functional);
+    auto t = run(k, {}, "", sim::Mode::Timing);
+    EXPECT_EQ(f.sim.cycles, t.sim.cycles) << k;
+    EXPECT_EQ(f.sim.instructions, t.sim.instructions) << k;
+  }
+}
+
+TEST(Kernels, SameSeedSameResult) {
+  auto a = run("softmax", {{"R", "64"}, {"C", "256"}});
+  auto b = run("softmax", {{"R", "64"}, {"C", "256"}});
+  EXPECT_EQ(a.sim.cycles, b.sim.cycles);
+  EXPECT_EQ(a.max_abs_err, b.max_abs_err);
+}
+
+TEST(Kernels, GemmUsesEveryCubeCoreWhenTasksAllow) {
+  auto r = run("gemm", {{"M", "1024"}, {"N", "768"}, {"K", "64"}}, "", sim::Mode::Timing);
+  int busy = 0;
+  for (const auto& c : r.sim.cores)
+    if (c.kind == ir::CoreKind::C && c.pipes[static_cast<size_t>(ir::Pipe::M)].instructions > 0)
+      ++busy;
+  EXPECT_EQ(busy, 24);
+}
+
+TEST(Kernels, MoreBuffersOverlapMore) {
+  auto t1 = run("elementwise", {{"N", "1048576"}, {"buffers", "1"}}, "", sim::Mode::Timing);
+  auto t2 = run("elementwise", {{"N", "1048576"}, {"buffers", "2"}}, "", sim::Mode::Timing);
+  auto t3 = run("elementwise", {{"N", "1048576"}, {"buffers", "3"}}, "", sim::Mode::Timing);
+  EXPECT_LT(t2.sim.cycles, t1.sim.cycles);
+  EXPECT_LE(t3.sim.cycles, t2.sim.cycles);
+}
+
+TEST(Params, OutOfRangeNonNumericUnknownAreRejected) {
+  const auto& k = kernels::find_kernel("gemm");
+  EXPECT_THROW(kernels::resolve_params(k, {{"M", "-1"}}), kernels::ParamError);
+  EXPECT_THROW(kernels::resolve_params(k, {{"M", "12x"}}), kernels::ParamError);
+  EXPECT_THROW(kernels::resolve_params(k, {{"Q", "1"}}), kernels::ParamError);
+  EXPECT_THROW(kernels::resolve_params(k, {{"M", "24"}}), kernels::ParamError);  // not % 16
+  EXPECT_THROW(kernels::find_kernel("nope"), kernels::ParamError);
+  EXPECT_THROW(kernels::resolve_variant(k, "nope"), kernels::ParamError);
+}
+
+TEST(Params, SoftmaxTooWideIsACapacityError) {
+  testing::expect_user_error([] { run("softmax", {{"R", "64"}, {"C", "8192"}}); },
+                             {"UB overflow on AIV", "softmax.cc:"});
+}
+
+}  // namespace
+}  // namespace tilepipe
