@@ -1,0 +1,59 @@
+// Simulator throughput: functional GEMM (GFLOP/s of simulated math), functional
+// elementwise (GB/s moved), and timing-mode GEMM 8192^3 (simulated instructions/s and
+// simulated cycles per wall second).
+#include <benchmark/benchmark.h>
+
+#include "harness.h"
+
+namespace {
+
+using namespace tilepipe;
+
+kernels::RunReport run(const std::string& name, const std::map<std::string, std::string>& p,
+                       sim::Mode mode) {
+  static const ChipConfig chip = load_chip_config("a3");
+  const auto& k = kernels::find_kernel(name);
+  kernels::RunRequest req;
+  req.params = kernels::resolve_params(k, p);
+  req.mode = mode;
+  return kernels::run_kernel(k, req, chip);
+}
+
+void BM_GemmFunctional(benchmark::State& st) {
+  std::string n = std::to_string(st.range(0));
+  for (auto _ : st) {
+    auto r = run("gemm", {{"M", n}, {"N", n}, {"K", n}}, sim::Mode::Functional);
+    benchmark::DoNotOptimize(r.sim.cycles);
+  }
+  double flops = 2.0 * st.range(0) * st.range(0) * st.range(0);
+  st.counters["GFLOP/s"] =
+      benchmark::Counter(flops * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_GemmFunctional)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond);
+
+void BM_ElementwiseFunctional(benchmark::State& st) {
+  std::string n = std::to_string(st.range(0));
+  for (auto _ : st) {
+    auto r = run("elementwise", {{"N", n}}, sim::Mode::Functional);
+    benchmark::DoNotOptimize(r.sim.cycles);
+  }
+  double bytes = 3.0 * 2 * static_cast<double>(st.range(0));  // X, Y in, Z out (fp16)
+  st.counters["GB/s"] =
+      benchmark::Counter(bytes * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_ElementwiseFunctional)->Arg(1 << 20)->Arg(1 << 22)->Unit(benchmark::kMillisecond);
+
+void BM_GemmTiming(benchmark::State& st) {
+  std::string n = std::to_string(st.range(0));
+  double instrs = 0, cycles = 0;
+  for (auto _ : st) {
+    auto r = run("gemm", {{"M", n}, {"N", n}, {"K", n}}, sim::Mode::Timing);
+    instrs += static_cast<double>(r.sim.instructions);
+    cycles += r.sim.cycles;
+  }
+  st.counters["sim_instr/s"] = benchmark::Counter(instrs, benchmark::Counter::kIsRate);
+  st.counters["sim_cycles/s"] = benchmark::Counter(cycles, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_GemmTiming)->Arg(4096)->Arg(8192)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+}  // namespace
