@@ -42,7 +42,7 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   sim::HostData io;
   if (req.mode == sim::Mode::Functional) io = k.inputs(req.params, req.seed);
   sim::HostData in = io;
-  sim::SimOptions opts{req.mode, req.max_cycles};
+  sim::SimOptions opts{req.mode, req.max_cycles, req.observer, req.detect_races};
   auto t0 = std::chrono::steady_clock::now();
   rep.sim = sim::simulate(low, chip, &io, opts);
   rep.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

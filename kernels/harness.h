@@ -16,6 +16,8 @@ struct RunRequest {
   sim::Mode mode = sim::Mode::Functional;
   uint64_t seed = 1;
   double max_cycles = 1e13;
+  bool detect_races = false;
+  sim::Observer* observer = nullptr;
 };
 
 struct RunReport {

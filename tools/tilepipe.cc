@@ -134,6 +134,7 @@ int cmd_run(const RunArgs& a, bool is_check) {
   req.mode = (is_check || a.mode == "functional") ? sim::Mode::Functional : sim::Mode::Timing;
   req.seed = a.seed;
   req.max_cycles = a.max_cycles;
+  req.detect_races = is_check;
   ChipConfig chip = load_chip_config(a.chip);
 
   json out;

@@ -30,14 +30,51 @@ enum class Mode { Timing, Functional };
 /// GM tensor contents exchanged with the host, as logical row-major values.
 using HostData = std::map<std::string, std::vector<double>>;
 
+/// One executed instruction, as observers see it.
+struct InstrEvent {
+  int core = 0;  // index into SimResult::cores
+  ir::Pipe pipe = ir::Pipe::S;
+  const lower::OpTemplate* op = nullptr;
+  double issue = 0, start = 0, end = 0;  // cycles; end includes the result latency
+  double occupancy = 0;                  // cycles the pipe was busy
+  int64_t bytes = 0;                     // bytes moved (copies) or touched (compute)
+  double flops = 0;                      // cube: 2*m*n*k
+};
+
+/// A flag hand-off: the set that a wait consumed (intra- or cross-core).
+struct FlagEvent {
+  int set_core = 0, wait_core = 0;
+  ir::Pipe set_pipe = ir::Pipe::S, wait_pipe = ir::Pipe::S;
+  double set_time = 0, wait_time = 0;  // set fired / wait completed
+  const lower::OpTemplate* set_op = nullptr;
+  const lower::OpTemplate* wait_op = nullptr;
+  bool cross = false;
+};
+
+/// Attaches to a run (trace writers, counters). Called in processing order, which is not
+/// time order across cores: sort by time when writing.
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void on_instr(const InstrEvent&) {}
+  virtual void on_flag(const FlagEvent&) {}
+};
+
 struct SimOptions {
   Mode mode = Mode::Functional;
   double max_cycles = 1e13;  // budget: a run past it stops with an error
+  Observer* observer = nullptr;
+  /// Record byte ranges of every access and report unsynchronised conflicting accesses
+  /// (functional or timing mode; slower).
+  bool detect_races = false;
 };
 
 struct PipeStats {
   double busy_cycles = 0;  // sum of occupancy
   int64_t instructions = 0;
+  double wait_flag_cycles = 0;  // pipe idle because its head waited on a flag
+  double wait_dep_cycles = 0;   // waited for the result of an earlier op on the same pipe
+  double bytes = 0;             // bytes moved (copy pipes)
 };
 
 struct CoreStats {
@@ -49,10 +86,19 @@ struct CoreStats {
   std::array<PipeStats, ir::kNumPipes> pipes{};
 };
 
+/// Where waiting time went, per wait site (source line of the wait op).
+struct WaitSite {
+  const lower::OpTemplate* op = nullptr;
+  double cycles = 0;
+  int64_t count = 0;
+};
+
 struct SimResult {
   double cycles = 0;
   int64_t instructions = 0;
-  std::vector<CoreStats> cores;  // 24 AIC then 48 AIV (only cores with work)
+  std::vector<CoreStats> cores;  // per AI core: AIC, AIV0, AIV1 (only kinds with code)
+  std::vector<WaitSite> waits;   // sorted by cycles, largest first
+  double gm_bytes_hbm = 0, gm_bytes_l2 = 0;  // GM traffic served by HBM / by L2
 };
 
 /// Runs `prog`. In functional mode `io` supplies every input tensor (missing = zeros) and

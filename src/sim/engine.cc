@@ -5,9 +5,13 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <memory>
 #include <queue>
 
+#include "bandwidth.h"
 #include "instr.h"
+#include "race.h"
 #include "tilepipe/numeric.h"
 #include "tilepipe/sim.h"
 #include "tilepipe/verify.h"
@@ -24,6 +28,11 @@ constexpr int kPipes = ir::kNumPipes;
 struct SetRecord {
   double time = 0;  // cycle the flag becomes visible to the waiter
   const ir::Loc* loc = nullptr;
+  const lower::OpTemplate* op = nullptr;
+  int core = 0;       // setter
+  Pipe pipe = Pipe::S;
+  double fired = 0;   // cycle the set fired on its pipe
+  int vc = -1;        // race detection: released clock (index into Engine::clocks_)
 };
 
 struct Frame {
@@ -72,6 +81,8 @@ struct Core {
   std::vector<LastSet> last_set;
   std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
   CoreStats stats;
+  int role = 0;          // race threads: 0 AIC, 1 AIV0, 2 AIV1
+  int s_clock = -1;      // snapshot of the scalar unit's clock, -1 = stale
 };
 
 /// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
@@ -88,7 +99,20 @@ class Engine {
  public:
   Engine(const lower::LoweredProgram& p, const ChipConfig& chip, HostData* io,
          const SimOptions& o)
-      : p_(p), chip_(chip), io_(io), opts_(o), functional_(o.mode == Mode::Functional) {}
+      : p_(p),
+        chip_(chip),
+        io_(io),
+        opts_(o),
+        functional_(o.mode == Mode::Functional),
+        hbm_(chip.hbm_bw),
+        l2_(chip.l2_bw),
+        l2res_(tensor_bytes(p), chip.l2_bytes) {}
+
+  static std::vector<int64_t> tensor_bytes(const lower::LoweredProgram& p) {
+    std::vector<int64_t> b;
+    for (const auto& g : p.gm) b.push_back(g.buffer->bytes());
+    return b;
+  }
 
   SimResult run() {
     setup_memory();
@@ -102,6 +126,7 @@ class Engine {
       run_core(c, horizon);
     }
     check_finished();
+    if (race_ && race_->found()) throw UserError(race_->take_reports());
     return collect();
   }
 
@@ -148,6 +173,7 @@ class Engine {
     c.stats.name = kind == CoreKind::C ? fmt::format("core{}.AIC", ai)
                                        : fmt::format("core{}.AIV{}", ai, vid);
     c.stats.ai_core = ai;
+    c.role = kind == CoreKind::C ? 0 : 1 + vid;
     c.stats.kind = kind;
     c.stats.vid = vid;
     cores_.push_back(std::move(c));
@@ -164,6 +190,7 @@ class Engine {
         x.last_v2c[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
       }
     }
+    if (opts_.detect_races) race_ = std::make_unique<RaceDetector>(n);
     for (int ai = 0; ai < n; ++ai) {
       if (!p_.aic.empty()) add_core(CoreKind::C, ai, 0, &p_.aic);
       if (!p_.aiv.empty())
@@ -288,6 +315,7 @@ class Engine {
         // The scalar unit reads UB now, at issue: a missing V->S sync reads a stale value.
         in.scalar_read = resolve(c, t.scalar_read, t);
         scalar(c, chip_.scalar_op_cycles);
+        if (race_) race_access(c, Pipe::S, in, in.scalar_read, false);
         if (functional_)
           in.scalar = load_elem(t.scalar_read.dtype,
                                 in.scalar_read.mem + in.scalar_read.offset *
@@ -357,6 +385,7 @@ class Engine {
         auto& q = x.c2v[static_cast<size_t>(c.vid)][id];
         if (q.empty()) return false;
         c.t = std::max(c.t, q.front().time);
+        consumed(c, Pipe::S, in, q.front(), c.t, true);
         q.pop_front();
         check_cross_overflow(q, c.t, in, c);
       } else {
@@ -365,6 +394,8 @@ class Engine {
         bool two = !p_.aiv.empty() && chip_.aiv_per_core >= 2;
         if (q0.empty() || (two && q1.empty())) return false;
         c.t = std::max({c.t, q0.front().time, two ? q1.front().time : 0.0});
+        consumed(c, Pipe::S, in, q0.front(), c.t, true);
+        if (two) consumed(c, Pipe::S, in, q1.front(), c.t, true);
         q0.pop_front();
         if (two) q1.pop_front();
         check_cross_overflow(q0, c.t, in, c);
@@ -375,6 +406,7 @@ class Engine {
     auto& q = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)];
     if (q.empty()) return false;
     c.t = std::max(c.t, q.front().time);
+    consumed(c, Pipe::S, in, q.front(), c.t, false);
     q.pop_front();
     return true;
   }
@@ -400,28 +432,82 @@ class Engine {
       fire(c, in, c.t);
       return true;
     }
+    if (race_) in.s_clock = scalar_clock(c);
     c.pipes[static_cast<size_t>(t.pipe)].queue.push_back(in);
     drain(c, t.pipe);
     return true;
   }
 
+  SetRecord record(Core& c, const Instr& in, double when, double visible) {
+    SetRecord r{visible, &in.t->loc, in.t, c.index, in.t->pipe, when, -1};
+    if (race_) {
+      int tid = RaceDetector::thread(c.role, in.t->pipe);
+      clocks_.push_back(race_->release(c.ai_core, tid));
+      r.vc = static_cast<int>(clocks_.size()) - 1;
+      if (in.t->pipe == Pipe::S) c.s_clock = -1;
+    }
+    return r;
+  }
+
+  /// A wait took set `r`: happens-before edge, observer event, waiting statistics.
+  void consumed(Core& c, Pipe pipe, const Instr& wait, const SetRecord& r, double done,
+                bool cross) {
+    if (race_ && r.vc >= 0) {
+      race_->acquire(c.ai_core, RaceDetector::thread(c.role, pipe),
+                     clocks_[static_cast<size_t>(r.vc)]);
+      if (pipe == Pipe::S) {
+        c.s_clock = -1;
+        if (cross)  // a cross-core wait blocks every pipe of the core (hardware.md)
+          for (int p = 0; p < kPipes; ++p)
+            race_->acquire(c.ai_core, RaceDetector::thread(c.role, static_cast<Pipe>(p)),
+                           clocks_[static_cast<size_t>(r.vc)]);
+      }
+    }
+    double waited = std::max(0.0, done - wait.issue);
+    auto& site = waits_[wait.t];
+    site.op = wait.t;
+    site.cycles += waited;
+    ++site.count;
+    if (opts_.observer)
+      opts_.observer->on_flag(FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done, r.op,
+                                        wait.t, cross});
+  }
+
+  int scalar_clock(Core& c) {
+    if (c.s_clock < 0) {
+      clocks_.push_back(race_->clock(c.ai_core, RaceDetector::thread(c.role, Pipe::S)));
+      c.s_clock = static_cast<int>(clocks_.size()) - 1;
+    }
+    return c.s_clock;
+  }
+
+  void race_access(Core& c, Pipe pipe, const Instr& in, const Access& a, bool write) {
+    int64_t mem = a.t->scope == ir::Scope::GM
+                      ? a.t->gm_index
+                      : (int64_t{1} << 32) + c.index * 8 + static_cast<int64_t>(a.t->scope);
+    race_->access(c.ai_core, RaceDetector::thread(c.role, pipe), mem, a, write, [&] {
+      return AccessSite{c.stats.name, pipe, in.t, loop_state(c)};
+    });
+  }
+
   void fire(Core& c, const Instr& in, double when) {
     const auto& t = *in.t;
     if (t.op == Opcode::SetCross) {
-      deliver_cross(c, in, when + chip_.cross_flag_latency);
+      deliver_cross(c, in, when);
       return;
     }
     size_t key = flag_key(t.flag_src, t.flag_dst, in.flag_id);
-    SetRecord r{when + chip_.flag_latency, &t.loc};
+    SetRecord r = record(c, in, when, when + chip_.flag_latency);
     c.flags[key].push_back(r);
     c.last_set[key] = {r.time, &t.loc};
     if (t.flag_dst != Pipe::S) drain(c, t.flag_dst);
   }
 
-  void deliver_cross(Core& c, const Instr& in, double visible) {
+  void deliver_cross(Core& c, const Instr& in, double when) {
     CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
     size_t id = static_cast<size_t>(in.flag_id);
-    SetRecord r{visible, &in.t->loc};
+    double visible = when + chip_.cross_flag_latency;
+    SetRecord r = record(c, in, when, visible);
     if (c.kind == CoreKind::C) {
       for (int v = 0; v < 2; ++v) {
         x.c2v[static_cast<size_t>(v)][id].push_back(r);
@@ -450,6 +536,35 @@ class Engine {
     return start;
   }
 
+  /// A copy that reads or writes GM: its bytes flow through the die's shared HBM / L2
+  /// bandwidth, so its occupancy depends on what the other cores move at the same time.
+  void gm_transfer(const Instr& in, double start, Cost& cost, PipeStats& st) {
+    const auto& t = *in.t;
+    bool read = in.acc[1].t->scope == ir::Scope::GM;
+    const Access& g = read ? in.acc[1] : in.acc[0];
+    if (g.t->scope != ir::Scope::GM) return;
+    int64_t miss = 0, hit = 0;
+    for_each_run(g, [&](int64_t lo, int64_t len) {
+      auto [m, h] = l2res_.touch(g.t->gm_index, lo, lo + len);
+      miss += m;
+      hit += h;
+    });
+    if (!read) {  // writes land in L2 (write-back); the die's L2 bandwidth is shared
+      hit += miss;
+      miss = 0;
+    }
+    double core_rate = t.pipe == Pipe::MTE2 ? chip_.mte2_bw_l2
+                       : t.pipe == Pipe::MTE3 ? chip_.mte3_bw
+                                              : chip_.fix_bw;
+    double end = start;
+    if (miss > 0) end = hbm_.transfer(end, static_cast<double>(miss), chip_.mte2_bw_hbm);
+    if (hit > 0) end = l2_.transfer(end, static_cast<double>(hit), core_rate);
+    gm_hbm_ += static_cast<double>(miss);
+    gm_l2_ += static_cast<double>(hit);
+    st.bytes += static_cast<double>(miss + hit);
+    cost.occupancy = end - start;
+  }
+
   /// Starts every queued instruction of pipe p that can start.
   void drain(Core& c, Pipe p) {
     PipeState& ps = c.pipes[static_cast<size_t>(p)];
@@ -462,6 +577,8 @@ class Engine {
           auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)];
           if (q.empty()) return;  // blocked until the set arrives
           double start = std::max({head.issue, ps.ready, q.front().time});
+          st.wait_flag_cycles += start - std::max(head.issue, ps.ready);
+          consumed(c, p, head, q.front(), start, false);
           q.pop_front();
           if (!q.empty() && q.front().time < start)
             fail(*q.front().loc, "flag-double-set",
@@ -498,7 +615,10 @@ class Engine {
           Instr in = head;
           ps.queue.pop_front();
           Cost cost = instr_cost(in, chip_);
-          double start = std::max({in.issue, ps.ready, hazard_start(ps, in)});
+          double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
+          double start = std::max(ready, dep);
+          st.wait_dep_cycles += start - ready;
+          if (t.op == Opcode::Copy) gm_transfer(in, start, cost, st);
           double end = start + cost.occupancy + cost.latency;
           ps.ready = start + cost.occupancy;
           ps.done = std::max(ps.done, end);
@@ -509,6 +629,16 @@ class Engine {
           ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(),
                                                            end};
           ps.next_recent = (ps.next_recent + 1) % static_cast<int>(ps.recent.size());
+          if (race_) {
+            race_->acquire(c.ai_core, RaceDetector::thread(c.role, p),
+                           clocks_[static_cast<size_t>(in.s_clock)]);
+            for (int i = t.num_acc - 1; i >= 0; --i)
+              race_access(c, p, in, in.acc[static_cast<size_t>(i)], i == 0);
+          }
+          if (opts_.observer)
+            opts_.observer->on_instr(InstrEvent{c.index, p, in.t, in.issue, start, end,
+                                                cost.occupancy, in.acc[t.num_acc > 1 ? 1 : 0].bytes(),
+                                                t.op == Opcode::Mmad ? 2.0 * t.m * t.n * t.k : 0.0});
           if (functional_) execute(in);
         }
       }
@@ -605,6 +735,14 @@ class Engine {
   SimResult collect() {
     SimResult r;
     r.instructions = instructions_;
+    r.gm_bytes_hbm = gm_hbm_;
+    r.gm_bytes_l2 = gm_l2_;
+    for (const auto& [op, w] : waits_) r.waits.push_back(w);
+    std::stable_sort(r.waits.begin(), r.waits.end(), [](const WaitSite& a, const WaitSite& b) {
+      if (a.cycles != b.cycles) return a.cycles > b.cycles;
+      return std::tie(a.op->loc.line, a.op->loc.column, a.op->name) <
+             std::tie(b.op->loc.line, b.op->loc.column, b.op->name);
+    });
     for (auto& c : cores_) {
       double end = c.t;
       for (const auto& ps : c.pipes) end = std::max(end, ps.done);
@@ -636,6 +774,12 @@ class Engine {
   using HeapItem = std::pair<double, int>;
   std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<>> heap_;
   int64_t instructions_ = 0;
+  BandwidthLedger hbm_, l2_;
+  L2Residency l2res_;
+  double gm_hbm_ = 0, gm_l2_ = 0;
+  std::unique_ptr<RaceDetector> race_;
+  std::vector<VectorClock> clocks_;  // released / snapshot clocks referenced by index
+  std::map<const lower::OpTemplate*, WaitSite> waits_;
 };
 
 }  // namespace

@@ -25,6 +25,24 @@ struct Access {
   }
 };
 
+/// Calls f(byte_lo, byte_len) for each contiguous innermost run of the access, in order.
+template <class F>
+void for_each_run(const Access& a, F&& f) {
+  const auto& t = *a.t;
+  const int eb = ir::dtype_bytes(t.dtype);
+  int64_t outer[lower::kMaxRank] = {1, 1, 1, 1}, os[lower::kMaxRank] = {0, 0, 0, 0};
+  const int off = lower::kMaxRank - t.rank;
+  for (int d = 0; d + 1 < t.rank; ++d) {
+    outer[off + d] = t.extent[d];
+    os[off + d] = t.stride[d] * eb;
+  }
+  const int64_t run = t.rank ? t.extent[t.rank - 1] * t.stride[t.rank - 1] * eb : eb;
+  const int64_t base = a.byte_lo();
+  for (int64_t i0 = 0; i0 < outer[0]; ++i0)
+    for (int64_t i1 = 0; i1 < outer[1]; ++i1)
+      for (int64_t i2 = 0; i2 < outer[2]; ++i2) f(base + i0 * os[0] + i1 * os[1] + i2 * os[2], run);
+}
+
 struct Instr {
   const lower::OpTemplate* t = nullptr;
   std::array<Access, 4> acc{};
@@ -32,6 +50,7 @@ struct Instr {
   double scalar = 0;
   int64_t flag_id = 0;
   double issue = 0;  // cycle the scalar unit dispatched it
+  int s_clock = -1;  // race detection: snapshot of the scalar unit's clock at dispatch
 };
 
 /// Occupancy (cycles the pipe is busy) and latency (extra cycles until the result is

@@ -1,0 +1,40 @@
+// Shared bandwidth of the die (HBM, L2) as a reservation ledger over time buckets: a
+// transfer moves its bytes at up to its per-core rate through buckets that still have
+// capacity, so concurrent streams share the die's bytes/cycle. Reads config: hbm_bw, l2_bw
+// (passed in). Ignores: bank/channel locality, read/write turnaround.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace tilepipe::sim {
+
+class BandwidthLedger {
+ public:
+  explicit BandwidthLedger(double bytes_per_cycle, double bucket_cycles = 256);
+  /// Moves `bytes` from cycle `start` at up to `rate` bytes/cycle; returns the end cycle.
+  double transfer(double start, double bytes, double rate);
+
+ private:
+  double capacity_;  // bytes per bucket
+  double bucket_;
+  int64_t base_ = 0;  // bucket index of used_.front()
+  std::deque<double> used_;
+};
+
+/// Which bytes of GM are resident in L2: first touch of a chunk misses (HBM), later
+/// accesses hit. Written data is resident. Once the die's L2 capacity is filled nothing
+/// new becomes resident (no eviction modelled).
+class L2Residency {
+ public:
+  L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk = 2048);
+  /// Splits [lo, hi) of tensor `t` into (missed, hit) bytes and marks the range resident.
+  std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi);
+
+ private:
+  int64_t capacity_, chunk_, resident_ = 0;
+  std::vector<std::vector<bool>> chunks_;
+};
+
+}  // namespace tilepipe::sim

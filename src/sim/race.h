@@ -1,0 +1,114 @@
+// Race detector: happens-before over flags, with vector clocks per pipe.
+//
+// Threads are the pipes of the three cores of one AI core (AIC, AIV0, AIV1 x 7 pipes).
+// set_flag / set_cross_flag release the setter's clock, the matching wait acquires it, the
+// scalar unit's clock flows into every instruction it dispatches, and a pipe is ordered
+// with itself. Accesses are tracked per 32-byte block of each memory; two accesses to a
+// block, at least one a write, from different threads with no happens-before path are a
+// race. Cores of different AI cores never synchronise, so any conflict between them is a
+// race. Reads config: nothing. Ignores: atomic accumulation (not modelled yet).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "instr.h"
+#include "tilepipe/verify.h"
+
+namespace tilepipe::sim {
+
+inline constexpr int kRaceThreads = 3 * ir::kNumPipes;  // AIC, AIV0, AIV1
+using VectorClock = std::array<uint32_t, kRaceThreads>;
+
+/// Who made an access, for reports.
+struct AccessSite {
+  std::string core;  // "core3.AIV0"
+  ir::Pipe pipe = ir::Pipe::S;
+  const lower::OpTemplate* op = nullptr;
+  std::string iteration;  // loop state, e.g. "cid=3, loop@57=2"
+};
+
+class RaceDetector {
+ public:
+  explicit RaceDetector(int ai_cores);
+
+  static int thread(int role, ir::Pipe p) { return role * ir::kNumPipes + static_cast<int>(p); }
+  VectorClock& clock(int ai, int tid) {
+    return clocks_[static_cast<size_t>(ai * kRaceThreads + tid)];
+  }
+
+  /// Release: a copy of the thread's clock to hand to the waiter; then the thread advances.
+  VectorClock release(int ai, int tid);
+  /// Acquire: joins a released clock into the thread's clock.
+  void acquire(int ai, int tid, const VectorClock& vc);
+
+  /// Records an access and checks it against earlier conflicting ones. `mem` identifies the
+  /// memory (GM tensor or one core's scope); `site` is built lazily only on a report.
+  template <class SiteFn>
+  void access(int ai, int tid, int64_t mem, const Access& a, bool write, SiteFn&& site);
+
+  std::vector<Diagnostic> take_reports() { return std::move(reports_); }
+  bool found() const { return !reports_.empty(); }
+
+ private:
+  struct Epoch {
+    int ai = -1, tid = -1;
+    uint32_t clock = 0;
+    int site = -1;  // index into sites_
+  };
+  struct Block {
+    Epoch write;
+    std::vector<Epoch> reads;  // since the last write, latest per thread
+  };
+  bool ordered(const Epoch& prev, int ai, int tid) const;
+  void report(const Epoch& prev, bool prev_write, const AccessSite& cur, bool cur_write,
+              const Access& a);
+
+  std::vector<VectorClock> clocks_;
+  std::unordered_map<int64_t, std::unordered_map<int64_t, Block>> shadow_;
+  std::vector<AccessSite> sites_;
+  std::vector<Diagnostic> reports_;
+  std::unordered_map<uint64_t, bool> reported_pairs_;
+};
+
+template <class SiteFn>
+void RaceDetector::access(int ai, int tid, int64_t mem, const Access& a, bool write,
+                          SiteFn&& site) {
+  auto& blocks = shadow_[mem];
+  int cur_site = -1;
+  auto cur = [&]() -> int {
+    if (cur_site < 0) {
+      sites_.push_back(site());
+      cur_site = static_cast<int>(sites_.size()) - 1;
+    }
+    return cur_site;
+  };
+  for_each_run(a, [&](int64_t lo, int64_t run) {
+    for (int64_t b = lo / 32; b <= (lo + run - 1) / 32; ++b) {
+      Block& blk = blocks[b];
+      if (blk.write.tid >= 0 && !ordered(blk.write, ai, tid))
+        report(blk.write, true, sites_[static_cast<size_t>(cur())], write, a);
+      if (write) {
+        for (const auto& r : blk.reads)
+          if (!ordered(r, ai, tid)) report(r, false, sites_[static_cast<size_t>(cur())], true, a);
+        blk.reads.clear();
+        blk.write = Epoch{ai, tid, clock(ai, tid)[static_cast<size_t>(tid)], cur()};
+      } else {
+        bool merged = false;
+        for (auto& r : blk.reads)
+          if (r.ai == ai && r.tid == tid) {
+            r.clock = clock(ai, tid)[static_cast<size_t>(tid)];
+            r.site = cur();
+            merged = true;
+          }
+        if (!merged)
+          blk.reads.push_back(Epoch{ai, tid, clock(ai, tid)[static_cast<size_t>(tid)], cur()});
+      }
+    }
+  });
+}
+
+}  // namespace tilepipe::sim
