@@ -37,14 +37,14 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   rep.variant = resolve_variant(k, req.variant);
   rep.program = k.build(req.params, rep.variant);
   verify_or_throw(rep.program, chip);
-  lower::LoweredProgram low = lower::lower(rep.program, chip);
+  rep.lowered = lower::lower(rep.program, chip);
 
   sim::HostData io;
   if (req.mode == sim::Mode::Functional) io = k.inputs(req.params, req.seed);
   sim::HostData in = io;
   sim::SimOptions opts{req.mode, req.max_cycles, req.observer, req.detect_races};
   auto t0 = std::chrono::steady_clock::now();
-  rep.sim = sim::simulate(low, chip, &io, opts);
+  rep.sim = sim::simulate(rep.lowered, chip, &io, opts);
   rep.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (req.mode == sim::Mode::Functional) {

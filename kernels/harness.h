@@ -6,6 +6,7 @@
 
 #include "registry.h"
 #include "tilepipe/chip.h"
+#include "tilepipe/lower.h"
 #include "tilepipe/sim.h"
 
 namespace tilepipe::kernels {
@@ -23,6 +24,7 @@ struct RunRequest {
 struct RunReport {
   std::string variant;
   ir::Program program;
+  lower::LoweredProgram lowered;
   sim::SimResult sim;
   double sim_wall_s = 0;
   bool checked = false;  // functional mode compared outputs with the reference

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
@@ -12,6 +13,7 @@
 #include "tilepipe/chip.h"
 #include "tilepipe/ir.h"
 #include "tilepipe/lang.h"
+#include "tilepipe/prof.h"
 #include "tilepipe/verify.h"
 
 namespace {
@@ -38,6 +40,9 @@ struct RunArgs {
   double max_cycles = 1e13;
   bool json = false;
   bool print_ir = false;
+  std::string trace;
+  std::string trace_window;
+  std::string csv_dir;
 };
 
 void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
@@ -53,6 +58,32 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", a.json, "print one JSON object on stdout");
   cmd->add_flag("--print-ir", a.print_ir, "print the kernel's tile IR on stderr");
+  cmd->add_option("--trace", a.trace, "write a Chrome/Perfetto trace JSON to this file");
+  cmd->add_option("--trace-window", a.trace_window,
+                  "keep only trace events overlapping cycles BEGIN:END (keeps big runs usable)");
+  cmd->add_option("--csv-dir", a.csv_dir,
+                  "write pipe_utilization.csv and code_exe.csv into this directory");
+}
+
+prof::TraceOptions trace_options(const RunArgs& a) {
+  prof::TraceOptions t;
+  t.keep_events = !a.trace.empty();
+  if (a.trace_window.empty()) return t;
+  auto colon = a.trace_window.find(':');
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument("no colon");
+    size_t used = 0;
+    t.window_begin = std::stod(a.trace_window.substr(0, colon), &used);
+    std::string end = a.trace_window.substr(colon + 1);
+    t.window_end = std::stod(end, &used);
+    if (used != end.size() || t.window_end <= t.window_begin || t.window_begin < 0)
+      throw std::invalid_argument("order");
+  } catch (const std::exception&) {
+    throw UsageError{fmt::format("--trace-window '{}': expected BEGIN:END in cycles with 0 <= "
+                                 "BEGIN < END, e.g. --trace-window 0:200000",
+                                 a.trace_window)};
+  }
+  return t;
 }
 
 std::map<std::string, std::string> parse_params(const std::vector<std::string>& raw) {
@@ -66,40 +97,12 @@ std::map<std::string, std::string> parse_params(const std::vector<std::string>& 
   return out;
 }
 
-json pipes_json(const sim::SimResult& r) {
-  // Busy % of each pipe, averaged over the cores that have that pipe.
-  json pipes = json::object();
-  const ir::Pipe order[] = {ir::Pipe::M,    ir::Pipe::V,   ir::Pipe::MTE1, ir::Pipe::MTE2,
-                            ir::Pipe::MTE3, ir::Pipe::FIX, ir::Pipe::S};
-  for (ir::Pipe p : order) {
-    double busy = 0;
-    int n = 0;
-    for (const auto& c : r.cores) {
-      bool has = p == ir::Pipe::S || p == ir::Pipe::MTE2 ||
-                 (c.kind == ir::CoreKind::C
-                      ? (p == ir::Pipe::M || p == ir::Pipe::MTE1 || p == ir::Pipe::FIX)
-                      : (p == ir::Pipe::V || p == ir::Pipe::MTE3));
-      if (!has) continue;
-      busy += c.pipes[static_cast<size_t>(p)].busy_cycles;
-      ++n;
-    }
-    double pct = (n == 0 || r.cycles <= 0) ? 0.0 : 100.0 * busy / (n * r.cycles);
-    pipes[ir::to_string(p)] = {{"busy_pct", std::round(pct * 100) / 100}};
+void write_output(const std::string& path, const std::string& content) {
+  try {
+    prof::write_file_atomic(path, content);
+  } catch (const std::runtime_error& e) {
+    throw UsageError{e.what()};
   }
-  return pipes;
-}
-
-std::string bound_of(const json& pipes) {
-  std::string best = "S";
-  double top = -1;
-  for (auto it = pipes.begin(); it != pipes.end(); ++it) {
-    double v = it.value()["busy_pct"].get<double>();
-    if (v > top) {
-      top = v;
-      best = it.key();
-    }
-  }
-  return best;
 }
 
 int cmd_list(bool as_json) {
@@ -135,6 +138,8 @@ int cmd_run(const RunArgs& a, bool is_check) {
   req.seed = a.seed;
   req.max_cycles = a.max_cycles;
   req.detect_races = is_check;
+  prof::Recorder recorder(trace_options(a));
+  req.observer = &recorder;
   ChipConfig chip = load_chip_config(a.chip);
 
   json out;
@@ -169,25 +174,36 @@ int cmd_run(const RunArgs& a, bool is_check) {
     out["tolerance"] = {{"rtol", k.tol.rtol}, {"atol", k.tol.atol}};
     if (!rep.correct) out["mismatch"] = rep.mismatch;
   }
-  json pipes = pipes_json(rep.sim);
-  out["pipes"] = pipes;
-  out["bound"] = bound_of(pipes);
+  prof::Summary summary = prof::summarize(rep.sim, rep.lowered, chip);
+  json summary_json = prof::to_json(summary);
+  for (auto it = summary_json.begin(); it != summary_json.end(); ++it) out[it.key()] = it.value();
   out["instructions"] = rep.sim.instructions;
   out["sim_wall_s"] = rep.sim_wall_s;
   if (is_check) out["ok"] = rep.correct;
 
-  std::string summary = fmt::format(
+  if (!a.trace.empty()) {
+    std::ostringstream t;
+    prof::write_chrome_trace(t, recorder, rep.sim, rep.lowered, chip);
+    write_output(a.trace, t.str());
+    out["trace"] = a.trace;
+    if (recorder.truncated()) out["trace_truncated"] = true;
+  }
+  if (!a.csv_dir.empty()) {
+    write_output(a.csv_dir + "/pipe_utilization.csv", prof::pipe_utilization_csv(rep.sim, chip));
+    write_output(a.csv_dir + "/code_exe.csv", prof::code_exe_csv(recorder, chip));
+  }
+  std::string line = fmt::format(
       "{} [{}] on {}: {:.0f} cycles ({:.2f} us), bound {}{}", k.name, out["variant"].get<std::string>(),
-      chip.name, rep.sim.cycles, rep.sim.cycles * chip.us_per_cycle(),
-      out["bound"].get<std::string>(),
+      chip.name, rep.sim.cycles, rep.sim.cycles * chip.us_per_cycle(), summary.bound,
       rep.checked ? fmt::format(", {} (max abs err {:.3g})", rep.correct ? "correct" : "WRONG",
                                 rep.max_abs_err)
                   : "");
+  std::cerr << prof::to_text(summary);
   if (a.json) {
-    std::cerr << summary << "\n";
+    std::cerr << line << "\n";
     std::cout << out.dump(2) << "\n";
   } else {
-    std::cout << summary << "\n";
+    std::cout << line << "\n";
     if (!rep.correct && rep.checked) std::cout << "  first mismatch: " << rep.mismatch << "\n";
   }
   if (is_check && !rep.correct) return kExitCheckFailed;

@@ -469,8 +469,8 @@ class Engine {
     site.cycles += waited;
     ++site.count;
     if (opts_.observer)
-      opts_.observer->on_flag(FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done, r.op,
-                                        wait.t, cross});
+      opts_.observer->on_flag(FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done,
+                                        wait.issue, r.op, wait.t, cross});
   }
 
   int scalar_clock(Core& c) {
