@@ -46,7 +46,7 @@ struct FlagEvent {
   int set_core = 0, wait_core = 0;
   ir::Pipe set_pipe = ir::Pipe::S, wait_pipe = ir::Pipe::S;
   double set_time = 0, wait_time = 0;  // set fired / wait completed
-  double wait_issue = 0;               // the wait reached its pipe (or the scalar unit)
+  double wait_issue = 0;               // the wait reached the front of its pipe / the scalar
   const lower::OpTemplate* set_op = nullptr;
   const lower::OpTemplate* wait_op = nullptr;
   bool cross = false;

@@ -23,12 +23,12 @@ class BandwidthLedger {
   std::deque<double> used_;
 };
 
-/// Which bytes of GM are resident in L2: first touch of a chunk misses (HBM), later
+/// Which bytes of GM are resident in L2 (128-byte lines): first touch of a line misses (HBM), later
 /// accesses hit. Written data is resident. Once the die's L2 capacity is filled nothing
 /// new becomes resident (no eviction modelled).
 class L2Residency {
  public:
-  L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk = 2048);
+  L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk = 128);
   /// Splits [lo, hi) of tensor `t` into (missed, hit) bytes and marks the range resident.
   std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi);
 

@@ -385,7 +385,7 @@ class Engine {
         auto& q = x.c2v[static_cast<size_t>(c.vid)][id];
         if (q.empty()) return false;
         c.t = std::max(c.t, q.front().time);
-        consumed(c, Pipe::S, in, q.front(), c.t, true);
+        consumed(c, Pipe::S, in, q.front(), in.issue, c.t, true);
         q.pop_front();
         check_cross_overflow(q, c.t, in, c);
       } else {
@@ -394,8 +394,8 @@ class Engine {
         bool two = !p_.aiv.empty() && chip_.aiv_per_core >= 2;
         if (q0.empty() || (two && q1.empty())) return false;
         c.t = std::max({c.t, q0.front().time, two ? q1.front().time : 0.0});
-        consumed(c, Pipe::S, in, q0.front(), c.t, true);
-        if (two) consumed(c, Pipe::S, in, q1.front(), c.t, true);
+        consumed(c, Pipe::S, in, q0.front(), in.issue, c.t, true);
+        if (two) consumed(c, Pipe::S, in, q1.front(), in.issue, c.t, true);
         q0.pop_front();
         if (two) q1.pop_front();
         check_cross_overflow(q0, c.t, in, c);
@@ -406,7 +406,7 @@ class Engine {
     auto& q = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)];
     if (q.empty()) return false;
     c.t = std::max(c.t, q.front().time);
-    consumed(c, Pipe::S, in, q.front(), c.t, false);
+    consumed(c, Pipe::S, in, q.front(), in.issue, c.t, false);
     q.pop_front();
     return true;
   }
@@ -450,8 +450,9 @@ class Engine {
   }
 
   /// A wait took set `r`: happens-before edge, observer event, waiting statistics.
-  void consumed(Core& c, Pipe pipe, const Instr& wait, const SetRecord& r, double done,
-                bool cross) {
+  /// `from` is when the wait reached the front of its pipe (or the scalar unit).
+  void consumed(Core& c, Pipe pipe, const Instr& wait, const SetRecord& r, double from,
+                double done, bool cross) {
     if (race_ && r.vc >= 0) {
       race_->acquire(c.ai_core, RaceDetector::thread(c.role, pipe),
                      clocks_[static_cast<size_t>(r.vc)]);
@@ -463,14 +464,14 @@ class Engine {
                            clocks_[static_cast<size_t>(r.vc)]);
       }
     }
-    double waited = std::max(0.0, done - wait.issue);
+    double waited = std::max(0.0, done - from);
     auto& site = waits_[wait.t];
     site.op = wait.t;
     site.cycles += waited;
     ++site.count;
     if (opts_.observer)
       opts_.observer->on_flag(FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done,
-                                        wait.issue, r.op, wait.t, cross});
+                                        from, r.op, wait.t, cross});
   }
 
   int scalar_clock(Core& c) {
@@ -577,8 +578,9 @@ class Engine {
           auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)];
           if (q.empty()) return;  // blocked until the set arrives
           double start = std::max({head.issue, ps.ready, q.front().time});
-          st.wait_flag_cycles += start - std::max(head.issue, ps.ready);
-          consumed(c, p, head, q.front(), start, false);
+          double from = std::max(head.issue, ps.ready);
+          st.wait_flag_cycles += start - from;
+          consumed(c, p, head, q.front(), from, start, false);
           q.pop_front();
           if (!q.empty() && q.front().time < start)
             fail(*q.front().loc, "flag-double-set",
