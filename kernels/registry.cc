@@ -9,7 +9,8 @@
 namespace tilepipe::kernels {
 
 const std::vector<KernelDef>& all_kernels() {
-  static const std::vector<KernelDef> k = {gemm_kernel(), softmax_kernel(), elementwise_kernel()};
+  static const std::vector<KernelDef> k = {gemm_kernel(), softmax_kernel(), elementwise_kernel(),
+                                               fa_kernel()};
   return k;
 }
 

@@ -66,5 +66,6 @@ std::vector<double> random_tensor(int64_t n, ir::DType dtype, uint64_t seed, dou
 KernelDef gemm_kernel();
 KernelDef softmax_kernel();
 KernelDef elementwise_kernel();
+KernelDef fa_kernel();
 
 }  // namespace tilepipe::kernels
