@@ -57,3 +57,63 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
 }
 
 }  // namespace tilepipe::kernels
+
+#include <exception>
+#include <mutex>
+#include <thread>
+
+namespace tilepipe::kernels {
+
+LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::string>& raw,
+                        const ChipConfig& chip, int jobs) {
+  if (k.ladder.empty())
+    throw ParamError{fmt::format("kernel '{}' has no optimisation ladder; kernels with one: fa",
+                                 k.name)};
+  std::map<std::string, std::string> merged;
+  for (const auto& [name, v] : k.ladder_defaults) merged[name] = std::to_string(v);
+  for (const auto& [name, v] : raw) merged[name] = v;
+  LadderReport rep;
+  rep.params = resolve_params(k, merged);
+  rep.reference_us = k.reference_us ? k.reference_us(rep.params) : -1;
+  rep.steps.resize(k.ladder.size());
+
+  // Steps are independent simulations: run them on worker threads, each writing its slot.
+  std::vector<std::exception_ptr> errors(k.ladder.size());
+  size_t next = 0;
+  std::mutex mu;
+  auto worker = [&] {
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next >= k.ladder.size()) return;
+        i = next++;
+      }
+      try {
+        RunRequest req;
+        req.variant = k.ladder[i];
+        req.params = rep.params;
+        req.mode = sim::Mode::Timing;
+        rep.steps[i].name = k.ladder[i];
+        rep.steps[i].run = run_kernel(k, req, chip);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int j = 0; j < std::max(1, jobs); ++j) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+
+  for (size_t i = 0; i < rep.steps.size(); ++i) {
+    auto& s = rep.steps[i];
+    s.time_us = s.run.sim.cycles * chip.us_per_cycle();
+    if (i > 0) s.speedup_vs_prev = rep.steps[i - 1].time_us / s.time_us;
+    if (rep.reference_us > 0) s.pct_of_reference = 100.0 * rep.reference_us / s.time_us;
+  }
+  return rep;
+}
+
+}  // namespace tilepipe::kernels

@@ -42,3 +42,27 @@ void compare(const std::vector<double>& out, const std::vector<double>& ref, Tol
              const std::string& name, RunReport& rep);
 
 }  // namespace tilepipe::kernels
+
+namespace tilepipe::kernels {
+
+struct LadderStep {
+  std::string name;
+  RunReport run;
+  double time_us = 0;
+  double speedup_vs_prev = 1;
+  double pct_of_reference = 0;  // reference time / this time, in %
+};
+
+struct LadderReport {
+  Params params;
+  double reference_us = -1;
+  std::vector<LadderStep> steps;
+};
+
+/// Runs every ladder step of `k` in timing mode (up to `jobs` at once; results do not
+/// depend on `jobs`). `raw` overrides the ladder's parameter defaults. Throws ParamError
+/// if the kernel has no ladder.
+LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::string>& raw,
+                        const ChipConfig& chip, int jobs);
+
+}  // namespace tilepipe::kernels

@@ -47,6 +47,12 @@ struct KernelDef {
   std::function<sim::HostData(const Params&, const std::string& variant, const sim::HostData&)>
       reference;
   Tolerance tol;
+  /// Optimisation ladder: variants in order (empty = none) and parameter defaults for it.
+  std::vector<std::string> ladder = {};
+  Params ladder_defaults = {};
+  /// Published reference time in us for these parameters (hand-written AscendC), or < 0.
+  std::function<double(const Params&)> reference_us = {};
+  std::string reference_name = {};
 };
 
 const std::vector<KernelDef>& all_kernels();

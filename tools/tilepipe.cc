@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <iostream>
 #include <sstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "harness.h"
@@ -210,6 +211,52 @@ int cmd_run(const RunArgs& a, bool is_check) {
   return 0;
 }
 
+struct LadderArgs {
+  std::string kernel;
+  std::string chip = "a3";
+  std::vector<std::string> params;
+  int jobs = 0;
+  bool json = false;
+};
+
+int cmd_ladder(const LadderArgs& a) {
+  const auto& k = kernels::find_kernel(a.kernel);
+  ChipConfig chip = load_chip_config(a.chip);
+  int jobs = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  auto rep = kernels::run_ladder(k, parse_params(a.params), chip, jobs);
+  json out;
+  out["kernel"] = k.name;
+  out["chip"] = chip.name;
+  out["params"] = rep.params;
+  out["reference"] = k.reference_name;
+  out["reference_us"] = rep.reference_us;
+  out["steps"] = json::array();
+  std::string text = fmt::format("{} ladder on {} (reference: {} = {:.0f} us)\n", k.name,
+                                 chip.name, k.reference_name, rep.reference_us);
+  text += fmt::format("  {:<10} {:>12} {:>9} {:>8}  {}\n", "step", "time_us", "speedup",
+                      "% ref", "bound");
+  for (const auto& s : rep.steps) {
+    prof::Summary sum = prof::summarize(s.run.sim, s.run.lowered, chip);
+    out["steps"].push_back({{"name", s.name},
+                            {"time_us", s.time_us},
+                            {"cycles", s.run.sim.cycles},
+                            {"speedup_vs_prev", s.speedup_vs_prev},
+                            {"pct_of_reference", s.pct_of_reference},
+                            {"bound", sum.bound},
+                            {"verdict", sum.verdict},
+                            {"sim_wall_s", s.run.sim_wall_s}});
+    text += fmt::format("  {:<10} {:>12.1f} {:>8.2f}x {:>7.1f}%  {} ({})\n", s.name, s.time_us,
+                        s.speedup_vs_prev, s.pct_of_reference, sum.bound, sum.verdict);
+  }
+  if (a.json) {
+    std::cerr << text;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << text;
+  }
+  return 0;
+}
+
 std::string one_line(const std::string& s) {
   auto nl = s.find('\n');
   return nl == std::string::npos ? s : s.substr(0, nl);
@@ -230,6 +277,15 @@ int main(int argc, char** argv) {
       "check", "functional run compared with the reference; exit 3 on mismatch or deadlock");
   add_run_options(check, check_args, false);
 
+  LadderArgs ladder_args;
+  auto* ladder = app.add_subcommand("ladder", "run every optimisation step of a kernel family");
+  ladder->add_option("kernel", ladder_args.kernel, "kernel with a ladder (fa)")->required();
+  ladder->add_option("--chip", ladder_args.chip, "chip config: a2, a3, or a .json path");
+  ladder->add_option("--param", ladder_args.params, "kernel parameter k=v (repeatable)");
+  ladder->add_option("-j,--jobs", ladder_args.jobs, "steps simulated at once (default: cores)")
+      ->check(CLI::Range(1, 256));
+  ladder->add_flag("--json", ladder_args.json, "print one JSON object on stdout");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -245,6 +301,7 @@ int main(int argc, char** argv) {
     if (list->parsed()) return cmd_list(list_json);
     if (run->parsed()) return cmd_run(run_args, false);
     if (check->parsed()) return cmd_run(check_args, true);
+    if (ladder->parsed()) return cmd_ladder(ladder_args);
   } catch (const UsageError& e) {
     std::cerr << "tilepipe: " << e.message << "\n";
     return kExitBadInput;
