@@ -47,10 +47,14 @@ double BandwidthLedger::transfer(double start, double bytes, double rate) {
 L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity,
                          int64_t chunk)
     : capacity_(capacity), chunk_(chunk) {
-  for (auto b : tensor_bytes) chunks_.emplace_back(static_cast<size_t>((b + chunk - 1) / chunk), false);
+  for (auto b : tensor_bytes) {
+    chunks_.emplace_back(static_cast<size_t>((b + chunk - 1) / chunk), false);
+    missing_.push_back(static_cast<int64_t>(chunks_.back().size()));
+  }
 }
 
 std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi) {
+  if (missing_[static_cast<size_t>(t)] == 0) return {0, hi - lo};
   auto& c = chunks_[static_cast<size_t>(t)];
   int64_t miss = 0;
   for (int64_t k = lo / chunk_; k * chunk_ < hi && k < static_cast<int64_t>(c.size()); ++k) {
@@ -60,6 +64,7 @@ std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi) {
     if (resident_ + chunk_ <= capacity_) {
       c[static_cast<size_t>(k)] = true;
       resident_ += chunk_;
+      --missing_[static_cast<size_t>(t)];
     }
   }
   return {miss, (hi - lo) - miss};

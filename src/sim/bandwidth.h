@@ -35,6 +35,7 @@ class L2Residency {
  private:
   int64_t capacity_, chunk_, resident_ = 0;
   std::vector<std::vector<bool>> chunks_;
+  std::vector<int64_t> missing_;  // lines of each tensor not yet resident (fast path at 0)
 };
 
 }  // namespace tilepipe::sim
