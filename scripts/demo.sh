@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the demo: kernels on the simulated A3 die.
+# Installs what is missing, builds, and runs the main demo: the Flash Attention
+# optimisation ladder on the simulated A3 die (B=1, H=12, KV_H=1, S=32K, D=128), then one
+# profiled run of the expert kernel with a Chrome trace and reports. Outputs go to out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh release
 mkdir -p out
-echo "== kernels available"
-./build/tilepipe list
-echo "== GEMM 512x512x512 (functional: real values, checked against the C++ reference)"
-./build/tilepipe run gemm --param M=512 --param N=512 --param K=512 --json > out/gemm.json
-echo "== softmax 256x1024"
-./build/tilepipe run softmax --param R=256 --param C=1024 --json > out/softmax.json
-echo "== elementwise add with 1, 2, 3 UB buffers (timing mode)"
-for b in 1 2 3; do
-  ./build/tilepipe run elementwise --mode timing --param N=4194304 --param buffers=$b
-done
-echo "demo: JSON reports in out/"
+echo "== FA ladder, S=32768 (timing mode; published AscendC time is the reference)"
+./build/tilepipe ladder fa --json > out/fa_ladder.json
+echo "== FA expert, S=4096: functional check (values vs the C++ reference, race detection)"
+./build/tilepipe check fa --variant expert --param S=1024 --param H=2
+echo "== FA expert, S=4096: profile with trace (open out/fa_trace.json in ui.perfetto.dev)"
+./build/tilepipe run fa --variant expert --mode timing --param S=4096 \
+  --trace out/fa_trace.json --csv-dir out --json > out/fa_expert.json
+echo "demo: out/fa_ladder.json, out/fa_expert.json, out/fa_trace.json,"
+echo "      out/pipe_utilization.csv, out/code_exe.csv"

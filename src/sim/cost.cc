@@ -46,6 +46,37 @@ static Cost vec_cost(const Instr& in, const ChipConfig& c) {
   }
 }
 
+/// A reduction is lowered the cheaper of two ways (hardware.md anchor: a long float sum
+/// costs 242 cycles as repeated whole-repeat reduces, 172 as a binary tree): repeated
+/// reduces over every repeat, or a binary tree of elementwise max/add halving the rows
+/// (each level a dependent op) down to one repeat per row, then one reduce per row.
+/// Column reductions (dim 0) are elementwise trees over the rows.
+static Cost reduce_cost(const Instr& in, const ChipConfig& c) {
+  const auto& t = *in.t;
+  const double rb = c.vector_repeat_bytes, eb = ir::dtype_bytes(in.acc[1].t->dtype);
+  const double start = t.reduce == ir::ReduceKind::Sum ? c.vector_startup_reduce
+                                                       : c.vector_startup_reduce_max;
+  const double level_start = t.reduce == ir::ReduceKind::Sum ? c.vector_startup_add : c.vector_startup;
+  double rows = static_cast<double>(t.m), cols = static_cast<double>(t.n);
+  if (t.reduce_dim == 0) std::swap(rows, cols);  // reduce along the rows of the transpose
+  Cost tree{0, 0};
+  double width = cols * eb;  // bytes per reduced line
+  while (width > rb) {
+    width = std::ceil(width / 2 / eb) * eb;
+    tree.occupancy += std::ceil(rows * width / rb) * c.vector_simple_cycles_per_repeat;
+    tree.latency += level_start;
+  }
+  if (t.reduce_dim == 0) {
+    tree.occupancy += std::ceil(rows * width / rb) * c.vector_simple_cycles_per_repeat;
+    tree.latency += start;
+    return tree;
+  }
+  tree.occupancy += rows * c.vector_reduce_cycles_per_repeat;
+  tree.latency += start;
+  Cost flat{vector_repeats(in, c) * c.vector_reduce_cycles_per_repeat, start};
+  return tree.occupancy + tree.latency < flat.occupancy + flat.latency ? tree : flat;
+}
+
 Cost instr_cost(const Instr& in, const ChipConfig& c) {
   const lower::OpTemplate& t = *in.t;
   switch (t.op) {
@@ -74,12 +105,7 @@ Cost instr_cost(const Instr& in, const ChipConfig& c) {
       return {fractals / rate, c.cube_head};
     }
     case lower::Opcode::Vec: return vec_cost(in, c);
-    case lower::Opcode::Reduce: {
-      double rep = vector_repeats(in, c);
-      double start = t.reduce == ir::ReduceKind::Sum ? c.vector_startup_reduce
-                                                     : c.vector_startup_reduce_max;
-      return {rep * c.vector_reduce_cycles_per_repeat, start};
-    }
+    case lower::Opcode::Reduce: return reduce_cost(in, c);
     default: return {0, 0};  // flags and barriers: timing handled by the engine
   }
 }

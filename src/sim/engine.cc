@@ -52,7 +52,7 @@ struct PipeState {
   double ready = 0;  // earliest start of the next instruction
   double done = 0;   // all work issued so far on this pipe has finished
   std::deque<Instr> queue;
-  std::array<RecentWrite, 4> recent{};
+  std::array<RecentWrite, 16> recent{};  // same-pipe RAW/WAW window (docs/simulator.md)
   int next_recent = 0;
 };
 
@@ -408,6 +408,7 @@ class Engine {
     c.t = std::max(c.t, q.front().time);
     consumed(c, Pipe::S, in, q.front(), in.issue, c.t, false);
     q.pop_front();
+    check_double_set(c, q, c.t, in);
     return true;
   }
 
@@ -420,6 +421,20 @@ class Engine {
                        in.flag_id, c.ai_core, chip_.cross_flag_max, c.stats.name,
                        in.t->loc.str()),
            "the counter is 4 bits: wait more often, or signal every cross_interval iterations");
+  }
+
+  /// A flag is binary: a second set visible no later than the wait that consumes the first
+  /// is lost on hardware (and hangs the second wait).
+  void check_double_set(const Core& c, const std::deque<SetRecord>& q, double consumed_at,
+                        const Instr& wait) {
+    if (q.empty() || q.front().time > consumed_at) return;
+    const auto& t = *wait.t;
+    fail(*q.front().loc, "flag-double-set",
+         fmt::format("{}: flag {}->{} #{} set again before its wait at {} consumed the previous "
+                     "set (hangs on hardware)",
+                     c.stats.name, ir::to_string(t.flag_src), ir::to_string(t.flag_dst),
+                     wait.flag_id, t.loc.str()),
+         "pair every set with exactly one wait before setting the flag again");
   }
 
   /// Sends an instruction to its pipe (or handles it on the scalar unit). False if the
@@ -582,13 +597,7 @@ class Engine {
           st.wait_flag_cycles += start - from;
           consumed(c, p, head, q.front(), from, start, false);
           q.pop_front();
-          if (!q.empty() && q.front().time < start)
-            fail(*q.front().loc, "flag-double-set",
-                 fmt::format("{}: flag {}->{} #{} set again before its wait at {} consumed "
-                             "the previous set (hangs on hardware)",
-                             c.stats.name, ir::to_string(t.flag_src), ir::to_string(t.flag_dst),
-                             head.flag_id, t.loc.str()),
-                 "pair every set with exactly one wait before setting the flag again");
+          check_double_set(c, q, start, head);
           ps.ready = start;
           ps.done = std::max(ps.done, start);
           ++st.instructions;
@@ -622,6 +631,11 @@ class Engine {
           st.wait_dep_cycles += start - ready;
           if (t.op == Opcode::Copy) gm_transfer(in, start, cost, st);
           double end = start + cost.occupancy + cost.latency;
+          if (end > opts_.max_cycles)
+            fail(t.loc, "cycle-budget",
+                 fmt::format("{}: {} would end at cycle {:.0f}, past the cycle budget of {:.0f}",
+                             c.stats.name, t.name, end, opts_.max_cycles),
+                 "raise the budget (--max-cycles) or check for a loop that does not end");
           ps.ready = start + cost.occupancy;
           ps.done = std::max(ps.done, end);
           st.busy_cycles += cost.occupancy;
