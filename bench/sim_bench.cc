@@ -26,8 +26,8 @@ void BM_GemmFunctional(benchmark::State& st) {
     benchmark::DoNotOptimize(r.sim.cycles);
   }
   double flops = 2.0 * st.range(0) * st.range(0) * st.range(0);
-  st.counters["GFLOP/s"] =
-      benchmark::Counter(flops * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+  st.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9 * static_cast<double>(st.iterations()),
+                                              benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_GemmFunctional)->Arg(256)->Arg(512)->Unit(benchmark::kMillisecond);
 
@@ -38,8 +38,8 @@ void BM_ElementwiseFunctional(benchmark::State& st) {
     benchmark::DoNotOptimize(r.sim.cycles);
   }
   double bytes = 3.0 * 2 * static_cast<double>(st.range(0));  // X, Y in, Z out (fp16)
-  st.counters["GB/s"] =
-      benchmark::Counter(bytes * 1e-9 * static_cast<double>(st.iterations()), benchmark::Counter::kIsRate);
+  st.counters["GB/s"] = benchmark::Counter(bytes * 1e-9 * static_cast<double>(st.iterations()),
+                                           benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_ElementwiseFunctional)->Arg(1 << 20)->Arg(1 << 22)->Unit(benchmark::kMillisecond);
 

@@ -38,8 +38,10 @@ ir::Program build(const Params& p, const std::string& variant) {
       set_flag(Pipe::MTE2, Pipe::V, s);
       wait_flag(Pipe::MTE2, Pipe::V, s);
       wait_flag(Pipe::MTE3, Pipe::V, s);
-      if (variant == "mul") tile::mul(zb[s], xb[s], yb[s]);
-      else tile::add(zb[s], xb[s], yb[s]);
+      if (variant == "mul")
+        tile::mul(zb[s], xb[s], yb[s]);
+      else
+        tile::add(zb[s], xb[s], yb[s]);
       set_flag(Pipe::V, Pipe::MTE2, s);
       set_flag(Pipe::V, Pipe::MTE3, s);
       wait_flag(Pipe::V, Pipe::MTE3, s);

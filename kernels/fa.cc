@@ -39,8 +39,8 @@ struct Knobs {
   int64_t interval;  // cross-core signal every `interval` KV tiles
 };
 
-const std::vector<std::string> kVariants = {"baseline", "l1_vec",  "multibuf",
-                                            "pipelined", "sync2", "expert"};
+const std::vector<std::string> kVariants = {"baseline",  "l1_vec", "multibuf",
+                                            "pipelined", "sync2",  "expert"};
 
 Knobs knobs(const std::string& v, const Params& p) {
   size_t step = 0;
@@ -321,7 +321,9 @@ ir::Program build(const Params& p, const std::string& variant) {
           tile::add(sumexp, sumexp, sum_i[i]);
           if (kn.per_row) {
             v_to_scalar();
-            serial(half, [&](Ex r) { tile::muls(acc_o(r, all), acc_o(r, all), at(r_fac, {i, r, 0})); });
+            serial(half, [&](Ex r) {
+              tile::muls(acc_o(r, all), acc_o(r, all), at(r_fac, {i, r, 0}));
+            });
           } else {
             tile::broadcast(buf2d(all, slice(0, D)), r_fac[i]);
             tile::mul(acc_o, acc_o, buf2d(all, slice(0, D)));
@@ -383,7 +385,8 @@ sim::HostData reference(const Params& p, const std::string&, const sim::HostData
           s[static_cast<size_t>(c)] = dot * scale;
           mx = std::max(mx, s[static_cast<size_t>(c)]);
         }
-        for (int64_t c = 0; c < S; ++c) sum += (s[static_cast<size_t>(c)] = std::exp(s[static_cast<size_t>(c)] - mx));
+        for (int64_t c = 0; c < S; ++c)
+          sum += (s[static_cast<size_t>(c)] = std::exp(s[static_cast<size_t>(c)] - mx));
         for (int64_t d = 0; d < D; ++d) {
           double acc = 0;
           for (int64_t c = 0; c < S; ++c) acc += s[static_cast<size_t>(c)] * Vh[c * D + d];
@@ -406,7 +409,8 @@ double ascendc_us(const Params& p) {
 }
 
 std::string validate(const Params& p) {
-  if (p.at("D") != 128) return fmt::format("D={}: the expert kernel is written for D=128", p.at("D"));
+  if (p.at("D") != 128)
+    return fmt::format("D={}: the expert kernel is written for D=128", p.at("D"));
   if (p.at("block_M") != 128 || p.at("block_N") != 128)
     return "block_M and block_N must be 128 (the tile the kernel is written for)";
   if (p.at("S") % p.at("block_M") != 0)

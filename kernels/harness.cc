@@ -25,9 +25,10 @@ void compare(const std::vector<double>& out, const std::vector<double>& ref, Tol
     if (std::fabs(ref[i]) > tol.atol) rep.max_rel_err = std::max(rep.max_rel_err, rel);
     if (!(err <= tol.atol + tol.rtol * std::fabs(ref[i])) && rep.correct) {
       rep.correct = false;
-      rep.mismatch = fmt::format("{}[{}] = {:.6g}, reference {:.6g} (|diff| {:.3g} > atol {} + "
-                                 "rtol {} * |ref|)",
-                                 name, i, out[i], ref[i], err, tol.atol, tol.rtol);
+      rep.mismatch = fmt::format(
+          "{}[{}] = {:.6g}, reference {:.6g} (|diff| {:.3g} > atol {} + "
+          "rtol {} * |ref|)",
+          name, i, out[i], ref[i], err, tol.atol, tol.rtol);
     }
   }
 }
@@ -67,8 +68,8 @@ namespace tilepipe::kernels {
 LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::string>& raw,
                         const ChipConfig& chip, int jobs) {
   if (k.ladder.empty())
-    throw ParamError{fmt::format("kernel '{}' has no optimisation ladder; kernels with one: fa",
-                                 k.name)};
+    throw ParamError{
+        fmt::format("kernel '{}' has no optimisation ladder; kernels with one: fa", k.name)};
   std::map<std::string, std::string> merged;
   for (const auto& [name, v] : k.ladder_defaults) merged[name] = std::to_string(v);
   for (const auto& [name, v] : raw) merged[name] = v;

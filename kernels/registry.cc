@@ -10,7 +10,7 @@ namespace tilepipe::kernels {
 
 const std::vector<KernelDef>& all_kernels() {
   static const std::vector<KernelDef> k = {gemm_kernel(), softmax_kernel(), elementwise_kernel(),
-                                               fa_kernel()};
+                                           fa_kernel()};
   return k;
 }
 
@@ -63,8 +63,7 @@ Params resolve_params(const KernelDef& k, const std::map<std::string, std::strin
   return p;
 }
 
-std::vector<double> random_tensor(int64_t n, ir::DType dtype, uint64_t seed, double lo,
-                                  double hi) {
+std::vector<double> random_tensor(int64_t n, ir::DType dtype, uint64_t seed, double lo, double hi) {
   std::vector<double> v(static_cast<size_t>(n));
   // splitmix64: the same stream on every platform and standard library; the seed itself
   // is mixed first so seeds s and s+1 give unrelated streams.

@@ -77,8 +77,7 @@ sim::HostData reference(const Params& p, const std::string&, const sim::HostData
     double mx = row[0], sum = 0;
     for (int64_t c = 0; c < C; ++c) mx = std::max(mx, row[c]);
     for (int64_t c = 0; c < C; ++c) sum += std::exp(row[c] - mx);
-    for (int64_t c = 0; c < C; ++c)
-      y[static_cast<size_t>(r * C + c)] = std::exp(row[c] - mx) / sum;
+    for (int64_t c = 0; c < C; ++c) y[static_cast<size_t>(r * C + c)] = std::exp(row[c] - mx) / sum;
   }
   return {{"Y", y}};
 }

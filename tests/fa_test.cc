@@ -34,7 +34,8 @@ std::vector<FaCase> cases() {
     out.push_back({v, {{"S", "384"}, {"H", "4"}, {"KV_H", "2"}, {"B", "2"}}});
   }
   // 5 KV tiles with 3 stages: one full and one partial batch; signals every 2 tiles.
-  out.push_back({"expert", {{"S", "640"}, {"H", "1"}, {"num_stages", "3"}, {"cross_interval", "2"}}});
+  out.push_back(
+      {"expert", {{"S", "640"}, {"H", "1"}, {"num_stages", "3"}, {"cross_interval", "2"}}});
   // One KV tile, fewer than the 14 stages of the expert kernel.
   out.push_back({"expert", {{"S", "128"}, {"H", "3"}}});
   // More tasks than cores, uneven split (25 tasks on 24 cores), odd interval.

@@ -8,8 +8,7 @@ namespace tilepipe {
 namespace {
 
 kernels::RunReport run(const std::string& name, std::map<std::string, std::string> params,
-                       const std::string& variant = "",
-                       sim::Mode mode = sim::Mode::Functional) {
+                       const std::string& variant = "", sim::Mode mode = sim::Mode::Functional) {
   const auto& k = kernels::find_kernel(name);
   kernels::RunRequest req;
   req.variant = variant;
@@ -114,8 +113,11 @@ TEST(Params, OutOfRangeNonNumericUnknownAreRejected) {
 }
 
 TEST(Params, SoftmaxTooWideIsACapacityError) {
-  testing::expect_user_error([] { run("softmax", {{"R", "64"}, {"C", "8192"}}); },
-                             {"UB overflow on AIV", "softmax.cc:"});
+  testing::expect_user_error(
+      [] {
+        run("softmax", {{"R", "64"}, {"C", "8192"}});
+      },
+      {"UB overflow on AIV", "softmax.cc:"});
 }
 
 }  // namespace

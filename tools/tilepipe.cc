@@ -1,13 +1,13 @@
 // The `tilepipe` command line (contract: docs/cli.md). Exit codes: 0 success, 1 internal
 // error, 2 bad input (flags, parameters, configs, programs), 3 `check` found a problem.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
-#include <nlohmann/json.hpp>
 
 #include "harness.h"
 #include "registry.h"
@@ -80,9 +80,10 @@ prof::TraceOptions trace_options(const RunArgs& a) {
     if (used != end.size() || t.window_end <= t.window_begin || t.window_begin < 0)
       throw std::invalid_argument("order");
   } catch (const std::exception&) {
-    throw UsageError{fmt::format("--trace-window '{}': expected BEGIN:END in cycles with 0 <= "
-                                 "BEGIN < END, e.g. --trace-window 0:200000",
-                                 a.trace_window)};
+    throw UsageError{
+        fmt::format("--trace-window '{}': expected BEGIN:END in cycles with 0 <= "
+                    "BEGIN < END, e.g. --trace-window 0:200000",
+                    a.trace_window)};
   }
   return t;
 }
@@ -111,8 +112,8 @@ int cmd_list(bool as_json) {
   for (const auto& k : kernels::all_kernels()) {
     json params = json::array();
     for (const auto& p : k.params)
-      params.push_back({{"name", p.name}, {"default", p.def}, {"min", p.min}, {"max", p.max},
-                        {"help", p.help}});
+      params.push_back(
+          {{"name", p.name}, {"default", p.def}, {"min", p.min}, {"max", p.max}, {"help", p.help}});
     out["kernels"].push_back(
         {{"name", k.name}, {"summary", k.summary}, {"variants", k.variants}, {"params", params}});
   }
@@ -193,12 +194,13 @@ int cmd_run(const RunArgs& a, bool is_check) {
     write_output(a.csv_dir + "/pipe_utilization.csv", prof::pipe_utilization_csv(rep.sim, chip));
     write_output(a.csv_dir + "/code_exe.csv", prof::code_exe_csv(recorder, chip));
   }
-  std::string line = fmt::format(
-      "{} [{}] on {}: {:.0f} cycles ({:.2f} us), bound {}{}", k.name, out["variant"].get<std::string>(),
-      chip.name, rep.sim.cycles, rep.sim.cycles * chip.us_per_cycle(), summary.bound,
-      rep.checked ? fmt::format(", {} (max abs err {:.3g})", rep.correct ? "correct" : "WRONG",
-                                rep.max_abs_err)
-                  : "");
+  std::string line =
+      fmt::format("{} [{}] on {}: {:.0f} cycles ({:.2f} us), bound {}{}", k.name,
+                  out["variant"].get<std::string>(), chip.name, rep.sim.cycles,
+                  rep.sim.cycles * chip.us_per_cycle(), summary.bound,
+                  rep.checked ? fmt::format(", {} (max abs err {:.3g})",
+                                            rep.correct ? "correct" : "WRONG", rep.max_abs_err)
+                              : "");
   std::cerr << prof::to_text(summary);
   if (a.json) {
     std::cerr << line << "\n";
@@ -222,7 +224,8 @@ struct LadderArgs {
 int cmd_ladder(const LadderArgs& a) {
   const auto& k = kernels::find_kernel(a.kernel);
   ChipConfig chip = load_chip_config(a.chip);
-  int jobs = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int jobs =
+      a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   auto rep = kernels::run_ladder(k, parse_params(a.params), chip, jobs);
   json out;
   out["kernel"] = k.name;
@@ -231,10 +234,10 @@ int cmd_ladder(const LadderArgs& a) {
   out["reference"] = k.reference_name;
   out["reference_us"] = rep.reference_us;
   out["steps"] = json::array();
-  std::string text = fmt::format("{} ladder on {} (reference: {} = {:.0f} us)\n", k.name,
-                                 chip.name, k.reference_name, rep.reference_us);
-  text += fmt::format("  {:<10} {:>12} {:>9} {:>8}  {}\n", "step", "time_us", "speedup",
-                      "% ref", "bound");
+  std::string text = fmt::format("{} ladder on {} (reference: {} = {:.0f} us)\n", k.name, chip.name,
+                                 k.reference_name, rep.reference_us);
+  text += fmt::format("  {:<10} {:>12} {:>9} {:>8}  {}\n", "step", "time_us", "speedup", "% ref",
+                      "bound");
   for (const auto& s : rep.steps) {
     prof::Summary sum = prof::summarize(s.run.sim, s.run.lowered, chip);
     out["steps"].push_back({{"name", s.name},

@@ -41,9 +41,9 @@ inline constexpr int kMaxRank = 4;
 /// on-chip scope.
 struct AccessTemplate {
   ir::Scope scope = ir::Scope::GM;
-  int gm_index = -1;         // GM only
+  int gm_index = -1;  // GM only
   ir::DType dtype = ir::DType::F32;
-  int64_t base_bytes = 0;    // on-chip: allocation offset within the core's scope memory
+  int64_t base_bytes = 0;  // on-chip: allocation offset within the core's scope memory
   int rank = 0;
   std::array<int64_t, kMaxRank> extent{};  // static extents, trailing dims first-class
   std::array<int64_t, kMaxRank> stride{};  // element strides of the underlying buffer

@@ -15,10 +15,10 @@ inline uint16_t float_to_f16(float f) {
   std::memcpy(&x, &f, 4);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t mag = x & 0x7fffffffu;
-  if (mag > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (mag > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
   if (mag >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 -> inf
-  if (mag < 0x38800000u) {  // subnormal or zero in f16
-    if (mag < 0x33000000u) return static_cast<uint16_t>(sign);  // < 2^-25 rounds to 0
+  if (mag < 0x38800000u) {                                               // subnormal or zero in f16
+    if (mag < 0x33000000u) return static_cast<uint16_t>(sign);           // < 2^-25 rounds to 0
     uint32_t e = mag >> 23;
     uint32_t m = (mag & 0x7fffffu) | 0x800000u;
     int shift = 126 - static_cast<int>(e);  // to 10-bit subnormal mantissa
@@ -75,10 +75,14 @@ inline float bf16_to_float(uint16_t b) {
 /// Rounds a value to what a `t` element can hold (identity for f32 except double->float).
 inline double round_to(ir::DType t, double v) {
   switch (t) {
-    case ir::DType::F16: return f16_to_float(float_to_f16(static_cast<float>(v)));
-    case ir::DType::BF16: return bf16_to_float(float_to_bf16(static_cast<float>(v)));
-    case ir::DType::F32: return static_cast<float>(v);
-    default: return v;
+    case ir::DType::F16:
+      return f16_to_float(float_to_f16(static_cast<float>(v)));
+    case ir::DType::BF16:
+      return bf16_to_float(float_to_bf16(static_cast<float>(v)));
+    case ir::DType::F32:
+      return static_cast<float>(v);
+    default:
+      return v;
   }
 }
 
@@ -104,8 +108,10 @@ inline double load_elem(ir::DType t, const uint8_t* p) {
       std::memcpy(&i, p, 4);
       return i;
     }
-    case ir::DType::I8: return static_cast<int8_t>(*p);
-    case ir::DType::U8: return *p;
+    case ir::DType::I8:
+      return static_cast<int8_t>(*p);
+    case ir::DType::U8:
+      return *p;
   }
   return 0;
 }
@@ -137,8 +143,12 @@ inline void store_elem(ir::DType t, uint8_t* p, double v) {
       std::memcpy(p, &i, 4);
       return;
     }
-    case ir::DType::I8: *p = static_cast<uint8_t>(static_cast<int8_t>(sat(-128, 127))); return;
-    case ir::DType::U8: *p = static_cast<uint8_t>(sat(0, 255)); return;
+    case ir::DType::I8:
+      *p = static_cast<uint8_t>(static_cast<int8_t>(sat(-128, 127)));
+      return;
+    case ir::DType::U8:
+      *p = static_cast<uint8_t>(sat(0, 255));
+      return;
   }
 }
 

@@ -97,8 +97,8 @@ struct WaitSite {
 struct SimResult {
   double cycles = 0;
   int64_t instructions = 0;
-  std::vector<CoreStats> cores;  // per AI core: AIC, AIV0, AIV1 (only kinds with code)
-  std::vector<WaitSite> waits;   // sorted by cycles, largest first
+  std::vector<CoreStats> cores;              // per AI core: AIC, AIV0, AIV1 (only kinds with code)
+  std::vector<WaitSite> waits;               // sorted by cycles, largest first
   double gm_bytes_hbm = 0, gm_bytes_l2 = 0;  // GM traffic served by HBM / by L2
 };
 

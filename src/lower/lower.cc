@@ -13,15 +13,24 @@ using namespace ir;
 
 const char* to_string(Opcode op) {
   switch (op) {
-    case Opcode::Copy: return "copy";
-    case Opcode::Mmad: return "mmad";
-    case Opcode::Vec: return "vec";
-    case Opcode::Reduce: return "reduce";
-    case Opcode::SetFlag: return "set_flag";
-    case Opcode::WaitFlag: return "wait_flag";
-    case Opcode::Barrier: return "pipe_barrier";
-    case Opcode::SetCross: return "set_cross_flag";
-    case Opcode::WaitCross: return "wait_cross_flag";
+    case Opcode::Copy:
+      return "copy";
+    case Opcode::Mmad:
+      return "mmad";
+    case Opcode::Vec:
+      return "vec";
+    case Opcode::Reduce:
+      return "reduce";
+    case Opcode::SetFlag:
+      return "set_flag";
+    case Opcode::WaitFlag:
+      return "wait_flag";
+    case Opcode::Barrier:
+      return "pipe_barrier";
+    case Opcode::SetCross:
+      return "set_cross_flag";
+    case Opcode::WaitCross:
+      return "wait_cross_flag";
   }
   return "?";
 }
@@ -31,8 +40,12 @@ int64_t CExpr::eval(const int64_t* slots) const {
   int sp = 0;
   for (const Op& o : ops) {
     switch (o.kind) {
-      case Const: st[sp++] = o.value; break;
-      case Slot: st[sp++] = slots[o.value]; break;
+      case Const:
+        st[sp++] = o.value;
+        break;
+      case Slot:
+        st[sp++] = slots[o.value];
+        break;
       case Bin:
         --sp;
         st[sp - 1] = eval_binop(o.bin, st[sp - 1], st[sp]);
@@ -134,8 +147,9 @@ class Lowerer {
   AccessTemplate access(const Region& r, const Loc& loc) {
     const auto& b = *r.buffer;
     if (b.shape.size() > static_cast<size_t>(kMaxRank))
-      fail(loc, fmt::format("buffer '{}' has rank {}; at most {} is supported", b.name,
-                            b.shape.size(), kMaxRank),
+      fail(loc,
+           fmt::format("buffer '{}' has rank {}; at most {} is supported", b.name, b.shape.size(),
+                       kMaxRank),
            "merge dimensions of the buffer");
     AccessTemplate a;
     a.scope = b.scope;
@@ -316,8 +330,8 @@ class Lowerer {
 
   void lower_node(const ReduceStmt& n, const StmtNode& s, bool in_scope, Block& out) {
     if (!in_scope) return;
-    OpTemplate t = base(Opcode::Reduce, Pipe::V, s.loc,
-                        std::string("reduce_") + ir::to_string(n.kind));
+    OpTemplate t =
+        base(Opcode::Reduce, Pipe::V, s.loc, std::string("reduce_") + ir::to_string(n.kind));
     t.reduce = n.kind;
     t.num_acc = 2;
     t.acc[0] = access(n.dst, s.loc);
@@ -364,6 +378,8 @@ class Lowerer {
 
 }  // namespace
 
-LoweredProgram lower(const Program& p, const ChipConfig& chip) { return Lowerer(p, chip).run(); }
+LoweredProgram lower(const Program& p, const ChipConfig& chip) {
+  return Lowerer(p, chip).run();
+}
 
 }  // namespace tilepipe::lower

@@ -17,9 +17,12 @@ bool has_pipe(ir::CoreKind k, Pipe p) {
   return p == Pipe::V || p == Pipe::MTE3;
 }
 
-constexpr Pipe kOrder[] = {Pipe::M, Pipe::V, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::FIX, Pipe::S};
+constexpr Pipe kOrder[] = {Pipe::M,    Pipe::V,   Pipe::MTE1, Pipe::MTE2,
+                           Pipe::MTE3, Pipe::FIX, Pipe::S};
 
-double round2(double v) { return std::round(v * 100) / 100; }
+double round2(double v) {
+  return std::round(v * 100) / 100;
+}
 
 }  // namespace
 
@@ -60,8 +63,8 @@ Summary summarize(const sim::SimResult& r, const lower::LoweredProgram& prog,
   // pipes wait on each other (latency / pipeline / sync bound).
   if (best >= 80) {
     s.verdict = (s.bound == "M" || s.bound == "V") ? "compute"
-                : s.bound == "S"                    ? "issue"
-                                                    : "memory";
+                : s.bound == "S"                   ? "issue"
+                                                   : "memory";
   } else {
     s.verdict = "latency-pipeline";
   }
@@ -78,12 +81,15 @@ Summary summarize(const sim::SimResult& r, const lower::LoweredProgram& prog,
     if (s.top_waits.size() >= 8 || w.cycles <= 0) break;
     s.top_waits.push_back({w.op->loc.str(), w.op->name, w.cycles, w.count});
   }
-  const std::pair<ir::Scope, const ScopeCapacity*> caps[] = {
-      {ir::Scope::L1, &chip.l1}, {ir::Scope::L0A, &chip.l0a}, {ir::Scope::L0B, &chip.l0b},
-      {ir::Scope::L0C, &chip.l0c}, {ir::Scope::UB, &chip.ub}};
+  const std::pair<ir::Scope, const ScopeCapacity*> caps[] = {{ir::Scope::L1, &chip.l1},
+                                                             {ir::Scope::L0A, &chip.l0a},
+                                                             {ir::Scope::L0B, &chip.l0b},
+                                                             {ir::Scope::L0C, &chip.l0c},
+                                                             {ir::Scope::UB, &chip.ub}};
   for (auto [scope, cap] : caps) {
     const auto& cp = scope == ir::Scope::UB ? prog.aiv : prog.aic;
-    s.buffers.push_back({ir::to_string(scope), cp.scope_bytes[static_cast<size_t>(scope)], cap->usable});
+    s.buffers.push_back(
+        {ir::to_string(scope), cp.scope_bytes[static_cast<size_t>(scope)], cap->usable});
   }
   return s;
 }
@@ -97,17 +103,22 @@ nlohmann::ordered_json to_json(const Summary& s) {
                      {"instructions", p.instructions}};
   nlohmann::ordered_json waits = nlohmann::ordered_json::array();
   for (const auto& w : s.top_waits)
-    waits.push_back({{"where", w.where}, {"op", w.op}, {"cycles", round2(w.cycles)}, {"count", w.count}});
+    waits.push_back(
+        {{"where", w.where}, {"op", w.op}, {"cycles", round2(w.cycles)}, {"count", w.count}});
   nlohmann::ordered_json bufs = nlohmann::ordered_json::object();
   for (const auto& b : s.buffers)
     bufs[b.scope] = {{"used_bytes", b.used},
                      {"capacity_bytes", b.capacity},
-                     {"used_pct", round2(100.0 * static_cast<double>(b.used) / static_cast<double>(b.capacity))}};
+                     {"used_pct", round2(100.0 * static_cast<double>(b.used) /
+                                         static_cast<double>(b.capacity))}};
   return {{"pipes", pipes},
           {"bound", s.bound},
           {"verdict", s.verdict},
           {"cube_vector_ratio", s.cube_vector_ratio},
-          {"gm", {{"hbm_bytes", s.hbm_bytes}, {"l2_bytes", s.l2_bytes}, {"bytes_per_cycle", s.gm_bw_bytes_per_cycle}}},
+          {"gm",
+           {{"hbm_bytes", s.hbm_bytes},
+            {"l2_bytes", s.l2_bytes},
+            {"bytes_per_cycle", s.gm_bw_bytes_per_cycle}}},
           {"waits", waits},
           {"buffers", bufs}};
 }
@@ -127,17 +138,17 @@ std::string to_text(const Summary& s) {
   }
   o += "  on-chip use per core:";
   for (const auto& b : s.buffers)
-    if (b.used) o += fmt::format(" {} {:.1f}/{:.1f} KiB", b.scope, b.used / 1024.0, b.capacity / 1024.0);
+    if (b.used)
+      o += fmt::format(" {} {:.1f}/{:.1f} KiB", b.scope, b.used / 1024.0, b.capacity / 1024.0);
   o += "\n";
   return o;
 }
 
 std::string pipe_utilization_csv(const sim::SimResult& r, const ChipConfig& chip) {
   // msprof column names where a counterpart exists: mac = cube (M), vec = V, fixpipe = FIX.
-  const std::pair<Pipe, const char*> cols[] = {{Pipe::M, "mac"},     {Pipe::V, "vec"},
-                                               {Pipe::S, "scalar"},  {Pipe::MTE1, "mte1"},
-                                               {Pipe::MTE2, "mte2"}, {Pipe::MTE3, "mte3"},
-                                               {Pipe::FIX, "fixpipe"}};
+  const std::pair<Pipe, const char*> cols[] = {
+      {Pipe::M, "mac"},     {Pipe::V, "vec"},     {Pipe::S, "scalar"},   {Pipe::MTE1, "mte1"},
+      {Pipe::MTE2, "mte2"}, {Pipe::MTE3, "mte3"}, {Pipe::FIX, "fixpipe"}};
   std::string o = "core,kind,block_id,sub_block_id,total_cycles,total_time(us)";
   for (auto [p, n] : cols) o += fmt::format(",{0}_time(us),{0}_ratio", n);
   o += "\n";

@@ -14,20 +14,29 @@ namespace {
 /// msprof track names.
 const char* track_name(ir::Pipe p) {
   switch (p) {
-    case ir::Pipe::S: return "SCALAR";
-    case ir::Pipe::MTE1: return "MTE1";
-    case ir::Pipe::MTE2: return "MTE2";
-    case ir::Pipe::MTE3: return "MTE3";
-    case ir::Pipe::M: return "CUBE";
-    case ir::Pipe::FIX: return "FIXP";
-    case ir::Pipe::V: return "VECTOR";
+    case ir::Pipe::S:
+      return "SCALAR";
+    case ir::Pipe::MTE1:
+      return "MTE1";
+    case ir::Pipe::MTE2:
+      return "MTE2";
+    case ir::Pipe::MTE3:
+      return "MTE3";
+    case ir::Pipe::M:
+      return "CUBE";
+    case ir::Pipe::FIX:
+      return "FIXP";
+    case ir::Pipe::V:
+      return "VECTOR";
   }
   return "?";
 }
 
-constexpr int kLanes = 16;          // sub-tracks per pipe
+constexpr int kLanes = 16;             // sub-tracks per pipe
 constexpr int kFlagLane = kLanes - 1;  // flag sets/waits of a pipe get a track of their own
-int tid_of(ir::Pipe p, int lane) { return static_cast<int>(p) * kLanes + lane; }
+int tid_of(ir::Pipe p, int lane) {
+  return static_cast<int>(p) * kLanes + lane;
+}
 
 std::string esc(const std::string& s) {
   std::string o;
@@ -86,12 +95,15 @@ void write_chrome_trace(std::ostream& out, const Recorder& rec, const sim::SimRe
   // Metadata: process and thread names.
   for (size_t c = 0; c < r.cores.size(); ++c) {
     const auto& core = r.cores[c];
-    evs.push_back({-1, 0,
-                   fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"{}"}}}})",
-                               c, core.name)});
-    evs.push_back({-1, 0,
-                   fmt::format(R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})",
-                               c, c)});
+    evs.push_back(
+        {-1, 0,
+         fmt::format(R"({{"name":"process_name","ph":"M","pid":{},"args":{{"name":"{}"}}}})", c,
+                     core.name)});
+    evs.push_back(
+        {-1, 0,
+         fmt::format(
+             R"({{"name":"process_sort_index","ph":"M","pid":{},"args":{{"sort_index":{}}}}})", c,
+             c)});
     for (int p = 0; p < ir::kNumPipes; ++p) {
       bool has = core.pipes[static_cast<size_t>(p)].instructions > 0;
       int lanes = std::max(has ? 1 : 0, lanes_used[c][static_cast<size_t>(p)]);
@@ -99,21 +111,27 @@ void write_chrome_trace(std::ostream& out, const Recorder& rec, const sim::SimRe
       for (int l = 0; l <= lanes; ++l) {
         if (l == lanes) l = kFlagLane;
         std::string name = track_name(static_cast<ir::Pipe>(p));
-        if (l == kFlagLane) name += " flags";
-        else if (l) name += fmt::format(" #{}", l);
-        evs.push_back({-1, 0,
-                       fmt::format(R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})",
-                                   c, tid_of(static_cast<ir::Pipe>(p), l), name)});
+        if (l == kFlagLane)
+          name += " flags";
+        else if (l)
+          name += fmt::format(" #{}", l);
+        evs.push_back(
+            {-1, 0,
+             fmt::format(
+                 R"({{"name":"thread_name","ph":"M","pid":{},"tid":{},"args":{{"name":"{}"}}}})", c,
+                 tid_of(static_cast<ir::Pipe>(p), l), name)});
       }
     }
     // On-chip buffer allocation (static in this build: set once at kernel start).
     const auto& cp = core.kind == ir::CoreKind::C ? prog.aic : prog.aiv;
     for (int s = 1; s < 6; ++s) {
       if (cp.scope_bytes[static_cast<size_t>(s)] == 0) continue;
-      evs.push_back({0, 1,
-                     fmt::format(R"({{"name":"{} bytes allocated","ph":"C","ts":{},"pid":{},"args":{{"bytes":{}}}}})",
-                                 ir::to_string(static_cast<ir::Scope>(s)), ts(0), c,
-                                 cp.scope_bytes[static_cast<size_t>(s)])});
+      evs.push_back(
+          {0, 1,
+           fmt::format(
+               R"({{"name":"{} bytes allocated","ph":"C","ts":{},"pid":{},"args":{{"bytes":{}}}}})",
+               ir::to_string(static_cast<ir::Scope>(s)), ts(0), c,
+               cp.scope_bytes[static_cast<size_t>(s)])});
     }
   }
 
@@ -136,22 +154,30 @@ void write_chrome_trace(std::ostream& out, const Recorder& rec, const sim::SimRe
     std::string cat = f.cross ? "cross_flag" : "flag";
     int set_tid = tid_of(f.set_pipe, f.set_pipe == ir::Pipe::S ? 0 : kFlagLane);
     int wait_tid = tid_of(f.wait_pipe, f.wait_pipe == ir::Pipe::S ? 0 : kFlagLane);
-    double wait_begin = f.wait_pipe == ir::Pipe::S ? std::min(f.wait_issue, f.wait_time) : f.wait_time;
-    evs.push_back({f.set_time, 2,
-                   fmt::format(R"({{"name":"{}","ph":"X","ts":{},"dur":0,"pid":{},"tid":{},"args":{{"line":"{}","cycle":{:.2f}}}}})",
-                               esc(f.set_op->name), ts(f.set_time), f.set_core, set_tid,
-                               esc(f.set_op->loc.str()), f.set_time)});
-    evs.push_back({f.set_time, 3,
-                   fmt::format(R"({{"name":"{}","cat":"{}","ph":"s","id":{},"ts":{},"pid":{},"tid":{}}})",
-                               cat, cat, flow, ts(f.set_time), f.set_core, set_tid)});
-    evs.push_back({wait_begin, 2,
-                   fmt::format(R"({{"name":"{}","ph":"X","ts":{},"dur":{:.6f},"pid":{},"tid":{},"args":{{"line":"{}","cycle":{:.2f},"waited_cycles":{:.2f}}}}})",
-                               esc(f.wait_op->name), ts(wait_begin), (f.wait_time - wait_begin) * us,
-                               f.wait_core, wait_tid, esc(f.wait_op->loc.str()), f.wait_time,
-                               std::max(0.0, f.wait_time - f.wait_issue))});
-    evs.push_back({f.wait_time, 3,
-                   fmt::format(R"({{"name":"{}","cat":"{}","ph":"f","bp":"e","id":{},"ts":{},"pid":{},"tid":{}}})",
-                               cat, cat, flow, ts(f.wait_time), f.wait_core, wait_tid)});
+    double wait_begin =
+        f.wait_pipe == ir::Pipe::S ? std::min(f.wait_issue, f.wait_time) : f.wait_time;
+    evs.push_back(
+        {f.set_time, 2,
+         fmt::format(
+             R"({{"name":"{}","ph":"X","ts":{},"dur":0,"pid":{},"tid":{},"args":{{"line":"{}","cycle":{:.2f}}}}})",
+             esc(f.set_op->name), ts(f.set_time), f.set_core, set_tid, esc(f.set_op->loc.str()),
+             f.set_time)});
+    evs.push_back(
+        {f.set_time, 3,
+         fmt::format(R"({{"name":"{}","cat":"{}","ph":"s","id":{},"ts":{},"pid":{},"tid":{}}})",
+                     cat, cat, flow, ts(f.set_time), f.set_core, set_tid)});
+    evs.push_back(
+        {wait_begin, 2,
+         fmt::format(
+             R"({{"name":"{}","ph":"X","ts":{},"dur":{:.6f},"pid":{},"tid":{},"args":{{"line":"{}","cycle":{:.2f},"waited_cycles":{:.2f}}}}})",
+             esc(f.wait_op->name), ts(wait_begin), (f.wait_time - wait_begin) * us, f.wait_core,
+             wait_tid, esc(f.wait_op->loc.str()), f.wait_time,
+             std::max(0.0, f.wait_time - f.wait_issue))});
+    evs.push_back(
+        {f.wait_time, 3,
+         fmt::format(
+             R"({{"name":"{}","cat":"{}","ph":"f","bp":"e","id":{},"ts":{},"pid":{},"tid":{}}})",
+             cat, cat, flow, ts(f.wait_time), f.wait_core, wait_tid)});
   }
 
   std::stable_sort(evs.begin(), evs.end(), [](const Ev& a, const Ev& b) {
@@ -159,8 +185,9 @@ void write_chrome_trace(std::ostream& out, const Recorder& rec, const sim::SimRe
     return a.order < b.order;
   });
   out << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"tool\":\"tilepipe\",\"kernel\":\""
-      << esc(prog.name) << "\",\"chip\":\"" << esc(chip.name) << "\",\"clock_mhz\":"
-      << fmt::format("{:.1f}", chip.clock_mhz) << ",\"cycles\":" << fmt::format("{:.2f}", r.cycles)
+      << esc(prog.name) << "\",\"chip\":\"" << esc(chip.name)
+      << "\",\"clock_mhz\":" << fmt::format("{:.1f}", chip.clock_mhz)
+      << ",\"cycles\":" << fmt::format("{:.2f}", r.cycles)
       << ",\"truncated\":" << (rec.truncated() ? "true" : "false") << "},\n\"traceEvents\":[\n";
   for (size_t i = 0; i < evs.size(); ++i) {
     out << evs[i].text << (i + 1 < evs.size() ? ",\n" : "\n");

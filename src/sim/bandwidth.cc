@@ -44,8 +44,7 @@ double BandwidthLedger::transfer(double start, double bytes, double rate) {
   return t;
 }
 
-L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity,
-                         int64_t chunk)
+L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk)
     : capacity_(capacity), chunk_(chunk) {
   for (auto b : tensor_bytes) {
     chunks_.emplace_back(static_cast<size_t>((b + chunk - 1) / chunk), false);

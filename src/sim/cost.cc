@@ -54,9 +54,10 @@ static Cost vec_cost(const Instr& in, const ChipConfig& c) {
 static Cost reduce_cost(const Instr& in, const ChipConfig& c) {
   const auto& t = *in.t;
   const double rb = c.vector_repeat_bytes, eb = ir::dtype_bytes(in.acc[1].t->dtype);
-  const double start = t.reduce == ir::ReduceKind::Sum ? c.vector_startup_reduce
-                                                       : c.vector_startup_reduce_max;
-  const double level_start = t.reduce == ir::ReduceKind::Sum ? c.vector_startup_add : c.vector_startup;
+  const double start =
+      t.reduce == ir::ReduceKind::Sum ? c.vector_startup_reduce : c.vector_startup_reduce_max;
+  const double level_start =
+      t.reduce == ir::ReduceKind::Sum ? c.vector_startup_add : c.vector_startup;
   double rows = static_cast<double>(t.m), cols = static_cast<double>(t.n);
   if (t.reduce_dim == 0) std::swap(rows, cols);  // reduce along the rows of the transpose
   Cost tree{0, 0};
@@ -83,8 +84,10 @@ Cost instr_cost(const Instr& in, const ChipConfig& c) {
     case lower::Opcode::Copy: {
       double bytes = static_cast<double>(in.acc[1].bytes());
       switch (t.pipe) {
-        case Pipe::MTE2: return {bytes / c.mte2_bw_l2, c.mte2_latency};
-        case Pipe::MTE3: return {bytes / c.mte3_bw, c.mte3_latency};
+        case Pipe::MTE2:
+          return {bytes / c.mte2_bw_l2, c.mte2_latency};
+        case Pipe::MTE3:
+          return {bytes / c.mte3_bw, c.mte3_latency};
         case Pipe::MTE1:
           return {bytes / (in.acc[0].t->scope == ir::Scope::L0A ? c.mte1_bw_l0a : c.mte1_bw_l0b),
                   c.mte1_latency};
@@ -104,9 +107,12 @@ Cost instr_cost(const Instr& in, const ChipConfig& c) {
       if (a == ir::DType::F32) rate *= c.cube_fp32_rate;
       return {fractals / rate, c.cube_head};
     }
-    case lower::Opcode::Vec: return vec_cost(in, c);
-    case lower::Opcode::Reduce: return reduce_cost(in, c);
-    default: return {0, 0};  // flags and barriers: timing handled by the engine
+    case lower::Opcode::Vec:
+      return vec_cost(in, c);
+    case lower::Opcode::Reduce:
+      return reduce_cost(in, c);
+    default:
+      return {0, 0};  // flags and barriers: timing handled by the engine
   }
 }
 

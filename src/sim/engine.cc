@@ -29,10 +29,10 @@ struct SetRecord {
   double time = 0;  // cycle the flag becomes visible to the waiter
   const ir::Loc* loc = nullptr;
   const lower::OpTemplate* op = nullptr;
-  int core = 0;       // setter
+  int core = 0;  // setter
   Pipe pipe = Pipe::S;
-  double fired = 0;   // cycle the set fired on its pipe
-  int vc = -1;        // race detection: released clock (index into Engine::clocks_)
+  double fired = 0;  // cycle the set fired on its pipe
+  int vc = -1;       // race detection: released clock (index into Engine::clocks_)
 };
 
 struct Frame {
@@ -81,8 +81,8 @@ struct Core {
   std::vector<LastSet> last_set;
   std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
   CoreStats stats;
-  int role = 0;          // race threads: 0 AIC, 1 AIV0, 2 AIV1
-  int s_clock = -1;      // snapshot of the scalar unit's clock, -1 = stale
+  int role = 0;      // race threads: 0 AIC, 1 AIV0, 2 AIV1
+  int s_clock = -1;  // snapshot of the scalar unit's clock, -1 = stale
 };
 
 /// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
@@ -97,8 +97,7 @@ int mem_key(const Access& a) {
 
 class Engine {
  public:
-  Engine(const lower::LoweredProgram& p, const ChipConfig& chip, HostData* io,
-         const SimOptions& o)
+  Engine(const lower::LoweredProgram& p, const ChipConfig& chip, HostData* io, const SimOptions& o)
       : p_(p),
         chip_(chip),
         io_(io),
@@ -144,10 +143,13 @@ class Engine {
       auto it = io_->find(b.name);
       if (it == io_->end()) continue;
       if (static_cast<int64_t>(it->second.size()) != b.elements()) {
-        throw UserError(Diagnostic{b.loc, "host-data",
-                                   fmt::format("host data for '{}' has {} values; the tensor has {}",
-                                               b.name, it->second.size(), b.elements()),
-                                   {}, "pass exactly one value per element"});
+        throw UserError(
+            Diagnostic{b.loc,
+                       "host-data",
+                       fmt::format("host data for '{}' has {} values; the tensor has {}", b.name,
+                                   it->second.size(), b.elements()),
+                       {},
+                       "pass exactly one value per element"});
       }
       int eb = ir::dtype_bytes(b.dtype);
       for (size_t e = 0; e < it->second.size(); ++e)
@@ -170,8 +172,8 @@ class Engine {
     if (functional_)
       for (int s = 0; s < 6; ++s)
         c.local[static_cast<size_t>(s)].assign(static_cast<size_t>(prog->scope_bytes[s]), 0);
-    c.stats.name = kind == CoreKind::C ? fmt::format("core{}.AIC", ai)
-                                       : fmt::format("core{}.AIV{}", ai, vid);
+    c.stats.name =
+        kind == CoreKind::C ? fmt::format("core{}.AIC", ai) : fmt::format("core{}.AIV{}", ai, vid);
     c.stats.ai_core = ai;
     c.role = kind == CoreKind::C ? 0 : 1 + vid;
     c.stats.kind = kind;
@@ -250,7 +252,8 @@ class Engine {
       }
       const lower::Item& it = f.block->items[f.pos++];
       switch (it.kind) {
-        case lower::Item::Instr: return &c.prog->instrs[static_cast<size_t>(it.instr)];
+        case lower::Item::Instr:
+          return &c.prog->instrs[static_cast<size_t>(it.instr)];
         case lower::Item::Loop: {
           int64_t b = it.begin.eval(c.slots.data()), e = it.end.eval(c.slots.data());
           scalar(c, 2 * sc);
@@ -281,16 +284,16 @@ class Engine {
         fail(t.loc, "slice-bounds",
              fmt::format("{}: slice of '{}' dimension {} covers [{}, {}) but the dimension has {} "
                          "elements (at {})",
-                         t.name, a.buffer->name, d, s, s + a.extent[d], a.dim[d],
-                         loop_state(c)),
+                         t.name, a.buffer->name, d, s, s + a.extent[d], a.dim[d], loop_state(c)),
              "clamp the start or the loop bounds so every tile stays inside the buffer");
       }
       off += s * a.stride[d];
     }
     r.offset = off;
     if (functional_) {
-      r.mem = a.scope == ir::Scope::GM ? gm_[static_cast<size_t>(a.gm_index)].data()
-                                       : c.local[static_cast<size_t>(a.scope)].data() + a.base_bytes;
+      r.mem = a.scope == ir::Scope::GM
+                  ? gm_[static_cast<size_t>(a.gm_index)].data()
+                  : c.local[static_cast<size_t>(a.scope)].data() + a.base_bytes;
     }
     return r;
   }
@@ -298,30 +301,37 @@ class Engine {
   std::string loop_state(const Core& c) const {
     std::string s = fmt::format("{}, cid={}", c.stats.name, c.slots[0]);
     for (const auto& f : c.stack)
-      if (f.loop) s += fmt::format(", loop@{}={}", f.loop->loc.line, c.slots[static_cast<size_t>(f.loop->slot)]);
+      if (f.loop)
+        s += fmt::format(", loop@{}={}", f.loop->loc.line,
+                         c.slots[static_cast<size_t>(f.loop->slot)]);
     return s;
   }
 
   Instr instantiate(Core& c, const lower::OpTemplate& t) {
     Instr in;
     in.t = &t;
-    for (int i = 0; i < t.num_acc; ++i) in.acc[static_cast<size_t>(i)] = resolve(c, t.acc[static_cast<size_t>(i)], t);
+    for (int i = 0; i < t.num_acc; ++i)
+      in.acc[static_cast<size_t>(i)] = resolve(c, t.acc[static_cast<size_t>(i)], t);
     switch (t.scalar_kind) {
-      case lower::OpTemplate::ScalarKind::Imm: in.scalar = t.scalar_imm; break;
+      case lower::OpTemplate::ScalarKind::Imm:
+        in.scalar = t.scalar_imm;
+        break;
       case lower::OpTemplate::ScalarKind::Expr:
         in.scalar = static_cast<double>(t.scalar_expr.eval(c.slots.data()));
         break;
       case lower::OpTemplate::ScalarKind::UbRead:
-        // The scalar unit reads UB now, at issue: a missing V->S sync reads a stale value.
+        // The scalar unit reads UB now, at issue; a read not ordered after the V write by a
+        // V->S flag is a race (reported by check), whatever value it happens to see here.
         in.scalar_read = resolve(c, t.scalar_read, t);
         scalar(c, chip_.scalar_op_cycles);
         if (race_) race_access(c, Pipe::S, in, in.scalar_read, false);
         if (functional_)
-          in.scalar = load_elem(t.scalar_read.dtype,
-                                in.scalar_read.mem + in.scalar_read.offset *
-                                                         ir::dtype_bytes(t.scalar_read.dtype));
+          in.scalar = load_elem(
+              t.scalar_read.dtype,
+              in.scalar_read.mem + in.scalar_read.offset * ir::dtype_bytes(t.scalar_read.dtype));
         break;
-      case lower::OpTemplate::ScalarKind::None: break;
+      case lower::OpTemplate::ScalarKind::None:
+        break;
     }
     if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
         t.op == Opcode::WaitCross) {
@@ -418,8 +428,7 @@ class Engine {
     if (q.size() >= max && q[max - 1].time <= now)
       fail(*q[max - 1].loc, "cross-flag",
            fmt::format("cross-core flag #{} of core {} counts past {} before {} waits ({})",
-                       in.flag_id, c.ai_core, chip_.cross_flag_max, c.stats.name,
-                       in.t->loc.str()),
+                       in.flag_id, c.ai_core, chip_.cross_flag_max, c.stats.name, in.t->loc.str()),
            "the counter is 4 bits: wait more often, or signal every cross_interval iterations");
   }
 
@@ -466,8 +475,8 @@ class Engine {
 
   /// A wait took set `r`: happens-before edge, observer event, waiting statistics.
   /// `from` is when the wait reached the front of its pipe (or the scalar unit).
-  void consumed(Core& c, Pipe pipe, const Instr& wait, const SetRecord& r, double from,
-                double done, bool cross) {
+  void consumed(Core& c, Pipe pipe, const Instr& wait, const SetRecord& r, double from, double done,
+                bool cross) {
     if (race_ && r.vc >= 0) {
       race_->acquire(c.ai_core, RaceDetector::thread(c.role, pipe),
                      clocks_[static_cast<size_t>(r.vc)]);
@@ -485,8 +494,8 @@ class Engine {
     site.cycles += waited;
     ++site.count;
     if (opts_.observer)
-      opts_.observer->on_flag(FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done,
-                                        from, r.op, wait.t, cross});
+      opts_.observer->on_flag(
+          FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done, from, r.op, wait.t, cross});
   }
 
   int scalar_clock(Core& c) {
@@ -569,7 +578,7 @@ class Engine {
       hit += miss;
       miss = 0;
     }
-    double core_rate = t.pipe == Pipe::MTE2 ? chip_.mte2_bw_l2
+    double core_rate = t.pipe == Pipe::MTE2   ? chip_.mte2_bw_l2
                        : t.pipe == Pipe::MTE3 ? chip_.mte3_bw
                                               : chip_.fix_bw;
     double end = start;
@@ -643,7 +652,7 @@ class Engine {
           ++instructions_;
           const Access& d = in.acc[0];
           ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(),
-                                                           end};
+                                                            end};
           ps.next_recent = (ps.next_recent + 1) % static_cast<int>(ps.recent.size());
           if (race_) {
             race_->acquire(c.ai_core, RaceDetector::thread(c.role, p),
@@ -652,9 +661,10 @@ class Engine {
               race_access(c, p, in, in.acc[static_cast<size_t>(i)], i == 0);
           }
           if (opts_.observer)
-            opts_.observer->on_instr(InstrEvent{c.index, p, in.t, in.issue, start, end,
-                                                cost.occupancy, in.acc[t.num_acc > 1 ? 1 : 0].bytes(),
-                                                t.op == Opcode::Mmad ? 2.0 * t.m * t.n * t.k : 0.0});
+            opts_.observer->on_instr(
+                InstrEvent{c.index, p, in.t, in.issue, start, end, cost.occupancy,
+                           in.acc[t.num_acc > 1 ? 1 : 0].bytes(),
+                           t.op == Opcode::Mmad ? 2.0 * t.m * t.n * t.k : 0.0});
           if (functional_) execute(in);
         }
       }
@@ -680,12 +690,15 @@ class Engine {
                                                     : x.last_v2c[0][id];
           what = fmt::format("wait_cross_flag #{} forever; {}", c.pending.flag_id, flag_state(ls));
         } else {
-          what = fmt::format("scalar waits {}->S #{} forever; {}", ir::to_string(t.flag_src),
-                             c.pending.flag_id,
-                             flag_state(c.last_set[flag_key(t.flag_src, t.flag_dst,
-                                                            c.pending.flag_id)]));
+          what = fmt::format(
+              "scalar waits {}->S #{} forever; {}", ir::to_string(t.flag_src), c.pending.flag_id,
+              flag_state(c.last_set[flag_key(t.flag_src, t.flag_dst, c.pending.flag_id)]));
         }
-        diags.push_back({t.loc, "deadlock", fmt::format("deadlock: {}: {} ({})", where(c), what, loop_state(c)), {}, {}});
+        diags.push_back({t.loc,
+                         "deadlock",
+                         fmt::format("deadlock: {}: {} ({})", where(c), what, loop_state(c)),
+                         {},
+                         {}});
       }
       for (int p = 0; p < kPipes; ++p) {
         const auto& q = c.pipes[static_cast<size_t>(p)].queue;
@@ -693,7 +706,8 @@ class Engine {
         const Instr& h = q.front();
         const auto& t = *h.t;
         diags.push_back(
-            {t.loc, "deadlock",
+            {t.loc,
+             "deadlock",
              fmt::format("deadlock: {}: {} waits {}->{} #{} forever; {}; {} more instruction(s) "
                          "queued behind it",
                          c.stats.name, ir::to_string(static_cast<Pipe>(p)),
@@ -717,14 +731,15 @@ class Engine {
         const auto& r = c.flags[k].front();
         size_t id = k % static_cast<size_t>(chip_.event_ids);
         size_t pair = k / static_cast<size_t>(chip_.event_ids);
-        diags.push_back({*r.loc, "unmatched-flag",
-                         fmt::format("{}: flag {}->{} #{} is still set when the kernel ends ({} "
-                                     "set(s) never waited on)",
-                                     c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
-                                     ir::to_string(static_cast<Pipe>(pair % kPipes)), id,
-                                     c.flags[k].size()),
-                         {},
-                         "drain every outstanding set with a matching wait_flag at the end"});
+        diags.push_back(
+            {*r.loc,
+             "unmatched-flag",
+             fmt::format("{}: flag {}->{} #{} is still set when the kernel ends ({} "
+                         "set(s) never waited on)",
+                         c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
+                         ir::to_string(static_cast<Pipe>(pair % kPipes)), id, c.flags[k].size()),
+             {},
+             "drain every outstanding set with a matching wait_flag at the end"});
       }
     }
     for (size_t ai = 0; ai < cross_.size(); ++ai) {
@@ -734,7 +749,8 @@ class Engine {
                           &cross_[ai].v2c[static_cast<size_t>(v)][id]}) {
             if (q->empty() || p_.aiv.empty() || p_.aic.empty()) continue;
             bool c2v = q == &cross_[ai].c2v[static_cast<size_t>(v)][id];
-            diags.push_back({*q->front().loc, "unmatched-flag",
+            diags.push_back({*q->front().loc,
+                             "unmatched-flag",
                              fmt::format("core{}: cross-core flag #{} ({} AIV{}) has {} set(s) "
                                          "never waited on at kernel end",
                                          ai, id, c2v ? "AIC ->" : "AIC <-", v, q->size()),

@@ -59,49 +59,77 @@ double apply_binary(TileOpKind op, double a, double b, bool is_float) {
   if (is_float) {
     float x = static_cast<float>(a), y = static_cast<float>(b);
     switch (op) {
-      case TileOpKind::Add: return x + y;
-      case TileOpKind::Sub: return x - y;
-      case TileOpKind::Mul: return x * y;
-      case TileOpKind::Div: return x / y;
-      case TileOpKind::Max: return std::fmax(x, y);
-      case TileOpKind::Min: return std::fmin(x, y);
-      default: return 0;
+      case TileOpKind::Add:
+        return x + y;
+      case TileOpKind::Sub:
+        return x - y;
+      case TileOpKind::Mul:
+        return x * y;
+      case TileOpKind::Div:
+        return x / y;
+      case TileOpKind::Max:
+        return std::fmax(x, y);
+      case TileOpKind::Min:
+        return std::fmin(x, y);
+      default:
+        return 0;
     }
   }
   int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
   switch (op) {
-    case TileOpKind::Add: return static_cast<double>(x + y);
-    case TileOpKind::Sub: return static_cast<double>(x - y);
-    case TileOpKind::Mul: return static_cast<double>(x * y);
-    case TileOpKind::Div: return y == 0 ? 0.0 : static_cast<double>(x / y);
-    case TileOpKind::Max: return static_cast<double>(std::max(x, y));
-    case TileOpKind::Min: return static_cast<double>(std::min(x, y));
-    default: return 0;
+    case TileOpKind::Add:
+      return static_cast<double>(x + y);
+    case TileOpKind::Sub:
+      return static_cast<double>(x - y);
+    case TileOpKind::Mul:
+      return static_cast<double>(x * y);
+    case TileOpKind::Div:
+      return y == 0 ? 0.0 : static_cast<double>(x / y);
+    case TileOpKind::Max:
+      return static_cast<double>(std::max(x, y));
+    case TileOpKind::Min:
+      return static_cast<double>(std::min(x, y));
+    default:
+      return 0;
   }
 }
 
 double apply_unary(TileOpKind op, double a) {
   float x = static_cast<float>(a);
   switch (op) {
-    case TileOpKind::Exp: return std::exp(x);
-    case TileOpKind::Ln: return std::log(x);
-    case TileOpKind::Abs: return std::fabs(a);
-    case TileOpKind::Sqrt: return std::sqrt(x);
-    case TileOpKind::Rsqrt: return 1.0f / std::sqrt(x);
-    case TileOpKind::Reciprocal: return 1.0f / x;
-    case TileOpKind::Relu: return a > 0 ? a : 0.0;
-    default: return a;
+    case TileOpKind::Exp:
+      return std::exp(x);
+    case TileOpKind::Ln:
+      return std::log(x);
+    case TileOpKind::Abs:
+      return std::fabs(a);
+    case TileOpKind::Sqrt:
+      return std::sqrt(x);
+    case TileOpKind::Rsqrt:
+      return 1.0f / std::sqrt(x);
+    case TileOpKind::Reciprocal:
+      return 1.0f / x;
+    case TileOpKind::Relu:
+      return a > 0 ? a : 0.0;
+    default:
+      return a;
   }
 }
 
 bool compare(ir::CmpMode m, double a, double b) {
   switch (m) {
-    case ir::CmpMode::EQ: return a == b;
-    case ir::CmpMode::NE: return a != b;
-    case ir::CmpMode::GT: return a > b;
-    case ir::CmpMode::GE: return a >= b;
-    case ir::CmpMode::LT: return a < b;
-    case ir::CmpMode::LE: return a <= b;
+    case ir::CmpMode::EQ:
+      return a == b;
+    case ir::CmpMode::NE:
+      return a != b;
+    case ir::CmpMode::GT:
+      return a > b;
+    case ir::CmpMode::GE:
+      return a >= b;
+    case ir::CmpMode::LT:
+      return a < b;
+    case ir::CmpMode::LE:
+      return a <= b;
   }
   return false;
 }
@@ -124,8 +152,12 @@ void exec_vec(const Instr& in) {
   size_t n = static_cast<size_t>(dst.t->elements());
   std::vector<double> out(n);
   switch (t.tile_op) {
-    case TileOpKind::Add: case TileOpKind::Sub: case TileOpKind::Mul:
-    case TileOpKind::Div: case TileOpKind::Max: case TileOpKind::Min: {
+    case TileOpKind::Add:
+    case TileOpKind::Sub:
+    case TileOpKind::Mul:
+    case TileOpKind::Div:
+    case TileOpKind::Max:
+    case TileOpKind::Min: {
       auto a = read(in.acc[1]);
       if (t.num_acc > 2) {
         auto b = read(in.acc[2]);
@@ -178,8 +210,8 @@ void exec_vec(const Instr& in) {
       auto off = read(in.acc[2]);
       for (size_t i = 0; i < n; ++i) {
         auto o = static_cast<int64_t>(off[i]);
-        out[i] = (o >= 0 && o < static_cast<int64_t>(src.size())) ? src[static_cast<size_t>(o)]
-                                                                   : 0.0;
+        out[i] =
+            (o >= 0 && o < static_cast<int64_t>(src.size())) ? src[static_cast<size_t>(o)] : 0.0;
       }
       break;
     }
@@ -209,16 +241,23 @@ void exec_reduce(const Instr& in) {
     for (int64_t j = 0; j < len; ++j) {
       size_t idx = static_cast<size_t>(per_row || outs == 1 ? o * len + j : j * cols + o);
       float v = static_cast<float>(src[idx]);
-      if (j == 0) acc = v;
-      else if (t.reduce == ir::ReduceKind::Sum) acc += v;
-      else if (t.reduce == ir::ReduceKind::Max) acc = std::fmax(acc, v);
-      else acc = std::fmin(acc, v);
+      if (j == 0)
+        acc = v;
+      else if (t.reduce == ir::ReduceKind::Sum)
+        acc += v;
+      else if (t.reduce == ir::ReduceKind::Max)
+        acc = std::fmax(acc, v);
+      else
+        acc = std::fmin(acc, v);
     }
     if (!t.reduce_clear) {
       float prev = static_cast<float>(old[static_cast<size_t>(o)]);
-      if (t.reduce == ir::ReduceKind::Sum) acc += prev;
-      else if (t.reduce == ir::ReduceKind::Max) acc = std::fmax(acc, prev);
-      else acc = std::fmin(acc, prev);
+      if (t.reduce == ir::ReduceKind::Sum)
+        acc += prev;
+      else if (t.reduce == ir::ReduceKind::Max)
+        acc = std::fmax(acc, prev);
+      else
+        acc = std::fmin(acc, prev);
     }
     out[static_cast<size_t>(o)] = acc;
   }
@@ -273,11 +312,20 @@ void exec_mmad(const Instr& in) {
 
 void execute(const Instr& in) {
   switch (in.t->op) {
-    case lower::Opcode::Copy: exec_copy(in); break;
-    case lower::Opcode::Mmad: exec_mmad(in); break;
-    case lower::Opcode::Vec: exec_vec(in); break;
-    case lower::Opcode::Reduce: exec_reduce(in); break;
-    default: break;  // flags and barriers move no data
+    case lower::Opcode::Copy:
+      exec_copy(in);
+      break;
+    case lower::Opcode::Mmad:
+      exec_mmad(in);
+      break;
+    case lower::Opcode::Vec:
+      exec_vec(in);
+      break;
+    case lower::Opcode::Reduce:
+      exec_reduce(in);
+      break;
+    default:
+      break;  // flags and barriers move no data
   }
 }
 

@@ -4,8 +4,7 @@
 
 namespace tilepipe::sim {
 
-RaceDetector::RaceDetector(int ai_cores)
-    : clocks_(static_cast<size_t>(ai_cores * kRaceThreads)) {
+RaceDetector::RaceDetector(int ai_cores) : clocks_(static_cast<size_t>(ai_cores * kRaceThreads)) {
   for (int ai = 0; ai < ai_cores; ++ai)
     for (int t = 0; t < kRaceThreads; ++t) {
       clock(ai, t).fill(0);
@@ -25,13 +24,14 @@ void RaceDetector::acquire(int ai, int tid, const VectorClock& vc) {
 }
 
 bool RaceDetector::ordered(const Epoch& prev, int ai, int tid) const {
-  if (prev.ai != ai) return false;  // different AI cores never synchronise
+  if (prev.ai != ai) return false;   // different AI cores never synchronise
   if (prev.tid == tid) return true;  // program order within a pipe
-  return prev.clock <= clocks_[static_cast<size_t>(ai * kRaceThreads + tid)][static_cast<size_t>(prev.tid)];
+  return prev.clock <=
+         clocks_[static_cast<size_t>(ai * kRaceThreads + tid)][static_cast<size_t>(prev.tid)];
 }
 
-void RaceDetector::report(const Epoch& prev, bool prev_write, const AccessSite& cur,
-                          bool cur_write, const Access& a) {
+void RaceDetector::report(const Epoch& prev, bool prev_write, const AccessSite& cur, bool cur_write,
+                          const Access& a) {
   const AccessSite& p = sites_[static_cast<size_t>(prev.site)];
   uint64_t key = reinterpret_cast<uintptr_t>(p.op) * 31 + reinterpret_cast<uintptr_t>(cur.op);
   if (reported_pairs_.count(key) || reports_.size() >= 20) return;
@@ -41,20 +41,22 @@ void RaceDetector::report(const Epoch& prev, bool prev_write, const AccessSite& 
   std::string same_core = p.core == cur.core ? "" : " (different cores)";
   std::string hint =
       p.core == cur.core
-          ? fmt::format("order them with set_flag({0}, {1}, id) after the first and "
-                        "wait_flag({0}, {1}, id) before the second",
-                        ir::to_string(p.pipe), ir::to_string(cur.pipe))
+          ? fmt::format(
+                "order them with set_flag({0}, {1}, id) after the first and "
+                "wait_flag({0}, {1}, id) before the second",
+                ir::to_string(p.pipe), ir::to_string(cur.pipe))
           : (p.core.substr(0, p.core.find('.')) == cur.core.substr(0, cur.core.find('.'))
                  ? "order them with set_cross_flag / wait_cross_flag"
                  : "cores of different AI cores cannot synchronise: give each core its own "
                    "slice of the buffer (index it by cid)");
   reports_.push_back(Diagnostic{
-      cur.op->loc, "race",
+      cur.op->loc,
+      "race",
       fmt::format("data race on '{}'{}: {} {} {} at {} ({}) and {} {} {} at {} ({}) with no "
                   "flag ordering them",
-                  a.t->buffer->name, same_core, p.core, ir::to_string(p.pipe), pw,
-                  p.op->loc.str(), p.iteration, cur.core, ir::to_string(cur.pipe), cw,
-                  cur.op->loc.str(), cur.iteration),
+                  a.t->buffer->name, same_core, p.core, ir::to_string(p.pipe), pw, p.op->loc.str(),
+                  p.iteration, cur.core, ir::to_string(cur.pipe), cw, cur.op->loc.str(),
+                  cur.iteration),
       {},
       hint});
 }
