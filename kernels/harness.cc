@@ -45,7 +45,13 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   sim::HostData in = io;
   sim::SimOptions opts{req.mode, req.max_cycles, req.observer, req.detect_races};
   auto t0 = std::chrono::steady_clock::now();
-  rep.sim = sim::simulate(rep.lowered, chip, &io, opts);
+  try {
+    rep.sim = sim::simulate(rep.lowered, chip, &io, opts);
+  } catch (const SimFailure&) {
+    throw;
+  } catch (const UserError& e) {
+    throw SimFailure(e);
+  }
   rep.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   if (req.mode == sim::Mode::Functional) {

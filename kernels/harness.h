@@ -8,6 +8,7 @@
 #include "tilepipe/chip.h"
 #include "tilepipe/lower.h"
 #include "tilepipe/sim.h"
+#include "tilepipe/verify.h"
 
 namespace tilepipe::kernels {
 
@@ -34,7 +35,14 @@ struct RunReport {
   std::string mismatch;  // first failing element, when !correct
 };
 
-/// Throws UserError (program errors) or ParamError (bad variant).
+/// A program error found while simulating (deadlock, race, flag misuse, run-time slice out
+/// of range), as opposed to one the verifier rejects before the run.
+class SimFailure : public UserError {
+ public:
+  explicit SimFailure(const UserError& e) : UserError(e.diagnostics()) {}
+};
+
+/// Throws UserError (rejected program), SimFailure (found while running) or ParamError.
 RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig& chip);
 
 /// Compares `out` with `ref` elementwise: ok when |out - ref| <= atol + rtol * |ref|.

@@ -9,7 +9,7 @@ scripts/build.sh release
 mkdir -p out
 echo "== FA ladder, S=32768 (timing mode; published AscendC time is the reference)"
 ./build/tilepipe ladder fa --json > out/fa_ladder.json
-echo "== FA expert, S=4096: functional check (values vs the C++ reference, race detection)"
+echo "== FA expert, S=1024, H=2: functional check (values vs the C++ reference, race detection)"
 ./build/tilepipe check fa --variant expert --param S=1024 --param H=2
 echo "== FA expert, S=4096: profile with trace (open out/fa_trace.json in ui.perfetto.dev)"
 ./build/tilepipe run fa --variant expert --mode timing --param S=4096 \

@@ -85,7 +85,13 @@ void expect_bad_input(const std::string& args, const std::vector<std::string>& f
   SCOPED_TRACE("tilepipe " + args);
   CliResult r = cli(args);
   EXPECT_EQ(r.code, 2) << "stderr: " << r.err;
-  EXPECT_EQ(r.out, "");
+  if (args.find("--json") != std::string::npos) {
+    // --json keeps its promise of exactly one JSON object on stdout, errors included.
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_TRUE(j.is_object() && j.contains("error") && j["exit_code"] == 2) << r.out;
+  } else {
+    EXPECT_EQ(r.out, "");
+  }
   EXPECT_EQ(count_lines(r.err), 1u) << "stderr:\n" << r.err;
   for (const auto& f : fragments)
     EXPECT_NE(r.err.find(f), std::string::npos) << "missing '" << f << "' in: " << r.err;

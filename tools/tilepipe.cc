@@ -154,9 +154,9 @@ int cmd_run(const RunArgs& a, bool is_check) {
   kernels::RunReport rep;
   try {
     rep = kernels::run_kernel(k, req, chip);
-  } catch (const UserError& e) {
+  } catch (const kernels::SimFailure& e) {
     if (!is_check) throw;
-    // check: program errors found at run time (deadlock, flag misuse) are findings.
+    // check: program errors found at run time (race, deadlock, flag misuse) are findings.
     out["ok"] = false;
     out["errors"] = json::array();
     for (const auto& d : e.diagnostics())
@@ -267,7 +267,16 @@ std::string one_line(const std::string& s) {
 
 }  // namespace
 
+/// With --json, failures still print exactly one JSON object on stdout.
+bool g_json = false;
+int fail(int code, const std::string& message) {
+  std::cerr << message << "\n";
+  if (g_json) std::cout << json{{"error", message}, {"exit_code", code}}.dump() << "\n";
+  return code;
+}
+
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) g_json = g_json || std::string(argv[i]) == "--json";
   CLI::App app{"tilepipe: tile-level kernels for Ascend A2/A3, compiled and simulated"};
   app.require_subcommand(1);
   bool list_json = false;
@@ -296,8 +305,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "tilepipe: " << one_line(e.what()) << " (see `tilepipe --help`)\n";
-    return kExitBadInput;
+    return fail(kExitBadInput, "tilepipe: " + one_line(e.what()) + " (see `tilepipe --help`)");
   }
 
   try {
@@ -306,23 +314,18 @@ int main(int argc, char** argv) {
     if (check->parsed()) return cmd_run(check_args, true);
     if (ladder->parsed()) return cmd_ladder(ladder_args);
   } catch (const UsageError& e) {
-    std::cerr << "tilepipe: " << e.message << "\n";
-    return kExitBadInput;
+    return fail(kExitBadInput, "tilepipe: " + e.message);
   } catch (const kernels::ParamError& e) {
-    std::cerr << "tilepipe: " << e.message << "\n";
-    return kExitBadInput;
+    return fail(kExitBadInput, "tilepipe: " + e.message);
   } catch (const ConfigError& e) {
-    std::cerr << "tilepipe: " << one_line(e.message) << "\n";
-    return kExitBadInput;
+    return fail(kExitBadInput, "tilepipe: " + one_line(e.message));
   } catch (const UserError& e) {
-    std::cerr << e.what() << "\n";
-    return kExitBadInput;
+    return fail(kExitBadInput, e.what());
   } catch (const lang::BuildError& e) {
-    std::cerr << e.loc.str() << ": error: " << e.message << "\n";
-    return kExitBadInput;
+    return fail(kExitBadInput, e.loc.str() + ": error: " + e.message);
   } catch (const std::exception& e) {
-    std::cerr << "tilepipe: internal error: " << e.what() << " (this is a bug in tilepipe)\n";
-    return kExitInternal;
+    return fail(kExitInternal, std::string("tilepipe: internal error: ") + e.what() +
+                                   " (this is a bug in tilepipe)");
   }
   return 0;
 }

@@ -20,6 +20,8 @@
 #include <functional>
 #include <source_location>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -99,6 +101,18 @@ struct Index {
   std::variant<Ex, Range, AllTag> v;
 };
 
+/// The first index of a slice together with the location of the slicing call: a variadic
+/// `operator()` cannot take a defaulted source_location after its pack, but the implicit
+/// conversion of its first argument runs at the call site.
+struct FirstIndex {
+  template <class T>
+  requires std::is_constructible_v<Index, T&&> FirstIndex(
+      T&& v, SrcLoc l = SrcLoc::current())  // NOLINT: implicit by design
+      : idx(std::forward<T>(v)), loc(l) {}
+  Index idx;
+  SrcLoc loc;
+};
+
 /// A slice of a buffer: what ops take as operands.
 class Tile {
  public:
@@ -119,10 +133,10 @@ class Tensor {
   const std::vector<int64_t>& shape() const { return b_->shape; }
 
   template <class... I>
-  Tile operator()(I&&... idx) const {
-    return slice_of({Index(std::forward<I>(idx))...});
+  Tile operator()(FirstIndex first, I&&... rest) const {
+    return slice_of({std::move(first.idx), Index(std::forward<I>(rest))...}, first.loc);
   }
-  Tile operator[](Ex slot) const { return slice_of({Index(std::move(slot))}); }
+  Tile operator[](FirstIndex slot) const { return slice_of({std::move(slot.idx)}, slot.loc); }
   operator Tile() const { return Tile(ir::full_region(b_)); }  // NOLINT: whole buffer
   Tile slice_of(const std::vector<Index>& idx, SrcLoc loc = SrcLoc::current()) const;
 

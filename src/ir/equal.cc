@@ -1,5 +1,6 @@
 // Structural equality of tile IR, up to renaming of loop variables.
 #include <map>
+#include <optional>
 
 #include "tilepipe/ir.h"
 
@@ -32,14 +33,37 @@ class Equal {
         a->node);
   }
 
-  /// Binds a's variable to b's on first sight (at its loop), then requires consistency.
+  /// Variables match one-to-one: a loop variable matches the other loop's variable inside
+  /// the loop body (see `bound`); a free variable matches whatever it meets first.
   bool var(const Var& a, const Var& b) {
-    auto it = vars_.find(a->id);
-    if (it == vars_.end()) {
-      vars_[a->id] = b->id;
+    auto f = fwd_.find(a->id);
+    auto r = rev_.find(b->id);
+    if (f == fwd_.end() && r == rev_.end()) {
+      fwd_[a->id] = b->id;
+      rev_[b->id] = a->id;
       return true;
     }
-    return it->second == b->id;
+    return f != fwd_.end() && r != rev_.end() && f->second == b->id && r->second == a->id;
+  }
+
+  /// Runs `body` with loop variables a and b bound to each other, then restores the outer
+  /// bindings (a variable may be reused by sibling loops, or shadow an outer use).
+  template <class F>
+  bool bound(const Var& a, const Var& b, F&& body) {
+    auto old_f = fwd_.find(a->id) != fwd_.end() ? std::optional<int>(fwd_[a->id]) : std::nullopt;
+    auto old_r = rev_.find(b->id) != rev_.end() ? std::optional<int>(rev_[b->id]) : std::nullopt;
+    fwd_[a->id] = b->id;
+    rev_[b->id] = a->id;
+    bool ok = body();
+    if (old_f)
+      fwd_[a->id] = *old_f;
+    else
+      fwd_.erase(a->id);
+    if (old_r)
+      rev_[b->id] = *old_r;
+    else
+      rev_.erase(b->id);
+    return ok;
   }
 
   static bool buffer(const Buffer& a, const Buffer& b) {
@@ -88,9 +112,9 @@ class Equal {
     return true;
   }
   bool node(const ForStmt& x, const ForStmt& y) {
-    return var(x.var, y.var) && expr(x.begin, y.begin) && expr(x.end, y.end) && x.step == y.step &&
-           x.kind == y.kind && x.num_stages == y.num_stages &&
-           x.cross_interval == y.cross_interval && stmt(x.body, y.body);
+    return expr(x.begin, y.begin) && expr(x.end, y.end) && x.step == y.step && x.kind == y.kind &&
+           x.num_stages == y.num_stages && x.cross_interval == y.cross_interval &&
+           bound(x.var, y.var, [&] { return stmt(x.body, y.body); });
   }
   bool node(const IfStmt& x, const IfStmt& y) {
     return expr(x.cond, y.cond) && stmt(x.then_body, y.then_body) && stmt(x.else_body, y.else_body);
@@ -130,7 +154,8 @@ class Equal {
   }
 
  private:
-  std::map<int, int> vars_;
+  std::map<int, int> fwd_;  // a's variable id -> b's
+  std::map<int, int> rev_;  // b's variable id -> a's
 };
 
 }  // namespace

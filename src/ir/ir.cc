@@ -330,6 +330,7 @@ std::vector<int64_t> Region::squeezed() const {
 }
 
 Region full_region(const Buffer& b) {
+  if (!b) return {};  // an unset Tensor: the verifier reports the empty operand
   Region r{b, {}, b->shape};
   for (size_t i = 0; i < b->shape.size(); ++i) r.start.push_back(make_int(0));
   return r;

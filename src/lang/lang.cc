@@ -67,6 +67,11 @@ Ex select(const Ex& c, const Ex& a, const Ex& b) {
 // ---- slicing ----
 
 Tile Tensor::slice_of(const std::vector<Index>& idx, SrcLoc loc) const {
+  if (!b_) {
+    throw BuildError{ir::Loc::from(loc),
+                     "slice of a Tensor that holds no buffer: assign it from input/output/"
+                     "workspace or an alloc_* call first"};
+  }
   const auto& shape = b_->shape;
   if (idx.size() > shape.size()) {
     throw BuildError{

@@ -36,7 +36,7 @@ const char* to_string(Opcode op) {
 }
 
 int64_t CExpr::eval(const int64_t* slots) const {
-  int64_t st[32];
+  int64_t st[72];  // lowering caps expressions at 64 ops, so the stack never overflows
   int sp = 0;
   for (const Op& o : ops) {
     switch (o.kind) {

@@ -1,6 +1,7 @@
 // The engine: cores as cooperative tasks, scoreboarded pipes, intra- and cross-core flags.
-// Contract in include/tilepipe/sim.h. Reads ChipConfig for issue/flag latencies and costs
-// (through instr_cost); ignores bank conflicts and DMA bandwidth sharing between cores.
+// Contract in include/tilepipe/sim.h. Reads ChipConfig for issue/flag latencies, costs
+// (through instr_cost) and the die's HBM/L2 bandwidth (bandwidth.h); ignores UB bank
+// conflicts and DMA alignment efficiency.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -551,7 +552,10 @@ class Engine {
 
   double hazard_start(const PipeState& ps, const Instr& in) const {
     double start = 0;
-    for (int i = 0; i < in.t->num_acc; ++i) {
+    // Back-to-back mmads accumulating into one L0C tile pipeline inside the cube
+    // (hardware.md): only their L0A/L0B operands order them.
+    int first = in.t->op == Opcode::Mmad ? 1 : 0;
+    for (int i = first; i < in.t->num_acc; ++i) {
       const Access& a = in.acc[static_cast<size_t>(i)];
       int key = mem_key(a);
       int64_t lo = a.byte_lo(), hi = a.byte_hi();
@@ -761,7 +765,33 @@ class Engine {
         }
       }
     }
-    if (!diags.empty()) throw UserError(std::move(diags));
+    if (!diags.empty()) throw UserError(merge_across_cores(std::move(diags)));
+  }
+
+  /// One diagnostic per source site and message: the same unmatched flag on 48 cores is
+  /// one bug, reported once with the number of cores.
+  static std::vector<Diagnostic> merge_across_cores(std::vector<Diagnostic> diags) {
+    std::vector<Diagnostic> out;
+    std::map<std::string, std::pair<size_t, int>> seen;  // key -> (index in out, cores)
+    for (auto& d : diags) {
+      auto colon = d.message.find(": ");
+      std::string rest = colon == std::string::npos ? d.message : d.message.substr(colon);
+      std::string key = d.loc.str() + rest;
+      auto it = seen.find(key);
+      if (it == seen.end()) {
+        seen[key] = {out.size(), 1};
+        out.push_back(std::move(d));
+      } else {
+        ++it->second.second;
+      }
+    }
+    for (auto& [key, v] : seen) {
+      if (v.second < 2) continue;
+      auto& m = out[v.first].message;
+      auto colon = m.find(": ");
+      m.insert(colon, fmt::format(" and {} more core(s)", v.second - 1));
+    }
+    return out;
   }
 
   SimResult collect() {

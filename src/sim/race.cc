@@ -45,10 +45,14 @@ void RaceDetector::report(const Epoch& prev, bool prev_write, const AccessSite& 
                 "order them with set_flag({0}, {1}, id) after the first and "
                 "wait_flag({0}, {1}, id) before the second",
                 ir::to_string(p.pipe), ir::to_string(cur.pipe))
-          : (p.core.substr(0, p.core.find('.')) == cur.core.substr(0, cur.core.find('.'))
-                 ? "order them with set_cross_flag / wait_cross_flag"
-                 : "cores of different AI cores cannot synchronise: give each core its own "
-                   "slice of the buffer (index it by cid)");
+          : (p.core.substr(0, p.core.find('.')) != cur.core.substr(0, cur.core.find('.'))
+                 ? "cores of different AI cores cannot synchronise: give each core its own "
+                   "slice of the buffer (index it by cid)"
+             : (p.core.find("AIC") == std::string::npos &&
+                cur.core.find("AIC") == std::string::npos)
+                 ? "the two AIVs of an AI core cannot order each other: give each its own rows "
+                   "(index by vid)"
+                 : "order them with set_cross_flag / wait_cross_flag");
   reports_.push_back(Diagnostic{
       cur.op->loc,
       "race",

@@ -57,10 +57,9 @@ bool pipe_on(CoreKind k, Pipe p) {
 bool legal_pair(CoreKind k, Pipe s, Pipe d) {
   using P = Pipe;
   static const std::set<std::pair<P, P>> aic = {
-      {P::M, P::MTE1},    {P::M, P::MTE2},    {P::M, P::FIX},     {P::MTE1, P::M},
-      {P::MTE1, P::MTE2}, {P::MTE1, P::MTE3}, {P::MTE1, P::FIX},  {P::MTE2, P::M},
-      {P::MTE2, P::MTE1}, {P::MTE2, P::MTE3}, {P::MTE3, P::MTE1}, {P::MTE3, P::MTE2},
-      {P::FIX, P::M},     {P::FIX, P::MTE1},  {P::FIX, P::MTE2},  {P::MTE2, P::FIX}};
+      // hardware.md's AIC list without its MTE3 pairs: this model's AIC has no MTE3 pipe.
+      {P::M, P::MTE1},   {P::M, P::MTE2}, {P::M, P::FIX},     {P::MTE1, P::M}, {P::MTE1, P::MTE2},
+      {P::MTE1, P::FIX}, {P::MTE2, P::M}, {P::MTE2, P::MTE1}, {P::FIX, P::M},  {P::FIX, P::MTE1}};
   static const std::set<std::pair<P, P>> aiv = {
       {P::S, P::V},    {P::V, P::S},    {P::S, P::MTE2},    {P::MTE2, P::S},
       {P::S, P::MTE3}, {P::MTE3, P::S}, {P::V, P::MTE2},    {P::MTE2, P::V},
@@ -162,19 +161,30 @@ class Verifier {
         e->node);
   }
 
+  /// [lo, hi] from wide arithmetic; past +-2^61 (the "unknown" range) it saturates to unknown
+  /// instead of overflowing int64.
+  static Interval fit(__int128 lo, __int128 hi, bool exact) {
+    constexpr int64_t kLo = INT64_MIN / 4, kHi = INT64_MAX / 4;
+    if (lo < kLo || hi > kHi) return {kLo, kHi, false};
+    return {static_cast<int64_t>(lo), static_cast<int64_t>(hi), exact};
+  }
+
   static Interval combine(BinOp op, Interval a, Interval b) {
     bool ex = a.exact && b.exact;
+    using Wide = __int128;
     auto corners = [&](auto f) {
       int64_t v[4] = {f(a.lo, b.lo), f(a.lo, b.hi), f(a.hi, b.lo), f(a.hi, b.hi)};
       return Interval{*std::min_element(v, v + 4), *std::max_element(v, v + 4), ex};
     };
     switch (op) {
       case BinOp::Add:
-        return {a.lo + b.lo, a.hi + b.hi, ex};
+        return fit(Wide{a.lo} + b.lo, Wide{a.hi} + b.hi, ex);
       case BinOp::Sub:
-        return {a.lo - b.hi, a.hi - b.lo, ex};
-      case BinOp::Mul:
-        return corners([](int64_t x, int64_t y) { return x * y; });
+        return fit(Wide{a.lo} - b.hi, Wide{a.hi} - b.lo, ex);
+      case BinOp::Mul: {
+        Wide v[4] = {Wide{a.lo} * b.lo, Wide{a.lo} * b.hi, Wide{a.hi} * b.lo, Wide{a.hi} * b.hi};
+        return fit(*std::min_element(v, v + 4), *std::max_element(v, v + 4), ex);
+      }
       case BinOp::Min:
         return {std::min(a.lo, b.lo), std::min(a.hi, b.hi), ex};
       case BinOp::Max:
@@ -199,7 +209,7 @@ class Verifier {
   Interval range(const Expr& e) {
     std::map<int, int> uses;
     Interval r = range(e, uses);
-    for (auto& [id, n] : uses) r.exact = r.exact && n == 1;
+    for (auto& [id, n] : uses) r.exact = r.exact && n == 1 && !guarded_.count(id);
     return r;
   }
 
@@ -347,6 +357,8 @@ class Verifier {
     std::map<int, int> bound_uses;
     Interval b = range(n.begin, bound_uses), e = range(n.end, bound_uses);
     Interval v{b.lo, std::max(b.lo, e.hi - 1), b.exact && e.exact && bound_uses.empty()};
+    // From a constant begin the variable only takes begin + multiples of step.
+    if (b.lo == b.hi && n.step > 1) v.hi = b.lo + (v.hi - b.lo) / n.step * n.step;
     vars_[n.var->id] = v;
     visible_.emplace_back();
     stmt(n.body);
@@ -355,12 +367,19 @@ class Verifier {
   }
 
   void check(const IfStmt& n, const StmtNode&) {
+    // Under the branches, values of the condition's variables are no longer all reachable
+    // (a guarded tail `if (i < 3)` never runs i = 3): their ranges become inexact.
+    std::map<int, int> cond_uses;
+    range(n.cond, cond_uses);
+    std::set<int> outer = guarded_;
+    for (const auto& [id, count] : cond_uses) guarded_.insert(id);
     visible_.emplace_back();
     stmt(n.then_body);
     visible_.pop_back();
     visible_.emplace_back();
     stmt(n.else_body);
     visible_.pop_back();
+    guarded_ = std::move(outer);
   }
 
   void check(const ScopeStmt& n, const StmtNode& s) {
@@ -456,6 +475,13 @@ class Verifier {
     if (n.pad_value && !(from == Scope::GM && to == Scope::UB)) {
       error(s.loc, "bad-operand", "pad_value is only available on GM -> UB copies",
             "drop pad_value");
+    } else if (n.pad_value) {
+      // Copies move equal element counts, so there is nothing to pad yet; accepting the
+      // option would silently do nothing.
+      error(s.loc, "unsupported",
+            "pad_value on GM -> UB copies is not modelled yet (copies move equal element "
+            "counts)",
+            "drop pad_value and fill the rest of the tile with tile::fill");
     }
     if (n.transpose && n.src.squeezed().size() > 2) {
       error(s.loc, "bad-operand", "transpose needs a 2-D tile", "slice a [rows, cols] tile");
@@ -746,8 +772,8 @@ class Verifier {
             fmt::format("{} {}->{} is not a legal pipe pair on the {} core", what, to_string(src),
                         to_string(dst), *scope_ == CoreKind::C ? "Cube" : "Vector"),
             *scope_ == CoreKind::C
-                ? "Cube pairs: M<->MTE1, M<->FIX, MTE1<->MTE2, MTE2->M, M->MTE2, FIX<->MTE1, "
-                  "FIX<->MTE2"
+                ? "Cube pairs: M<->MTE1, M<->FIX, MTE1<->MTE2, MTE2->M, M->MTE2, FIX->MTE1, "
+                  "MTE1->FIX"
                 : "Vector pairs: any two of S, V, MTE2, MTE3");
     }
     event_id(id, chip_.event_ids, loc, what);
@@ -824,7 +850,7 @@ class Verifier {
       for (size_t i = 0; i < sorted.size() && i < 6; ++i) {
         const auto& b = *sorted[i].buf;
         std::string slots =
-            b.shape.size() > 1 && b.shape[0] > 1
+            b.shape.size() > 2 && b.shape[0] > 1  // [slots, rows, cols], as in the hint
                 ? fmt::format(" ({} slots x {})", b.shape[0], kib(sorted[i].bytes / b.shape[0]))
                 : "";
         notes.push_back(
@@ -858,6 +884,7 @@ class Verifier {
   std::vector<Diagnostic> diags_;
   std::optional<CoreKind> scope_;
   std::map<int, Interval> vars_;
+  std::set<int> guarded_;  // ids (var id, -1 cid, -2 vid) used by an enclosing if condition
   std::vector<std::set<int>> visible_{1};
   std::map<Scope, std::vector<Alloc>> allocs_;
 };
