@@ -680,11 +680,12 @@ TEST(SimTiming, PipeBarrierMakesTheNextOpWaitForTheResult) {
 
 /// Collects every executed instruction.
 struct InstrLog : sim::Observer {
-  std::vector<sim::InstrEvent> events;
-  void on_instr(const sim::InstrEvent& e) override { events.push_back(e); }
+  // Op names are copied: the lowered program (which owns the ops) is gone after the run.
+  std::vector<std::pair<sim::InstrEvent, std::string>> events;
+  void on_instr(const sim::InstrEvent& e) override { events.push_back({e, e.op->name}); }
   const sim::InstrEvent* find(int core, const std::string& name) const {
-    for (const auto& e : events)
-      if (e.core == core && e.op->name == name) return &e;
+    for (const auto& [e, n] : events)
+      if (e.core == core && n == name) return &e;
     return nullptr;
   }
 };
