@@ -118,15 +118,19 @@ ir::Program build(const Params& p, const std::string& variant) {
     auto l0a = alloc_L0A("l0a", {nb, bm, std::max(D, bn)}, f16);
     auto l0b = alloc_L0B("l0b", {nb, std::max(D, bn), std::max(D, bn)}, f16);
     auto l0c = alloc_L0C("l0c", {nb, bm, std::max(D, bn)}, f32);
-    // Credits: every on-chip slot starts free; the Vector side starts with free workspaces.
-    set_flag(Pipe::MTE1, Pipe::MTE2, kEvQ);
-    for (int64_t s = 0; s < nb; ++s) {
-      set_flag(Pipe::MTE1, Pipe::MTE2, kEvK + s);
-      set_flag(Pipe::MTE1, Pipe::MTE2, kEvV + s);
-      set_flag(Pipe::MTE1, Pipe::MTE2, kEvP + s);
-      set_flag(Pipe::M, Pipe::MTE1, s);
-      set_flag(Pipe::FIX, Pipe::M, s);
-    }
+    // Credits: every on-chip slot starts free (set here, drained by the same list of waits
+    // at the end).
+    auto credits = [&](auto flag) {
+      flag(Pipe::MTE1, Pipe::MTE2, kEvQ);
+      for (int64_t s = 0; s < nb; ++s) {
+        flag(Pipe::MTE1, Pipe::MTE2, kEvK + s);
+        flag(Pipe::MTE1, Pipe::MTE2, kEvV + s);
+        flag(Pipe::MTE1, Pipe::MTE2, kEvP + s);
+        flag(Pipe::M, Pipe::MTE1, s);
+        flag(Pipe::FIX, Pipe::M, s);
+      }
+    };
+    credits([](Pipe a, Pipe b, int64_t id) { set_flag(a, b, id); });
     set_cross_flag(Pipe::MTE2, kWs2Free);
 
     // One cube matmul through L0: A (MTE1 from L1 unless already resident), B, into L0C
@@ -216,15 +220,7 @@ ir::Program build(const Params& p, const std::string& variant) {
       // The task's last read of Q is queued on MTE1 before this: q_l1 is free afterwards.
       if (kn.q_resident) set_flag(Pipe::MTE1, Pipe::MTE2, kEvQ);
     });
-    // Drain every credit.
-    wait_flag(Pipe::MTE1, Pipe::MTE2, kEvQ);
-    for (int64_t s = 0; s < nb; ++s) {
-      wait_flag(Pipe::MTE1, Pipe::MTE2, kEvK + s);
-      wait_flag(Pipe::MTE1, Pipe::MTE2, kEvV + s);
-      wait_flag(Pipe::MTE1, Pipe::MTE2, kEvP + s);
-      wait_flag(Pipe::M, Pipe::MTE1, s);
-      wait_flag(Pipe::FIX, Pipe::M, s);
-    }
+    credits([](Pipe a, Pipe b, int64_t id) { wait_flag(a, b, id); });
     wait_cross_flag(kWs1Free);
     wait_cross_flag(kWs3Free);
   });

@@ -52,4 +52,43 @@ inline std::string here(int line_offset = 0,
   return ir::Loc::from(l).file + ":" + std::to_string(static_cast<int>(l.line()) + line_offset);
 }
 
+/// A small correct Cube -> Vector program (gemm through L0, FIX to a workspace, cross flag,
+/// AIV reads its half): shared by the golden-IR and verifier tests.
+inline ir::Program small_cube_program(const std::string& name) {
+  using namespace lang;
+  KernelBuilder kb(name, 24);
+  auto a = kb.input("a", {32, 64}, f16);
+  auto bt = kb.input("bt", {32, 64}, f16);
+  auto ws = kb.workspace("ws", {24, 32, 32}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_c([&] {
+    auto a1 = alloc_L1("a1", {32, 64}, f16);
+    auto b1 = alloc_L1("b1", {32, 64}, f16);
+    auto a0 = alloc_L0A("a0", {2, 32, 32}, f16);
+    auto b0 = alloc_L0B("b0", {2, 32, 32}, f16);
+    auto c0 = alloc_L0C("c0", {32, 32}, f32);
+    copy(a, a1);
+    copy(bt, b1);
+    set_flag(Pipe::MTE2, Pipe::MTE1, 0);
+    wait_flag(Pipe::MTE2, Pipe::MTE1, 0);
+    serial(2, [&](Ex k) {
+      copy(a1(all, slice(k * 32, 32)), a0[k]);
+      copy(b1(all, slice(k * 32, 32)), b0[k], {.transpose = true, .pad_value = std::nullopt});
+      pipe_barrier(Pipe::MTE1);
+      if_else(
+          k == 0, [&] { gemm(a0[k], b0[k], c0); }, [&] { mma(a0[k], b0[k], c0, /*init=*/false); });
+    });
+    set_flag(Pipe::M, Pipe::FIX, 0);
+    wait_flag(Pipe::M, Pipe::FIX, 0);
+    copy(c0, ws[cid]);
+    set_cross_flag(Pipe::FIX, 3);
+  });
+  scope_v([&] {
+    auto out = alloc_ub("out", {16, 32}, f32);
+    wait_cross_flag(3);
+    copy(ws(cid, rows(vid * 16, 16), all), out);
+  });
+  return kb.finish();
+}
+
 }  // namespace tilepipe::testing
