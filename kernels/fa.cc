@@ -5,7 +5,8 @@
 //   baseline  per-row scalar softmax loops, Q reloaded per KV tile, single buffers, a
 //             barrier after every op, no Cube/Vector pipeline (one KV tile per hand-off)
 //   l1_vec    + Q resident in L1 / L0A, broadcast + tile ops instead of per-row loops
-//   multibuf  + double-buffered L1 / L0 / L0C, no redundant barriers
+//   multibuf  + double-buffered L1 / L0 / L0C and workspaces (the Cube one KV tile ahead of
+//             the Vector cores), no redundant barriers
 //   pipelined + Cube/Vector pipeline through num_stages=8 workspace slots
 //   sync2     + cross-core signal every cross_interval=2 KV tiles
 //   expert    + axpy instead of mul + sub, num_stages=14
@@ -35,7 +36,7 @@ struct Knobs {
   int nbuf;          // L1 / L0 / L0C buffers
   bool barriers;     // a barrier after every op ("sync everything")
   bool axpy;         // fused axpy instead of mul + sub
-  int64_t stages;    // workspace slots between Cube and Vector (1 = no pipeline)
+  int64_t stages;    // workspace slots between Cube and Vector (1 = no overlap)
   int64_t interval;  // cross-core signal every `interval` KV tiles
 };
 
@@ -50,7 +51,7 @@ Knobs knobs(const std::string& v, const Params& p) {
   k.q_resident = step >= 1;
   k.nbuf = step >= 2 ? 2 : 1;
   k.barriers = step < 2;
-  k.stages = step >= 3 ? (step >= 5 ? 14 : 8) : 1;
+  k.stages = step >= 3 ? (step >= 5 ? 14 : 8) : k.nbuf;
   k.interval = step >= 4 ? 2 : 1;
   k.axpy = step >= 5;
   // Explicit parameters override the variant's defaults (for sweeps and the tuner).

@@ -623,7 +623,7 @@ TEST_P(SimTimingMte2Copy, RepeatReadHitsL2AndCostsLatencyPlusBytesOverL2Bandwidt
   auto r = run_timing(build_mte2_reads(bytes, true));
   double first_end = I + c.mte2_latency + bytes / c.mte2_bw_hbm;
   double second_start = std::max(3 * I, first_end);  // behind the barrier
-  double want = second_start + c.mte2_latency + bytes / c.mte2_bw_l2;
+  double want = second_start + c.mte2_latency_l2 + bytes / c.mte2_bw_l2;
   EXPECT_NEAR(r.res.cycles, want, 1e-9 * want);
   EXPECT_DOUBLE_EQ(r.res.gm_bytes_l2, 2.0 * bytes);
 }
@@ -771,12 +771,41 @@ TEST(SimTiming, CrossCoreFlagAddsCrossFlagLatency) {
   double aic_copy_end = I + c.mte2_latency + bytes / c.mte2_bw_hbm;
   double set_fires = std::max(2 * I, aic_copy_end);
   double aiv_resumes = std::max(I, set_fires + c.cross_flag_latency);
-  double aiv_end = aiv_resumes + I + c.mte2_latency + bytes / c.mte2_bw_l2;
+  double aiv_end = aiv_resumes + I + c.mte2_latency_l2 + bytes / c.mte2_bw_l2;
   EXPECT_NEAR(r.res.cycles, aiv_end, 1e-9 * aiv_end);
   ASSERT_EQ(r.res.cores.size(), 3u);
   for (const auto& core : r.res.cores) {
     double want = core.kind == ir::CoreKind::C ? aic_copy_end : aiv_end;
     EXPECT_NEAR(core.end_cycle, want, 1e-9 * want) << core.name;
+  }
+}
+
+TEST(SimTiming, CrossCoreWaitTakesEffectWhenEveryPipeOfTheCoreReachesIt) {
+  // The flag is visible long before the AIV's first copy leaves MTE2, yet the copy after the
+  // wait starts only once MTE2 has reached the wait: a cross-core wait blocks every pipe.
+  const ChipConfig& c = testing::a3();
+  const int64_t bytes = c.dma_full_bw_bytes;
+  KernelBuilder k("cross_drain", 1);
+  auto X = k.input("X", {2, bytes / 2}, f16);
+  auto Y = k.input("Y", {2, 2 * bytes}, f16);
+  auto [cid, vid] = k.launch();
+  scope_c([&] { set_cross_flag(Pipe::MTE2, 0); });
+  scope_v([&] {
+    auto a = alloc_ub("a", {bytes / 2}, f16);
+    auto b = alloc_ub("b", {2 * bytes}, f16);
+    copy(X(vid, all), a);
+    wait_cross_flag(0);
+    copy(Y(vid, all), b);
+  });
+  auto r = run_timing(k.finish());
+  const double I = c.issue_cycles;
+  double first_leaves = I + bytes / c.mte2_bw_hbm;
+  ASSERT_GT(first_leaves, I + c.cross_flag_latency) << "the flag must be visible earlier";
+  double want = first_leaves + I + c.mte2_latency + 4 * bytes / c.mte2_bw_hbm;
+  for (const auto& core : r.res.cores) {
+    if (core.kind == ir::CoreKind::V) {
+      EXPECT_NEAR(core.end_cycle, want, 1e-9 * want) << core.name;
+    }
   }
 }
 

@@ -71,11 +71,12 @@ struct ChipConfig {
   double vector_reduce_cycles_per_repeat = 7;
 
   // Data movement.
-  double mte2_latency = 1400;  // first-byte latency GM -> L1/UB
-  double mte2_bw_l2 = 100;     // bytes/cycle/core on an L2 hit
-  double mte2_bw_hbm = 32;     // bytes/cycle/core from HBM
-  double mte3_latency = 300;   // UB -> GM
-  double mte3_bw = 64;         // bytes/cycle/core
+  double mte2_latency = 1400;    // first-byte latency GM -> L1/UB when HBM serves the data
+  double mte2_latency_l2 = 300;  // first-byte latency when every byte hits in L2
+  double mte2_bw_l2 = 100;       // bytes/cycle/core on an L2 hit
+  double mte2_bw_hbm = 32;       // bytes/cycle/core from HBM
+  double mte3_latency = 300;     // UB -> GM
+  double mte3_bw = 64;           // bytes/cycle/core
   double mte1_latency = 30;
   double mte1_bw_l0a = 256;  // bytes/cycle
   double mte1_bw_l0b = 128;

@@ -188,6 +188,7 @@ const std::vector<Group>& schema() {
     s.push_back({"dma",
                  {
                      field("mte2_latency", "cycles", &C::mte2_latency, 0, 1000000),
+                     field("mte2_latency_l2", "cycles", &C::mte2_latency_l2, 0, 1000000),
                      field("mte2_bw_l2", "B/cycle", &C::mte2_bw_l2, 0, 100000),
                      field("mte2_bw_hbm", "B/cycle", &C::mte2_bw_hbm, 0, 100000),
                      field("mte3_latency", "cycles", &C::mte3_latency, 0, 1000000),

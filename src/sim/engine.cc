@@ -392,10 +392,14 @@ class Engine {
     if (in.t->op == Opcode::WaitCross) {
       CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
       size_t id = static_cast<size_t>(in.flag_id);
+      // The wait blocks every pipe of the core (hardware.md): it takes effect only once every
+      // pipe has reached it, so the core's pipes drain at each cross-core wait.
+      double reached = c.t;
+      for (const PipeState& ps : c.pipes) reached = std::max(reached, ps.ready);
       if (c.kind == CoreKind::V) {
         auto& q = x.c2v[static_cast<size_t>(c.vid)][id];
         if (q.empty()) return false;
-        c.t = std::max(c.t, q.front().time);
+        c.t = std::max(reached, q.front().time);
         consumed(c, Pipe::S, in, q.front(), in.issue, c.t, true);
         q.pop_front();
         check_cross_overflow(q, c.t, in, c);
@@ -404,7 +408,7 @@ class Engine {
         auto& q1 = x.v2c[1][id];
         bool two = !p_.aiv.empty() && chip_.aiv_per_core >= 2;
         if (q0.empty() || (two && q1.empty())) return false;
-        c.t = std::max({c.t, q0.front().time, two ? q1.front().time : 0.0});
+        c.t = std::max({reached, q0.front().time, two ? q1.front().time : 0.0});
         consumed(c, Pipe::S, in, q0.front(), in.issue, c.t, true);
         if (two) consumed(c, Pipe::S, in, q1.front(), in.issue, c.t, true);
         q0.pop_front();
@@ -592,6 +596,8 @@ class Engine {
     gm_l2_ += static_cast<double>(hit);
     st.bytes += static_cast<double>(miss + hit);
     cost.occupancy = end - start;
+    // A read served entirely by L2 skips the HBM round trip.
+    if (read && miss == 0 && t.pipe == Pipe::MTE2) cost.latency = chip_.mte2_latency_l2;
   }
 
   /// Starts every queued instruction of pipe p that can start.
