@@ -41,7 +41,10 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   rep.lowered = lower::lower(rep.program, chip);
 
   sim::HostData io;
-  if (req.mode == sim::Mode::Functional) io = k.inputs(req.params, req.seed);
+  // Timing mode needs the values of what scalar loads read (index / page tables).
+  bool loads = false;
+  for (const auto& g : rep.lowered.gm) loads = loads || g.scalar_read;
+  if (req.mode == sim::Mode::Functional || loads) io = k.inputs(req.params, req.seed);
   sim::HostData in = io;
   sim::SimOptions opts{req.mode, req.max_cycles, req.observer, req.detect_races};
   auto t0 = std::chrono::steady_clock::now();
