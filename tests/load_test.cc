@@ -30,9 +30,7 @@ ir::Program gather_program(int64_t rows = 4) {
   auto idx = kb.input("idx", {rows}, i32);
   auto out = kb.output("out", {rows, 8}, f32);
   auto [cid, vid] = kb.launch();
-  scope_v([&] {
-    if_(vid == 0, [&] { gather_body(src, table, idx, out, rows); });
-  });
+  scope_v([&] { if_(vid == 0, [&] { gather_body(src, table, idx, out, rows); }); });
   return kb.finish();
 }
 
@@ -62,8 +60,8 @@ sim::HostData gather_inputs(std::vector<double> idx) {
   return {{"src", src}, {"table", {2, 0, 3, 1}}, {"idx", std::move(idx)}};
 }
 
-sim::SimResult run(const ir::Program& p, sim::HostData& io, sim::Mode mode,
-                   bool races = false, const ChipConfig& chip = testing::a3()) {
+sim::SimResult run(const ir::Program& p, sim::HostData& io, sim::Mode mode, bool races = false,
+                   const ChipConfig& chip = testing::a3()) {
   verify_or_throw(p, chip);
   auto low = lower::lower(p, chip);
   sim::SimOptions o;
@@ -182,7 +180,9 @@ TEST(Load, GatherFollowsTheIndicesAndSkipsMinusOne) {
   for (int j = 0; j < 4; ++j)
     for (int c = 0; c < 8; ++c)
       EXPECT_EQ(io["out"][static_cast<size_t>(j * 8 + c)],
-                expect_rows[static_cast<size_t>(j)] < 0 ? 0.0 : expect_rows[static_cast<size_t>(j)] * 8 + c)
+                expect_rows[static_cast<size_t>(j)] < 0
+                    ? 0.0
+                    : expect_rows[static_cast<size_t>(j)] * 8 + c)
           << "row " << j << " col " << c;
 }
 

@@ -37,7 +37,7 @@ const char* to_string(Opcode op) {
 }
 
 int64_t CExpr::eval(const int64_t* slots, const ScalarMem* mem) const {
-  int64_t st[72];  // lowering caps expressions at 64 ops, so the stack never overflows
+  int64_t st[72];  // lowering caps the stack depth at 64, so it never overflows
   int sp = 0;
   for (const Op& o : ops) {
     switch (o.kind) {
@@ -118,6 +118,16 @@ class Lowerer {
   CExpr compile(const Expr& e) {
     CExpr c;
     emit(e, c);
+    // The evaluator's stack holds 72 values: bound the depth the postfix reaches.
+    int depth = 0, max_depth = 0;
+    for (const auto& o : c.ops) {
+      depth += o.kind == CExpr::Const || o.kind == CExpr::Slot ? 1
+               : o.kind == CExpr::Bin                          ? -1
+               : o.kind == CExpr::Sel                          ? -2
+                                      : 1 - static_cast<int>(o.value >> 32);
+      max_depth = std::max(max_depth, depth);
+    }
+    if (max_depth > 64) fail(e->loc, "index expression too deep", "simplify the expression");
     return c;
   }
 
@@ -157,7 +167,6 @@ class Lowerer {
           }
         },
         e->node);
-    if (c.ops.size() > 64) fail(e->loc, "index expression too deep", "simplify the expression");
   }
 
   /// The layout of a loaded tensor, once per load expression; marks what timing mode must
