@@ -74,8 +74,8 @@ Knobs knobs(const std::string& v, const Params& p) {
 }
 
 constexpr int64_t kPage = 128, kD = 512, kRope = 64, kDk = kD + kRope;
-constexpr int64_t kSub = 32;          // rows per ping-pong gather buffer
-constexpr double kMasked = -1e30;     // bias of an invalid index: exp() of it is 0
+constexpr int64_t kSub = 32;                  // rows per ping-pong gather buffer
+constexpr double kMasked = -1e30;             // bias of an invalid index: exp() of it is 0
 constexpr double kNegMaxInit = 1073741824.0;  // minus the running max starts at +2^30
 
 // Cross-core flag ids (mode 2), one counter per hand-off.
@@ -146,7 +146,7 @@ ir::Program build(const Params& p, const std::string& variant) {
     }
     stage0(0);
     serial(chunks, [&](Ex c) {
-      if_(c + 1 < chunks, [&] { stage0(c + 1); });
+      if (chunks > 1) if_(c + 1 < chunks, [&] { stage0(c + 1); });
       stage1(c);
     });
   };
@@ -182,8 +182,8 @@ ir::Program build(const Params& p, const std::string& variant) {
     // (with two slots the next chunk's MTE1 overlaps this chunk's mmad), M accumulates into
     // the L0C tile, FIX moves the result to GM.
     auto matmul = [&](int64_t nk, const std::function<void(int64_t, int64_t)>& load,
-                      const std::function<void(int64_t, int64_t, bool)>& mmad, Tile l0c,
-                      int id, Tile dst) {
+                      const std::function<void(int64_t, int64_t, bool)>& mmad, Tile l0c, int id,
+                      Tile dst) {
       for (int64_t k = 0; k < nk; ++k) {
         int64_t side = k % nl0;
         wait_flag(Pipe::M, Pipe::MTE1, side);
@@ -221,8 +221,7 @@ ir::Program build(const Params& p, const std::string& variant) {
             kDk / 64,
             [&](int64_t k, int64_t side) {
               bool rope = k == kD / 64;
-              copy(rope ? Tile(qr_l1) : q_l1(all, slice(k * 64, 64)),
-                   l0a(side, all, slice(0, 64)));
+              copy(rope ? Tile(qr_l1) : q_l1(all, slice(k * 64, 64)), l0a(side, all, slice(0, 64)));
               copy(rope ? Tile(rope_l1[ks]) : kv_l1(ks, all, slice(k * 64, 64)),
                    l0b(side, slice(0, 64), slice(0, n)), CopyOpts{true, std::nullopt});
             },
@@ -326,14 +325,16 @@ ir::Program build(const Params& p, const std::string& variant) {
       auto v0 = [&](Ex c) {  // gather this AIV's half of chunk c
         Ex slot = c % stages;
         wait_flag(Pipe::V, Pipe::MTE2, kEvIdx + slot);
-        if (rem == n) {
-          copy(sparse(tk.tok, tk.head, slice(c * n, n)), idx_ub[slot]);
-        } else {
+        auto load_idx = [&](int64_t cnt) {
+          copy(sparse(tk.tok, tk.head, slice(c * n, cnt)), idx_ub(slot, slice(0, cnt)));
+        };
+        if (rem == n)
+          load_idx(n);
+        else if (chunks == 1)
+          load_idx(rem);
+        else
           if_else(
-              c == chunks - 1,
-              [&] { copy(sparse(tk.tok, tk.head, slice(c * n, rem)), idx_ub(slot, slice(0, rem))); },
-              [&] { copy(sparse(tk.tok, tk.head, slice(c * n, n)), idx_ub[slot]); });
-        }
+              c == chunks - 1, [&] { load_idx(rem); }, [&] { load_idx(n); });
         handoff(Pipe::MTE2, Pipe::S, 0);
         handoff(Pipe::MTE2, Pipe::V, 0);
         // bias = 0 where 0 <= index <= bound, -1e30 elsewhere (and past topk).
@@ -372,7 +373,9 @@ ir::Program build(const Params& p, const std::string& variant) {
                   copy_out(gbuf(0, all, slice(0, kD)), gbuf(0, all, slice(kD, kRope)), r, 1);
                   set_flag(Pipe::MTE3, Pipe::MTE2, kEvG);
                 },
-                [&] { copy_out(zero_row(all, slice(0, kD)), zero_row(all, slice(kD, kRope)), r, 1); });
+                [&] {
+                  copy_out(zero_row(all, slice(0, kD)), zero_row(all, slice(kD, kRope)), r, 1);
+                });
           });
         } else {
           // Sub-chunks of gather_rows rows; with two buffers the MTE2 loads of one overlap
@@ -438,9 +441,12 @@ ir::Program build(const Params& p, const std::string& variant) {
         tile::add(sumexp, sumexp, sum_i[slot]);
         if (kn.per_row_softmax) {
           handoff(Pipe::V, Pipe::S, 0);
-          serial(h, [&](Ex r) { tile::muls(acc_o(r, all), acc_o(r, all), at(alpha, {slot, r, 0})); });
+          serial(h, [&](Ex r) {
+            tile::muls(acc_o(r, all), acc_o(r, all), at(alpha, {slot, r, 0}));
+          });
         } else {
-          by_blocks(alpha[slot], kD, [](Tile d, Tile f) { tile::mul(d, d, f); }, acc_o);
+          by_blocks(
+              alpha[slot], kD, [](Tile d, Tile f) { tile::mul(d, d, f); }, acc_o);
         }
         wait_cross_flag(kOReady);
         for (int64_t j = 0; j < kD / oc; ++j) {
@@ -461,7 +467,8 @@ ir::Program build(const Params& p, const std::string& variant) {
         handoff(Pipe::V, Pipe::S, 0);
         serial(h, [&](Ex r) { tile::div(acc_o(r, all), acc_o(r, all), at(sumexp, {r, 0})); });
       } else {
-        by_blocks(sumexp, kD, [](Tile d, Tile f) { tile::div(d, d, f); }, acc_o);
+        by_blocks(
+            sumexp, kD, [](Tile d, Tile f) { tile::div(d, d, f); }, acc_o);
       }
       for (int64_t j = 0; j < kD / oc; ++j) {
         wait_flag(Pipe::MTE3, Pipe::V, 1);
@@ -502,7 +509,8 @@ sim::HostData inputs(const Params& p, uint64_t seed) {
   Rng rng{seed * 0x2545F4914F6CDD1Dull + 3};
   std::vector<double> perm(static_cast<size_t>(B * pages));
   for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<double>(i);
-  for (size_t i = perm.size(); i > 1; --i) std::swap(perm[i - 1], perm[static_cast<size_t>(rng.below(static_cast<int64_t>(i)))]);
+  for (size_t i = perm.size(); i > 1; --i)
+    std::swap(perm[i - 1], perm[static_cast<size_t>(rng.below(static_cast<int64_t>(i)))]);
   in["block_table"] = perm;
   std::vector<double> idx(static_cast<size_t>(T * KVN * topk));
   std::vector<int64_t> pos(static_cast<size_t>(KVS));
@@ -579,7 +587,8 @@ std::string validate(const Params& p) {
   const int64_t B = p.at("B"), T = p.at("T"), H = p.at("H"), KVN = p.at("KV_N");
   if (p.at("D") != kD || p.at("D_rope") != kRope || p.at("page_block") != kPage)
     return "D=512, D_rope=64 and page_block=128 are what the kernel is written for";
-  if (T % B != 0) return fmt::format("T={} must be a multiple of B={} (T/B tokens per batch)", T, B);
+  if (T % B != 0)
+    return fmt::format("T={} must be a multiple of B={} (T/B tokens per batch)", T, B);
   if (H % KVN != 0) return fmt::format("H={} must be a multiple of KV_N={}", H, KVN);
   if (p.at("topk") % 8 != 0)
     return fmt::format("topk={} must be a multiple of 8 (32-byte UB rows of i32 indices)",
@@ -587,17 +596,17 @@ std::string validate(const Params& p) {
   if (p.at("KV_S") % kPage != 0)
     return fmt::format("KV_S={} must be a multiple of page_block={}", p.at("KV_S"), kPage);
   const int64_t act = act_kv(p);
-  if (act > p.at("KV_S"))
-    return fmt::format("act_kv={} exceeds KV_S={}", act, p.at("KV_S"));
+  if (act > p.at("KV_S")) return fmt::format("act_kv={} exceeds KV_S={}", act, p.at("KV_S"));
   if (act < T / B)
     return fmt::format("act_kv={} must cover the T/B={} query tokens of a batch", act, T / B);
   for (const auto& v : kVariants) {
     Knobs k = knobs(v, p);
     int64_t G = H / KVN;
     if (k.m_base % 16 != 0 || G % k.m_base != 0)
-      return fmt::format("m_base={} ({}): heads per task must be a multiple of 16 (cube "
-                         "fractals) dividing H/KV_N={}",
-                         k.m_base, v, G);
+      return fmt::format(
+          "m_base={} ({}): heads per task must be a multiple of 16 (cube "
+          "fractals) dividing H/KV_N={}",
+          k.m_base, v, G);
     if (k.n_base % 64 != 0)
       return fmt::format("n_base={} ({}) must be a multiple of 64", k.n_base, v);
   }
