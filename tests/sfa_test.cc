@@ -18,8 +18,7 @@ struct SfaCase {
   std::map<std::string, std::string> params;
 };
 
-const std::map<std::string, std::string> kSmall = {{"H", "16"}, {"KV_S", "1024"},
-                                                   {"topk", "256"}};
+const std::map<std::string, std::string> kSmall = {{"H", "16"}, {"KV_S", "1024"}, {"topk", "256"}};
 
 class SfaMatchesReference : public ::testing::TestWithParam<SfaCase> {};
 
@@ -90,8 +89,8 @@ TEST(SfaTolerance, CatchesADroppedMask) {
   // position they are redirected to (0): its output is the reference of inputs where
   // those entries are 0. The tolerance must reject it.
   const auto& k = kernels::find_kernel("sfa");
-  auto p = kernels::resolve_params(k, {{"H", "16"}, {"KV_S", "1024"}, {"topk", "256"},
-                                       {"act_kv", "900"}});
+  auto p = kernels::resolve_params(
+      k, {{"H", "16"}, {"KV_S", "1024"}, {"topk", "256"}, {"act_kv", "900"}});
   auto in = k.inputs(p, 3);
   kernels::RunRequest req;
   req.variant = "pa";
