@@ -76,9 +76,13 @@ namespace tilepipe::kernels {
 
 LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::string>& raw,
                         const ChipConfig& chip, int jobs) {
-  if (k.ladder.empty())
-    throw ParamError{
-        fmt::format("kernel '{}' has no optimisation ladder; kernels with one: fa", k.name)};
+  if (k.ladder.empty()) {
+    std::vector<std::string> with;
+    for (const auto& other : all_kernels())
+      if (!other.ladder.empty()) with.push_back(other.name);
+    throw ParamError{fmt::format("kernel '{}' has no optimisation ladder; kernels with one: {}",
+                                 k.name, fmt::join(with, ", "))};
+  }
   std::map<std::string, std::string> merged;
   for (const auto& [name, v] : k.ladder_defaults) merged[name] = std::to_string(v);
   for (const auto& [name, v] : raw) merged[name] = v;
