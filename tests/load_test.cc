@@ -158,6 +158,22 @@ TEST(Load, UbIndexBufferWrittenByAVectorOpIsRejected) {
   expect_diag(kb.finish(), "load-source", {"may only be filled by GM -> UB copies", fill_line});
 }
 
+TEST(Load, WritingALoadedInputIsRejected) {
+  KernelBuilder kb("bad", 1);
+  auto src = kb.input("src", {16, 8}, f32);
+  auto table = kb.input("table", {8}, i32);
+  kb.launch();
+  std::string store_line;
+  scope_v([&] {
+    auto ub = alloc_ub("ub", {8}, f32);
+    auto iub = alloc_ub("iub", {8}, i32);
+    copy(src(load(table, {0}), all), ub);
+    store_line = here(1);
+    copy(iub, table);
+  });
+  expect_diag(kb.finish(), "load-source", {"loaded GM inputs are read-only", store_line});
+}
+
 TEST(Load, FromL1IsRejected) {
   KernelBuilder kb("bad", 1);
   auto src = kb.input("src", {16, 16}, f16);
@@ -184,6 +200,33 @@ TEST(Load, GatherFollowsTheIndicesAndSkipsMinusOne) {
                     ? 0.0
                     : expect_rows[static_cast<size_t>(j)] * 8 + c)
           << "row " << j << " col " << c;
+}
+
+TEST(Load, LoopBoundFromALoadRunsThatManyIterations) {
+  KernelBuilder kb("count", 1);
+  auto src = kb.input("src", {16, 8}, f32);
+  auto table = kb.input("table", {4}, i32);
+  auto out = kb.output("out", {16, 8}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    if_(vid == 0, [&] {
+      auto row = alloc_ub("row", {8}, f32);
+      set_flag(Pipe::MTE3, Pipe::MTE2, 0);
+      serial(load(table, {3}), [&](Ex j) {  // table[3] rows
+        wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
+        copy(src(j, all), row);
+        set_flag(Pipe::MTE2, Pipe::MTE3, 0);
+        wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
+        copy(row, out(j, all));
+        set_flag(Pipe::MTE3, Pipe::MTE2, 0);
+      });
+      wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
+    });
+  });
+  sim::HostData io = gather_inputs({0, 0, 0, 0});  // table = {2, 0, 3, 1}: one row
+  run(kb.finish(), io, sim::Mode::Functional, /*races=*/true);
+  EXPECT_EQ(io["out"][0 * 8 + 5], 5.0);
+  EXPECT_EQ(io["out"][1 * 8 + 5], 0.0);
 }
 
 TEST(Load, ReadBeforeTheIndexCopyLandsIsARace) {
