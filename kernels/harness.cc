@@ -41,7 +41,10 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   rep.lowered = lower::lower(rep.program, chip);
 
   sim::HostData io;
-  if (req.mode == sim::Mode::Functional) io = k.inputs(req.params, req.seed);
+  // Timing mode needs the values of what scalar loads read (index / page tables).
+  bool loads = false;
+  for (const auto& g : rep.lowered.gm) loads = loads || g.scalar_read;
+  if (req.mode == sim::Mode::Functional || loads) io = k.inputs(req.params, req.seed);
   sim::HostData in = io;
   sim::SimOptions opts{req.mode, req.max_cycles, req.observer, req.detect_races};
   auto t0 = std::chrono::steady_clock::now();
@@ -73,9 +76,13 @@ namespace tilepipe::kernels {
 
 LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::string>& raw,
                         const ChipConfig& chip, int jobs) {
-  if (k.ladder.empty())
-    throw ParamError{
-        fmt::format("kernel '{}' has no optimisation ladder; kernels with one: fa", k.name)};
+  if (k.ladder.empty()) {
+    std::vector<std::string> with;
+    for (const auto& other : all_kernels())
+      if (!other.ladder.empty()) with.push_back(other.name);
+    throw ParamError{fmt::format("kernel '{}' has no optimisation ladder; kernels with one: {}",
+                                 k.name, fmt::join(with, ", "))};
+  }
   std::map<std::string, std::string> merged;
   for (const auto& [name, v] : k.ladder_defaults) merged[name] = std::to_string(v);
   for (const auto& [name, v] : raw) merged[name] = v;

@@ -10,7 +10,7 @@ namespace tilepipe::kernels {
 
 const std::vector<KernelDef>& all_kernels() {
   static const std::vector<KernelDef> k = {gemm_kernel(), softmax_kernel(), elementwise_kernel(),
-                                           fa_kernel()};
+                                           fa_kernel(), sfa_kernel()};
   return k;
 }
 

@@ -73,5 +73,6 @@ KernelDef gemm_kernel();
 KernelDef softmax_kernel();
 KernelDef elementwise_kernel();
 KernelDef fa_kernel();
+KernelDef sfa_kernel();
 
 }  // namespace tilepipe::kernels

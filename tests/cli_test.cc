@@ -303,5 +303,27 @@ TEST(CliCheck, JsonReportsOk) {
   EXPECT_EQ(j.value("correct", false), true);
 }
 
+TEST(CliCheck, SfaEveryVariantPassesWithExitZero) {
+  for (const char* v : {"baseline", "developer", "pa", "no_cv_pipeline"}) {
+    CliResult r = cli(fmt::format(
+        "check sfa --variant {} --param H=16 --param KV_S=512 --param topk=136 --json", v));
+    EXPECT_EQ(r.code, 0) << v << ": " << r.err;
+    json j = json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r.out;
+    EXPECT_EQ(j.value("correct", false), true) << v;
+  }
+}
+
+TEST(CliLadder, SfaHasNoReferenceColumnAndFourStepsInOrder) {
+  CliResult r = cli("ladder sfa --param KV_S=2560 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_LT(j.value("reference_us", 0.0), 0);
+  ASSERT_EQ(j["steps"].size(), 4u);
+  EXPECT_EQ(j["steps"][3].value("name", ""), "no_cv_pipeline");
+  EXPECT_NE(r.err.find("no published reference time"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace tilepipe

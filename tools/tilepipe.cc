@@ -234,9 +234,12 @@ int cmd_ladder(const LadderArgs& a) {
   out["reference"] = k.reference_name;
   out["reference_us"] = rep.reference_us;
   out["steps"] = json::array();
-  std::string text = fmt::format("{} ladder on {} (reference: {} = {:.0f} us)\n", k.name, chip.name,
-                                 k.reference_name, rep.reference_us);
-  text += fmt::format("  {:<10} {:>12} {:>9} {:>8}  {}\n", "step", "time_us", "speedup", "% ref",
+  const bool has_ref = rep.reference_us > 0;
+  std::string text =
+      has_ref ? fmt::format("{} ladder on {} (reference: {} = {:.0f} us)\n", k.name, chip.name,
+                            k.reference_name, rep.reference_us)
+              : fmt::format("{} ladder on {} (no published reference time)\n", k.name, chip.name);
+  text += fmt::format("  {:<14} {:>8} {:>9} {:>8}  {}\n", "step", "time_us", "speedup", "% ref",
                       "bound");
   for (const auto& s : rep.steps) {
     prof::Summary sum = prof::summarize(s.run.sim, s.run.lowered, chip);
@@ -248,8 +251,9 @@ int cmd_ladder(const LadderArgs& a) {
                             {"bound", sum.bound},
                             {"verdict", sum.verdict},
                             {"sim_wall_s", s.run.sim_wall_s}});
-    text += fmt::format("  {:<10} {:>12.1f} {:>8.2f}x {:>7.1f}%  {} ({})\n", s.name, s.time_us,
-                        s.speedup_vs_prev, s.pct_of_reference, sum.bound, sum.verdict);
+    std::string pct = has_ref ? fmt::format("{:.1f}%", s.pct_of_reference) : "-";
+    text += fmt::format("  {:<14} {:>8.1f} {:>8.2f}x {:>8}  {} ({})\n", s.name, s.time_us,
+                        s.speedup_vs_prev, pct, sum.bound, sum.verdict);
   }
   if (a.json) {
     std::cerr << text;

@@ -46,8 +46,9 @@ struct ChipConfig {
   double flag_latency = 2;          // cycles from source pipe drain to flag visible
 
   // Scalar issue.
-  double issue_cycles = 2;      // per issued instruction
-  double scalar_op_cycles = 1;  // per scalar loop / address op
+  double issue_cycles = 2;          // per issued instruction
+  double scalar_op_cycles = 1;      // per scalar loop / address op
+  double scalar_load_cycles = 200;  // a scalar read of a GM tensor element (load(...))
 
   // Cube (M pipe).
   double cube_head = 60;               // pipeline head per mmad

@@ -47,9 +47,12 @@ struct Loc {
 };
 
 // ---------------------------------------------------------------------------------------
-// Expressions: integer-valued, over constants, loop variables, cid and vid.
+// Expressions: integer-valued, over constants, loop variables, cid and vid, and elements of
+// integer tensors read by the scalar unit (data-dependent addressing).
 
 struct ExprNode;
+struct BufferNode;
+using Buffer = std::shared_ptr<const BufferNode>;
 using Expr = std::shared_ptr<const ExprNode>;
 
 enum class BinOp : uint8_t { Add, Sub, Mul, Div, Mod, Min, Max, Lt, Le, Gt, Ge, Eq, Ne, And, Or };
@@ -79,9 +82,17 @@ struct Binary {
 struct Select {
   Expr cond, then_value, else_value;
 };
+/// One element of an integer tensor, read by the scalar unit when the expression is
+/// evaluated: `block_table[b, idx / 128]`. What gathers through an index / page table use.
+/// The tensor is a GM kernel input (read-only; each read costs scalar_load_cycles) or a UB
+/// buffer filled only by GM -> UB copies of inputs (an MTE2 -> S flag orders the read).
+struct Load {
+  Buffer buffer;
+  std::vector<Expr> index;  // one per dimension
+};
 
 struct ExprNode {
-  std::variant<IntImm, VarRef, CoreIdx, VecIdx, Binary, Select> node;
+  std::variant<IntImm, VarRef, CoreIdx, VecIdx, Binary, Select, Load> node;
   Loc loc;
 };
 
@@ -91,6 +102,7 @@ Expr make_cid(Loc loc = {});
 Expr make_vid(Loc loc = {});
 Expr make_binary(BinOp op, Expr a, Expr b, Loc loc = {});
 Expr make_select(Expr c, Expr t, Expr f, Loc loc = {});
+Expr make_load(Buffer b, std::vector<Expr> index, Loc loc = {});
 /// Integer semantics of BinOp shared by folding and the simulator (floor division/modulo, as in
 /// Python; x / 0 and x % 0 give 0 and are rejected by the verifier where they can be seen).
 int64_t eval_binop(BinOp op, int64_t a, int64_t b);
@@ -115,7 +127,6 @@ struct BufferNode {
   int64_t elements() const;
   int64_t bytes() const { return elements() * dtype_bytes(dtype); }
 };
-using Buffer = std::shared_ptr<const BufferNode>;
 Buffer make_buffer(const std::string& name, Scope scope, DType dtype, std::vector<int64_t> shape,
                    TensorRole role, Loc loc);
 

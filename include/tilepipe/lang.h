@@ -156,6 +156,12 @@ struct Scalar {
 /// One element of a UB buffer as a scalar operand: `tile::sub(acc(r, all), acc(r, all), at(m, r))`.
 Scalar at(const Tensor& t, std::vector<Index> idx, SrcLoc loc = SrcLoc::current());
 
+/// One element of an integer tensor read by the scalar unit, as an integer expression
+/// usable in slice starts, loop bounds and conditions (data-dependent addressing):
+/// `copy(kv(load(block_table, {b, idx / 128}), idx % 128, all), row)`. The tensor must be
+/// an i32 GM input or a UB buffer filled from one (docs/ir.md "Load").
+Ex load(const Tensor& t, std::vector<Ex> idx, SrcLoc loc = SrcLoc::current());
+
 /// Second operand of a binary tile op: a tile or a scalar.
 struct Operand {
   Operand(Tile t) : v(std::move(t)) {}        // NOLINT

@@ -19,17 +19,28 @@
 
 namespace tilepipe::lower {
 
+/// What evaluates the scalar loads of an expression (the simulated scalar unit: it
+/// bounds-checks, charges the read and returns the element). `index` has one value per
+/// dimension of load site `site` (CoreProgram::loads).
+class ScalarMem {
+ public:
+  virtual ~ScalarMem() = default;
+  virtual int64_t load(int site, const int64_t* index) const = 0;
+};
+
 /// An integer expression compiled to postfix over a slot array (slot 0 = cid, 1 = vid,
-/// then loop variables).
+/// then loop variables). A Load pops its site's rank indices and pushes the element.
 struct CExpr {
-  enum Kind : uint8_t { Const, Slot, Bin, Sel };
+  enum Kind : uint8_t { Const, Slot, Bin, Sel, Load };
   struct Op {
     Kind kind;
     ir::BinOp bin;
-    int64_t value;  // constant or slot index
+    int64_t value;  // constant, slot index or load site
   };
   std::vector<Op> ops;
-  int64_t eval(const int64_t* slots) const;
+  bool has_load = false;
+  /// `mem` is required when has_load.
+  int64_t eval(const int64_t* slots, const ScalarMem* mem = nullptr) const;
   bool is_const() const { return ops.size() == 1 && ops[0].kind == Const; }
 };
 
@@ -86,6 +97,7 @@ struct OpTemplate {
   AccessTemplate scalar_read;  // UbRead
   // Copy / Mmad
   bool transpose = false;
+  bool materialise = false;  // Copy into a scalar-loaded UB buffer: runs in timing mode too
   bool transpose_a = false, transpose_b = false, init = true;
   int64_t m = 0, n = 0, k = 0;  // Mmad dims, Copy/Vec matrix view [m rows, n cols]
   // Flags
@@ -111,10 +123,18 @@ struct Block {
   std::vector<Item> items;
 };
 
+/// A scalar load of one tensor element: the tensor's layout (start unused, extents 1) and
+/// a pseudo-instruction on S naming it in diagnostics and race reports.
+struct LoadSite {
+  AccessTemplate acc;
+  OpTemplate op;
+};
+
 /// What one core kind (AIC or AIV) runs.
 struct CoreProgram {
   ir::CoreKind kind;
   std::vector<OpTemplate> instrs;
+  std::vector<LoadSite> loads;
   Block body;
   int num_slots = 2;
   std::array<int64_t, 6> scope_bytes{};  // bytes allocated per ir::Scope on this core
@@ -124,14 +144,15 @@ struct CoreProgram {
 struct GmTensor {
   ir::Buffer buffer;
   bool workspace = false;
+  bool scalar_read = false;  // read by scalar loads (directly or via UB): timing mode keeps values
 };
 
 struct LoweredProgram {
   std::string name;
   int64_t block_num = 1;
   std::vector<GmTensor> gm;
-  CoreProgram aic{ir::CoreKind::C, {}, {}, 2, {}};
-  CoreProgram aiv{ir::CoreKind::V, {}, {}, 2, {}};
+  CoreProgram aic{ir::CoreKind::C, {}, {}, {}, 2, {}};
+  CoreProgram aiv{ir::CoreKind::V, {}, {}, {}, 2, {}};
 };
 
 /// Lowers a program the verifier accepted. Throws UserError for constructs the lowering

@@ -27,7 +27,12 @@ class Equal {
           else if constexpr (std::is_same_v<T, Select>)
             return expr(x.cond, y.cond) && expr(x.then_value, y.then_value) &&
                    expr(x.else_value, y.else_value);
-          else
+          else if constexpr (std::is_same_v<T, Load>) {
+            if (!buffer(x.buffer, y.buffer) || x.index.size() != y.index.size()) return false;
+            for (size_t i = 0; i < x.index.size(); ++i)
+              if (!expr(x.index[i], y.index[i])) return false;
+            return true;
+          } else
             static_assert(sizeof(T) == 0, "Equal: unhandled expression node");
         },
         a->node);

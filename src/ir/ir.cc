@@ -244,6 +244,10 @@ Expr make_select(Expr c, Expr t, Expr f, Loc loc) {
   return mk(Select{std::move(c), std::move(t), std::move(f)}, std::move(loc));
 }
 
+Expr make_load(Buffer b, std::vector<Expr> index, Loc loc) {
+  return mk(Load{std::move(b), std::move(index)}, std::move(loc));
+}
+
 /// Integer semantics shared by constant folding and the simulator: division and modulo
 /// round toward minus infinity (like Python, which the seed's kernels are written in).
 int64_t eval_binop(BinOp op, int64_t a, int64_t b) {

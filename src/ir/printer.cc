@@ -37,7 +37,12 @@ class Printer {
           } else if constexpr (std::is_same_v<T, Select>)
             return fmt::format("select({}, {}, {})", expr(n.cond), expr(n.then_value),
                                expr(n.else_value));
-          else
+          else if constexpr (std::is_same_v<T, Load>) {
+            std::vector<std::string> idx;
+            for (const auto& i : n.index) idx.push_back(expr(i));
+            return fmt::format("load({}[{}])", n.buffer ? n.buffer->name : "<null>",
+                               fmt::join(idx, ", "));
+          } else
             static_assert(sizeof(T) == 0, "Printer: unhandled expression node");
         },
         e->node);

@@ -113,6 +113,24 @@ Scalar at(const Tensor& t, std::vector<Index> idx, SrcLoc loc) {
   return s;
 }
 
+Ex load(const Tensor& t, std::vector<Ex> idx, SrcLoc loc) {
+  if (!t.ir()) {
+    throw BuildError{ir::Loc::from(loc),
+                     "load from a Tensor that holds no buffer: assign it from input/output/"
+                     "workspace or an alloc_* call first"};
+  }
+  if (idx.size() != t.shape().size()) {
+    throw BuildError{
+        ir::Loc::from(loc),
+        fmt::format("load of '{}' has {} indices, but the buffer has rank {} "
+                    "(shape [{}]); a load reads one element: index every dimension",
+                    t.ir()->name, idx.size(), t.shape().size(), fmt::join(t.shape(), ", "))};
+  }
+  std::vector<ir::Expr> index;
+  for (const auto& i : idx) index.push_back(i.ir());
+  return Ex(ir::make_load(t.ir(), std::move(index), ir::Loc::from(loc)));
+}
+
 // ---- kernel builder ----
 
 KernelBuilder::KernelBuilder(std::string name, int64_t block_num, SrcLoc loc)

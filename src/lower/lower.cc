@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <set>
 
 #include "tilepipe/verify.h"
 
@@ -35,11 +36,19 @@ const char* to_string(Opcode op) {
   return "?";
 }
 
-int64_t CExpr::eval(const int64_t* slots) const {
-  int64_t st[72];  // lowering caps expressions at 64 ops, so the stack never overflows
+int64_t CExpr::eval(const int64_t* slots, const ScalarMem* mem) const {
+  int64_t st[72];  // lowering caps the stack depth at 64, so it never overflows
   int sp = 0;
   for (const Op& o : ops) {
     switch (o.kind) {
+      case Load: {
+        // The indices are the top `rank` values (pushed by the lowering right before).
+        int rank = static_cast<int>(o.value >> 32);
+        sp -= rank;
+        st[sp] = mem->load(static_cast<int>(o.value & 0xffffffff), st + sp);
+        ++sp;
+        break;
+      }
       case Const:
         st[sp++] = o.value;
         break;
@@ -92,6 +101,7 @@ class Lowerer {
       cp->num_slots = 2;
       cp->body = block(p_.body, false);
     }
+    mark_materialised(out);
     return out;
   }
 
@@ -108,6 +118,16 @@ class Lowerer {
   CExpr compile(const Expr& e) {
     CExpr c;
     emit(e, c);
+    // The evaluator's stack holds 72 values: bound the depth the postfix reaches.
+    int depth = 0, max_depth = 0;
+    for (const auto& o : c.ops) {
+      depth += o.kind == CExpr::Const || o.kind == CExpr::Slot ? 1
+               : o.kind == CExpr::Bin                          ? -1
+               : o.kind == CExpr::Sel                          ? -2
+                                      : 1 - static_cast<int>(o.value >> 32);
+      max_depth = std::max(max_depth, depth);
+    }
+    if (max_depth > 64) fail(e->loc, "index expression too deep", "simplify the expression");
     return c;
   }
 
@@ -136,12 +156,42 @@ class Lowerer {
             emit(n.then_value, c);
             emit(n.else_value, c);
             c.ops.push_back({CExpr::Sel, BinOp::Add, 0});
+          } else if constexpr (std::is_same_v<T, Load>) {
+            for (const auto& i : n.index) emit(i, c);
+            int64_t site = load_site(n, e->loc);
+            c.ops.push_back(
+                {CExpr::Load, BinOp::Add, (static_cast<int64_t>(n.index.size()) << 32) | site});
+            c.has_load = true;
           } else {
             static_assert(sizeof(T) == 0, "Lowerer: unhandled expression node");
           }
         },
         e->node);
-    if (c.ops.size() > 64) fail(e->loc, "index expression too deep", "simplify the expression");
+  }
+
+  /// The layout of a loaded tensor, once per load expression; marks what timing mode must
+  /// keep values for.
+  int64_t load_site(const Load& n, const Loc& loc) {
+    Region r{n.buffer, {}, std::vector<int64_t>(n.index.size(), 1)};
+    for (size_t d = 0; d < n.index.size(); ++d) r.start.push_back(make_int(0));
+    cur_->loads.push_back(
+        LoadSite{access(r, loc), base(Opcode::Copy, Pipe::S, loc, "load " + n.buffer->name)});
+    loaded_.insert(n.buffer->id);
+    return static_cast<int64_t>(cur_->loads.size()) - 1;
+  }
+
+  /// Timing mode runs no data ops, but scalar loads need real values: keep the loaded GM
+  /// inputs, and run the copies that fill loaded UB buffers (and keep their sources).
+  void mark_materialised(LoweredProgram& out) {
+    for (auto& g : out.gm)
+      if (loaded_.count(g.buffer->id)) g.scalar_read = true;
+    for (CoreProgram* cp : {&out.aic, &out.aiv})
+      for (auto& t : cp->instrs) {
+        if (t.op != Opcode::Copy || !loaded_.count(t.acc[0].buffer->id)) continue;
+        t.materialise = true;
+        if (t.acc[1].scope == Scope::GM)
+          out.gm[static_cast<size_t>(t.acc[1].gm_index)].scalar_read = true;
+      }
   }
 
   AccessTemplate access(const Region& r, const Loc& loc) {
@@ -374,6 +424,7 @@ class Lowerer {
   std::map<int, int> slots_;
   std::map<int, int> gm_index_;
   std::map<int, int64_t> addr_;
+  std::set<int> loaded_;  // buffer ids read by scalar loads
 };
 
 }  // namespace

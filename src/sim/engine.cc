@@ -138,7 +138,9 @@ class Engine {
     gm_.resize(p_.gm.size());
     for (size_t i = 0; i < p_.gm.size(); ++i) {
       const auto& b = *p_.gm[i].buffer;
-      if (!functional_) continue;
+      // Timing mode carries no values, except what scalar loads read: addresses and
+      // branches that depend on data must follow the real data.
+      if (!functional_ && !p_.gm[i].scalar_read) continue;
       gm_[i].assign(static_cast<size_t>(b.bytes()), 0);
       if (!io_) continue;
       auto it = io_->find(b.name);
@@ -170,7 +172,7 @@ class Engine {
     c.next_block = ai;
     c.flags.resize(static_cast<size_t>(kPipes * kPipes * chip_.event_ids));
     c.last_set.resize(c.flags.size());
-    if (functional_)
+    if (functional_ || !prog->loads.empty())
       for (int s = 0; s < 6; ++s)
         c.local[static_cast<size_t>(s)].assign(static_cast<size_t>(prog->scope_bytes[s]), 0);
     c.stats.name =
@@ -256,7 +258,7 @@ class Engine {
         case lower::Item::Instr:
           return &c.prog->instrs[static_cast<size_t>(it.instr)];
         case lower::Item::Loop: {
-          int64_t b = it.begin.eval(c.slots.data()), e = it.end.eval(c.slots.data());
+          int64_t b = eval(c, it.begin), e = eval(c, it.end);
           scalar(c, 2 * sc);
           if (b < e) {
             c.slots[static_cast<size_t>(it.slot)] = b;
@@ -266,7 +268,7 @@ class Engine {
         }
         case lower::Item::If: {
           scalar(c, sc);
-          bool cond = it.cond.eval(c.slots.data()) != 0;
+          bool cond = eval(c, it.cond) != 0;
           const lower::Block* b = cond ? it.body.get() : it.else_body.get();
           if (b && !b->items.empty()) c.stack.push_back({b, 0, nullptr, 0});
           break;
@@ -280,7 +282,7 @@ class Engine {
     r.t = &a;
     int64_t off = 0;
     for (int d = 0; d < a.rank; ++d) {
-      int64_t s = a.start[d].eval(c.slots.data());
+      int64_t s = eval(c, a.start[d]);
       if (s < 0 || s + a.extent[d] > a.dim[d]) {
         fail(t.loc, "slice-bounds",
              fmt::format("{}: slice of '{}' dimension {} covers [{}, {}) but the dimension has {} "
@@ -291,12 +293,68 @@ class Engine {
       off += s * a.stride[d];
     }
     r.offset = off;
-    if (functional_) {
-      r.mem = a.scope == ir::Scope::GM
-                  ? gm_[static_cast<size_t>(a.gm_index)].data()
-                  : c.local[static_cast<size_t>(a.scope)].data() + a.base_bytes;
-    }
+    r.mem = memory(c, a);
     return r;
+  }
+
+  /// First byte of an operand's buffer, or null where this run keeps no values.
+  uint8_t* memory(Core& c, const lower::AccessTemplate& a) {
+    auto& m = a.scope == ir::Scope::GM ? gm_[static_cast<size_t>(a.gm_index)]
+                                       : c.local[static_cast<size_t>(a.scope)];
+    if (m.empty()) return nullptr;
+    return m.data() + (a.scope == ir::Scope::GM ? 0 : a.base_bytes);
+  }
+
+  /// The scalar unit's reads of tensor elements inside expressions (ir::Load): bounds
+  /// checked like slices, charged to S (GM: scalar_load_cycles, UB: scalar_op_cycles).
+  class Loader : public lower::ScalarMem {
+   public:
+    Loader(Engine& e, Core& c) : e_(e), c_(c) {}
+    int64_t load(int site, const int64_t* index) const override {
+      return e_.scalar_load(c_, c_.prog->loads[static_cast<size_t>(site)], index);
+    }
+
+   private:
+    Engine& e_;
+    Core& c_;
+  };
+
+  int64_t eval(Core& c, const lower::CExpr& x) {
+    if (!x.has_load) return x.eval(c.slots.data());
+    Loader ld(*this, c);
+    return x.eval(c.slots.data(), &ld);
+  }
+
+  int64_t scalar_load(Core& c, const lower::LoadSite& site, const int64_t* index) {
+    const auto& a = site.acc;
+    int64_t off = 0;
+    for (int d = 0; d < a.rank; ++d) {
+      if (index[d] < 0 || index[d] >= a.dim[d]) {
+        std::vector<int64_t> idx(index, index + a.rank);
+        fail(
+            site.op.loc, "slice-bounds",
+            fmt::format("load of '{}' at [{}]: index {} of dimension {} is outside [0, {}) (at "
+                        "{})",
+                        a.buffer->name, fmt::join(idx, ", "), index[d], d, a.dim[d], loop_state(c)),
+            "guard the load with the index's validity (e.g. select(idx >= 0, idx, 0)) or "
+            "clamp it into the tensor");
+      }
+      off += index[d] * a.stride[d];
+    }
+    bool gm = a.scope == ir::Scope::GM;
+    scalar(c, gm ? chip_.scalar_load_cycles : chip_.scalar_op_cycles);
+    Access acc;
+    acc.t = &a;
+    acc.offset = off;
+    acc.mem = memory(c, a);
+    if (race_ && !gm) {  // GM loads read inputs, which the verifier keeps read-only
+      Instr in;
+      in.t = &site.op;
+      in.s_clock = -1;
+      race_access(c, Pipe::S, in, acc, false);
+    }
+    return static_cast<int64_t>(
+        load_elem(a.dtype, acc.mem + acc.offset * ir::dtype_bytes(a.dtype)));
   }
 
   std::string loop_state(const Core& c) const {
@@ -318,7 +376,7 @@ class Engine {
         in.scalar = t.scalar_imm;
         break;
       case lower::OpTemplate::ScalarKind::Expr:
-        in.scalar = static_cast<double>(t.scalar_expr.eval(c.slots.data()));
+        in.scalar = static_cast<double>(eval(c, t.scalar_expr));
         break;
       case lower::OpTemplate::ScalarKind::UbRead:
         // The scalar unit reads UB now, at issue; a read not ordered after the V write by a
@@ -336,7 +394,7 @@ class Engine {
     }
     if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
         t.op == Opcode::WaitCross) {
-      in.flag_id = t.flag_id.eval(c.slots.data());
+      in.flag_id = eval(c, t.flag_id);
       int limit = (t.op == Opcode::SetCross || t.op == Opcode::WaitCross) ? chip_.cross_flag_ids
                                                                           : chip_.event_ids;
       if (in.flag_id < 0 || in.flag_id >= limit)
@@ -675,7 +733,7 @@ class Engine {
                 InstrEvent{c.index, p, in.t, in.issue, start, end, cost.occupancy,
                            in.acc[t.num_acc > 1 ? 1 : 0].bytes(),
                            t.op == Opcode::Mmad ? 2.0 * t.m * t.n * t.k : 0.0});
-          if (functional_) execute(in);
+          if (functional_ || t.materialise) execute(in);
         }
       }
     }

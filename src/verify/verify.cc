@@ -95,6 +95,7 @@ class Verifier {
     for (const auto& b : p_.params) declare_gm(b);
     for (const auto& b : p_.workspaces) declare_gm(b);
     stmt(p_.body);
+    check_load_sources();
     check_capacity();
     return std::move(diags_);
   }
@@ -155,6 +156,10 @@ class Verifier {
             range(n.cond, uses);
             Interval a = range(n.then_value, uses), b = range(n.else_value, uses);
             return {std::min(a.lo, b.lo), std::max(a.hi, b.hi), false};
+          } else if constexpr (std::is_same_v<T, Load>) {
+            for (const auto& i : n.index) range(i, uses);
+            load(n, e->loc);
+            return {INT64_MIN / 4, INT64_MAX / 4, false};  // a data value: any integer
           } else
             static_assert(sizeof(T) == 0, "Verifier: unhandled expression node");
         },
@@ -229,6 +234,88 @@ class Verifier {
             return 1;
         },
         e->node);
+  }
+
+  // ---- scalar loads (data-dependent addressing) ----
+  void load(const Load& n, const Loc& loc) {
+    if (!n.buffer) {
+      error(loc, "bad-operand", "load from an empty tensor", "pass a buffer");
+      return;
+    }
+    const auto& b = *n.buffer;
+    Region r{n.buffer, n.index, std::vector<int64_t>(n.index.size(), 1)};
+    if (!region(r, loc, "load")) return;
+    if (is_float(b.dtype)) {
+      error(loc, "load-dtype",
+            fmt::format("load reads '{}', a {} tensor; the scalar unit loads integers (indices, "
+                        "page tables) to use in addresses and conditions",
+                        b.name, to_string(b.dtype)),
+            "load from an i32 tensor; float values are tile-op scalars: use at(tensor, {...})");
+    }
+    if (b.scope == Scope::GM) {
+      if (b.role != TensorRole::Input)
+        error(loc, "load-source",
+              fmt::format("load reads GM tensor '{}', which is not a kernel input; scalar loads "
+                          "read read-only inputs (the value must not depend on the kernel's own "
+                          "writes or their timing)",
+                          b.name),
+              "declare the tensor with input(...), or load from a UB copy of an input");
+      else
+        loaded_gm_[b.id] = loc;
+      return;
+    }
+    if (b.scope != Scope::UB) {
+      error(loc, "load-source",
+            fmt::format("load reads '{}' in {}; the scalar unit reads GM and UB only", b.name,
+                        to_string(b.scope)),
+            "load from the GM input, or copy it into a UB buffer of a Vector core");
+      return;
+    }
+    if (!scope_ || *scope_ != CoreKind::V) {
+      error(loc, "scope-rule",
+            fmt::format("load of UB buffer '{}' outside scope V: UB belongs to the Vector core",
+                        b.name),
+            "move the code that uses the loaded value into scope_v");
+      return;
+    }
+    loaded_ub_.emplace(b.id, loc);
+  }
+
+  /// Records the on-chip / GM buffer an op writes, for check_load_sources: index buffers
+  /// may only be filled by GM -> UB copies of kernel inputs, because timing mode carries no
+  /// other values.
+  void record_write(const Stmt& s) {
+    const Region* dst = nullptr;
+    bool from_input = false;
+    if (auto* c = std::get_if<CopyStmt>(&s->node)) {
+      dst = &c->dst;
+      from_input = c->src.buffer && c->src.buffer->scope == Scope::GM &&
+                   c->src.buffer->role == TensorRole::Input;
+    } else if (auto* t = std::get_if<TileOpStmt>(&s->node)) {
+      dst = &t->dst;
+    } else if (auto* r = std::get_if<ReduceStmt>(&s->node)) {
+      dst = &r->dst;
+    }
+    if (!dst || !dst->buffer) return;
+    if (dst->buffer->scope == Scope::GM || !from_input) writes_.emplace(dst->buffer->id, s->loc);
+  }
+
+  void check_load_sources() {
+    auto report = [&](const std::map<int, Loc>& loaded, const char* why) {
+      for (const auto& [id, load_loc] : loaded) {
+        auto w = writes_.find(id);
+        if (w == writes_.end()) continue;
+        error(w->second, "load-source",
+              fmt::format("this op writes a tensor that a scalar load reads (at {}); {}",
+                          load_loc.str(), why),
+              "keep index / page tables read-only: copy them from a GM input into their own "
+              "UB buffer and compute elsewhere");
+      }
+    };
+    report(loaded_gm_, "loaded GM inputs are read-only");
+    report(loaded_ub_,
+           "a loaded UB buffer may only be filled by GM -> UB copies of kernel inputs (timing "
+           "mode materialises only those values)");
   }
 
   // ---- regions ----
@@ -327,6 +414,7 @@ class Verifier {
   void stmt(const Stmt& s) {
     if (!s) return;
     std::visit([&](const auto& n) { check(n, *s); }, s->node);
+    record_write(s);
   }
 
   void check(const SeqStmt& n, const StmtNode&) {
@@ -887,6 +975,8 @@ class Verifier {
   std::set<int> guarded_;  // ids (var id, -1 cid, -2 vid) used by an enclosing if condition
   std::vector<std::set<int>> visible_{1};
   std::map<Scope, std::vector<Alloc>> allocs_;
+  std::map<int, Loc> loaded_gm_, loaded_ub_;  // buffer id -> first scalar load
+  std::multimap<int, Loc> writes_;            // buffer id -> ops that write it (see record_write)
 };
 
 }  // namespace

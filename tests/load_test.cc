@@ -1,0 +1,328 @@
+// Data-dependent addressing (ir::Load, `load(t, {i...})`) through every layer: printed IR,
+// equality, verifier must-fail cases, the scalar-unit cost, run-time bounds and timing mode
+// driven by the real index values.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+#include "tilepipe/lang.h"
+#include "tilepipe/lower.h"
+#include "tilepipe/sim.h"
+#include "tilepipe/verify.h"
+
+namespace tilepipe {
+namespace {
+
+using namespace lang;
+using testing::expect_diag;
+using testing::here;
+
+void gather_body(Tensor src, Tensor table, Tensor idx, Tensor out, int64_t rows);
+
+/// A paged gather in miniature: row j of `out` is row table[idx[j] / 4] * 4 + idx[j] % 4 of
+/// `src` (GM page-table load), taken only when idx[j] >= 0 (UB index load in the condition).
+ir::Program gather_program(int64_t rows = 4) {
+  KernelBuilder kb("gather", 1);
+  auto src = kb.input("src", {16, 8}, f32);
+  auto table = kb.input("table", {4}, i32);
+  auto idx = kb.input("idx", {rows}, i32);
+  auto out = kb.output("out", {rows, 8}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] { if_(vid == 0, [&] { gather_body(src, table, idx, out, rows); }); });
+  return kb.finish();
+}
+
+void gather_body(Tensor src, Tensor table, Tensor idx, Tensor out, int64_t rows) {
+  {
+    auto iub = alloc_ub("iub", {rows}, i32);
+    auto row = alloc_ub("row", {rows, 8}, f32);
+    copy(idx, iub);
+    set_flag(Pipe::MTE2, Pipe::S, 0);
+    wait_flag(Pipe::MTE2, Pipe::S, 0);
+    tile::fill(row, 0.0);
+    set_flag(Pipe::V, Pipe::MTE2, 0);
+    wait_flag(Pipe::V, Pipe::MTE2, 0);
+    serial(rows, [&](Ex j) {
+      Ex i = load(iub, {j});
+      if_(i >= 0, [&] { copy(src(load(table, {i / 4}) * 4 + i % 4, all), row(j, all)); });
+    });
+    set_flag(Pipe::MTE2, Pipe::MTE3, 0);
+    wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
+    copy(row, out);
+  }
+}
+
+sim::HostData gather_inputs(std::vector<double> idx) {
+  std::vector<double> src(16 * 8);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = static_cast<double>(i);
+  return {{"src", src}, {"table", {2, 0, 3, 1}}, {"idx", std::move(idx)}};
+}
+
+sim::SimResult run(const ir::Program& p, sim::HostData& io, sim::Mode mode, bool races = false,
+                   const ChipConfig& chip = testing::a3()) {
+  verify_or_throw(p, chip);
+  auto low = lower::lower(p, chip);
+  sim::SimOptions o;
+  o.mode = mode;
+  o.detect_races = races;
+  return sim::simulate(low, chip, &io, o);
+}
+
+TEST(Load, PrintsAsLoadOfTheTensorAtItsIndices) {
+  std::string text = ir::print(gather_program());
+  const std::string golden = R"(      for i in serial(0, 4) {
+        if (load(iub[i]) >= 0) {
+          copy src[((load(table[(load(iub[i]) / 4)]) * 4) + (load(iub[i]) % 4)):+1, 0:+8] -> row[i:+1, 0:+8]
+        }
+      })";
+  EXPECT_NE(text.find(golden), std::string::npos) << text;
+}
+
+TEST(Load, EqualityComparesTheTensorAndTheIndices) {
+  EXPECT_TRUE(ir::equal(gather_program(), gather_program()));
+  EXPECT_FALSE(ir::equal(gather_program(4), gather_program(8)));
+  KernelBuilder kb("k", 1);
+  auto a = kb.input("a", {4}, i32), b = kb.input("b", {4}, i32);
+  EXPECT_TRUE(ir::equal(load(a, {1}).ir(), load(a, {1}).ir()));
+  EXPECT_FALSE(ir::equal(load(a, {1}).ir(), load(a, {2}).ir()));
+  EXPECT_FALSE(ir::equal(load(a, {1}).ir(), load(b, {1}).ir()));
+  kb.finish();
+}
+
+TEST(Load, WrongNumberOfIndicesIsABuildError) {
+  KernelBuilder kb("k", 1);
+  auto a = kb.input("a", {4, 4}, i32);
+  try {
+    load(a, {1});
+    ADD_FAILURE() << "expected a BuildError";
+  } catch (const BuildError& e) {
+    EXPECT_NE(e.message.find("has 1 indices, but the buffer has rank 2"), std::string::npos)
+        << e.message;
+  }
+  kb.finish();
+}
+
+TEST(Load, TheGatherVerifies) {
+  auto d = verify(gather_program(), testing::a3());
+  EXPECT_TRUE(d.empty()) << (d.empty() ? "" : d.front().str());
+}
+
+/// A one-copy kernel whose source row is `row(k)` (k = the kernel's tensors).
+template <class F>
+ir::Program addressed_by(F&& row) {
+  KernelBuilder kb("bad", 1);
+  auto src = kb.input("src", {16, 8}, f32);
+  auto fidx = kb.input("fidx", {4}, f32);
+  auto oidx = kb.output("oidx", {4}, i32);
+  kb.launch();
+  scope_v([&] {
+    auto ub = alloc_ub("ub", {8}, f32);
+    auto iub = alloc_ub("iub", {8}, i32);
+    copy(src(row(fidx, oidx, iub), all), ub);
+  });
+  return kb.finish();
+}
+
+TEST(Load, FromAFloatTensorIsRejected) {
+  const std::string line = here(1);
+  auto p = addressed_by([](auto& f, auto&, auto&) { return load(f, {0}); });
+  expect_diag(p, "load-dtype", {"'fidx', a f32 tensor", "load from an i32 tensor", line});
+}
+
+TEST(Load, FromAnOutputIsRejected) {
+  const std::string line = here(1);
+  auto p = addressed_by([](auto&, auto& o, auto&) { return load(o, {0}); });
+  expect_diag(p, "load-source", {"'oidx', which is not a kernel input", "input(...)", line});
+}
+
+TEST(Load, StaticallyOutOfRangeIndexIsRejected) {
+  const std::string line = here(1);
+  auto p = addressed_by([](auto&, auto&, auto& u) { return load(u, {8}); });
+  expect_diag(p, "slice-bounds", {"'iub' dimension 0", line});
+}
+
+TEST(Load, UbIndexBufferWrittenByAVectorOpIsRejected) {
+  KernelBuilder kb("bad", 1);
+  auto src = kb.input("src", {16, 8}, f32);
+  kb.launch();
+  std::string fill_line;
+  scope_v([&] {
+    auto ub = alloc_ub("ub", {8}, f32);
+    auto iub = alloc_ub("iub", {8}, i32);
+    fill_line = here(1);
+    tile::fill(iub, 3.0);
+    copy(src(load(iub, {0}), all), ub);
+  });
+  expect_diag(kb.finish(), "load-source", {"may only be filled by GM -> UB copies", fill_line});
+}
+
+TEST(Load, WritingALoadedInputIsRejected) {
+  KernelBuilder kb("bad", 1);
+  auto src = kb.input("src", {16, 8}, f32);
+  auto table = kb.input("table", {8}, i32);
+  kb.launch();
+  std::string store_line;
+  scope_v([&] {
+    auto ub = alloc_ub("ub", {8}, f32);
+    auto iub = alloc_ub("iub", {8}, i32);
+    copy(src(load(table, {0}), all), ub);
+    store_line = here(1);
+    copy(iub, table);
+  });
+  expect_diag(kb.finish(), "load-source", {"loaded GM inputs are read-only", store_line});
+}
+
+TEST(Load, FromL1IsRejected) {
+  KernelBuilder kb("bad", 1);
+  auto src = kb.input("src", {16, 16}, f16);
+  kb.launch();
+  std::string line;
+  scope_c([&] {
+    auto l1 = alloc_L1("l1", {16, 16}, f16);
+    auto il1 = alloc_L1("il1", {16}, i32);
+    line = here(1);
+    copy(src(slice(load(il1, {0}), 1), all), l1(slice(0, 1), all));
+  });
+  expect_diag(kb.finish(), "load-source", {"'il1' in L1", "GM and UB only", line});
+}
+
+TEST(Load, GatherFollowsTheIndicesAndSkipsMinusOne) {
+  sim::HostData io = gather_inputs({5, -1, 14, 0});
+  run(gather_program(), io, sim::Mode::Functional, /*races=*/true);
+  // 5 -> table[1]=0 -> row 1; 14 -> table[3]=1 -> row 6; 0 -> table[0]=2 -> row 8.
+  const std::vector<int> expect_rows = {1, -1, 6, 8};
+  for (int j = 0; j < 4; ++j)
+    for (int c = 0; c < 8; ++c)
+      EXPECT_EQ(io["out"][static_cast<size_t>(j * 8 + c)],
+                expect_rows[static_cast<size_t>(j)] < 0
+                    ? 0.0
+                    : expect_rows[static_cast<size_t>(j)] * 8 + c)
+          << "row " << j << " col " << c;
+}
+
+TEST(Load, LoopBoundFromALoadRunsThatManyIterations) {
+  KernelBuilder kb("count", 1);
+  auto src = kb.input("src", {16, 8}, f32);
+  auto table = kb.input("table", {4}, i32);
+  auto out = kb.output("out", {16, 8}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    if_(vid == 0, [&] {
+      auto row = alloc_ub("row", {8}, f32);
+      set_flag(Pipe::MTE3, Pipe::MTE2, 0);
+      serial(load(table, {3}), [&](Ex j) {  // table[3] rows
+        wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
+        copy(src(j, all), row);
+        set_flag(Pipe::MTE2, Pipe::MTE3, 0);
+        wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
+        copy(row, out(j, all));
+        set_flag(Pipe::MTE3, Pipe::MTE2, 0);
+      });
+      wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
+    });
+  });
+  sim::HostData io = gather_inputs({0, 0, 0, 0});  // table = {2, 0, 3, 1}: one row
+  run(kb.finish(), io, sim::Mode::Functional, /*races=*/true);
+  EXPECT_EQ(io["out"][0 * 8 + 5], 5.0);
+  EXPECT_EQ(io["out"][1 * 8 + 5], 0.0);
+}
+
+TEST(Load, ReadBeforeTheIndexCopyLandsIsARace) {
+  KernelBuilder kb("racy", 1);
+  auto src = kb.input("src", {16, 8}, f32);
+  auto idx = kb.input("idx", {4}, i32);
+  kb.launch();
+  scope_v([&] {
+    auto iub = alloc_ub("iub", {8}, i32);
+    auto ub = alloc_ub("ub", {8}, f32);
+    copy(idx, iub(slice(0, 4)));  // no MTE2 -> S flag before the scalar reads it
+    copy(src(load(iub, {0}), all), ub);
+  });
+  sim::HostData io = gather_inputs({1, 2, 3, 4});
+  try {
+    run(kb.finish(), io, sim::Mode::Functional, /*races=*/true);
+    ADD_FAILURE() << "expected a race";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("iub"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Load, IndexPastTheTableIsARuntimeErrorNotAnOutOfBoundsRead) {
+  KernelBuilder kb("oob", 1);
+  auto src = kb.input("src", {16, 8}, f32);
+  auto table = kb.input("table", {4}, i32);
+  auto idx = kb.input("idx", {4}, i32);
+  kb.launch();
+  std::string line;
+  scope_v([&] {
+    auto ub = alloc_ub("ub", {8}, f32);
+    serial(4, [&](Ex j) {
+      line = here(1);
+      copy(src(load(table, {load(idx, {j})}), all), ub);
+    });
+  });
+  sim::HostData io = gather_inputs({0, 1, 9, 2});
+  try {
+    run(kb.finish(), io, sim::Mode::Timing);
+    ADD_FAILURE() << "expected a slice-bounds error";
+  } catch (const UserError& e) {
+    std::string t = e.what();
+    EXPECT_NE(t.find("load of 'table' at [9]"), std::string::npos) << t;
+    EXPECT_NE(t.find("outside [0, 4)"), std::string::npos) << t;
+    EXPECT_NE(t.find(line), std::string::npos) << t;
+  }
+}
+
+/// One GM load per iteration of an otherwise empty loop: the S pipe's busy time grows by
+/// exactly scalar_load_cycles per load, in both modes.
+TEST(Load, EachGmLoadCostsScalarLoadCyclesOnS) {
+  auto build = [](bool with_load) {
+    KernelBuilder kb("cost", 1);
+    auto table = kb.input("table", {4}, i32);
+    auto out = kb.output("out", {8}, f32);
+    kb.launch();
+    scope_v([&] {
+      auto ub = alloc_ub("ub", {8}, f32);
+      serial(4, [&](Ex j) {
+        Ex id = with_load ? load(table, {j}) * 0 : Ex(0);
+        set_flag(Pipe::S, Pipe::V, id);
+        wait_flag(Pipe::S, Pipe::V, 0);
+      });
+      tile::fill(ub, 1.0);
+      set_flag(Pipe::V, Pipe::MTE3, 0);
+      wait_flag(Pipe::V, Pipe::MTE3, 0);
+      copy(ub, out);
+    });
+    return kb.finish();
+  };
+  ChipConfig chip = testing::a3();
+  auto busy_s = [&](bool with_load, sim::Mode mode) {
+    sim::HostData io = gather_inputs({0, 0, 0, 0});
+    auto r = run(build(with_load), io, mode, false, chip);
+    return r.cores[0].pipes[static_cast<size_t>(Pipe::S)].busy_cycles;
+  };
+  for (auto mode : {sim::Mode::Functional, sim::Mode::Timing}) {
+    EXPECT_DOUBLE_EQ(busy_s(true, mode) - busy_s(false, mode), 4 * chip.scalar_load_cycles);
+  }
+  chip.scalar_load_cycles = 700;  // the cost is the parameter, not a constant
+  EXPECT_DOUBLE_EQ(busy_s(true, sim::Mode::Timing) - busy_s(false, sim::Mode::Timing), 4 * 700.0);
+}
+
+/// Timing mode runs no data ops, yet the copies and branches that depend on loaded indices
+/// follow the real values: skipping -1 rows changes the time, and matches functional mode.
+TEST(Load, TimingModeFollowsTheRealIndices) {
+  auto cycles = [](std::vector<double> idx, sim::Mode mode) {
+    sim::HostData io = gather_inputs(std::move(idx));
+    return run(gather_program(), io, mode).cycles;
+  };
+  double all_valid = cycles({5, 1, 14, 0}, sim::Mode::Timing);
+  double some_skipped = cycles({5, -1, -1, 0}, sim::Mode::Timing);
+  EXPECT_LT(some_skipped, all_valid);
+  EXPECT_DOUBLE_EQ(all_valid, cycles({5, 1, 14, 0}, sim::Mode::Functional));
+  EXPECT_DOUBLE_EQ(some_skipped, cycles({5, -1, -1, 0}, sim::Mode::Functional));
+}
+
+}  // namespace
+}  // namespace tilepipe
