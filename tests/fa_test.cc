@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "harness.h"
-#include "test_util.h"
+#include "kernel_check.h"
 
 namespace tilepipe {
 namespace {
@@ -17,14 +17,7 @@ struct FaCase {
 class FaMatchesReference : public ::testing::TestWithParam<FaCase> {};
 
 TEST_P(FaMatchesReference, RaceFreeAndWithinTolerance) {
-  const auto& k = kernels::find_kernel("fa");
-  kernels::RunRequest req;
-  req.variant = GetParam().variant;
-  req.params = kernels::resolve_params(k, GetParam().params);
-  req.detect_races = true;  // throws UserError on a race or deadlock
-  auto rep = kernels::run_kernel(k, req, testing::a3());
-  EXPECT_TRUE(rep.correct) << rep.mismatch;
-  EXPECT_LT(rep.max_abs_err, k.tol.atol);
+  testing::expect_matches_reference("fa", GetParam().variant, GetParam().params);
 }
 
 std::vector<FaCase> cases() {

@@ -8,7 +8,7 @@
 #include <chrono>
 
 #include "harness.h"
-#include "test_util.h"
+#include "kernel_check.h"
 
 namespace tilepipe {
 namespace {
@@ -23,14 +23,7 @@ const std::map<std::string, std::string> kSmall = {{"H", "16"}, {"KV_S", "1024"}
 class SfaMatchesReference : public ::testing::TestWithParam<SfaCase> {};
 
 TEST_P(SfaMatchesReference, RaceFreeAndWithinTolerance) {
-  const auto& k = kernels::find_kernel("sfa");
-  kernels::RunRequest req;
-  req.variant = GetParam().variant;
-  req.params = kernels::resolve_params(k, GetParam().params);
-  req.detect_races = true;  // throws UserError on a race or deadlock
-  auto rep = kernels::run_kernel(k, req, testing::a3());
-  EXPECT_TRUE(rep.correct) << rep.mismatch;
-  EXPECT_LT(rep.max_abs_err, k.tol.atol);
+  testing::expect_matches_reference("sfa", GetParam().variant, GetParam().params);
 }
 
 std::vector<SfaCase> cases() {
