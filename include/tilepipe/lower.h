@@ -39,6 +39,12 @@ struct CExpr {
   };
   std::vector<Op> ops;
   bool has_load = false;
+  /// A Load op packs its index count (high 32 bits) and load site (low 32 bits) in `value`.
+  static Op load_op(int rank, int64_t site) {
+    return {Load, ir::BinOp::Add, (static_cast<int64_t>(rank) << 32) | site};
+  }
+  static int load_rank(const Op& o) { return static_cast<int>(o.value >> 32); }
+  static int load_site(const Op& o) { return static_cast<int>(o.value & 0xffffffff); }
   /// `mem` is required when has_load.
   int64_t eval(const int64_t* slots, const ScalarMem* mem = nullptr) const;
   bool is_const() const { return ops.size() == 1 && ops[0].kind == Const; }

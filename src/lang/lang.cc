@@ -7,6 +7,15 @@ namespace tilepipe::lang {
 namespace {
 thread_local KernelBuilder* g_current = nullptr;
 
+/// A default-constructed Tensor has no buffer behind it; `what` names the operation.
+void require_buffer(const ir::Buffer& b, const char* what, SrcLoc loc) {
+  if (!b)
+    throw BuildError{ir::Loc::from(loc),
+                     fmt::format("{} a Tensor that holds no buffer: assign it from input/output/"
+                                 "workspace or an alloc_* call first",
+                                 what)};
+}
+
 enum FrameKind { kRoot, kFor, kScope, kIfThen, kIfElse };
 const char* frame_name(int k) {
   switch (k) {
@@ -67,11 +76,7 @@ Ex select(const Ex& c, const Ex& a, const Ex& b) {
 // ---- slicing ----
 
 Tile Tensor::slice_of(const std::vector<Index>& idx, SrcLoc loc) const {
-  if (!b_) {
-    throw BuildError{ir::Loc::from(loc),
-                     "slice of a Tensor that holds no buffer: assign it from input/output/"
-                     "workspace or an alloc_* call first"};
-  }
+  require_buffer(b_, "slice of", loc);
   const auto& shape = b_->shape;
   if (idx.size() > shape.size()) {
     throw BuildError{
@@ -114,11 +119,7 @@ Scalar at(const Tensor& t, std::vector<Index> idx, SrcLoc loc) {
 }
 
 Ex load(const Tensor& t, std::vector<Ex> idx, SrcLoc loc) {
-  if (!t.ir()) {
-    throw BuildError{ir::Loc::from(loc),
-                     "load from a Tensor that holds no buffer: assign it from input/output/"
-                     "workspace or an alloc_* call first"};
-  }
+  require_buffer(t.ir(), "load from", loc);
   if (idx.size() != t.shape().size()) {
     throw BuildError{
         ir::Loc::from(loc),

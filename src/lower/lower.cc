@@ -43,9 +43,8 @@ int64_t CExpr::eval(const int64_t* slots, const ScalarMem* mem) const {
     switch (o.kind) {
       case Load: {
         // The indices are the top `rank` values (pushed by the lowering right before).
-        int rank = static_cast<int>(o.value >> 32);
-        sp -= rank;
-        st[sp] = mem->load(static_cast<int>(o.value & 0xffffffff), st + sp);
+        sp -= load_rank(o);
+        st[sp] = mem->load(load_site(o), st + sp);
         ++sp;
         break;
       }
@@ -124,7 +123,7 @@ class Lowerer {
       depth += o.kind == CExpr::Const || o.kind == CExpr::Slot ? 1
                : o.kind == CExpr::Bin                          ? -1
                : o.kind == CExpr::Sel                          ? -2
-                                      : 1 - static_cast<int>(o.value >> 32);
+                                                               : 1 - CExpr::load_rank(o);
       max_depth = std::max(max_depth, depth);
     }
     if (max_depth > 64) fail(e->loc, "index expression too deep", "simplify the expression");
@@ -159,8 +158,7 @@ class Lowerer {
           } else if constexpr (std::is_same_v<T, Load>) {
             for (const auto& i : n.index) emit(i, c);
             int64_t site = load_site(n, e->loc);
-            c.ops.push_back(
-                {CExpr::Load, BinOp::Add, (static_cast<int64_t>(n.index.size()) << 32) | site});
+            c.ops.push_back(CExpr::load_op(static_cast<int>(n.index.size()), site));
             c.has_load = true;
           } else {
             static_assert(sizeof(T) == 0, "Lowerer: unhandled expression node");
