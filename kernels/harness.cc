@@ -46,7 +46,7 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   for (const auto& g : rep.lowered.gm) loads = loads || g.scalar_read;
   if (req.mode == sim::Mode::Functional || loads) io = k.inputs(req.params, req.seed);
   sim::HostData in = io;
-  sim::SimOptions opts{req.mode, req.max_cycles, req.observer, req.detect_races};
+  sim::SimOptions opts{req.mode, req.max_cycles, req.observer, req.detect_races, req.fast_forward};
   auto t0 = std::chrono::steady_clock::now();
   try {
     rep.sim = sim::simulate(rep.lowered, chip, &io, opts);
@@ -75,7 +75,7 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
 namespace tilepipe::kernels {
 
 LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::string>& raw,
-                        const ChipConfig& chip, int jobs) {
+                        const ChipConfig& chip, int jobs, bool fast_forward) {
   if (k.ladder.empty()) {
     std::vector<std::string> with;
     for (const auto& other : all_kernels())
@@ -108,6 +108,7 @@ LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::str
         req.variant = k.ladder[i];
         req.params = rep.params;
         req.mode = sim::Mode::Timing;
+        req.fast_forward.enabled = fast_forward;
         rep.steps[i].name = k.ladder[i];
         rep.steps[i].run = run_kernel(k, req, chip);
       } catch (...) {

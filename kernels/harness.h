@@ -19,6 +19,7 @@ struct RunRequest {
   uint64_t seed = 1;
   double max_cycles = 1e13;
   bool detect_races = false;
+  sim::FastForwardOptions fast_forward;  // timing mode: skip steady loop iterations
   sim::Observer* observer = nullptr;
 };
 
@@ -71,6 +72,6 @@ struct LadderReport {
 /// depend on `jobs`). `raw` overrides the ladder's parameter defaults. Throws ParamError
 /// if the kernel has no ladder.
 LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::string>& raw,
-                        const ChipConfig& chip, int jobs);
+                        const ChipConfig& chip, int jobs, bool fast_forward = true);
 
 }  // namespace tilepipe::kernels

@@ -41,6 +41,7 @@ struct RunArgs {
   double max_cycles = 1e13;
   bool json = false;
   bool print_ir = false;
+  bool exact = false;
   std::string trace;
   std::string trace_window;
   std::string csv_dir;
@@ -59,6 +60,9 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", a.json, "print one JSON object on stdout");
   cmd->add_flag("--print-ir", a.print_ir, "print the kernel's tile IR on stderr");
+  if (with_mode)
+    cmd->add_flag("--exact", a.exact,
+                  "simulate every loop iteration (timing mode otherwise skips steady ones)");
   cmd->add_option("--trace", a.trace, "write a Chrome/Perfetto trace JSON to this file");
   cmd->add_option("--trace-window", a.trace_window,
                   "keep only trace events overlapping cycles BEGIN:END (keeps big runs usable)");
@@ -140,8 +144,10 @@ int cmd_run(const RunArgs& a, bool is_check) {
   req.seed = a.seed;
   req.max_cycles = a.max_cycles;
   req.detect_races = is_check;
+  req.fast_forward.enabled = !a.exact;
   prof::Recorder recorder(trace_options(a));
-  req.observer = &recorder;
+  // Per-event recording (trace, per-line CSV) needs every iteration simulated.
+  if (!a.trace.empty() || !a.csv_dir.empty()) req.observer = &recorder;
   ChipConfig chip = load_chip_config(a.chip);
 
   json out;
@@ -180,6 +186,10 @@ int cmd_run(const RunArgs& a, bool is_check) {
   json summary_json = prof::to_json(summary);
   for (auto it = summary_json.begin(); it != summary_json.end(); ++it) out[it.key()] = it.value();
   out["instructions"] = rep.sim.instructions;
+  if (rep.sim.fast_forward.jumps > 0)
+    out["fast_forward"] = {{"jumps", rep.sim.fast_forward.jumps},
+                           {"skipped_iterations", rep.sim.fast_forward.iterations},
+                           {"skipped_cycles", rep.sim.fast_forward.cycles}};
   out["sim_wall_s"] = rep.sim_wall_s;
   if (is_check) out["ok"] = rep.correct;
 
@@ -219,6 +229,7 @@ struct LadderArgs {
   std::vector<std::string> params;
   int jobs = 0;
   bool json = false;
+  bool exact = false;
 };
 
 int cmd_ladder(const LadderArgs& a) {
@@ -226,7 +237,7 @@ int cmd_ladder(const LadderArgs& a) {
   ChipConfig chip = load_chip_config(a.chip);
   int jobs =
       a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto rep = kernels::run_ladder(k, parse_params(a.params), chip, jobs);
+  auto rep = kernels::run_ladder(k, parse_params(a.params), chip, jobs, !a.exact);
   json out;
   out["kernel"] = k.name;
   out["chip"] = chip.name;
@@ -250,7 +261,8 @@ int cmd_ladder(const LadderArgs& a) {
                             {"pct_of_reference", s.pct_of_reference},
                             {"bound", sum.bound},
                             {"verdict", sum.verdict},
-                            {"sim_wall_s", s.run.sim_wall_s}});
+                            {"sim_wall_s", s.run.sim_wall_s},
+                            {"skipped_iterations", s.run.sim.fast_forward.iterations}});
     std::string pct = has_ref ? fmt::format("{:.1f}%", s.pct_of_reference) : "-";
     text += fmt::format("  {:<14} {:>8.1f} {:>8.2f}x {:>8}  {} ({})\n", s.name, s.time_us,
                         s.speedup_vs_prev, pct, sum.bound, sum.verdict);
@@ -301,6 +313,8 @@ int main(int argc, char** argv) {
   ladder->add_option("-j,--jobs", ladder_args.jobs, "steps simulated at once (default: cores)")
       ->check(CLI::Range(1, 256));
   ladder->add_flag("--json", ladder_args.json, "print one JSON object on stdout");
+  ladder->add_flag("--exact", ladder_args.exact,
+                   "simulate every loop iteration (otherwise steady ones are skipped)");
 
   try {
     app.parse(argc, argv);

@@ -61,6 +61,22 @@ class Observer {
   virtual void on_flag(const FlagEvent&) {}
 };
 
+/// Timing mode: once every core's outermost loop has reached a steady state, skip ahead by
+/// whole iterations instead of simulating each (docs/simulator.md, "Fast-forward"). Never
+/// used with an observer, race detection, or control flow that reads data.
+struct FastForwardOptions {
+  bool enabled = true;
+  // The window of iterations compared before a jump: the shortest of at least min_window
+  // iterations holding window_instructions executed instructions of the core (short
+  // iterations jitter more), or else max_window iterations.
+  int min_window = 4;
+  int max_window = 16;
+  int64_t window_instructions = 20000;
+  double trend_tolerance = 1e-3;  // first vs second half of the window, relative duration
+  int tail = 2;                   // iterations of every loop simulated in full at its end
+  int min_jump = 4;               // fewer skippable iterations are not worth a jump
+};
+
 struct SimOptions {
   Mode mode = Mode::Functional;
   double max_cycles = 1e13;  // budget: a run past it stops with an error
@@ -68,6 +84,7 @@ struct SimOptions {
   /// Record byte ranges of every access and report unsynchronised conflicting accesses
   /// (functional or timing mode; slower).
   bool detect_races = false;
+  FastForwardOptions fast_forward;
 };
 
 struct PipeStats {
@@ -94,12 +111,21 @@ struct WaitSite {
   int64_t count = 0;
 };
 
+/// What fast-forward skipped: the cycles and instructions of these iterations are
+/// extrapolated from the iterations before them.
+struct FastForwardStats {
+  int jumps = 0;
+  int64_t iterations = 0;  // loop iterations skipped, summed over cores
+  double cycles = 0;       // simulated time covered by the jumps
+};
+
 struct SimResult {
   double cycles = 0;
   int64_t instructions = 0;
   std::vector<CoreStats> cores;              // per AI core: AIC, AIV0, AIV1 (only kinds with code)
   std::vector<WaitSite> waits;               // sorted by cycles, largest first
   double gm_bytes_hbm = 0, gm_bytes_l2 = 0;  // GM traffic served by HBM / by L2
+  FastForwardStats fast_forward;
 };
 
 /// Runs `prog`. In functional mode `io` supplies every input tensor (missing = zeros) and

@@ -44,6 +44,10 @@ double BandwidthLedger::transfer(double start, double bytes, double rate) {
   return t;
 }
 
+void BandwidthLedger::shift(double cycles) {
+  base_ += static_cast<int64_t>(std::llround(cycles / bucket_));
+}
+
 L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk)
     : capacity_(capacity), chunk_(chunk) {
   for (auto b : tensor_bytes) {

@@ -15,6 +15,8 @@ class BandwidthLedger {
   explicit BandwidthLedger(double bytes_per_cycle, double bucket_cycles = 256);
   /// Moves `bytes` from cycle `start` at up to `rate` bytes/cycle; returns the end cycle.
   double transfer(double start, double bytes, double rate);
+  /// Moves every reservation `cycles` later (rounded to whole buckets): fast-forward.
+  void shift(double cycles);
 
  private:
   double capacity_;  // bytes per bucket

@@ -13,6 +13,8 @@
 #include "bandwidth.h"
 #include "instr.h"
 #include "race.h"
+#include "state.h"
+#include "steady.h"
 #include "tilepipe/numeric.h"
 #include "tilepipe/sim.h"
 #include "tilepipe/verify.h"
@@ -23,74 +25,6 @@ namespace {
 using ir::CoreKind;
 using ir::Pipe;
 using lower::Opcode;
-
-constexpr int kPipes = ir::kNumPipes;
-
-struct SetRecord {
-  double time = 0;  // cycle the flag becomes visible to the waiter
-  const ir::Loc* loc = nullptr;
-  const lower::OpTemplate* op = nullptr;
-  int core = 0;  // setter
-  Pipe pipe = Pipe::S;
-  double fired = 0;  // cycle the set fired on its pipe
-  int vc = -1;       // race detection: released clock (index into Engine::clocks_)
-};
-
-struct Frame {
-  const lower::Block* block;
-  size_t pos;
-  const lower::Item* loop;  // null for non-loop blocks
-  int64_t end;
-};
-
-struct RecentWrite {
-  int mem = -1;
-  int64_t lo = 0, hi = 0;
-  double end = 0;
-};
-
-struct PipeState {
-  double ready = 0;  // earliest start of the next instruction
-  double done = 0;   // all work issued so far on this pipe has finished
-  std::deque<Instr> queue;
-  std::array<RecentWrite, 16> recent{};  // same-pipe RAW/WAW window (docs/simulator.md)
-  int next_recent = 0;
-};
-
-/// Last set of a flag, for deadlock reports.
-struct LastSet {
-  double time = -1;
-  const ir::Loc* loc = nullptr;
-};
-
-struct Core {
-  int index = 0;
-  CoreKind kind = CoreKind::C;
-  int ai_core = 0;
-  int vid = 0;
-  const lower::CoreProgram* prog = nullptr;
-  std::vector<int64_t> slots;
-  std::vector<Frame> stack;
-  int64_t next_block = 0;
-  double t = 0;
-  bool stream_done = false;
-  bool has_pending = false;  // scalar blocked on this instruction
-  Instr pending;
-  bool in_heap = false;
-  std::array<PipeState, kPipes> pipes;
-  std::vector<std::deque<SetRecord>> flags;  // [(src * 7 + dst) * ids + id]
-  std::vector<LastSet> last_set;
-  std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
-  CoreStats stats;
-  int role = 0;      // race threads: 0 AIC, 1 AIV0, 2 AIV1
-  int s_clock = -1;  // snapshot of the scalar unit's clock, -1 = stale
-};
-
-/// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
-struct CrossFlags {
-  std::array<std::vector<std::deque<SetRecord>>, 2> c2v, v2c;
-  std::array<std::vector<LastSet>, 2> last_c2v, last_v2c;
-};
 
 int mem_key(const Access& a) {
   return a.t->scope == ir::Scope::GM ? a.t->gm_index : 1000 + static_cast<int>(a.t->scope);
@@ -117,7 +51,9 @@ class Engine {
   SimResult run() {
     setup_memory();
     setup_cores();
+    setup_fast_forward();
     while (!heap_.empty()) {
+      if (jump_check_) try_jump();
       auto [t, idx] = heap_.top();
       heap_.pop();
       Core& c = cores_[static_cast<size_t>(idx)];
@@ -132,6 +68,55 @@ class Engine {
 
  private:
   static constexpr double kQuantum = 2000;  // cycles a core may run ahead before yielding
+
+  // ---- fast-forward (steady.h) ----
+  /// The fast-forward period of `loop` if it is an outermost loop that can jump, else 0.
+  int64_t outer_period(const lower::Item* loop) const {
+    for (const auto& [l, p] : outer_loops_)
+      if (l == loop) return p;
+    return 0;
+  }
+
+  void find_outer_loops(const lower::CoreProgram& prog, const lower::Block& b) {
+    for (const auto& it : b.items) {
+      if (it.kind == lower::Item::Loop) {
+        int64_t p = iteration_period(prog, it);
+        if (p > 0) outer_loops_.push_back({&it, p});
+      }
+      if (it.kind == lower::Item::If) {
+        if (it.body) find_outer_loops(prog, *it.body);
+        if (it.else_body) find_outer_loops(prog, *it.else_body);
+      }
+    }
+  }
+
+  void setup_fast_forward() {
+    ff_ = opts_.fast_forward.enabled && !functional_ && !opts_.observer && !opts_.detect_races &&
+          p_.aic.loads.empty() && p_.aiv.loads.empty();
+    if (!ff_) return;
+    find_outer_loops(p_.aic, p_.aic.body);
+    find_outer_loops(p_.aiv, p_.aiv.body);
+  }
+
+  /// Between two core runs every core is at an instruction boundary: if all are steady,
+  /// shift the die and the schedule forward.
+  void try_jump() {
+    jump_check_ = false;
+    Jump j = plan_jump(cores_, cross_.size(), opts_.fast_forward);
+    if (j.iterations == 0) return;
+    apply_jump(j, cores_, cross_, opts_.fast_forward);
+    hbm_.shift(j.mean_cycles);
+    l2_.shift(j.mean_cycles);
+    std::vector<HeapItem> items;
+    for (; !heap_.empty(); heap_.pop()) items.push_back(heap_.top());
+    for (auto& [t, idx] : items)
+      heap_.push(
+          {t + j.cycles[static_cast<size_t>(cores_[static_cast<size_t>(idx)].ai_core)], idx});
+    ++jumped_.jumps;
+    for (const Core& c : cores_)
+      if (!c.stream_done) jumped_.iterations += j.iterations;
+    jumped_.cycles += j.mean_cycles;
+  }
 
   // ---- setup ----
   void setup_memory() {
@@ -172,6 +157,7 @@ class Engine {
     c.next_block = ai;
     c.flags.resize(static_cast<size_t>(kPipes * kPipes * chip_.event_ids));
     c.last_set.resize(c.flags.size());
+    c.tally.waits.resize(prog->instrs.size());
     if (functional_ || !prog->loads.empty())
       for (int s = 0; s < 6; ++s)
         c.local[static_cast<size_t>(s)].assign(static_cast<size_t>(prog->scope_bytes[s]), 0);
@@ -226,7 +212,7 @@ class Engine {
   /// Scalar-unit work: advances the issue clock and counts as S-pipe busy time.
   static void scalar(Core& c, double cycles) {
     c.t += cycles;
-    c.stats.pipes[static_cast<size_t>(Pipe::S)].busy_cycles += cycles;
+    c.tally.pipes[static_cast<size_t>(Pipe::S)].busy_cycles += cycles;
   }
 
   /// Walks control flow to the next instruction template; false when the stream ends.
@@ -247,6 +233,12 @@ class Engine {
           scalar(c, sc);  // increment + compare + branch of the loop
           if (v < f.end) {
             f.pos = 0;
+            if (ff_) {
+              if (int64_t period = outer_period(f.loop)) {
+                c.history.period = period;
+                jump_check_ |= record_backedge(c, f, opts_.fast_forward);
+              }
+            }
             continue;
           }
         }
@@ -431,7 +423,7 @@ class Engine {
         Instr in = instantiate(c, *t);
         scalar(c, chip_.issue_cycles);
         in.issue = c.t;
-        ++c.stats.pipes[static_cast<size_t>(Pipe::S)].instructions;
+        ++c.tally.pipes[static_cast<size_t>(Pipe::S)].instructions;
         if (!dispatch(c, in)) {
           c.pending = in;
           c.has_pending = true;
@@ -552,7 +544,7 @@ class Engine {
       }
     }
     double waited = std::max(0.0, done - from);
-    auto& site = waits_[wait.t];
+    auto& site = c.tally.waits[static_cast<size_t>(wait.t - c.prog->instrs.data())];
     site.op = wait.t;
     site.cycles += waited;
     ++site.count;
@@ -629,7 +621,7 @@ class Engine {
 
   /// A copy that reads or writes GM: its bytes flow through the die's shared HBM / L2
   /// bandwidth, so its occupancy depends on what the other cores move at the same time.
-  void gm_transfer(const Instr& in, double start, Cost& cost, PipeStats& st) {
+  void gm_transfer(Core& c, const Instr& in, double start, Cost& cost) {
     const auto& t = *in.t;
     bool read = in.acc[1].t->scope == ir::Scope::GM;
     const Access& g = read ? in.acc[1] : in.acc[0];
@@ -650,9 +642,9 @@ class Engine {
     double end = start;
     if (miss > 0) end = hbm_.transfer(end, static_cast<double>(miss), chip_.mte2_bw_hbm);
     if (hit > 0) end = l2_.transfer(end, static_cast<double>(hit), core_rate);
-    gm_hbm_ += static_cast<double>(miss);
-    gm_l2_ += static_cast<double>(hit);
-    st.bytes += static_cast<double>(miss + hit);
+    c.tally.hbm_bytes += static_cast<double>(miss);
+    c.tally.l2_bytes += static_cast<double>(hit);
+    c.tally.pipes[static_cast<size_t>(t.pipe)].bytes += static_cast<double>(miss + hit);
     cost.occupancy = end - start;
     // A read served entirely by L2 skips the HBM round trip.
     if (read && miss == 0 && t.pipe == Pipe::MTE2) cost.latency = chip_.mte2_latency_l2;
@@ -664,7 +656,7 @@ class Engine {
     while (!ps.queue.empty()) {
       Instr& head = ps.queue.front();
       const auto& t = *head.t;
-      PipeStats& st = c.stats.pipes[static_cast<size_t>(p)];
+      PipeStats& st = c.tally.pipes[static_cast<size_t>(p)];
       switch (t.op) {
         case Opcode::WaitFlag: {
           auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)];
@@ -706,7 +698,7 @@ class Engine {
           double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
           double start = std::max(ready, dep);
           st.wait_dep_cycles += start - ready;
-          if (t.op == Opcode::Copy) gm_transfer(in, start, cost, st);
+          if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost);
           double end = start + cost.occupancy + cost.latency;
           if (end > opts_.max_cycles)
             fail(t.loc, "cycle-budget",
@@ -717,7 +709,7 @@ class Engine {
           ps.done = std::max(ps.done, end);
           st.busy_cycles += cost.occupancy;
           ++st.instructions;
-          ++instructions_;
+          ++c.tally.executed;
           const Access& d = in.acc[0];
           ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(),
                                                             end};
@@ -860,10 +852,21 @@ class Engine {
 
   SimResult collect() {
     SimResult r;
-    r.instructions = instructions_;
-    r.gm_bytes_hbm = gm_hbm_;
-    r.gm_bytes_l2 = gm_l2_;
-    for (const auto& [op, w] : waits_) r.waits.push_back(w);
+    r.fast_forward = jumped_;
+    std::map<const lower::OpTemplate*, WaitSite> waits;
+    for (const auto& c : cores_) {
+      r.instructions += c.tally.executed;
+      r.gm_bytes_hbm += c.tally.hbm_bytes;
+      r.gm_bytes_l2 += c.tally.l2_bytes;
+      for (const auto& w : c.tally.waits) {
+        if (!w.op) continue;
+        auto& site = waits[w.op];
+        site.op = w.op;
+        site.cycles += w.cycles;
+        site.count += w.count;
+      }
+    }
+    for (const auto& [op, w] : waits) r.waits.push_back(w);
     std::stable_sort(r.waits.begin(), r.waits.end(), [](const WaitSite& a, const WaitSite& b) {
       if (a.cycles != b.cycles) return a.cycles > b.cycles;
       return std::tie(a.op->loc.line, a.op->loc.column, a.op->name) <
@@ -873,6 +876,7 @@ class Engine {
       double end = c.t;
       for (const auto& ps : c.pipes) end = std::max(end, ps.done);
       c.stats.end_cycle = end;
+      c.stats.pipes = c.tally.pipes;
       r.cycles = std::max(r.cycles, end);
       r.cores.push_back(c.stats);
     }
@@ -899,13 +903,16 @@ class Engine {
   std::vector<CrossFlags> cross_;
   using HeapItem = std::pair<double, int>;
   std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<>> heap_;
-  int64_t instructions_ = 0;
   BandwidthLedger hbm_, l2_;
   L2Residency l2res_;
-  double gm_hbm_ = 0, gm_l2_ = 0;
   std::unique_ptr<RaceDetector> race_;
   std::vector<VectorClock> clocks_;  // released / snapshot clocks referenced by index
-  std::map<const lower::OpTemplate*, WaitSite> waits_;
+  // Fast-forward (steady.h): enabled for this run, outermost loops of the programs, a
+  // back-edge found a steady core since the last look, what was skipped.
+  bool ff_ = false;
+  std::vector<std::pair<const lower::Item*, int64_t>> outer_loops_;  // with their periods
+  bool jump_check_ = false;
+  FastForwardStats jumped_;
 };
 
 }  // namespace

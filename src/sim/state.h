@@ -1,0 +1,111 @@
+// The simulated state of the die's cores: scalar unit, pipe scoreboards, flag queues and
+// what each core has done so far. Shared by the engine (which advances it) and the
+// steady-state fast-forward (which shifts it in time, steady.h).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "instr.h"
+#include "tilepipe/sim.h"
+
+namespace tilepipe::sim {
+
+constexpr int kPipes = ir::kNumPipes;
+
+struct SetRecord {
+  double time = 0;  // cycle the flag becomes visible to the waiter
+  const ir::Loc* loc = nullptr;
+  const lower::OpTemplate* op = nullptr;
+  int core = 0;  // setter
+  ir::Pipe pipe = ir::Pipe::S;
+  double fired = 0;  // cycle the set fired on its pipe
+  int vc = -1;       // race detection: released clock (index into the engine's clocks)
+};
+
+struct Frame {
+  const lower::Block* block;
+  size_t pos;
+  const lower::Item* loop;  // null for non-loop blocks
+  int64_t end;
+};
+
+struct RecentWrite {
+  int mem = -1;
+  int64_t lo = 0, hi = 0;
+  double end = 0;
+};
+
+struct PipeState {
+  double ready = 0;  // earliest start of the next instruction
+  double done = 0;   // all work issued so far on this pipe has finished
+  std::deque<Instr> queue;
+  std::array<RecentWrite, 16> recent{};  // same-pipe RAW/WAW window (docs/simulator.md)
+  int next_recent = 0;
+};
+
+/// Last set of a flag, for deadlock reports.
+struct LastSet {
+  double time = -1;
+  const ir::Loc* loc = nullptr;
+};
+
+/// What a core has done so far: the counters a run reports. Fast-forward extrapolates
+/// them, so every counter of a core lives here.
+struct Tally {
+  std::array<PipeStats, kPipes> pipes{};
+  std::vector<WaitSite> waits;  // per instruction template of the core's program
+  int64_t executed = 0;         // compute and copy instructions
+  double hbm_bytes = 0, l2_bytes = 0;
+
+  /// m more iterations like the `span` iterations between `earlier` and `later`.
+  void add_iterations(const Tally& later, const Tally& earlier, int64_t span, int64_t m);
+};
+
+/// The core's state at the back-edges of one top-level loop (steady.h).
+struct LoopSnapshot {
+  int64_t iter = 0;  // loop variable of the next iteration
+  double t = 0;
+  Tally tally;
+};
+
+struct LoopHistory {
+  const lower::Item* loop = nullptr;
+  int64_t period = 1;  // iteration_period of the loop (steady.h)
+  std::deque<LoopSnapshot> snaps;  // the last few back-edges, oldest first
+};
+
+struct Core {
+  int index = 0;
+  ir::CoreKind kind = ir::CoreKind::C;
+  int ai_core = 0;
+  int vid = 0;
+  const lower::CoreProgram* prog = nullptr;
+  std::vector<int64_t> slots;
+  std::vector<Frame> stack;
+  int64_t next_block = 0;
+  double t = 0;
+  bool stream_done = false;
+  bool has_pending = false;  // scalar blocked on this instruction
+  Instr pending;
+  bool in_heap = false;
+  std::array<PipeState, kPipes> pipes;
+  std::vector<std::deque<SetRecord>> flags;  // [(src * 7 + dst) * ids + id]
+  std::vector<LastSet> last_set;
+  std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
+  CoreStats stats;                            // identity; counters are in `tally`
+  Tally tally;
+  LoopHistory history;
+  int role = 0;      // race threads: 0 AIC, 1 AIV0, 2 AIV1
+  int s_clock = -1;  // snapshot of the scalar unit's clock, -1 = stale
+};
+
+/// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
+struct CrossFlags {
+  std::array<std::vector<std::deque<SetRecord>>, 2> c2v, v2c;
+  std::array<std::vector<LastSet>, 2> last_c2v, last_v2c;
+};
+
+}  // namespace tilepipe::sim

@@ -1,0 +1,286 @@
+#include "steady.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace tilepipe::sim {
+
+void Tally::add_iterations(const Tally& later, const Tally& earlier, int64_t span, int64_t m) {
+  // Counts grow by the same amount every iteration of a steady window: exact integers.
+  const double f = static_cast<double>(m) / static_cast<double>(span);
+  auto count = [&](int64_t a, int64_t b) { return (a - b) / span * m; };
+  for (size_t p = 0; p < pipes.size(); ++p) {
+    PipeStats& s = pipes[p];
+    const PipeStats &a = later.pipes[p], &b = earlier.pipes[p];
+    s.busy_cycles += f * (a.busy_cycles - b.busy_cycles);
+    s.instructions += count(a.instructions, b.instructions);
+    s.wait_flag_cycles += f * (a.wait_flag_cycles - b.wait_flag_cycles);
+    s.wait_dep_cycles += f * (a.wait_dep_cycles - b.wait_dep_cycles);
+    s.bytes += f * (a.bytes - b.bytes);
+  }
+  for (size_t w = 0; w < waits.size(); ++w) {
+    waits[w].cycles += f * (later.waits[w].cycles - earlier.waits[w].cycles);
+    waits[w].count += count(later.waits[w].count, earlier.waits[w].count);
+  }
+  executed += count(later.executed, earlier.executed);
+  hbm_bytes += f * (later.hbm_bytes - earlier.hbm_bytes);
+  l2_bytes += f * (later.l2_bytes - earlier.l2_bytes);
+}
+
+namespace {
+
+constexpr int64_t kMaxPeriod = 1 << 20;
+
+/// Period in slot `slot` of expression `e`, as lcm of the constant divisors and moduli
+/// applied to values that depend on the slot: 1 if `e` does not depend on it, 0 if unknown
+/// (a data load, or a division by a non-constant).
+int64_t expr_period(const lower::CExpr& e, int slot) {
+  struct V {
+    bool dep = false, cst = false;
+    int64_t value = 0, period = 1;
+  };
+  std::vector<V> st;
+  for (const auto& op : e.ops) {
+    switch (op.kind) {
+      case lower::CExpr::Const:
+        st.push_back({false, true, op.value, 1});
+        break;
+      case lower::CExpr::Slot:
+        st.push_back({op.value == slot, false, 0, 1});
+        break;
+      case lower::CExpr::Load: {
+        V v;
+        for (int k = 0; k < lower::CExpr::load_rank(op); ++k) {
+          v.dep = v.dep || st.back().dep;
+          st.pop_back();
+        }
+        if (v.dep) return 0;
+        st.push_back(v);
+        break;
+      }
+      case lower::CExpr::Bin: {
+        V b = st.back();
+        st.pop_back();
+        V& a = st.back();
+        bool divides = op.bin == ir::BinOp::Div || op.bin == ir::BinOp::Mod;
+        a.period = std::lcm(a.period, b.period);
+        if (divides && a.dep) {
+          if (!b.cst || b.value == 0) return 0;
+          a.period = std::lcm(a.period, std::abs(b.value));
+        }
+        if (divides && b.dep) return 0;
+        a.dep = a.dep || b.dep;
+        a.cst = false;
+        if (a.period > kMaxPeriod) return 0;
+        break;
+      }
+      case lower::CExpr::Sel: {
+        V c = st.back();
+        st.pop_back();
+        V b = st.back();
+        st.pop_back();
+        V& a = st.back();
+        a.period = std::lcm(a.period, std::lcm(b.period, c.period));
+        a.dep = a.dep || b.dep || c.dep;
+        a.cst = false;
+        if (a.period > kMaxPeriod) return 0;
+        break;
+      }
+    }
+  }
+  return st.empty() || !st.back().dep ? 1 : st.back().period;
+}
+
+/// lcm of the periods, 0 if any is unknown or too long.
+int64_t combine(int64_t a, int64_t b) {
+  if (a == 0 || b == 0) return 0;
+  int64_t l = std::lcm(a, b);
+  return l > kMaxPeriod ? 0 : l;
+}
+
+int64_t block_period(const lower::Block& b, int slot) {
+  int64_t p = 1;
+  for (const auto& it : b.items) {
+    if (it.kind == lower::Item::Loop) {
+      p = combine(p, combine(expr_period(it.begin, slot), expr_period(it.end, slot)));
+      p = combine(p, block_period(*it.body, slot));
+    } else if (it.kind == lower::Item::If) {
+      p = combine(p, expr_period(it.cond, slot));
+      if (it.body) p = combine(p, block_period(*it.body, slot));
+      if (it.else_body) p = combine(p, block_period(*it.else_body, slot));
+    }
+  }
+  return p;
+}
+
+int64_t access_period(const lower::AccessTemplate& a, int slot) {
+  int64_t p = 1;
+  for (int d = 0; d < a.rank; ++d) p = combine(p, expr_period(a.start[d], slot));
+  return p;
+}
+
+/// The same instructions on every pipe in iterations a->b and b->c.
+bool same_work(const LoopSnapshot& a, const LoopSnapshot& b, const LoopSnapshot& c) {
+  if (c.tally.executed - b.tally.executed != b.tally.executed - a.tally.executed) return false;
+  for (size_t p = 0; p < a.tally.pipes.size(); ++p)
+    if (c.tally.pipes[p].instructions - b.tally.pipes[p].instructions !=
+        b.tally.pipes[p].instructions - a.tally.pipes[p].instructions)
+      return false;
+  return true;
+}
+
+/// The iterations of the window (steady.h) that ends at the last snapshot; 0 if the
+/// history is too short.
+size_t window(const LoopHistory& h, const FastForwardOptions& o) {
+  const auto& s = h.snaps;
+  for (size_t n = static_cast<size_t>(std::max(2, o.min_window)); n < s.size(); ++n)
+    if (s.back().tally.executed - s[s.size() - 1 - n].tally.executed >= o.window_instructions)
+      return n;
+  return static_cast<int>(s.size()) > o.max_window ? static_cast<size_t>(o.max_window) : 0;
+}
+
+/// The window did the same work every iteration, and its first half took as long as its
+/// second half (no warm-up trend left).
+bool steady(const LoopHistory& h, const FastForwardOptions& o) {
+  const size_t n = window(h, o);
+  if (n == 0) return false;
+  const auto& s = h.snaps;
+  const size_t first = s.size() - 1 - n;
+  for (size_t k = first + 2; k < s.size(); ++k)
+    if (!same_work(s[k - 2], s[k - 1], s[k])) return false;
+  const size_t mid = first + n / 2;
+  double a = s[mid].t - s[first].t, b = s.back().t - s[mid].t;
+  return a > 0 && std::abs(a - b) <= o.trend_tolerance * a;
+}
+
+/// The first snapshot of a window of n iterations.
+const LoopSnapshot& window_start(const LoopHistory& h, size_t n) {
+  return h.snaps[h.snaps.size() - 1 - n];
+}
+
+}  // namespace
+
+int64_t iteration_period(const lower::CoreProgram& prog, const lower::Item& loop) {
+  const int slot = loop.slot;
+  int64_t p = block_period(*loop.body, slot);
+  for (const auto& t : prog.instrs) {
+    // GM addresses may move with the iteration: the jump lands on other data, same timing.
+    for (int i = 0; i < t.num_acc; ++i)
+      if (t.acc[static_cast<size_t>(i)].scope != ir::Scope::GM)
+        p = combine(p, access_period(t.acc[static_cast<size_t>(i)], slot));
+    p = combine(p, expr_period(t.flag_id, slot));
+    p = combine(p, expr_period(t.scalar_expr, slot));
+    if (t.scalar_kind == lower::OpTemplate::ScalarKind::UbRead)
+      p = combine(p, access_period(t.scalar_read, slot));
+  }
+  return p;
+}
+
+bool record_backedge(Core& c, const Frame& f, const FastForwardOptions& o) {
+  LoopHistory& h = c.history;
+  const int64_t next = c.slots[static_cast<size_t>(f.loop->slot)];
+  if (h.loop != f.loop || (!h.snaps.empty() && h.snaps.back().iter + f.loop->step != next)) {
+    h.loop = f.loop;
+    h.snaps.clear();
+  }
+  LoopSnapshot s;
+  s.iter = next;
+  s.t = c.t;
+  s.tally = c.tally;
+  h.snaps.push_back(std::move(s));
+  if (static_cast<int>(h.snaps.size()) > o.max_window + 1) h.snaps.pop_front();
+  return steady(h, o);
+}
+
+Jump plan_jump(const std::vector<Core>& cores, size_t ai_cores, const FastForwardOptions& o) {
+  int64_t m = INT64_MAX, period = 1;
+  std::vector<double> sum(ai_cores, 0.0);
+  std::vector<int> n(ai_cores, 0);
+  for (const Core& c : cores) {
+    if (c.stream_done) continue;
+    const LoopHistory& h = c.history;
+    // Inside the loop instance the history describes, still in its steady state.
+    const Frame* f = nullptr;
+    for (const Frame& fr : c.stack)
+      if (fr.loop == h.loop) f = &fr;
+    if (!f || !steady(h, o)) return {};
+    const lower::Item& loop = *h.loop;
+    int64_t cur = c.slots[static_cast<size_t>(loop.slot)];
+    if (cur != h.snaps.back().iter) return {};
+    int64_t after = (f->end - cur + loop.step - 1) / loop.step - 1;  // iterations after this one
+    m = std::min(m, after - o.tail);
+    period = std::lcm(period, h.period);
+    const size_t n_win = window(h, o);
+    sum[static_cast<size_t>(c.ai_core)] +=
+        (h.snaps.back().t - window_start(h, n_win).t) / static_cast<double>(n_win);
+    ++n[static_cast<size_t>(c.ai_core)];
+  }
+  if (m == INT64_MAX) return {};
+  m -= m % period;  // land on the same phase of every ring of buffers and flags
+  if (m < o.min_jump) return {};
+  Jump j;
+  j.iterations = m;
+  j.cycles.assign(ai_cores, 0.0);
+  int groups = 0;
+  for (size_t a = 0; a < ai_cores; ++a) {
+    if (n[a] == 0) continue;
+    // The cores of one AI core hand each other flags: they move together.
+    j.cycles[a] = static_cast<double>(m) * sum[a] / n[a];
+    j.mean_cycles += j.cycles[a];
+    ++groups;
+  }
+  j.mean_cycles /= groups;
+  return j;
+}
+
+namespace {
+
+void shift(std::deque<SetRecord>& q, double dt) {
+  for (auto& r : q) {
+    r.time += dt;
+    r.fired += dt;
+  }
+}
+
+void shift(LastSet& s, double dt) {
+  if (s.time >= 0) s.time += dt;
+}
+
+}  // namespace
+
+void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>& cross,
+                const FastForwardOptions& o) {
+  for (Core& c : cores) {
+    if (c.stream_done) continue;
+    const double dt = j.cycles[static_cast<size_t>(c.ai_core)];
+    LoopHistory& h = c.history;
+    c.slots[static_cast<size_t>(h.loop->slot)] += j.iterations * h.loop->step;
+    c.t += dt;
+    if (c.has_pending) c.pending.issue += dt;
+    for (PipeState& ps : c.pipes) {
+      ps.ready += dt;
+      ps.done += dt;
+      for (Instr& in : ps.queue) in.issue += dt;
+      for (RecentWrite& w : ps.recent) w.end += dt;
+    }
+    for (auto& q : c.flags) shift(q, dt);
+    for (auto& s : c.last_set) shift(s, dt);
+    const size_t n = window(h, o);
+    c.tally.add_iterations(h.snaps.back().tally, window_start(h, n).tally,
+                           static_cast<int64_t>(n), j.iterations);
+    h.snaps.clear();  // the next back-edges start a new history
+  }
+  for (size_t a = 0; a < cross.size(); ++a) {
+    const double dt = j.cycles[a];
+    CrossFlags& x = cross[a];
+    for (int v = 0; v < 2; ++v) {
+      for (auto& q : x.c2v[static_cast<size_t>(v)]) shift(q, dt);
+      for (auto& q : x.v2c[static_cast<size_t>(v)]) shift(q, dt);
+      for (auto& s : x.last_c2v[static_cast<size_t>(v)]) shift(s, dt);
+      for (auto& s : x.last_v2c[static_cast<size_t>(v)]) shift(s, dt);
+    }
+  }
+}
+
+}  // namespace tilepipe::sim
