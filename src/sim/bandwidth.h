@@ -4,6 +4,7 @@
 // (passed in). Ignores: bank/channel locality, read/write turnaround.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -33,6 +34,10 @@ class L2Residency {
   L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk = 128);
   /// Splits [lo, hi) of tensor `t` into (missed, hit) bytes and marks the range resident.
   std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi);
+  int64_t resident() const { return resident_; }
+  int64_t room() const { return capacity_ - resident_; }
+  /// Counts `bytes` more as resident without naming the lines (fast-forward).
+  void fill(int64_t bytes) { resident_ = std::min(capacity_, resident_ + bytes); }
 
  private:
   int64_t capacity_, chunk_, resident_ = 0;

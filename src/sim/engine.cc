@@ -102,11 +102,12 @@ class Engine {
   /// shift the die and the schedule forward.
   void try_jump() {
     jump_check_ = false;
-    Jump j = plan_jump(cores_, cross_.size(), opts_.fast_forward);
+    Jump j = plan_jump(cores_, cross_.size(), l2res_.room(), opts_.fast_forward);
     if (j.iterations == 0) return;
     apply_jump(j, cores_, cross_, opts_.fast_forward);
     hbm_.shift(j.mean_cycles);
     l2_.shift(j.mean_cycles);
+    l2res_.fill(j.l2_fill);
     std::vector<HeapItem> items;
     for (; !heap_.empty(); heap_.pop()) items.push_back(heap_.top());
     for (auto& [t, idx] : items)
@@ -236,7 +237,7 @@ class Engine {
             if (ff_) {
               if (int64_t period = outer_period(f.loop)) {
                 c.history.period = period;
-                jump_check_ |= record_backedge(c, f, opts_.fast_forward);
+                jump_check_ |= record_backedge(c, f, l2res_.resident(), opts_.fast_forward);
               }
             }
             continue;

@@ -68,12 +68,13 @@ struct Tally {
 struct LoopSnapshot {
   int64_t iter = 0;  // loop variable of the next iteration
   double t = 0;
+  int64_t l2_resident = 0;  // bytes resident in the die's L2 at this back-edge
   Tally tally;
 };
 
 struct LoopHistory {
   const lower::Item* loop = nullptr;
-  int64_t period = 1;  // iteration_period of the loop (steady.h)
+  int64_t period = 1;              // iteration_period of the loop (steady.h)
   std::deque<LoopSnapshot> snaps;  // the last few back-edges, oldest first
 };
 

@@ -134,10 +134,13 @@ bool same_work(const LoopSnapshot& a, const LoopSnapshot& b, const LoopSnapshot&
 /// history is too short.
 size_t window(const LoopHistory& h, const FastForwardOptions& o) {
   const auto& s = h.snaps;
-  for (size_t n = static_cast<size_t>(std::max(2, o.min_window)); n < s.size(); ++n)
+  // Even, so that the trend test compares two halves of equal length.
+  auto even = [](int n) { return static_cast<size_t>(std::max(2, n + n % 2)); };
+  for (size_t n = even(o.min_window); n < s.size(); n += 2)
     if (s.back().tally.executed - s[s.size() - 1 - n].tally.executed >= o.window_instructions)
       return n;
-  return static_cast<int>(s.size()) > o.max_window ? static_cast<size_t>(o.max_window) : 0;
+  const size_t max = even(o.max_window);
+  return s.size() > max ? max : 0;
 }
 
 /// The window did the same work every iteration, and its first half took as long as its
@@ -177,7 +180,7 @@ int64_t iteration_period(const lower::CoreProgram& prog, const lower::Item& loop
   return p;
 }
 
-bool record_backedge(Core& c, const Frame& f, const FastForwardOptions& o) {
+bool record_backedge(Core& c, const Frame& f, int64_t l2_resident, const FastForwardOptions& o) {
   LoopHistory& h = c.history;
   const int64_t next = c.slots[static_cast<size_t>(f.loop->slot)];
   if (h.loop != f.loop || (!h.snaps.empty() && h.snaps.back().iter + f.loop->step != next)) {
@@ -187,14 +190,17 @@ bool record_backedge(Core& c, const Frame& f, const FastForwardOptions& o) {
   LoopSnapshot s;
   s.iter = next;
   s.t = c.t;
+  s.l2_resident = l2_resident;
   s.tally = c.tally;
   h.snaps.push_back(std::move(s));
-  if (static_cast<int>(h.snaps.size()) > o.max_window + 1) h.snaps.pop_front();
+  if (static_cast<int>(h.snaps.size()) > o.max_window + 2) h.snaps.pop_front();
   return steady(h, o);
 }
 
-Jump plan_jump(const std::vector<Core>& cores, size_t ai_cores, const FastForwardOptions& o) {
+Jump plan_jump(const std::vector<Core>& cores, size_t ai_cores, int64_t l2_room,
+               const FastForwardOptions& o) {
   int64_t m = INT64_MAX, period = 1;
+  double l2_growth = 0;  // resident bytes per iteration, over the window
   std::vector<double> sum(ai_cores, 0.0);
   std::vector<int> n(ai_cores, 0);
   for (const Core& c : cores) {
@@ -212,15 +218,21 @@ Jump plan_jump(const std::vector<Core>& cores, size_t ai_cores, const FastForwar
     m = std::min(m, after - o.tail);
     period = std::lcm(period, h.period);
     const size_t n_win = window(h, o);
+    l2_growth = std::max(l2_growth, static_cast<double>(h.snaps.back().l2_resident -
+                                                        window_start(h, n_win).l2_resident) /
+                                        static_cast<double>(n_win));
     sum[static_cast<size_t>(c.ai_core)] +=
         (h.snaps.back().t - window_start(h, n_win).t) / static_cast<double>(n_win);
     ++n[static_cast<size_t>(c.ai_core)];
   }
   if (m == INT64_MAX) return {};
+  if (l2_growth > 0)  // stop short of filling the L2: the iterations after it are slower
+    m = std::min(m, static_cast<int64_t>(static_cast<double>(l2_room) / l2_growth) - 1);
   m -= m % period;  // land on the same phase of every ring of buffers and flags
   if (m < o.min_jump) return {};
   Jump j;
   j.iterations = m;
+  j.l2_fill = static_cast<int64_t>(l2_growth * static_cast<double>(m));
   j.cycles.assign(ai_cores, 0.0);
   int groups = 0;
   for (size_t a = 0; a < ai_cores; ++a) {
@@ -267,8 +279,8 @@ void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>
     for (auto& q : c.flags) shift(q, dt);
     for (auto& s : c.last_set) shift(s, dt);
     const size_t n = window(h, o);
-    c.tally.add_iterations(h.snaps.back().tally, window_start(h, n).tally,
-                           static_cast<int64_t>(n), j.iterations);
+    c.tally.add_iterations(h.snaps.back().tally, window_start(h, n).tally, static_cast<int64_t>(n),
+                           j.iterations);
     h.snaps.clear();  // the next back-edges start a new history
   }
   for (size_t a = 0; a < cross.size(); ++a) {
