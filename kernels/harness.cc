@@ -39,6 +39,7 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   rep.program = k.build(req.params, rep.variant);
   verify_or_throw(rep.program, chip);
   rep.lowered = lower::lower(rep.program, chip);
+  if (req.mutate) req.mutate(rep.lowered);
 
   sim::HostData io;
   // Timing mode needs the values of what scalar loads read (index / page tables).
@@ -60,8 +61,10 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   if (req.mode == sim::Mode::Functional) {
     rep.checked = true;
     rep.correct = true;
-    for (const auto& [name, ref] : k.reference(req.params, rep.variant, in))
+    for (const auto& [name, ref] : k.reference(req.params, rep.variant, in)) {
       compare(io.at(name), ref, k.tol, name, rep);
+      rep.outputs[name] = io.at(name);
+    }
   }
   return rep;
 }

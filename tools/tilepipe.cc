@@ -9,6 +9,7 @@
 #include <sstream>
 #include <thread>
 
+#include "check_syncs.h"
 #include "harness.h"
 #include "registry.h"
 #include "tilepipe/chip.h"
@@ -131,7 +132,18 @@ int cmd_list(bool as_json) {
   return 0;
 }
 
-int cmd_run(const RunArgs& a, bool is_check) {
+/// check: a program error found at run time (race, deadlock, flag misuse) is a finding.
+int report_check_failure(const kernels::SimFailure& e, bool as_json, json out) {
+  out["ok"] = false;
+  out["errors"] = json::array();
+  for (const auto& d : e.diagnostics())
+    out["errors"].push_back({{"kind", d.kind}, {"where", d.loc.str()}, {"message", d.message}});
+  std::cerr << e.what() << "\n";
+  if (as_json) std::cout << out.dump(2) << "\n";
+  return kExitCheckFailed;
+}
+
+int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr) {
   const auto& k = kernels::find_kernel(a.kernel);
   kernels::RunRequest req;
   req.variant = a.variant;
@@ -153,17 +165,11 @@ int cmd_run(const RunArgs& a, bool is_check) {
 
   kernels::RunReport rep;
   try {
+    if (sync && sync->any()) return cli::run_sync_command(*sync, k, req, chip, a.json, out);
     rep = kernels::run_kernel(k, req, chip);
   } catch (const kernels::SimFailure& e) {
     if (!is_check) throw;
-    // check: program errors found at run time (race, deadlock, flag misuse) are findings.
-    out["ok"] = false;
-    out["errors"] = json::array();
-    for (const auto& d : e.diagnostics())
-      out["errors"].push_back({{"kind", d.kind}, {"where", d.loc.str()}, {"message", d.message}});
-    std::cerr << e.what() << "\n";
-    if (a.json) std::cout << out.dump(2) << "\n";
-    return kExitCheckFailed;
+    return report_check_failure(e, a.json, out);
   }
   if (a.print_ir) std::cerr << ir::print(rep.program);
 
@@ -292,6 +298,18 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand(
       "check", "functional run compared with the reference; exit 3 on mismatch or deadlock");
   add_run_options(check, check_args, false);
+  cli::SyncArgs sync_args;
+  auto* list_syncs = check->add_flag("--list-syncs", sync_args.list,
+                                     "list the sync ops (flags, barriers) of the lowered program");
+  auto* drop_sync = check->add_option(
+      "--drop-sync", sync_args.drop,
+      "drop sync op K (index from --list-syncs; repeatable) and check: race, deadlock, "
+      "mismatch or redundant");
+  auto* find_redundant = check->add_flag(
+      "--find-redundant", sync_args.find_redundant,
+      "drop each sync op in turn and list those that can go, with the cycles each costs");
+  list_syncs->excludes(drop_sync)->excludes(find_redundant);
+  drop_sync->excludes(find_redundant);
 
   LadderArgs ladder_args;
   auto* ladder = app.add_subcommand("ladder", "run every optimisation step of a kernel family");
@@ -315,7 +333,7 @@ int main(int argc, char** argv) {
   try {
     if (list->parsed()) return cmd_list(list_json);
     if (run->parsed()) return cmd_run(run_args, false);
-    if (check->parsed()) return cmd_run(check_args, true);
+    if (check->parsed()) return cmd_run(check_args, true, &sync_args);
     if (ladder->parsed()) return cmd_ladder(ladder_args);
   } catch (const UsageError& e) {
     return fail(kExitBadInput, "tilepipe: " + e.message);
