@@ -96,10 +96,10 @@ DropOutcome classify(const std::vector<Diagnostic>& diags) {
   for (const auto& d : diags) {
     race = race || d.kind == "race";
     deadlock = deadlock || d.kind == "deadlock";
-    flag = flag || d.kind == "unmatched-flag" || d.kind == "flag-double-set" ||
-           d.kind == "cross-flag";
+    flag =
+        flag || d.kind == "unmatched-flag" || d.kind == "flag-double-set" || d.kind == "cross-flag";
   }
-  return race ? DropOutcome::Race
+  return race       ? DropOutcome::Race
          : deadlock ? DropOutcome::Deadlock
          : flag     ? DropOutcome::FlagError
                     : DropOutcome::Error;
@@ -150,7 +150,8 @@ std::vector<SyncOp> list_syncs(const lower::LoweredProgram& p) {
   return out;
 }
 
-std::vector<SyncOp> kernel_syncs(const KernelDef& k, const RunRequest& req, const ChipConfig& chip) {
+std::vector<SyncOp> kernel_syncs(const KernelDef& k, const RunRequest& req,
+                                 const ChipConfig& chip) {
   ir::Program prog = k.build(req.params, resolve_variant(k, req.variant));
   verify_or_throw(prog, chip);
   return list_syncs(lower::lower(prog, chip));
@@ -174,10 +175,10 @@ DropResult drop_and_check(const KernelDef& k, RunRequest req, const ChipConfig& 
                           const RunReport& baseline) {
   for (int w : which)
     if (w < 0 || w >= static_cast<int>(syncs.size()))
-      throw ParamError{fmt::format(
-          "--drop-sync {}: expected a sync index in [0, {}], found {}; list them with "
-          "--list-syncs",
-          w, static_cast<int>(syncs.size()) - 1, w)};
+      throw ParamError{
+          fmt::format("--drop-sync {}: expected a sync index in [0, {}], found {}; list them with "
+                      "--list-syncs",
+                      w, static_cast<int>(syncs.size()) - 1, w)};
   DropResult r;
   r.dropped = which;
   req.mode = sim::Mode::Functional;
@@ -192,8 +193,7 @@ DropResult drop_and_check(const KernelDef& k, RunRequest req, const ChipConfig& 
     RunReport rep = run_kernel(k, req, chip);
     r.cycles = rep.sim.cycles;
     r.saved_cycles = baseline.sim.cycles - rep.sim.cycles;
-    if (!same_outputs(baseline.outputs, rep.outputs, r.mismatch))
-      r.outcome = DropOutcome::Mismatch;
+    if (!same_outputs(baseline.outputs, rep.outputs, r.mismatch)) r.outcome = DropOutcome::Mismatch;
   } catch (const UserError& e) {  // SimFailure included
     r.diagnostics = e.diagnostics();
     r.outcome = classify(r.diagnostics);

@@ -17,14 +17,14 @@
 namespace tilepipe::kernels {
 
 struct SyncOp {
-  int index = 0;               // position in list_syncs (AIC program order, then AIV)
+  int index = 0;  // position in list_syncs (AIC program order, then AIV)
   ir::CoreKind core = ir::CoreKind::C;
-  int instr = -1;              // index into the core program's instrs
+  int instr = -1;  // index into the core program's instrs
   lower::Opcode op = lower::Opcode::SetFlag;
-  std::string kind;            // set_flag, wait_flag, pipe_barrier, set_cross_flag, wait_cross_flag
-  std::string pipes;           // "MTE2->V" (flags), "V" (barrier), "FIX" (cross set), "S" (cross wait)
-  std::string event_id;        // "3", or the id expression, e.g. "1 + loop@174 % 2"
-  std::string source;          // DSL file:line
+  std::string kind;      // set_flag, wait_flag, pipe_barrier, set_cross_flag, wait_cross_flag
+  std::string pipes;     // "MTE2->V" (flags), "V" (barrier), "FIX" (cross set), "S" (cross wait)
+  std::string event_id;  // "3", or the id expression, e.g. "1 + loop@174 % 2"
+  std::string source;    // DSL file:line
 };
 
 /// Every sync op of `p`, in a stable order: the AIC program's templates in program order,

@@ -48,11 +48,10 @@ std::string outcome_text(const DropResult& r, double baseline) {
     case DropOutcome::Deadlock:
     case DropOutcome::FlagError:
     case DropOutcome::Error: {
-      const char* what = r.outcome == DropOutcome::Race       ? "race found"
-                         : r.outcome == DropOutcome::Deadlock ? "deadlock found"
-                         : r.outcome == DropOutcome::FlagError
-                             ? "flag error found"
-                             : "run-time error found";
+      const char* what = r.outcome == DropOutcome::Race        ? "race found"
+                         : r.outcome == DropOutcome::Deadlock  ? "deadlock found"
+                         : r.outcome == DropOutcome::FlagError ? "flag error found"
+                                                               : "run-time error found";
       std::string where = r.diagnostics.empty() ? "" : " at " + r.diagnostics.front().loc.str();
       return fmt::format("{} ({} report(s), first{})", what, r.diagnostics.size(), where);
     }
@@ -84,8 +83,8 @@ int list(const kernels::KernelDef& k, const kernels::RunRequest& req, const Chip
   return 0;
 }
 
-int drop(const std::vector<int>& which, const kernels::KernelDef& k,
-         const kernels::RunRequest& req, const ChipConfig& chip, bool as_json, json out) {
+int drop(const std::vector<int>& which, const kernels::KernelDef& k, const kernels::RunRequest& req,
+         const ChipConfig& chip, bool as_json, json out) {
   auto syncs = kernels::kernel_syncs(k, req, chip);
   // Index errors before the (slower) runs.
   for (int w : which)
@@ -112,8 +111,8 @@ int drop(const std::vector<int>& which, const kernels::KernelDef& k,
   if (r.cycles >= 0) out["saved_cycles"] = r.saved_cycles;
   if (!r.diagnostics.empty()) out["errors"] = errors_json(r.diagnostics);
   if (r.outcome == DropOutcome::Mismatch) out["mismatch"] = r.mismatch;
-  std::string line = fmt::format("drop sync {}: {}", fmt::join(names, ", "),
-                                 outcome_text(r, base.sim.cycles));
+  std::string line =
+      fmt::format("drop sync {}: {}", fmt::join(names, ", "), outcome_text(r, base.sim.cycles));
   if (!r.diagnostics.empty()) std::cerr << UserError(r.diagnostics).what() << "\n";
   if (as_json) {
     std::cerr << line << "\n";
@@ -154,9 +153,9 @@ int find(const kernels::KernelDef& k, const kernels::RunRequest& req, const Chip
                      {"saved_cycles", base.sim.cycles - rep.combined.cycles}};
   std::vector<std::string> cs;
   for (const auto& [name, n] : counts) cs.push_back(fmt::format("{} {}", name, n));
-  std::string text = fmt::format("{} [{}] on {}: {} sync op(s), {:.0f} cycles with all of them\n",
-                                 k.name, out["variant"].get<std::string>(), chip.name,
-                                 syncs.size(), base.sim.cycles);
+  std::string text =
+      fmt::format("{} [{}] on {}: {} sync op(s), {:.0f} cycles with all of them\n", k.name,
+                  out["variant"].get<std::string>(), chip.name, syncs.size(), base.sim.cycles);
   text += fmt::format("  dropping one at a time: {}\n", fmt::join(cs, ", "));
   if (out["redundant"].empty()) {
     text += "  no redundant sync: every one is needed\n";
@@ -170,8 +169,8 @@ int find(const kernels::KernelDef& k, const kernels::RunRequest& req, const Chip
   }
   for (const auto& s : syncs)
     if (rep.single[static_cast<size_t>(s.index)].outcome == DropOutcome::Mismatch)
-      text += fmt::format("  warning: dropping {} changes the result without a race report\n",
-                          s.index);
+      text +=
+          fmt::format("  warning: dropping {} changes the result without a race report\n", s.index);
   if (as_json) {
     std::cerr << text;
     std::cout << out.dump(2) << "\n";
@@ -183,9 +182,8 @@ int find(const kernels::KernelDef& k, const kernels::RunRequest& req, const Chip
 
 }  // namespace
 
-int run_sync_command(const SyncArgs& a, const kernels::KernelDef& k,
-                     const kernels::RunRequest& req, const ChipConfig& chip, bool as_json,
-                     json header) {
+int run_sync_command(const SyncArgs& a, const kernels::KernelDef& k, const kernels::RunRequest& req,
+                     const ChipConfig& chip, bool as_json, json header) {
   if (a.list) return list(k, req, chip, as_json, header);
   if (a.find_redundant) return find(k, req, chip, as_json, header);
   return drop(a.drop, k, req, chip, as_json, header);

@@ -21,8 +21,7 @@ struct SyncArgs {
 /// Runs the requested sync command; `header` holds kernel, variant, chip and params. Returns
 /// the exit code (0, or 3 when a dropped sync is caught / the check fails). Throws
 /// ParamError for a bad index, UserError / SimFailure when the unmutated kernel fails.
-int run_sync_command(const SyncArgs& a, const kernels::KernelDef& k,
-                     const kernels::RunRequest& req, const ChipConfig& chip, bool as_json,
-                     nlohmann::ordered_json header);
+int run_sync_command(const SyncArgs& a, const kernels::KernelDef& k, const kernels::RunRequest& req,
+                     const ChipConfig& chip, bool as_json, nlohmann::ordered_json header);
 
 }  // namespace tilepipe::cli
