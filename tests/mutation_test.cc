@@ -88,7 +88,8 @@ std::vector<MutationCase> cases() {
       {"softmax", "tile", {{"R", "64"}, {"C", "256"}}, "softmax"},
       {"elementwise", "add", {{"N", "4096"}}, "elementwise"},
   };
-  for (const char* v : {"baseline", "multibuf", "pipelined"}) out.push_back({"fa", v, fa, "fa_" + std::string(v)});
+  for (const char* v : {"baseline", "multibuf", "pipelined"})
+    out.push_back({"fa", v, fa, "fa_" + std::string(v)});
   for (const char* v : {"baseline", "developer", "pa", "no_cv_pipeline"})
     out.push_back({"sfa", v, sfa, "sfa_" + std::string(v)});
   return out;
@@ -113,12 +114,13 @@ class FaExpertSyncs : public ::testing::Test {
     delete base_;
     delete syncs_;
   }
-  /// The index of the first sync of `kind` at `source` (file:line).
-  static int find(const std::string& kind, const std::string& pipes, int line) {
+  /// The first (or last) sync of `kind` on `pipes` of core kind `core`, or null.
+  static const kernels::SyncOp* find(ir::CoreKind core, const std::string& kind,
+                                     const std::string& pipes, bool last = false) {
+    const kernels::SyncOp* hit = nullptr;
     for (const auto& s : *syncs_)
-      if (s.kind == kind && s.pipes == pipes && s.source == "fa.cc:" + std::to_string(line))
-        return s.index;
-    return -1;
+      if (s.core == core && s.kind == kind && s.pipes == pipes && (!hit || last)) hit = &s;
+    return hit;
   }
   static kernels::DropResult drop(std::vector<int> which) {
     return kernels::drop_and_check(*k_, *req_, testing::a3(), *syncs_, which, *base_);
@@ -157,9 +159,9 @@ TEST_F(FaExpertSyncs, ListIsInProgramOrderAicFirstWithSources) {
 
 TEST_F(FaExpertSyncs, DroppingTheWaitBeforeTheSoftmaxIsARaceAtItsLine) {
   // AIV: copy ws1 -> UB on MTE2, set(MTE2, V), wait(MTE2, V), then V reads the tile.
-  int w = find("wait_flag", "MTE2->V", 252);
-  ASSERT_GE(w, 0);
-  auto r = drop({w});
+  auto* w = find(ir::CoreKind::V, "wait_flag", "MTE2->V");
+  ASSERT_NE(w, nullptr);
+  auto r = drop({w->index});
   EXPECT_EQ(r.outcome, DropOutcome::Race);
   ASSERT_FALSE(r.diagnostics.empty());
   EXPECT_EQ(r.diagnostics.front().kind, "race");
@@ -168,24 +170,24 @@ TEST_F(FaExpertSyncs, DroppingTheWaitBeforeTheSoftmaxIsARaceAtItsLine) {
 }
 
 TEST_F(FaExpertSyncs, DroppingASetDeadlocksItsWait) {
-  int s = find("set_flag", "MTE2->V", 251);
-  ASSERT_GE(s, 0);
-  auto r = drop({s});
+  auto* s = find(ir::CoreKind::V, "set_flag", "MTE2->V");
+  auto* w = find(ir::CoreKind::V, "wait_flag", "MTE2->V");
+  ASSERT_TRUE(s && w);
+  auto r = drop({s->index});
   EXPECT_EQ(r.outcome, DropOutcome::Deadlock);
-  // The AIV's wait at the next line blocks forever (and the AIC, waiting for the AIV, too).
+  // The AIV's matching wait blocks forever (and the AIC, waiting for the AIV, too).
   bool at_wait = false;
   for (const auto& d : r.diagnostics)
-    at_wait = at_wait || (d.loc.str() == "fa.cc:252" && d.message.find("MTE2->V #0 forever; "
-                                                                        "never set") !=
-                                                            std::string::npos);
+    at_wait = at_wait || (d.loc.str() == w->source &&
+                          d.message.find("MTE2->V #0 forever; never set") != std::string::npos);
   EXPECT_TRUE(at_wait) << UserError(r.diagnostics).what();
 }
 
 TEST_F(FaExpertSyncs, DrainWaitAtKernelEndIsRedundantWithIdenticalOutputs) {
   // The credit drain after the last task orders nothing that follows.
-  int w = find("wait_flag", "M->MTE1", 224);
-  ASSERT_GE(w, 0);
-  auto r = drop({w});
+  auto* w = find(ir::CoreKind::C, "wait_flag", "M->MTE1", /*last=*/true);
+  ASSERT_NE(w, nullptr);
+  auto r = drop({w->index});
   EXPECT_EQ(r.outcome, DropOutcome::Redundant) << kernels::to_string(r.outcome);
   EXPECT_TRUE(r.diagnostics.empty());
   EXPECT_TRUE(r.mismatch.empty());

@@ -3,7 +3,13 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -38,8 +44,8 @@ struct RunArgs {
   std::string chip = "a3";
   std::string mode = "functional";
   std::vector<std::string> params;
-  uint64_t seed = 1;
-  double max_cycles = 1e13;
+  std::string seed = "1";
+  std::string max_cycles = "1e13";
   bool json = false;
   bool print_ir = false;
   std::string trace;
@@ -55,9 +61,9 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
     cmd->add_option("--mode", a.mode, "timing (fast, no values) or functional (values + check)")
         ->check(CLI::IsMember({"timing", "functional"}));
   cmd->add_option("--param", a.params, "kernel parameter k=v (repeatable)");
-  cmd->add_option("--seed", a.seed, "seed of the generated inputs");
-  cmd->add_option("--max-cycles", a.max_cycles, "stop a run that passes this many cycles")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", a.seed, "seed of the generated inputs (0 .. 2^64-1)");
+  cmd->add_option("--max-cycles", a.max_cycles,
+                  "stop a run that passes this many cycles (> 0, default 1e13)");
   cmd->add_flag("--json", a.json, "print one JSON object on stdout");
   cmd->add_flag("--print-ir", a.print_ir, "print the kernel's tile IR on stderr");
   cmd->add_option("--trace", a.trace, "write a Chrome/Perfetto trace JSON to this file");
@@ -87,6 +93,61 @@ prof::TraceOptions trace_options(const RunArgs& a) {
                     a.trace_window)};
   }
   return t;
+}
+
+uint64_t parse_seed(const std::string& s) {
+  size_t used = 0;
+  uint64_t v = 0;
+  try {
+    if (s.empty() || s[0] == '-' || s[0] == '+' || s[0] == ' ') throw std::invalid_argument("sign");
+    v = std::stoull(s, &used, 10);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != s.size())
+    throw UsageError{fmt::format(
+        "--seed '{}': expected a whole number in [0, 18446744073709551615], e.g. --seed 7", s)};
+  return v;
+}
+
+double parse_max_cycles(const std::string& s) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != s.size() || !(v > 0) || !std::isfinite(v))
+    throw UsageError{fmt::format(
+        "--max-cycles '{}': expected a number of cycles > 0 (finite), e.g. --max-cycles 1e9", s)};
+  return v;
+}
+
+/// Output files are checked before the run, so a bad path fails at once, not after a long
+/// simulation: the directory must exist and be writable, the path must not be a directory.
+void check_output_path(const std::string& flag, const std::string& path, bool is_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p(path);
+  fs::path dir = is_dir ? p : p.parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec))
+    throw UsageError{fmt::format("{} '{}': the directory '{}' does not exist; create it first",
+                                 flag, path, dir.string())};
+  if (!is_dir && fs::is_directory(p, ec))
+    throw UsageError{fmt::format(
+        "{} '{}': is a directory; expected a file path, e.g. {}/trace.json", flag, path, path)};
+  if (!is_dir && fs::exists(p, ec) && ::access(path.c_str(), W_OK) != 0)
+    throw UsageError{
+        fmt::format("{} '{}': the file is read-only ({}); remove it or choose "
+                    "another path",
+                    flag, path, std::strerror(errno))};
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw UsageError{
+        fmt::format("{} '{}': the directory '{}' is not writable ({}); choose "
+                    "another directory",
+                    flag, path, dir.string(), std::strerror(errno))};
 }
 
 std::map<std::string, std::string> parse_params(const std::vector<std::string>& raw) {
@@ -149,8 +210,10 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   req.variant = a.variant;
   req.params = kernels::resolve_params(k, parse_params(a.params));
   req.mode = (is_check || a.mode == "functional") ? sim::Mode::Functional : sim::Mode::Timing;
-  req.seed = a.seed;
-  req.max_cycles = a.max_cycles;
+  req.seed = parse_seed(a.seed);
+  req.max_cycles = parse_max_cycles(a.max_cycles);
+  if (!a.trace.empty()) check_output_path("--trace", a.trace, false);
+  if (!a.csv_dir.empty()) check_output_path("--csv-dir", a.csv_dir, true);
   req.detect_races = is_check;
   prof::Recorder recorder(trace_options(a));
   req.observer = &recorder;
@@ -317,7 +380,7 @@ int main(int argc, char** argv) {
   ladder->add_option("--chip", ladder_args.chip, "chip config: a2, a3, or a .json path");
   ladder->add_option("--param", ladder_args.params, "kernel parameter k=v (repeatable)");
   ladder->add_option("-j,--jobs", ladder_args.jobs, "steps simulated at once (default: cores)")
-      ->check(CLI::Range(1, 256));
+      ->check(CLI::Range(1, 256).description("an integer in [1, 256]"));
   ladder->add_flag("--json", ladder_args.json, "print one JSON object on stdout");
 
   try {
