@@ -104,13 +104,12 @@ TEST(CliSyncs, FindRedundantListsRedundantSyncsWithCycles) {
     EXPECT_TRUE(s.contains("saved_cycles")) << s.dump();
   }
   EXPECT_TRUE(j.contains("combined") && j["combined"].contains("saved_cycles"));
-  EXPECT_NE(r.err.find("redundant (each on its own; cycles it costs)"), std::string::npos)
-      << r.err;
+  EXPECT_NE(r.err.find("redundant (each on its own; cycles it costs)"), std::string::npos) << r.err;
 }
 
 TEST(CliSyncs, DropSyncOutOfRangeOrNotANumberIsBadInput) {
-  expect_bad_input(kFa + " --drop-sync 100000", {"--drop-sync 100000", "expected a sync index in [0,",
-                                                 "--list-syncs"});
+  expect_bad_input(kFa + " --drop-sync 100000",
+                   {"--drop-sync 100000", "expected a sync index in [0,", "--list-syncs"});
   expect_bad_input(kFa + " --drop-sync -3", {"--drop-sync -3", "expected a sync index"});
   expect_bad_input(kFa + " --drop-sync x", {"--drop-sync"});
   expect_bad_input(kFa + " --list-syncs --find-redundant", {"excludes"});
@@ -151,12 +150,13 @@ TEST(CliHostile, UnknownKernelVariantChip) {
 
 TEST(CliHostile, NumStagesThatCannotFitSaysWhatFits) {
   // The cross-core counter (15 signals per batch) is checked with the parameters.
-  expect_bad_input("run fa --variant expert --param num_stages=31",
-                   {"num_stages=31", "counter holds 15", "num_stages <= 30", "cross_interval >= 3"});
+  expect_bad_input(
+      "run fa --variant expert --param num_stages=31",
+      {"num_stages=31", "counter holds 15", "num_stages <= 30", "cross_interval >= 3"});
   // UB: the capacity error names the largest num_stages that fits.
-  CliResult r = cli(
-      "run fa --variant expert --param S=1024 --param H=1 --param num_stages=200 "
-      "--param cross_interval=14");
+  CliResult r =
+      cli("run fa --variant expert --param S=1024 --param H=1 --param num_stages=200 "
+          "--param cross_interval=14");
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("error: UB overflow on AIV"), std::string::npos) << r.err;
@@ -196,8 +196,8 @@ TEST(CliHostile, ReadOnlyOutputIsRejected) {
 TEST(CliOutput, TraceIsWrittenThroughATemporaryFileThatDoesNotRemain) {
   fs::path dir = scratch().file("atomic");
   fs::create_directories(dir);
-  CliResult r = cli("run gemm --trace '" + (dir / "t.json").string() + "' --csv-dir '" +
-                    dir.string() + "'");
+  CliResult r =
+      cli("run gemm --trace '" + (dir / "t.json").string() + "' --csv-dir '" + dir.string() + "'");
   ASSERT_EQ(r.code, 0) << r.err;
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
@@ -224,10 +224,10 @@ TEST(Determinism, SameInputsGiveByteIdenticalTraceCsvSummaryAndJson) {
   fs::create_directories(a);
   fs::create_directories(b);
   const std::string run = "run fa --variant expert --param S=512 --param H=2 --seed 5 --json";
-  CliResult ra = cli(run + " --trace '" + (a / "t.json").string() + "' --csv-dir '" +
-                     a.string() + "'");
-  CliResult rb = cli(run + " --trace '" + (b / "t.json").string() + "' --csv-dir '" +
-                     b.string() + "'");
+  CliResult ra =
+      cli(run + " --trace '" + (a / "t.json").string() + "' --csv-dir '" + a.string() + "'");
+  CliResult rb =
+      cli(run + " --trace '" + (b / "t.json").string() + "' --csv-dir '" + b.string() + "'");
   ASSERT_EQ(ra.code, 0) << ra.err;
   ASSERT_EQ(rb.code, 0) << rb.err;
   EXPECT_EQ(without_wall(ra.out), without_wall(rb.out));
