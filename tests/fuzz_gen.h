@@ -301,8 +301,8 @@ inline FuzzCase soup_case(Rng& r) {
   fc.max_cycles = 1e7;
   const std::vector<DType> dts = {f16, f32, f32, i32, bf16, i8};
   const std::vector<int64_t> dims = {1, 16, 16, 32, 32, 48, 64, 128};
-  const std::vector<Pipe> pipes = {Pipe::S,   Pipe::MTE1, Pipe::MTE2, Pipe::MTE3,
-                                   Pipe::M,   Pipe::FIX,  Pipe::V};
+  const std::vector<Pipe> pipes = {Pipe::S, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3,
+                                   Pipe::M, Pipe::FIX,  Pipe::V};
   auto shape = [&] {
     std::vector<int64_t> sh(static_cast<size_t>(r.range(1, 3)));
     for (auto& x : sh) x = r.pick(dims);
@@ -348,7 +348,7 @@ inline FuzzCase soup_case(Rng& r) {
         idx.push_back(all);
       else
         idx.push_back(slice(start(dim), r.chance(80) ? std::max<int64_t>(1, dim / r.range(1, 2))
-                                                      : r.range(1, 2 * dim)));
+                                                     : r.range(1, 2 * dim)));
     }
     return t.slice_of(idx);
   };
@@ -360,8 +360,8 @@ inline FuzzCase soup_case(Rng& r) {
           const std::vector<AllocFn> any = {alloc_ub, alloc_L1, alloc_L0A, alloc_L0B, alloc_L0C};
           const std::vector<AllocFn> cube = {alloc_L1, alloc_L0A, alloc_L0B, alloc_L0C};
           AllocFn f = r.chance(15) ? r.pick(any) : in_cube ? r.pick(cube) : AllocFn(alloc_ub);
-          bufs.push_back(f("b" + std::to_string(bufs.size()), shape(), r.pick(dts),
-                           SrcLoc::current()));
+          bufs.push_back(
+              f("b" + std::to_string(bufs.size()), shape(), r.pick(dts), SrcLoc::current()));
           break;
         }
         case 1:
@@ -457,10 +457,9 @@ inline FuzzCase generate(uint64_t seed) {
   Rng r(seed);
   Defect d = choose_defect(r);
   if (d == Defect::Soup) return soup_case(r);
-  bool cube = cube_defect(d) ||
-              ((d == Defect::None || d == Defect::DtypeMismatch || d == Defect::MissingWait ||
-                d == Defect::MissingSet) &&
-               r.chance(30));
+  bool cube = cube_defect(d) || ((d == Defect::None || d == Defect::DtypeMismatch ||
+                                  d == Defect::MissingWait || d == Defect::MissingSet) &&
+                                 r.chance(30));
   return cube ? cube_case(r, d) : vector_case(r, d);
 }
 

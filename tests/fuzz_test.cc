@@ -69,10 +69,10 @@ TEST(Fuzz, RandomProgramsRunCorrectlyOrEndInADiagnosticNeverAnInternalError) {
   for (const auto& [k, n] : diag_kinds) kinds += " " + k + "=" + std::to_string(n);
   std::string survived;
   for (const auto& [k, n] : defects_run) survived += " " + k + "=" + std::to_string(n);
-  std::cout << "[fuzz] " << count << " programs from seed " << first << ": " << valid
-            << " valid, " << soups << " random soups (" << soup_ran << " ran), " << ran << " verified-and-run (" << valid_ran << " valid), "
-            << diagnostics << " diagnostics (" << kinds << " ), defective but ran:" << survived
-            << "\n";
+  std::cout << "[fuzz] " << count << " programs from seed " << first << ": " << valid << " valid, "
+            << soups << " random soups (" << soup_ran << " ran), " << ran << " verified-and-run ("
+            << valid_ran << " valid), " << diagnostics << " diagnostics (" << kinds
+            << " ), defective but ran:" << survived << "\n";
   // The generator is not vacuous: both halves are exercised.
   EXPECT_GT(valid_ran, static_cast<int>(count / 4));
   EXPECT_GT(diagnostics, static_cast<int>(count / 4));

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "check_syncs.h"
+#include "cli_parse.h"
 #include "harness.h"
 #include "registry.h"
 #include "tilepipe/chip.h"
@@ -93,35 +94,6 @@ prof::TraceOptions trace_options(const RunArgs& a) {
                     a.trace_window)};
   }
   return t;
-}
-
-uint64_t parse_seed(const std::string& s) {
-  size_t used = 0;
-  uint64_t v = 0;
-  try {
-    if (s.empty() || s[0] == '-' || s[0] == '+' || s[0] == ' ') throw std::invalid_argument("sign");
-    v = std::stoull(s, &used, 10);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size())
-    throw UsageError{fmt::format(
-        "--seed '{}': expected a whole number in [0, 18446744073709551615], e.g. --seed 7", s)};
-  return v;
-}
-
-double parse_max_cycles(const std::string& s) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(s, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used == 0 || used != s.size() || !(v > 0) || !std::isfinite(v))
-    throw UsageError{fmt::format(
-        "--max-cycles '{}': expected a number of cycles > 0 (finite), e.g. --max-cycles 1e9", s)};
-  return v;
 }
 
 /// Output files are checked before the run, so a bad path fails at once, not after a long
@@ -210,8 +182,8 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   req.variant = a.variant;
   req.params = kernels::resolve_params(k, parse_params(a.params));
   req.mode = (is_check || a.mode == "functional") ? sim::Mode::Functional : sim::Mode::Timing;
-  req.seed = parse_seed(a.seed);
-  req.max_cycles = parse_max_cycles(a.max_cycles);
+  req.seed = cli::parse_seed(a.seed);
+  req.max_cycles = cli::parse_max_cycles(a.max_cycles);
   if (!a.trace.empty()) check_output_path("--trace", a.trace, false);
   if (!a.csv_dir.empty()) check_output_path("--csv-dir", a.csv_dir, true);
   req.detect_races = is_check;
@@ -399,6 +371,8 @@ int main(int argc, char** argv) {
     if (check->parsed()) return cmd_run(check_args, true, &sync_args);
     if (ladder->parsed()) return cmd_ladder(ladder_args);
   } catch (const UsageError& e) {
+    return fail(kExitBadInput, "tilepipe: " + e.message);
+  } catch (const cli::ArgError& e) {
     return fail(kExitBadInput, "tilepipe: " + e.message);
   } catch (const kernels::ParamError& e) {
     return fail(kExitBadInput, "tilepipe: " + e.message);
