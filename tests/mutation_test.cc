@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <ostream>
 #include <string>
 
 #include "mutate.h"
@@ -20,6 +21,10 @@ struct MutationCase {
   std::map<std::string, std::string> params;
   std::string name;
 };
+
+void PrintTo(const MutationCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 kernels::RunRequest request(const MutationCase& c) {
   const auto& k = kernels::find_kernel(c.kernel);

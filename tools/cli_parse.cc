@@ -20,7 +20,8 @@ uint64_t parse_seed(const std::string& s) {
 double parse_max_cycles(const std::string& s) {
   const char* begin = s.c_str();
   char* end = nullptr;
-  double v = s.empty() || std::isspace(static_cast<unsigned char>(s[0])) ? 0 : std::strtod(begin, &end);
+  double v =
+      s.empty() || std::isspace(static_cast<unsigned char>(s[0])) ? 0 : std::strtod(begin, &end);
   if (s.empty() || end != begin + s.size() || !(v > 0) || !std::isfinite(v))
     throw ArgError{fmt::format(
         "--max-cycles '{}': expected a number of cycles > 0 (finite), e.g. --max-cycles 1e9", s)};
