@@ -57,6 +57,15 @@ Knobs knobs(const std::string& v, const Params& p) {
   // Explicit parameters override the variant's defaults (for sweeps and the tuner).
   if (p.at("num_stages") > 0) k.stages = p.at("num_stages");
   if (p.at("cross_interval") > 0) k.interval = p.at("cross_interval");
+  // The Cube signals the Vector cores ceil(stages / interval) times per batch before it
+  // waits for them: the 4-bit cross-core counter holds 15 (sync.cross_flag_max).
+  const int64_t signals = (k.stages + k.interval - 1) / k.interval;
+  if (signals > 15)
+    throw ParamError{fmt::format(
+        "kernel 'fa' [{}]: num_stages={} with cross_interval={} signals the Vector cores {} "
+        "times per batch, but the cross-core flag counter holds 15; use num_stages <= {} or "
+        "cross_interval >= {}",
+        v, k.stages, k.interval, signals, 15 * k.interval, (k.stages + 14) / 15)};
   return k;
 }
 
@@ -431,7 +440,8 @@ KernelDef fa_kernel() {
        {"D", 128, 128, 128, "head dim (128)"},
        {"block_M", 128, 128, 128, "query rows per task"},
        {"block_N", 128, 128, 128, "kv rows per tile"},
-       {"num_stages", 0, 0, 15, "workspace slots of the C/V pipeline (0 = the variant's)"},
+       {"num_stages", 0, 0, 1024,
+        "workspace slots of the C/V pipeline (0 = the variant's; at most 15 x cross_interval)"},
        {"cross_interval", 0, 0, 15, "KV tiles per cross-core signal (0 = the variant's)"},
        {"block_num", 24, 1, 24, "AI cores (fixed-core launch)"}},
       validate,

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -33,12 +34,53 @@ void compare(const std::vector<double>& out, const std::vector<double>& ref, Tol
   }
 }
 
+namespace {
+
+bool fits(const KernelDef& k, const Params& p, const std::string& variant, const ChipConfig& chip) {
+  try {
+    for (const auto& d : verify(k.build(p, variant), chip))
+      if (d.kind == "capacity") return false;
+    return true;
+  } catch (...) {  // ParamError, BuildError: not a configuration that fits
+    return false;
+  }
+}
+
+/// A capacity error of a kernel with a `num_stages` parameter: the hint names the largest
+/// num_stages that fits (binary search over build + verify, no simulation).
+UserError with_stages_hint(const UserError& e, const KernelDef& k, const Params& params,
+                           const std::string& variant, const ChipConfig& chip) {
+  auto diags = e.diagnostics();
+  auto it = params.find("num_stages");
+  auto cap = std::find_if(diags.begin(), diags.end(),
+                          [](const Diagnostic& d) { return d.kind == "capacity"; });
+  if (it == params.end() || it->second <= 1 || cap == diags.end()) return e;
+  int64_t lo = 0, hi = it->second;  // fits(lo) (0 = none found), !fits(hi)
+  Params p = params;
+  while (hi - lo > 1) {
+    int64_t mid = lo + (hi - lo) / 2;
+    p["num_stages"] = mid;
+    (fits(k, p, variant, chip) ? lo : hi) = mid;
+  }
+  if (lo >= 1)
+    cap->hint =
+        fmt::format("use --param num_stages={} (the largest that fits), or smaller blocks", lo);
+  return UserError(std::move(diags));
+}
+
+}  // namespace
+
 RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig& chip) {
   RunReport rep;
   rep.variant = resolve_variant(k, req.variant);
   rep.program = k.build(req.params, rep.variant);
-  verify_or_throw(rep.program, chip);
+  try {
+    verify_or_throw(rep.program, chip);
+  } catch (const UserError& e) {
+    throw with_stages_hint(e, k, req.params, rep.variant, chip);
+  }
   rep.lowered = lower::lower(rep.program, chip);
+  if (req.mutate) req.mutate(rep.lowered);
 
   sim::HostData io;
   // Timing mode needs the values of what scalar loads read (index / page tables).
@@ -60,8 +102,10 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   if (req.mode == sim::Mode::Functional) {
     rep.checked = true;
     rep.correct = true;
-    for (const auto& [name, ref] : k.reference(req.params, rep.variant, in))
+    for (const auto& [name, ref] : k.reference(req.params, rep.variant, in)) {
       compare(io.at(name), ref, k.tol, name, rep);
+      rep.outputs[name] = io.at(name);
+    }
   }
   return rep;
 }

@@ -2,6 +2,7 @@
 // reference. Shared by the CLI, the tests and the benchmarks.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "registry.h"
@@ -21,6 +22,8 @@ struct RunRequest {
   bool detect_races = false;
   sim::FastForwardOptions fast_forward;  // timing mode: skip steady loop iterations
   sim::Observer* observer = nullptr;
+  /// Applied to the lowered program before the run (mutation testing, kernels/mutate.h).
+  std::function<void(lower::LoweredProgram&)> mutate = {};
 };
 
 struct RunReport {
@@ -33,7 +36,8 @@ struct RunReport {
   bool correct = false;
   double max_abs_err = 0;
   double max_rel_err = 0;
-  std::string mismatch;  // first failing element, when !correct
+  std::string mismatch;   // first failing element, when !correct
+  sim::HostData outputs;  // functional mode: the output tensors the reference checks
 };
 
 /// A program error found while simulating (deadlock, race, flag misuse, run-time slice out

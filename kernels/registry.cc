@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
-
 #include "tilepipe/numeric.h"
 
 namespace tilepipe::kernels {
@@ -32,30 +30,7 @@ std::string resolve_variant(const KernelDef& k, const std::string& variant) {
 }
 
 Params resolve_params(const KernelDef& k, const std::map<std::string, std::string>& raw) {
-  Params p;
-  for (const auto& s : k.params) p[s.name] = s.def;
-  for (const auto& [name, text] : raw) {
-    const ParamSpec* spec = nullptr;
-    for (const auto& s : k.params)
-      if (s.name == name) spec = &s;
-    if (!spec) {
-      std::vector<std::string> names;
-      for (const auto& s : k.params) names.push_back(s.name);
-      throw ParamError{fmt::format("kernel '{}' has no parameter '{}'; parameters: {}", k.name,
-                                   name, fmt::join(names, ", "))};
-    }
-    int64_t v = 0;
-    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || ptr != text.data() + text.size()) {
-      throw ParamError{fmt::format("parameter {}={}: expected an integer in [{}, {}]", name, text,
-                                   spec->min, spec->max)};
-    }
-    if (v < spec->min || v > spec->max) {
-      throw ParamError{fmt::format("parameter {}={} is out of range: allowed [{}, {}] ({})", name,
-                                   v, spec->min, spec->max, spec->help)};
-    }
-    p[name] = v;
-  }
+  Params p = parse_param_values(k.name, k.params, raw);
   if (k.validate) {
     std::string err = k.validate(p);
     if (!err.empty()) throw ParamError{fmt::format("kernel '{}': {}", k.name, err)};

@@ -9,24 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "params.h"
 #include "tilepipe/ir.h"
 #include "tilepipe/sim.h"
 
 namespace tilepipe::kernels {
-
-using Params = std::map<std::string, int64_t>;
-
-struct ParamSpec {
-  std::string name;
-  int64_t def;
-  int64_t min, max;
-  std::string help;
-};
-
-/// A bad parameter or variant: the message says what is allowed.
-struct ParamError {
-  std::string message;
-};
 
 struct Tolerance {
   double rtol, atol;

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite: the release build, then
-# the same tests under AddressSanitizer + UndefinedBehaviorSanitizer.
+# the same tests under AddressSanitizer + UndefinedBehaviorSanitizer, then a short libFuzzer
+# run of the parsers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -10,4 +11,6 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"
+# libFuzzer smoke of the chip-config and CLI value parsers (clang build in build-fuzz/).
+scripts/fuzz.sh 2000
 scripts/format.sh --check

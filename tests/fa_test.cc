@@ -86,7 +86,12 @@ TEST(FaParams, RejectsShapesTheKernelIsNotWrittenFor) {
   const auto& k = kernels::find_kernel("fa");
   EXPECT_THROW(kernels::resolve_params(k, {{"S", "1000"}}), kernels::ParamError);
   EXPECT_THROW(kernels::resolve_params(k, {{"H", "3"}, {"KV_H", "2"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"num_stages", "16"}}), kernels::ParamError);
+  EXPECT_THROW(kernels::resolve_params(k, {{"num_stages", "1025"}}), kernels::ParamError);
+  // 16 stages signal 16 times per batch with one signal per tile (pipelined): the 4-bit
+  // cross-core counter overflows; with a signal every 2 tiles (expert) it fits.
+  auto p16 = kernels::resolve_params(k, {{"num_stages", "16"}});
+  EXPECT_THROW(k.build(p16, "pipelined"), kernels::ParamError);
+  EXPECT_NO_THROW(k.build(p16, "expert"));
   EXPECT_THROW(kernels::run_ladder(kernels::find_kernel("gemm"), {}, testing::a3(), 1),
                kernels::ParamError);
 }

@@ -3,12 +3,19 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
 
+#include "check_syncs.h"
+#include "cli_parse.h"
 #include "harness.h"
 #include "registry.h"
 #include "tilepipe/chip.h"
@@ -37,8 +44,8 @@ struct RunArgs {
   std::string chip = "a3";
   std::string mode = "functional";
   std::vector<std::string> params;
-  uint64_t seed = 1;
-  double max_cycles = 1e13;
+  std::string seed = "1";
+  std::string max_cycles = "1e13";
   bool json = false;
   bool print_ir = false;
   bool exact = false;
@@ -55,9 +62,9 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
     cmd->add_option("--mode", a.mode, "timing (fast, no values) or functional (values + check)")
         ->check(CLI::IsMember({"timing", "functional"}));
   cmd->add_option("--param", a.params, "kernel parameter k=v (repeatable)");
-  cmd->add_option("--seed", a.seed, "seed of the generated inputs");
-  cmd->add_option("--max-cycles", a.max_cycles, "stop a run that passes this many cycles")
-      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", a.seed, "seed of the generated inputs (0 .. 2^64-1)");
+  cmd->add_option("--max-cycles", a.max_cycles,
+                  "stop a run that passes this many cycles (> 0, default 1e13)");
   cmd->add_flag("--json", a.json, "print one JSON object on stdout");
   cmd->add_flag("--print-ir", a.print_ir, "print the kernel's tile IR on stderr");
   if (with_mode)
@@ -90,6 +97,32 @@ prof::TraceOptions trace_options(const RunArgs& a) {
                     a.trace_window)};
   }
   return t;
+}
+
+/// Output files are checked before the run, so a bad path fails at once, not after a long
+/// simulation: the directory must exist and be writable, the path must not be a directory.
+void check_output_path(const std::string& flag, const std::string& path, bool is_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path p(path);
+  fs::path dir = is_dir ? p : p.parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec))
+    throw UsageError{fmt::format("{} '{}': the directory '{}' does not exist; create it first",
+                                 flag, path, dir.string())};
+  if (!is_dir && fs::is_directory(p, ec))
+    throw UsageError{fmt::format(
+        "{} '{}': is a directory; expected a file path, e.g. {}/trace.json", flag, path, path)};
+  if (!is_dir && fs::exists(p, ec) && ::access(path.c_str(), W_OK) != 0)
+    throw UsageError{
+        fmt::format("{} '{}': the file is read-only ({}); remove it or choose "
+                    "another path",
+                    flag, path, std::strerror(errno))};
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw UsageError{
+        fmt::format("{} '{}': the directory '{}' is not writable ({}); choose "
+                    "another directory",
+                    flag, path, dir.string(), std::strerror(errno))};
 }
 
 std::map<std::string, std::string> parse_params(const std::vector<std::string>& raw) {
@@ -135,14 +168,27 @@ int cmd_list(bool as_json) {
   return 0;
 }
 
-int cmd_run(const RunArgs& a, bool is_check) {
+/// check: a program error found at run time (race, deadlock, flag misuse) is a finding.
+int report_check_failure(const kernels::SimFailure& e, bool as_json, json out) {
+  out["ok"] = false;
+  out["errors"] = json::array();
+  for (const auto& d : e.diagnostics())
+    out["errors"].push_back({{"kind", d.kind}, {"where", d.loc.str()}, {"message", d.message}});
+  std::cerr << e.what() << "\n";
+  if (as_json) std::cout << out.dump(2) << "\n";
+  return kExitCheckFailed;
+}
+
+int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr) {
   const auto& k = kernels::find_kernel(a.kernel);
   kernels::RunRequest req;
   req.variant = a.variant;
   req.params = kernels::resolve_params(k, parse_params(a.params));
   req.mode = (is_check || a.mode == "functional") ? sim::Mode::Functional : sim::Mode::Timing;
-  req.seed = a.seed;
-  req.max_cycles = a.max_cycles;
+  req.seed = cli::parse_seed(a.seed);
+  req.max_cycles = cli::parse_max_cycles(a.max_cycles);
+  if (!a.trace.empty()) check_output_path("--trace", a.trace, false);
+  if (!a.csv_dir.empty()) check_output_path("--csv-dir", a.csv_dir, true);
   req.detect_races = is_check;
   req.fast_forward.enabled = !a.exact;
   prof::Recorder recorder(trace_options(a));
@@ -159,17 +205,11 @@ int cmd_run(const RunArgs& a, bool is_check) {
 
   kernels::RunReport rep;
   try {
+    if (sync && sync->any()) return cli::run_sync_command(*sync, k, req, chip, a.json, out);
     rep = kernels::run_kernel(k, req, chip);
   } catch (const kernels::SimFailure& e) {
     if (!is_check) throw;
-    // check: program errors found at run time (race, deadlock, flag misuse) are findings.
-    out["ok"] = false;
-    out["errors"] = json::array();
-    for (const auto& d : e.diagnostics())
-      out["errors"].push_back({{"kind", d.kind}, {"where", d.loc.str()}, {"message", d.message}});
-    std::cerr << e.what() << "\n";
-    if (a.json) std::cout << out.dump(2) << "\n";
-    return kExitCheckFailed;
+    return report_check_failure(e, a.json, out);
   }
   if (a.print_ir) std::cerr << ir::print(rep.program);
 
@@ -304,6 +344,18 @@ int main(int argc, char** argv) {
   auto* check = app.add_subcommand(
       "check", "functional run compared with the reference; exit 3 on mismatch or deadlock");
   add_run_options(check, check_args, false);
+  cli::SyncArgs sync_args;
+  auto* list_syncs = check->add_flag("--list-syncs", sync_args.list,
+                                     "list the sync ops (flags, barriers) of the lowered program");
+  auto* drop_sync = check->add_option(
+      "--drop-sync", sync_args.drop,
+      "drop sync op K (index from --list-syncs; repeatable) and check: race, deadlock, "
+      "mismatch or redundant");
+  auto* find_redundant = check->add_flag(
+      "--find-redundant", sync_args.find_redundant,
+      "drop each sync op in turn and list those that can go, with the cycles each costs");
+  list_syncs->excludes(drop_sync)->excludes(find_redundant);
+  drop_sync->excludes(find_redundant);
 
   LadderArgs ladder_args;
   auto* ladder = app.add_subcommand("ladder", "run every optimisation step of a kernel family");
@@ -311,7 +363,7 @@ int main(int argc, char** argv) {
   ladder->add_option("--chip", ladder_args.chip, "chip config: a2, a3, or a .json path");
   ladder->add_option("--param", ladder_args.params, "kernel parameter k=v (repeatable)");
   ladder->add_option("-j,--jobs", ladder_args.jobs, "steps simulated at once (default: cores)")
-      ->check(CLI::Range(1, 256));
+      ->check(CLI::Range(1, 256).description("an integer in [1, 256]"));
   ladder->add_flag("--json", ladder_args.json, "print one JSON object on stdout");
   ladder->add_flag("--exact", ladder_args.exact,
                    "simulate every loop iteration (otherwise steady ones are skipped)");
@@ -329,9 +381,11 @@ int main(int argc, char** argv) {
   try {
     if (list->parsed()) return cmd_list(list_json);
     if (run->parsed()) return cmd_run(run_args, false);
-    if (check->parsed()) return cmd_run(check_args, true);
+    if (check->parsed()) return cmd_run(check_args, true, &sync_args);
     if (ladder->parsed()) return cmd_ladder(ladder_args);
   } catch (const UsageError& e) {
+    return fail(kExitBadInput, "tilepipe: " + e.message);
+  } catch (const cli::ArgError& e) {
     return fail(kExitBadInput, "tilepipe: " + e.message);
   } catch (const kernels::ParamError& e) {
     return fail(kExitBadInput, "tilepipe: " + e.message);

@@ -109,6 +109,10 @@ struct OpTemplate {
   // Flags
   ir::Pipe flag_src = ir::Pipe::S, flag_dst = ir::Pipe::S;
   CExpr flag_id;
+  /// Mutation testing (`tilepipe check --drop-sync`, kernels/mutate.h): a dropped set or
+  /// barrier is not issued; a dropped wait still consumes its set (flag counts stay
+  /// balanced) but neither waits for it nor orders anything after it.
+  bool dropped = false;
 };
 
 /// Control flow around instruction templates, walked by the simulated scalar unit.

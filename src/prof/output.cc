@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -10,7 +12,10 @@
 namespace tilepipe::prof {
 
 void write_file_atomic(const std::string& path, const std::string& content) {
-  std::string tmp = path + ".tmp";
+  // A temporary name of this process in the same directory (rename stays atomic there); an
+  // interrupted run leaves at most this file behind, never a truncated `path`.
+  static int serial = 0;
+  std::string tmp = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), serial++);
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f)
     throw std::runtime_error(

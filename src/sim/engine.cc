@@ -159,6 +159,7 @@ class Engine {
     c.flags.resize(static_cast<size_t>(kPipes * kPipes * chip_.event_ids));
     c.last_set.resize(c.flags.size());
     c.tally.waits.resize(prog->instrs.size());
+    c.ghost_debt.assign(c.flags.size(), 0);
     if (functional_ || !prog->loads.empty())
       for (int s = 0; s < 6; ++s)
         c.local[static_cast<size_t>(s)].assign(static_cast<size_t>(prog->scope_bytes[s]), 0);
@@ -180,6 +181,8 @@ class Engine {
         x.v2c[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
         x.last_c2v[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
         x.last_v2c[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
+        x.debt_c2v[v].assign(static_cast<size_t>(chip_.cross_flag_ids), 0);
+        x.debt_v2c[v].assign(static_cast<size_t>(chip_.cross_flag_ids), 0);
       }
     }
     if (opts_.detect_races) race_ = std::make_unique<RaceDetector>(n);
@@ -248,8 +251,13 @@ class Engine {
       }
       const lower::Item& it = f.block->items[f.pos++];
       switch (it.kind) {
-        case lower::Item::Instr:
-          return &c.prog->instrs[static_cast<size_t>(it.instr)];
+        case lower::Item::Instr: {
+          const lower::OpTemplate& t = c.prog->instrs[static_cast<size_t>(it.instr)];
+          // A dropped set or barrier is not issued (mutation testing); a dropped wait is,
+          // to keep the flag counts balanced (consume_dropped).
+          if (t.dropped && t.op != Opcode::WaitFlag && t.op != Opcode::WaitCross) continue;
+          return &t;
+        }
         case lower::Item::Loop: {
           int64_t b = eval(c, it.begin), e = eval(c, it.end);
           scalar(c, 2 * sc);
@@ -422,7 +430,7 @@ class Engine {
           return;
         }
         Instr in = instantiate(c, *t);
-        scalar(c, chip_.issue_cycles);
+        if (!t->dropped) scalar(c, chip_.issue_cycles);
         in.issue = c.t;
         ++c.tally.pipes[static_cast<size_t>(Pipe::S)].instructions;
         if (!dispatch(c, in)) {
@@ -440,6 +448,10 @@ class Engine {
 
   /// Waits handled by the scalar unit itself; false while the flag is not available.
   bool try_scalar_wait(Core& c, const Instr& in) {
+    if (in.t->dropped) {
+      consume_dropped(c, in);
+      return true;
+    }
     if (in.t->op == Opcode::WaitCross) {
       CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
       size_t id = static_cast<size_t>(in.flag_id);
@@ -476,6 +488,32 @@ class Engine {
     q.pop_front();
     check_double_set(c, q, c.t, in);
     return true;
+  }
+
+  /// A dropped wait (mutation testing) takes the set it would have taken, in the same FIFO
+  /// order, without waiting for it and without a happens-before edge; when the set has not
+  /// arrived yet, the next set of that flag is swallowed on arrival instead.
+  void consume_dropped(Core& c, const Instr& in) {
+    auto take = [](std::deque<SetRecord>& q, int& debt) {
+      if (q.empty())
+        ++debt;
+      else
+        q.pop_front();
+    };
+    size_t id = static_cast<size_t>(in.flag_id);
+    if (in.t->op == Opcode::WaitCross) {
+      CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
+      if (c.kind == CoreKind::V) {
+        size_t v = static_cast<size_t>(c.vid);
+        take(x.c2v[v][id], x.debt_c2v[v][id]);
+      } else {
+        take(x.v2c[0][id], x.debt_v2c[0][id]);
+        if (!p_.aiv.empty() && chip_.aiv_per_core >= 2) take(x.v2c[1][id], x.debt_v2c[1][id]);
+      }
+      return;
+    }
+    size_t key = flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id);
+    take(c.flags[key], c.ghost_debt[key]);
   }
 
   void check_cross_overflow(const std::deque<SetRecord>& q, double now, const Instr& in,
@@ -579,8 +617,12 @@ class Engine {
     }
     size_t key = flag_key(t.flag_src, t.flag_dst, in.flag_id);
     SetRecord r = record(c, in, when, when + chip_.flag_latency);
-    c.flags[key].push_back(r);
     c.last_set[key] = {r.time, &t.loc};
+    if (c.ghost_debt[key] > 0) {  // a dropped wait already took this set
+      --c.ghost_debt[key];
+      return;
+    }
+    c.flags[key].push_back(r);
     if (t.flag_dst != Pipe::S) drain(c, t.flag_dst);
   }
 
@@ -590,13 +632,20 @@ class Engine {
     double visible = when + chip_.cross_flag_latency;
     SetRecord r = record(c, in, when, visible);
     if (c.kind == CoreKind::C) {
-      for (int v = 0; v < 2; ++v) {
-        x.c2v[static_cast<size_t>(v)][id].push_back(r);
-        x.last_c2v[static_cast<size_t>(v)][id] = {visible, &in.t->loc};
+      for (size_t v = 0; v < 2; ++v) {
+        x.last_c2v[v][id] = {visible, &in.t->loc};
+        if (x.debt_c2v[v][id] > 0)  // a dropped wait already took this set
+          --x.debt_c2v[v][id];
+        else
+          x.c2v[v][id].push_back(r);
       }
     } else {
-      x.v2c[static_cast<size_t>(c.vid)][id].push_back(r);
-      x.last_v2c[static_cast<size_t>(c.vid)][id] = {visible, &in.t->loc};
+      size_t v = static_cast<size_t>(c.vid);
+      x.last_v2c[v][id] = {visible, &in.t->loc};
+      if (x.debt_v2c[v][id] > 0)
+        --x.debt_v2c[v][id];
+      else
+        x.v2c[v][id].push_back(r);
     }
     // Wake the peers blocked on a cross wait.
     for (auto& peer : cores_) {
@@ -660,6 +709,11 @@ class Engine {
       PipeStats& st = c.tally.pipes[static_cast<size_t>(p)];
       switch (t.op) {
         case Opcode::WaitFlag: {
+          if (t.dropped) {  // in pipe order, so it takes the same set the wait would take
+            consume_dropped(c, head);
+            ps.queue.pop_front();
+            break;
+          }
           auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)];
           if (q.empty()) return;  // blocked until the set arrives
           double start = std::max({head.issue, ps.ready, q.front().time});

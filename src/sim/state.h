@@ -94,6 +94,7 @@ struct Core {
   bool in_heap = false;
   std::array<PipeState, kPipes> pipes;
   std::vector<std::deque<SetRecord>> flags;  // [(src * 7 + dst) * ids + id]
+  std::vector<int> ghost_debt;  // dropped waits that found no set: swallow the next sets
   std::vector<LastSet> last_set;
   std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
   CoreStats stats;                            // identity; counters are in `tally`
@@ -107,6 +108,7 @@ struct Core {
 struct CrossFlags {
   std::array<std::vector<std::deque<SetRecord>>, 2> c2v, v2c;
   std::array<std::vector<LastSet>, 2> last_c2v, last_v2c;
+  std::array<std::vector<int>, 2> debt_c2v, debt_v2c;  // dropped cross waits (see Core)
 };
 
 }  // namespace tilepipe::sim
