@@ -7,6 +7,7 @@
 #include "registry.h"
 #include "tilepipe/chip.h"
 #include "tilepipe/lower.h"
+#include "tilepipe/passes.h"
 #include "tilepipe/sim.h"
 #include "tilepipe/verify.h"
 
@@ -20,11 +21,13 @@ struct RunRequest {
   double max_cycles = 1e13;
   bool detect_races = false;
   sim::Observer* observer = nullptr;
+  passes::PassOptions pass_options;  // automatic-mode passes between verify and lower
+  passes::PrintOptions print;        // --print-after / --print-after-all
 };
 
 struct RunReport {
   std::string variant;
-  ir::Program program;
+  ir::Program program;  // after the passes: what was lowered
   lower::LoweredProgram lowered;
   sim::SimResult sim;
   double sim_wall_s = 0;

@@ -41,6 +41,8 @@ struct RunArgs {
   double max_cycles = 1e13;
   bool json = false;
   bool print_ir = false;
+  std::vector<std::string> print_after;
+  bool print_after_all = false;
   std::string trace;
   std::string trace_window;
   std::string csv_dir;
@@ -59,6 +61,8 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", a.json, "print one JSON object on stdout");
   cmd->add_flag("--print-ir", a.print_ir, "print the kernel's tile IR on stderr");
+  cmd->add_option("--print-after", a.print_after, "print the IR after this pass on stderr");
+  cmd->add_flag("--print-after-all", a.print_after_all, "print the IR after every pass");
   cmd->add_option("--trace", a.trace, "write a Chrome/Perfetto trace JSON to this file");
   cmd->add_option("--trace-window", a.trace_window,
                   "keep only trace events overlapping cycles BEGIN:END (keeps big runs usable)");
@@ -140,6 +144,8 @@ int cmd_run(const RunArgs& a, bool is_check) {
   req.seed = a.seed;
   req.max_cycles = a.max_cycles;
   req.detect_races = is_check;
+  req.print.after = {a.print_after.begin(), a.print_after.end()};
+  req.print.after_all = a.print_after_all;
   prof::Recorder recorder(trace_options(a));
   req.observer = &recorder;
   ChipConfig chip = load_chip_config(a.chip);

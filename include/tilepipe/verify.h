@@ -39,6 +39,9 @@ std::vector<Diagnostic> verify(const ir::Program& p, const ChipConfig& chip);
 /// Throws UserError if `verify` finds anything.
 void verify_or_throw(const ir::Program& p, const ChipConfig& chip);
 
+/// Intra-core flag pipe pairs the hardware has on a core kind (hardware.md "Synchronisation").
+bool legal_flag_pair(ir::CoreKind k, ir::Pipe src, ir::Pipe dst);
+
 /// Conservative value range of an integer expression, given ranges for cid/vid/loop vars.
 struct Interval {
   int64_t lo = 0, hi = 0;

@@ -981,6 +981,10 @@ class Verifier {
 
 }  // namespace
 
+bool legal_flag_pair(CoreKind k, Pipe src, Pipe dst) {
+  return legal_pair(k, src, dst);
+}
+
 std::vector<Diagnostic> verify(const Program& p, const ChipConfig& chip) {
   return Verifier(p, chip).run();
 }

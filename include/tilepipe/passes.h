@@ -1,0 +1,56 @@
+// Automatic-mode passes: Program -> Program rewrites between the verifier and the
+// lowering. src/passes/pipeline.cc lists them in order; read it to learn the compiler.
+// Each pass is its own file with its own header in src/passes/ (docs/passes.md).
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tilepipe/chip.h"
+#include "tilepipe/ir.h"
+
+namespace tilepipe::passes {
+
+/// The validated option table of the pipeline (the original's pass configs). Switches
+/// that would have no effect are errors, not silently ignored (validate()).
+struct PassOptions {
+  /// AUTO_SYNC: insert intra-core set/wait flags from read/write dependences in every
+  /// scope that has no hand-written intra-core flags or barriers.
+  bool auto_sync = true;
+  /// Largest number of event ids one ring-buffer flag may rotate through (a loop-carried
+  /// dependence at distance d uses min(d, max_rotation) ids).
+  int max_rotation = 4;
+};
+
+/// One entry of the pass table: drives --print-after validation and the docs.
+struct PassInfo {
+  std::string name;
+  std::string summary;
+  bool (*enabled)(const PassOptions&);
+  ir::Program (*run)(const ir::Program&, const ChipConfig&, const PassOptions&);
+};
+
+/// The passes in pipeline order.
+const std::vector<PassInfo>& pass_table();
+
+/// What to print while the pipeline runs: the IR after the named passes (or all), with
+/// "(unchanged)" when a pass left the program as it was.
+struct PrintOptions {
+  std::set<std::string> after;
+  bool after_all = false;
+  std::ostream* out = nullptr;  // nullptr: std::cerr
+};
+
+/// Throws UserError (kind "pass-option") for option values that are out of range and for
+/// --print-after names that are not passes.
+void validate(const PassOptions& o, const PrintOptions& print = {});
+
+/// Runs every enabled pass in order. Each pass's output is re-verified: a pass that
+/// produces a program the verifier rejects is an internal error naming the pass.
+ir::Program run_passes(const ir::Program& p, const ChipConfig& chip, const PassOptions& o,
+                       const PrintOptions& print = {});
+
+}  // namespace tilepipe::passes
