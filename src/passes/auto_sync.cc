@@ -153,10 +153,15 @@ class AutoSync {
                        const std::vector<Sync>& syncs) const {
     auto r = reach(p, Pos{i + 1, -1}, syncs);
     if (r.count(q) && q != p) return true;
-    for (const auto& s : syncs) {
-      if (!s.carried || s.dst != q || s.dist > d || s.wait.gap > j) continue;
-      auto it = r.find(s.src);
-      if (it != r.end() && s.set > it->second) return true;
+    // Through one chosen carried sync C at distance <= d, then forward in that iteration:
+    // at a smaller distance any position of Q is early enough (program order on Q).
+    for (const auto& c : syncs) {
+      if (!c.carried || c.dist > d) continue;
+      auto it = r.find(c.src);
+      if (it == r.end() || !(c.set > it->second)) continue;
+      auto r2 = reach(c.dst, c.wait, syncs);
+      auto jt = r2.find(q);
+      if (jt != r2.end() && (c.dist < d || jt->second.gap <= j)) return true;
     }
     return false;
   }
@@ -179,13 +184,16 @@ class AutoSync {
     auto r2 = reach(x.dst, Pos{0, -1}, syncs);
     if (auto it = r2.find(x.src); it != r2.end() && it->second < x.set) return 1;
     if (!in_loop_body) return 0;
-    // Or through a carried sync: wait_x(k) -> chain -> set_c(k) -> wait_c(k + d) before
-    // set_x(k + d): x may rotate through d ids.
+    // Or through a carried sync: wait_x(k) -> chain -> set_c(k) -> wait_c(k + d) -> chain
+    // -> before set_x(k + d): x may rotate through d ids.
     int best = 0;
     for (const auto& c : syncs) {
-      if (!c.carried || c.dst != x.src || !(c.wait < x.set)) continue;
+      if (!c.carried) continue;
       auto it = r.find(c.src);
-      if (it != r.end() && c.set > it->second && (best == 0 || c.rot < best)) best = c.rot;
+      if (it == r.end() || !(c.set > it->second)) continue;
+      auto r3 = reach(c.dst, c.wait, syncs);  // in iteration k + d
+      auto jt = r3.find(x.src);
+      if (jt != r3.end() && jt->second < x.set && (best == 0 || c.rot < best)) best = c.rot;
     }
     return best;
   }
@@ -418,7 +426,8 @@ class AutoSync {
     Expr it = make_binary(BinOp::Sub, make_var_ref(f.var), f.begin);
     if (f.step != 1) it = make_binary(BinOp::Div, it, make_int(f.step));
     if (as_const(f.begin) == 0 && f.step == 1) it = make_var_ref(f.var);
-    return make_binary(BinOp::Add, make_int(base), make_binary(BinOp::Mod, it, make_int(rot)));
+    Expr slot = make_binary(BinOp::Mod, it, make_int(rot));
+    return base == 0 ? slot : make_binary(BinOp::Add, make_int(base), slot);
   }
 
   static Stmt set_flag(Pipe a, Pipe b, Expr id, const Loc& loc) {
