@@ -94,7 +94,8 @@ TEST(AutoSync, SingleBufferStreamGetsForwardFlagsAndOneCredit) {
 }
 
 TEST(AutoSync, DoubleBufferedStreamRotatesIdsPerSlot) {
-  EXPECT_EQ(ir::print(synced(stream(5, 2))), R"(kernel stream(x: GM f32[2, 5, 64] in, y: GM f32[2, 5, 64] out) block_num=1 {
+  EXPECT_EQ(ir::print(synced(stream(5, 2))),
+            R"(kernel stream(x: GM f32[2, 5, 64] in, y: GM f32[2, 5, 64] out) block_num=1 {
   scope V {
     alloc buf: UB f32[2, 64]
     for i in serial(0, 5) {
@@ -142,7 +143,6 @@ TEST(AutoSync, DoubleBufferingKeepsItsOverlap) {
   EXPECT_LT(two, two_single);
 }
 
-
 /// y[i] = 2 x[i] for even i (computed then stored in the branch), x[i] for odd i.
 ir::Program branchy(int64_t tiles) {
   KernelBuilder kb("branchy", 1);
@@ -166,15 +166,13 @@ ir::Program branchy(int64_t tiles) {
 }
 
 TEST(AutoSync, BranchesAreSyncedExactlyOnBothPaths) {
-  EXPECT_EQ(ir::print(synced(branchy(3))), R"(kernel branchy(x: GM f32[2, 3, 64] in, y: GM f32[2, 3, 64] out) block_num=1 {
+  EXPECT_EQ(ir::print(synced(branchy(3))),
+            R"(kernel branchy(x: GM f32[2, 3, 64] in, y: GM f32[2, 3, 64] out) block_num=1 {
   scope V {
     alloc buf: UB f32[64]
     for i in serial(0, 3) {
       if (i >= 1) {
         wait_flag MTE3->MTE2 #0
-      }
-      if (i >= 1) {
-        wait_flag V->MTE2 #0
       }
       copy x[vid:+1, i:+1, 0:+64] -> buf
       set_flag MTE2->MTE3 #0
@@ -193,10 +191,8 @@ TEST(AutoSync, BranchesAreSyncedExactlyOnBothPaths) {
         copy buf -> y[vid:+1, i:+1, 0:+64]
       }
       set_flag MTE3->MTE2 #0
-      set_flag V->MTE2 #0
     }
     wait_flag MTE3->MTE2 #0
-    wait_flag V->MTE2 #0
   }
 }
 )");
@@ -242,7 +238,9 @@ ir::Program cube_gemm(int64_t ktiles) {
 }
 
 TEST(AutoSync, CubePipelineGolden) {
-  EXPECT_EQ(ir::print(synced(cube_gemm(3))), R"(kernel cgemm(A: GM f16[32, 96] in, B: GM f16[96, 32] in, C: GM f32[32, 32] out) block_num=1 {
+  EXPECT_EQ(
+      ir::print(synced(cube_gemm(3))),
+      R"(kernel cgemm(A: GM f16[32, 96] in, B: GM f16[96, 32] in, C: GM f32[32, 32] out) block_num=1 {
   scope C {
     alloc a1: L1 f16[2, 32, 32]
     alloc b1: L1 f16[2, 32, 32]
@@ -418,7 +416,9 @@ ir::Program cross_core() {
 }
 
 TEST(AutoSync, CrossCoreFlagsFollowTheAccessesTheyPublish) {
-  EXPECT_EQ(ir::print(synced(cross_core())), R"(kernel xcore(a: GM f16[32, 32] in, b: GM f16[32, 32] in, y: GM f32[32, 32] out) block_num=1 {
+  EXPECT_EQ(
+      ir::print(synced(cross_core())),
+      R"(kernel xcore(a: GM f16[32, 32] in, b: GM f16[32, 32] in, y: GM f32[32, 32] out) block_num=1 {
   workspace ws: GM f32[1, 32, 32] workspace
   scope C {
     alloc a1: L1 f16[32, 32]
@@ -487,8 +487,7 @@ TEST(AutoSync, RunningOutOfEventIdsIsAnErrorAtTheConsumer) {
   auto p = kb.finish();
   testing::expect_user_error(
       [&] { passes::auto_sync(p, testing::a3(), {}); },
-      {"more than 8 event ids for MTE2->V", "auto_sync_test.cc:" + std::to_string(line),
-       "hint:"});
+      {"more than 8 event ids for MTE2->V", "auto_sync_test.cc:" + std::to_string(line), "hint:"});
 }
 
 TEST(AutoSync, HandSyncedKernelsAreLeftUnchanged) {
@@ -504,5 +503,76 @@ TEST(AutoSync, HandSyncedKernelsAreLeftUnchanged) {
   }
   EXPECT_GT(checked, 10);
 }
+}  // namespace
+}  // namespace tilepipe
+
+namespace tilepipe {
+namespace {
+
+/// The hand-written kernel with every intra-core flag and barrier removed: what an
+/// author would write if the compiler synced the cores (cross-core flags stay).
+ir::Program strip_intra_flags(const ir::Program& p) {
+  struct Strip : ir::StmtMutator {
+    ir::Stmt mutate_leaf(const ir::Stmt& s) override {
+      if (std::holds_alternative<ir::SetFlagStmt>(s->node) ||
+          std::holds_alternative<ir::WaitFlagStmt>(s->node) ||
+          std::holds_alternative<ir::PipeBarrierStmt>(s->node))
+        return nullptr;
+      return s;
+    }
+  } strip;
+  ir::Program out = p;
+  out.body = strip.mutate(p.body);
+  return out;
+}
+
+struct Stripped {
+  std::string kernel, variant;
+  std::map<std::string, std::string> params;
+};
+
+class AutoSyncOnStrippedKernel : public ::testing::TestWithParam<Stripped> {};
+
+TEST_P(AutoSyncOnStrippedKernel, MatchesReferenceRaceFree) {
+  const auto& k = kernels::find_kernel(GetParam().kernel);
+  auto params = kernels::resolve_params(k, GetParam().params);
+  auto p = synced(strip_intra_flags(k.build(params, GetParam().variant)));
+  auto in = k.inputs(params, 1);
+  auto r = run(p, in);
+  for (const auto& [name, ref] : k.reference(params, GetParam().variant, in)) {
+    kernels::RunReport rep;
+    rep.correct = true;
+    kernels::compare(r.io.at(name), ref, k.tol, name, rep);
+    EXPECT_TRUE(rep.correct) << rep.mismatch;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Kernels, AutoSyncOnStrippedKernel,
+    ::testing::Values(Stripped{"gemm", "", {{"M", "128"}, {"N", "256"}, {"K", "192"}}},
+                      Stripped{"fa", "expert", {{"S", "512"}, {"H", "2"}}},
+                      Stripped{
+                          "fa",
+                          "expert",
+                          {{"S", "640"}, {"H", "1"}, {"num_stages", "3"}, {"cross_interval", "2"}}},
+                      Stripped{"fa", "baseline", {{"S", "256"}, {"H", "2"}}}),
+    [](const auto& info) { return info.param.kernel + "_" + std::to_string(info.index); });
+
+}  // namespace
+}  // namespace tilepipe
+
+namespace tilepipe {
+namespace {
+
+TEST(AutoSyncTiming, StrippedFaExpertRunsWithinTwoPercentOfTheHandSyncedKernel) {
+  const auto& k = kernels::find_kernel("fa");
+  auto params = kernels::resolve_params(k, {{"S", "2048"}});
+  auto hand = k.build(params, "expert");
+  auto autos = synced(strip_intra_flags(hand));
+  double t_hand = run(hand, {}, sim::Mode::Timing).cycles;
+  double t_auto = run(autos, {}, sim::Mode::Timing).cycles;
+  EXPECT_LT(t_auto, 1.02 * t_hand) << "hand " << t_hand << " auto " << t_auto;
+}
+
 }  // namespace
 }  // namespace tilepipe
