@@ -37,7 +37,7 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   RunReport rep;
   rep.variant = resolve_variant(k, req.variant);
   rep.program = k.build(req.params, rep.variant);
-  verify_or_throw(rep.program, chip);
+  verify_or_throw(rep.program, chip, passes::verify_options(req.pass_options));
   rep.program = passes::run_passes(rep.program, chip, req.pass_options, req.print);
   rep.lowered = lower::lower(rep.program, chip);
 

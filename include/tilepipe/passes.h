@@ -11,12 +11,17 @@
 
 #include "tilepipe/chip.h"
 #include "tilepipe/ir.h"
+#include "tilepipe/verify.h"
 
 namespace tilepipe::passes {
 
 /// The validated option table of the pipeline (the original's pass configs). Switches
 /// that would have no effect are errors, not silently ignored (validate()).
 struct PassOptions {
+  /// MEMORY_PLANNING: liveness-based placement of on-chip buffers in core kinds whose
+  /// scopes are all automatic; capacity overflows reported with the live buffers at the
+  /// peak. Off: sequential layout, capacity checked by the verifier.
+  bool memory_planning = true;
   /// AUTO_SYNC: insert intra-core set/wait flags from read/write dependences in every
   /// scope that has no hand-written intra-core flags or barriers.
   bool auto_sync = true;
@@ -48,8 +53,13 @@ struct PrintOptions {
 /// --print-after names that are not passes.
 void validate(const PassOptions& o, const PrintOptions& print = {});
 
-/// Runs every enabled pass in order. Each pass's output is re-verified: a pass that
-/// produces a program the verifier rejects is an internal error naming the pass.
+/// Runs every enabled pass in order. Each pass's output is re-verified (capacities once
+/// memory planning has placed the buffers): a pass that produces a program the verifier
+/// rejects is an internal error naming the pass. The input must have passed
+/// verify(p, chip, verify_options(o)).
+/// How to verify a program before run_passes: capacities are left to memory planning.
+VerifyOptions verify_options(const PassOptions& o);
+
 ir::Program run_passes(const ir::Program& p, const ChipConfig& chip, const PassOptions& o,
                        const PrintOptions& print = {});
 

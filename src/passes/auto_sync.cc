@@ -91,17 +91,6 @@ Stmt seq(std::vector<Stmt> body, const Loc& loc) {
   return make_stmt(SeqStmt{std::move(body)}, loc);
 }
 
-bool has_hand_sync(const Stmt& s) {
-  struct V : StmtVisitor {
-    bool found = false;
-    void visit_set_flag(const SetFlagStmt&, const StmtNode&) override { found = true; }
-    void visit_wait_flag(const WaitFlagStmt&, const StmtNode&) override { found = true; }
-    void visit_barrier(const PipeBarrierStmt&, const StmtNode&) override { found = true; }
-  } v;
-  v.visit(s);
-  return v.found;
-}
-
 /// Kind of sequence: the body of a loop (loop-carried dependences live here), or a
 /// straight sequence (scope body, branch) that may run once or repeatedly.
 struct SeqCtx {
@@ -230,7 +219,7 @@ class AutoSync {
     // Accesses of the original children (before their own flags are added).
     std::vector<ChildAcc> acc(static_cast<size_t>(n));
     for (int c = 0; c < n; ++c)
-      for (auto& a : collect_accesses(children[c], vars_, fences_))
+      for (auto& a : collect_accesses(children[c], vars_, fences_, &p_.addresses))
         acc[c].by_pipe[a.pipe].push_back(std::move(a));
 
     // Recurse: children get their own flags first.
@@ -410,7 +399,8 @@ class AutoSync {
       auto pipes_of = [&](const Stmt& b) {
         std::set<Pipe> out;
         if (b)
-          for (const auto& a : collect_accesses(b, vars_, fences_)) out.insert(a.pipe);
+          for (const auto& a : collect_accesses(b, vars_, fences_, &p_.addresses))
+            out.insert(a.pipe);
         return out;
       };
       auto tp = pipes_of(i->then_body), ep = pipes_of(i->else_body);

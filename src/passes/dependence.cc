@@ -8,6 +8,17 @@ namespace tilepipe::passes {
 
 using namespace ir;
 
+bool has_hand_sync(const Stmt& s) {
+  struct V : StmtVisitor {
+    bool found = false;
+    void visit_set_flag(const SetFlagStmt&, const StmtNode&) override { found = true; }
+    void visit_wait_flag(const WaitFlagStmt&, const StmtNode&) override { found = true; }
+    void visit_barrier(const PipeBarrierStmt&, const StmtNode&) override { found = true; }
+  } v;
+  v.visit(s);
+  return v.found;
+}
+
 namespace {
 
 constexpr int64_t kBig = INT64_MAX / 8;
@@ -462,9 +473,16 @@ bool dim_may_overlap(const Form& fa, const Form& fb, int64_t ea, int64_t eb,
   return false;
 }
 
+bool aliases(const Access& a, const Access& b) {
+  const auto& x = *a.region.buffer;
+  const auto& y = *b.region.buffer;
+  return a.addr >= 0 && b.addr >= 0 && x.scope == y.scope && a.addr < b.addr + y.bytes() &&
+         b.addr < a.addr + x.bytes();
+}
+
 bool regions_may_overlap(const Access& a, const Access& b, const VarRanges& outer, int carried,
                          int64_t shift) {
-  if (a.region.buffer->id != b.region.buffer->id) return false;
+  if (a.region.buffer->id != b.region.buffer->id) return aliases(a, b);
   std::set<int> la, lb;
   for (const auto* f : a.loops) la.insert(f->var->id);
   for (const auto* f : b.loops) lb.insert(f->var->id);
@@ -539,11 +557,16 @@ bool apart_beyond(const Access& a, const Access& b, const VarRanges& outer, cons
 }  // namespace
 
 std::vector<Access> collect_accesses(const Stmt& s, const VarRanges& outer,
-                                     const std::vector<Buffer>& fences) {
+                                     const std::vector<Buffer>& fences,
+                                     const std::map<int, int64_t>* addresses) {
   std::vector<Access> out;
   VarRanges vars = outer;
   std::vector<const ForStmt*> loops;
   collect(s, vars, loops, fences, out);
+  if (addresses)
+    for (auto& a : out)
+      if (auto it = addresses->find(a.region.buffer->id); it != addresses->end())
+        a.addr = it->second;
   return out;
 }
 
@@ -554,7 +577,9 @@ bool may_conflict(const Access& a, const Access& b, const VarRanges& outer) {
 
 std::optional<int64_t> carried_distance(const Access& a, const Access& b, const ForStmt& loop,
                                         const VarRanges& outer, int64_t max_distance) {
-  if (!kinds_conflict(a, b) || a.region.buffer->id != b.region.buffer->id) return std::nullopt;
+  if (!kinds_conflict(a, b)) return std::nullopt;
+  if (a.region.buffer->id != b.region.buffer->id)
+    return aliases(a, b) ? std::optional<int64_t>(1) : std::nullopt;
   VarRanges vars = outer;
   vars[loop.var->id] = loop_var_range(loop, outer);
   // Only distances below the trip count exist.

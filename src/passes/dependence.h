@@ -37,6 +37,10 @@ using VarRanges = std::map<int, Range>;
 inline constexpr int kCidVar = -1;
 inline constexpr int kVidVar = -2;
 
+/// Does the subtree hold a hand-written intra-core flag or barrier? Scopes without any are
+/// "automatic": auto_sync syncs them and plan_memory may reuse their bytes.
+bool has_hand_sync(const ir::Stmt& s);
+
 /// Value range of an integer expression given variable ranges.
 Range eval_range(const ir::Expr& e, const VarRanges& vars);
 
@@ -55,6 +59,10 @@ struct Access {
   /// A set_cross_flag's publish/release of the workspaces: it must follow earlier
   /// accesses, but later accesses need not wait for it (it moves no data).
   bool fence = false;
+  /// Byte offset of the buffer when memory planning placed it (-1: not placed). Distinct
+  /// buffers whose placed bytes overlap alias: every access of one may conflict with the
+  /// other's.
+  int64_t addr = -1;
 };
 
 /// The pipe a copy between two scopes runs on (GM->L1/UB MTE2, L1->L0 MTE1, L0C->GM/L1
@@ -76,7 +84,8 @@ std::vector<Access> leaf_accesses(const ir::Stmt& s, const std::vector<ir::Buffe
 /// variables) and their ranges given `outer` (ranges of the enclosing, common variables).
 /// Loop bounds and if conditions that load UB elements read on pipe S.
 std::vector<Access> collect_accesses(const ir::Stmt& s, const VarRanges& outer,
-                                     const std::vector<ir::Buffer>& fences = {});
+                                     const std::vector<ir::Buffer>& fences = {},
+                                     const std::map<int, int64_t>* addresses = nullptr);
 
 /// May `a` and `b` touch a common element, at least one writing? Variables of
 /// `outer` are common (equal in both).

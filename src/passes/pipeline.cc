@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "passes/auto_sync.h"
+#include "passes/plan_memory.h"
 #include "tilepipe/passes.h"
 #include "tilepipe/verify.h"
 
@@ -12,6 +13,10 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
+      {"plan_memory",
+       "liveness-based placement of on-chip buffers (automatic core kinds); capacity "
+       "diagnostics",
+       [](const PassOptions& o) { return o.memory_planning; }, &plan_memory},
       {"auto_sync",
        "intra-core set/wait flags from read/write dependences, in scopes without hand flags",
        [](const PassOptions& o) { return o.auto_sync; }, &auto_sync},
@@ -50,15 +55,23 @@ void validate(const PassOptions& o, const PrintOptions& print) {
   if (!d.empty()) throw UserError(std::move(d));
 }
 
+VerifyOptions verify_options(const PassOptions& o) {
+  VerifyOptions v;
+  v.capacity = !o.memory_planning;
+  return v;
+}
+
 ir::Program run_passes(const ir::Program& p, const ChipConfig& chip, const PassOptions& o,
                        const PrintOptions& print) {
   validate(o, print);
   std::ostream& out = print.out ? *print.out : std::cerr;
   ir::Program cur = p;
+  VerifyOptions vo = verify_options(o);
   for (const auto& pass : pass_table()) {
     if (!pass.enabled(o)) continue;
     ir::Program next = pass.run(cur, chip, o);
-    auto diags = verify(next, chip);
+    if (pass.name == "plan_memory") vo.capacity = true;
+    auto diags = verify(next, chip, vo);
     if (!diags.empty())
       throw std::logic_error(fmt::format(
           "pass {} produced a program the verifier rejects (this is a bug in tilepipe): {}",
