@@ -123,10 +123,10 @@ TEST(PlanMemory, OverflowNamesTheLiveBuffersAndTheSlotsThatFit) {
     });
   });
   auto p = kb.finish();
-  testing::expect_user_error([&] { planned(p); },
-                             {"UB overflow on AIV", "272.0 KiB needed", "ring", "8 slots x 32.0 KiB",
-                              "acc", "plan_memory_test.cc:" + std::to_string(line),
-                              "num_stages <= 5 fits"});
+  testing::expect_user_error(
+      [&] { planned(p); },
+      {"UB overflow on AIV", "272.0 KiB needed", "ring", "8 slots x 32.0 KiB", "acc",
+       "plan_memory_test.cc:" + std::to_string(line), "num_stages <= 5 fits"});
 }
 
 TEST(PlanMemory, HandSyncedKernelsKeepTheSequentialLayout) {

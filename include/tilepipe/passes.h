@@ -18,6 +18,9 @@ namespace tilepipe::passes {
 /// The validated option table of the pipeline (the original's pass configs). Switches
 /// that would have no effect are errors, not silently ignored (validate()).
 struct PassOptions {
+  /// Intra-core multi-buffering of Pipelined loops in automatic scopes (num_stages
+  /// versions of the buffers that cross pipes). Off: a Pipelined loop is an error.
+  bool multibuffer = true;
   /// MEMORY_PLANNING: liveness-based placement of on-chip buffers in core kinds whose
   /// scopes are all automatic; capacity overflows reported with the live buffers at the
   /// peak. Off: sequential layout, capacity checked by the verifier.

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "passes/auto_sync.h"
+#include "passes/multibuffer.h"
 #include "passes/plan_memory.h"
 #include "tilepipe/passes.h"
 #include "tilepipe/verify.h"
@@ -13,6 +14,9 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
+      {"multibuffer",
+       "Pipelined loops on one core: num_stages versions of the buffers crossing pipes",
+       [](const PassOptions& o) { return o.multibuffer; }, &multibuffer},
       {"plan_memory",
        "liveness-based placement of on-chip buffers (automatic core kinds); capacity "
        "diagnostics",
@@ -83,6 +87,22 @@ ir::Program run_passes(const ir::Program& p, const ChipConfig& chip, const PassO
     }
     cur = std::move(next);
   }
+  // A Pipelined loop no pass handled would silently run serially.
+  struct Left : ir::StmtVisitor {
+    const ir::StmtNode* at = nullptr;
+    void visit_for(const ir::ForStmt& f, const ir::StmtNode& n) override {
+      if (f.kind == ir::ForKind::Pipelined && !at) at = &n;
+      ir::StmtVisitor::visit_for(f, n);
+    }
+  } left;
+  left.visit(cur.body);
+  if (left.at)
+    throw UserError(Diagnostic{left.at->loc,
+                               "pipelined",
+                               "this Pipelined loop was not pipelined (the multibuffer pass is "
+                               "off) and would silently run serially",
+                               {},
+                               "switch multibuffer on, or write the loop with serial(...)"});
   return cur;
 }
 

@@ -44,7 +44,7 @@ class Liveness {
 
   std::map<int, BufInfo> bufs;
   std::vector<LoopSpan> loops;
-  std::vector<Loc> locs;  // position -> statement location
+  std::vector<Loc> locs;          // position -> statement location
   std::map<CoreKind, bool> hand;  // a scope of this kind has hand flags
 
  private:
@@ -166,8 +166,8 @@ bool overlaps(const BufInfo& a, const BufInfo& b) {
     std::string slots = s.size() >= 2 && s[0] > 1
                             ? fmt::format(" ({} slots x {})", s[0], kib(b->bytes / s[0]))
                             : "";
-    notes.push_back(fmt::format("{:<12} {:>10}{}  {}", b->buf->name, kib(b->bytes), slots,
-                                b->buf->loc.str()));
+    notes.push_back(
+        fmt::format("{:<12} {:>10}{}  {}", b->buf->name, kib(b->bytes), slots, b->buf->loc.str()));
   }
   // Largest slot count s: every multi-buffer live at the peak cut to at most s slots.
   int64_t max_slots = 0;
@@ -185,14 +185,15 @@ bool overlaps(const BufInfo& a, const BufInfo& b) {
     if (sum <= cap.usable) fit = s;
   }
   if (fit >= 1)
-    hint = fmt::format("num_stages <= {} fits (multi-buffers of at most {} slots), or use smaller "
-                       "blocks",
-                       fit, fit);
+    hint = fmt::format(
+        "num_stages <= {} fits (multi-buffers of at most {} slots), or use smaller "
+        "blocks",
+        fit, fit);
   else
     hint = fmt::format("free {}: shrink '{}' (smaller blocks) or drop a buffer",
                        kib(needed - cap.usable), live.empty() ? "?" : live.front()->buf->name);
-  Loc at = peak >= 0 && peak < static_cast<int>(locs.size()) ? locs[static_cast<size_t>(peak)]
-                                                            : Loc{};
+  Loc at =
+      peak >= 0 && peak < static_cast<int>(locs.size()) ? locs[static_cast<size_t>(peak)] : Loc{};
   throw UserError(Diagnostic{
       at, "capacity",
       fmt::format("{} overflow on {}: {} needed, {} available ({} bytes > {}); {} live at the "

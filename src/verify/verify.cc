@@ -434,12 +434,23 @@ class Verifier {
                         n.num_stages, n.cross_interval),
             "num_stages=0 turns pipelining off; cross_interval=1 syncs every iteration");
     }
-    if (n.kind != ForKind::Serial) {
+    if (n.kind == ForKind::Parallel) {
       error(s.loc, "unsupported",
-            fmt::format("{} loops need the automatic-mode passes, which this build does not have "
-                        "yet; the loop would silently run serially",
-                        n.kind == ForKind::Parallel ? "Parallel" : "Pipelined"),
+            "Parallel loops need the automatic-mode passes, which this build does not have "
+            "yet; the loop would silently run serially",
             "write the loop with serial(...) and explicit tile ops / hand multi-buffering");
+    } else if (n.kind == ForKind::Pipelined && !scope_) {
+      error(s.loc, "unsupported",
+            "Pipelined loops outside a scope need the Cube/Vector split, which this build does "
+            "not have yet; the loop would silently run serially",
+            "put the loop inside scope_c / scope_v (intra-core multi-buffering), or write the "
+            "Cube/Vector pipeline by hand");
+    } else if (n.kind == ForKind::Pipelined && n.cross_interval > 1) {
+      error(s.loc, "bad-loop",
+            fmt::format("cross_interval={} has no effect on a Pipelined loop inside scope {}: it "
+                        "spaces Cube/Vector signals, and this loop runs on one core",
+                        n.cross_interval, to_string(*scope_)),
+            "drop cross_interval (intra-core pipelining overlaps the pipes of one core)");
     }
     // A loop variable's range is exact only for constant bounds: bounds that depend on cid
     // or outer loops correlate it with them, and interval arithmetic would overshoot.
