@@ -33,8 +33,8 @@ ir::Program pipelined_stream(int64_t begin, int64_t tiles, int ns, int64_t cols 
     auto acc = alloc_ub("acc", {cols}, f32);
     tile::fill(acc, 0.0);
     auto& k = KernelBuilder::current();
-    Ex i = k.begin_for("i", begin, rows_total, 1, ir::ForKind::Pipelined,
-                       PipelineOpts{ns, 1}, ir::Loc::from(std::source_location::current()));
+    Ex i = k.begin_for("i", begin, rows_total, 1, ir::ForKind::Pipelined, PipelineOpts{ns, 1},
+                       ir::Loc::from(std::source_location::current()));
     copy(x(vid, i, all), buf);
     tile::mul(tmp, buf, 2.0);
     tile::add(buf, tmp, 1.0);
@@ -53,7 +53,9 @@ ir::Program compiled(const ir::Program& p, passes::PassOptions o = {}) {
 
 TEST(Multibuffer, VersionsOnlyTheBufferThatCrossesPipes) {
   auto p = passes::multibuffer(pipelined_stream(0, 5, 3), testing::a3(), {});
-  EXPECT_EQ(ir::print(p), R"(kernel pstream(x: GM f32[2, 5, 64] in, y: GM f32[2, 5, 64] out, s: GM f32[2, 64] out) block_num=1 {
+  EXPECT_EQ(
+      ir::print(p),
+      R"(kernel pstream(x: GM f32[2, 5, 64] in, y: GM f32[2, 5, 64] out, s: GM f32[2, 64] out) block_num=1 {
   scope V {
     alloc buf: UB f32[3, 64]
     alloc tmp: UB f32[64]
@@ -114,9 +116,9 @@ TEST(Multibuffer, StagesOverlapThePipes) {
 TEST(Multibuffer, TooManyStagesStopWithTheCapacityDiagnostic) {
   // buf is 32 KiB per slot; with tmp and acc (64 KiB) 4 slots fit in 191.75 KiB, 8 do not.
   EXPECT_NO_THROW(compiled(pipelined_stream(0, 8, 3, 8192)));
-  testing::expect_user_error([] { compiled(pipelined_stream(0, 8, 8, 8192)); },
-                             {"UB overflow on AIV", "buf", "8 slots x 32.0 KiB",
-                              "num_stages <= 3 fits"});
+  testing::expect_user_error(
+      [] { compiled(pipelined_stream(0, 8, 8, 8192)); },
+      {"UB overflow on AIV", "buf", "8 slots x 32.0 KiB", "num_stages <= 3 fits"});
 }
 
 TEST(Multibuffer, PipelinedLoopInAHandSyncedScopeIsAnError) {

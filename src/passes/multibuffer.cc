@@ -18,7 +18,8 @@ namespace {
 /// Rewrites every region and load of the buffers in `slot_of` to index the slot first.
 class Versioner : public StmtMutator {
  public:
-  Versioner(const std::map<int, Buffer>& versions, Expr slot) : v_(versions), slot_(std::move(slot)) {}
+  Versioner(const std::map<int, Buffer>& versions, Expr slot)
+      : v_(versions), slot_(std::move(slot)) {}
 
   Expr expr(const Expr& e) const {
     return std::visit(
@@ -149,7 +150,8 @@ class Pass : public StmtMutator {
     }
     if (hand_)
       throw UserError(Diagnostic{
-          self->loc, "pipelined",
+          self->loc,
+          "pipelined",
           "Pipelined loop in a scope with hand-written flags: the flags would not cover the "
           "buffer versions this loop needs",
           {},
@@ -250,9 +252,7 @@ class Pass : public StmtMutator {
       void visit_tile(const TileOpStmt&, const StmtNode& s) override { visit_node(s); }
       void visit_reduce(const ReduceStmt&, const StmtNode& s) override { visit_node(s); }
       void visit_set_cross(const SetCrossFlagStmt&, const StmtNode& s) override { visit_node(s); }
-      void visit_wait_cross(const WaitCrossFlagStmt&, const StmtNode& s) override {
-        visit_node(s);
-      }
+      void visit_wait_cross(const WaitCrossFlagStmt&, const StmtNode& s) override { visit_node(s); }
     } f;
     f.n = n;
     f.visit(tree);
