@@ -75,7 +75,8 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   rep.variant = resolve_variant(k, req.variant);
   rep.program = k.build(req.params, rep.variant);
   try {
-    verify_or_throw(rep.program, chip);
+    verify_or_throw(rep.program, chip, passes::verify_options(req.pass_options));
+    rep.program = passes::run_passes(rep.program, chip, req.pass_options, req.print);
   } catch (const UserError& e) {
     throw with_stages_hint(e, k, req.params, rep.variant, chip);
   }

@@ -8,6 +8,7 @@
 #include "registry.h"
 #include "tilepipe/chip.h"
 #include "tilepipe/lower.h"
+#include "tilepipe/passes.h"
 #include "tilepipe/sim.h"
 #include "tilepipe/verify.h"
 
@@ -24,11 +25,13 @@ struct RunRequest {
   sim::Observer* observer = nullptr;
   /// Applied to the lowered program before the run (mutation testing, kernels/mutate.h).
   std::function<void(lower::LoweredProgram&)> mutate = {};
+  passes::PassOptions pass_options;  // automatic-mode passes between verify and lower
+  passes::PrintOptions print;        // --print-after / --print-after-all
 };
 
 struct RunReport {
   std::string variant;
-  ir::Program program;
+  ir::Program program;  // after the passes: what was lowered
   lower::LoweredProgram lowered;
   sim::SimResult sim;
   double sim_wall_s = 0;

@@ -708,10 +708,17 @@ TEST(Verify, ParallelLoopIsUnsupported) {
                "write the loop with serial(...)", here(-5)});
 }
 
-TEST(Verify, PipelinedLoopIsUnsupported) {
+TEST(Verify, PipelinedLoopOutsideAScopeIsUnsupported) {
   KernelBuilder kb("k", 1);
-  scope_v([&] { pipelined(8, {.num_stages = 2}, [&](Ex) {}); });
-  expect_diag(kb.finish(), "unsupported", {"Pipelined loops need the automatic-mode", here(-1)});
+  pipelined(8, {.num_stages = 2}, [&](Ex) {});
+  expect_diag(kb.finish(), "unsupported",
+              {"Pipelined loops outside a scope need the Cube/Vector split", here(-2)});
+}
+
+TEST(Verify, CrossIntervalOnAnIntraCorePipelinedLoopIsAnError) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] { pipelined(8, {.num_stages = 2, .cross_interval = 2}, [&](Ex) {}); });
+  expect_diag(kb.finish(), "bad-loop", {"cross_interval=2 has no effect", here(-1)});
 }
 
 TEST(Verify, UbOverflowNamesLargestBufferAndFix) {

@@ -49,6 +49,8 @@ struct RunArgs {
   bool json = false;
   bool print_ir = false;
   bool exact = false;
+  std::vector<std::string> print_after;
+  bool print_after_all = false;
   std::string trace;
   std::string trace_window;
   std::string csv_dir;
@@ -70,6 +72,8 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
   if (with_mode)
     cmd->add_flag("--exact", a.exact,
                   "simulate every loop iteration (timing mode otherwise skips steady ones)");
+  cmd->add_option("--print-after", a.print_after, "print the IR after this pass on stderr");
+  cmd->add_flag("--print-after-all", a.print_after_all, "print the IR after every pass");
   cmd->add_option("--trace", a.trace, "write a Chrome/Perfetto trace JSON to this file");
   cmd->add_option("--trace-window", a.trace_window,
                   "keep only trace events overlapping cycles BEGIN:END (keeps big runs usable)");
@@ -191,6 +195,8 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   if (!a.csv_dir.empty()) check_output_path("--csv-dir", a.csv_dir, true);
   req.detect_races = is_check;
   req.fast_forward.enabled = !a.exact;
+  req.print.after = {a.print_after.begin(), a.print_after.end()};
+  req.print.after_all = a.print_after_all;
   prof::Recorder recorder(trace_options(a));
   // Per-event recording (trace, per-line CSV) needs every iteration simulated.
   if (!a.trace.empty() || !a.csv_dir.empty()) req.observer = &recorder;

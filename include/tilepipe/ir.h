@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <source_location>
@@ -291,6 +292,10 @@ struct Program {
   int64_t block_num = 1;
   Stmt body;
   Loc loc;
+  /// On-chip byte offsets by buffer id, within the core's scope memory: pinned by the
+  /// author (lang::pin_address) or set by memory planning. Buffers without one are laid
+  /// out sequentially after the highest placed byte.
+  std::map<int, int64_t> addresses;
 };
 
 // ---------------------------------------------------------------------------------------

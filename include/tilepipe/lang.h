@@ -218,6 +218,9 @@ class KernelBuilder {
                ir::Loc loc);
 
   static KernelBuilder& current(SrcLoc loc = SrcLoc::current());
+  /// Places an on-chip buffer at a byte offset of its scope memory (kept by memory
+  /// planning; the verifier checks alignment and bounds).
+  void pin(const ir::Buffer& b, int64_t byte_offset) { prog_.addresses[b->id] = byte_offset; }
 
  private:
   struct Frame;
@@ -245,6 +248,8 @@ void if_else(Ex cond, const std::function<void()>& then_body,
              const std::function<void()>& else_body, SrcLoc loc = SrcLoc::current());
 
 // ---- memory ----
+/// `pin_address(buf, 0)`: the author's placement of an on-chip buffer.
+void pin_address(const Tensor& t, int64_t byte_offset, SrcLoc loc = SrcLoc::current());
 Tensor alloc_L1(const std::string& name, std::vector<int64_t> shape, DType dtype,
                 SrcLoc loc = SrcLoc::current());
 Tensor alloc_L0A(const std::string& name, std::vector<int64_t> shape, DType dtype,

@@ -34,10 +34,20 @@ class UserError : public std::runtime_error {
   std::vector<Diagnostic> diags_;
 };
 
+struct VerifyOptions {
+  /// Check on-chip capacities. Off before memory planning, which places the buffers and
+  /// reports overflows itself (with liveness); the program is verified again afterwards.
+  bool capacity = true;
+};
+
 /// All problems found in `p` for `chip` (empty = valid).
-std::vector<Diagnostic> verify(const ir::Program& p, const ChipConfig& chip);
+std::vector<Diagnostic> verify(const ir::Program& p, const ChipConfig& chip,
+                               VerifyOptions opts = {});
 /// Throws UserError if `verify` finds anything.
-void verify_or_throw(const ir::Program& p, const ChipConfig& chip);
+void verify_or_throw(const ir::Program& p, const ChipConfig& chip, VerifyOptions opts = {});
+
+/// Intra-core flag pipe pairs the hardware has on a core kind (hardware.md "Synchronisation").
+bool legal_flag_pair(ir::CoreKind k, ir::Pipe src, ir::Pipe dst);
 
 /// Conservative value range of an integer expression, given ranges for cid/vid/loop vars.
 struct Interval {

@@ -174,6 +174,12 @@ bool equal(const Program& a, const Program& b) {
     if (!Equal::buffer(a.params[i], b.params[i])) return false;
   for (size_t i = 0; i < a.workspaces.size(); ++i)
     if (!Equal::buffer(a.workspaces[i], b.workspaces[i])) return false;
+  // Placements by buffer id: ids differ between builds, so compare the offsets in order.
+  if (a.addresses.size() != b.addresses.size()) return false;
+  std::vector<int64_t> oa, ob;
+  for (const auto& [id, v] : a.addresses) oa.push_back(v);
+  for (const auto& [id, v] : b.addresses) ob.push_back(v);
+  if (oa != ob) return false;
   return eq.stmt(a.body, b.body);
 }
 bool equal(const Stmt& a, const Stmt& b) {

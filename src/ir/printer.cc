@@ -94,8 +94,12 @@ class Printer {
                        : b->role == TensorRole::Output    ? " out"
                        : b->role == TensorRole::Workspace ? " workspace"
                                                           : "";
-    return fmt::format("{}: {} {}{}{}", b->name, to_string(b->scope), to_string(b->dtype),
-                       shape(b->shape), role);
+    std::string at;
+    if (addresses_)
+      if (auto it = addresses_->find(b->id); it != addresses_->end())
+        at = fmt::format(" @{}", it->second);
+    return fmt::format("{}: {} {}{}{}{}", b->name, to_string(b->scope), to_string(b->dtype),
+                       shape(b->shape), role, at);
   }
 
   void line(const std::string& s) { out_ << std::string(indent_ * 2, ' ') << s << '\n'; }
@@ -172,6 +176,7 @@ class Printer {
   }
 
   std::string program(const Program& p) {
+    addresses_ = &p.addresses;
     std::vector<std::string> params;
     for (const auto& b : p.params) params.push_back(buffer_decl(b));
     line(
@@ -191,6 +196,7 @@ class Printer {
   int indent_ = 0;
   std::map<int, std::string> var_names_;
   std::map<std::string, int> name_uses_;
+  const std::map<int, int64_t>* addresses_ = nullptr;
 };
 
 }  // namespace

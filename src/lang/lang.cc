@@ -291,6 +291,11 @@ Tensor KernelBuilder::alloc(const std::string& name, ir::Scope scope, std::vecto
   return Tensor(b);
 }
 
+void pin_address(const Tensor& t, int64_t byte_offset, SrcLoc loc) {
+  require_buffer(t.ir(), "pin_address of", loc);
+  KernelBuilder::current(loc).pin(t.ir(), byte_offset);
+}
+
 // ---- sugar ----
 
 static ir::Loc L(const SrcLoc& l) {

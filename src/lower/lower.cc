@@ -94,6 +94,23 @@ class Lowerer {
     out.block_num = p_.block_num;
     for (const auto& b : p_.params) add_gm(out, b, false);
     for (const auto& b : p_.workspaces) add_gm(out, b, true);
+    // Unplaced buffers go after the highest placed byte of their scope.
+    placed_end_.fill(0);
+    for (const auto& [id, off] : p_.addresses) placed_ids_[id] = off;
+    struct Ends : StmtVisitor {
+      std::map<int, int64_t>* ids;
+      std::array<int64_t, 6>* end;
+      void visit_alloc(const AllocStmt& a, const StmtNode&) override {
+        auto it = ids->find(a.buffer->id);
+        if (it != ids->end()) {
+          auto& e = (*end)[static_cast<int>(a.buffer->scope)];
+          e = std::max(e, it->second + a.buffer->bytes());
+        }
+      }
+    } ends;
+    ends.ids = &placed_ids_;
+    ends.end = &placed_end_;
+    ends.visit(p_.body);
     for (CoreProgram* cp : {&out.aic, &out.aiv}) {
       cur_ = cp;
       slots_.clear();
@@ -261,6 +278,12 @@ class Lowerer {
     if (addr_.count(b.id)) return;
     int64_t align = b.scope == Scope::UB ? chip_.ub_align : chip_.l1_align;
     auto& used = cur_->scope_bytes[static_cast<int>(b.scope)];
+    if (auto it = p_.addresses.find(b.id); it != p_.addresses.end()) {
+      addr_[b.id] = it->second;  // pinned or planned (the verifier checked the bounds)
+      used = std::max(used, it->second + b.bytes());
+      return;
+    }
+    used = std::max(used, placed_end_[static_cast<int>(b.scope)]);
     used = (used + align - 1) / align * align;
     addr_[b.id] = used;
     used += b.bytes();
@@ -422,6 +445,8 @@ class Lowerer {
   std::map<int, int> slots_;
   std::map<int, int> gm_index_;
   std::map<int, int64_t> addr_;
+  std::map<int, int64_t> placed_ids_;
+  std::array<int64_t, 6> placed_end_{};
   std::set<int> loaded_;  // buffer ids read by scalar loads
 };
 

@@ -84,7 +84,8 @@ struct Alloc {
 
 class Verifier {
  public:
-  Verifier(const Program& p, const ChipConfig& chip) : p_(p), chip_(chip) {}
+  Verifier(const Program& p, const ChipConfig& chip, VerifyOptions opts)
+      : p_(p), chip_(chip), opts_(opts) {}
 
   std::vector<Diagnostic> run() {
     if (p_.block_num < 1) {
@@ -96,7 +97,7 @@ class Verifier {
     for (const auto& b : p_.workspaces) declare_gm(b);
     stmt(p_.body);
     check_load_sources();
-    check_capacity();
+    if (opts_.capacity) check_capacity();
     return std::move(diags_);
   }
 
@@ -433,12 +434,23 @@ class Verifier {
                         n.num_stages, n.cross_interval),
             "num_stages=0 turns pipelining off; cross_interval=1 syncs every iteration");
     }
-    if (n.kind != ForKind::Serial) {
+    if (n.kind == ForKind::Parallel) {
       error(s.loc, "unsupported",
-            fmt::format("{} loops need the automatic-mode passes, which this build does not have "
-                        "yet; the loop would silently run serially",
-                        n.kind == ForKind::Parallel ? "Parallel" : "Pipelined"),
+            "Parallel loops need the automatic-mode passes, which this build does not have "
+            "yet; the loop would silently run serially",
             "write the loop with serial(...) and explicit tile ops / hand multi-buffering");
+    } else if (n.kind == ForKind::Pipelined && !scope_) {
+      error(s.loc, "unsupported",
+            "Pipelined loops outside a scope need the Cube/Vector split, which this build does "
+            "not have yet; the loop would silently run serially",
+            "put the loop inside scope_c / scope_v (intra-core multi-buffering), or write the "
+            "Cube/Vector pipeline by hand");
+    } else if (n.kind == ForKind::Pipelined && n.cross_interval > 1) {
+      error(s.loc, "bad-loop",
+            fmt::format("cross_interval={} has no effect on a Pipelined loop inside scope {}: it "
+                        "spaces Cube/Vector signals, and this loop runs on one core",
+                        n.cross_interval, to_string(*scope_)),
+            "drop cross_interval (intra-core pipelining overlaps the pipes of one core)");
     }
     // A loop variable's range is exact only for constant bounds: bounds that depend on cid
     // or outer loops correlate it with them, and interval arithmetic would overshoot.
@@ -924,10 +936,26 @@ class Verifier {
     for (auto [scope, cap] : caps) {
       auto it = allocs_.find(scope);
       if (it == allocs_.end()) continue;
+      // Placed buffers (pinned or planned) occupy [address, address + bytes); the rest
+      // follow sequentially after the highest placed byte, as the lowering lays them out.
+      int64_t align = scope == Scope::UB ? chip_.ub_align : chip_.l1_align;
       int64_t total = 0;
       const Alloc* first_over = nullptr;
       for (const auto& a : it->second) {
-        total += a.bytes;
+        auto at = p_.addresses.find(a.buf->id);
+        if (at == p_.addresses.end()) continue;
+        if (at->second < 0 || at->second % align != 0)
+          error(a.buf->loc, "bad-address",
+                fmt::format("'{}' is placed at byte {} of {}; placements must be {}-byte "
+                            "aligned and non-negative",
+                            a.buf->name, at->second, to_string(scope), align),
+                fmt::format("use a multiple of {}", align));
+        total = std::max(total, at->second + a.bytes);
+        if (!first_over && total > cap->usable) first_over = &a;
+      }
+      for (const auto& a : it->second) {
+        if (p_.addresses.count(a.buf->id)) continue;
+        total = (total + align - 1) / align * align + a.bytes;
         if (!first_over && total > cap->usable) first_over = &a;
       }
       if (!first_over) continue;
@@ -969,6 +997,7 @@ class Verifier {
 
   const Program& p_;
   const ChipConfig& chip_;
+  VerifyOptions opts_;
   std::vector<Diagnostic> diags_;
   std::optional<CoreKind> scope_;
   std::map<int, Interval> vars_;
@@ -981,12 +1010,16 @@ class Verifier {
 
 }  // namespace
 
-std::vector<Diagnostic> verify(const Program& p, const ChipConfig& chip) {
-  return Verifier(p, chip).run();
+bool legal_flag_pair(CoreKind k, Pipe src, Pipe dst) {
+  return legal_pair(k, src, dst);
 }
 
-void verify_or_throw(const Program& p, const ChipConfig& chip) {
-  auto d = verify(p, chip);
+std::vector<Diagnostic> verify(const Program& p, const ChipConfig& chip, VerifyOptions opts) {
+  return Verifier(p, chip, opts).run();
+}
+
+void verify_or_throw(const Program& p, const ChipConfig& chip, VerifyOptions opts) {
+  auto d = verify(p, chip, opts);
   if (!d.empty()) throw UserError(std::move(d));
 }
 

@@ -1,0 +1,69 @@
+// Automatic-mode passes: Program -> Program rewrites between the verifier and the
+// lowering. src/passes/pipeline.cc lists them in order; read it to learn the compiler.
+// Each pass is its own file with its own header in src/passes/ (docs/passes.md).
+#pragma once
+
+#include <functional>
+#include <ostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tilepipe/chip.h"
+#include "tilepipe/ir.h"
+#include "tilepipe/verify.h"
+
+namespace tilepipe::passes {
+
+/// The validated option table of the pipeline (the original's pass configs). Switches
+/// that would have no effect are errors, not silently ignored (validate()).
+struct PassOptions {
+  /// Intra-core multi-buffering of Pipelined loops in automatic scopes (num_stages
+  /// versions of the buffers that cross pipes). Off: a Pipelined loop is an error.
+  bool multibuffer = true;
+  /// MEMORY_PLANNING: liveness-based placement of on-chip buffers in core kinds whose
+  /// scopes are all automatic; capacity overflows reported with the live buffers at the
+  /// peak. Off: sequential layout, capacity checked by the verifier.
+  bool memory_planning = true;
+  /// AUTO_SYNC: insert intra-core set/wait flags from read/write dependences in every
+  /// scope that has no hand-written intra-core flags or barriers.
+  bool auto_sync = true;
+  /// Largest number of event ids one ring-buffer flag may rotate through (a loop-carried
+  /// dependence at distance d uses min(d, max_rotation) ids).
+  int max_rotation = 4;
+};
+
+/// One entry of the pass table: drives --print-after validation and the docs.
+struct PassInfo {
+  std::string name;
+  std::string summary;
+  bool (*enabled)(const PassOptions&);
+  ir::Program (*run)(const ir::Program&, const ChipConfig&, const PassOptions&);
+};
+
+/// The passes in pipeline order.
+const std::vector<PassInfo>& pass_table();
+
+/// What to print while the pipeline runs: the IR after the named passes (or all), with
+/// "(unchanged)" when a pass left the program as it was.
+struct PrintOptions {
+  std::set<std::string> after;
+  bool after_all = false;
+  std::ostream* out = nullptr;  // nullptr: std::cerr
+};
+
+/// Throws UserError (kind "pass-option") for option values that are out of range and for
+/// --print-after names that are not passes.
+void validate(const PassOptions& o, const PrintOptions& print = {});
+
+/// Runs every enabled pass in order. Each pass's output is re-verified (capacities once
+/// memory planning has placed the buffers): a pass that produces a program the verifier
+/// rejects is an internal error naming the pass. The input must have passed
+/// verify(p, chip, verify_options(o)).
+/// How to verify a program before run_passes: capacities are left to memory planning.
+VerifyOptions verify_options(const PassOptions& o);
+
+ir::Program run_passes(const ir::Program& p, const ChipConfig& chip, const PassOptions& o,
+                       const PrintOptions& print = {});
+
+}  // namespace tilepipe::passes

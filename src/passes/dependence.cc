@@ -1,0 +1,599 @@
+// Dependence analysis: accesses of statements and region overlap tests (dependence.h).
+#include "passes/dependence.h"
+
+#include <algorithm>
+#include <set>
+
+namespace tilepipe::passes {
+
+using namespace ir;
+
+bool has_hand_sync(const Stmt& s) {
+  struct V : StmtVisitor {
+    bool found = false;
+    void visit_set_flag(const SetFlagStmt&, const StmtNode&) override { found = true; }
+    void visit_wait_flag(const WaitFlagStmt&, const StmtNode&) override { found = true; }
+    void visit_barrier(const PipeBarrierStmt&, const StmtNode&) override { found = true; }
+  } v;
+  v.visit(s);
+  return v.found;
+}
+
+namespace {
+
+constexpr int64_t kBig = INT64_MAX / 8;
+
+Range clamp(__int128 lo, __int128 hi) {
+  if (lo < -kBig || hi > kBig) return Range::any();
+  return Range::of(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+}
+
+}  // namespace
+
+Range eval_range(const Expr& e, const VarRanges& vars) {
+  return std::visit(
+      [&](const auto& n) -> Range {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, IntImm>) {
+          return Range::of(n.value, n.value);
+        } else if constexpr (std::is_same_v<T, VarRef>) {
+          auto it = vars.find(n.var->id);
+          return it == vars.end() ? Range::any() : it->second;
+        } else if constexpr (std::is_same_v<T, CoreIdx>) {
+          auto it = vars.find(kCidVar);
+          return it == vars.end() ? Range::any() : it->second;
+        } else if constexpr (std::is_same_v<T, VecIdx>) {
+          auto it = vars.find(kVidVar);
+          return it == vars.end() ? Range::of(0, 1) : it->second;
+        } else if constexpr (std::is_same_v<T, Binary>) {
+          Range a = eval_range(n.a, vars), b = eval_range(n.b, vars);
+          using W = __int128;
+          switch (n.op) {
+            case BinOp::Add:
+              if (!a.known || !b.known) return Range::any();
+              return clamp(W{a.lo} + b.lo, W{a.hi} + b.hi);
+            case BinOp::Sub:
+              if (!a.known || !b.known) return Range::any();
+              return clamp(W{a.lo} - b.hi, W{a.hi} - b.lo);
+            case BinOp::Mul: {
+              if (!a.known || !b.known) return Range::any();
+              W v[4] = {W{a.lo} * b.lo, W{a.lo} * b.hi, W{a.hi} * b.lo, W{a.hi} * b.hi};
+              return clamp(*std::min_element(v, v + 4), *std::max_element(v, v + 4));
+            }
+            case BinOp::Min:
+              if (!a.known && !b.known) return Range::any();
+              if (!a.known) return Range{INT64_MIN / 8, b.hi, false};
+              if (!b.known) return Range{INT64_MIN / 8, a.hi, false};
+              return Range::of(std::min(a.lo, b.lo), std::min(a.hi, b.hi));
+            case BinOp::Max:
+              if (!a.known || !b.known) return Range::any();
+              return Range::of(std::max(a.lo, b.lo), std::max(a.hi, b.hi));
+            case BinOp::Div:
+              if (!a.known || !b.known || b.lo <= 0) return Range::any();
+              return Range::of(
+                  std::min(eval_binop(BinOp::Div, a.lo, b.lo), eval_binop(BinOp::Div, a.lo, b.hi)),
+                  std::max(eval_binop(BinOp::Div, a.hi, b.lo), eval_binop(BinOp::Div, a.hi, b.hi)));
+            case BinOp::Mod:
+              if (!b.known || b.lo <= 0) return Range::any();
+              if (a.known && a.lo >= 0 && a.hi < b.lo) return a;
+              return Range::of(0, b.hi - 1);
+            default:
+              return Range::of(0, 1);
+          }
+        } else if constexpr (std::is_same_v<T, Select>) {
+          Range a = eval_range(n.then_value, vars), b = eval_range(n.else_value, vars);
+          if (!a.known || !b.known) return Range::any();
+          return Range::of(std::min(a.lo, b.lo), std::max(a.hi, b.hi));
+        } else if constexpr (std::is_same_v<T, Load>) {
+          return Range::any();
+        } else {
+          static_assert(sizeof(T) == 0, "eval_range: unhandled expression node");
+        }
+      },
+      e->node);
+}
+
+std::optional<Pipe> copy_pipe(Scope from, Scope to) {
+  if (from == Scope::GM && (to == Scope::L1 || to == Scope::UB)) return Pipe::MTE2;
+  if (from == Scope::L1 && (to == Scope::L0A || to == Scope::L0B)) return Pipe::MTE1;
+  if (from == Scope::L0C && (to == Scope::GM || to == Scope::L1)) return Pipe::FIX;
+  if (from == Scope::UB && to == Scope::GM) return Pipe::MTE3;
+  if (from == Scope::UB && to == Scope::UB) return Pipe::V;
+  return std::nullopt;
+}
+
+std::optional<Pipe> leaf_pipe(const Stmt& s) {
+  return std::visit(
+      [&](const auto& n) -> std::optional<Pipe> {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, CopyStmt>)
+          return copy_pipe(n.src.buffer->scope, n.dst.buffer->scope);
+        else if constexpr (std::is_same_v<T, GemmStmt>)
+          return Pipe::M;
+        else if constexpr (std::is_same_v<T, TileOpStmt> || std::is_same_v<T, ReduceStmt>)
+          return Pipe::V;
+        else if constexpr (std::is_same_v<T, SetFlagStmt>)
+          return n.src;
+        else if constexpr (std::is_same_v<T, WaitFlagStmt>)
+          return n.dst;
+        else if constexpr (std::is_same_v<T, PipeBarrierStmt> ||
+                           std::is_same_v<T, SetCrossFlagStmt>)
+          return n.pipe;
+        else
+          return std::nullopt;
+      },
+      s->node);
+}
+
+namespace {
+
+/// UB element loads inside an expression: scalar reads on pipe S.
+void expr_loads(const Expr& e, const StmtNode* at, std::vector<Access>& out) {
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, Binary>) {
+          expr_loads(n.a, at, out);
+          expr_loads(n.b, at, out);
+        } else if constexpr (std::is_same_v<T, Select>) {
+          expr_loads(n.cond, at, out);
+          expr_loads(n.then_value, at, out);
+          expr_loads(n.else_value, at, out);
+        } else if constexpr (std::is_same_v<T, Load>) {
+          for (const auto& i : n.index) expr_loads(i, at, out);
+          // GM loads read kernel inputs, which nothing writes (the verifier's rule).
+          if (n.buffer->scope != Scope::GM)
+            out.push_back(Access{Region{n.buffer, n.index, std::vector<int64_t>(n.index.size(), 1)},
+                                 AccessKind::Read,
+                                 Pipe::S,
+                                 at,
+                                 {},
+                                 {}});
+        }
+      },
+      e->node);
+}
+
+void region_loads(const Region& r, const StmtNode* at, std::vector<Access>& out) {
+  for (const auto& s : r.start) expr_loads(s, at, out);
+}
+
+}  // namespace
+
+std::vector<Access> leaf_accesses(const Stmt& s, const std::vector<Buffer>& fences) {
+  std::vector<Access> out;
+  const StmtNode* at = s.get();
+  auto add = [&](const Region& r, AccessKind k, Pipe p) {
+    out.push_back(Access{r, k, p, at, {}, {}});
+    region_loads(r, at, out);
+  };
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, CopyStmt>) {
+          auto p = copy_pipe(n.src.buffer->scope, n.dst.buffer->scope);
+          if (!p) return;
+          add(n.src, AccessKind::Read, *p);
+          add(n.dst, AccessKind::Write, *p);
+        } else if constexpr (std::is_same_v<T, GemmStmt>) {
+          add(n.a, AccessKind::Read, Pipe::M);
+          add(n.b, AccessKind::Read, Pipe::M);
+          if (!n.init) add(n.c, AccessKind::Read, Pipe::M);
+          add(n.c, AccessKind::Write, Pipe::M);
+        } else if constexpr (std::is_same_v<T, TileOpStmt>) {
+          for (const auto& r : n.srcs) add(r, AccessKind::Read, Pipe::V);
+          if (n.op == TileOpKind::Axpy) add(n.dst, AccessKind::Read, Pipe::V);
+          add(n.dst, AccessKind::Write, Pipe::V);
+          if (n.scalar) {
+            if (auto* r = std::get_if<Region>(&n.scalar->value))
+              add(*r, AccessKind::Read, Pipe::S);
+            else if (auto* e = std::get_if<Expr>(&n.scalar->value))
+              expr_loads(*e, at, out);
+          }
+        } else if constexpr (std::is_same_v<T, ReduceStmt>) {
+          add(n.src, AccessKind::Read, Pipe::V);
+          if (!n.clear) add(n.dst, AccessKind::Read, Pipe::V);
+          add(n.dst, AccessKind::Write, Pipe::V);
+        } else if constexpr (std::is_same_v<T, SetCrossFlagStmt>) {
+          for (const auto& b : fences)
+            out.push_back(Access{full_region(b), AccessKind::Write, n.pipe, at, {}, {}, true});
+          expr_loads(n.flag_id, at, out);
+        } else if constexpr (std::is_same_v<T, WaitCrossFlagStmt>) {
+          expr_loads(n.flag_id, at, out);
+        } else if constexpr (std::is_same_v<T, SetFlagStmt> || std::is_same_v<T, WaitFlagStmt>) {
+          expr_loads(n.event_id, at, out);
+        }
+      },
+      s->node);
+  return out;
+}
+
+namespace {
+
+Range loop_var_range(const ForStmt& f, const VarRanges& vars) {
+  Range b = eval_range(f.begin, vars), e = eval_range(f.end, vars);
+  if (!b.known || !e.known) return Range::any();
+  return Range::of(b.lo, std::max(b.lo, e.hi - 1));
+}
+
+void collect(const Stmt& s, VarRanges& vars, std::vector<const ForStmt*>& loops,
+             const std::vector<Buffer>& fences, std::vector<Access>& out) {
+  if (!s) return;
+  auto push = [&](std::vector<Access> accs) {
+    for (auto& a : accs) {
+      a.loops = loops;
+      for (const ForStmt* f : loops) a.local_ranges[f->var->id] = vars.at(f->var->id);
+      out.push_back(std::move(a));
+    }
+  };
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, SeqStmt>) {
+          for (const auto& c : n.body) collect(c, vars, loops, fences, out);
+        } else if constexpr (std::is_same_v<T, ForStmt>) {
+          std::vector<Access> hdr;
+          expr_loads(n.begin, s.get(), hdr);
+          expr_loads(n.end, s.get(), hdr);
+          push(std::move(hdr));
+          vars[n.var->id] = loop_var_range(n, vars);
+          loops.push_back(&n);
+          collect(n.body, vars, loops, fences, out);
+          loops.pop_back();
+          vars.erase(n.var->id);
+        } else if constexpr (std::is_same_v<T, IfStmt>) {
+          std::vector<Access> hdr;
+          expr_loads(n.cond, s.get(), hdr);
+          push(std::move(hdr));
+          collect(n.then_body, vars, loops, fences, out);
+          collect(n.else_body, vars, loops, fences, out);
+        } else if constexpr (std::is_same_v<T, ScopeStmt>) {
+          collect(n.body, vars, loops, fences, out);
+        } else {
+          push(leaf_accesses(s, fences));
+        }
+      },
+      s->node);
+}
+
+// ---- linear forms --------------------------------------------------------------------
+
+/// A variable as seen by one side of a comparison: common variables share a key, local
+/// ones are tagged with the side.
+using Key = int64_t;
+Key key_of(int var, int side, bool local) {
+  return static_cast<Key>(var) * 4 + (local ? 1 + side : 0);
+}
+
+struct Lin {
+  int64_t c = 0;
+  std::map<Key, int64_t> v;
+  bool operator==(const Lin&) const = default;
+};
+
+struct ModAtom {
+  int64_t coef;
+  Lin inner;
+  int64_t m;
+};
+struct OpaqueAtom {
+  int64_t coef;
+  Expr e;
+  bool pure_common;  // only common, unshifted variables (or none)
+};
+
+struct Form {
+  Lin lin;
+  std::vector<ModAtom> mods;
+  std::vector<OpaqueAtom> opaque;
+};
+
+/// How one side sees variables: which are local, and the shift of the carried variable.
+struct Side {
+  int side = 0;
+  const std::set<int>* locals = nullptr;
+  int carried = -1000;  // var id of the carried loop (none: -1000)
+  int64_t shift = 0;    // added to the carried variable on this side
+};
+
+Form scale(Form f, int64_t k) {
+  f.lin.c *= k;
+  for (auto& [key, c] : f.lin.v) c *= k;
+  for (auto& m : f.mods) m.coef *= k;
+  for (auto& o : f.opaque) o.coef *= k;
+  return f;
+}
+
+Form add(Form a, const Form& b, int64_t sign) {
+  a.lin.c += sign * b.lin.c;
+  for (const auto& [key, c] : b.lin.v) {
+    a.lin.v[key] += sign * c;
+    if (a.lin.v[key] == 0) a.lin.v.erase(key);
+  }
+  for (auto m : b.mods) {
+    m.coef *= sign;
+    a.mods.push_back(m);
+  }
+  for (auto o : b.opaque) {
+    o.coef *= sign;
+    a.opaque.push_back(o);
+  }
+  return a;
+}
+
+bool uses_only_common(const Expr& e, const Side& s) {
+  return std::visit(
+      [&](const auto& n) -> bool {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, VarRef>)
+          return !s.locals->count(n.var->id) && n.var->id != s.carried;
+        else if constexpr (std::is_same_v<T, Binary>)
+          return uses_only_common(n.a, s) && uses_only_common(n.b, s);
+        else if constexpr (std::is_same_v<T, Select>)
+          return uses_only_common(n.cond, s) && uses_only_common(n.then_value, s) &&
+                 uses_only_common(n.else_value, s);
+        else if constexpr (std::is_same_v<T, Load>) {
+          for (const auto& i : n.index)
+            if (!uses_only_common(i, s)) return false;
+          return true;
+        } else
+          return true;
+      },
+      e->node);
+}
+
+Form opaque(const Expr& e, const Side& s) {
+  Form f;
+  f.opaque.push_back(OpaqueAtom{1, e, uses_only_common(e, s)});
+  return f;
+}
+
+Form linearize(const Expr& e, const Side& s) {
+  return std::visit(
+      [&](const auto& n) -> Form {
+        using T = std::decay_t<decltype(n)>;
+        Form f;
+        if constexpr (std::is_same_v<T, IntImm>) {
+          f.lin.c = n.value;
+          return f;
+        } else if constexpr (std::is_same_v<T, VarRef>) {
+          int id = n.var->id;
+          f.lin.v[key_of(id, s.side, s.locals->count(id) > 0)] = 1;
+          if (id == s.carried) f.lin.c = s.shift;
+          return f;
+        } else if constexpr (std::is_same_v<T, CoreIdx>) {
+          f.lin.v[key_of(kCidVar, s.side, false)] = 1;
+          return f;
+        } else if constexpr (std::is_same_v<T, VecIdx>) {
+          f.lin.v[key_of(kVidVar, s.side, false)] = 1;
+          return f;
+        } else if constexpr (std::is_same_v<T, Binary>) {
+          if (n.op == BinOp::Add || n.op == BinOp::Sub) {
+            return add(linearize(n.a, s), linearize(n.b, s), n.op == BinOp::Add ? 1 : -1);
+          }
+          if (n.op == BinOp::Mul) {
+            if (auto k = as_const(n.b)) return scale(linearize(n.a, s), *k);
+            if (auto k = as_const(n.a)) return scale(linearize(n.b, s), *k);
+          }
+          if (n.op == BinOp::Mod) {
+            auto m = as_const(n.b);
+            Form inner = linearize(n.a, s);
+            if (m && *m > 0 && inner.mods.empty() && inner.opaque.empty()) {
+              f.mods.push_back(ModAtom{1, inner.lin, *m});
+              return f;
+            }
+          }
+          return opaque(e, s);
+        } else {
+          return opaque(e, s);
+        }
+      },
+      e->node);
+}
+
+int64_t pos_mod(int64_t a, int64_t m) {
+  return ((a % m) + m) % m;
+}
+
+/// Range of a linear form's variable part given per-key ranges.
+Range lin_range(const Lin& l, const std::map<Key, Range>& ranges) {
+  __int128 lo = l.c, hi = l.c;
+  for (const auto& [key, c] : l.v) {
+    if (c == 0) continue;
+    auto it = ranges.find(key);
+    if (it == ranges.end() || !it->second.known) return Range::any();
+    __int128 a = static_cast<__int128>(c) * it->second.lo,
+             b = static_cast<__int128>(c) * it->second.hi;
+    lo += std::min(a, b);
+    hi += std::max(a, b);
+    if (lo < -kBig || hi > kBig) return Range::any();
+  }
+  return Range::of(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+}
+
+/// May [a, a+ea) and [b, b+eb) overlap for some values, where a - b is `diff`?
+bool dim_may_overlap(const Form& fa, const Form& fb, int64_t ea, int64_t eb,
+                     const std::map<Key, Range>& ranges) {
+  Form d = add(fa, fb, -1);
+  // Opaque atoms cancel against an identical atom of the other side over common vars.
+  std::vector<OpaqueAtom> ops = d.opaque;
+  std::vector<bool> used(ops.size(), false);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (used[i]) continue;
+    bool matched = false;
+    for (size_t j = i + 1; j < ops.size() && !matched; ++j) {
+      if (used[j] || !ops[i].pure_common || !ops[j].pure_common) continue;
+      if (ops[i].coef == -ops[j].coef && equal(ops[i].e, ops[j].e)) {
+        used[i] = used[j] = true;
+        matched = true;
+      }
+    }
+    if (!matched) return true;  // an expression we cannot see through
+  }
+  // Mod atoms: a pair with the same modulus and variable coefficients differs by a known
+  // amount; an unmatched atom ranges over [0, m-1].
+  std::vector<int64_t> options = {0};
+  Range extra = Range::of(0, 0);
+  std::vector<bool> mused(d.mods.size(), false);
+  for (size_t i = 0; i < d.mods.size(); ++i) {
+    if (mused[i]) continue;
+    const auto& x = d.mods[i];
+    bool matched = false;
+    for (size_t j = i + 1; j < d.mods.size() && !matched; ++j) {
+      const auto& y = d.mods[j];
+      if (mused[j] || y.m != x.m || y.coef != -x.coef || y.inner.v != x.inner.v) continue;
+      bool all_common = true;
+      for (const auto& [key, c] : x.inner.v) all_common = all_common && key % 4 == 0;
+      if (!all_common) continue;
+      mused[i] = mused[j] = true;
+      matched = true;
+      // x.coef * (X % m) + y.coef * ((X + s) % m) with y.coef = -x.coef and
+      // X' = X + s: (X % m) - ((X + s) % m) is -s' or m - s' (s' = s mod m).
+      int64_t sp = pos_mod(y.inner.c - x.inner.c, x.m);
+      std::vector<int64_t> vals =
+          sp == 0 ? std::vector<int64_t>{0} : std::vector<int64_t>{-sp, x.m - sp};
+      std::vector<int64_t> next;
+      for (int64_t o : options)
+        for (int64_t v : vals) next.push_back(o + x.coef * v);
+      options = std::move(next);
+      if (options.size() > 64) return true;
+    }
+    if (!matched) {
+      int64_t a = 0, b = x.coef * (x.m - 1);
+      extra.lo += std::min(a, b);
+      extra.hi += std::max(a, b);
+    }
+  }
+  Range r = lin_range(d.lin, ranges);
+  if (!r.known) return true;
+  for (int64_t o : options) {
+    int64_t lo = r.lo + extra.lo + o, hi = r.hi + extra.hi + o;
+    if (lo < eb && hi > -ea) return true;
+  }
+  return false;
+}
+
+bool aliases(const Access& a, const Access& b) {
+  const auto& x = *a.region.buffer;
+  const auto& y = *b.region.buffer;
+  return a.addr >= 0 && b.addr >= 0 && x.scope == y.scope && a.addr < b.addr + y.bytes() &&
+         b.addr < a.addr + x.bytes();
+}
+
+bool regions_may_overlap(const Access& a, const Access& b, const VarRanges& outer, int carried,
+                         int64_t shift) {
+  if (a.region.buffer->id != b.region.buffer->id) return aliases(a, b);
+  std::set<int> la, lb;
+  for (const auto* f : a.loops) la.insert(f->var->id);
+  for (const auto* f : b.loops) lb.insert(f->var->id);
+  Side sa{0, &la, carried, 0}, sb{1, &lb, carried, shift};
+  std::map<Key, Range> ranges;
+  for (const auto& [id, r] : outer) ranges[key_of(id, 0, false)] = r;
+  for (const auto& [id, r] : a.local_ranges) ranges[key_of(id, 0, true)] = r;
+  for (const auto& [id, r] : b.local_ranges) ranges[key_of(id, 1, true)] = r;
+  if (!ranges.count(key_of(kVidVar, 0, false))) ranges[key_of(kVidVar, 0, false)] = Range::of(0, 1);
+  const auto& ra = a.region;
+  const auto& rb = b.region;
+  for (size_t d = 0; d < ra.start.size() && d < rb.start.size(); ++d) {
+    Form fa = linearize(ra.start[d], sa), fb = linearize(rb.start[d], sb);
+    if (!dim_may_overlap(fa, fb, ra.extent[d], rb.extent[d], ranges)) return false;
+  }
+  return true;
+}
+
+bool kinds_conflict(const Access& a, const Access& b) {
+  return a.kind == AccessKind::Write || b.kind == AccessKind::Write;
+}
+
+/// True if some dimension of `a` (iteration k) and `b` (iteration k + d) is apart for every
+/// d > after: the start difference is rest - c * step * d with `rest` bounded (ring-slot
+/// atoms widened to their whole range), and the overlap condition holds only on a bounded
+/// interval of d.
+bool apart_beyond(const Access& a, const Access& b, const VarRanges& outer, const ForStmt& loop,
+                  int64_t after) {
+  std::set<int> la, lb;
+  for (const auto* f : a.loops) la.insert(f->var->id);
+  for (const auto* f : b.loops) lb.insert(f->var->id);
+  int carried = loop.var->id;
+  Side sa{0, &la, carried, 0}, sb{1, &lb, carried, 0};
+  std::map<Key, Range> ranges;
+  for (const auto& [id, r] : outer) ranges[key_of(id, 0, false)] = r;
+  for (const auto& [id, r] : a.local_ranges) ranges[key_of(id, 0, true)] = r;
+  for (const auto& [id, r] : b.local_ranges) ranges[key_of(id, 1, true)] = r;
+  Key ck = key_of(carried, 0, false);
+  for (size_t d = 0; d < a.region.start.size() && d < b.region.start.size(); ++d) {
+    Form fa = linearize(a.region.start[d], sa), fb = linearize(b.region.start[d], sb);
+    bool opaque_carried = false;
+    for (const auto* f : {&fa, &fb})
+      for (const auto& o : f->opaque) opaque_carried = opaque_carried || !o.pure_common;
+    if (opaque_carried || !fa.opaque.empty() || !fb.opaque.empty()) continue;
+    int64_t cb = fb.lin.v.count(ck) ? fb.lin.v.at(ck) : 0;
+    int64_t cs = cb * loop.step;
+    if (cs == 0) continue;
+    Form diff = add(fa, fb, -1);
+    Range r = lin_range(diff.lin, ranges);
+    if (!r.known) continue;
+    for (const auto& m : diff.mods) {
+      int64_t x = 0, y = m.coef * (m.m - 1);
+      r.lo += std::min(x, y);
+      r.hi += std::max(x, y);
+    }
+    // Overlap needs r.lo - cs*d < eb and r.hi - cs*d > -ea.
+    int64_t ea = a.region.extent[d], eb = b.region.extent[d];
+    double d_lo, d_hi;  // the d where overlap is possible lie strictly inside (d_lo, d_hi)
+    if (cs > 0) {
+      d_lo = static_cast<double>(r.lo - eb) / static_cast<double>(cs);
+      d_hi = static_cast<double>(r.hi + ea) / static_cast<double>(cs);
+    } else {
+      d_lo = static_cast<double>(r.hi + ea) / static_cast<double>(cs);
+      d_hi = static_cast<double>(r.lo - eb) / static_cast<double>(cs);
+    }
+    (void)d_lo;
+    if (d_hi <= static_cast<double>(after) + 1) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<Access> collect_accesses(const Stmt& s, const VarRanges& outer,
+                                     const std::vector<Buffer>& fences,
+                                     const std::map<int, int64_t>* addresses) {
+  std::vector<Access> out;
+  VarRanges vars = outer;
+  std::vector<const ForStmt*> loops;
+  collect(s, vars, loops, fences, out);
+  if (addresses)
+    for (auto& a : out)
+      if (auto it = addresses->find(a.region.buffer->id); it != addresses->end())
+        a.addr = it->second;
+  return out;
+}
+
+bool may_conflict(const Access& a, const Access& b, const VarRanges& outer) {
+  if (!kinds_conflict(a, b)) return false;
+  return regions_may_overlap(a, b, outer, -1000, 0);
+}
+
+std::optional<int64_t> carried_distance(const Access& a, const Access& b, const ForStmt& loop,
+                                        const VarRanges& outer, int64_t max_distance) {
+  if (!kinds_conflict(a, b)) return std::nullopt;
+  if (a.region.buffer->id != b.region.buffer->id)
+    return aliases(a, b) ? std::optional<int64_t>(1) : std::nullopt;
+  VarRanges vars = outer;
+  vars[loop.var->id] = loop_var_range(loop, outer);
+  // Only distances below the trip count exist.
+  int64_t limit = INT64_MAX;
+  Range br = eval_range(loop.begin, outer), er = eval_range(loop.end, outer);
+  if (br.known && er.known) {
+    int64_t max_trip = (er.hi - br.lo + loop.step - 1) / loop.step;
+    limit = std::max<int64_t>(0, max_trip - 1);
+  }
+  for (int64_t d = 1; d <= std::min(limit, max_distance); ++d)
+    if (regions_may_overlap(a, b, vars, loop.var->id, d * loop.step)) return d;
+  if (limit <= max_distance) return std::nullopt;  // every distance that exists was checked
+  // Beyond max_distance: proven independent if some dimension moves apart linearly.
+  if (apart_beyond(a, b, vars, loop, max_distance)) return std::nullopt;
+  return max_distance + 1;
+}
+}  // namespace tilepipe::passes

@@ -1,0 +1,102 @@
+// Dependence analysis (pure): which buffer regions a statement reads and writes, on which
+// pipe, and whether two accesses may touch a common element, within one iteration or
+// between iterations of a loop (the loop-carried distance).
+//
+// Regions are rectangles: one start expression and a static extent per dimension. A start
+// is decomposed into constant + sum(coef * var) + atoms, where an atom is `affine % m`
+// (ring-buffer slots) or an opaque expression (loads, divisions, min/max...). Two regions
+// may overlap iff they may overlap in every dimension. Everything is conservative: an
+// expression the analysis cannot see through makes its dimension "may overlap"; a false
+// dependence costs a flag, a missed one would be a race.
+//
+// Variables are classified per query: *common* (same value in both accesses: outer loops,
+// cid, vid), *local* (a loop inside the statement being compared: independent in the two
+// accesses, ranging over its bounds), and the *carried* loop variable (its value in the
+// second access is the first's plus distance * step).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <vector>
+
+#include "tilepipe/ir.h"
+
+namespace tilepipe::passes {
+
+/// Conservative closed integer range; `known == false` means any value.
+struct Range {
+  int64_t lo = 0, hi = 0;
+  bool known = false;
+  static Range any() { return {}; }
+  static Range of(int64_t lo, int64_t hi) { return {lo, hi, true}; }
+};
+
+/// Ranges of loop variables (by var id) and of cid (-1) and vid (-2).
+using VarRanges = std::map<int, Range>;
+inline constexpr int kCidVar = -1;
+inline constexpr int kVidVar = -2;
+
+/// Does the subtree hold a hand-written intra-core flag or barrier? Scopes without any are
+/// "automatic": auto_sync syncs them and plan_memory may reuse their bytes.
+bool has_hand_sync(const ir::Stmt& s);
+
+/// Value range of an integer expression given variable ranges.
+Range eval_range(const ir::Expr& e, const VarRanges& vars);
+
+enum class AccessKind : uint8_t { Read, Write };
+
+/// One read or write of a buffer region by one pipe.
+struct Access {
+  ir::Region region;
+  AccessKind kind = AccessKind::Read;
+  ir::Pipe pipe = ir::Pipe::S;
+  const ir::StmtNode* stmt = nullptr;  // the leaf (or loop / if header) that makes it
+  /// Loops inside the compared statement that enclose the access, outermost first: their
+  /// variables are local to the access (their ranges come from `local_ranges`).
+  std::vector<const ir::ForStmt*> loops;
+  VarRanges local_ranges;
+  /// A set_cross_flag's publish/release of the workspaces: it must follow earlier
+  /// accesses, but later accesses need not wait for it (it moves no data).
+  bool fence = false;
+  /// Byte offset of the buffer when memory planning placed it (-1: not placed). Distinct
+  /// buffers whose placed bytes overlap alias: every access of one may conflict with the
+  /// other's.
+  int64_t addr = -1;
+};
+
+/// The pipe a copy between two scopes runs on (GM->L1/UB MTE2, L1->L0 MTE1, L0C->GM/L1
+/// FIX, UB->GM MTE3, UB->UB V); nullopt for a direction that is not a data path.
+std::optional<ir::Pipe> copy_pipe(ir::Scope from, ir::Scope to);
+
+/// The pipe a leaf statement runs on (copies by direction, gemm M, tile ops and
+/// reductions V, flags on their pipe); nullopt for allocations, containers and
+/// wait_cross_flag (which blocks the scalar unit).
+std::optional<ir::Pipe> leaf_pipe(const ir::Stmt& s);
+
+/// The accesses of one leaf. Scalar reads of UB elements (`at(m, r)`) and UB scalar loads
+/// are reads on pipe S (the scalar unit reads them when it issues the op). A
+/// set_cross_flag on pipe P writes every buffer in `fences` (the workspaces): it releases
+/// or publishes them, so it must follow every earlier access of theirs on other pipes.
+std::vector<Access> leaf_accesses(const ir::Stmt& s, const std::vector<ir::Buffer>& fences = {});
+
+/// Every access in a subtree, with the loops inside the subtree that enclose it (local
+/// variables) and their ranges given `outer` (ranges of the enclosing, common variables).
+/// Loop bounds and if conditions that load UB elements read on pipe S.
+std::vector<Access> collect_accesses(const ir::Stmt& s, const VarRanges& outer,
+                                     const std::vector<ir::Buffer>& fences = {},
+                                     const std::map<int, int64_t>* addresses = nullptr);
+
+/// May `a` and `b` touch a common element, at least one writing? Variables of
+/// `outer` are common (equal in both).
+bool may_conflict(const Access& a, const Access& b, const VarRanges& outer);
+
+/// The loop-carried dependence from `a` in iteration k to `b` in iteration k + d of
+/// `loop` (variables of `outer` other than the loop's are common): the smallest d >= 1 at
+/// which they may conflict; nullopt when they never conflict. Distances up to `max_distance`
+/// are tested one by one; beyond it the answer is max_distance + 1 ("far") unless some
+/// dimension provably moves apart for good.
+std::optional<int64_t> carried_distance(const Access& a, const Access& b, const ir::ForStmt& loop,
+                                        const VarRanges& outer, int64_t max_distance = 64);
+
+}  // namespace tilepipe::passes

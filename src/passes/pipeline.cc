@@ -1,0 +1,109 @@
+// The automatic-mode pipeline: every pass in order. Each is `Program -> Program`, in its own
+// file under src/passes/ (docs/passes.md says what each assumes and guarantees).
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "passes/auto_sync.h"
+#include "passes/multibuffer.h"
+#include "passes/plan_memory.h"
+#include "tilepipe/passes.h"
+#include "tilepipe/verify.h"
+
+namespace tilepipe::passes {
+
+const std::vector<PassInfo>& pass_table() {
+  static const std::vector<PassInfo> table = {
+      {"multibuffer",
+       "Pipelined loops on one core: num_stages versions of the buffers crossing pipes",
+       [](const PassOptions& o) { return o.multibuffer; }, &multibuffer},
+      {"plan_memory",
+       "liveness-based placement of on-chip buffers (automatic core kinds); capacity "
+       "diagnostics",
+       [](const PassOptions& o) { return o.memory_planning; }, &plan_memory},
+      {"auto_sync",
+       "intra-core set/wait flags from read/write dependences, in scopes without hand flags",
+       [](const PassOptions& o) { return o.auto_sync; }, &auto_sync},
+  };
+  return table;
+}
+
+namespace {
+Diagnostic option_error(std::string message, std::string hint) {
+  Diagnostic d;
+  d.loc.file = "command line";
+  d.kind = "pass-option";
+  d.message = std::move(message);
+  d.hint = std::move(hint);
+  return d;
+}
+}  // namespace
+
+void validate(const PassOptions& o, const PrintOptions& print) {
+  std::vector<Diagnostic> d;
+  if (o.max_rotation < 1 || o.max_rotation > 8)
+    d.push_back(option_error(fmt::format("max_rotation={} is out of range [1, 8]", o.max_rotation),
+                             "1 keeps one id per ring flag (no multi-buffer overlap), 2 double "
+                             "buffers"));
+  std::vector<std::string> names;
+  for (const auto& p : pass_table()) names.push_back(p.name);
+  for (const auto& a : print.after) {
+    if (std::find(names.begin(), names.end(), a) == names.end())
+      d.push_back(option_error(fmt::format("--print-after {}: no such pass", a),
+                               fmt::format("passes, in order: {}", fmt::join(names, ", "))));
+    for (const auto& p : pass_table())
+      if (p.name == a && !p.enabled(o))
+        d.push_back(option_error(fmt::format("--print-after {}: the pass is switched off", a),
+                                 "switch the pass on, or print after another pass"));
+  }
+  if (!d.empty()) throw UserError(std::move(d));
+}
+
+VerifyOptions verify_options(const PassOptions& o) {
+  VerifyOptions v;
+  v.capacity = !o.memory_planning;
+  return v;
+}
+
+ir::Program run_passes(const ir::Program& p, const ChipConfig& chip, const PassOptions& o,
+                       const PrintOptions& print) {
+  validate(o, print);
+  std::ostream& out = print.out ? *print.out : std::cerr;
+  ir::Program cur = p;
+  VerifyOptions vo = verify_options(o);
+  for (const auto& pass : pass_table()) {
+    if (!pass.enabled(o)) continue;
+    ir::Program next = pass.run(cur, chip, o);
+    if (pass.name == "plan_memory") vo.capacity = true;
+    auto diags = verify(next, chip, vo);
+    if (!diags.empty())
+      throw std::logic_error(fmt::format(
+          "pass {} produced a program the verifier rejects (this is a bug in tilepipe): {}",
+          pass.name, diags.front().str()));
+    if (print.after_all || print.after.count(pass.name)) {
+      bool same = ir::equal(next, cur);
+      out << fmt::format("// ---- IR after {}{} ----\n", pass.name, same ? " (unchanged)" : "");
+      if (!same) out << ir::print(next);
+    }
+    cur = std::move(next);
+  }
+  // A Pipelined loop no pass handled would silently run serially.
+  struct Left : ir::StmtVisitor {
+    const ir::StmtNode* at = nullptr;
+    void visit_for(const ir::ForStmt& f, const ir::StmtNode& n) override {
+      if (f.kind == ir::ForKind::Pipelined && !at) at = &n;
+      ir::StmtVisitor::visit_for(f, n);
+    }
+  } left;
+  left.visit(cur.body);
+  if (left.at)
+    throw UserError(Diagnostic{left.at->loc,
+                               "pipelined",
+                               "this Pipelined loop was not pipelined (the multibuffer pass is "
+                               "off) and would silently run serially",
+                               {},
+                               "switch multibuffer on, or write the loop with serial(...)"});
+  return cur;
+}
+
+}  // namespace tilepipe::passes
