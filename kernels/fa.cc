@@ -165,6 +165,11 @@ ir::Program build(const Params& p, const std::string& variant) {
         set_flag(Pipe::MTE2, Pipe::MTE1, kEvQ);
       };
       if (kn.q_resident) load_q();
+      // Knob metadata: the batch loop is the C/V pipeline (num_stages workspace versions in
+      // flight, a cross-core signal every cross_interval tiles).
+      knob("num_stages", "pipeline_stages", ns, 1, 32, ntile,
+           {"ws1", "ws2", "ws3", "r_factors", "sumexp_i"});
+      knob("cross_interval", "sync_interval", ci, 1, 15, ntile);
       serial(batches, [&](Ex k) {
         Ex len = batch_len(k);
         wait_cross_flag(kWs1Free);
@@ -431,7 +436,7 @@ KernelDef fa_kernel() {
        {"D", 128, 128, 128, "head dim (128)"},
        {"block_M", 128, 128, 128, "query rows per task"},
        {"block_N", 128, 128, 128, "kv rows per tile"},
-       {"num_stages", 0, 0, 15, "workspace slots of the C/V pipeline (0 = the variant's)"},
+       {"num_stages", 0, 0, 32, "workspace slots of the C/V pipeline (0 = the variant's)"},
        {"cross_interval", 0, 0, 15, "KV tiles per cross-core signal (0 = the variant's)"},
        {"block_num", 24, 1, 24, "AI cores (fixed-core launch)"}},
       validate,

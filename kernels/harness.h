@@ -20,6 +20,10 @@ struct RunRequest {
   double max_cycles = 1e13;
   bool detect_races = false;
   sim::Observer* observer = nullptr;
+  /// What-if / lower-bound switches passed to the simulator (timing mode only).
+  bool whatif_no_barriers = false;
+  std::vector<std::string> whatif_free_sites;
+  bool lower_bound_only = false;
 };
 
 struct RunReport {

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <unordered_set>
 
 #include "bandwidth.h"
 #include "instr.h"
@@ -57,6 +58,62 @@ struct PipeState {
   int next_recent = 0;
 };
 
+/// An interval in which the scalar unit was blocked (kind 0: cross-core wait, 1: X->S flag).
+struct Blocked {
+  double b = 0, e = 0;
+  int kind = 0;
+};
+
+/// The cycle account of one pipe: time is accounted up to `t`.
+struct PipeAcct {
+  double t = 0;
+  size_t cursor = 0;  // next Blocked interval (absolute index) that may overlap a gap
+  bool started = false;
+  CycleAccount a;
+};
+
+enum GapKind { kGapNone, kGapFlag, kGapSlot, kGapDep, kGapBarrier };
+
+/// Position of a pipe in its core's dataflow; a flag against the flow is a credit.
+int flow_rank(Pipe p) {
+  switch (p) {
+    case Pipe::MTE2:
+      return 0;
+    case Pipe::MTE1:
+    case Pipe::V:
+      return 1;
+    case Pipe::M:
+    case Pipe::MTE3:
+      return 2;
+    case Pipe::FIX:
+      return 3;
+    case Pipe::S:
+      return -1;
+  }
+  return -1;
+}
+
+bool has_pipe(CoreKind k, Pipe p) {
+  if (p == Pipe::S || p == Pipe::MTE2) return true;
+  if (k == CoreKind::C) return p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX;
+  return p == Pipe::V || p == Pipe::MTE3;
+}
+
+/// Adds [lo, hi) to a union of ranges; returns how many of its bytes were already there.
+int64_t add_range(std::map<int64_t, int64_t>& m, int64_t lo, int64_t hi) {
+  int64_t ov = 0, nlo = lo, nhi = hi;
+  auto it = m.upper_bound(lo);
+  if (it != m.begin() && std::prev(it)->second >= lo) --it;
+  while (it != m.end() && it->first <= hi) {
+    ov += std::max<int64_t>(0, std::min(hi, it->second) - std::max(lo, it->first));
+    nlo = std::min(nlo, it->first);
+    nhi = std::max(nhi, it->second);
+    it = m.erase(it);
+  }
+  m[nlo] = nhi;
+  return ov;
+}
+
 /// Last set of a flag, for deadlock reports.
 struct LastSet {
   double time = -1;
@@ -84,6 +141,12 @@ struct Core {
   CoreStats stats;
   int role = 0;      // race threads: 0 AIC, 1 AIV0, 2 AIV1
   int s_clock = -1;  // snapshot of the scalar unit's clock, -1 = stale
+  // Evidence: scalar-blocked intervals, per-pipe cycle accounts, read-only GM ranges read.
+  std::deque<Blocked> blocked;
+  size_t blocked_base = 0;
+  double blocked_cross = 0, blocked_flag = 0;
+  std::array<PipeAcct, kPipes> acct{};
+  std::map<int, std::map<int64_t, int64_t>> read_ranges;
 };
 
 /// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
@@ -106,7 +169,12 @@ class Engine {
         functional_(o.mode == Mode::Functional),
         hbm_(chip.hbm_bw),
         l2_(chip.l2_bw),
-        l2res_(tensor_bytes(p), chip.l2_bytes) {}
+        l2res_(tensor_bytes(p), chip.l2_bytes) {
+    for (const auto* cp : {&p.aic, &p.aiv})
+      for (const auto& t : cp->instrs)
+        for (const auto& site : o.whatif_free_sites)
+          if (t.loc.str() == site) free_ops_.insert(&t);
+  }
 
   static std::vector<int64_t> tensor_bytes(const lower::LoweredProgram& p) {
     std::vector<int64_t> b;
@@ -125,7 +193,7 @@ class Engine {
       double horizon = heap_.empty() ? 1e300 : heap_.top().first + kQuantum;
       run_core(c, horizon);
     }
-    check_finished();
+    if (!opts_.lower_bound_only) check_finished();
     if (race_ && race_->found()) throw UserError(race_->take_reports());
     return collect();
   }
@@ -432,7 +500,9 @@ class Engine {
         scalar(c, chip_.issue_cycles);
         in.issue = c.t;
         ++c.stats.pipes[static_cast<size_t>(Pipe::S)].instructions;
-        if (!dispatch(c, in)) {
+        if (opts_.lower_bound_only) {
+          bound_dispatch(c, in);
+        } else if (!dispatch(c, in)) {
           c.pending = in;
           c.has_pending = true;
           return;
@@ -452,7 +522,7 @@ class Engine {
       size_t id = static_cast<size_t>(in.flag_id);
       // The wait blocks every pipe of the core (hardware.md): it takes effect only once every
       // pipe has reached it, so the core's pipes drain at each cross-core wait.
-      double reached = c.t;
+      double reached = c.t, before = c.t;
       for (const PipeState& ps : c.pipes) reached = std::max(reached, ps.ready);
       if (c.kind == CoreKind::V) {
         auto& q = x.c2v[static_cast<size_t>(c.vid)][id];
@@ -461,6 +531,7 @@ class Engine {
         consumed(c, Pipe::S, in, q.front(), in.issue, c.t, true);
         q.pop_front();
         check_cross_overflow(q, c.t, in, c);
+        cross_wait(c, before, c2v_);
       } else {
         auto& q0 = x.v2c[0][id];
         auto& q1 = x.v2c[1][id];
@@ -472,17 +543,127 @@ class Engine {
         q0.pop_front();
         if (two) q1.pop_front();
         check_cross_overflow(q0, c.t, in, c);
+        cross_wait(c, before, v2c_);
       }
       return true;
     }
     // wait_flag(X, S): the scalar unit waits for pipe X.
     auto& q = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)];
     if (q.empty()) return false;
+    double before = c.t;
     c.t = std::max(c.t, q.front().time);
     consumed(c, Pipe::S, in, q.front(), in.issue, c.t, false);
     q.pop_front();
     check_double_set(c, q, c.t, in);
+    block(c, before, 1);
     return true;
+  }
+
+  void cross_wait(Core& c, double before, CrossStats& st) {
+    ++st.waits;
+    st.wait_cycles += c.t - before;
+    block(c, before, 0);
+  }
+
+  /// The scalar unit was blocked from `before` to now: pipes that starve meanwhile wait on
+  /// this (cross-core or flag) rather than on issue.
+  void block(Core& c, double before, int kind) {
+    if (c.t <= before) return;
+    (kind == 0 ? c.blocked_cross : c.blocked_flag) += c.t - before;
+    c.blocked.push_back({before, c.t, kind});
+    if (c.blocked.size() < 1024) return;
+    size_t min_cursor = c.blocked_base + c.blocked.size();
+    for (const auto& pa : c.acct)
+      if (pa.started) min_cursor = std::min(min_cursor, pa.cursor);
+    while (c.blocked_base < min_cursor && !c.blocked.empty()) {
+      c.blocked.pop_front();
+      ++c.blocked_base;
+    }
+  }
+
+  /// Accounts pipe p's timeline up to an event that starts at `s` (issued at `issue`) and
+  /// occupies the pipe for `occ`; the gap before it is charged to `kind` where the
+  /// instruction was already issued, else to what blocked the scalar unit, else to issue.
+  void account(Core& c, Pipe p, double issue, double s, double occ, GapKind kind) {
+    PipeAcct& pa = c.acct[static_cast<size_t>(p)];
+    if (!pa.started) {
+      pa.started = true;
+      pa.cursor = c.blocked_base;
+      pa.t = std::min(issue, s);
+      pa.a.head = pa.t;
+    }
+    double a = pa.t;
+    if (s > a) {
+      double lim = std::min(issue, s);
+      if (lim > a) {
+        double covered = 0;
+        while (pa.cursor < c.blocked_base + c.blocked.size()) {
+          const Blocked& iv = c.blocked[pa.cursor - c.blocked_base];
+          if (iv.e <= a) {
+            ++pa.cursor;
+            continue;
+          }
+          if (iv.b >= lim) break;
+          double o = std::min(iv.e, lim) - std::max(iv.b, a);
+          (iv.kind == 0 ? pa.a.cross : pa.a.flag) += o;
+          covered += o;
+          if (iv.e > lim) break;
+          ++pa.cursor;
+        }
+        pa.a.issue += (lim - a) - covered;
+      }
+      double from = std::max(a, issue), w = s - from;
+      if (w > 0) {
+        switch (kind) {
+          case kGapFlag:
+            pa.a.flag += w;
+            break;
+          case kGapSlot:
+            pa.a.slot += w;
+            break;
+          case kGapDep:
+            pa.a.dep += w;
+            break;
+          case kGapBarrier:
+            pa.a.barrier += w;
+            break;
+          case kGapNone:
+            pa.a.issue += w;
+            break;
+        }
+      }
+      pa.t = s;
+    }
+    double e = s + occ;
+    if (e > pa.t) {
+      pa.a.busy += e - pa.t;
+      pa.t = e;
+    }
+  }
+
+  /// Lower-bound mode: no flags, no scheduling; each pipe's occupancy at the per-core rate.
+  void bound_dispatch(Core& c, Instr& in) {
+    const auto& t = *in.t;
+    if (t.op == Opcode::WaitCross || t.op == Opcode::WaitFlag || t.op == Opcode::SetFlag ||
+        t.op == Opcode::SetCross || t.op == Opcode::Barrier || t.pipe == Pipe::S)
+      return;
+    PipeStats& st = c.stats.pipes[static_cast<size_t>(t.pipe)];
+    Cost cost = instr_cost(in, chip_);
+    if (t.op == Opcode::Copy) {
+      bool read = in.acc[1].t->scope == ir::Scope::GM;
+      const Access& g = read ? in.acc[1] : in.acc[0];
+      if (g.t->scope == ir::Scope::GM) {
+        double rate = t.pipe == Pipe::MTE2   ? std::max(chip_.mte2_bw_l2, chip_.mte2_bw_hbm)
+                      : t.pipe == Pipe::MTE3 ? chip_.mte3_bw
+                                             : chip_.fix_bw;
+        cost.occupancy = static_cast<double>(g.bytes()) / rate;
+      }
+    }
+    if (free_ops_.count(in.t)) cost.occupancy = 0;
+    st.busy_cycles += cost.occupancy;
+    ++st.instructions;
+    ++instructions_;
+    if (t.materialise) execute(in);
   }
 
   void check_cross_overflow(const std::deque<SetRecord>& q, double now, const Instr& in,
@@ -596,12 +777,16 @@ class Engine {
     size_t id = static_cast<size_t>(in.flag_id);
     double visible = when + chip_.cross_flag_latency;
     SetRecord r = record(c, in, when, visible);
+    CrossStats& cs = c.kind == CoreKind::C ? c2v_ : v2c_;
+    ++cs.sets;
     if (c.kind == CoreKind::C) {
       for (int v = 0; v < 2; ++v) {
+        pending(cs, x.c2v[static_cast<size_t>(v)][id].size() + 1);
         x.c2v[static_cast<size_t>(v)][id].push_back(r);
         x.last_c2v[static_cast<size_t>(v)][id] = {visible, &in.t->loc};
       }
     } else {
+      pending(cs, x.v2c[static_cast<size_t>(c.vid)][id].size() + 1);
       x.v2c[static_cast<size_t>(c.vid)][id].push_back(r);
       x.last_v2c[static_cast<size_t>(c.vid)][id] = {visible, &in.t->loc};
     }
@@ -610,6 +795,12 @@ class Engine {
       if (peer.ai_core == c.ai_core && peer.kind != c.kind && peer.has_pending && !peer.in_heap)
         push(peer);
     }
+  }
+
+  void pending(CrossStats& cs, size_t n) {
+    cs.max_pending = std::max(cs.max_pending, static_cast<int64_t>(n));
+    pending_sum_[&cs == &c2v_ ? 0 : 1] += static_cast<double>(n);
+    ++pending_n_[&cs == &c2v_ ? 0 : 1];
   }
 
   double hazard_start(const PipeState& ps, const Instr& in) const {
@@ -629,17 +820,23 @@ class Engine {
 
   /// A copy that reads or writes GM: its bytes flow through the die's shared HBM / L2
   /// bandwidth, so its occupancy depends on what the other cores move at the same time.
-  void gm_transfer(const Instr& in, double start, Cost& cost, PipeStats& st) {
+  void gm_transfer(Core& c, const Instr& in, double start, Cost& cost, PipeStats& st) {
     const auto& t = *in.t;
     bool read = in.acc[1].t->scope == ir::Scope::GM;
     const Access& g = read ? in.acc[1] : in.acc[0];
     if (g.t->scope != ir::Scope::GM) return;
-    int64_t miss = 0, hit = 0;
+    int64_t miss = 0, hit = 0, again = 0;
+    bool track =
+        read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.t->gm_index)].workspace;
+    auto& ranges = c.read_ranges[g.t->gm_index];
     for_each_run(g, [&](int64_t lo, int64_t len) {
       auto [m, h] = l2res_.touch(g.t->gm_index, lo, lo + len);
       miss += m;
       hit += h;
+      if (track) again += add_range(ranges, lo, lo + len);
     });
+    ++st.transfers;
+    st.reloaded_bytes += static_cast<double>(again);
     if (!read) {  // writes land in L2 (write-back); the die's L2 bandwidth is shared
       hit += miss;
       miss = 0;
@@ -672,6 +869,8 @@ class Engine {
           double start = std::max({head.issue, ps.ready, q.front().time});
           double from = std::max(head.issue, ps.ready);
           st.wait_flag_cycles += start - from;
+          account(c, p, head.issue, start, 0,
+                  flow_rank(t.flag_dst) < flow_rank(t.flag_src) ? kGapSlot : kGapFlag);
           consumed(c, p, head, q.front(), from, start, false);
           q.pop_front();
           check_double_set(c, q, start, head);
@@ -687,12 +886,19 @@ class Engine {
           ps.queue.pop_front();
           double when = std::max({in.issue, ps.done, ps.ready});
           ps.ready = std::max(ps.ready, in.issue);
+          account(c, p, in.issue, ps.ready, 0, kGapNone);
           ++st.instructions;
           fire(c, in, when);
           break;
         }
         case Opcode::Barrier: {
+          if (opts_.whatif_no_barriers) {
+            ++st.instructions;
+            ps.queue.pop_front();
+            break;
+          }
           double start = std::max(head.issue, ps.done);
+          account(c, p, head.issue, start, 0, kGapBarrier);
           ps.ready = start;
           ps.done = start;
           ++st.instructions;
@@ -706,7 +912,9 @@ class Engine {
           double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
           double start = std::max(ready, dep);
           st.wait_dep_cycles += start - ready;
-          if (t.op == Opcode::Copy) gm_transfer(in, start, cost, st);
+          if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);
+          if (!free_ops_.empty() && free_ops_.count(in.t)) cost = Cost{};
+          account(c, p, in.issue, start, cost.occupancy, kGapDep);
           double end = start + cost.occupancy + cost.latency;
           if (end > opts_.max_cycles)
             fail(t.loc, "cycle-budget",
@@ -869,13 +1077,42 @@ class Engine {
       return std::tie(a.op->loc.line, a.op->loc.column, a.op->name) <
              std::tie(b.op->loc.line, b.op->loc.column, b.op->name);
     });
+    r.lower_bound = opts_.lower_bound_only;
     for (auto& c : cores_) {
       double end = c.t;
       for (const auto& ps : c.pipes) end = std::max(end, ps.done);
+      if (opts_.lower_bound_only)
+        for (const auto& st : c.stats.pipes) end = std::max(end, st.busy_cycles);
       c.stats.end_cycle = end;
       r.cycles = std::max(r.cycles, end);
+    }
+    for (auto& c : cores_) {
+      if (!opts_.lower_bound_only) {
+        for (int p = 0; p < kPipes; ++p) {
+          Pipe pp = static_cast<Pipe>(p);
+          if (!has_pipe(c.kind, pp)) continue;
+          CycleAccount& a = c.stats.pipes[static_cast<size_t>(p)].account;
+          if (pp == Pipe::S) {
+            a.busy = c.stats.pipes[static_cast<size_t>(p)].busy_cycles;
+            a.cross = c.blocked_cross;
+            a.flag = c.blocked_flag;
+            a.tail = std::max(0.0, r.cycles - c.t);
+            continue;
+          }
+          const PipeAcct& pa = c.acct[static_cast<size_t>(p)];
+          a = pa.a;
+          if (pa.started)
+            a.tail = std::max(0.0, r.cycles - pa.t);
+          else
+            a.head = r.cycles;
+        }
+      }
       r.cores.push_back(c.stats);
     }
+    r.c2v = c2v_;
+    r.v2c = v2c_;
+    if (pending_n_[0]) r.c2v.mean_pending = pending_sum_[0] / static_cast<double>(pending_n_[0]);
+    if (pending_n_[1]) r.v2c.mean_pending = pending_sum_[1] / static_cast<double>(pending_n_[1]);
     if (functional_ && io_) {
       for (size_t i = 0; i < p_.gm.size(); ++i) {
         const auto& b = *p_.gm[i].buffer;
@@ -906,6 +1143,10 @@ class Engine {
   std::unique_ptr<RaceDetector> race_;
   std::vector<VectorClock> clocks_;  // released / snapshot clocks referenced by index
   std::map<const lower::OpTemplate*, WaitSite> waits_;
+  std::unordered_set<const lower::OpTemplate*> free_ops_;
+  CrossStats c2v_, v2c_;
+  double pending_sum_[2] = {0, 0};
+  int64_t pending_n_[2] = {0, 0};
 };
 
 }  // namespace
