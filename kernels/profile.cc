@@ -90,9 +90,9 @@ ProfileReport profile_kernel(const KernelDef& k, const RunRequest& req, const Ch
   for (const auto& c : rep.run.sim.cores) rep.core_names.push_back(c.name);
   RunRequest base = req;
   base.variant = rep.run.variant;
-  rep.advice = prof::advise(rep.summary, rep.evidence, rules,
-                            verify ? what_if_runner(k, base, chip) : prof::Simulate{},
-                            &rep.dropped);
+  rep.advice =
+      prof::advise(rep.summary, rep.evidence, rules,
+                   verify ? what_if_runner(k, base, chip) : prof::Simulate{}, &rep.dropped);
   return rep;
 }
 

@@ -168,9 +168,13 @@ Crafted neutral() {
     ps.busy_pct = std::string(p) == "M" || std::string(p) == "V" ? 50 : 20;
     c.s.pipes.push_back(ps);
   }
-  for (auto [kind, pipe, busy] : std::vector<std::tuple<std::string, std::string, double>>{
-           {"AIC", "M", 500}, {"AIC", "MTE2", 200}, {"AIC", "S", 50},
-           {"AIV", "V", 500}, {"AIV", "MTE2", 200}, {"AIV", "S", 50}}) {
+  for (auto [kind, pipe, busy] :
+       std::vector<std::tuple<std::string, std::string, double>>{{"AIC", "M", 500},
+                                                                 {"AIC", "MTE2", 200},
+                                                                 {"AIC", "S", 50},
+                                                                 {"AIV", "V", 500},
+                                                                 {"AIV", "MTE2", 200},
+                                                                 {"AIV", "S", 50}}) {
     prof::Evidence::Account a;
     a.kind = kind;
     a.pipe = pipe;
@@ -236,7 +240,8 @@ TEST(AdviceRules, EachRuleFiresOnItsEvidenceAndItsNeighboursStaySilent) {
   const std::vector<Case> cases = {
       {"vectorise_scalar_loop",
        [](Crafted& c) {
-         c.e.scalar_loops.push_back({"k.cc:50", "tile.adds with a scalar UB operand", "k.cc:50", 64, {"k.cc:51"}});
+         c.e.scalar_loops.push_back(
+             {"k.cc:50", "tile.adds with a scalar UB operand", "k.cc:50", 64, {"k.cc:51"}});
          c.e.lines.push_back({"k.cc:51", "tile.adds", "V", "k.cc:50", 1000, 100, 128});
          c.e.v_instructions = 1000;
          c.e.v_small_instructions = 900;
@@ -247,15 +252,18 @@ TEST(AdviceRules, EachRuleFiresOnItsEvidenceAndItsNeighboursStaySilent) {
          acct(c, "AIC", "MTE2").mean = account(300, c.e.span);
        }},
       {"remove_barriers",
-       [](Crafted& c) { c.e.barriers_in_loops.push_back({"k.cc:60", "pipe_barrier(V)", "k.cc:55", 9, {}}); }},
+       [](Crafted& c) {
+         c.e.barriers_in_loops.push_back({"k.cc:60", "pipe_barrier(V)", "k.cc:55", 9, {}});
+       }},
       {"raise_num_stages",
        [](Crafted& c) {
          c.e.v2c.wait_cycles = 0.2 * c.e.span * 24;  // the AIC waits 20% of the run on V
        }},
-      {"raise_cross_interval",
-       [](Crafted& c) { c.e.c2v.wait_cycles = 0.1 * c.e.span * 48; }},
+      {"raise_cross_interval", [](Crafted& c) { c.e.c2v.wait_cycles = 0.1 * c.e.span * 48; }},
       {"fuse_axpy",
-       [](Crafted& c) { c.e.unfused.push_back({"k.cc:70", "tile.mul then tile.add", "k.cc:65", 64, {}}); }},
+       [](Crafted& c) {
+         c.e.unfused.push_back({"k.cc:70", "tile.mul then tile.add", "k.cc:65", 64, {}});
+       }},
       {"double_buffer",
        [](Crafted& c) {
          auto& a = acct(c, "AIV", "MTE2").mean;
@@ -327,7 +335,10 @@ TEST(AdviceRules, GainsUnderTheThresholdAreDropped) {
   std::vector<prof::Advice> dropped;
   auto advice = prof::advise(
       c.s, c.e, prof::load_rules(),
-      [](const prof::WhatIf&) { return prof::WhatIfResult{true, 990, ""}; }, &dropped);
+      [](const prof::WhatIf&) {
+        return prof::WhatIfResult{true, 990, ""};
+      },
+      &dropped);
   EXPECT_TRUE(actionable(advice).empty());
   ASSERT_EQ(dropped.size(), 1u);
   EXPECT_EQ(dropped[0].id, "remove_barriers");
@@ -353,8 +364,9 @@ TEST(AdviceRules, KnobRulesNeedTheKnobMetadata) {
 }
 
 TEST(AdviceRules, BadRuleTablesAreRejected) {
-  EXPECT_THROW(prof::parse_rules(json::parse(R"({"rules":[{"id":"x","title":"t","action":"nope"}]})")),
-               std::runtime_error);
+  EXPECT_THROW(
+      prof::parse_rules(json::parse(R"({"rules":[{"id":"x","title":"t","action":"nope"}]})")),
+      std::runtime_error);
   EXPECT_THROW(prof::parse_rules(json::parse(R"({"rules":[{"title":"t"}]})")), json::exception);
 }
 
@@ -414,8 +426,8 @@ TEST(Tune, WorkersDoNotChangeTheResult) {
 }
 
 TEST(Tune, CacheServesTheSecondRun) {
-  auto dir = std::filesystem::temp_directory_path() /
-             ("tilepipe_tune_test_" + std::to_string(::getpid()));
+  auto dir =
+      std::filesystem::temp_directory_path() / ("tilepipe_tune_test_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   FakeTune f;
   auto opts = tune_opts(2, dir.string());
@@ -497,16 +509,25 @@ json crafted_doc() {
   p["evidence"] = prof::to_json(c.e);
   p["advice"] = prof::to_json(advice);
   p["model_limits"] = prof::model_limits();
-  p["timeline"] = {{"bin_cycles", 10},
-                   {"rows", json::array({{{"core", "core0.AIC"}, {"pipe", "M"}, {"busy", {0.5, 1.0, 0.0}}},
-                                         {{"core", "core0.AIV0"}, {"pipe", "V"}, {"busy", {1.0, 0.2, 0.7}}}})}};
+  p["timeline"] = {
+      {"bin_cycles", 10},
+      {"rows", json::array({{{"core", "core0.AIC"}, {"pipe", "M"}, {"busy", {0.5, 1.0, 0.0}}},
+                            {{"core", "core0.AIV0"}, {"pipe", "V"}, {"busy", {1.0, 0.2, 0.7}}}})}};
   json ladder = {{"kernel", "k"},
                  {"reference", "ref"},
                  {"reference_us", 10.0},
-                 {"steps", json::array({{{"name", "a"}, {"time_us", 20.0}, {"speedup_vs_prev", 1.0},
-                                         {"pct_of_reference", 50.0}, {"bound", "V"}, {"verdict", "compute"}},
-                                        {{"name", "b"}, {"time_us", 12.0}, {"speedup_vs_prev", 1.67},
-                                         {"pct_of_reference", 83.0}, {"bound", "V"}, {"verdict", "compute"}}})},
+                 {"steps", json::array({{{"name", "a"},
+                                         {"time_us", 20.0},
+                                         {"speedup_vs_prev", 1.0},
+                                         {"pct_of_reference", 50.0},
+                                         {"bound", "V"},
+                                         {"verdict", "compute"}},
+                                        {{"name", "b"},
+                                         {"time_us", 12.0},
+                                         {"speedup_vs_prev", 1.67},
+                                         {"pct_of_reference", 83.0},
+                                         {"bound", "V"},
+                                         {"verdict", "compute"}}})},
                  {"profiles", json::array({p, p})}};
   FakeTune f;
   auto r = tune::run({{"a", 1}, {"b", 1}}, tune_opts(1), f.callbacks());
@@ -533,11 +554,10 @@ TEST(HtmlReport, SelfContainedWellFormedWithTheExpectedSections) {
   EXPECT_EQ(stripped.find("<link"), std::string::npos);
   EXPECT_EQ(stripped.find("url("), std::string::npos);
   EXPECT_EQ(html.find("<script>"), std::string::npos);  // only the JSON data block
-  for (const char* section : {"Verdict:", "Advice (ranked)", "Timeline overview",
-                              "Where each pipe", "Cube / Vector balance", "Roofline",
-                              "Memory per scope", "Optimisation ladder", "Heat map",
-                              "What the model does not cover", "raise_num_stages",
-                              "id=\"tilepipe-data\""})
+  for (const char* section :
+       {"Verdict:", "Advice (ranked)", "Timeline overview", "Where each pipe",
+        "Cube / Vector balance", "Roofline", "Memory per scope", "Optimisation ladder", "Heat map",
+        "What the model does not cover", "raise_num_stages", "id=\"tilepipe-data\""})
     EXPECT_NE(html.find(section), std::string::npos) << section;
   EXPECT_NE(html.find("v&lt;1&gt;"), std::string::npos);
   EXPECT_EQ(html.substr(0, html.find("<script")).find("v<1>"), std::string::npos);

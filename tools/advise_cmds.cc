@@ -82,7 +82,8 @@ json profile_json(const kernels::KernelDef& k, const kernels::ProfileReport& rep
   out["advice"] = prof::to_json(rep.advice);
   json dropped = json::array();
   for (const auto& a : rep.dropped)
-    dropped.push_back({{"id", a.id}, {"verified_gain_pct", a.verified_gain_pct}, {"what_if", a.tried}});
+    dropped.push_back(
+        {{"id", a.id}, {"verified_gain_pct", a.verified_gain_pct}, {"what_if", a.tried}});
   out["advice_dropped"] = dropped;
   out["model_limits"] = prof::model_limits();
   return out;
@@ -115,7 +116,8 @@ int cmd_profile(const ProfileArgs& a) {
     out["html"] = a.html;
   }
   std::cerr << text;
-  if (a.json) std::cout << out.dump(2) << "\n";
+  if (a.json)
+    std::cout << out.dump(2) << "\n";
   else
     std::cout << fmt::format("{} [{}] on {}: {:.0f} cycles ({:.2f} us), {} advice item(s)\n",
                              k.name, rep.run.variant, chip.name, rep.run.sim.cycles,
@@ -131,14 +133,16 @@ int cmd_tune(const TuneArgs& a) {
   base.params = kernels::resolve_params(k, a.params);
   base.mode = sim::Mode::Timing;
   tune::Options o;
-  if (a.space.empty())
-    throw kernels::ParamError{"tune: give at least one --space NAME=V1,V2,..."};
+  if (a.space.empty()) throw kernels::ParamError{"tune: give at least one --space NAME=V1,V2,..."};
   for (const auto& s : a.space) {
     try {
       auto dim = tune::parse_space(s);
       bool known = false;
       for (const auto& p : k.params) known = known || p.name == dim.first;
-      if (!known) throw std::invalid_argument(fmt::format("--space '{}': kernel '{}' has no parameter '{}' (see `tilepipe list`)", s, k.name, dim.first));
+      if (!known)
+        throw std::invalid_argument(
+            fmt::format("--space '{}': kernel '{}' has no parameter '{}' (see `tilepipe list`)", s,
+                        k.name, dim.first));
       o.space.push_back(dim);
     } catch (const std::invalid_argument& e) {
       throw kernels::ParamError{e.what()};
@@ -147,9 +151,11 @@ int cmd_tune(const TuneArgs& a) {
   if (a.strategy != "grid" && a.strategy != "coord")
     throw kernels::ParamError{fmt::format("--strategy '{}': expected grid or coord", a.strategy)};
   o.strategy = a.strategy;
-  o.jobs = a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.jobs =
+      a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.max_evals = a.max_evals;
-  o.cache_dir = a.no_cache ? "" : (a.cache_dir.empty() ? kernels::default_cache_dir() : a.cache_dir);
+  o.cache_dir =
+      a.no_cache ? "" : (a.cache_dir.empty() ? kernels::default_cache_dir() : a.cache_dir);
   o.us_per_cycle = chip.us_per_cycle();
   o.error_band_pct = rules_from("").error_band_pct;
   o.progress = true;

@@ -24,14 +24,14 @@ struct Condition {
 struct Rule {
   std::string id, title, severity;  // severity: "high", "medium", "low", "info"
   std::vector<Condition> when;      // all must hold
-  std::string action;  // "info", "raise_knob", "lower_knob", "whatif", "roof", "overflow"
-  std::string knob_role;          // raise/lower_knob: the knob metadata role
-  std::string whatif;             // "no_barriers", "zero_sync", "zero_issue", "fuse", "faster:P"
-  std::string text;               // suggestion text; {where}, {knob}, {pipe} are filled in
-  std::string predict_metric;     // predicted gain = metric x factor (capped at 90)
+  std::string action;          // "info", "raise_knob", "lower_knob", "whatif", "roof", "overflow"
+  std::string knob_role;       // raise/lower_knob: the knob metadata role
+  std::string whatif;          // "no_barriers", "zero_sync", "zero_issue", "fuse", "faster:P"
+  std::string text;            // suggestion text; {where}, {knob}, {pipe} are filled in
+  std::string predict_metric;  // predicted gain = metric x factor (capped at 90)
   double predict_factor = 0;
-  std::string where;              // "knob", "barrier", "unfused", "scalar_loop", "largest_buffer"
-  std::string scope = "core";     // "core" (intra-core) or "cross" (between cores)
+  std::string where;           // "knob", "barrier", "unfused", "scalar_loop", "largest_buffer"
+  std::string scope = "core";  // "core" (intra-core) or "cross" (between cores)
 };
 
 struct RuleSet {
@@ -78,8 +78,8 @@ struct Advice {
   std::string text;
   double predicted_gain_pct = 0;
   double verified_gain_pct = 0;
-  std::string scope;   // "core" or "cross"
-  std::string status;  // "verified", "info", "rejected"
+  std::string scope;               // "core" or "cross"
+  std::string status;              // "verified", "info", "rejected"
   std::vector<std::string> tried;  // what-if runs behind the verification
 };
 

@@ -59,7 +59,7 @@ struct Result {
 };
 
 struct Callbacks {
-  std::function<Prepared(const Point&)> prepare;  // cheap: build, verify, lower, key
+  std::function<Prepared(const Point&)> prepare;    // cheap: build, verify, lower, key
   std::function<double(const Point&)> lower_bound;  // roofline lower bound in cycles
   std::function<Simulated(const Point&)> simulate;
 };

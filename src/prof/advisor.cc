@@ -79,7 +79,8 @@ RuleSet parse_rules(const nlohmann::json& j) {
     x.severity = r.value("severity", "medium");
     x.action = r.value("action", "info");
     if (!actions.count(x.action))
-      throw std::runtime_error(fmt::format("advice rule '{}': unknown action '{}'", x.id, x.action));
+      throw std::runtime_error(
+          fmt::format("advice rule '{}': unknown action '{}'", x.id, x.action));
     x.knob_role = r.value("knob_role", "");
     x.whatif = r.value("whatif", "");
     x.text = r.value("text", "");
@@ -188,7 +189,8 @@ std::vector<Advice> advise(const Summary& s, const Evidence& e, const RuleSet& r
     a.text = fill(rule.text, vars);
     if (!rule.predict_metric.empty()) {
       auto it = m.find(rule.predict_metric);
-      if (it != m.end()) a.predicted_gain_pct = r2(std::clamp(it->second * rule.predict_factor, 0.0, 90.0));
+      if (it != m.end())
+        a.predicted_gain_pct = r2(std::clamp(it->second * rule.predict_factor, 0.0, 90.0));
     }
 
     auto gain = [&](double cycles) { return r2(100 * (base - cycles) / base); };
@@ -231,7 +233,8 @@ std::vector<Advice> advise(const Summary& s, const Evidence& e, const RuleSet& r
       if (rule.whatif == "zero_sync") w.zero_sync = true;
       if (rule.whatif == "zero_issue") w.zero_issue = true;
       if (rule.whatif == "vectorise")
-        for (const auto& l : e.scalar_loops) w.free_sites.insert(w.free_sites.end(), l.ops.begin(), l.ops.end());
+        for (const auto& l : e.scalar_loops)
+          w.free_sites.insert(w.free_sites.end(), l.ops.begin(), l.ops.end());
       if (rule.whatif == "fuse")
         for (const auto& u : e.unfused) w.free_sites.push_back(u.where);
       if (rule.whatif.rfind("faster:", 0) == 0) w.faster_pipe = rule.whatif.substr(7);
@@ -300,9 +303,8 @@ std::string to_text(const std::vector<Advice>& advice) {
   std::string o = "advice:\n";
   int n = 0;
   for (const auto& a : advice) {
-    std::string gain = a.status == "verified"
-                           ? fmt::format("verified {:+.1f}%", a.verified_gain_pct)
-                           : a.status;
+    std::string gain =
+        a.status == "verified" ? fmt::format("verified {:+.1f}%", a.verified_gain_pct) : a.status;
     o += fmt::format("  {}. [{}] {} ({}){}\n", ++n, a.id, a.title, gain,
                      a.file.empty() ? "" : fmt::format(" at {}:{}", a.file, a.line));
     if (!a.text.empty()) o += fmt::format("     {}\n", a.text);
@@ -311,14 +313,13 @@ std::string to_text(const std::vector<Advice>& advice) {
 }
 
 std::vector<std::string> model_limits() {
-  return {
-      "GM alignment and transfer size do not change a copy's cost (dma.full_bw_* unused)",
-      "no UB/L1 bank conflicts, no scalar data cache, infinite pipe queues",
-      "L2 is a residency map without eviction; bandwidth sharing is approximate",
-      "advice verifies one change at a time by re-simulation; combined changes are not "
-      "predicted, and gains carry the simulator's error (docs/fidelity.md)",
-      "kernel structure (buffer counts, fusion, vectorisation) is verified by what-if runs "
-      "that remove the cost (barriers, issue, the mul), not by rewriting the kernel"};
+  return {"GM alignment and transfer size do not change a copy's cost (dma.full_bw_* unused)",
+          "no UB/L1 bank conflicts, no scalar data cache, infinite pipe queues",
+          "L2 is a residency map without eviction; bandwidth sharing is approximate",
+          "advice verifies one change at a time by re-simulation; combined changes are not "
+          "predicted, and gains carry the simulator's error (docs/fidelity.md)",
+          "kernel structure (buffer counts, fusion, vectorisation) is verified by what-if runs "
+          "that remove the cost (barriers, issue, the mul), not by rewriting the kernel"};
 }
 
 }  // namespace tilepipe::prof

@@ -81,7 +81,9 @@ void find_unfused(const lower::CoreProgram& cp, const lower::Block& b, const low
       if (reads && seen.insert(prev->loc.str()).second)
         out.push_back({prev->loc.str(),
                        fmt::format("{} then {} at {}", prev->name, t.name, t.loc.str()),
-                       loop ? loop->loc.str() : "", 0, {}});
+                       loop ? loop->loc.str() : "",
+                       0,
+                       {}});
     }
     // Only a mul by a scalar fuses with the add into axpy (dst += src * scalar).
     prev = (t.op == Opcode::Vec && t.tile_op == ir::TileOpKind::Mul &&
@@ -159,8 +161,8 @@ Evidence gather_evidence(const sim::SimResult& r, const lower::LoweredProgram& p
                                                              {ir::Scope::UB, &chip.ub}};
   for (auto [scope, cap] : caps) {
     const auto& cp = scope == ir::Scope::UB ? prog.aiv : prog.aic;
-    Evidence::Scope s{ir::to_string(scope), cp.scope_bytes[static_cast<size_t>(scope)],
-                      cap->usable, "", "", 0};
+    Evidence::Scope s{
+        ir::to_string(scope), cp.scope_bytes[static_cast<size_t>(scope)], cap->usable, "", "", 0};
     std::set<const ir::BufferNode*> seen;
     for (const auto& t : cp.instrs)
       for (int i = 0; i < t.num_acc; ++i) {
@@ -197,28 +199,30 @@ Evidence gather_evidence(const sim::SimResult& r, const lower::LoweredProgram& p
     executed[fmt::format("{}:{}", l.file, l.line)] += l.instructions;
   std::set<std::string> seen_barrier, seen_loop;
   for (const auto* cp : {&prog.aic, &prog.aiv}) {
-    walk(*cp, cp->body, nullptr,
-         [&](const lower::OpTemplate& t, const lower::Item* loop, size_t) {
-           if (t.op == Opcode::Barrier && loop &&
-               seen_barrier.insert(t.loc.str() + ir::to_string(t.pipe)).second)
-             e.barriers_in_loops.push_back({t.loc.str(),
-                                            fmt::format("pipe_barrier({})", ir::to_string(t.pipe)),
-                                            loop->loc.str(), 0, {}});
-           // A vector op whose scalar operand is read from UB by the scalar unit, in a loop:
-           // the per-row pattern that broadcast + one tile op replaces.
-           if (loop && t.pipe == Pipe::V &&
-               t.scalar_kind == lower::OpTemplate::ScalarKind::UbRead &&
-               seen_loop.insert(loop->loc.str()).second)
-             e.scalar_loops.push_back(
-                 {loop->loc.str(), fmt::format("{} with a scalar UB operand at {}", t.name,
-                                               t.loc.str()),
-                  loop->loc.str(), executed[t.loc.str()], {}});
-           if (loop && t.pipe == Pipe::V)
-             for (auto& sl : e.scalar_loops)
-               if (sl.loop == loop->loc.str() &&
-                   std::find(sl.ops.begin(), sl.ops.end(), t.loc.str()) == sl.ops.end())
-                 sl.ops.push_back(t.loc.str());
-         });
+    walk(*cp, cp->body, nullptr, [&](const lower::OpTemplate& t, const lower::Item* loop, size_t) {
+      if (t.op == Opcode::Barrier && loop &&
+          seen_barrier.insert(t.loc.str() + ir::to_string(t.pipe)).second)
+        e.barriers_in_loops.push_back({t.loc.str(),
+                                       fmt::format("pipe_barrier({})", ir::to_string(t.pipe)),
+                                       loop->loc.str(),
+                                       0,
+                                       {}});
+      // A vector op whose scalar operand is read from UB by the scalar unit, in a loop:
+      // the per-row pattern that broadcast + one tile op replaces.
+      if (loop && t.pipe == Pipe::V && t.scalar_kind == lower::OpTemplate::ScalarKind::UbRead &&
+          seen_loop.insert(loop->loc.str()).second)
+        e.scalar_loops.push_back(
+            {loop->loc.str(),
+             fmt::format("{} with a scalar UB operand at {}", t.name, t.loc.str()),
+             loop->loc.str(),
+             executed[t.loc.str()],
+             {}});
+      if (loop && t.pipe == Pipe::V)
+        for (auto& sl : e.scalar_loops)
+          if (sl.loop == loop->loc.str() &&
+              std::find(sl.ops.begin(), sl.ops.end(), t.loc.str()) == sl.ops.end())
+            sl.ops.push_back(t.loc.str());
+    });
     std::set<std::string> seen;
     find_unfused(*cp, cp->body, nullptr, e.unfused, seen);
   }
@@ -366,13 +370,12 @@ std::map<std::string, double> metrics(const Summary& s, const Evidence& e) {
   m["unfused.count"] = static_cast<double>(e.unfused.size());
   m["unfused.executed"] = static_cast<double>(unf);
   m["scalar_loops"] = static_cast<double>(e.scalar_loops.size());
-  m["V.small_instr_pct"] =
-      e.v_instructions > 0 ? 100.0 * static_cast<double>(e.v_small_instructions) /
-                                 static_cast<double>(e.v_instructions)
-                           : 0;
+  m["V.small_instr_pct"] = e.v_instructions > 0
+                               ? 100.0 * static_cast<double>(e.v_small_instructions) /
+                                     static_cast<double>(e.v_instructions)
+                               : 0;
   m["tasks.block_num"] = static_cast<double>(e.block_num);
-  m["tasks.mod_cores"] =
-      e.ai_cores > 0 ? static_cast<double>(e.block_num % e.ai_cores) : 0;
+  m["tasks.mod_cores"] = e.ai_cores > 0 ? static_cast<double>(e.block_num % e.ai_cores) : 0;
   m["core_imbalance"] = e.core_imbalance;
   for (const auto& k : e.knobs) m["knob." + k.role] = static_cast<double>(k.value);
   return m;

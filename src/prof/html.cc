@@ -66,7 +66,8 @@ json strip_wall(const json& j) {
   return j;
 }
 
-const char* kCss = R"(body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
+const char* kCss =
+    R"(body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
 h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}
 .verdict{background:#f4f6fa;border-left:4px solid #3b6fb6;padding:8px 12px}
 .card{border:1px solid #ccd;border-radius:6px;padding:8px 12px;margin:8px 0}
@@ -78,9 +79,9 @@ table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid #ddd;padding:
 
 // Cycle-account categories and their colours (busy first).
 const std::vector<std::pair<std::string, std::string>> kCats = {
-    {"busy", "#2e86de"},   {"flag", "#f39c12"},  {"slot", "#e67e22"},
-    {"dep", "#9b59b6"},    {"barrier", "#c0392b"}, {"cross", "#e74c3c"},
-    {"issue", "#16a085"},  {"head", "#bdc3c7"},  {"tail", "#dfe4ea"}};
+    {"busy", "#2e86de"},  {"flag", "#f39c12"},    {"slot", "#e67e22"},
+    {"dep", "#9b59b6"},   {"barrier", "#c0392b"}, {"cross", "#e74c3c"},
+    {"issue", "#16a085"}, {"head", "#bdc3c7"},    {"tail", "#dfe4ea"}};
 
 std::string legend(const std::vector<std::pair<std::string, std::string>>& items) {
   std::string o = "<p>";
@@ -224,8 +225,8 @@ std::string timeline(const json& tl) {
   int y = 2;
   for (const auto& [label, v] : rows) {
     o += fmt::format("<text x=\"0\" y=\"{}\" font-size=\"10\">{}</text>", y + 10, esc(label));
-    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f4f6fa\"/>", lw,
-                     y, w, h);
+    o += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f4f6fa\"/>", lw, y,
+                     w, h);
     for (size_t i = 0; i < v.size(); ++i) {
       double f = std::clamp(v[i], 0.0, 1.0);
       if (f < 0.01) continue;
@@ -238,8 +239,9 @@ std::string timeline(const json& tl) {
     y += h + 2;
   }
   o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\">0</text>", lw, y + 12);
-  o += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{:.0f} cycles</text>\n",
-                   lw + w, y + 12, d(tl, "bin_cycles") * static_cast<double>(bins));
+  o += fmt::format(
+      "<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{:.0f} cycles</text>\n", lw + w,
+      y + 12, d(tl, "bin_cycles") * static_cast<double>(bins));
   return o + "</svg>\n";
 }
 
@@ -327,7 +329,8 @@ std::string ladder_sections(const json& l) {
         first += fmt::format(" (verified {:+.1f}%)", a["verified_gain_pct"].get<double>());
     }
     o += fmt::format(
-        "<tr><td>{}</td><td>{:.1f}</td><td>{:.2f}x</td><td>{}</td><td>{} ({})</td><td>{}</td></tr>\n",
+        "<tr><td>{}</td><td>{:.1f}</td><td>{:.2f}x</td><td>{}</td><td>{} "
+        "({})</td><td>{}</td></tr>\n",
         esc(s(st, "name")), d(st, "time_us"), d(st, "speedup_vs_prev"),
         ref > 0 ? num(d(st, "pct_of_reference")) + "%" : "-", esc(s(st, "bound")),
         esc(s(st, "verdict")), first);
@@ -335,8 +338,9 @@ std::string ladder_sections(const json& l) {
   }
   o += "</table>\n";
   for (size_t k = 0; k < profiles.size(); ++k)
-    o += fmt::format("<details><summary>Step {}: {} &#8212; profile and advice</summary>\n{}</details>\n",
-                     k + 1, esc(s(profiles[k], "variant")), profile_sections(profiles[k]));
+    o += fmt::format(
+        "<details><summary>Step {}: {} &#8212; profile and advice</summary>\n{}</details>\n", k + 1,
+        esc(s(profiles[k], "variant")), profile_sections(profiles[k]));
   return o;
 }
 
@@ -370,13 +374,14 @@ std::string tune_sections(const json& t) {
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\">\n",
         lw + cw * static_cast<int>(xs.size()) + 10, ch * (static_cast<int>(ys.size()) + 1) + 10);
     for (size_t xi = 0; xi < xs.size() && dims.size() > 1; ++xi)
-      o += fmt::format("<text x=\"{}\" y=\"16\" font-size=\"12\" text-anchor=\"middle\">{}={}</text>",
-                       lw + cw * static_cast<int>(xi) + cw / 2, esc(dims[1]), xs[xi].dump());
+      o += fmt::format(
+          "<text x=\"{}\" y=\"16\" font-size=\"12\" text-anchor=\"middle\">{}={}</text>",
+          lw + cw * static_cast<int>(xi) + cw / 2, esc(dims[1]), xs[xi].dump());
     o += "\n";
     for (size_t yi = 0; yi < ys.size(); ++yi) {
       int y = ch * (static_cast<int>(yi) + 1);
-      o += fmt::format("<text x=\"0\" y=\"{}\" font-size=\"12\">{}={}</text>", y + 17,
-                       esc(dims[0]), ys[yi].dump());
+      o += fmt::format("<text x=\"0\" y=\"{}\" font-size=\"12\">{}={}</text>", y + 17, esc(dims[0]),
+                       ys[yi].dump());
       for (size_t xi = 0; xi < xs.size(); ++xi) {
         const json* found = nullptr;
         for (const auto& c : t["configs"]) {
@@ -388,7 +393,8 @@ std::string tune_sections(const json& t) {
         int x = lw + cw * static_cast<int>(xi);
         std::string fill = "#eeeeee", label = "-", tip = "not evaluated";
         if (found) {
-          tip = s(*found, "status") + (s(*found, "reason").empty() ? "" : ": " + s(*found, "reason"));
+          tip =
+              s(*found, "status") + (s(*found, "reason").empty() ? "" : ": " + s(*found, "reason"));
           if ((*found)["time_us"].is_number()) {
             double v = (*found)["time_us"].get<double>();
             fill = cell_color(v);
@@ -398,7 +404,8 @@ std::string tune_sections(const json& t) {
           }
         }
         o += fmt::format(
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"#fff\"><title>{}</title></rect>"
+            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
+            "stroke=\"#fff\"><title>{}</title></rect>"
             "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
             x, y, cw, ch, fill, esc(tip), x + cw / 2, y + 17, esc(label));
       }
@@ -409,11 +416,13 @@ std::string tune_sections(const json& t) {
   o += "<table><tr><th>params</th><th>status</th><th>time us</th><th>lower bound us</th>"
        "<th>bound</th><th>reason</th></tr>\n";
   for (const auto& c : t["configs"])
-    o += fmt::format("<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
-                     esc(c["params"].dump()), esc(s(c, "status")),
-                     c["time_us"].is_number() ? num(c["time_us"].get<double>()) : "-",
-                     c["lb_us"].is_number() ? num(c["lb_us"].get<double>()) : "-",
-                     esc(s(c, "bound")), esc(s(c, "reason")));
+    o += fmt::format(
+        "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></"
+        "tr>\n",
+        esc(c["params"].dump()), esc(s(c, "status")),
+        c["time_us"].is_number() ? num(c["time_us"].get<double>()) : "-",
+        c["lb_us"].is_number() ? num(c["lb_us"].get<double>()) : "-", esc(s(c, "bound")),
+        esc(s(c, "reason")));
   o += "</table>\n";
   return o;
 }
@@ -428,7 +437,8 @@ std::string html_report(const nlohmann::ordered_json& doc_in) {
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
       "'unsafe-inline'\">\n";
   o += "<title>" + esc(title) + "</title>\n<style>" + kCss + "</style>\n</head>\n<body>\n";
-  o += "<h1>" + esc(title) + "</h1>\n<p class=\"muted\">tilepipe report: simulated Ascend "
+  o += "<h1>" + esc(title) +
+       "</h1>\n<p class=\"muted\">tilepipe report: simulated Ascend "
        "A2/A3 die; times are the simulator's (see docs/fidelity.md for its error).</p>\n";
   if (doc.contains("ladder")) o += ladder_sections(doc["ladder"]);
   if (doc.contains("profile")) o += profile_sections(doc["profile"]);

@@ -174,8 +174,8 @@ std::pair<std::string, std::vector<int64_t>> parse_space(const std::string& spec
       used = 0;
     }
     if (v.empty() || used != v.size())
-      throw std::invalid_argument(
-          fmt::format("--space '{}': '{}' is not an integer (values are comma-separated)", spec, v));
+      throw std::invalid_argument(fmt::format(
+          "--space '{}': '{}' is not an integer (values are comma-separated)", spec, v));
     if (std::find(values.begin(), values.end(), x) == values.end()) values.push_back(x);
     if (comma == std::string::npos) break;
     pos = comma + 1;
@@ -232,8 +232,10 @@ Result run(const Point& base, const Options& o, const Callbacks& cb) {
     // Evaluation order: lower bound, then enumeration order.
     std::vector<size_t> order;
     for (size_t i = 0; i < entries.size(); ++i)
-      if (entries[i].prep.ok) order.push_back(i);
-      else prog.tick();
+      if (entries[i].prep.ok)
+        order.push_back(i);
+      else
+        prog.tick();
     std::stable_sort(order.begin(), order.end(),
                      [&](size_t a, size_t b) { return entries[a].lb < entries[b].lb; });
     if (o.max_evals > 0 && order.size() > static_cast<size_t>(o.max_evals)) {
@@ -327,8 +329,7 @@ Result run(const Point& base, const Options& o, const Callbacks& cb) {
     for (auto& e : entries)
       if (e.status.empty()) e.status = "skipped";
   } else {
-    throw std::invalid_argument(
-        fmt::format("--strategy '{}': expected grid or coord", o.strategy));
+    throw std::invalid_argument(fmt::format("--strategy '{}': expected grid or coord", o.strategy));
   }
 
   Result r;
