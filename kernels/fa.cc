@@ -174,6 +174,11 @@ ir::Program build(const Params& p, const std::string& variant) {
         set_flag(Pipe::MTE2, Pipe::MTE1, kEvQ);
       };
       if (kn.q_resident) load_q();
+      // Knob metadata: the batch loop is the C/V pipeline (num_stages workspace versions in
+      // flight, a cross-core signal every cross_interval tiles).
+      knob("num_stages", "pipeline_stages", ns, 1, 32, ntile,
+           {"ws1", "ws2", "ws3", "r_factors", "sumexp_i"});
+      knob("cross_interval", "sync_interval", ci, 1, 15, ntile);
       serial(batches, [&](Ex k) {
         Ex len = batch_len(k);
         wait_cross_flag(kWs1Free);

@@ -89,7 +89,15 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   for (const auto& g : rep.lowered.gm) loads = loads || g.scalar_read;
   if (req.mode == sim::Mode::Functional || loads) io = k.inputs(req.params, req.seed);
   sim::HostData in = io;
-  sim::SimOptions opts{req.mode, req.max_cycles, req.observer, req.detect_races, req.fast_forward};
+  sim::SimOptions opts;
+  opts.mode = req.mode;
+  opts.max_cycles = req.max_cycles;
+  opts.observer = req.observer;
+  opts.detect_races = req.detect_races;
+  opts.whatif_no_barriers = req.whatif_no_barriers;
+  opts.whatif_free_sites = req.whatif_free_sites;
+  opts.lower_bound_only = req.lower_bound_only;
+  opts.fast_forward = req.fast_forward;
   auto t0 = std::chrono::steady_clock::now();
   try {
     rep.sim = sim::simulate(rep.lowered, chip, &io, opts);

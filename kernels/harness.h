@@ -27,6 +27,10 @@ struct RunRequest {
   std::function<void(lower::LoweredProgram&)> mutate = {};
   passes::PassOptions pass_options;  // automatic-mode passes between verify and lower
   passes::PrintOptions print;        // --print-after / --print-after-all
+  /// What-if / lower-bound switches passed to the simulator (timing mode only).
+  bool whatif_no_barriers = false;
+  std::vector<std::string> whatif_free_sites;
+  bool lower_bound_only = false;
 };
 
 struct RunReport {

@@ -254,3 +254,48 @@ TEST(CliLadder, SfaHasNoReferenceColumnAndFourStepsInOrder) {
 
 }  // namespace
 }  // namespace tilepipe
+
+namespace tilepipe {
+namespace {
+
+TEST(CliProfile, MistunedFaAdviceNamesNumStagesWithAVerifiedGain) {
+  CliResult r =
+      cli("profile fa --variant expert --param S=1024 --param H=4 --param num_stages=2 "
+          "--param cross_interval=1 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  ASSERT_FALSE(j["advice"].empty());
+  const json& a = j["advice"][0];
+  EXPECT_EQ(a["id"], "raise_num_stages");
+  EXPECT_EQ(a["suggest"]["param"], "num_stages");
+  EXPECT_EQ(a["suggest"]["from"], 2);
+  EXPECT_GE(a["verified_gain_pct"].get<double>(), 3);
+  EXPECT_FALSE(a["evidence"].empty());
+  EXPECT_EQ(a["where"]["file"], "fa.cc");
+  EXPECT_TRUE(j.contains("model_limits"));
+}
+
+TEST(CliTune, FindsAConfigRejectsOverflowAndServesTheSecondRunFromTheCache) {
+  std::string dir = scratch().file("tune-cache").string();
+  std::string html = scratch().file("tune.html").string();
+  std::string args =
+      "tune fa --variant expert --param S=2048 --param H=2 --space num_stages=2,16 "
+      "--space cross_interval=1,2 -j 2 --cache-dir '" +
+      dir + "' --json";
+  CliResult r = cli(args + " --html '" + html + "'");
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j["configs"].size(), 4u);
+  EXPECT_GT(j["best_time_us"].get<double>(), 0);
+  EXPECT_EQ(j["cached"], 0);
+  EXPECT_NE(read_text(html).find("Heat map"), std::string::npos);
+  CliResult again = cli(args);
+  ASSERT_EQ(again.code, 0) << again.err;
+  json k = json::parse(again.out);
+  EXPECT_EQ(k["best"], j["best"]);
+  EXPECT_EQ(k["simulated"], 0);
+  EXPECT_EQ(k["cached"].get<int>(), j["simulated"].get<int>());
+}
+
+}  // namespace
+}  // namespace tilepipe

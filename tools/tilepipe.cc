@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "advise_cmds.h"
 #include "check_syncs.h"
 #include "cli_parse.h"
 #include "harness.h"
@@ -276,6 +277,8 @@ struct LadderArgs {
   int jobs = 0;
   bool json = false;
   bool exact = false;
+  std::string html;     // HTML report with per-step profiles and advice
+  bool advise = false;  // add per-step advice to the JSON
 };
 
 int cmd_ladder(const LadderArgs& a) {
@@ -312,6 +315,11 @@ int cmd_ladder(const LadderArgs& a) {
     std::string pct = has_ref ? fmt::format("{:.1f}%", s.pct_of_reference) : "-";
     text += fmt::format("  {:<14} {:>8.1f} {:>8.2f}x {:>8}  {} ({})\n", s.name, s.time_us,
                         s.speedup_vs_prev, pct, sum.bound, sum.verdict);
+  }
+  if (!a.html.empty() || a.advise) {
+    json advice = cli::ladder_advice(k, rep, chip, out, a.html, jobs);
+    if (a.advise) out["advice"] = advice;
+    if (!a.html.empty()) out["html"] = a.html;
   }
   if (a.json) {
     std::cerr << text;
@@ -373,6 +381,37 @@ int main(int argc, char** argv) {
   ladder->add_flag("--json", ladder_args.json, "print one JSON object on stdout");
   ladder->add_flag("--exact", ladder_args.exact,
                    "simulate every loop iteration (otherwise steady ones are skipped)");
+  ladder->add_option("--html", ladder_args.html,
+                     "write an HTML report (ladder chart, per-step profile and advice)");
+  ladder->add_flag("--advise", ladder_args.advise, "add each step's verified advice to the JSON");
+
+  RunArgs profile_args;
+  cli::ProfileArgs prof_extra;
+  auto* profile = app.add_subcommand("profile", "run + evidence + verified advice");
+  add_run_options(profile, profile_args, true);
+  profile_args.mode = "timing";
+  profile->add_option("--html", prof_extra.html, "write a self-contained HTML report");
+  profile->add_option("--rules", prof_extra.rules, "advice rule table (default: configs/)");
+  profile->add_flag("--no-verify", prof_extra.no_verify, "skip the what-if re-simulations");
+
+  cli::TuneArgs tune_args;
+  std::vector<std::string> tune_params;
+  auto* tune = app.add_subcommand("tune", "search kernel parameters for the fastest config");
+  tune->add_option("kernel", tune_args.kernel, "kernel name (see `tilepipe list`)")->required();
+  tune->add_option("--variant", tune_args.variant, "kernel variant");
+  tune->add_option("--chip", tune_args.chip, "chip config: a2, a3, or a .json path");
+  tune->add_option("--param", tune_params, "fixed kernel parameter k=v (repeatable)");
+  tune->add_option("--space", tune_args.space, "searched parameter k=v1,v2,... (repeatable)");
+  tune->add_option("--strategy", tune_args.strategy, "grid (default) or coord");
+  tune->add_option("-j,--jobs", tune_args.jobs, "parallel workers (default: cores)")
+      ->check(CLI::Range(1, 256));
+  tune->add_option("--max-evals", tune_args.max_evals, "evaluate at most N configs")
+      ->check(CLI::Range(1, 1000000));
+  tune->add_option("--cache-dir", tune_args.cache_dir,
+                   "result cache (default $XDG_CACHE_HOME/tilepipe/tune, else out/.tune-cache)");
+  tune->add_flag("--no-cache", tune_args.no_cache, "do not read or write the cache");
+  tune->add_option("--html", tune_args.html, "write an HTML report with the heat map");
+  tune->add_flag("--json", tune_args.json, "print one JSON object on stdout");
 
   try {
     app.parse(argc, argv);
@@ -389,6 +428,22 @@ int main(int argc, char** argv) {
     if (run->parsed()) return cmd_run(run_args, false);
     if (check->parsed()) return cmd_run(check_args, true, &sync_args);
     if (ladder->parsed()) return cmd_ladder(ladder_args);
+    if (profile->parsed()) {
+      cli::ProfileArgs pa = prof_extra;
+      pa.kernel = profile_args.kernel;
+      pa.variant = profile_args.variant;
+      pa.chip = profile_args.chip;
+      pa.mode = profile_args.mode;
+      pa.params = parse_params(profile_args.params);
+      pa.seed = cli::parse_seed(profile_args.seed);
+      pa.max_cycles = cli::parse_max_cycles(profile_args.max_cycles);
+      pa.json = profile_args.json;
+      return cli::cmd_profile(pa);
+    }
+    if (tune->parsed()) {
+      tune_args.params = parse_params(tune_params);
+      return cli::cmd_tune(tune_args);
+    }
   } catch (const UsageError& e) {
     return fail(kExitBadInput, "tilepipe: " + e.message);
   } catch (const cli::ArgError& e) {

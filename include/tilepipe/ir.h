@@ -285,8 +285,21 @@ Stmt make_stmt(T node, Loc loc) {
 // ---------------------------------------------------------------------------------------
 // Program
 
+/// A tuning knob the kernel declares: a kernel parameter and the loop it shapes. The
+/// advisor and the tuner name knobs from this metadata, never from a kernel's name.
+struct Knob {
+  std::string param;  // kernel parameter, e.g. "num_stages"
+  std::string role;   // "pipeline_stages" (versions in flight) or "sync_interval"
+  int64_t value = 0;  // value in effect for this build
+  int64_t min = 0, max = 0;
+  int64_t trip_count = 0;              // iterations of the loop it shapes
+  std::vector<std::string> versioned;  // buffers with one version per stage
+  Loc loc;                             // the loop
+};
+
 struct Program {
   std::string name;
+  std::vector<Knob> knobs;         // metadata only: no effect on the program's meaning
   std::vector<Buffer> params;      // GM tensors passed by the host (inputs and outputs)
   std::vector<Buffer> workspaces;  // GM scratch allocated by the runtime
   int64_t block_num = 1;

@@ -214,6 +214,7 @@ class KernelBuilder {
   void begin_else(ir::Loc loc);
   void end_if(ir::Loc loc);
   void emit(ir::Stmt s);
+  void add_knob(ir::Knob k) { prog_.knobs.push_back(std::move(k)); }
   Tensor alloc(const std::string& name, ir::Scope scope, std::vector<int64_t> shape, DType dtype,
                ir::Loc loc);
 
@@ -243,6 +244,10 @@ void serial(Ex begin, Ex end, int64_t step, const std::function<void(Ex)>& body,
 void parallel(Ex n, const std::function<void(Ex)>& body, SrcLoc loc = SrcLoc::current());
 void pipelined(Ex n, PipelineOpts opts, const std::function<void(Ex)>& body,
                SrcLoc loc = SrcLoc::current());
+/// Declares a tuning knob shaping the loop that follows (metadata for the advisor/tuner).
+void knob(const std::string& param, const std::string& role, int64_t value, int64_t min,
+          int64_t max, int64_t trip_count, std::vector<std::string> versioned = {},
+          SrcLoc loc = SrcLoc::current());
 void if_(Ex cond, const std::function<void()>& then_body, SrcLoc loc = SrcLoc::current());
 void if_else(Ex cond, const std::function<void()>& then_body,
              const std::function<void()>& else_body, SrcLoc loc = SrcLoc::current());

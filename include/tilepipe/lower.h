@@ -161,6 +161,7 @@ struct LoweredProgram {
   std::string name;
   int64_t block_num = 1;
   std::vector<GmTensor> gm;
+  std::vector<ir::Knob> knobs;  // the kernel's tuning knobs (ir::Program::knobs)
   CoreProgram aic{ir::CoreKind::C, {}, {}, {}, 2, {}};
   CoreProgram aiv{ir::CoreKind::V, {}, {}, {}, 2, {}};
 };

@@ -5,6 +5,7 @@
 // per-pipe busy %, the bound pipe and verdict, idle reasons and buffer use.
 #pragma once
 
+#include <array>
 #include <iosfwd>
 #include <limits>
 #include <map>
@@ -33,6 +34,19 @@ struct LineStats {
   int64_t instructions = 0;
   double busy_cycles = 0;      // pipe occupancy
   double duration_cycles = 0;  // start to result ready
+  std::string pipe;            // "V", "MTE2", ...
+  double elements = 0;         // source elements over all instructions (mean = / instructions)
+  double bytes = 0;
+};
+
+/// Busy cycles per core and pipe over time, in equal bins (the HTML timeline overview).
+/// Bins double in width when the run outgrows them, so memory stays bounded.
+struct Timeline {
+  static constexpr size_t kMaxBins = 128;
+  double bin_cycles = 512;
+  std::vector<std::string> core_names;                              // per core index
+  std::vector<std::vector<std::array<float, ir::kNumPipes>>> busy;  // [core][bin][pipe]
+  void add(int core, ir::Pipe pipe, double start, double cycles);
 };
 
 class Recorder : public sim::Observer {
@@ -45,6 +59,7 @@ class Recorder : public sim::Observer {
   const std::vector<sim::InstrEvent>& instrs() const { return instrs_; }
   const std::vector<sim::FlagEvent>& flags() const { return flags_; }
   bool truncated() const { return truncated_; }
+  const Timeline& timeline() const { return timeline_; }
 
  private:
   bool keep(double start, double end);
@@ -53,6 +68,7 @@ class Recorder : public sim::Observer {
   std::vector<sim::FlagEvent> flags_;
   std::map<const lower::OpTemplate*, LineStats> by_op_;
   bool truncated_ = false;
+  Timeline timeline_;
 };
 
 /// Chrome trace JSON (Perfetto / chrome://tracing): one process per core, one thread per
@@ -95,6 +111,59 @@ Summary summarize(const sim::SimResult& r, const lower::LoweredProgram& prog,
                   const ChipConfig& chip);
 nlohmann::ordered_json to_json(const Summary& s);
 std::string to_text(const Summary& s);
+
+// ---- evidence and advice (docs/simulator.md#evidence, docs/cli.md#tilepipe-profile) ----
+
+/// Kernel-agnostic evidence of one run, derived from the simulator's counters, the
+/// recorder and the lowered program (its instructions, loops and knob metadata).
+struct Evidence {
+  double span = 0;
+  struct Account {
+    std::string kind, pipe;  // "AIC" / "AIV", "M"
+    int cores = 0;
+    sim::CycleAccount mean;  // averaged over the cores of that kind (sums to span)
+    double max_busy = 0;     // busiest core: the pipe's roofline lower bound
+  };
+  std::vector<Account> accounts;
+  std::string lb_pipe;  // roofline: no schedule can beat the busiest pipe of a core
+  double lb_cycles = 0;
+  sim::CrossStats c2v, v2c;
+  int64_t gm_transfers = 0;
+  double gm_bytes = 0, bytes_per_transfer = 0;
+  double mte2_read_bytes = 0, reloaded_bytes = 0;  // read-only GM ranges read again
+  double hbm_bw_pct = 0, l2_bw_pct = 0;            // achieved / peak over the span
+  struct Scope {
+    std::string scope;
+    int64_t used = 0, capacity = 0;
+    std::string largest, largest_where;
+    int64_t largest_bytes = 0;
+  };
+  std::vector<Scope> scopes;
+  struct Line {
+    std::string where, op, pipe, loop;  // loop: innermost enclosing loop site, or ""
+    int64_t instructions = 0;
+    double busy_cycles = 0, mean_elements = 0;
+  };
+  std::vector<Line> lines;  // compute lines by busy cycles (at most 12)
+  struct Site {
+    std::string where, what, loop;
+    int64_t executed = 0;
+    std::vector<std::string> ops;  // scalar loops: the vector ops inside (file:line)
+  };
+  std::vector<Site> barriers_in_loops;  // pipe_barrier inside a loop
+  std::vector<Site> unfused;            // mul then add/sub on the same tile (where = the mul)
+  std::vector<Site> scalar_loops;       // loops of small vector ops fed by scalar reads
+  double core_imbalance = 1;            // max / mean busiest-pipe busy over AI cores
+  int64_t v_instructions = 0, v_small_instructions = 0;  // V ops, and those < 512 elements
+  int64_t block_num = 0, ai_cores = 0;
+  std::vector<ir::Knob> knobs;
+};
+
+Evidence gather_evidence(const sim::SimResult& r, const lower::LoweredProgram& prog,
+                         const ChipConfig& chip, const Recorder& rec);
+nlohmann::ordered_json to_json(const Evidence& e);
+/// Flat metric table (name -> value) the advice rules test.
+std::map<std::string, double> metrics(const Summary& s, const Evidence& e);
 
 /// msprof-style per-core pipe utilisation (pipe_utilization.csv).
 std::string pipe_utilization_csv(const sim::SimResult& r, const ChipConfig& chip);

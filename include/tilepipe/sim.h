@@ -85,6 +85,29 @@ struct SimOptions {
   /// (functional or timing mode; slower).
   bool detect_races = false;
   FastForwardOptions fast_forward;
+  /// What-if runs (timing only; the advisor's verification): pipe barriers cost nothing and
+  /// order nothing, and instructions of these source sites ("file:line") take no time.
+  bool whatif_no_barriers = false;
+  std::vector<std::string> whatif_free_sites;
+  /// Lower-bound mode: walk the program and sum each pipe's occupancy at the per-core rate,
+  /// ignoring flags, barriers and bandwidth sharing. `cycles` is then a lower bound of the
+  /// timed run (max over cores and pipes of the occupancy); much cheaper than a timed run.
+  bool lower_bound_only = false;
+};
+
+/// Where each cycle of a pipe went, from cycle 0 to the kernel's span (the fields sum to
+/// SimResult::cycles on every core and pipe that exists on the core).
+struct CycleAccount {
+  double busy = 0;     // occupancy
+  double flag = 0;     // head waited on an intra-core data flag (or the scalar on X->S)
+  double slot = 0;     // head waited on a credit flag: a free multi-buffer slot
+  double dep = 0;      // waited for an earlier result of the same pipe
+  double barrier = 0;  // pipe_barrier waited for the pipe to drain
+  double cross = 0;    // the core was blocked on a cross-core wait
+  double issue = 0;    // nothing issued yet: the scalar unit was behind (issue-bound)
+  double head = 0;     // before the pipe's first instruction
+  double tail = 0;     // after the pipe's last instruction until the kernel ends
+  double sum() const { return busy + flag + slot + dep + barrier + cross + issue + head + tail; }
 };
 
 struct PipeStats {
@@ -93,6 +116,9 @@ struct PipeStats {
   double wait_flag_cycles = 0;  // pipe idle because its head waited on a flag
   double wait_dep_cycles = 0;   // waited for the result of an earlier op on the same pipe
   double bytes = 0;             // bytes moved (copy pipes)
+  CycleAccount account;         // filled at the end of the run
+  int64_t transfers = 0;        // copies that read or wrote GM
+  double reloaded_bytes = 0;    // MTE2 bytes of a read-only GM range this core read before
 };
 
 struct CoreStats {
@@ -119,6 +145,14 @@ struct FastForwardStats {
   double cycles = 0;       // simulated time covered by the jumps
 };
 
+/// Cross-core hand-offs of one direction (C->V: AIC sets, AIV waits), over all AI cores.
+struct CrossStats {
+  int64_t sets = 0, waits = 0;
+  double wait_cycles = 0;   // summed over the waiting cores
+  int64_t max_pending = 0;  // most sets of one flag id in flight (stages ahead)
+  double mean_pending = 0;  // mean sets in flight seen by each new set
+};
+
 struct SimResult {
   double cycles = 0;
   int64_t instructions = 0;
@@ -126,7 +160,12 @@ struct SimResult {
   std::vector<WaitSite> waits;               // sorted by cycles, largest first
   double gm_bytes_hbm = 0, gm_bytes_l2 = 0;  // GM traffic served by HBM / by L2
   FastForwardStats fast_forward;
+  CrossStats c2v, v2c;
+  bool lower_bound = false;  // run in lower-bound mode
 };
+
+/// Version of the timing model; part of every tuning-cache key.
+inline constexpr const char* kSimVersion = "tilepipe-sim-2";
 
 /// Runs `prog`. In functional mode `io` supplies every input tensor (missing = zeros) and
 /// receives every GM tensor after the run. Throws UserError for run-time errors in the

@@ -339,6 +339,12 @@ void pipelined(Ex n, PipelineOpts opts, const std::function<void(Ex)>& body, Src
   loop(0, std::move(n), 1, ir::ForKind::Pipelined, opts, body, loc);
 }
 
+void knob(const std::string& param, const std::string& role, int64_t value, int64_t min,
+          int64_t max, int64_t trip_count, std::vector<std::string> versioned, SrcLoc loc) {
+  KernelBuilder::current(loc).add_knob(
+      ir::Knob{param, role, value, min, max, trip_count, std::move(versioned), ir::Loc::from(loc)});
+}
+
 void if_(Ex cond, const std::function<void()>& then_body, SrcLoc loc) {
   auto& k = KernelBuilder::current(loc);
   k.begin_if(std::move(cond), L(loc));

@@ -92,6 +92,7 @@ class Lowerer {
     LoweredProgram out;
     out.name = p_.name;
     out.block_num = p_.block_num;
+    out.knobs = p_.knobs;
     for (const auto& b : p_.params) add_gm(out, b, false);
     for (const auto& b : p_.workspaces) add_gm(out, b, true);
     // Unplaced buffers go after the highest placed byte of their scope.

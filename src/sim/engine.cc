@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <unordered_set>
 
 #include "bandwidth.h"
 #include "instr.h"
@@ -26,6 +27,49 @@ using ir::CoreKind;
 using ir::Pipe;
 using lower::Opcode;
 
+/// Gap kinds of the cycle account (what a pipe's head waited on).
+enum GapKind { kGapNone, kGapFlag, kGapSlot, kGapDep, kGapBarrier };
+
+/// Position of a pipe in its core's dataflow; a flag against the flow is a credit.
+int flow_rank(Pipe p) {
+  switch (p) {
+    case Pipe::MTE2:
+      return 0;
+    case Pipe::MTE1:
+    case Pipe::V:
+      return 1;
+    case Pipe::M:
+    case Pipe::MTE3:
+      return 2;
+    case Pipe::FIX:
+      return 3;
+    case Pipe::S:
+      return -1;
+  }
+  return -1;
+}
+
+bool has_pipe(CoreKind k, Pipe p) {
+  if (p == Pipe::S || p == Pipe::MTE2) return true;
+  if (k == CoreKind::C) return p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX;
+  return p == Pipe::V || p == Pipe::MTE3;
+}
+
+/// Adds [lo, hi) to a union of ranges; returns how many of its bytes were already there.
+int64_t add_range(std::map<int64_t, int64_t>& m, int64_t lo, int64_t hi) {
+  int64_t ov = 0, nlo = lo, nhi = hi;
+  auto it = m.upper_bound(lo);
+  if (it != m.begin() && std::prev(it)->second >= lo) --it;
+  while (it != m.end() && it->first <= hi) {
+    ov += std::max<int64_t>(0, std::min(hi, it->second) - std::max(lo, it->first));
+    nlo = std::min(nlo, it->first);
+    nhi = std::max(nhi, it->second);
+    it = m.erase(it);
+  }
+  m[nlo] = nhi;
+  return ov;
+}
+
 int mem_key(const Access& a) {
   return a.t->scope == ir::Scope::GM ? a.t->gm_index : 1000 + static_cast<int>(a.t->scope);
 }
@@ -40,7 +84,12 @@ class Engine {
         functional_(o.mode == Mode::Functional),
         hbm_(chip.hbm_bw),
         l2_(chip.l2_bw),
-        l2res_(tensor_bytes(p), chip.l2_bytes) {}
+        l2res_(tensor_bytes(p), chip.l2_bytes) {
+    for (const auto* cp : {&p.aic, &p.aiv})
+      for (const auto& t : cp->instrs)
+        for (const auto& site : o.whatif_free_sites)
+          if (t.loc.str() == site) free_ops_.insert(&t);
+  }
 
   static std::vector<int64_t> tensor_bytes(const lower::LoweredProgram& p) {
     std::vector<int64_t> b;
@@ -61,7 +110,7 @@ class Engine {
       double horizon = heap_.empty() ? 1e300 : heap_.top().first + kQuantum;
       run_core(c, horizon);
     }
-    check_finished();
+    if (!opts_.lower_bound_only) check_finished();
     if (race_ && race_->found()) throw UserError(race_->take_reports());
     return collect();
   }
@@ -433,7 +482,9 @@ class Engine {
         if (!t->dropped) scalar(c, chip_.issue_cycles);
         in.issue = c.t;
         ++c.tally.pipes[static_cast<size_t>(Pipe::S)].instructions;
-        if (!dispatch(c, in)) {
+        if (opts_.lower_bound_only) {
+          bound_dispatch(c, in);
+        } else if (!dispatch(c, in)) {
           c.pending = in;
           c.has_pending = true;
           return;
@@ -457,7 +508,7 @@ class Engine {
       size_t id = static_cast<size_t>(in.flag_id);
       // The wait blocks every pipe of the core (hardware.md): it takes effect only once every
       // pipe has reached it, so the core's pipes drain at each cross-core wait.
-      double reached = c.t;
+      double reached = c.t, before = c.t;
       for (const PipeState& ps : c.pipes) reached = std::max(reached, ps.ready);
       if (c.kind == CoreKind::V) {
         auto& q = x.c2v[static_cast<size_t>(c.vid)][id];
@@ -466,6 +517,7 @@ class Engine {
         consumed(c, Pipe::S, in, q.front(), in.issue, c.t, true);
         q.pop_front();
         check_cross_overflow(q, c.t, in, c);
+        cross_wait(c, before, c.tally.c2v);
       } else {
         auto& q0 = x.v2c[0][id];
         auto& q1 = x.v2c[1][id];
@@ -477,16 +529,19 @@ class Engine {
         q0.pop_front();
         if (two) q1.pop_front();
         check_cross_overflow(q0, c.t, in, c);
+        cross_wait(c, before, c.tally.v2c);
       }
       return true;
     }
     // wait_flag(X, S): the scalar unit waits for pipe X.
     auto& q = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)];
     if (q.empty()) return false;
+    double before = c.t;
     c.t = std::max(c.t, q.front().time);
     consumed(c, Pipe::S, in, q.front(), in.issue, c.t, false);
     q.pop_front();
     check_double_set(c, q, c.t, in);
+    block(c, before, 1);
     return true;
   }
 
@@ -514,6 +569,114 @@ class Engine {
     }
     size_t key = flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id);
     take(c.flags[key], c.ghost_debt[key]);
+  }
+
+  void cross_wait(Core& c, double before, CrossStats& st) {
+    ++st.waits;
+    st.wait_cycles += c.t - before;
+    block(c, before, 0);
+  }
+
+  /// The scalar unit was blocked from `before` to now: pipes that starve meanwhile wait on
+  /// this (cross-core or flag) rather than on issue.
+  void block(Core& c, double before, int kind) {
+    if (c.t <= before) return;
+    (kind == 0 ? c.tally.blocked_cross : c.tally.blocked_flag) += c.t - before;
+    c.blocked.push_back({before, c.t, kind});
+    if (c.blocked.size() < 1024) return;
+    size_t min_cursor = c.blocked_base + c.blocked.size();
+    for (const auto& pa : c.acct)
+      if (pa.started) min_cursor = std::min(min_cursor, pa.cursor);
+    while (c.blocked_base < min_cursor && !c.blocked.empty()) {
+      c.blocked.pop_front();
+      ++c.blocked_base;
+    }
+  }
+
+  /// Accounts pipe p's timeline up to an event that starts at `s` (issued at `issue`) and
+  /// occupies the pipe for `occ`; the gap before it is charged to `kind` where the
+  /// instruction was already issued, else to what blocked the scalar unit, else to issue.
+  void account(Core& c, Pipe p, double issue, double s, double occ, GapKind kind) {
+    PipeAcct& pa = c.acct[static_cast<size_t>(p)];
+    CycleAccount& ca = c.tally.acct[static_cast<size_t>(p)];
+    if (!pa.started) {
+      pa.started = true;
+      pa.cursor = c.blocked_base;
+      pa.t = std::min(issue, s);
+      ca.head = pa.t;
+    }
+    double a = pa.t;
+    if (s > a) {
+      double lim = std::min(issue, s);
+      if (lim > a) {
+        double covered = 0;
+        while (pa.cursor < c.blocked_base + c.blocked.size()) {
+          const Blocked& iv = c.blocked[pa.cursor - c.blocked_base];
+          if (iv.e <= a) {
+            ++pa.cursor;
+            continue;
+          }
+          if (iv.b >= lim) break;
+          double o = std::min(iv.e, lim) - std::max(iv.b, a);
+          (iv.kind == 0 ? ca.cross : ca.flag) += o;
+          covered += o;
+          if (iv.e > lim) break;
+          ++pa.cursor;
+        }
+        ca.issue += (lim - a) - covered;
+      }
+      double from = std::max(a, issue), w = s - from;
+      if (w > 0) {
+        switch (kind) {
+          case kGapFlag:
+            ca.flag += w;
+            break;
+          case kGapSlot:
+            ca.slot += w;
+            break;
+          case kGapDep:
+            ca.dep += w;
+            break;
+          case kGapBarrier:
+            ca.barrier += w;
+            break;
+          case kGapNone:
+            ca.issue += w;
+            break;
+        }
+      }
+      pa.t = s;
+    }
+    double e = s + occ;
+    if (e > pa.t) {
+      ca.busy += e - pa.t;
+      pa.t = e;
+    }
+  }
+
+  /// Lower-bound mode: no flags, no scheduling; each pipe's occupancy at the per-core rate.
+  void bound_dispatch(Core& c, Instr& in) {
+    const auto& t = *in.t;
+    if (t.op == Opcode::WaitCross || t.op == Opcode::WaitFlag || t.op == Opcode::SetFlag ||
+        t.op == Opcode::SetCross || t.op == Opcode::Barrier || t.pipe == Pipe::S)
+      return;
+    PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
+    Cost cost = instr_cost(in, chip_);
+    if (t.op == Opcode::Copy) {
+      bool read = in.acc[1].t->scope == ir::Scope::GM;
+      const Access& g = read ? in.acc[1] : in.acc[0];
+      if (g.t->scope == ir::Scope::GM) {
+        double rate = t.pipe == Pipe::MTE2   ? std::max(chip_.mte2_bw_l2, chip_.mte2_bw_hbm)
+                      : t.pipe == Pipe::MTE3 ? chip_.mte3_bw
+                                             : chip_.fix_bw;
+        cost.occupancy = static_cast<double>(g.bytes()) / rate;
+      }
+    }
+    if (free_ops_.count(in.t)) cost.occupancy = 0;
+    st.busy_cycles += cost.occupancy;
+    ++st.instructions;
+    ++c.tally.executed;
+    if (t.materialise) execute(in);
   }
 
   void check_cross_overflow(const std::deque<SetRecord>& q, double now, const Instr& in,
@@ -631,9 +794,12 @@ class Engine {
     size_t id = static_cast<size_t>(in.flag_id);
     double visible = when + chip_.cross_flag_latency;
     SetRecord r = record(c, in, when, visible);
+    CrossStats& cs = c.kind == CoreKind::C ? c.tally.c2v : c.tally.v2c;
+    ++cs.sets;
     if (c.kind == CoreKind::C) {
       for (size_t v = 0; v < 2; ++v) {
         x.last_c2v[v][id] = {visible, &in.t->loc};
+        pending(c, x.c2v[v][id].size() + 1);
         if (x.debt_c2v[v][id] > 0)  // a dropped wait already took this set
           --x.debt_c2v[v][id];
         else
@@ -642,6 +808,7 @@ class Engine {
     } else {
       size_t v = static_cast<size_t>(c.vid);
       x.last_v2c[v][id] = {visible, &in.t->loc};
+      pending(c, x.v2c[v][id].size() + 1);
       if (x.debt_v2c[v][id] > 0)
         --x.debt_v2c[v][id];
       else
@@ -652,6 +819,15 @@ class Engine {
       if (peer.ai_core == c.ai_core && peer.kind != c.kind && peer.has_pending && !peer.in_heap)
         push(peer);
     }
+  }
+
+  /// A cross-core set of core `c` finds n - 1 sets of its flag id still in flight.
+  static void pending(Core& c, size_t n) {
+    size_t d = c.kind == CoreKind::C ? 0 : 1;
+    CrossStats& cs = d == 0 ? c.tally.c2v : c.tally.v2c;
+    cs.max_pending = std::max(cs.max_pending, static_cast<int64_t>(n));
+    c.tally.pending_sum[d] += static_cast<double>(n);
+    ++c.tally.pending_n[d];
   }
 
   double hazard_start(const PipeState& ps, const Instr& in) const {
@@ -671,17 +847,23 @@ class Engine {
 
   /// A copy that reads or writes GM: its bytes flow through the die's shared HBM / L2
   /// bandwidth, so its occupancy depends on what the other cores move at the same time.
-  void gm_transfer(Core& c, const Instr& in, double start, Cost& cost) {
+  void gm_transfer(Core& c, const Instr& in, double start, Cost& cost, PipeStats& st) {
     const auto& t = *in.t;
     bool read = in.acc[1].t->scope == ir::Scope::GM;
     const Access& g = read ? in.acc[1] : in.acc[0];
     if (g.t->scope != ir::Scope::GM) return;
-    int64_t miss = 0, hit = 0;
+    int64_t miss = 0, hit = 0, again = 0;
+    bool track =
+        read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.t->gm_index)].workspace;
+    auto& ranges = c.read_ranges[g.t->gm_index];
     for_each_run(g, [&](int64_t lo, int64_t len) {
       auto [m, h] = l2res_.touch(g.t->gm_index, lo, lo + len);
       miss += m;
       hit += h;
+      if (track) again += add_range(ranges, lo, lo + len);
     });
+    ++st.transfers;
+    st.reloaded_bytes += static_cast<double>(again);
     if (!read) {  // writes land in L2 (write-back); the die's L2 bandwidth is shared
       hit += miss;
       miss = 0;
@@ -719,6 +901,8 @@ class Engine {
           double start = std::max({head.issue, ps.ready, q.front().time});
           double from = std::max(head.issue, ps.ready);
           st.wait_flag_cycles += start - from;
+          account(c, p, head.issue, start, 0,
+                  flow_rank(t.flag_dst) < flow_rank(t.flag_src) ? kGapSlot : kGapFlag);
           consumed(c, p, head, q.front(), from, start, false);
           q.pop_front();
           check_double_set(c, q, start, head);
@@ -734,12 +918,19 @@ class Engine {
           ps.queue.pop_front();
           double when = std::max({in.issue, ps.done, ps.ready});
           ps.ready = std::max(ps.ready, in.issue);
+          account(c, p, in.issue, ps.ready, 0, kGapNone);
           ++st.instructions;
           fire(c, in, when);
           break;
         }
         case Opcode::Barrier: {
+          if (opts_.whatif_no_barriers) {
+            ++st.instructions;
+            ps.queue.pop_front();
+            break;
+          }
           double start = std::max(head.issue, ps.done);
+          account(c, p, head.issue, start, 0, kGapBarrier);
           ps.ready = start;
           ps.done = start;
           ++st.instructions;
@@ -753,7 +944,9 @@ class Engine {
           double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
           double start = std::max(ready, dep);
           st.wait_dep_cycles += start - ready;
-          if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost);
+          if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);
+          if (!free_ops_.empty() && free_ops_.count(in.t)) cost = Cost{};
+          account(c, p, in.issue, start, cost.occupancy, kGapDep);
           double end = start + cost.occupancy + cost.latency;
           if (end > opts_.max_cycles)
             fail(t.loc, "cycle-budget",
@@ -927,14 +1120,55 @@ class Engine {
       return std::tie(a.op->loc.line, a.op->loc.column, a.op->name) <
              std::tie(b.op->loc.line, b.op->loc.column, b.op->name);
     });
+    r.lower_bound = opts_.lower_bound_only;
     for (auto& c : cores_) {
       double end = c.t;
       for (const auto& ps : c.pipes) end = std::max(end, ps.done);
+      if (opts_.lower_bound_only)
+        for (const auto& st : c.tally.pipes) end = std::max(end, st.busy_cycles);
       c.stats.end_cycle = end;
       c.stats.pipes = c.tally.pipes;
       r.cycles = std::max(r.cycles, end);
+    }
+    for (auto& c : cores_) {
+      if (!opts_.lower_bound_only) {
+        for (int p = 0; p < kPipes; ++p) {
+          Pipe pp = static_cast<Pipe>(p);
+          if (!has_pipe(c.kind, pp)) continue;
+          CycleAccount& a = c.stats.pipes[static_cast<size_t>(p)].account;
+          if (pp == Pipe::S) {
+            a.busy = c.stats.pipes[static_cast<size_t>(p)].busy_cycles;
+            a.cross = c.tally.blocked_cross;
+            a.flag = c.tally.blocked_flag;
+            a.tail = std::max(0.0, r.cycles - c.t);
+            continue;
+          }
+          const PipeAcct& pa = c.acct[static_cast<size_t>(p)];
+          a = c.tally.acct[static_cast<size_t>(p)];
+          if (pa.started)
+            a.tail = std::max(0.0, r.cycles - pa.t);
+          else
+            a.head = r.cycles;
+        }
+      }
       r.cores.push_back(c.stats);
     }
+    std::array<double, 2> psum{};
+    std::array<int64_t, 2> pn{};
+    for (const auto& c : cores_) {
+      for (auto [to, from] : {std::pair{&r.c2v, &c.tally.c2v}, std::pair{&r.v2c, &c.tally.v2c}}) {
+        to->sets += from->sets;
+        to->waits += from->waits;
+        to->wait_cycles += from->wait_cycles;
+        to->max_pending = std::max(to->max_pending, from->max_pending);
+      }
+      for (size_t d = 0; d < 2; ++d) {
+        psum[d] += c.tally.pending_sum[d];
+        pn[d] += c.tally.pending_n[d];
+      }
+    }
+    if (pn[0]) r.c2v.mean_pending = psum[0] / static_cast<double>(pn[0]);
+    if (pn[1]) r.v2c.mean_pending = psum[1] / static_cast<double>(pn[1]);
     if (functional_ && io_) {
       for (size_t i = 0; i < p_.gm.size(); ++i) {
         const auto& b = *p_.gm[i].buffer;
@@ -968,6 +1202,7 @@ class Engine {
   std::vector<std::pair<const lower::Item*, int64_t>> outer_loops_;  // with their periods
   bool jump_check_ = false;
   FastForwardStats jumped_;
+  std::unordered_set<const lower::OpTemplate*> free_ops_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <vector>
 
 #include "instr.h"
@@ -52,6 +53,19 @@ struct LastSet {
   const ir::Loc* loc = nullptr;
 };
 
+/// An interval in which the scalar unit was blocked (kind 0: cross-core wait, 1: X->S flag).
+struct Blocked {
+  double b = 0, e = 0;
+  int kind = 0;
+};
+
+/// Where the cycle account of one pipe stands: time is accounted up to `t`.
+struct PipeAcct {
+  double t = 0;
+  size_t cursor = 0;  // next Blocked interval (absolute index) that may overlap a gap
+  bool started = false;
+};
+
 /// What a core has done so far: the counters a run reports. Fast-forward extrapolates
 /// them, so every counter of a core lives here.
 struct Tally {
@@ -59,6 +73,11 @@ struct Tally {
   std::vector<WaitSite> waits;  // per instruction template of the core's program
   int64_t executed = 0;         // compute and copy instructions
   double hbm_bytes = 0, l2_bytes = 0;
+  std::array<CycleAccount, kPipes> acct{};     // evidence: where each pipe's cycles went
+  double blocked_cross = 0, blocked_flag = 0;  // scalar unit blocked on cross / X->S waits
+  CrossStats c2v, v2c;                         // sets counted by the setter, waits by the waiter
+  std::array<double, 2> pending_sum{};         // sets in flight seen by each new set: c2v, v2c
+  std::array<int64_t, 2> pending_n{};
 
   /// m more iterations like the `span` iterations between `earlier` and `later`.
   void add_iterations(const Tally& later, const Tally& earlier, int64_t span, int64_t m);
@@ -102,6 +121,11 @@ struct Core {
   LoopHistory history;
   int role = 0;      // race threads: 0 AIC, 1 AIV0, 2 AIV1
   int s_clock = -1;  // snapshot of the scalar unit's clock, -1 = stale
+  // Evidence: scalar-blocked intervals, per-pipe account positions, read-only GM ranges read.
+  std::deque<Blocked> blocked;
+  size_t blocked_base = 0;
+  std::array<PipeAcct, kPipes> acct{};
+  std::map<int, std::map<int64_t, int64_t>> read_ranges;
 };
 
 /// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.

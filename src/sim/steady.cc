@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 
 namespace tilepipe::sim {
 
@@ -18,6 +19,26 @@ void Tally::add_iterations(const Tally& later, const Tally& earlier, int64_t spa
     s.wait_flag_cycles += f * (a.wait_flag_cycles - b.wait_flag_cycles);
     s.wait_dep_cycles += f * (a.wait_dep_cycles - b.wait_dep_cycles);
     s.bytes += f * (a.bytes - b.bytes);
+    s.transfers += count(a.transfers, b.transfers);
+    s.reloaded_bytes += f * (a.reloaded_bytes - b.reloaded_bytes);
+    CycleAccount& x = acct[p];
+    const CycleAccount &xa = later.acct[p], &xb = earlier.acct[p];
+    for (auto field :
+         {&CycleAccount::busy, &CycleAccount::flag, &CycleAccount::slot, &CycleAccount::dep,
+          &CycleAccount::barrier, &CycleAccount::cross, &CycleAccount::issue})
+      x.*field += f * (xa.*field - xb.*field);
+  }
+  blocked_cross += f * (later.blocked_cross - earlier.blocked_cross);
+  blocked_flag += f * (later.blocked_flag - earlier.blocked_flag);
+  for (auto [x, a, b] :
+       {std::tuple{&c2v, &later.c2v, &earlier.c2v}, std::tuple{&v2c, &later.v2c, &earlier.v2c}}) {
+    x->sets += count(a->sets, b->sets);
+    x->waits += count(a->waits, b->waits);
+    x->wait_cycles += f * (a->wait_cycles - b->wait_cycles);
+  }
+  for (size_t d = 0; d < 2; ++d) {
+    pending_sum[d] += f * (later.pending_sum[d] - earlier.pending_sum[d]);
+    pending_n[d] += count(later.pending_n[d], earlier.pending_n[d]);
   }
   for (size_t w = 0; w < waits.size(); ++w) {
     waits[w].cycles += f * (later.waits[w].cycles - earlier.waits[w].cycles);
@@ -275,6 +296,12 @@ void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>
       ps.done += dt;
       for (Instr& in : ps.queue) in.issue += dt;
       for (RecentWrite& w : ps.recent) w.end += dt;
+    }
+    for (PipeAcct& pa : c.acct)
+      if (pa.started) pa.t += dt;
+    for (Blocked& b : c.blocked) {
+      b.b += dt;
+      b.e += dt;
     }
     for (auto& q : c.flags) shift(q, dt);
     for (auto& s : c.last_set) shift(s, dt);

@@ -1,0 +1,78 @@
+// The autotuner: enumerates a parameter space (grid or coordinate descent), drops configs
+// that do not build / verify / lower (with the reason), evaluates the rest in order of
+// their roofline lower bound with branch-and-bound (a config whose lower bound exceeds the
+// best time so far cannot win and is not simulated), on parallel workers, through an
+// on-disk cache. Kernel-agnostic: the caller supplies "prepare" (build -> verify -> lower,
+// cache key, lower bound) and "simulate" callbacks. Results do not depend on the number of
+// workers: statuses are assigned as the sequential algorithm would.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tilepipe::tune {
+
+using Point = std::map<std::string, int64_t>;
+
+struct Prepared {
+  bool ok = false;
+  std::string reason;  // why the config was rejected
+  std::string key;     // cache key (hex): lowered program, params, chip, simulator version
+};
+struct Simulated {
+  bool ok = false;
+  std::string reason;
+  double cycles = 0;
+  std::string bound;
+};
+
+struct Options {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> space;  // in --space order
+  std::string strategy = "grid";                                    // or "coord"
+  int jobs = 1;
+  int max_evals = 0;      // 0 = no limit
+  std::string cache_dir;  // "" = no cache
+  double us_per_cycle = 1;
+  double error_band_pct = 12;
+  bool progress = false;  // progress bar with ETA on stderr
+};
+
+struct ConfigResult {
+  Point params;
+  std::string status;  // "simulated", "cached", "pruned", "rejected", "skipped"
+  std::string reason;
+  double time_us = -1, lb_us = -1;
+  std::string bound;
+};
+
+struct Result {
+  Point best;
+  double best_time_us = -1;
+  std::vector<ConfigResult> configs;  // enumeration order
+  int simulated = 0, pruned = 0, rejected = 0, cached = 0, skipped = 0;
+  std::vector<Point> within_error_band;  // configs within the simulator's error of the best
+};
+
+struct Callbacks {
+  std::function<Prepared(const Point&)> prepare;    // cheap: build, verify, lower, key
+  std::function<double(const Point&)> lower_bound;  // roofline lower bound in cycles
+  std::function<Simulated(const Point&)> simulate;
+};
+
+/// `base` holds the parameters outside the space (and the defaults of those in it).
+Result run(const Point& base, const Options& o, const Callbacks& cb);
+
+/// FNV-1a 64-bit hash as 16 hex digits (cache keys).
+std::string hash_hex(const std::string& text);
+
+/// `k=v1,v2,...` -> (k, [v1, v2, ...]); throws std::invalid_argument with the reason.
+std::pair<std::string, std::vector<int64_t>> parse_space(const std::string& spec);
+
+nlohmann::ordered_json to_json(const Result& r);
+
+}  // namespace tilepipe::tune

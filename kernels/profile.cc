@@ -1,0 +1,171 @@
+#include "profile.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "tilepipe/lang.h"
+
+namespace tilepipe::kernels {
+namespace {
+
+std::string first_reason(const UserError& e) {
+  if (e.diagnostics().empty()) return e.what();
+  const auto& d = e.diagnostics().front();
+  return fmt::format("{} at {}: {}", d.kind, d.loc.str(), d.message);
+}
+
+std::map<std::string, std::string> raw_params(const Params& p) {
+  std::map<std::string, std::string> raw;
+  for (const auto& [n, v] : p) raw[n] = std::to_string(v);
+  return raw;
+}
+
+/// Halves the costs of one pipe (the "pipe made faster" what-if).
+void speed_up(ChipConfig& c, const std::string& pipe) {
+  if (pipe == "V") {
+    c.vector_simple_cycles_per_repeat /= 2;
+    c.vector_reduce_cycles_per_repeat /= 2;
+    c.vector_transcendental_elems_per_cycle *= 2;
+  } else if (pipe == "M") {
+    c.cube_fractals_per_cycle *= 2;
+  } else if (pipe == "MTE2") {
+    c.mte2_bw_l2 *= 2;
+    c.mte2_bw_hbm *= 2;
+    c.hbm_bw *= 2;
+    c.l2_bw *= 2;
+  } else if (pipe == "MTE3") {
+    c.mte3_bw *= 2;
+  } else if (pipe == "FIX") {
+    c.fix_bw *= 2;
+  } else if (pipe == "MTE1") {
+    c.mte1_bw_l0a *= 2;
+    c.mte1_bw_l0b *= 2;
+  }
+}
+
+}  // namespace
+
+prof::Simulate what_if_runner(const KernelDef& k, const RunRequest& base, const ChipConfig& chip) {
+  return [&k, base, chip](const prof::WhatIf& w) -> prof::WhatIfResult {
+    RunRequest r = base;
+    r.mode = sim::Mode::Timing;
+    r.observer = nullptr;
+    r.detect_races = false;
+    auto raw = raw_params(base.params);
+    for (const auto& [n, v] : w.params) raw[n] = std::to_string(v);
+    ChipConfig c = chip;
+    if (w.zero_sync) c.flag_latency = c.cross_flag_latency = 0;
+    if (w.zero_issue) c.issue_cycles = c.scalar_op_cycles = 0;
+    if (!w.faster_pipe.empty()) speed_up(c, w.faster_pipe);
+    r.whatif_no_barriers = w.no_barriers;
+    r.whatif_free_sites = w.free_sites;
+    try {
+      r.params = resolve_params(k, raw);
+      auto rep = run_kernel(k, r, c);
+      return {true, rep.sim.cycles, ""};
+    } catch (const ParamError& e) {
+      return {false, 0, e.message};
+    } catch (const UserError& e) {
+      return {false, 0, first_reason(e)};
+    } catch (const lang::BuildError& e) {
+      return {false, 0, e.loc.str() + ": " + e.message};
+    }
+  };
+}
+
+ProfileReport profile_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig& chip,
+                             const prof::RuleSet& rules, bool verify) {
+  ProfileReport rep;
+  prof::Recorder rec;
+  RunRequest r = req;
+  if (!r.observer) r.observer = &rec;
+  rep.run = run_kernel(k, r, chip);
+  const prof::Recorder& used = r.observer == &rec ? rec : *static_cast<prof::Recorder*>(r.observer);
+  rep.summary = prof::summarize(rep.run.sim, rep.run.lowered, chip);
+  rep.evidence = prof::gather_evidence(rep.run.sim, rep.run.lowered, chip, used);
+  rep.timeline = used.timeline();
+  for (const auto& c : rep.run.sim.cores) rep.core_names.push_back(c.name);
+  RunRequest base = req;
+  base.variant = rep.run.variant;
+  rep.advice =
+      prof::advise(rep.summary, rep.evidence, rules,
+                   verify ? what_if_runner(k, base, chip) : prof::Simulate{}, &rep.dropped);
+  return rep;
+}
+
+tune::Callbacks tune_callbacks(const KernelDef& k, const RunRequest& base, const ChipConfig& chip,
+                               const std::string& chip_text) {
+  tune::Callbacks cb;
+  auto request = [&k, base](const tune::Point& p) {
+    RunRequest r = base;
+    r.mode = sim::Mode::Timing;
+    r.observer = nullptr;
+    r.detect_races = false;
+    auto raw = raw_params(base.params);
+    for (const auto& [n, v] : p) raw[n] = std::to_string(v);
+    r.params = resolve_params(k, raw);
+    return r;
+  };
+  cb.prepare = [&k, &chip, request, chip_text](const tune::Point& p) -> tune::Prepared {
+    try {
+      RunRequest r = request(p);
+      std::string variant = resolve_variant(k, r.variant);
+      ir::Program prog = k.build(r.params, variant);
+      verify_or_throw(prog, chip);
+      lower::LoweredProgram low = lower::lower(prog, chip);
+      std::ostringstream key;
+      key << sim::kSimVersion << "\n" << k.name << "/" << variant << "\n";
+      for (const auto& [n, v] : r.params) key << n << "=" << v << ";";
+      key << "\n" << chip_text << "\n" << ir::print(prog) << "\nblocks=" << low.block_num;
+      return {true, "", tune::hash_hex(key.str())};
+    } catch (const ParamError& e) {
+      return {false, e.message, ""};
+    } catch (const UserError& e) {
+      return {false, first_reason(e), ""};
+    } catch (const lang::BuildError& e) {
+      return {false, e.loc.str() + ": " + e.message, ""};
+    }
+  };
+  cb.lower_bound = [&k, &chip, request](const tune::Point& p) {
+    RunRequest r = request(p);
+    r.lower_bound_only = true;
+    try {
+      return run_kernel(k, r, chip).sim.cycles;
+    } catch (const UserError&) {
+      return 0.0;  // no bound: evaluated first, rejected by the timed run
+    }
+  };
+  cb.simulate = [&k, &chip, request](const tune::Point& p) -> tune::Simulated {
+    try {
+      auto rep = run_kernel(k, request(p), chip);
+      auto s = prof::summarize(rep.sim, rep.lowered, chip);
+      return {true, "", rep.sim.cycles, s.bound};
+    } catch (const UserError& e) {
+      return {false, first_reason(e), 0, ""};
+    }
+  };
+  return cb;
+}
+
+std::string chip_config_text(const std::string& name_or_path) {
+  std::string path = name_or_path;
+  if (path.size() < 5 || path.substr(path.size() - 5) != ".json") {
+    const char* env = std::getenv("TILEPIPE_CONFIG_DIR");
+    path = std::string(env && *env ? env : TILEPIPE_CONFIG_DIR) + "/" + name_or_path + ".json";
+  }
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string default_cache_dir() {
+  const char* x = std::getenv("XDG_CACHE_HOME");
+  if (x && *x) return std::string(x) + "/tilepipe/tune";
+  return "out/.tune-cache";
+}
+
+}  // namespace tilepipe::kernels

@@ -1,0 +1,266 @@
+#include "advise_cmds.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "profile.h"
+#include "tilepipe/advisor.h"
+#include "tilepipe/html.h"
+#include "tilepipe/tune.h"
+
+namespace tilepipe::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+void write(const std::string& path, const std::string& content) {
+  try {
+    prof::write_file_atomic(path, content);
+  } catch (const std::runtime_error& e) {
+    throw kernels::ParamError{e.what()};
+  }
+}
+
+prof::RuleSet rules_from(const std::string& path) {
+  try {
+    return prof::load_rules(path);
+  } catch (const std::runtime_error& e) {
+    throw kernels::ParamError{e.what()};
+  }
+}
+
+json timeline_json(const prof::Timeline& t, const std::vector<std::string>& names) {
+  json rows = json::array();
+  for (size_t c = 0; c < t.busy.size() && c < names.size(); ++c) {
+    for (int p = 0; p < ir::kNumPipes; ++p) {
+      json bins = json::array();
+      bool any = false;
+      for (const auto& b : t.busy[c]) {
+        double v = std::round(1000.0 * b[static_cast<size_t>(p)] / t.bin_cycles) / 1000.0;
+        any = any || v > 0;
+        bins.push_back(v);
+      }
+      if (any)
+        rows.push_back({{"core", names[c]},
+                        {"pipe", ir::to_string(static_cast<ir::Pipe>(p))},
+                        {"busy", bins}});
+    }
+  }
+  return {{"bin_cycles", t.bin_cycles}, {"rows", rows}};
+}
+
+/// The JSON of `run --json` plus evidence, advice and the model's limits.
+json profile_json(const kernels::KernelDef& k, const kernels::ProfileReport& rep,
+                  const kernels::RunRequest& req, const ChipConfig& chip) {
+  json out;
+  out["kernel"] = k.name;
+  out["variant"] = rep.run.variant;
+  out["chip"] = chip.name;
+  out["mode"] = req.mode == sim::Mode::Functional ? "functional" : "timing";
+  out["params"] = req.params;
+  out["cycles"] = rep.run.sim.cycles;
+  out["time_us"] = rep.run.sim.cycles * chip.us_per_cycle();
+  if (rep.run.checked) {
+    out["correct"] = rep.run.correct;
+    out["max_abs_err"] = rep.run.max_abs_err;
+    out["max_rel_err"] = rep.run.max_rel_err;
+  }
+  json s = prof::to_json(rep.summary);
+  for (auto it = s.begin(); it != s.end(); ++it) out[it.key()] = it.value();
+  out["instructions"] = rep.run.sim.instructions;
+  out["sim_wall_s"] = rep.run.sim_wall_s;
+  out["evidence"] = prof::to_json(rep.evidence);
+  json metrics = json::object();
+  for (const auto& [n, v] : prof::metrics(rep.summary, rep.evidence))
+    metrics[n] = std::round(v * 1000) / 1000;
+  out["metrics"] = metrics;
+  out["advice"] = prof::to_json(rep.advice);
+  json dropped = json::array();
+  for (const auto& a : rep.dropped)
+    dropped.push_back(
+        {{"id", a.id}, {"verified_gain_pct", a.verified_gain_pct}, {"what_if", a.tried}});
+  out["advice_dropped"] = dropped;
+  out["model_limits"] = prof::model_limits();
+  return out;
+}
+
+}  // namespace
+
+int cmd_profile(const ProfileArgs& a) {
+  const auto& k = kernels::find_kernel(a.kernel);
+  kernels::RunRequest req;
+  req.variant = a.variant;
+  req.params = kernels::resolve_params(k, a.params);
+  req.mode = a.mode == "functional" ? sim::Mode::Functional : sim::Mode::Timing;
+  req.seed = a.seed;
+  req.max_cycles = a.max_cycles;
+  ChipConfig chip = load_chip_config(a.chip);
+  prof::RuleSet rules = rules_from(a.rules);
+  auto t0 = std::chrono::steady_clock::now();
+  auto rep = kernels::profile_kernel(k, req, chip, rules, !a.no_verify);
+  json out = profile_json(k, rep, req, chip);
+  out["advise_wall_s"] =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
+      rep.run.sim_wall_s;
+  std::string text = prof::to_text(rep.summary) + prof::to_text(rep.advice);
+  if (!a.html.empty()) {
+    json doc = {{"title", fmt::format("{} [{}] profile", k.name, rep.run.variant)},
+                {"profile", out}};
+    doc["profile"]["timeline"] = timeline_json(rep.timeline, rep.core_names);
+    write(a.html, prof::html_report(doc));
+    out["html"] = a.html;
+  }
+  std::cerr << text;
+  if (a.json)
+    std::cout << out.dump(2) << "\n";
+  else
+    std::cout << fmt::format("{} [{}] on {}: {:.0f} cycles ({:.2f} us), {} advice item(s)\n",
+                             k.name, rep.run.variant, chip.name, rep.run.sim.cycles,
+                             rep.run.sim.cycles * chip.us_per_cycle(), rep.advice.size());
+  return 0;
+}
+
+int cmd_tune(const TuneArgs& a) {
+  const auto& k = kernels::find_kernel(a.kernel);
+  ChipConfig chip = load_chip_config(a.chip);
+  kernels::RunRequest base;
+  base.variant = kernels::resolve_variant(k, a.variant);
+  base.params = kernels::resolve_params(k, a.params);
+  base.mode = sim::Mode::Timing;
+  tune::Options o;
+  if (a.space.empty()) throw kernels::ParamError{"tune: give at least one --space NAME=V1,V2,..."};
+  for (const auto& s : a.space) {
+    try {
+      auto dim = tune::parse_space(s);
+      bool known = false;
+      for (const auto& p : k.params) known = known || p.name == dim.first;
+      if (!known)
+        throw std::invalid_argument(
+            fmt::format("--space '{}': kernel '{}' has no parameter '{}' (see `tilepipe list`)", s,
+                        k.name, dim.first));
+      o.space.push_back(dim);
+    } catch (const std::invalid_argument& e) {
+      throw kernels::ParamError{e.what()};
+    }
+  }
+  if (a.strategy != "grid" && a.strategy != "coord")
+    throw kernels::ParamError{fmt::format("--strategy '{}': expected grid or coord", a.strategy)};
+  o.strategy = a.strategy;
+  o.jobs =
+      a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.max_evals = a.max_evals;
+  o.cache_dir =
+      a.no_cache ? "" : (a.cache_dir.empty() ? kernels::default_cache_dir() : a.cache_dir);
+  o.us_per_cycle = chip.us_per_cycle();
+  o.error_band_pct = rules_from("").error_band_pct;
+  o.progress = true;
+  auto cb = kernels::tune_callbacks(k, base, chip, kernels::chip_config_text(a.chip));
+  auto t0 = std::chrono::steady_clock::now();
+  tune::Point start;
+  for (const auto& [n, v] : base.params) start[n] = v;
+  tune::Result r;
+  try {
+    r = tune::run(start, o, cb);
+  } catch (const std::filesystem::filesystem_error& e) {
+    throw kernels::ParamError{fmt::format("tune cache '{}': {}", o.cache_dir, e.what())};
+  }
+  // The default: the given parameters, without the space's values (through the cache).
+  tune::Options d = o;
+  d.space.clear();
+  d.progress = false;
+  tune::Result def = tune::run(start, d, cb);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  json out;
+  out["kernel"] = k.name;
+  out["variant"] = base.variant;
+  out["chip"] = chip.name;
+  out["params"] = base.params;
+  out["strategy"] = o.strategy;
+  json space = json::object();
+  for (const auto& [n, v] : o.space) space[n] = v;
+  out["space"] = space;
+  json body = tune::to_json(r);
+  out["best"] = body["best"];
+  out["best_time_us"] = body["best_time_us"];
+  out["default"] = {{"params", start},
+                    {"time_us", def.best_time_us},
+                    {"status", def.configs.empty() ? "" : def.configs[0].status},
+                    {"reason", def.configs.empty() ? "" : def.configs[0].reason}};
+  out["speedup_vs_default"] =
+      r.best_time_us > 0 && def.best_time_us > 0 ? def.best_time_us / r.best_time_us : 0.0;
+  out["error_band_pct"] = o.error_band_pct;
+  for (auto it = body.begin(); it != body.end(); ++it)
+    if (it.key() != "best" && it.key() != "best_time_us") out[it.key()] = it.value();
+  out["cache_dir"] = o.cache_dir;
+  out["wall_s"] = wall;
+  std::string text = fmt::format(
+      "{} [{}] tune ({}, {} configs): best {} = {:.1f} us; default {:.1f} us; speedup {:.3f}x\n"
+      "  simulated {}, cached {}, pruned {}, rejected {}, skipped {}; {:.1f} s\n",
+      k.name, base.variant, o.strategy, r.configs.size(), json(r.best).dump(), r.best_time_us,
+      def.best_time_us, out["speedup_vs_default"].get<double>(), r.simulated, r.cached, r.pruned,
+      r.rejected, r.skipped, wall);
+  if (!a.html.empty()) {
+    json doc = {{"title", fmt::format("{} [{}] tuning", k.name, base.variant)}, {"tune", out}};
+    write(a.html, prof::html_report(doc));
+    out["html"] = a.html;
+  }
+  if (a.json) {
+    std::cerr << text;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << text;
+  }
+  return 0;
+}
+
+json ladder_advice(const kernels::KernelDef& k, const kernels::LadderReport& rep,
+                   const ChipConfig& chip, const json& ladder, const std::string& html, int jobs) {
+  prof::RuleSet rules = rules_from("");
+  std::vector<json> steps(rep.steps.size());
+  std::vector<std::exception_ptr> errors(rep.steps.size());
+  size_t next = 0;
+  std::mutex mu;
+  auto worker = [&] {
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next >= rep.steps.size()) return;
+        i = next++;
+      }
+      try {
+        kernels::RunRequest req;
+        req.variant = rep.steps[i].name;
+        req.params = rep.params;
+        req.mode = sim::Mode::Timing;
+        auto p = kernels::profile_kernel(k, req, chip, rules, true);
+        json j = profile_json(k, p, req, chip);
+        j["timeline"] = timeline_json(p.timeline, p.core_names);
+        steps[i] = j;
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int j = 0; j < std::max(1, jobs); ++j) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  json advice = json::array();
+  for (size_t i = 0; i < steps.size(); ++i)
+    advice.push_back({{"step", rep.steps[i].name}, {"advice", steps[i]["advice"]}});
+  if (!html.empty()) {
+    json doc = {{"title", fmt::format("{} optimisation ladder", k.name)}, {"ladder", ladder}};
+    doc["ladder"]["profiles"] = steps;
+    write(html, prof::html_report(doc));
+  }
+  return advice;
+}
+
+}  // namespace tilepipe::cli

@@ -1,0 +1,40 @@
+// `tilepipe profile`, `tilepipe tune` and the ladder's --html / --advise: command logic
+// kept out of tilepipe.cc (which only registers the flags). Bad input throws
+// kernels::ParamError (exit 2).
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace tilepipe::cli {
+
+struct ProfileArgs {
+  std::string kernel, variant, chip = "a3", mode = "timing";
+  std::map<std::string, std::string> params;
+  uint64_t seed = 1;
+  double max_cycles = 1e13;
+  bool json = false, no_verify = false;
+  std::string html, rules;
+};
+int cmd_profile(const ProfileArgs& a);
+
+struct TuneArgs {
+  std::string kernel, variant, chip = "a3", strategy = "grid", cache_dir, html;
+  std::map<std::string, std::string> params;
+  std::vector<std::string> space;
+  int jobs = 0, max_evals = 0;
+  bool json = false, no_cache = false;
+};
+int cmd_tune(const TuneArgs& a);
+
+/// Per-step profiles with verified advice for a ladder; writes `html` if not empty and
+/// returns the steps' advice as JSON (added to the ladder's JSON under "advice").
+nlohmann::ordered_json ladder_advice(const kernels::KernelDef& k, const kernels::LadderReport& rep,
+                                     const ChipConfig& chip, const nlohmann::ordered_json& ladder,
+                                     const std::string& html, int jobs);
+
+}  // namespace tilepipe::cli
