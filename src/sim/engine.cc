@@ -57,8 +57,24 @@ bool has_pipe(CoreKind k, Pipe p) {
 
 /// Adds [lo, hi) to a union of ranges; returns how many of its bytes were already there.
 int64_t add_range(std::map<int64_t, int64_t>& m, int64_t lo, int64_t hi) {
-  int64_t ov = 0, nlo = lo, nhi = hi;
   auto it = m.upper_bound(lo);
+  // Fast paths (no allocation): inside one range, or extending it / a new one without
+  // touching the next.
+  bool clear_next = it == m.end() || it->first > hi;
+  if (it != m.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second >= hi) return hi - lo;
+    if (prev->second >= lo && clear_next) {
+      int64_t ov = prev->second - lo;
+      prev->second = hi;
+      return ov;
+    }
+  }
+  if (clear_next && (it == m.begin() || std::prev(it)->second < lo)) {
+    m.emplace_hint(it, lo, hi);
+    return 0;
+  }
+  int64_t ov = 0, nlo = lo, nhi = hi;
   if (it != m.begin() && std::prev(it)->second >= lo) --it;
   while (it != m.end() && it->first <= hi) {
     ov += std::max<int64_t>(0, std::min(hi, it->second) - std::max(lo, it->first));
