@@ -72,20 +72,6 @@ Sync make_sync(Pipe src, Pipe dst, Pos set, Pos wait) {
   return s;
 }
 
-std::vector<Stmt> flatten(const Stmt& s) {
-  std::vector<Stmt> out;
-  if (!s) return out;
-  if (auto* q = std::get_if<SeqStmt>(&s->node)) {
-    for (const auto& c : q->body) {
-      auto f = flatten(c);
-      out.insert(out.end(), f.begin(), f.end());
-    }
-  } else {
-    out.push_back(s);
-  }
-  return out;
-}
-
 Stmt seq(std::vector<Stmt> body, const Loc& loc) {
   if (body.size() == 1) return body.front();  // empty: an empty SeqStmt
   return make_stmt(SeqStmt{std::move(body)}, loc);

@@ -596,4 +596,18 @@ std::optional<int64_t> carried_distance(const Access& a, const Access& b, const 
   if (apart_beyond(a, b, vars, loop, max_distance)) return std::nullopt;
   return max_distance + 1;
 }
+std::vector<ir::Stmt> flatten(const ir::Stmt& s) {
+  std::vector<ir::Stmt> out;
+  if (!s) return out;
+  if (auto* q = std::get_if<ir::SeqStmt>(&s->node)) {
+    for (const auto& c : q->body) {
+      auto f = flatten(c);
+      out.insert(out.end(), f.begin(), f.end());
+    }
+  } else {
+    out.push_back(s);
+  }
+  return out;
+}
+
 }  // namespace tilepipe::passes

@@ -41,6 +41,9 @@ inline constexpr int kVidVar = -2;
 /// "automatic": auto_sync syncs them and plan_memory may reuse their bytes.
 bool has_hand_sync(const ir::Stmt& s);
 
+/// The statements of `s` with nested sequences spliced in, in order (empty for null).
+std::vector<ir::Stmt> flatten(const ir::Stmt& s);
+
 /// Value range of an integer expression given variable ranges.
 Range eval_range(const ir::Expr& e, const VarRanges& vars);
 

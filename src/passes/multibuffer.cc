@@ -111,20 +111,6 @@ bool covers_whole(const Region& r) {
   return true;
 }
 
-std::vector<Stmt> flatten(const Stmt& s) {
-  std::vector<Stmt> out;
-  if (!s) return out;
-  if (auto* q = std::get_if<SeqStmt>(&s->node)) {
-    for (const auto& c : q->body) {
-      auto f = flatten(c);
-      out.insert(out.end(), f.begin(), f.end());
-    }
-  } else {
-    out.push_back(s);
-  }
-  return out;
-}
-
 class Pass : public StmtMutator {
  public:
   explicit Pass(const Program& p) : p_(p) {}
