@@ -57,10 +57,10 @@ TEST(Multibuffer, VersionsOnlyTheBufferThatCrossesPipes) {
       ir::print(p),
       R"(kernel pstream(x: GM f32[2, 5, 64] in, y: GM f32[2, 5, 64] out, s: GM f32[2, 64] out) block_num=1 {
   scope V {
-    alloc buf: UB f32[3, 64]
     alloc tmp: UB f32[64]
     alloc acc: UB f32[64]
     tile.fill acc, 0.0
+    alloc buf: UB f32[3, 64]
     for i in serial(0, 5) {
       copy x[vid:+1, i:+1, 0:+64] -> buf[(i % 3):+1, 0:+64]
       tile.mul tmp, buf[(i % 3):+1, 0:+64], 2.0

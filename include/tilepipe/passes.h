@@ -18,6 +18,13 @@ namespace tilepipe::passes {
 /// The validated option table of the pipeline (the original's pass configs). Switches
 /// that would have no effect are errors, not silently ignored (validate()).
 struct PassOptions {
+  /// AUTO_CV_COMBINE + AUTO_CV_SYNC: split unscoped code into Cube and Vector scopes, with
+  /// GM workspaces and cross-core flags, and turn Pipelined loops mixing Cube and Vector
+  /// work into cross-core pipelines. Off: unscoped code is an error (`outside-scope`).
+  bool cv_split = true;
+  /// Versions of each stage loop of a cross-core pipeline (intra-core multi-buffering of
+  /// the stage; 1 = none). Range 1..4.
+  int stage_buffers = 2;
   /// Intra-core multi-buffering of Pipelined loops in automatic scopes (num_stages
   /// versions of the buffers that cross pipes). Off: a Pipelined loop is an error.
   bool multibuffer = true;

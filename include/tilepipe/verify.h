@@ -38,6 +38,11 @@ struct VerifyOptions {
   /// Check on-chip capacities. Off before memory planning, which places the buffers and
   /// reports overflows itself (with liveness); the program is verified again afterwards.
   bool capacity = true;
+  /// Accept unscoped (automatic-mode) code for the Cube/Vector split: each op is checked on
+  /// the core that owns its on-chip operands; L0C -> UB and UB -> L1 copies are accepted
+  /// (the split routes them through GM workspaces), and so are Pipelined loops outside
+  /// scopes (the cross-core pipeline).
+  bool unscoped = false;
 };
 
 /// All problems found in `p` for `chip` (empty = valid).

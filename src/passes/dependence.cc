@@ -611,3 +611,89 @@ std::vector<ir::Stmt> flatten(const ir::Stmt& s) {
 }
 
 }  // namespace tilepipe::passes
+
+namespace tilepipe::passes {
+
+bool covers_whole(const Region& r) {
+  for (size_t d = 0; d < r.extent.size(); ++d)
+    if (as_const(r.start[d]) != 0 || r.extent[d] != r.buffer->shape[d]) return false;
+  return true;
+}
+
+namespace {
+
+/// Reads and whole writes of buffer `id` by the statement itself (a leaf, or the header of
+/// a loop / if).
+struct OwnUse {
+  bool reads = false, kills = false;
+};
+OwnUse own_use(const Stmt& s, int id) {
+  OwnUse u;
+  bool leaf = !std::holds_alternative<SeqStmt>(s->node) &&
+              !std::holds_alternative<ForStmt>(s->node) &&
+              !std::holds_alternative<IfStmt>(s->node) &&
+              !std::holds_alternative<ScopeStmt>(s->node);
+  std::vector<Access> accs =
+      leaf ? leaf_accesses(s) : collect_accesses(s, {});  // headers: loads in bounds
+  for (const auto& a : accs) {
+    if (a.region.buffer->id != id || a.stmt != s.get()) continue;
+    if (a.kind == AccessKind::Read) u.reads = true;
+    if (a.kind == AccessKind::Write && covers_whole(a.region)) u.kills = true;
+  }
+  if (u.reads) u.kills = false;
+  return u;
+}
+
+}  // namespace
+
+bool exposed(const Stmt& s, int id) {
+  if (!s) return false;
+  return std::visit(
+      [&](const auto& n) -> bool {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, SeqStmt>) {
+          for (const auto& c : n.body) {
+            if (exposed(c, id)) return true;
+            if (kills(c, id)) return false;
+          }
+          return false;
+        } else if constexpr (std::is_same_v<T, ForStmt>) {
+          return own_use(s, id).reads || exposed(n.body, id);
+        } else if constexpr (std::is_same_v<T, IfStmt>) {
+          return own_use(s, id).reads || exposed(n.then_body, id) || exposed(n.else_body, id);
+        } else if constexpr (std::is_same_v<T, ScopeStmt>) {
+          return exposed(n.body, id);
+        } else {
+          return own_use(s, id).reads;
+        }
+      },
+      s->node);
+}
+
+bool kills(const Stmt& s, int id) {
+  if (!s) return false;
+  return std::visit(
+      [&](const auto& n) -> bool {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, SeqStmt>) {
+          for (const auto& c : n.body) {
+            if (exposed(c, id)) return false;
+            if (kills(c, id)) return true;
+          }
+          return false;
+        } else if constexpr (std::is_same_v<T, ForStmt>) {
+          // Only a loop that surely runs once kills.
+          auto b = as_const(n.begin), e = as_const(n.end);
+          return b && e && *b < *e && !own_use(s, id).reads && kills(n.body, id);
+        } else if constexpr (std::is_same_v<T, IfStmt>) {
+          return !own_use(s, id).reads && kills(n.then_body, id) && kills(n.else_body, id);
+        } else if constexpr (std::is_same_v<T, ScopeStmt>) {
+          return kills(n.body, id);
+        } else {
+          return own_use(s, id).kills;
+        }
+      },
+      s->node);
+}
+
+}  // namespace tilepipe::passes

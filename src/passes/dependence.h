@@ -44,6 +44,20 @@ bool has_hand_sync(const ir::Stmt& s);
 /// The statements of `s` with nested sequences spliced in, in order (empty for null).
 std::vector<ir::Stmt> flatten(const ir::Stmt& s);
 
+/// Does the region cover all of its buffer?
+bool covers_whole(const ir::Region& r);
+
+/// Value flow of one on-chip buffer through a statement (exact for straight-line code,
+/// conservative through loops and branches):
+///  - exposed: some read in `s` may see a value written before `s` ran;
+///  - kills: every execution of `s` overwrites the whole buffer, so nothing written before
+///    `s` is visible after it.
+/// A loop whose body does not expose a buffer carries no value of it across iterations:
+/// memory planning need not keep it live over the loop, and the Cube/Vector pipeline may
+/// split the loop between the statements that use it.
+bool exposed(const ir::Stmt& s, int buffer_id);
+bool kills(const ir::Stmt& s, int buffer_id);
+
 /// Value range of an integer expression given variable ranges.
 Range eval_range(const ir::Expr& e, const VarRanges& vars);
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "passes/dependence.h"
+#include "passes/rewrite.h"
 #include "tilepipe/verify.h"
 
 namespace tilepipe::passes {
@@ -15,101 +16,32 @@ using namespace ir;
 
 namespace {
 
-/// Rewrites every region and load of the buffers in `slot_of` to index the slot first.
-class Versioner : public StmtMutator {
+/// Rewrites every region and load of the versioned buffers to index the slot first.
+class Versioner : public RegionRewriter {
  public:
   Versioner(const std::map<int, Buffer>& versions, Expr slot)
       : v_(versions), slot_(std::move(slot)) {}
 
-  Expr expr(const Expr& e) const {
-    return std::visit(
-        [&](const auto& n) -> Expr {
-          using T = std::decay_t<decltype(n)>;
-          if constexpr (std::is_same_v<T, Binary>) {
-            return make_binary(n.op, expr(n.a), expr(n.b), e->loc);
-          } else if constexpr (std::is_same_v<T, Select>) {
-            return make_select(expr(n.cond), expr(n.then_value), expr(n.else_value), e->loc);
-          } else if constexpr (std::is_same_v<T, Load>) {
-            std::vector<Expr> idx;
-            for (const auto& i : n.index) idx.push_back(expr(i));
-            auto it = v_.find(n.buffer->id);
-            if (it == v_.end()) return make_load(n.buffer, std::move(idx), e->loc);
-            idx.insert(idx.begin(), slot_);
-            return make_load(it->second, std::move(idx), e->loc);
-          } else {
-            return e;
-          }
-        },
-        e->node);
+  Expr load(const Load& l, std::vector<Expr> idx, const Loc& loc) override {
+    auto it = v_.find(l.buffer->id);
+    if (it == v_.end()) return make_load(l.buffer, std::move(idx), loc);
+    idx.insert(idx.begin(), slot_);
+    return make_load(it->second, std::move(idx), loc);
   }
 
-  Region region(const Region& r) const {
-    Region out = r;
-    for (auto& s : out.start) s = expr(s);
+  Region region(Region r) override {
     auto it = v_.find(r.buffer->id);
-    if (it == v_.end()) return out;
-    out.buffer = it->second;
-    out.start.insert(out.start.begin(), slot_);
-    out.extent.insert(out.extent.begin(), 1);
-    return out;
-  }
-
-  Stmt mutate_for(const ForStmt& s, const Stmt& self) override {
-    ForStmt f = s;
-    f.begin = expr(s.begin);
-    f.end = expr(s.end);
-    f.body = mutate(s.body);
-    return make_stmt(std::move(f), self->loc);
-  }
-  Stmt mutate_if(const IfStmt& s, const Stmt& self) override {
-    return make_stmt(IfStmt{expr(s.cond), mutate(s.then_body), mutate(s.else_body)}, self->loc);
-  }
-  Stmt mutate_leaf(const Stmt& s) override {
-    return std::visit(
-        [&](const auto& n) -> Stmt {
-          using T = std::decay_t<decltype(n)>;
-          T m = n;
-          if constexpr (std::is_same_v<T, CopyStmt>) {
-            m.src = region(n.src);
-            m.dst = region(n.dst);
-          } else if constexpr (std::is_same_v<T, GemmStmt>) {
-            m.a = region(n.a);
-            m.b = region(n.b);
-            m.c = region(n.c);
-          } else if constexpr (std::is_same_v<T, TileOpStmt>) {
-            m.dst = region(n.dst);
-            for (auto& r : m.srcs) r = region(r);
-            if (m.scalar) {
-              if (auto* r = std::get_if<Region>(&m.scalar->value))
-                m.scalar->value = region(*r);
-              else if (auto* e = std::get_if<Expr>(&m.scalar->value))
-                m.scalar->value = expr(*e);
-            }
-          } else if constexpr (std::is_same_v<T, ReduceStmt>) {
-            m.src = region(n.src);
-            m.dst = region(n.dst);
-          } else if constexpr (std::is_same_v<T, SetCrossFlagStmt>) {
-            m.flag_id = expr(n.flag_id);
-          } else if constexpr (std::is_same_v<T, WaitCrossFlagStmt>) {
-            m.flag_id = expr(n.flag_id);
-          } else {
-            return s;
-          }
-          return make_stmt(std::move(m), s->loc);
-        },
-        s->node);
+    if (it == v_.end()) return r;
+    r.buffer = it->second;
+    r.start.insert(r.start.begin(), slot_);
+    r.extent.insert(r.extent.begin(), 1);
+    return r;
   }
 
  private:
   const std::map<int, Buffer>& v_;
   Expr slot_;
 };
-
-bool covers_whole(const Region& r) {
-  for (size_t d = 0; d < r.extent.size(); ++d)
-    if (as_const(r.start[d]) != 0 || r.extent[d] != r.buffer->shape[d]) return false;
-  return true;
-}
 
 class Pass : public StmtMutator {
  public:
@@ -161,7 +93,16 @@ class Pass : public StmtMutator {
         Expr slot = make_binary(BinOp::Mod, it, make_int(ns), self->loc);
         Versioner v(versions, slot);
         f.body = v.mutate(body);
-        for (auto& [id, nb] : versions) replaced[id] = nb;
+        // The versions are allocated right before the loop (they are used nowhere else), so
+        // memory planning keeps their bytes only for the loop.
+        SeqStmt seq;
+        for (auto& [id, nb] : versions) {
+          replaced[id] = nb;
+          seq.body.push_back(make_stmt(AllocStmt{nb}, nb->loc));
+        }
+        f.num_stages = 0;
+        seq.body.push_back(make_stmt(std::move(f), self->loc));
+        return make_stmt(std::move(seq), self->loc);
       }
     }
     f.num_stages = 0;
@@ -250,14 +191,12 @@ class Pass : public StmtMutator {
   bool hand_ = false;
 };
 
-/// Replaces the allocations of versioned buffers.
+/// Drops the allocations of versioned buffers (their versions are allocated at the loop).
 class Reallocate : public StmtMutator {
  public:
   explicit Reallocate(const std::map<int, Buffer>& r) : r_(r) {}
   Stmt mutate_leaf(const Stmt& s) override {
-    if (auto* a = std::get_if<AllocStmt>(&s->node))
-      if (auto it = r_.find(a->buffer->id); it != r_.end())
-        return make_stmt(AllocStmt{it->second}, s->loc);
+    if (auto* a = std::get_if<AllocStmt>(&s->node); a && r_.count(a->buffer->id)) return nullptr;
     return s;
   }
 

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "passes/auto_sync.h"
+#include "passes/cv_split.h"
 #include "passes/multibuffer.h"
 #include "passes/plan_memory.h"
 #include "tilepipe/passes.h"
@@ -14,6 +15,10 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
+      {"cv_split",
+       "unscoped code into Cube and Vector scopes: GM workspaces, cross-core flags, "
+       "cross-core pipelines of mixed Pipelined loops",
+       [](const PassOptions& o) { return o.cv_split; }, &cv_split},
       {"multibuffer",
        "Pipelined loops on one core: num_stages versions of the buffers crossing pipes",
        [](const PassOptions& o) { return o.multibuffer; }, &multibuffer},
@@ -45,6 +50,13 @@ void validate(const PassOptions& o, const PrintOptions& print) {
     d.push_back(option_error(fmt::format("max_rotation={} is out of range [1, 8]", o.max_rotation),
                              "1 keeps one id per ring flag (no multi-buffer overlap), 2 double "
                              "buffers"));
+  if (o.stage_buffers < 1 || o.stage_buffers > 4)
+    d.push_back(option_error(
+        fmt::format("stage_buffers={} is out of range [1, 4]", o.stage_buffers),
+        "2 double-buffers each stage of a cross-core pipeline, 1 turns that off"));
+  if (!o.cv_split && o.stage_buffers != 2)
+    d.push_back(option_error("stage_buffers has no effect with cv_split off",
+                             "switch cv_split on, or drop stage_buffers"));
   std::vector<std::string> names;
   for (const auto& p : pass_table()) names.push_back(p.name);
   for (const auto& a : print.after) {
@@ -62,6 +74,7 @@ void validate(const PassOptions& o, const PrintOptions& print) {
 VerifyOptions verify_options(const PassOptions& o) {
   VerifyOptions v;
   v.capacity = !o.memory_planning;
+  v.unscoped = o.cv_split;
   return v;
 }
 

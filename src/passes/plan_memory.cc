@@ -1,5 +1,6 @@
-// MEMORY_PLANNING (plan_memory.h): liveness over a linear numbering of the statements,
-// then first-fit placement per scope memory.
+// MEMORY_PLANNING (plan_memory.h): liveness over a linear numbering of the statements
+// (widened over the loops that carry a buffer's value across iterations), then first-fit
+// placement per scope memory.
 #include "passes/plan_memory.h"
 
 #include <fmt/format.h>
@@ -62,7 +63,7 @@ class Liveness {
     for (int l : stack_) {
       if (std::find(bi.alloc_loops.begin(), bi.alloc_loops.end(), l) != bi.alloc_loops.end())
         continue;
-      pending_.push_back({b->id, l});
+      if (carried(l, b->id)) pending_.push_back({b->id, l});
     }
   }
 
@@ -75,6 +76,7 @@ class Liveness {
     for (const auto& a : hdr) use(a.region.buffer, pos);
     int id = static_cast<int>(loops.size());
     loops.push_back({pos, pos});
+    loop_bodies_.push_back(n.body);
     stack_.push_back(id);
     walk(n.body);
     stack_.pop_back();
@@ -105,6 +107,17 @@ class Liveness {
     for (const auto& a : leaf_accesses(s)) use(a.region.buffer, pos);
   }
 
+  /// Does loop `l` carry a value of the buffer from one iteration to the next? Only then
+  /// must the buffer stay live over the whole loop: a body that overwrites it before any
+  /// read frees its bytes between the uses.
+  bool carried(int l, int id) {
+    auto key = std::make_pair(l, id);
+    auto it = carried_.find(key);
+    if (it == carried_.end())
+      it = carried_.emplace(key, exposed(loop_bodies_[static_cast<size_t>(l)], id)).first;
+    return it->second;
+  }
+
   /// Loads in a loop's bounds or an if's condition.
   static std::vector<Access> collect_accesses_header(const Stmt& s) {
     std::vector<Access> out;
@@ -128,6 +141,8 @@ class Liveness {
  private:
   std::vector<int> stack_;
   std::vector<std::pair<int, int>> pending_;
+  std::vector<Stmt> loop_bodies_;
+  std::map<std::pair<int, int>, bool> carried_;
 };
 
 std::string kib(int64_t bytes) {

@@ -10,7 +10,8 @@ namespace tilepipe::passes {
 /// Places the on-chip buffers of each core kind whose scopes are all automatic (no hand
 /// flags): two buffers share bytes only when their live ranges do not overlap. A buffer's
 /// live range runs from its first to its last access in program order, widened to every
-/// loop that uses it but does not allocate it (its value may carry across iterations).
+/// loop that uses it, does not allocate it, and carries its value across iterations (the
+/// body may read it before overwriting all of it: dependence.h `exposed`).
 /// Placement is first-fit by decreasing size, aligned (UB 32 bytes, L1/L0 l1_align);
 /// addresses pinned by the author (Program::addresses) are kept. Core kinds with a
 /// hand-synced scope keep the sequential layout (reuse would add hazards the hand flags

@@ -414,8 +414,76 @@ class Verifier {
   // ---- statements ----
   void stmt(const Stmt& s) {
     if (!s) return;
+    // Unscoped (automatic) code: a leaf runs on the core that owns its on-chip operands,
+    // and is checked as if it were in that core's scope.
+    std::optional<CoreKind> inferred;
+    if (opts_.unscoped && !scope_) {
+      if (auto* c = std::get_if<CopyStmt>(&s->node); c && crossing(*c)) {
+        check_crossing(*c, *s);
+        record_write(s);
+        return;
+      }
+      inferred = leaf_kind(s);
+      scope_ = inferred;
+    }
     std::visit([&](const auto& n) { check(n, *s); }, s->node);
+    if (inferred) scope_.reset();
     record_write(s);
+  }
+
+  /// L0C -> UB and UB -> L1 in unscoped code: the Cube/Vector split turns them into two
+  /// copies through a GM workspace.
+  static bool crossing(const CopyStmt& c) {
+    Scope from = c.src.buffer->scope, to = c.dst.buffer->scope;
+    return (from == Scope::L0C && to == Scope::UB) || (from == Scope::UB && to == Scope::L1);
+  }
+
+  void check_crossing(const CopyStmt& n, const StmtNode& s) {
+    if (!region(n.src, s.loc, "copy source") || !region(n.dst, s.loc, "copy destination")) return;
+    if (n.src.elements() != n.dst.elements())
+      error(s.loc, "shape-mismatch",
+            fmt::format("copy moves {} elements from {} into {} elements of {}",
+                        n.src.elements(), print(n.src), n.dst.elements(), print(n.dst)),
+            "make both regions the same size");
+    DType a = n.src.buffer->dtype, b = n.dst.buffer->dtype;
+    bool from_l0c = n.src.buffer->scope == Scope::L0C;
+    bool ok = from_l0c ? (a == DType::F32 && (b == DType::F16 || b == DType::BF16 ||
+                                              b == DType::F32))
+                       : a == b;
+    if (!ok)
+      error(s.loc, "dtype-mismatch",
+            fmt::format("copy {} -> {} changes dtype {} -> {}; {}", print(n.src), print(n.dst),
+                        to_string(a), to_string(b),
+                        from_l0c ? "the FIX copy out of L0C casts f32 to f16/bf16/f32 only"
+                                 : "UB -> L1 goes through GM unchanged"),
+            "copy into a buffer of the source dtype, then cast on UB");
+    if (n.transpose || n.pad_value)
+      error(s.loc, "bad-operand", "a Cube <-> Vector copy takes no transpose or pad_value",
+            "transpose on the L1 -> L0 move instead");
+    ub_aligned(n.src, s.loc, "copy source");
+    ub_aligned(n.dst, s.loc, "copy destination");
+  }
+
+  /// The core kind owning a leaf's on-chip operands (nullopt: none, e.g. a flag).
+  static std::optional<CoreKind> leaf_kind(const Stmt& s) {
+    std::optional<CoreKind> k;
+    auto see = [&](const Region& r) {
+      if (!k && r.buffer && r.buffer->scope != Scope::GM) k = owner(r.buffer->scope);
+    };
+    std::visit(
+        [&](const auto& n) {
+          using T = std::decay_t<decltype(n)>;
+          if constexpr (std::is_same_v<T, CopyStmt>) {
+            see(n.src);
+            see(n.dst);
+          } else if constexpr (std::is_same_v<T, GemmStmt>) {
+            k = CoreKind::C;
+          } else if constexpr (std::is_same_v<T, TileOpStmt> || std::is_same_v<T, ReduceStmt>) {
+            k = CoreKind::V;
+          }
+        },
+        s->node);
+    return k;
   }
 
   void check(const SeqStmt& n, const StmtNode&) {
@@ -439,13 +507,13 @@ class Verifier {
             "Parallel loops need the automatic-mode passes, which this build does not have "
             "yet; the loop would silently run serially",
             "write the loop with serial(...) and explicit tile ops / hand multi-buffering");
-    } else if (n.kind == ForKind::Pipelined && !scope_) {
+    } else if (n.kind == ForKind::Pipelined && !scope_ && !opts_.unscoped) {
       error(s.loc, "unsupported",
-            "Pipelined loops outside a scope need the Cube/Vector split, which this build does "
-            "not have yet; the loop would silently run serially",
-            "put the loop inside scope_c / scope_v (intra-core multi-buffering), or write the "
-            "Cube/Vector pipeline by hand");
-    } else if (n.kind == ForKind::Pipelined && n.cross_interval > 1) {
+            "Pipelined loops outside a scope need the Cube/Vector split (pass option "
+            "cv_split), which is off; the loop would silently run serially",
+            "switch cv_split on, put the loop inside scope_c / scope_v (intra-core "
+            "multi-buffering), or write the Cube/Vector pipeline by hand");
+    } else if (n.kind == ForKind::Pipelined && scope_ && n.cross_interval > 1) {
       error(s.loc, "bad-loop",
             fmt::format("cross_interval={} has no effect on a Pipelined loop inside scope {}: it "
                         "spaces Cube/Vector signals, and this loop runs on one core",

@@ -1,0 +1,716 @@
+// The Cube/Vector split and the cross-core pipeline (cv_split.h). Three steps over the
+// unscoped program: split UB rows between the vector cores, plan the crossings and the
+// pipelines (workspaces, flag ids, stages, versions), then emit one scope per core kind.
+#include "passes/cv_split.h"
+
+#include <fmt/format.h>
+
+#include <map>
+#include <set>
+
+#include "passes/dependence.h"
+#include "passes/rewrite.h"
+#include "tilepipe/verify.h"
+
+namespace tilepipe::passes {
+
+using namespace ir;
+
+namespace {
+
+[[noreturn]] void fail(const Loc& loc, std::string msg, std::string hint) {
+  throw UserError(Diagnostic{loc, "cv-split", std::move(msg), {}, std::move(hint)});
+}
+
+CoreKind owner(Scope s) {
+  return s == Scope::UB ? CoreKind::V : CoreKind::C;
+}
+
+bool is_crossing(const Stmt& s) {
+  auto* c = std::get_if<CopyStmt>(&s->node);
+  if (!c) return false;
+  Scope from = c->src.buffer->scope, to = c->dst.buffer->scope;
+  return (from == Scope::L0C && to == Scope::UB) || (from == Scope::UB && to == Scope::L1);
+}
+
+/// The core a leaf runs on (crossings: the producer); nullopt for leaves without an
+/// on-chip operand.
+std::optional<CoreKind> leaf_kind(const Stmt& s) {
+  if (auto* a = std::get_if<AllocStmt>(&s->node)) return owner(a->buffer->scope);
+  if (std::holds_alternative<GemmStmt>(s->node)) return CoreKind::C;
+  if (std::holds_alternative<TileOpStmt>(s->node) || std::holds_alternative<ReduceStmt>(s->node))
+    return CoreKind::V;
+  if (auto* c = std::get_if<CopyStmt>(&s->node)) {
+    if (c->src.buffer->scope != Scope::GM) return owner(c->src.buffer->scope);
+    if (c->dst.buffer->scope != Scope::GM) return owner(c->dst.buffer->scope);
+  }
+  return std::nullopt;
+}
+
+/// The core kinds with work in a subtree (a crossing counts for both).
+std::set<CoreKind> kinds_in(const Stmt& s) {
+  std::set<CoreKind> out;
+  if (!s) return out;
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, SeqStmt>) {
+          for (const auto& c : n.body) out.merge(kinds_in(c));
+        } else if constexpr (std::is_same_v<T, ForStmt>) {
+          out = kinds_in(n.body);
+        } else if constexpr (std::is_same_v<T, IfStmt>) {
+          out = kinds_in(n.then_body);
+          out.merge(kinds_in(n.else_body));
+        } else if constexpr (std::is_same_v<T, ScopeStmt>) {
+          out.insert(n.kind);
+        } else {
+          if (is_crossing(s)) {
+            out = {CoreKind::C, CoreKind::V};
+          } else if (auto k = leaf_kind(s); k && !std::holds_alternative<AllocStmt>(s->node)) {
+            out.insert(*k);
+          }
+        }
+      },
+      s->node);
+  return out;
+}
+
+/// Rejects what unscoped code cannot hold: scopes mixed with unscoped work, hand flags, vid.
+/// Returns false when the program is already scoped (expert mode).
+bool check_unscoped(const Program& p) {
+  struct V : StmtVisitor {
+    bool scope = false;
+    const StmtNode* leaf = nullptr;   // first leaf outside any scope
+    const StmtNode* flag = nullptr;   // first hand flag
+    const StmtNode* vid = nullptr;    // first use of vid
+    int depth = 0;
+    static bool uses_vid(const Expr& e) {
+      if (!e) return false;
+      return std::visit(
+          [](const auto& n) -> bool {
+            using T = std::decay_t<decltype(n)>;
+            if constexpr (std::is_same_v<T, VecIdx>) return true;
+            if constexpr (std::is_same_v<T, Binary>) return uses_vid(n.a) || uses_vid(n.b);
+            if constexpr (std::is_same_v<T, Select>)
+              return uses_vid(n.cond) || uses_vid(n.then_value) || uses_vid(n.else_value);
+            if constexpr (std::is_same_v<T, Load>) {
+              for (const auto& i : n.index)
+                if (uses_vid(i)) return true;
+            }
+            return false;
+          },
+          e->node);
+    }
+    static bool region_vid(const Region& r) {
+      for (const auto& s : r.start)
+        if (uses_vid(s)) return true;
+      return false;
+    }
+    void leafy(const StmtNode& n) {
+      if (depth == 0 && !leaf && !std::holds_alternative<AllocStmt>(n.node)) leaf = &n;
+    }
+    void visit_scope(const ScopeStmt& s, const StmtNode& n) override {
+      scope = true;
+      ++depth;
+      StmtVisitor::visit_scope(s, n);
+      --depth;
+    }
+    void visit_for(const ForStmt& s, const StmtNode& n) override {
+      if (depth == 0 && !vid && (uses_vid(s.begin) || uses_vid(s.end))) vid = &n;
+      StmtVisitor::visit_for(s, n);
+    }
+    void visit_if(const IfStmt& s, const StmtNode& n) override {
+      if (depth == 0 && !vid && uses_vid(s.cond)) vid = &n;
+      StmtVisitor::visit_if(s, n);
+    }
+    void visit_copy(const CopyStmt& c, const StmtNode& n) override {
+      leafy(n);
+      if (depth == 0 && !vid && (region_vid(c.src) || region_vid(c.dst))) vid = &n;
+    }
+    void visit_gemm(const GemmStmt&, const StmtNode& n) override { leafy(n); }
+    void visit_tile(const TileOpStmt& t, const StmtNode& n) override {
+      leafy(n);
+      bool v = region_vid(t.dst);
+      for (const auto& r : t.srcs) v = v || region_vid(r);
+      if (depth == 0 && !vid && v) vid = &n;
+    }
+    void visit_reduce(const ReduceStmt&, const StmtNode& n) override { leafy(n); }
+    void hand(const StmtNode& n) {
+      leafy(n);
+      if (depth == 0 && !flag) flag = &n;
+    }
+    void visit_set_flag(const SetFlagStmt&, const StmtNode& n) override { hand(n); }
+    void visit_wait_flag(const WaitFlagStmt&, const StmtNode& n) override { hand(n); }
+    void visit_barrier(const PipeBarrierStmt&, const StmtNode& n) override { hand(n); }
+    void visit_set_cross(const SetCrossFlagStmt&, const StmtNode& n) override { hand(n); }
+    void visit_wait_cross(const WaitCrossFlagStmt&, const StmtNode& n) override { hand(n); }
+  } v;
+  v.visit(p.body);
+  if (!v.leaf) return false;  // scoped, or nothing to split
+  if (v.scope)
+    fail(v.leaf->loc, "statement outside a scope in a program that has scopes",
+         "write the whole kernel without scopes (automatic mode) or put every statement in "
+         "scope_c / scope_v (expert mode)");
+  if (v.flag)
+    fail(v.flag->loc, "hand-written flag in unscoped code: the split inserts every flag",
+         "drop the flag, or write the kernel with scopes (expert mode)");
+  if (v.vid)
+    fail(v.vid->loc, "vid in unscoped code: the split gives each vector core its rows",
+         "index the whole tile; each vector core works on its share of the rows");
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------
+// Step 1: the rows of every UB buffer are split between the vector cores.
+
+class RowSplit : public RegionRewriter {
+ public:
+  RowSplit(int nv) : nv_(nv) {}
+
+  Buffer half(const Buffer& b) {
+    auto it = map_.find(b->id);
+    if (it != map_.end()) return it->second;
+    if (b->shape[0] % nv_ != 0)
+      fail(b->loc,
+           fmt::format("UB buffer '{}' has {} rows, which do not split between the {} vector "
+                       "cores",
+                       b->name, b->shape[0], nv_),
+           fmt::format("give it a multiple of {} rows", nv_));
+    auto shape = b->shape;
+    shape[0] /= nv_;
+    Buffer h = make_buffer(b->name, b->scope, b->dtype, shape, b->role, b->loc);
+    map_[b->id] = h;
+    return h;
+  }
+
+  Region region(Region r) override {
+    if (r.buffer->scope != Scope::UB) return r;
+    if (as_const(r.start[0]) != 0 || r.extent[0] != r.buffer->shape[0])
+      fail(loc_,
+           fmt::format("UB operand {} uses part of the rows of '{}': each vector core owns 1/{} "
+                       "of them",
+                       print(r), r.buffer->name, nv_),
+           "use the leading dimension whole (slice later dimensions instead)");
+    r.extent[0] /= nv_;
+    r.buffer = half(r.buffer);
+    return r;
+  }
+
+  Expr load(const Load& l, std::vector<Expr> idx, const Loc& loc) override {
+    if (l.buffer->scope == Scope::UB)
+      fail(loc_, fmt::format("scalar read of '{}', whose rows are split between the vector cores",
+                             l.buffer->name),
+           "use tile ops (broadcast) instead of per-element reads");
+    return make_load(l.buffer, std::move(idx), loc);
+  }
+
+  Stmt mutate_leaf(const Stmt& s) override {
+    loc_ = s->loc;
+    if (auto* a = std::get_if<AllocStmt>(&s->node))
+      return a->buffer->scope == Scope::UB ? make_stmt(AllocStmt{half(a->buffer)}, s->loc) : s;
+    if (auto* r = std::get_if<ReduceStmt>(&s->node)) {
+      int rank = static_cast<int>(r->src.extent.size());
+      int dim = r->dim < 0 ? rank + r->dim : r->dim;
+      if (dim == 0)
+        fail(s->loc, "reduction along the rows, which are split between the vector cores",
+             "reduce along a later dimension");
+    }
+    if (auto* t = std::get_if<TileOpStmt>(&s->node); t && t->scalar)
+      if (std::holds_alternative<Region>(t->scalar->value))
+        fail(s->loc, "scalar operand read from UB, whose rows are split between the vector cores",
+             "broadcast the value into a tile and use a tile operand");
+    Stmt out = RegionRewriter::mutate_leaf(s);
+    // A GM <-> UB copy moves the vector core's rows of the GM tile.
+    if (auto* c = std::get_if<CopyStmt>(&out->node)) {
+      const CopyStmt& orig = std::get<CopyStmt>(s->node);
+      bool in = orig.src.buffer->scope == Scope::GM && orig.dst.buffer->scope == Scope::UB;
+      bool outc = orig.src.buffer->scope == Scope::UB && orig.dst.buffer->scope == Scope::GM;
+      if (in || outc) {
+        CopyStmt m = *c;
+        Region& g = in ? m.src : m.dst;
+        const Region& u = in ? orig.dst : orig.src;
+        g = split_gm(g, u.extent[0], s->loc);
+        return make_stmt(std::move(m), s->loc);
+      }
+    }
+    return out;
+  }
+
+  /// The vector core's share of a GM tile whose first non-unit dimension holds `rows`.
+  Region split_gm(Region g, int64_t rows, const Loc& loc) const {
+    for (size_t d = 0; d < g.extent.size(); ++d) {
+      if (g.extent[d] == 1) continue;
+      if (g.extent[d] != rows) break;
+      int64_t h = rows / nv_;
+      Expr mine = make_binary(BinOp::Mul, make_vid(), make_int(h));
+      g.start[d] = as_const(g.start[d]) == 0 ? mine : make_binary(BinOp::Add, g.start[d], mine);
+      g.extent[d] = h;
+      return g;
+    }
+    fail(loc,
+         fmt::format("GM tile {} does not have the UB operand's {} rows as its first dimension",
+                     print(g), rows),
+         "copy a tile whose leading (non-unit) dimension matches the UB buffer's rows");
+  }
+
+  Buffer lookup(int id) const {
+    auto it = map_.find(id);
+    return it == map_.end() ? nullptr : it->second;
+  }
+
+ private:
+  int nv_;
+  std::map<int, Buffer> map_;
+  Loc loc_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Step 2: crossings and pipelines.
+
+/// One L0C -> UB or UB -> L1 copy, routed through a GM workspace.
+struct Crossing {
+  CoreKind producer = CoreKind::C;
+  Buffer ws;  // [block_num, slots, cube tile...]
+  int ready = 0, free = 0;
+  Pipe out_pipe = Pipe::FIX;  // the producer's copy to GM
+};
+
+/// One half of a crossing for its core, writing or reading workspace slot `slot`.
+Stmt crossing_copy(const CopyStmt& c, const Crossing& x, CoreKind kind, Expr slot, int nv,
+                   const Loc& loc) {
+  Region ws;
+  ws.buffer = x.ws;
+  ws.start = {make_cid(), std::move(slot)};
+  ws.extent = {1, 1};
+  for (size_t d = 2; d < x.ws->shape.size(); ++d) {
+    ws.start.push_back(make_int(0));
+    ws.extent.push_back(x.ws->shape[d]);
+  }
+  if (kind == CoreKind::V) {  // the vector core's rows
+    int64_t h = x.ws->shape[2] / nv;
+    ws.start[2] = make_binary(BinOp::Mul, make_vid(), make_int(h));
+    ws.extent[2] = h;
+  }
+  CopyStmt m = c;
+  if (kind == x.producer)
+    m.dst = ws;
+  else
+    m.src = ws;
+  return make_stmt(std::move(m), loc);
+}
+
+Stmt seq(std::vector<Stmt> body, const Loc& loc) {
+  if (body.size() == 1) return body.front();
+  return make_stmt(SeqStmt{std::move(body)}, loc);
+}
+
+Stmt guarded(Expr cond, Stmt s, const Loc& loc) {
+  if (auto c = as_const(cond)) return *c ? s : nullptr;
+  return make_stmt(IfStmt{std::move(cond), std::move(s), nullptr}, loc);
+}
+
+struct Stage {
+  CoreKind kind;
+  Var i;
+  std::vector<Stmt> body;
+  std::vector<int> produces, consumes;  // crossings whose halves this stage holds
+};
+struct Pipeline {
+  Var k;
+  Expr batches, len;
+  std::vector<Stage> stages;
+  Loc loc;
+};
+
+class Splitter {
+ public:
+  Splitter(const Program& p, const ChipConfig& chip, const PassOptions& o, int nv)
+      : p_(p), chip_(chip), o_(o), nv_(nv) {}
+
+  Program run() {
+    plan(p_.body, false);
+    Program out = p_;
+    std::vector<Stmt> scopes;
+    for (CoreKind k : {CoreKind::C, CoreKind::V}) {
+      std::vector<Stmt> body;
+      // Credits: every workspace starts free (one batch), drained by the producer at the end.
+      for (const auto& x : crossings_)
+        if (x.producer != k)
+          body.push_back(make_stmt(SetCrossFlagStmt{Pipe::MTE2, make_int(x.free), 2}, p_.loc));
+      if (Stmt b = emit(p_.body, k)) body.push_back(b);
+      for (const auto& x : crossings_)
+        if (x.producer == k)
+          body.push_back(make_stmt(WaitCrossFlagStmt{make_int(x.free)}, p_.loc));
+      if (kinds_in(p_.body).count(k) == 0) continue;
+      scopes.push_back(make_stmt(ScopeStmt{k, seq(std::move(body), p_.loc)}, p_.loc));
+    }
+    out.body = seq(std::move(scopes), p_.loc);
+    for (const auto& x : crossings_) out.workspaces.push_back(x.ws);
+    return out;
+  }
+
+ private:
+  int new_crossing(const Stmt& s, int64_t slots) {
+    const auto& c = std::get<CopyStmt>(s->node);
+    if (next_flag_ + 2 > chip_.cross_flag_ids)
+      fail(s->loc,
+           fmt::format("this Cube <-> Vector copy needs cross-core flags {} and {}, but the chip "
+                       "has {} per core (two per crossing)",
+                       next_flag_, next_flag_ + 1, chip_.cross_flag_ids),
+           "exchange fewer tiles between the cores (merge them into one buffer)");
+    Crossing x;
+    x.producer = owner(c.src.buffer->scope);
+    x.out_pipe = x.producer == CoreKind::C ? Pipe::FIX : Pipe::MTE3;
+    x.ready = next_flag_++;
+    x.free = next_flag_++;
+    const Region& cube = x.producer == CoreKind::C ? c.src : c.dst;
+    const Region& ub = x.producer == CoreKind::C ? c.dst : c.src;
+    std::vector<int64_t> shape = {p_.block_num, slots};
+    for (auto e : cube.squeezed()) shape.push_back(e);
+    if (shape.size() < 3 || shape[2] != ub.extent[0] * nv_)
+      fail(s->loc,
+           fmt::format("the Cube tile {} does not have the UB tile's {} rows as its first "
+                       "dimension",
+                       print(cube), ub.extent[0] * nv_),
+           "exchange tiles of the same [rows, cols] shape");
+    x.ws = make_buffer(fmt::format("ws{}", crossings_.size()), Scope::GM, ub.buffer->dtype, shape,
+                       TensorRole::Workspace, s->loc);
+    crossings_.push_back(x);
+    int id = static_cast<int>(crossings_.size()) - 1;
+    cross_of_[s.get()] = id;
+    return id;
+  }
+
+  /// Records the crossings outside pipelines and plans the mixed Pipelined loops.
+  void plan(const Stmt& s, bool in_pipeline) {
+    if (!s) return;
+    std::visit(
+        [&](const auto& n) {
+          using T = std::decay_t<decltype(n)>;
+          if constexpr (std::is_same_v<T, SeqStmt>) {
+            for (const auto& c : n.body) plan(c, in_pipeline);
+          } else if constexpr (std::is_same_v<T, ForStmt>) {
+            if (n.kind == ForKind::Pipelined && kinds_in(n.body).size() == 2) {
+              if (in_pipeline)
+                fail(s->loc, "a Cube/Vector pipeline nested inside another one",
+                     "pipeline the inner loop only, or make the outer loop serial");
+              plan_pipeline(n, s);
+            } else {
+              if (n.kind == ForKind::Pipelined && n.cross_interval > 1)
+                fail(s->loc,
+                     fmt::format("cross_interval={} has no effect: this Pipelined loop runs on "
+                                 "one core",
+                                 n.cross_interval),
+                     "drop cross_interval (intra-core pipelining overlaps one core's pipes)");
+              plan(n.body, in_pipeline);
+            }
+          } else if constexpr (std::is_same_v<T, IfStmt>) {
+            plan(n.then_body, in_pipeline);
+            plan(n.else_body, in_pipeline);
+          } else {
+            if (is_crossing(s)) new_crossing(s, 1);
+          }
+        },
+        s->node);
+  }
+
+  void plan_pipeline(const ForStmt& f, const Stmt& self) {
+    const int64_t ns = std::max(1, f.num_stages), ci = f.cross_interval;
+    if ((ns + ci - 1) / ci > chip_.cross_flag_max)
+      fail(self->loc,
+           fmt::format("num_stages={} with cross_interval={} signals the consumer {} times per "
+                       "batch, but the cross-core flag counter holds {}",
+                       ns, ci, (ns + ci - 1) / ci, chip_.cross_flag_max),
+           fmt::format("use num_stages <= {} or cross_interval >= {}",
+                       chip_.cross_flag_max * ci, (ns + chip_.cross_flag_max - 1) /
+                                                      chip_.cross_flag_max));
+    Pipeline pl;
+    pl.loc = self->loc;
+    pl.k = make_var(f.var->name + "_batch");
+    // trip = ceil((end - begin) / step), batches of ns iterations.
+    Expr trip = make_binary(BinOp::Sub, f.end, f.begin);
+    if (f.step != 1)
+      trip = make_binary(BinOp::Div, make_binary(BinOp::Add, trip, make_int(f.step - 1)),
+                         make_int(f.step));
+    trip = make_binary(BinOp::Max, trip, make_int(0));
+    pl.batches =
+        make_binary(BinOp::Div, make_binary(BinOp::Add, trip, make_int(ns - 1)), make_int(ns));
+    pl.len = make_binary(BinOp::Min, make_int(ns),
+                         make_binary(BinOp::Sub, trip,
+                                     make_binary(BinOp::Mul, make_var_ref(pl.k), make_int(ns))));
+    // Cut the body into stages at every change of core.
+    struct Raw {
+      CoreKind kind;
+      std::vector<std::pair<Stmt, int>> items;  // statement, crossing half (-1: none)
+    };
+    std::vector<Raw> raw;
+    std::vector<Stmt> hoisted;  // allocations inside the body
+    auto stage_of = [&](CoreKind k) -> Raw& {
+      if (raw.empty() || raw.back().kind != k) raw.push_back(Raw{k, {}});
+      return raw.back();
+    };
+    for (const Stmt& st : flatten(f.body)) {
+      if (std::holds_alternative<AllocStmt>(st->node)) {
+        hoisted.push_back(st);
+        continue;
+      }
+      if (is_crossing(st)) {
+        int id = new_crossing(st, ns);
+        stage_of(crossings_[static_cast<size_t>(id)].producer).items.push_back({st, id});
+        CoreKind q = crossings_[static_cast<size_t>(id)].producer == CoreKind::C ? CoreKind::V
+                                                                                  : CoreKind::C;
+        stage_of(q).items.push_back({st, id});
+        continue;
+      }
+      auto ks = kinds_in(st);
+      if (ks.size() == 2)
+        fail(st->loc, "a loop or branch inside a Cube/Vector pipeline mixes Cube and Vector work",
+             "split it into one loop per core kind, or move it out of the Pipelined loop");
+      if (ks.empty()) {
+        if (!raw.empty()) raw.back().items.push_back({st, -1});
+        continue;
+      }
+      stage_of(*ks.begin()).items.push_back({st, -1});
+    }
+    for (auto& r : raw) {
+      Stage sg;
+      sg.kind = r.kind;
+      sg.i = make_var(f.var->name);
+      Expr i = make_var_ref(sg.i);
+      // The original loop variable: begin + (k * ns + i) * step.
+      Expr j = make_binary(
+          BinOp::Add, f.begin,
+          make_binary(BinOp::Mul,
+                      make_binary(BinOp::Add, make_binary(BinOp::Mul, make_var_ref(pl.k),
+                                                          make_int(ns)),
+                                  i),
+                      make_int(f.step)));
+      for (auto& [st, cid] : r.items) {
+        if (cid < 0) {
+          sg.body.push_back(st);
+          continue;
+        }
+        const Crossing& x = crossings_[static_cast<size_t>(cid)];
+        const auto& c = std::get<CopyStmt>(st->node);
+        if (r.kind == x.producer) {
+          sg.produces.push_back(cid);
+          sg.body.push_back(crossing_copy(c, x, r.kind, i, nv_, st->loc));
+          // Signal every cross_interval iterations and at the last of the batch.
+          Expr sig = ci == 1 ? make_int(1)
+                             : make_binary(
+                                   BinOp::Or,
+                                   make_binary(BinOp::Eq,
+                                               make_binary(BinOp::Mod,
+                                                           make_binary(BinOp::Add, i, make_int(1)),
+                                                           make_int(ci)),
+                                               make_int(0)),
+                                   make_binary(BinOp::Eq, i,
+                                               make_binary(BinOp::Sub, pl.len, make_int(1))));
+          sg.body.push_back(guarded(
+              sig, make_stmt(SetCrossFlagStmt{x.out_pipe, make_int(x.ready), 2}, st->loc),
+              st->loc));
+        } else {
+          sg.consumes.push_back(cid);
+          Expr w = ci == 1 ? make_int(1)
+                           : make_binary(BinOp::Eq, make_binary(BinOp::Mod, i, make_int(ci)),
+                                         make_int(0));
+          sg.body.push_back(
+              guarded(w, make_stmt(WaitCrossFlagStmt{make_int(x.ready)}, st->loc), st->loc));
+          sg.body.push_back(crossing_copy(c, x, r.kind, i, nv_, st->loc));
+        }
+      }
+      struct Subst : RegionRewriter {
+        int id;
+        Expr j;
+        Expr var(const Expr& e, const VarRef& v) override { return v.var->id == id ? j : e; }
+      } sub;
+      sub.id = f.var->id;
+      sub.j = j;
+      for (auto& st : sg.body) st = sub.mutate(st);
+      pl.stages.push_back(std::move(sg));
+    }
+    version_stages(self, pl, ns);
+    hoisted_[self.get()] = hoisted;
+    pipelines_[self.get()] = std::move(pl);
+  }
+
+  /// Buffers whose value flows from one stage to a later one get ns versions (slot = the
+  /// iteration's index in its batch); sharing a buffer that also carries a value across
+  /// iterations would change the values once the stages run as separate loops.
+  void version_stages(const Stmt& self, Pipeline& pl, int64_t ns) {
+    std::map<int, std::vector<size_t>> users;
+    std::map<int, Buffer> bufs;
+    std::set<int> written;  // read-only buffers may be shared freely
+    for (size_t s = 0; s < pl.stages.size(); ++s) {
+      std::set<int> seen;
+      for (const auto& a : collect_accesses(seq(pl.stages[s].body, pl.loc), {})) {
+        if (a.region.buffer->scope == Scope::GM) continue;
+        bufs[a.region.buffer->id] = a.region.buffer;
+        if (a.kind == AccessKind::Write) written.insert(a.region.buffer->id);
+        if (seen.insert(a.region.buffer->id).second) users[a.region.buffer->id].push_back(s);
+      }
+    }
+    std::vector<Stmt> all;
+    for (const auto& sg : pl.stages) all.insert(all.end(), sg.body.begin(), sg.body.end());
+    Stmt body = seq(all, pl.loc);
+    std::map<int, Buffer> versions;
+    for (const auto& [id, ss] : users) {
+      if (ss.size() < 2 || !written.count(id)) continue;
+      const Buffer& b = bufs[id];
+      if (exposed(body, id))
+        fail(b->loc,
+             fmt::format("buffer '{}' carries a value across iterations of the pipeline at {} and "
+                         "is used by {} of its stages; split into one loop per stage it would "
+                         "change values",
+                         b->name, self->loc.str(), ss.size()),
+             "keep a loop-carried value in one stage (compute what later stages need into its "
+             "own buffer)");
+      bool flows = false;
+      for (size_t u = 1; u < ss.size(); ++u)
+        if (exposed(seq(pl.stages[ss[u]].body, pl.loc), id)) flows = true;
+      if (!flows) continue;  // every stage overwrites it first: plain scratch
+      auto shape = b->shape;
+      shape.insert(shape.begin(), ns);
+      versions[id] = make_buffer(b->name, b->scope, b->dtype, shape, b->role, b->loc);
+    }
+    if (versions.empty()) return;
+    for (auto& [id, nb] : versions) version_of_[id] = nb;
+    for (auto& sg : pl.stages) {
+      struct Ver : RegionRewriter {
+        const std::map<int, Buffer>* v;
+        Expr slot;
+        Region region(Region r) override {
+          auto it = v->find(r.buffer->id);
+          if (it == v->end()) return r;
+          r.buffer = it->second;
+          r.start.insert(r.start.begin(), slot);
+          r.extent.insert(r.extent.begin(), 1);
+          return r;
+        }
+      } ver;
+      ver.v = &versions;
+      ver.slot = make_var_ref(sg.i);
+      for (auto& st : sg.body) st = ver.mutate(st);
+    }
+  }
+
+  // ---- Step 3: emission for one core kind ----
+  Stmt emit(const Stmt& s, CoreKind k) {
+    if (!s) return nullptr;
+    return std::visit(
+        [&](const auto& n) -> Stmt {
+          using T = std::decay_t<decltype(n)>;
+          if constexpr (std::is_same_v<T, SeqStmt>) {
+            std::vector<Stmt> out;
+            for (const auto& c : n.body)
+              if (Stmt e = emit(c, k)) out.push_back(e);
+            if (out.empty()) return nullptr;
+            return make_stmt(SeqStmt{std::move(out)}, s->loc);
+          } else if constexpr (std::is_same_v<T, ForStmt>) {
+            if (auto it = pipelines_.find(s.get()); it != pipelines_.end())
+              return emit_pipeline(it->second, s, k);
+            Stmt b = emit(n.body, k);
+            if (!b) return nullptr;
+            ForStmt f = n;
+            f.body = b;
+            return make_stmt(std::move(f), s->loc);
+          } else if constexpr (std::is_same_v<T, IfStmt>) {
+            Stmt t = emit(n.then_body, k), e = emit(n.else_body, k);
+            if (!t && !e) return nullptr;
+            if (!t) t = make_stmt(SeqStmt{}, s->loc);
+            return make_stmt(IfStmt{n.cond, t, e}, s->loc);
+          } else if constexpr (std::is_same_v<T, AllocStmt>) {
+            if (owner(n.buffer->scope) != k) return nullptr;
+            if (auto it = version_of_.find(n.buffer->id); it != version_of_.end())
+              return make_stmt(AllocStmt{it->second}, s->loc);
+            return s;
+          } else {
+            if (auto it = cross_of_.find(s.get()); it != cross_of_.end())
+              return emit_crossing(n, crossings_[static_cast<size_t>(it->second)], s, k);
+            auto lk = leaf_kind(s);
+            return lk == k ? s : nullptr;
+          }
+        },
+        s->node);
+  }
+
+  /// A crossing outside pipelines: the producer waits for the slot, writes it and signals;
+  /// the consumer waits, reads it and frees it.
+  template <class T>
+  Stmt emit_crossing(const T& n, const Crossing& x, const Stmt& s, CoreKind k) {
+    if constexpr (!std::is_same_v<T, CopyStmt>) {
+      return s;
+    } else {
+      Stmt copy = crossing_copy(n, x, k, make_int(0), nv_, s->loc);
+      if (k == x.producer)
+        return seq({make_stmt(WaitCrossFlagStmt{make_int(x.free)}, s->loc), copy,
+                    make_stmt(SetCrossFlagStmt{x.out_pipe, make_int(x.ready), 2}, s->loc)},
+                   s->loc);
+      return seq({make_stmt(WaitCrossFlagStmt{make_int(x.ready)}, s->loc), copy,
+                  make_stmt(SetCrossFlagStmt{Pipe::MTE2, make_int(x.free), 2}, s->loc)},
+                 s->loc);
+    }
+  }
+
+  Stmt emit_pipeline(const Pipeline& pl, const Stmt& self, CoreKind k) {
+    std::vector<Stmt> out;
+    for (const auto& h : hoisted_.at(self.get()))
+      if (Stmt e = emit(h, k)) out.push_back(e);
+    std::vector<Stmt> batch;
+    for (const auto& sg : pl.stages) {
+      if (sg.kind != k) continue;
+      for (int id : sg.produces)
+        batch.push_back(make_stmt(
+            WaitCrossFlagStmt{make_int(crossings_[static_cast<size_t>(id)].free)}, pl.loc));
+      ForStmt f;
+      f.var = sg.i;
+      f.begin = make_int(0);
+      f.end = pl.len;
+      bool mb = o_.stage_buffers >= 2 && o_.multibuffer;
+      f.kind = mb ? ForKind::Pipelined : ForKind::Serial;
+      f.num_stages = mb ? o_.stage_buffers : 0;
+      f.body = make_stmt(SeqStmt{sg.body}, pl.loc);
+      batch.push_back(make_stmt(std::move(f), pl.loc));
+      for (int id : sg.consumes)
+        batch.push_back(make_stmt(
+            SetCrossFlagStmt{Pipe::MTE2, make_int(crossings_[static_cast<size_t>(id)].free), 2},
+            pl.loc));
+    }
+    if (batch.empty() && out.empty()) return nullptr;
+    if (!batch.empty()) {
+      ForStmt b;
+      b.var = pl.k;
+      b.begin = make_int(0);
+      b.end = pl.batches;
+      b.body = make_stmt(SeqStmt{std::move(batch)}, pl.loc);
+      out.push_back(make_stmt(std::move(b), pl.loc));
+    }
+    return seq(std::move(out), pl.loc);
+  }
+
+  const Program& p_;
+  const ChipConfig& chip_;
+  const PassOptions& o_;
+  int nv_;
+  int next_flag_ = 0;
+  std::vector<Crossing> crossings_;
+  std::map<const StmtNode*, int> cross_of_;
+  std::map<const StmtNode*, Pipeline> pipelines_;
+  std::map<const StmtNode*, std::vector<Stmt>> hoisted_;
+  std::map<int, Buffer> version_of_;
+};
+
+}  // namespace
+
+Program cv_split(const Program& p, const ChipConfig& chip, const PassOptions& o) {
+  if (!check_unscoped(p)) return p;
+  RowSplit rows(chip.aiv_per_core);
+  Program split = p;
+  split.body = rows.mutate(p.body);
+  // A pinned UB buffer keeps its offset in each vector core's UB.
+  for (const auto& [id, addr] : p.addresses)
+    if (Buffer h = rows.lookup(id)) split.addresses[h->id] = addr;
+  return Splitter(split, chip, o, chip.aiv_per_core).run();
+}
+
+}  // namespace tilepipe::passes

@@ -1,0 +1,84 @@
+// RegionRewriter (rewrite.h).
+#include "passes/rewrite.h"
+
+namespace tilepipe::passes {
+
+using namespace ir;
+
+Expr RegionRewriter::expr(const Expr& e) {
+  return std::visit(
+      [&](const auto& n) -> Expr {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, Binary>) {
+          return make_binary(n.op, expr(n.a), expr(n.b), e->loc);
+        } else if constexpr (std::is_same_v<T, Select>) {
+          return make_select(expr(n.cond), expr(n.then_value), expr(n.else_value), e->loc);
+        } else if constexpr (std::is_same_v<T, Load>) {
+          std::vector<Expr> idx;
+          for (const auto& i : n.index) idx.push_back(expr(i));
+          return load(n, std::move(idx), e->loc);
+        } else if constexpr (std::is_same_v<T, VarRef>) {
+          return var(e, n);
+        } else {
+          return e;
+        }
+      },
+      e->node);
+}
+
+Region RegionRewriter::rewrite(const Region& r) {
+  Region out = r;
+  for (auto& s : out.start) s = expr(s);
+  return region(std::move(out));
+}
+
+Stmt RegionRewriter::mutate_for(const ForStmt& s, const Stmt& self) {
+  ForStmt f = s;
+  f.begin = expr(s.begin);
+  f.end = expr(s.end);
+  f.body = mutate(s.body);
+  return make_stmt(std::move(f), self->loc);
+}
+
+Stmt RegionRewriter::mutate_if(const IfStmt& s, const Stmt& self) {
+  return make_stmt(IfStmt{expr(s.cond), mutate(s.then_body), mutate(s.else_body)}, self->loc);
+}
+
+Stmt RegionRewriter::mutate_leaf(const Stmt& s) {
+  return std::visit(
+      [&](const auto& n) -> Stmt {
+        using T = std::decay_t<decltype(n)>;
+        T m = n;
+        if constexpr (std::is_same_v<T, CopyStmt>) {
+          m.src = rewrite(n.src);
+          m.dst = rewrite(n.dst);
+        } else if constexpr (std::is_same_v<T, GemmStmt>) {
+          m.a = rewrite(n.a);
+          m.b = rewrite(n.b);
+          m.c = rewrite(n.c);
+        } else if constexpr (std::is_same_v<T, TileOpStmt>) {
+          m.dst = rewrite(n.dst);
+          for (auto& r : m.srcs) r = rewrite(r);
+          if (m.scalar) {
+            if (auto* r = std::get_if<Region>(&m.scalar->value))
+              m.scalar->value = rewrite(*r);
+            else if (auto* e = std::get_if<Expr>(&m.scalar->value))
+              m.scalar->value = expr(*e);
+          }
+        } else if constexpr (std::is_same_v<T, ReduceStmt>) {
+          m.src = rewrite(n.src);
+          m.dst = rewrite(n.dst);
+        } else if constexpr (std::is_same_v<T, SetFlagStmt> || std::is_same_v<T, WaitFlagStmt>) {
+          m.event_id = expr(n.event_id);
+        } else if constexpr (std::is_same_v<T, SetCrossFlagStmt> ||
+                             std::is_same_v<T, WaitCrossFlagStmt>) {
+          m.flag_id = expr(n.flag_id);
+        } else {
+          return s;
+        }
+        return make_stmt(std::move(m), s->loc);
+      },
+      s->node);
+}
+
+}  // namespace tilepipe::passes
