@@ -43,6 +43,12 @@ struct Knobs {
 const std::vector<std::string> kVariants = {"baseline",  "l1_vec", "multibuf",
                                             "pipelined", "sync2",  "expert"};
 
+std::vector<std::string> all_variants() {
+  auto v = kVariants;
+  v.push_back("auto");
+  return v;
+}
+
 Knobs knobs(const std::string& v, const Params& p) {
   size_t step = 0;
   while (kVariants[step] != v) ++step;
@@ -83,7 +89,10 @@ constexpr int kEvK = 1;  // k_l1[slot]    MTE2 <-> MTE1  (1, 2)
 constexpr int kEvV = 3;  // v_l1[slot]    (3, 4)
 constexpr int kEvP = 5;  // p_l1[slot]    (5, 6)
 
+ir::Program build_auto(const Params& p);
+
 ir::Program build(const Params& p, const std::string& variant) {
+  if (variant == "auto") return build_auto(p);
   const Knobs kn = knobs(variant, p);
   const int64_t B = p.at("B"), H = p.at("H"), KVH = p.at("KV_H"), S = p.at("S"), D = p.at("D");
   const int64_t bm = p.at("block_M"), bn = p.at("block_N"), cores = p.at("block_num");
@@ -365,6 +374,105 @@ ir::Program build(const Params& p, const std::string& variant) {
   return kb.finish();
 }
 
+/// The automatic variant: the same dataflow written without scopes, flags, workspaces or
+/// slot indices. The compiler splits the Cube work from the Vector work, routes S, P and
+/// the partial O through GM workspaces, pipelines the KV loop across the cores with
+/// num_stages slots, multi-buffers each stage and places and syncs everything
+/// (docs/passes.md).
+ir::Program build_auto(const Params& p) {
+  const int64_t B = p.at("B"), H = p.at("H"), KVH = p.at("KV_H"), S = p.at("S"), D = p.at("D");
+  const int64_t bm = p.at("block_M"), bn = p.at("block_N"), cores = p.at("block_num");
+  const int64_t nblk = S / bm, ntile = S / bn, tasks = B * H * nblk, group = H / KVH;
+  const int ns = static_cast<int>(p.at("num_stages") > 0 ? p.at("num_stages") : 14);
+  const int ci = static_cast<int>(p.at("cross_interval") > 0 ? p.at("cross_interval") : 2);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  const int64_t q_per = tasks / cores, r_extra = tasks % cores;
+
+  KernelBuilder kb("fa", cores);
+  auto Q = kb.input("Q", {B, H, S, D}, f16);
+  auto K = kb.input("K", {B, KVH, S, D}, f16);
+  auto V = kb.input("V", {B, KVH, S, D}, f16);
+  auto O = kb.output("O", {B, H, S, D}, f16);
+  Ex cid = kb.launch().cid;
+  Ex start = cid * q_per + min(cid, Ex(r_extra));
+  Ex count = Ex(q_per) + select(cid < r_extra, 1, 0);
+
+  auto q_l1 = alloc_L1("q_l1", {bm, D}, f16);
+  auto k_l1 = alloc_L1("k_l1", {bn, D}, f16);
+  auto v_l1 = alloc_L1("v_l1", {bn, D}, f16);
+  auto p_l1 = alloc_L1("p_l1", {bm, bn}, f16);
+  auto qa = alloc_L0A("qa", {bm, D}, f16);
+  auto pa = alloc_L0A("pa", {bm, bn}, f16);
+  auto kt = alloc_L0B("kt", {D, bn}, f16);
+  auto vb = alloc_L0B("vb", {bn, D}, f16);
+  auto s_c = alloc_L0C("s_c", {bm, bn}, f32);
+  auto o_c = alloc_L0C("o_c", {bm, D}, f32);
+  auto s16 = alloc_ub("s16", {bm, bn}, f16);
+  auto work = alloc_ub("work", {bm, bn}, f32);
+  auto bc = alloc_ub("bc", {bm, bn}, f32);
+  auto p16 = alloc_ub("p16", {bm, bn}, f16);
+  auto o16 = alloc_ub("o16", {bm, D}, f16);
+  auto o32 = alloc_ub("o32", {bm, D}, f32);
+  auto obc = alloc_ub("obc", {bm, D}, f32);
+  auto acc = alloc_ub("acc", {bm, D}, f32);
+  auto out16 = alloc_ub("out16", {bm, D}, f16);
+  auto nm = alloc_ub("neg_m", {bm, 1}, f32);  // minus the running row max
+  auto mx = alloc_ub("neg_m_new", {bm, 1}, f32);
+  auto alpha = alloc_ub("alpha", {bm, 1}, f32);
+  auto l = alloc_ub("l", {bm, 1}, f32);
+  auto rs = alloc_ub("rowsum", {bm, 1}, f32);
+
+  serial(start, start + count, [&](Ex t) {
+    Ex bx = t % nblk, head = (t / nblk) % H, batch = t / (nblk * H), kvh = head / group;
+    copy(Q(batch, head, rows(bx * bm, bm), all), q_l1);
+    tile::fill(acc, 0.0);
+    tile::fill(l, 0.0);
+    tile::fill(nm, std::ldexp(1.0, 30));
+    knob("num_stages", "pipeline_stages", ns, 1, 32, ntile, {"alpha"});
+    knob("cross_interval", "sync_interval", ci, 1, 15, ntile);
+    pipelined(ntile, PipelineOpts{ns, ci}, [&](Ex j) {
+      // S_j = Q K_j^T (Cube)
+      copy(K(batch, kvh, rows(j * bn, bn), all), k_l1);
+      copy(q_l1, qa);
+      copy(k_l1, kt, CopyOpts{true, std::nullopt});
+      gemm(qa, kt, s_c);
+      copy(s_c, s16);
+      // online softmax (Vector): P = exp(scale S - m_new), alpha = exp(m_old - m_new)
+      tile::cast(work, s16);
+      reduce_max(work, mx);
+      tile::mul(mx, mx, -scale);
+      tile::min(mx, mx, nm);
+      tile::sub(alpha, mx, nm);
+      tile::add(nm, mx, 0.0);
+      tile::broadcast(bc, mx);
+      tile::axpy(bc, work, scale);
+      tile::exp(work, bc);
+      tile::cast(p16, work);
+      copy(p16, p_l1);
+      reduce_sum(work, rs);
+      tile::exp(alpha, alpha);
+      tile::mul(l, l, alpha);
+      tile::add(l, l, rs);
+      // O_j = P_j V_j (Cube)
+      copy(V(batch, kvh, rows(j * bn, bn), all), v_l1);
+      copy(p_l1, pa);
+      copy(v_l1, vb);
+      gemm(pa, vb, o_c);
+      copy(o_c, o16);
+      // acc = alpha acc + O_j (Vector)
+      tile::cast(o32, o16);
+      tile::broadcast(obc, alpha);
+      tile::mul(acc, acc, obc);
+      tile::add(acc, acc, o32);
+    });
+    tile::broadcast(obc, l);
+    tile::div(acc, acc, obc);
+    tile::cast(out16, acc);
+    copy(out16, O(batch, head, rows(bx * bm, bm), all));
+  });
+  return kb.finish();
+}
+
 sim::HostData inputs(const Params& p, uint64_t seed) {
   const int64_t B = p.at("B"), H = p.at("H"), KVH = p.at("KV_H"), S = p.at("S"), D = p.at("D");
   return {{"Q", random_tensor(B * H * S * D, f16, seed)},
@@ -436,8 +544,9 @@ std::string validate(const Params& p) {
 KernelDef fa_kernel() {
   return KernelDef{
       "fa",
-      "Flash Attention forward, expert mode (Cube QK^T / PV, Vector online softmax), GQA",
-      kVariants,
+      "Flash Attention forward (Cube QK^T / PV, Vector online softmax), GQA; the ladder in "
+      "expert mode, and `auto` written as dataflow only",
+      all_variants(),
       {{"B", 1, 1, 64, "batch"},
        {"H", 12, 1, 256, "query heads"},
        {"KV_H", 1, 1, 256, "kv heads (divides H)"},

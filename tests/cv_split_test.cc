@@ -61,8 +61,8 @@ ir::Program mini_attention(int64_t begin, int64_t tiles, int ns, int ci, bool pi
     tile::add(acc, acc, o_ub);
   };
   if (pipelined) {
-    Ex t = kb.begin_for("t", begin, begin + tiles, 1, ir::ForKind::Pipelined,
-                        PipelineOpts{ns, ci}, ir::Loc::from(std::source_location::current()));
+    Ex t = kb.begin_for("t", begin, begin + tiles, 1, ir::ForKind::Pipelined, PipelineOpts{ns, ci},
+                        ir::Loc::from(std::source_location::current()));
     body(t);
     kb.end_for(ir::Loc::from(std::source_location::current()));
   } else {
@@ -96,7 +96,8 @@ void expect_reference(const ir::Program& p, int64_t begin, int64_t tiles) {
     for (int64_t r = 0; r < kN; ++r)
       for (int64_t c = 0; c < kN; ++c) {
         double s = 0;
-        for (int64_t k = 0; k < kN; ++k) s += a[static_cast<size_t>((t * kN + r) * kN + k)] * at(b, k, c);
+        for (int64_t k = 0; k < kN; ++k)
+          s += a[static_cast<size_t>((t * kN + r) * kN + k)] * at(b, k, c);
         pm[static_cast<size_t>(r * kN + c)] = s / 4;  // exact in f16 for these inputs
       }
     for (int64_t r = 0; r < kN; ++r)

@@ -80,9 +80,9 @@ std::set<CoreKind> kinds_in(const Stmt& s) {
 bool check_unscoped(const Program& p) {
   struct V : StmtVisitor {
     bool scope = false;
-    const StmtNode* leaf = nullptr;   // first leaf outside any scope
-    const StmtNode* flag = nullptr;   // first hand flag
-    const StmtNode* vid = nullptr;    // first use of vid
+    const StmtNode* leaf = nullptr;  // first leaf outside any scope
+    const StmtNode* flag = nullptr;  // first hand flag
+    const StmtNode* vid = nullptr;   // first use of vid
     int depth = 0;
     static bool uses_vid(const Expr& e) {
       if (!e) return false;
@@ -198,8 +198,9 @@ class RowSplit : public RegionRewriter {
 
   Expr load(const Load& l, std::vector<Expr> idx, const Loc& loc) override {
     if (l.buffer->scope == Scope::UB)
-      fail(loc_, fmt::format("scalar read of '{}', whose rows are split between the vector cores",
-                             l.buffer->name),
+      fail(loc_,
+           fmt::format("scalar read of '{}', whose rows are split between the vector cores",
+                       l.buffer->name),
            "use tile ops (broadcast) instead of per-element reads");
     return make_load(l.buffer, std::move(idx), loc);
   }
@@ -339,8 +340,7 @@ class Splitter {
           body.push_back(make_stmt(SetCrossFlagStmt{Pipe::MTE2, make_int(x.free), 2}, p_.loc));
       if (Stmt b = emit(p_.body, k)) body.push_back(b);
       for (const auto& x : crossings_)
-        if (x.producer == k)
-          body.push_back(make_stmt(WaitCrossFlagStmt{make_int(x.free)}, p_.loc));
+        if (x.producer == k) body.push_back(make_stmt(WaitCrossFlagStmt{make_int(x.free)}, p_.loc));
       if (kinds_in(p_.body).count(k) == 0) continue;
       scopes.push_back(make_stmt(ScopeStmt{k, seq(std::move(body), p_.loc)}, p_.loc));
     }
@@ -421,9 +421,8 @@ class Splitter {
            fmt::format("num_stages={} with cross_interval={} signals the consumer {} times per "
                        "batch, but the cross-core flag counter holds {}",
                        ns, ci, (ns + ci - 1) / ci, chip_.cross_flag_max),
-           fmt::format("use num_stages <= {} or cross_interval >= {}",
-                       chip_.cross_flag_max * ci, (ns + chip_.cross_flag_max - 1) /
-                                                      chip_.cross_flag_max));
+           fmt::format("use num_stages <= {} or cross_interval >= {}", chip_.cross_flag_max * ci,
+                       (ns + chip_.cross_flag_max - 1) / chip_.cross_flag_max));
     Pipeline pl;
     pl.loc = self->loc;
     pl.k = make_var(f.var->name + "_batch");
@@ -435,19 +434,30 @@ class Splitter {
     trip = make_binary(BinOp::Max, trip, make_int(0));
     pl.batches =
         make_binary(BinOp::Div, make_binary(BinOp::Add, trip, make_int(ns - 1)), make_int(ns));
-    pl.len = make_binary(BinOp::Min, make_int(ns),
-                         make_binary(BinOp::Sub, trip,
-                                     make_binary(BinOp::Mul, make_var_ref(pl.k), make_int(ns))));
-    // Cut the body into stages at every change of core.
+    pl.len = make_binary(
+        BinOp::Min, make_int(ns),
+        make_binary(BinOp::Sub, trip, make_binary(BinOp::Mul, make_var_ref(pl.k), make_int(ns))));
+    // Cut the body into stages, alternating cores. Each core keeps its statements in
+    // program order; a statement goes to the first stage of its core not before that
+    // core's previous statement, and a crossing's consumer half to the first stage of the
+    // consumer after its producer half. The cores share no on-chip memory, so this only
+    // reorders work of different cores, which the workspaces order.
     struct Raw {
       CoreKind kind;
       std::vector<std::pair<Stmt, int>> items;  // statement, crossing half (-1: none)
     };
     std::vector<Raw> raw;
     std::vector<Stmt> hoisted;  // allocations inside the body
-    auto stage_of = [&](CoreKind k) -> Raw& {
-      if (raw.empty() || raw.back().kind != k) raw.push_back(Raw{k, {}});
-      return raw.back();
+    std::map<CoreKind, size_t> last = {{CoreKind::C, 0}, {CoreKind::V, 0}};
+    size_t last_any = 0;
+    auto place = [&](CoreKind k, size_t from, std::pair<Stmt, int> item) {
+      size_t s = from;
+      while (s < raw.size() && raw[s].kind != k) ++s;
+      if (s == raw.size()) raw.push_back(Raw{k, {}});
+      raw[s].items.push_back(std::move(item));
+      last[k] = s;
+      last_any = s;
+      return s;
     };
     for (const Stmt& st : flatten(f.body)) {
       if (std::holds_alternative<AllocStmt>(st->node)) {
@@ -456,10 +466,10 @@ class Splitter {
       }
       if (is_crossing(st)) {
         int id = new_crossing(st, ns);
-        stage_of(crossings_[static_cast<size_t>(id)].producer).items.push_back({st, id});
-        CoreKind q = crossings_[static_cast<size_t>(id)].producer == CoreKind::C ? CoreKind::V
-                                                                                  : CoreKind::C;
-        stage_of(q).items.push_back({st, id});
+        CoreKind pk = crossings_[static_cast<size_t>(id)].producer;
+        CoreKind qk = pk == CoreKind::C ? CoreKind::V : CoreKind::C;
+        size_t sp = place(pk, last[pk], {st, id});
+        place(qk, std::max(last[qk], sp + 1), {st, id});
         continue;
       }
       auto ks = kinds_in(st);
@@ -467,10 +477,10 @@ class Splitter {
         fail(st->loc, "a loop or branch inside a Cube/Vector pipeline mixes Cube and Vector work",
              "split it into one loop per core kind, or move it out of the Pipelined loop");
       if (ks.empty()) {
-        if (!raw.empty()) raw.back().items.push_back({st, -1});
+        if (!raw.empty()) raw[last_any].items.push_back({st, -1});
         continue;
       }
-      stage_of(*ks.begin()).items.push_back({st, -1});
+      place(*ks.begin(), last[*ks.begin()], {st, -1});
     }
     for (auto& r : raw) {
       Stage sg;
@@ -480,11 +490,10 @@ class Splitter {
       // The original loop variable: begin + (k * ns + i) * step.
       Expr j = make_binary(
           BinOp::Add, f.begin,
-          make_binary(BinOp::Mul,
-                      make_binary(BinOp::Add, make_binary(BinOp::Mul, make_var_ref(pl.k),
-                                                          make_int(ns)),
-                                  i),
-                      make_int(f.step)));
+          make_binary(
+              BinOp::Mul,
+              make_binary(BinOp::Add, make_binary(BinOp::Mul, make_var_ref(pl.k), make_int(ns)), i),
+              make_int(f.step)));
       for (auto& [st, cid] : r.items) {
         if (cid < 0) {
           sg.body.push_back(st);
@@ -496,19 +505,19 @@ class Splitter {
           sg.produces.push_back(cid);
           sg.body.push_back(crossing_copy(c, x, r.kind, i, nv_, st->loc));
           // Signal every cross_interval iterations and at the last of the batch.
-          Expr sig = ci == 1 ? make_int(1)
-                             : make_binary(
-                                   BinOp::Or,
-                                   make_binary(BinOp::Eq,
-                                               make_binary(BinOp::Mod,
-                                                           make_binary(BinOp::Add, i, make_int(1)),
-                                                           make_int(ci)),
-                                               make_int(0)),
-                                   make_binary(BinOp::Eq, i,
-                                               make_binary(BinOp::Sub, pl.len, make_int(1))));
-          sg.body.push_back(guarded(
-              sig, make_stmt(SetCrossFlagStmt{x.out_pipe, make_int(x.ready), 2}, st->loc),
-              st->loc));
+          Expr sig =
+              ci == 1
+                  ? make_int(1)
+                  : make_binary(
+                        BinOp::Or,
+                        make_binary(BinOp::Eq,
+                                    make_binary(BinOp::Mod, make_binary(BinOp::Add, i, make_int(1)),
+                                                make_int(ci)),
+                                    make_int(0)),
+                        make_binary(BinOp::Eq, i, make_binary(BinOp::Sub, pl.len, make_int(1))));
+          sg.body.push_back(
+              guarded(sig, make_stmt(SetCrossFlagStmt{x.out_pipe, make_int(x.ready), 2}, st->loc),
+                      st->loc));
         } else {
           sg.consumes.push_back(cid);
           Expr w = ci == 1 ? make_int(1)

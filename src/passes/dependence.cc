@@ -629,10 +629,9 @@ struct OwnUse {
 };
 OwnUse own_use(const Stmt& s, int id) {
   OwnUse u;
-  bool leaf = !std::holds_alternative<SeqStmt>(s->node) &&
-              !std::holds_alternative<ForStmt>(s->node) &&
-              !std::holds_alternative<IfStmt>(s->node) &&
-              !std::holds_alternative<ScopeStmt>(s->node);
+  bool leaf =
+      !std::holds_alternative<SeqStmt>(s->node) && !std::holds_alternative<ForStmt>(s->node) &&
+      !std::holds_alternative<IfStmt>(s->node) && !std::holds_alternative<ScopeStmt>(s->node);
   std::vector<Access> accs =
       leaf ? leaf_accesses(s) : collect_accesses(s, {});  // headers: loads in bounds
   for (const auto& a : accs) {

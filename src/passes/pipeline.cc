@@ -51,9 +51,9 @@ void validate(const PassOptions& o, const PrintOptions& print) {
                              "1 keeps one id per ring flag (no multi-buffer overlap), 2 double "
                              "buffers"));
   if (o.stage_buffers < 1 || o.stage_buffers > 4)
-    d.push_back(option_error(
-        fmt::format("stage_buffers={} is out of range [1, 4]", o.stage_buffers),
-        "2 double-buffers each stage of a cross-core pipeline, 1 turns that off"));
+    d.push_back(
+        option_error(fmt::format("stage_buffers={} is out of range [1, 4]", o.stage_buffers),
+                     "2 double-buffers each stage of a cross-core pipeline, 1 turns that off"));
   if (!o.cv_split && o.stage_buffers != 2)
     d.push_back(option_error("stage_buffers has no effect with cv_split off",
                              "switch cv_split on, or drop stage_buffers"));

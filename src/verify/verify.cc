@@ -442,14 +442,14 @@ class Verifier {
     if (!region(n.src, s.loc, "copy source") || !region(n.dst, s.loc, "copy destination")) return;
     if (n.src.elements() != n.dst.elements())
       error(s.loc, "shape-mismatch",
-            fmt::format("copy moves {} elements from {} into {} elements of {}",
-                        n.src.elements(), print(n.src), n.dst.elements(), print(n.dst)),
+            fmt::format("copy moves {} elements from {} into {} elements of {}", n.src.elements(),
+                        print(n.src), n.dst.elements(), print(n.dst)),
             "make both regions the same size");
     DType a = n.src.buffer->dtype, b = n.dst.buffer->dtype;
     bool from_l0c = n.src.buffer->scope == Scope::L0C;
-    bool ok = from_l0c ? (a == DType::F32 && (b == DType::F16 || b == DType::BF16 ||
-                                              b == DType::F32))
-                       : a == b;
+    bool ok = from_l0c
+                  ? (a == DType::F32 && (b == DType::F16 || b == DType::BF16 || b == DType::F32))
+                  : a == b;
     if (!ok)
       error(s.loc, "dtype-mismatch",
             fmt::format("copy {} -> {} changes dtype {} -> {}; {}", print(n.src), print(n.dst),
