@@ -18,6 +18,10 @@ namespace tilepipe::passes {
 /// The validated option table of the pipeline (the original's pass configs). Switches
 /// that would have no effect are errors, not silently ignored (validate()).
 struct PassOptions {
+  /// Vectorisation and fusion: in automatic scopes, `mul(t, x, s)` followed by
+  /// `add(d, d, t)` (or `sub` with an immediate s) on a dead f32 temporary t becomes one
+  /// `axpy(d, x, s)`. Off: tile ops are kept as written.
+  bool fuse = true;
   /// Intra-core multi-buffering of Pipelined loops in automatic scopes (num_stages
   /// versions of the buffers that cross pipes). Off: a Pipelined loop is an error.
   bool multibuffer = true;

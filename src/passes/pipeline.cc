@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "passes/auto_sync.h"
+#include "passes/fuse_axpy.h"
 #include "passes/multibuffer.h"
 #include "passes/plan_memory.h"
 #include "tilepipe/passes.h"
@@ -14,6 +15,9 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
+      {"fuse_axpy",
+       "mul by a scalar into a dead f32 temporary, then add / sub into a tile: one axpy",
+       [](const PassOptions& o) { return o.fuse; }, &fuse_axpy},
       {"multibuffer",
        "Pipelined loops on one core: num_stages versions of the buffers crossing pipes",
        [](const PassOptions& o) { return o.multibuffer; }, &multibuffer},
