@@ -1,7 +1,8 @@
 // Axpy fusion: mul by a scalar into a dead temporary followed by add / sub into a tile
 // becomes one axpy (golden IR); a temporary read later, a source written in between, a
 // temporary carried around the loop and hand-synced scopes stay as written; through the
-// whole pipeline the fused program computes the same values as the unfused one.
+// whole pipeline the fused program computes the same values as the unfused one. Per-row
+// muls + adds loops become broadcast + axpy (golden IR, same values), unsafe ones stay.
 #include "passes/fuse_axpy.h"
 
 #include <fmt/format.h>
@@ -245,6 +246,87 @@ TEST(FuseAxpy, KeptPairsComputeTheSameValuesAsUnfused) {
     auto on = run(p, true, {{"x", x}}), off = run(p, false, {{"x", x}});
     EXPECT_EQ(on.at("out"), off.at("out"));
     EXPECT_EQ(on.at("out2"), off.at("out2"));
+  }
+}
+
+enum class RowLoop { Vector, ThreeOps, ScalarFromDest, MisalignedColumn, ShiftedRow };
+
+/// out = 0.125 * x + m per row, written as a per-row loop of muls + adds (the FA per_row
+/// variant's spelling), with variants the vectoriser must leave alone.
+ir::Program row_loop(int64_t rows, int64_t cols, RowLoop v = RowLoop::Vector) {
+  KernelBuilder kb("rows", 1);
+  const int64_t mrows = v == RowLoop::MisalignedColumn ? rows : 8;
+  auto x = kb.input("x", {2, rows, cols}, f32);
+  auto mm = kb.input("mm", {2, 2, mrows, 1}, f32);
+  auto out = kb.output("out", {2, rows, cols}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    auto work = alloc_ub("work", {rows, cols}, f32);
+    auto buf = alloc_ub("buf", {rows + 1, cols}, f32);
+    auto m = alloc_ub("m", {2, mrows, 1}, f32);
+    copy(x(vid, all, all), work);
+    copy(mm(vid, all, all, all), m);
+    tile::fill(buf, 0.0);
+    serial(rows, [&](Ex r) {
+      Ex row = v == RowLoop::ShiftedRow ? r + 1 : r;
+      tile::muls(buf(row, all), work(r, all), 0.125);
+      if (v == RowLoop::ScalarFromDest)
+        tile::adds(buf(row, all), buf(row, all), at(buf, {row, 0}));
+      else
+        tile::adds(buf(row, all), buf(row, all), at(m, {1, r, 0}));
+      if (v == RowLoop::ThreeOps) tile::relu(buf(row, all), buf(row, all));
+    });
+    copy(buf(slice(0, rows), all), out(vid, all, all));
+  });
+  return kb.finish();
+}
+
+TEST(FuseAxpy, PerRowScalarLoopBecomesBroadcastAndAxpy) {
+  auto p = fused(row_loop(5, 40));
+  EXPECT_EQ(
+      ir::print(p),
+      R"(kernel rows(x: GM f32[2, 5, 40] in, mm: GM f32[2, 2, 8, 1] in, out: GM f32[2, 5, 40] out) block_num=1 {
+  scope V {
+    alloc work: UB f32[5, 40]
+    alloc buf: UB f32[6, 40]
+    alloc m: UB f32[2, 8, 1]
+    copy x[vid:+1, 0:+5, 0:+40] -> work
+    copy mm[vid:+1, 0:+2, 0:+8, 0:+1] -> m
+    tile.fill buf, 0.0
+    tile.broadcast buf[0:+5, 0:+40], m[1:+1, 0:+5, 0:+1]
+    tile.axpy buf[0:+5, 0:+40], work, 0.125
+    copy buf[0:+5, 0:+40] -> out[vid:+1, 0:+5, 0:+40]
+  }
+}
+)");
+  for (RowLoop v : {RowLoop::ThreeOps, RowLoop::ScalarFromDest, RowLoop::MisalignedColumn,
+                    RowLoop::ShiftedRow}) {
+    SCOPED_TRACE(static_cast<int>(v));
+    auto q = row_loop(5, 40, v);
+    EXPECT_TRUE(ir::equal(fused(q), q)) << ir::print(fused(q));
+  }
+}
+
+TEST(FuseAxpy, VectorisedRowLoopComputesTheSameValues) {
+  const int64_t rows = 5, cols = 40;
+  for (RowLoop v : {RowLoop::Vector, RowLoop::ShiftedRow, RowLoop::MisalignedColumn}) {
+    SCOPED_TRACE(static_cast<int>(v));
+    const int64_t mrows = v == RowLoop::MisalignedColumn ? rows : 8;
+    std::vector<double> x(static_cast<size_t>(2 * rows * cols)),
+        mm(static_cast<size_t>(2 * 2 * mrows));
+    for (size_t e = 0; e < x.size(); ++e) x[e] = static_cast<double>(e % 9) - 4;
+    for (size_t e = 0; e < mm.size(); ++e) mm[e] = static_cast<double>(e) * 0.5 - 3;
+    auto p = row_loop(rows, cols, v);
+    auto on = run(p, true, {{"x", x}, {"mm", mm}}), off = run(p, false, {{"x", x}, {"mm", mm}});
+    EXPECT_EQ(on.at("out"), off.at("out"));
+    if (v != RowLoop::Vector) continue;
+    for (int64_t c = 0; c < 2; ++c)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t k = 0; k < cols; ++k) {
+          size_t at = static_cast<size_t>((c * rows + r) * cols + k);
+          double want = 0.125 * x[at] + mm[static_cast<size_t>((c * 2 + 1) * mrows + r)];
+          ASSERT_EQ(on.at("out")[at], want) << c << " " << r << " " << k;
+        }
   }
 }
 

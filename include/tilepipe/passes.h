@@ -20,7 +20,8 @@ namespace tilepipe::passes {
 struct PassOptions {
   /// Vectorisation and fusion: in automatic scopes, `mul(t, x, s)` followed by
   /// `add(d, d, t)` (or `sub` with an immediate s) on a dead f32 temporary t becomes one
-  /// `axpy(d, x, s)`. Off: tile ops are kept as written.
+  /// `axpy(d, x, s)`, and per-row `muls` + `adds` loops become `broadcast` + `axpy`.
+  /// Off: tile ops are kept as written.
   bool fuse = true;
   /// Intra-core multi-buffering of Pipelined loops in automatic scopes (num_stages
   /// versions of the buffers that cross pipes). Off: a Pipelined loop is an error.

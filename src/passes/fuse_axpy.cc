@@ -2,6 +2,7 @@
 #include "passes/fuse_axpy.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "passes/dependence.h"
@@ -188,6 +189,136 @@ class Finder {
   std::map<int, std::vector<const StmtNode*>> users_;  // buffer id -> accessing statements
 };
 
+bool uses_var(const Expr& e, int id) {
+  if (!e) return false;
+  return std::visit(
+      [&](const auto& n) -> bool {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, VarRef>) {
+          return n.var->id == id;
+        } else if constexpr (std::is_same_v<T, Binary>) {
+          return uses_var(n.a, id) || uses_var(n.b, id);
+        } else if constexpr (std::is_same_v<T, Select>) {
+          return uses_var(n.cond, id) || uses_var(n.then_value, id) || uses_var(n.else_value, id);
+        } else if constexpr (std::is_same_v<T, Load>) {
+          for (const auto& i : n.index)
+            if (uses_var(i, id)) return true;
+          return false;
+        } else {
+          return false;
+        }
+      },
+      e->node);
+}
+
+/// `r` with the one dimension indexed by exactly the loop variable (extent 1) widened to
+/// rows [begin, begin + n); nullopt when the variable appears anywhere else.
+std::optional<Region> widen(const Region& r, int var, int64_t begin, int64_t n, size_t* dim) {
+  std::optional<size_t> k;
+  for (size_t d = 0; d < r.start.size(); ++d) {
+    auto* v = std::get_if<VarRef>(&r.start[d]->node);
+    if (v && v->var->id == var && r.extent[d] == 1 && !k) {
+      k = d;
+    } else if (uses_var(r.start[d], var)) {
+      return std::nullopt;
+    }
+  }
+  if (!k) return std::nullopt;
+  Region out = r;
+  out.start[*k] = make_int(begin, r.start[*k]->loc);
+  out.extent[*k] = n;
+  if (dim) *dim = *k;
+  return out;
+}
+
+/// Is every possible start of `r` a multiple of the UB alignment (as the verifier sees it:
+/// a constant start counts by its value, any other by its dimension's stride)?
+bool ub_aligned(const Region& r, int64_t align) {
+  int64_t stride = dtype_bytes(r.buffer->dtype);
+  for (size_t d = r.start.size(); d-- > 0;) {
+    auto c = as_const(r.start[d]);
+    if ((c ? *c * stride : stride) % align != 0) return false;
+    stride *= r.buffer->shape[d];
+  }
+  return true;
+}
+
+/// Vectorises per-row scalar loops in automatic scopes:
+///   for r in [b, b + n): muls(B(r, ...), W(r, ...), s); adds(B(r, ...), B(r, ...), at(m, r))
+/// becomes broadcast(B(b:+n, ...), m(b:+n)) then axpy(B(b:+n, ...), W(b:+n, ...), s).
+class Vectorise : public StmtMutator {
+ public:
+  Vectorise(const Program& p, const ChipConfig& chip) : p_(p), align_(chip.ub_align) {}
+
+  Stmt mutate_scope(const ScopeStmt& s, const Stmt& self) override {
+    if (has_hand_sync(s.body)) return self;
+    return StmtMutator::mutate_scope(s, self);
+  }
+
+  Stmt mutate_for(const ForStmt& s, const Stmt& self) override {
+    Stmt inner = StmtMutator::mutate_for(s, self);
+    if (inner != self) return inner;
+    if (auto v = row_loop(s, self)) return *v;
+    return self;
+  }
+
+ private:
+  bool pinned(const Region& r) const { return p_.addresses.count(r.buffer->id) > 0; }
+
+  std::optional<Stmt> row_loop(const ForStmt& f, const Stmt& self) const {
+    auto b = as_const(f.begin), e = as_const(f.end);
+    if (f.kind == ForKind::Pipelined || f.step != 1 || !b || !e || *e - *b < 2) return {};
+    const int64_t n = *e - *b;
+    auto items = flatten(f.body);
+    if (items.size() != 2) return {};
+    const TileOpStmt* mul = tile_op(items[0]);
+    const TileOpStmt* add = tile_op(items[1]);
+    if (!mul || !add || mul->op != TileOpKind::Mul || add->op != TileOpKind::Add ||
+        mul->srcs.size() != 1 || add->srcs.size() != 1 || !mul->scalar || !add->scalar)
+      return {};
+    const int var = f.var->id;
+    const Region& dst = mul->dst;
+    const Region& src = mul->srcs[0];
+    const Region* m = std::get_if<Region>(&add->scalar->value);
+    if (!m || !same_region(add->dst, dst) || !same_region(add->srcs[0], dst)) return {};
+    if (std::holds_alternative<Region>(mul->scalar->value)) return {};
+    if (auto* x = std::get_if<Expr>(&mul->scalar->value); x && uses_var(*x, var)) return {};
+    for (const Region* r : {&dst, &src, m})
+      if (r->buffer->dtype != DType::F32 || pinned(*r)) return {};
+    if (dst.buffer->id == src.buffer->id || dst.buffer->id == m->buffer->id) return {};
+    size_t mk = 0;
+    auto d2 = widen(dst, var, *b, n, nullptr);
+    auto s2 = widen(src, var, *b, n, nullptr);
+    auto m2 = widen(*m, var, *b, n, &mk);
+    if (!d2 || !s2 || !m2) return {};
+    // The column vector is contiguous: one element per row, leading dimensions single.
+    for (size_t d = 0; d < m2->start.size(); ++d)
+      if (d < mk ? m2->extent[d] != 1
+                 : d > mk && (m2->extent[d] != m2->buffer->shape[d] || as_const(m2->start[d]) != 0))
+        return {};
+    auto dsq = d2->squeezed(), msq = m2->squeezed();
+    if (dsq.size() != 2 || dsq[0] != n || s2->squeezed() != dsq) return {};
+    if (!(msq == std::vector<int64_t>{n} || msq == std::vector<int64_t>{n, 1})) return {};
+    if (!ub_aligned(*d2, align_) || !ub_aligned(*s2, align_) || !ub_aligned(*m2, align_)) return {};
+    TileOpStmt bc;
+    bc.op = TileOpKind::Broadcast;
+    bc.dst = *d2;
+    bc.srcs = {*m2};
+    TileOpStmt axpy;
+    axpy.op = TileOpKind::Axpy;
+    axpy.dst = *d2;
+    axpy.srcs = {*s2};
+    axpy.scalar = mul->scalar;
+    SeqStmt out;
+    out.body.push_back(make_stmt(std::move(bc), items[1]->loc));
+    out.body.push_back(make_stmt(std::move(axpy), items[0]->loc));
+    return make_stmt(std::move(out), self->loc);
+  }
+
+  const Program& p_;
+  int64_t align_;
+};
+
 /// Drops the fused muls and puts the axpys at the adds' positions.
 class Apply : public StmtMutator {
  public:
@@ -219,12 +350,12 @@ class Apply : public StmtMutator {
 
 }  // namespace
 
-Program fuse_axpy(const Program& p, const ChipConfig&, const PassOptions&) {
-  Finder f(p);
-  f.walk(p.body, 0);
-  if (f.fused.empty()) return p;
+Program fuse_axpy(const Program& p, const ChipConfig& chip, const PassOptions&) {
   Program out = p;
-  out.body = Apply(f).mutate(p.body);
+  out.body = Vectorise(p, chip).mutate(p.body);
+  Finder f(out);
+  f.walk(out.body, 0);
+  if (!f.fused.empty()) out.body = Apply(f).mutate(out.body);
   return out;
 }
 

@@ -1,4 +1,5 @@
-// Axpy fusion: a scaled temporary added into a tile becomes one axpy.
+// Vectorisation and fusion: per-row scalar loops become broadcast + axpy, and a scaled
+// temporary added into a tile becomes one axpy.
 #pragma once
 
 #include "tilepipe/chip.h"
@@ -19,6 +20,13 @@ namespace tilepipe::passes {
 /// after the add: the next statement of the sequence touching t's buffer overwrites all of
 /// it without reading it, or none does, nothing outside the sequence touches it and
 /// (inside a loop) the first statement of the sequence touching it is such an overwrite.
+///
+/// First, vectorises per-row scalar loops: `for r in [b, b + n)` whose body is exactly
+/// `muls(B(r, ..), W(r, ..), s); adds(B(r, ..), B(r, ..), at(m, {.., r, ..}))` becomes
+/// `broadcast(B(b:+n, ..), m(.., b:+n, ..)); axpy(B(b:+n, ..), W(b:+n, ..), s)` when r
+/// only indexes one dimension of each operand, s does not depend on r, the operands are
+/// f32, B is distinct from W and m, m's rows are contiguous and every operand stays
+/// 32-byte aligned (docs/passes.md).
 ir::Program fuse_axpy(const ir::Program& p, const ChipConfig& chip, const PassOptions& o);
 
 }  // namespace tilepipe::passes

@@ -16,7 +16,8 @@ namespace tilepipe::passes {
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
       {"fuse_axpy",
-       "mul by a scalar into a dead f32 temporary, then add / sub into a tile: one axpy",
+       "per-row muls + adds loops -> broadcast + axpy; mul into a dead f32 temporary, then "
+       "add / sub into a tile -> one axpy",
        [](const PassOptions& o) { return o.fuse; }, &fuse_axpy},
       {"multibuffer",
        "Pipelined loops on one core: num_stages versions of the buffers crossing pipes",
