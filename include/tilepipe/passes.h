@@ -25,6 +25,11 @@ struct PassOptions {
   /// Versions of each stage loop of a cross-core pipeline (intra-core multi-buffering of
   /// the stage; 1 = none). Range 1..4.
   int stage_buffers = 2;
+  /// Vectorisation and fusion: in automatic scopes, `mul(t, x, s)` followed by
+  /// `add(d, d, t)` (or `sub` with an immediate s) on a dead f32 temporary t becomes one
+  /// `axpy(d, x, s)`, and per-row `muls` + `adds` loops become `broadcast` + `axpy`.
+  /// Off: tile ops are kept as written.
+  bool fuse = true;
   /// Intra-core multi-buffering of Pipelined loops in automatic scopes (num_stages
   /// versions of the buffers that cross pipes). Off: a Pipelined loop is an error.
   bool multibuffer = true;

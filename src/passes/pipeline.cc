@@ -6,6 +6,7 @@
 
 #include "passes/auto_sync.h"
 #include "passes/cv_split.h"
+#include "passes/fuse_axpy.h"
 #include "passes/multibuffer.h"
 #include "passes/plan_memory.h"
 #include "tilepipe/passes.h"
@@ -19,6 +20,10 @@ const std::vector<PassInfo>& pass_table() {
        "unscoped code into Cube and Vector scopes: GM workspaces, cross-core flags, "
        "cross-core pipelines of mixed Pipelined loops",
        [](const PassOptions& o) { return o.cv_split; }, &cv_split},
+      {"fuse_axpy",
+       "per-row muls + adds loops -> broadcast + axpy; mul into a dead f32 temporary, then "
+       "add / sub into a tile -> one axpy",
+       [](const PassOptions& o) { return o.fuse; }, &fuse_axpy},
       {"multibuffer",
        "Pipelined loops on one core: num_stages versions of the buffers crossing pipes",
        [](const PassOptions& o) { return o.multibuffer; }, &multibuffer},
