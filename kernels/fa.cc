@@ -445,7 +445,8 @@ ir::Program build_auto(const Params& p) {
       tile::sub(alpha, mx, nm);
       tile::add(nm, mx, 0.0);
       tile::broadcast(bc, mx);
-      tile::axpy(bc, work, scale);
+      tile::mul(work, work, scale);  // fused with the add into one axpy (fuse_axpy)
+      tile::add(bc, bc, work);
       tile::exp(work, bc);
       tile::cast(p16, work);
       copy(p16, p_l1);

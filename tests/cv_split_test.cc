@@ -139,5 +139,157 @@ TEST(CvSplit, PipelineMatchesReferenceRaceFreeOnAnyTripCount) {
         }
 }
 
+TEST(CvSplit, PipelineIsStripMinedIntoStageLoopsPerCore) {
+  passes::PassOptions o;
+  auto p = passes::cv_split(mini_attention(0, 5, 2, 2), testing::a3(), o);
+  std::string ir = ir::print(p);
+  // Batches of num_stages tiles; per core one loop per stage, double-buffered.
+  EXPECT_NE(ir.find("for t_batch in serial(0, 3)"), std::string::npos) << ir;
+  EXPECT_NE(
+      ir.find("for t in pipelined(0, min(2, (5 - (t_batch * 2))), num_stages=2, cross_interval=1)"),
+      std::string::npos)
+      << ir;
+  // Workspaces have num_stages slots indexed by the iteration in the batch.
+  EXPECT_NE(ir.find("workspace ws0: GM f32[1, 2, 32, 32]"), std::string::npos) << ir;
+  EXPECT_NE(ir.find("copy s_c -> ws0[cid:+1, t:+1, 0:+32, 0:+32]"), std::string::npos) << ir;
+  // Signals every cross_interval tiles and at the last of a batch; waits at group starts.
+  EXPECT_NE(ir.find("if ((((t + 1) % 2) == 0) || (t == (min(2, (5 - (t_batch * 2))) - 1)))"),
+            std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find("if ((t.2 % 2) == 0) {\n          wait_cross_flag #0"), std::string::npos)
+      << ir;
+  EXPECT_NE(ir.find("copy A[((t_batch * 2) + t):+1, 0:+32, 0:+32] -> a_l1"), std::string::npos)
+      << ir;
+}
+
+TEST(CvSplit, ScopedProgramsAreLeftUnchanged) {
+  KernelBuilder kb("scoped", 1);
+  auto x = kb.input("x", {2, 64}, f32);
+  auto y = kb.output("y", {2, 64}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    auto b = alloc_ub("b", {64}, f32);
+    copy(x(vid, all), b);
+    copy(b, y(vid, all));
+  });
+  auto p = kb.finish();
+  EXPECT_TRUE(ir::equal(passes::cv_split(p, testing::a3(), {}), p));
+}
+
+/// Builds an unscoped program around `body` and runs the split, expecting an error.
+void expect_split_error(const std::function<void(KernelBuilder&)>& body,
+                        const std::vector<std::string>& fragments) {
+  testing::expect_user_error(
+      [&] {
+        KernelBuilder kb("bad", 1);
+        body(kb);
+        passes::cv_split(kb.finish(), testing::a3(), {});
+      },
+      fragments);
+}
+
+TEST(CvSplit, WhatCannotBeSplitIsAClearError) {
+  expect_split_error(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {64, 64}, f32);
+        auto b = alloc_ub("b", {64, 64}, f32);
+        copy(x, b);
+        scope_v([&] { tile::fill(b, 0.0); });
+      },
+      {"outside a scope in a program that has scopes"});
+  expect_split_error(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {64, 64}, f32);
+        auto b = alloc_ub("b", {64, 64}, f32);
+        copy(x, b);
+        set_flag(Pipe::MTE2, Pipe::V, 0);
+      },
+      {"hand-written flag in unscoped code"});
+  expect_split_error(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {2, 64}, f32);
+        auto b = alloc_ub("b", {2, 64}, f32);
+        copy(x(kb.launch().vid, all), b(0, all));
+      },
+      {"vid in unscoped code"});
+  expect_split_error(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {3, 64}, f32);
+        auto b = alloc_ub("b", {3, 64}, f32);
+        copy(x, b);
+      },
+      {"has 3 rows, which do not split between the 2 vector cores"});
+  expect_split_error(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {64, 64}, f32);
+        auto b = alloc_ub("b", {64, 64}, f32);
+        copy(x(rows(0, 32), all), b(rows(0, 32), all));
+      },
+      {"uses part of the rows of 'b'"});
+  expect_split_error(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {64}, f32);
+        auto b = alloc_ub("b", {64}, f32);
+        auto s = alloc_ub("s", {2}, f32);
+        copy(x, b);
+        reduce_sum(b, s);
+      },
+      {"reduction along the rows"});
+  // A value carried across iterations by a buffer two stages share.
+  expect_split_error(
+      [](KernelBuilder& kb) {
+        auto A = kb.input("A", {4, 32, 32}, f16);
+        auto Y = kb.output("Y", {32, 32}, f32);
+        auto a_l1 = alloc_L1("a_l1", {32, 32}, f16);
+        auto a0 = alloc_L0A("a0", {32, 32}, f16);
+        auto b0 = alloc_L0B("b0", {32, 32}, f16);
+        auto c0 = alloc_L0C("c0", {32, 32}, f32);
+        auto s = alloc_ub("s", {32, 32}, f32);
+        auto acc = alloc_ub("acc", {32, 32}, f32);
+        tile::fill(acc, 0.0);
+        pipelined(4, PipelineOpts{2, 1}, [&](Ex t) {
+          tile::mul(acc, acc, 0.5);  // stage V, before the Cube work: reads last iteration's acc
+          copy(A(t, all, all), a_l1);
+          copy(a_l1, a0);
+          copy(a_l1, b0);
+          gemm(a0, b0, c0);
+          copy(c0, s);
+          tile::add(acc, acc, s);  // a later V stage
+        });
+        copy(acc, Y);
+      },
+      {"buffer 'acc' carries a value across iterations of the pipeline", "2 of its stages"});
+  // More signals in flight than the 4-bit counter holds.
+  expect_split_error(
+      [](KernelBuilder& kb) {
+        auto A = kb.input("A", {4, 32, 32}, f16);
+        auto a_l1 = alloc_L1("a_l1", {32, 32}, f16);
+        auto a0 = alloc_L0A("a0", {32, 32}, f16);
+        auto b0 = alloc_L0B("b0", {32, 32}, f16);
+        auto c0 = alloc_L0C("c0", {32, 32}, f32);
+        auto s = alloc_ub("s", {32, 32}, f32);
+        pipelined(4, PipelineOpts{16, 1}, [&](Ex t) {
+          copy(A(t, all, all), a_l1);
+          copy(a_l1, a0);
+          copy(a_l1, b0);
+          gemm(a0, b0, c0);
+          copy(c0, s);
+        });
+      },
+      {"num_stages=16 with cross_interval=1 signals the consumer 16 times",
+       "use num_stages <= 15 or cross_interval >= 2"});
+  // cross_interval on a loop that runs on one core has no effect.
+  expect_split_error(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {4, 64, 64}, f32);
+        auto b = alloc_ub("b", {64, 64}, f32);
+        pipelined(4, PipelineOpts{2, 2}, [&](Ex t) {
+          copy(x(t, all, all), b);
+          tile::exp(b, b);
+        });
+      },
+      {"cross_interval=2 has no effect"});
+}
+
 }  // namespace
 }  // namespace tilepipe

@@ -33,6 +33,13 @@ std::vector<FaCase> cases() {
   out.push_back({"expert", {{"S", "128"}, {"H", "3"}}});
   // More tasks than cores, uneven split (25 tasks on 24 cores), odd interval.
   out.push_back({"sync2", {{"S", "640"}, {"H", "5"}, {"cross_interval", "3"}}});
+  // The automatic variant: the same shapes, a partial batch, fewer tiles than stages, an
+  // odd interval and more tasks than cores.
+  out.push_back({"auto", {{"S", "512"}, {"H", "2"}}});
+  out.push_back({"auto", {{"S", "384"}, {"H", "4"}, {"KV_H", "2"}, {"B", "2"}}});
+  out.push_back({"auto", {{"S", "640"}, {"H", "1"}, {"num_stages", "3"}, {"cross_interval", "2"}}});
+  out.push_back({"auto", {{"S", "128"}, {"H", "3"}}});
+  out.push_back({"auto", {{"S", "640"}, {"H", "5"}, {"cross_interval", "3"}}});
   return out;
 }
 
@@ -94,6 +101,43 @@ TEST(FaParams, RejectsShapesTheKernelIsNotWrittenFor) {
   EXPECT_NO_THROW(k.build(p16, "expert"));
   EXPECT_THROW(kernels::run_ladder(kernels::find_kernel("gemm"), {}, testing::a3(), 1),
                kernels::ParamError);
+}
+
+}  // namespace
+}  // namespace tilepipe
+
+namespace tilepipe {
+namespace {
+
+TEST(FaAuto, IsWrittenAsDataflowOnly) {
+  const auto& k = kernels::find_kernel("fa");
+  auto p = k.build(kernels::resolve_params(k, {{"S", "256"}, {"H", "1"}}), "auto");
+  std::string ir = ir::print(p);
+  for (const char* word : {"scope", "flag", "barrier", "workspace", "vid"})
+    EXPECT_EQ(ir.find(word), std::string::npos) << word << " in\n" << ir;
+  EXPECT_NE(ir.find("pipelined("), std::string::npos) << ir;
+}
+
+TEST(FaAuto, NumStagesTwoToSixteenFitOrStopWithTheCapacityDiagnostic) {
+  const auto& k = kernels::find_kernel("fa");
+  int fit = 0;
+  for (int ns = 2; ns <= 16; ++ns) {
+    SCOPED_TRACE(ns);
+    auto params =
+        kernels::resolve_params(k, {{"S", "2048"}, {"H", "1"}, {"num_stages", std::to_string(ns)}});
+    kernels::RunRequest req;
+    req.variant = "auto";
+    req.params = params;
+    req.mode = sim::Mode::Timing;
+    try {
+      auto rep = kernels::run_kernel(k, req, testing::a3());
+      EXPECT_GT(rep.sim.cycles, 0);
+      ++fit;
+    } catch (const UserError& e) {
+      EXPECT_EQ(e.diagnostics().front().kind, "capacity") << e.what();
+    }
+  }
+  EXPECT_EQ(fit, 15);  // the stage-crossing buffers are small: every depth fits
 }
 
 }  // namespace

@@ -488,12 +488,10 @@ class Splitter {
       sg.i = make_var(f.var->name);
       Expr i = make_var_ref(sg.i);
       // The original loop variable: begin + (k * ns + i) * step.
-      Expr j = make_binary(
-          BinOp::Add, f.begin,
-          make_binary(
-              BinOp::Mul,
-              make_binary(BinOp::Add, make_binary(BinOp::Mul, make_var_ref(pl.k), make_int(ns)), i),
-              make_int(f.step)));
+      Expr it =
+          make_binary(BinOp::Add, make_binary(BinOp::Mul, make_var_ref(pl.k), make_int(ns)), i);
+      if (f.step != 1) it = make_binary(BinOp::Mul, it, make_int(f.step));
+      Expr j = as_const(f.begin) == 0 ? it : make_binary(BinOp::Add, f.begin, it);
       for (auto& [st, cid] : r.items) {
         if (cid < 0) {
           sg.body.push_back(st);
