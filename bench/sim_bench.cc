@@ -83,4 +83,20 @@ BENCHMARK(BM_FaExpertTiming)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
+// The automatic FA variant (dataflow only, everything else from the passes) against the
+// hand-written expert kernel, both at their defaults (num_stages 14, cross_interval 2), in
+// one run: speed_vs_expert = cycles_expert / cycles_auto (issue 8 asks >= 0.95).
+void BM_FaAutoVsExpert(benchmark::State& st) {
+  std::map<std::string, std::string> p = {{"S", std::to_string(st.range(0))}};
+  double expert = 0, autov = 0;
+  for (auto _ : st) {
+    expert = run("fa", p, sim::Mode::Timing, "expert", true).sim.cycles;
+    autov = run("fa", p, sim::Mode::Timing, "auto", true).sim.cycles;
+  }
+  st.counters["cycles_expert"] = expert;
+  st.counters["cycles_auto"] = autov;
+  st.counters["speed_vs_expert"] = expert / autov;
+}
+BENCHMARK(BM_FaAutoVsExpert)->Arg(8192)->Arg(32768)->Unit(benchmark::kMillisecond)->Iterations(1);
+
 }  // namespace
