@@ -424,14 +424,14 @@ ir::Program build_auto(const Params& p) {
 
   serial(start, start + count, [&](Ex t) {
     Ex bx = t % nblk, head = (t / nblk) % H, batch = t / (nblk * H), kvh = head / group;
-    copy(Q(batch, head, rows(bx * bm, bm), all), q_l1);
     tile::fill(acc, 0.0);
     tile::fill(l, 0.0);
     tile::fill(nm, std::ldexp(1.0, 30));
     knob("num_stages", "pipeline_stages", ns, 1, 32, ntile, {"alpha"});
     knob("cross_interval", "sync_interval", ci, 1, 15, ntile);
     pipelined(ntile, PipelineOpts{ns, ci}, [&](Ex j) {
-      // S_j = Q K_j^T (Cube)
+      // S_j = Q K_j^T (Cube); Q stays resident in L1 across the loop (l1_residency)
+      copy(Q(batch, head, rows(bx * bm, bm), all), q_l1);
       copy(K(batch, kvh, rows(j * bn, bn), all), k_l1);
       copy(q_l1, qa);
       copy(k_l1, kt, CopyOpts{true, std::nullopt});

@@ -2,8 +2,8 @@
 // reuse is synced and gives the same values race-free, pinned addresses stay, overflows
 // name the live buffers at the peak and the slot count that fits, hand-synced kernels keep
 // their layout.
-#include "passes/dependence.h"
 #include "passes/plan_memory.h"
+#include "passes/dependence.h"
 
 #include <gtest/gtest.h>
 

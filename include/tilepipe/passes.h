@@ -25,6 +25,9 @@ struct PassOptions {
   /// Versions of each stage loop of a cross-core pipeline (intra-core multi-buffering of
   /// the stage; 1 = none). Range 1..4.
   int stage_buffers = 2;
+  /// L1 residency: loop-invariant GM -> L1 loads of inputs hoisted out of the loops that
+  /// reuse them (Q in FA), when the scope's L1 fits. Off: loads stay where written.
+  bool l1_residency = true;
   /// Vectorisation and fusion: in automatic scopes, `mul(t, x, s)` followed by
   /// `add(d, d, t)` (or `sub` with an immediate s) on a dead f32 temporary t becomes one
   /// `axpy(d, x, s)`, and per-row `muls` + `adds` loops become `broadcast` + `axpy`.

@@ -7,6 +7,7 @@
 #include "passes/auto_sync.h"
 #include "passes/cv_split.h"
 #include "passes/fuse_axpy.h"
+#include "passes/l1_residency.h"
 #include "passes/multibuffer.h"
 #include "passes/plan_memory.h"
 #include "tilepipe/passes.h"
@@ -20,6 +21,9 @@ const std::vector<PassInfo>& pass_table() {
        "unscoped code into Cube and Vector scopes: GM workspaces, cross-core flags, "
        "cross-core pipelines of mixed Pipelined loops",
        [](const PassOptions& o) { return o.cv_split; }, &cv_split},
+      {"l1_residency",
+       "loop-invariant GM -> L1 loads hoisted out of the loops that reuse them (large reuse)",
+       [](const PassOptions& o) { return o.l1_residency; }, &l1_residency},
       {"fuse_axpy",
        "per-row muls + adds loops -> broadcast + axpy; mul into a dead f32 temporary, then "
        "add / sub into a tile -> one axpy",
