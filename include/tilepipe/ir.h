@@ -309,6 +309,9 @@ struct Program {
   /// author (lang::pin_address) or set by memory planning. Buffers without one are laid
   /// out sequentially after the highest placed byte.
   std::map<int, int64_t> addresses;
+  /// Buffers the multi-buffering passes versioned, by id: their slot count (the leading
+  /// dimension they added). Metadata for diagnostics (capacity hints), like knobs.
+  std::map<int, int64_t> versions;
 };
 
 // ---------------------------------------------------------------------------------------

@@ -346,6 +346,7 @@ class Splitter {
     }
     out.body = seq(std::move(scopes), p_.loc);
     for (const auto& x : crossings_) out.workspaces.push_back(x.ws);
+    for (const auto& [id, nb] : version_of_) out.versions[nb->id] = nb->shape[0];
     return out;
   }
 

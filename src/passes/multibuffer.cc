@@ -211,6 +211,7 @@ Program multibuffer(const Program& p, const ChipConfig&, const PassOptions&) {
   Program out = p;
   out.body = pass.mutate(p.body);
   if (!pass.replaced.empty()) out.body = Reallocate(pass.replaced).mutate(out.body);
+  for (const auto& [id, nb] : pass.replaced) out.versions[nb->id] = nb->shape[0];
   return out;
 }
 

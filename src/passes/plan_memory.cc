@@ -154,8 +154,19 @@ bool overlaps(const BufInfo& a, const BufInfo& b) {
 }
 
 /// The capacity diagnostic: what is live at the peak, and how many slots would fit.
+/// Versions of a buffer: the slot count multi-buffering gave it, else (slots written by the
+/// author, which the passes do not know) the leading dimension of a buffer of rank >= 3
+/// ([slots, rows, cols]; a [rows, cols] tile is not a ring) — of rank >= 2 in hand-synced
+/// kernels, whose row vectors are [slots, rows, 1].
+int64_t slots_of(const BufInfo& b, const Program& p, bool hand) {
+  if (auto it = p.versions.find(b.buf->id); it != p.versions.end()) return it->second;
+  const auto& s = b.buf->shape;
+  return s.size() >= (hand ? 2u : 3u) ? s[0] : 1;
+}
+
 [[noreturn]] void overflow(Scope scope, const ScopeCapacity& cap, std::vector<BufInfo*> all,
-                           int64_t needed, const std::vector<Loc>& locs) {
+                           int64_t needed, const std::vector<Loc>& locs, const Program& prog,
+                           bool hand) {
   // The peak: the position where the most bytes are live.
   std::set<int> points;
   for (auto* b : all) points.insert(b->lo);
@@ -177,24 +188,20 @@ bool overlaps(const BufInfo& a, const BufInfo& b) {
                    [](const BufInfo* a, const BufInfo* b) { return a->bytes > b->bytes; });
   std::vector<std::string> notes;
   for (auto* b : live) {
-    const auto& s = b->buf->shape;
-    std::string slots = s.size() >= 2 && s[0] > 1
-                            ? fmt::format(" ({} slots x {})", s[0], kib(b->bytes / s[0]))
-                            : "";
+    int64_t n = slots_of(*b, prog, hand);
+    std::string slots = n > 1 ? fmt::format(" ({} slots x {})", n, kib(b->bytes / n)) : "";
     notes.push_back(
         fmt::format("{:<12} {:>10}{}  {}", b->buf->name, kib(b->bytes), slots, b->buf->loc.str()));
   }
   // Largest slot count s: every multi-buffer live at the peak cut to at most s slots.
   int64_t max_slots = 0;
-  for (auto* b : live)
-    if (b->buf->shape.size() >= 2) max_slots = std::max(max_slots, b->buf->shape[0]);
+  for (auto* b : live) max_slots = std::max(max_slots, slots_of(*b, prog, hand));
   std::string hint;
   int64_t fit = 0;
   for (int64_t s = max_slots - 1; s >= 1 && fit == 0; --s) {
     int64_t sum = 0;
     for (auto* b : live) {
-      const auto& sh = b->buf->shape;
-      int64_t n = sh.size() >= 2 ? sh[0] : 1;
+      int64_t n = slots_of(*b, prog, hand);
       sum += n > s ? b->bytes / n * s : b->bytes;
     }
     if (sum <= cap.usable) fit = s;
@@ -252,7 +259,7 @@ Program plan_memory(const Program& p, const ChipConfig& chip, const PassOptions&
         if (!p.addresses.count(b->buf->id)) end = (end + align - 1) / align * align + b->bytes;
       if (end > cap->usable) {
         for (auto* b : all) b->lo = 0, b->hi = 1 << 30;  // everything is live throughout
-        overflow(scope, *cap, all, end, lv.locs);
+        overflow(scope, *cap, all, end, lv.locs, p, true);
       }
       continue;
     }
@@ -287,7 +294,7 @@ Program plan_memory(const Program& p, const ChipConfig& chip, const PassOptions&
       placed.push_back(b);
       end = std::max(end, b->addr + b->bytes);
     }
-    if (end > cap->usable) overflow(scope, *cap, all, end, lv.locs);
+    if (end > cap->usable) overflow(scope, *cap, all, end, lv.locs, p, false);
     for (auto* b : all) out.addresses[b->buf->id] = b->addr;
   }
   return out;
