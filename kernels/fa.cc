@@ -89,42 +89,57 @@ constexpr int kEvK = 1;  // k_l1[slot]    MTE2 <-> MTE1  (1, 2)
 constexpr int kEvV = 3;  // v_l1[slot]    (3, 4)
 constexpr int kEvP = 5;  // p_l1[slot]    (5, 6)
 
+/// The kernel's GM tensors (Q, K, V in, O out), declared in the order of the reference.
+struct FaTensors {
+  Tensor Q, K, V, O;
+};
+FaTensors fa_tensors(KernelBuilder& kb, const Params& p) {
+  const int64_t B = p.at("B"), H = p.at("H"), KVH = p.at("KV_H"), S = p.at("S"), D = p.at("D");
+  return {kb.input("Q", {B, H, S, D}, f16), kb.input("K", {B, KVH, S, D}, f16),
+          kb.input("V", {B, KVH, S, D}, f16), kb.output("O", {B, H, S, D}, f16)};
+}
+
+/// A task: one block_M-row query block of one head. Static balanced split: core c runs
+/// tasks [start, start + count).
+struct TaskSplit {
+  Ex start, count;
+};
+TaskSplit task_split(Ex cid, const Params& p) {
+  const int64_t tasks = p.at("B") * p.at("H") * (p.at("S") / p.at("block_M"));
+  const int64_t cores = p.at("block_num"), q_per = tasks / cores, r_extra = tasks % cores;
+  return {cid * q_per + min(cid, Ex(r_extra)), Ex(q_per) + select(cid < r_extra, 1, 0)};
+}
+struct TaskCoords {
+  Ex bx, head, batch, kvh;
+};
+TaskCoords task_coords(Ex t, const Params& p) {
+  const int64_t H = p.at("H"), nblk = p.at("S") / p.at("block_M"), group = H / p.at("KV_H");
+  return {t % nblk, (t / nblk) % H, t / (nblk * H), ((t / nblk) % H) / group};
+}
+
 ir::Program build_auto(const Params& p);
 
 ir::Program build(const Params& p, const std::string& variant) {
   if (variant == "auto") return build_auto(p);
   const Knobs kn = knobs(variant, p);
-  const int64_t B = p.at("B"), H = p.at("H"), KVH = p.at("KV_H"), S = p.at("S"), D = p.at("D");
+  const int64_t S = p.at("S"), D = p.at("D");
   const int64_t bm = p.at("block_M"), bn = p.at("block_N"), cores = p.at("block_num");
-  const int64_t nblk = S / bm, ntile = S / bn, tasks = B * H * nblk;
+  const int64_t ntile = S / bn;
   const int64_t ns = kn.stages, ci = kn.interval, nb = kn.nbuf, half = bm / 2;
-  const int64_t group = H / KVH;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  const int64_t q_per = tasks / cores, r_extra = tasks % cores;
 
   KernelBuilder kb("fa", cores);
-  auto Q = kb.input("Q", {B, H, S, D}, f16);
-  auto K = kb.input("K", {B, KVH, S, D}, f16);
-  auto V = kb.input("V", {B, KVH, S, D}, f16);
-  auto O = kb.output("O", {B, H, S, D}, f16);
+  auto [Q, K, V, O] = fa_tensors(kb, p);
   auto ws1 = kb.workspace("ws1", {cores, ns, bm, bn}, f16);
   auto ws2 = kb.workspace("ws2", {cores, ns, bm, bn}, f16);
   auto ws3 = kb.workspace("ws3", {cores, ns, bm, D}, f16);
   auto [cid, vid] = kb.launch();
-  // Static balanced split: core c runs tasks [start, start + count).
-  Ex start = cid * q_per + min(cid, Ex(r_extra));
-  Ex count = Ex(q_per) + select(cid < r_extra, 1, 0);
+  auto [start, count] = task_split(cid, p);
   const int64_t batches = (ntile + ns - 1) / ns;
   // Tiles in batch k and whether tile i of it signals / waits (every ci and at the last).
   auto batch_len = [&](Ex k) { return min(Ex(ns), Ex(ntile) - k * ns); };
   auto signals = [&](Ex i, Ex len) { return (i + 1) % ci == 0 || i == len - 1; };
   auto waits = [&](Ex i) { return i % ci == 0; };
-  auto task_coords = [&](Ex t) {
-    struct {
-      Ex bx, head, batch, kvh;
-    } c{t % nblk, (t / nblk) % H, t / (nblk * H), ((t / nblk) % H) / group};
-    return c;
-  };
   auto barrier_c = [&](Pipe pp) {
     if (kn.barriers) pipe_barrier(pp);
   };
@@ -175,7 +190,7 @@ ir::Program build(const Params& p, const std::string& variant) {
     };
 
     serial(start, start + count, [&](Ex t) {
-      auto c = task_coords(t);
+      auto c = task_coords(t, p);
       auto load_q = [&] {
         wait_flag(Pipe::MTE1, Pipe::MTE2, kEvQ);
         copy(Q(c.batch, c.head, rows(c.bx * bm, bm), all), q_l1);
@@ -292,7 +307,7 @@ ir::Program build(const Params& p, const std::string& variant) {
     };
 
     serial(start, start + count, [&](Ex t) {
-      auto c = task_coords(t);
+      auto c = task_coords(t, p);
       tile::fill(acc_o, 0.0);
       tile::fill(sumexp, 0.0);
       tile::fill(neg_m, std::ldexp(1.0, 30));  // minus the running max starts at +2^30
@@ -380,22 +395,15 @@ ir::Program build(const Params& p, const std::string& variant) {
 /// num_stages slots, multi-buffers each stage and places and syncs everything
 /// (docs/passes.md).
 ir::Program build_auto(const Params& p) {
-  const int64_t B = p.at("B"), H = p.at("H"), KVH = p.at("KV_H"), S = p.at("S"), D = p.at("D");
-  const int64_t bm = p.at("block_M"), bn = p.at("block_N"), cores = p.at("block_num");
-  const int64_t nblk = S / bm, ntile = S / bn, tasks = B * H * nblk, group = H / KVH;
+  const int64_t S = p.at("S"), D = p.at("D"), bm = p.at("block_M"), bn = p.at("block_N");
+  const int64_t ntile = S / bn;
   const int ns = static_cast<int>(p.at("num_stages") > 0 ? p.at("num_stages") : 14);
   const int ci = static_cast<int>(p.at("cross_interval") > 0 ? p.at("cross_interval") : 2);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  const int64_t q_per = tasks / cores, r_extra = tasks % cores;
 
-  KernelBuilder kb("fa", cores);
-  auto Q = kb.input("Q", {B, H, S, D}, f16);
-  auto K = kb.input("K", {B, KVH, S, D}, f16);
-  auto V = kb.input("V", {B, KVH, S, D}, f16);
-  auto O = kb.output("O", {B, H, S, D}, f16);
-  Ex cid = kb.launch().cid;
-  Ex start = cid * q_per + min(cid, Ex(r_extra));
-  Ex count = Ex(q_per) + select(cid < r_extra, 1, 0);
+  KernelBuilder kb("fa", p.at("block_num"));
+  auto [Q, K, V, O] = fa_tensors(kb, p);
+  auto [start, count] = task_split(kb.launch().cid, p);
 
   auto q_l1 = alloc_L1("q_l1", {bm, D}, f16);
   auto k_l1 = alloc_L1("k_l1", {bn, D}, f16);
@@ -423,7 +431,7 @@ ir::Program build_auto(const Params& p) {
   auto rs = alloc_ub("rowsum", {bm, 1}, f32);
 
   serial(start, start + count, [&](Ex t) {
-    Ex bx = t % nblk, head = (t / nblk) % H, batch = t / (nblk * H), kvh = head / group;
+    auto [bx, head, batch, kvh] = task_coords(t, p);
     tile::fill(acc, 0.0);
     tile::fill(l, 0.0);
     tile::fill(nm, std::ldexp(1.0, 30));

@@ -85,21 +85,7 @@ bool check_unscoped(const Program& p) {
     const StmtNode* vid = nullptr;   // first use of vid
     int depth = 0;
     static bool uses_vid(const Expr& e) {
-      if (!e) return false;
-      return std::visit(
-          [](const auto& n) -> bool {
-            using T = std::decay_t<decltype(n)>;
-            if constexpr (std::is_same_v<T, VecIdx>) return true;
-            if constexpr (std::is_same_v<T, Binary>) return uses_vid(n.a) || uses_vid(n.b);
-            if constexpr (std::is_same_v<T, Select>)
-              return uses_vid(n.cond) || uses_vid(n.then_value) || uses_vid(n.else_value);
-            if constexpr (std::is_same_v<T, Load>) {
-              for (const auto& i : n.index)
-                if (uses_vid(i)) return true;
-            }
-            return false;
-          },
-          e->node);
+      return expr_any(e, [](const ExprNode& n) { return std::holds_alternative<VecIdx>(n.node); });
     }
     static bool region_vid(const Region& r) {
       for (const auto& s : r.start)

@@ -645,54 +645,82 @@ OwnUse own_use(const Stmt& s, int id) {
 
 }  // namespace
 
-bool exposed(const Stmt& s, int id) {
-  if (!s) return false;
+namespace {
+
+struct Flow {
+  bool exposed = false, kills = false;
+};
+
+/// exposed / kills of one statement (dependence.h), computed together.
+Flow value_flow(const Stmt& s, int id) {
+  if (!s) return {};
   return std::visit(
-      [&](const auto& n) -> bool {
+      [&](const auto& n) -> Flow {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, SeqStmt>) {
           for (const auto& c : n.body) {
-            if (exposed(c, id)) return true;
-            if (kills(c, id)) return false;
+            Flow f = value_flow(c, id);
+            if (f.exposed) return {true, false};
+            if (f.kills) return {false, true};
           }
-          return false;
+          return {};
         } else if constexpr (std::is_same_v<T, ForStmt>) {
-          return own_use(s, id).reads || exposed(n.body, id);
+          bool reads = own_use(s, id).reads;
+          Flow b = value_flow(n.body, id);
+          // Only a loop that surely runs once kills.
+          auto lo = as_const(n.begin), hi = as_const(n.end);
+          return {reads || b.exposed, lo && hi && *lo < *hi && !reads && b.kills};
         } else if constexpr (std::is_same_v<T, IfStmt>) {
-          return own_use(s, id).reads || exposed(n.then_body, id) || exposed(n.else_body, id);
+          bool reads = own_use(s, id).reads;
+          Flow t = value_flow(n.then_body, id), e = value_flow(n.else_body, id);
+          return {reads || t.exposed || e.exposed, !reads && t.kills && e.kills};
         } else if constexpr (std::is_same_v<T, ScopeStmt>) {
-          return exposed(n.body, id);
+          return value_flow(n.body, id);
         } else {
-          return own_use(s, id).reads;
+          OwnUse u = own_use(s, id);
+          return {u.reads, u.kills};
         }
       },
       s->node);
 }
 
+}  // namespace
+
+bool exposed(const Stmt& s, int id) {
+  return value_flow(s, id).exposed;
+}
+
 bool kills(const Stmt& s, int id) {
-  if (!s) return false;
+  return value_flow(s, id).kills;
+}
+
+bool expr_any(const Expr& e, const std::function<bool(const ExprNode&)>& pred) {
+  if (!e) return false;
+  if (pred(*e)) return true;
   return std::visit(
       [&](const auto& n) -> bool {
         using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, SeqStmt>) {
-          for (const auto& c : n.body) {
-            if (exposed(c, id)) return false;
-            if (kills(c, id)) return true;
-          }
+        if constexpr (std::is_same_v<T, Binary>) {
+          return expr_any(n.a, pred) || expr_any(n.b, pred);
+        } else if constexpr (std::is_same_v<T, Select>) {
+          return expr_any(n.cond, pred) || expr_any(n.then_value, pred) ||
+                 expr_any(n.else_value, pred);
+        } else if constexpr (std::is_same_v<T, Load>) {
+          for (const auto& i : n.index)
+            if (expr_any(i, pred)) return true;
           return false;
-        } else if constexpr (std::is_same_v<T, ForStmt>) {
-          // Only a loop that surely runs once kills.
-          auto b = as_const(n.begin), e = as_const(n.end);
-          return b && e && *b < *e && !own_use(s, id).reads && kills(n.body, id);
-        } else if constexpr (std::is_same_v<T, IfStmt>) {
-          return !own_use(s, id).reads && kills(n.then_body, id) && kills(n.else_body, id);
-        } else if constexpr (std::is_same_v<T, ScopeStmt>) {
-          return kills(n.body, id);
         } else {
-          return own_use(s, id).kills;
+          return false;
         }
       },
-      s->node);
+      e->node);
+}
+
+bool uses_var(const Expr& e, int id) {
+  return expr_any(e, [id](const ExprNode& n) {
+    auto* v = std::get_if<VarRef>(&n.node);
+    return v && v->var->id == id;
+  });
 }
 
 }  // namespace tilepipe::passes

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <vector>
@@ -43,6 +44,11 @@ bool has_hand_sync(const ir::Stmt& s);
 
 /// The statements of `s` with nested sequences spliced in, in order (empty for null).
 std::vector<ir::Stmt> flatten(const ir::Stmt& s);
+
+/// Does any node of the expression satisfy `pred` (searching through binaries, selects and
+/// load indices)? `uses_var`: does it read loop variable `id`?
+bool expr_any(const ir::Expr& e, const std::function<bool(const ir::ExprNode&)>& pred);
+bool uses_var(const ir::Expr& e, int id);
 
 /// Does the region cover all of its buffer?
 bool covers_whole(const ir::Region& r);

@@ -189,28 +189,6 @@ class Finder {
   std::map<int, std::vector<const StmtNode*>> users_;  // buffer id -> accessing statements
 };
 
-bool uses_var(const Expr& e, int id) {
-  if (!e) return false;
-  return std::visit(
-      [&](const auto& n) -> bool {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, VarRef>) {
-          return n.var->id == id;
-        } else if constexpr (std::is_same_v<T, Binary>) {
-          return uses_var(n.a, id) || uses_var(n.b, id);
-        } else if constexpr (std::is_same_v<T, Select>) {
-          return uses_var(n.cond, id) || uses_var(n.then_value, id) || uses_var(n.else_value, id);
-        } else if constexpr (std::is_same_v<T, Load>) {
-          for (const auto& i : n.index)
-            if (uses_var(i, id)) return true;
-          return false;
-        } else {
-          return false;
-        }
-      },
-      e->node);
-}
-
 /// `r` with the one dimension indexed by exactly the loop variable (extent 1) widened to
 /// rows [begin, begin + n); nullopt when the variable appears anywhere else.
 std::optional<Region> widen(const Region& r, int var, int64_t begin, int64_t n, size_t* dim) {

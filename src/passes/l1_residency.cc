@@ -11,25 +11,6 @@ using namespace ir;
 
 namespace {
 
-bool mentions(const Expr& e, int var) {
-  if (!e) return false;
-  return std::visit(
-      [&](const auto& n) -> bool {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, VarRef>) return n.var->id == var;
-        if constexpr (std::is_same_v<T, Binary>) return mentions(n.a, var) || mentions(n.b, var);
-        if constexpr (std::is_same_v<T, Select>)
-          return mentions(n.cond, var) || mentions(n.then_value, var) ||
-                 mentions(n.else_value, var);
-        if constexpr (std::is_same_v<T, Load>) {
-          for (const auto& i : n.index)
-            if (mentions(i, var)) return true;
-        }
-        return false;
-      },
-      e->node);
-}
-
 /// L1 bytes of a scope, buffers written in a Pipelined loop counted num_stages times.
 int64_t l1_estimate(const Stmt& scope) {
   struct V : StmtVisitor {
@@ -143,7 +124,7 @@ class Pass : public StmtMutator {
 
   static bool invariant(const Region& r, int var) {
     for (const auto& s : r.start)
-      if (mentions(s, var)) return false;
+      if (uses_var(s, var)) return false;
     return true;
   }
 
