@@ -179,6 +179,7 @@ TEST(CvSplit, ScopedProgramsAreLeftUnchanged) {
 /// Builds an unscoped program around `body` and runs the split, expecting an error.
 void expect_split_error(const std::function<void(KernelBuilder&)>& body,
                         const std::vector<std::string>& fragments) {
+  SCOPED_TRACE(fragments.front());
   testing::expect_user_error(
       [&] {
         KernelBuilder kb("bad", 1);
@@ -212,29 +213,48 @@ TEST(CvSplit, WhatCannotBeSplitIsAClearError) {
         copy(x(kb.launch().vid, all), b(0, all));
       },
       {"vid in unscoped code"});
+  // A Cube tile of `rows` x 32 into UB buffer s: a crossing, so s and what shares its rows
+  // are split between the vector cores.
+  auto from_cube = [](int64_t rows, Tensor s) {
+    auto a0 = alloc_L0A("a0", {rows, 32}, f16);
+    auto b0 = alloc_L0B("b0", {32, 32}, f16);
+    auto c0 = alloc_L0C("c0", {rows, 32}, f32);
+    gemm(a0, b0, c0);
+    copy(c0, s);
+  };
   expect_split_error(
-      [](KernelBuilder& kb) {
-        auto x = kb.input("x", {3, 64}, f32);
-        auto b = alloc_ub("b", {3, 64}, f32);
-        copy(x, b);
+      [&](KernelBuilder&) {
+        auto s = alloc_ub("s", {3, 32}, f32);
+        from_cube(3, s);
       },
       {"has 3 rows, which do not split between the 2 vector cores"});
   expect_split_error(
-      [](KernelBuilder& kb) {
-        auto x = kb.input("x", {64, 64}, f32);
-        auto b = alloc_ub("b", {64, 64}, f32);
-        copy(x(rows(0, 32), all), b(rows(0, 32), all));
+      [&](KernelBuilder&) {
+        auto s = alloc_ub("s", {64, 32}, f32);
+        from_cube(64, s);
+        tile::exp(s(rows(0, 32), all), s(rows(0, 32), all));
       },
-      {"uses part of the rows of 'b'"});
+      {"uses part of the rows of 's'"});
   expect_split_error(
-      [](KernelBuilder& kb) {
-        auto x = kb.input("x", {64}, f32);
-        auto b = alloc_ub("b", {64}, f32);
-        auto s = alloc_ub("s", {2}, f32);
-        copy(x, b);
-        reduce_sum(b, s);
+      [&](KernelBuilder&) {
+        auto s = alloc_ub("s", {64, 32}, f32);
+        auto v = alloc_ub("v", {64}, f32);
+        auto t = alloc_ub("t", {2}, f32);
+        from_cube(64, s);
+        reduce_sum(s(all, 0), v);  // row vector of s: shares its rows
+        reduce_sum(v, t);
       },
       {"reduction along the rows"});
+  expect_split_error(
+      [&](KernelBuilder& kb) {
+        auto Y = kb.output("Y", {64}, f32);
+        auto s = alloc_ub("s", {64, 32}, f32);
+        auto m = alloc_ub("m", {64}, f32);
+        from_cube(64, s);
+        tile::fill(m, 1.0);  // never meets s row by row: replicated
+        copy(m, Y);
+      },
+      {"store of 'm', which every vector core holds whole"});
   // A value carried across iterations by a buffer two stages share.
   expect_split_error(
       [](KernelBuilder& kb) {
@@ -289,6 +309,55 @@ TEST(CvSplit, WhatCannotBeSplitIsAClearError) {
         });
       },
       {"cross_interval=2 has no effect"});
+}
+
+/// Y = X[idx] B: rows of X gathered by index (scalar reads of a replicated index vector),
+/// one row per copy in a row loop, handed to the Cube as one tile.
+TEST(CvSplit, GatheredRowsAndReplicatedIndicesMatchTheReference) {
+  constexpr int64_t n = 16, N = 40;
+  KernelBuilder kb("gather", 1);
+  auto X = kb.input("X", {N, 32}, f16);
+  auto I = kb.input("I", {n}, i32);
+  auto Bm = kb.input("B", {32, 32}, f16);
+  auto Y = kb.output("Y", {n, 32}, f32);
+  auto idx = alloc_ub("idx", {n}, i32);
+  auto g = alloc_ub("g", {n, 32}, f16);
+  auto g_l1 = alloc_L1("g_l1", {n, 32}, f16);
+  auto b_l1 = alloc_L1("b_l1", {32, 32}, f16);
+  auto a0 = alloc_L0A("a0", {n, 32}, f16);
+  auto b0 = alloc_L0B("b0", {32, 32}, f16);
+  auto c0 = alloc_L0C("c0", {n, 32}, f32);
+  auto y = alloc_ub("y", {n, 32}, f32);
+  copy(I, idx);
+  serial(n, [&](Ex r) { copy(X(load(idx, {r}), all), g(r, all)); });
+  copy(g, g_l1);
+  copy(Bm, b_l1);
+  copy(g_l1, a0);
+  copy(b_l1, b0);
+  gemm(a0, b0, c0);
+  copy(c0, y);
+  copy(y, Y);
+  auto p = compiled(kb.finish());
+  std::string ir = ir::print(p);
+  EXPECT_NE(ir.find("alloc idx: UB i32[16]"), std::string::npos) << ir;   // replicated
+  EXPECT_NE(ir.find("alloc g: UB f16[8, 32]"), std::string::npos) << ir;  // split
+  std::vector<double> x(N * 32), b(32 * 32), ind(n);
+  for (size_t e = 0; e < x.size(); ++e) x[e] = static_cast<double>(e % 9) - 4;
+  for (size_t e = 0; e < b.size(); ++e) b[e] = static_cast<double>(e % 5) - 2;
+  for (int64_t r = 0; r < n; ++r)
+    ind[static_cast<size_t>(r)] = static_cast<double>((r * 7 + 3) % N);
+  sim::HostData io{{"X", x}, {"I", ind}, {"B", b}};
+  sim::SimOptions o;
+  o.detect_races = true;
+  sim::simulate(lower::lower(p, testing::a3()), testing::a3(), &io, o);
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t col = 0; col < 32; ++col) {
+      double want = 0;
+      for (int64_t k = 0; k < 32; ++k)
+        want += x[static_cast<size_t>(ind[static_cast<size_t>(r)] * 32 + k)] *
+                b[static_cast<size_t>(k * 32 + col)];
+      ASSERT_EQ(io.at("Y")[static_cast<size_t>(r * 32 + col)], want) << r << "," << col;
+    }
 }
 
 }  // namespace

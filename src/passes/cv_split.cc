@@ -147,11 +147,73 @@ bool check_unscoped(const Program& p) {
 }
 
 // ---------------------------------------------------------------------------------------
-// Step 1: the rows of every UB buffer are split between the vector cores.
+// Step 1: the rows of the UB buffers that exchange tiles with the Cube are split between
+// the vector cores; UB buffers that never meet them row by row are replicated.
+
+/// The UB buffers to split: those exchanged with the Cube, and every buffer that shares
+/// rows with one in a vector op (same leading extent, used whole; a broadcast of a
+/// [1, C] / [C] column vector does not share rows). The rest (index vectors, masks, page
+/// tables) is replicated: each vector core holds and computes all of it.
+std::set<int> split_buffers(const Stmt& body) {
+  std::map<int, int> parent;
+  auto find = [&](int x) {
+    while (parent.count(x) && parent[x] != x) x = parent[x];
+    return x;
+  };
+  auto unite = [&](int a, int b) {
+    parent.emplace(a, a);
+    parent.emplace(b, b);
+    a = find(a), b = find(b);
+    if (a != b) parent[a] = b;
+  };
+  std::set<int> seeds;
+  auto row_tile = [](const Region& r) {
+    return r.buffer->scope == Scope::UB && r.extent[0] == r.buffer->shape[0];
+  };
+  struct V : StmtVisitor {
+    std::function<void(const std::vector<Region>&, bool)> op;
+    std::function<void(const Region&)> seed;
+    void visit_copy(const CopyStmt& c, const StmtNode& n) override {
+      if (is_crossing(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, &n)))
+        seed(c.src.buffer->scope == Scope::UB ? c.src : c.dst);
+      else if (c.src.buffer->scope == Scope::UB && c.dst.buffer->scope == Scope::UB)
+        op({c.src, c.dst}, false);
+    }
+    void visit_tile(const TileOpStmt& t, const StmtNode&) override {
+      std::vector<Region> rs = {t.dst};
+      rs.insert(rs.end(), t.srcs.begin(), t.srcs.end());
+      op(rs, t.op == TileOpKind::Broadcast);
+    }
+    void visit_reduce(const ReduceStmt& r, const StmtNode&) override { op({r.src, r.dst}, false); }
+  } v;
+  v.seed = [&](const Region& r) { seeds.insert(r.buffer->id); };
+  v.op = [&](const std::vector<Region>& rs, bool broadcast) {
+    // A broadcast shares rows only from a row vector ([R] or [R, 1] into [R, C]).
+    size_t n = rs.size();
+    if (broadcast && n == 2) {
+      auto sq = rs[1].squeezed();
+      bool row_vec = (sq.size() == 1 && rs[1].extent.size() == 1) ||
+                     (sq.size() >= 1 && rs[1].extent.back() == 1);
+      if (!row_vec) n = 1;
+    }
+    for (size_t i = 1; i < n; ++i)
+      if (row_tile(rs[0]) && row_tile(rs[i]) && rs[0].extent[0] == rs[i].extent[0])
+        unite(rs[0].buffer->id, rs[i].buffer->id);
+  };
+  v.visit(body);
+  std::set<int> roots;
+  for (int s : seeds) roots.insert(find(s));
+  std::set<int> out = seeds;
+  for (const auto& [id, p] : parent)
+    if (roots.count(find(id))) out.insert(id);
+  return out;
+}
 
 class RowSplit : public RegionRewriter {
  public:
-  RowSplit(int nv) : nv_(nv) {}
+  RowSplit(int nv, std::set<int> split) : nv_(nv), split_(std::move(split)) {}
+
+  bool is_split(const Buffer& b) const { return b->scope == Scope::UB && split_.count(b->id); }
 
   Buffer half(const Buffer& b) {
     auto it = map_.find(b->id);
@@ -169,8 +231,46 @@ class RowSplit : public RegionRewriter {
     return h;
   }
 
+  /// One row of a split buffer indexed by a row loop's variable: the vector core's own row.
+  Region rewrite(const Region& r) override {
+    if (is_split(r.buffer) && r.extent[0] == 1)
+      if (auto* v = std::get_if<VarRef>(&r.start[0]->node); v && rows_.count(v->var->id)) {
+        Region out = r;
+        for (size_t d = 1; d < out.start.size(); ++d) out.start[d] = expr(out.start[d]);
+        out.buffer = half(r.buffer);
+        return out;
+      }
+    return RegionRewriter::rewrite(r);
+  }
+
+  /// A row loop's variable elsewhere: the row of the whole tile, vid * rows / nv + r.
+  Expr var(const Expr& e, const VarRef& v) override {
+    auto it = rows_.find(v.var->id);
+    if (it == rows_.end()) return e;
+    return make_binary(BinOp::Add, e, make_binary(BinOp::Mul, make_vid(), make_int(it->second)));
+  }
+
+  /// `for r in [0, R)` writing row r of a split buffer of R rows: each vector core runs
+  /// its R / nv rows.
+  Stmt mutate_for(const ForStmt& f, const Stmt& self) override {
+    auto b = as_const(f.begin), e = as_const(f.end);
+    bool row_loop = false;
+    if (b == 0 && e && f.step == 1)
+      for (const auto& a : collect_accesses(f.body, {}))
+        if (is_split(a.region.buffer) && a.region.buffer->shape[0] == *e && a.region.extent[0] == 1)
+          if (auto* v = std::get_if<VarRef>(&a.region.start[0]->node); v && v->var == f.var)
+            row_loop = true;
+    if (!row_loop) return RegionRewriter::mutate_for(f, self);
+    rows_[f.var->id] = *e / nv_;
+    ForStmt g = f;
+    g.end = make_int(*e / nv_);
+    g.body = mutate(f.body);
+    rows_.erase(f.var->id);
+    return make_stmt(std::move(g), self->loc);
+  }
+
   Region region(Region r) override {
-    if (r.buffer->scope != Scope::UB) return r;
+    if (!is_split(r.buffer)) return r;
     if (as_const(r.start[0]) != 0 || r.extent[0] != r.buffer->shape[0])
       fail(loc_,
            fmt::format("UB operand {} uses part of the rows of '{}': each vector core owns 1/{} "
@@ -183,7 +283,7 @@ class RowSplit : public RegionRewriter {
   }
 
   Expr load(const Load& l, std::vector<Expr> idx, const Loc& loc) override {
-    if (l.buffer->scope == Scope::UB)
+    if (is_split(l.buffer))
       fail(loc_,
            fmt::format("scalar read of '{}', whose rows are split between the vector cores",
                        l.buffer->name),
@@ -194,8 +294,8 @@ class RowSplit : public RegionRewriter {
   Stmt mutate_leaf(const Stmt& s) override {
     loc_ = s->loc;
     if (auto* a = std::get_if<AllocStmt>(&s->node))
-      return a->buffer->scope == Scope::UB ? make_stmt(AllocStmt{half(a->buffer)}, s->loc) : s;
-    if (auto* r = std::get_if<ReduceStmt>(&s->node)) {
+      return is_split(a->buffer) ? make_stmt(AllocStmt{half(a->buffer)}, s->loc) : s;
+    if (auto* r = std::get_if<ReduceStmt>(&s->node); r && is_split(r->src.buffer)) {
       int rank = static_cast<int>(r->src.extent.size());
       int dim = r->dim < 0 ? rank + r->dim : r->dim;
       if (dim == 0)
@@ -203,7 +303,7 @@ class RowSplit : public RegionRewriter {
              "reduce along a later dimension");
     }
     if (auto* t = std::get_if<TileOpStmt>(&s->node); t && t->scalar)
-      if (std::holds_alternative<Region>(t->scalar->value))
+      if (auto* sr = std::get_if<Region>(&t->scalar->value); sr && is_split(sr->buffer))
         fail(s->loc, "scalar operand read from UB, whose rows are split between the vector cores",
              "broadcast the value into a tile and use a tile operand");
     Stmt out = RegionRewriter::mutate_leaf(s);
@@ -213,9 +313,19 @@ class RowSplit : public RegionRewriter {
       bool in = orig.src.buffer->scope == Scope::GM && orig.dst.buffer->scope == Scope::UB;
       bool outc = orig.src.buffer->scope == Scope::UB && orig.dst.buffer->scope == Scope::GM;
       if (in || outc) {
+        const Region& u = in ? orig.dst : orig.src;
+        if (!is_split(u.buffer)) {
+          if (outc)
+            fail(s->loc,
+                 fmt::format("store of '{}', which every vector core holds whole (it never "
+                             "shares rows with a tile of the Cube): both would write it",
+                             u.buffer->name),
+                 "store a tile that is exchanged with the Cube, or compute the result from one");
+          return out;
+        }
+        if (u.extent[0] != u.buffer->shape[0]) return out;  // one row, in a row loop
         CopyStmt m = *c;
         Region& g = in ? m.src : m.dst;
-        const Region& u = in ? orig.dst : orig.src;
         g = split_gm(g, u.extent[0], s->loc);
         return make_stmt(std::move(m), s->loc);
       }
@@ -247,6 +357,8 @@ class RowSplit : public RegionRewriter {
 
  private:
   int nv_;
+  std::set<int> split_;
+  std::map<int, int64_t> rows_;  // row loop variable -> rows per vector core
   std::map<int, Buffer> map_;
   Loc loc_;
 };
@@ -698,7 +810,7 @@ class Splitter {
 
 Program cv_split(const Program& p, const ChipConfig& chip, const PassOptions& o) {
   if (!check_unscoped(p)) return p;
-  RowSplit rows(chip.aiv_per_core);
+  RowSplit rows(chip.aiv_per_core, split_buffers(p.body));
   Program split = p;
   split.body = rows.mutate(p.body);
   // A pinned UB buffer keeps its offset in each vector core's UB.

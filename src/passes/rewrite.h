@@ -22,7 +22,8 @@ class RegionRewriter : public ir::StmtMutator {
   /// A region whose starts are already rewritten (default: unchanged).
   virtual ir::Region region(ir::Region r) { return r; }
 
-  ir::Region rewrite(const ir::Region& r);
+  /// A region: starts through expr(), then the region() hook.
+  virtual ir::Region rewrite(const ir::Region& r);
   ir::Stmt mutate_for(const ir::ForStmt& s, const ir::Stmt& self) override;
   ir::Stmt mutate_if(const ir::IfStmt& s, const ir::Stmt& self) override;
   ir::Stmt mutate_leaf(const ir::Stmt& s) override;
