@@ -45,6 +45,12 @@ using namespace lang;
 
 const std::vector<std::string> kVariants = {"baseline", "developer", "pa", "no_cv_pipeline"};
 
+std::vector<std::string> all_variants() {
+  auto v = kVariants;
+  v.push_back("auto");
+  return v;
+}
+
 struct Knobs {
   bool row_roundtrip;    // gather one row, copy it out, next row (baseline)
   bool per_row_softmax;  // scalar per-row loops instead of broadcast + tile ops
@@ -96,7 +102,10 @@ int64_t act_kv(const Params& p) {
   return p.at("act_kv") > 0 ? p.at("act_kv") : std::min<int64_t>(p.at("KV_S"), 2560);
 }
 
+ir::Program build_auto(const Params& p);
+
 ir::Program build(const Params& p, const std::string& variant) {
+  if (variant == "auto") return build_auto(p);
   const Knobs kn = knobs(variant, p);
   const int64_t B = p.at("B"), T = p.at("T"), H = p.at("H"), KVN = p.at("KV_N");
   const int64_t KVS = p.at("KV_S"), topk = p.at("topk"), cores = p.at("block_num");
@@ -483,6 +492,141 @@ ir::Program build(const Params& p, const std::string& variant) {
   return kb.finish();
 }
 
+/// The automatic version: the same dataflow written without scopes, flags, workspaces or
+/// slots. Per chunk of n_base sparse indices: gather the KV rows (Vector, one scalar-indexed
+/// copy per row), S = [q q_rope] [kv rope]^T with K = 576 in chunks of 64 (Cube), online
+/// softmax with the mask bias (Vector), O_c = P kv[:, :512] in four column blocks (Cube),
+/// rescale and accumulate (Vector). cv_split gives each vector core half of the gathered rows
+/// and half of the heads, keeps the indices, page table and bias whole on both, and
+/// pipelines the chunk loop across the cores.
+ir::Program build_auto(const Params& p) {
+  const int64_t B = p.at("B"), T = p.at("T"), H = p.at("H"), KVN = p.at("KV_N");
+  const int64_t KVS = p.at("KV_S"), topk = p.at("topk"), cores = p.at("block_num");
+  const int64_t n = p.at("n_base") > 0 ? p.at("n_base") : std::min<int64_t>(128, topk);
+  const int64_t m = std::min<int64_t>(p.at("m_base") > 0 ? p.at("m_base") : 16, H / KVN);
+  if (topk % n != 0)
+    throw ParamError{fmt::format("kernel 'sfa' [auto]: n_base={} must divide topk={} (the "
+                                 "automatic version has no partial chunk)",
+                                 n, topk)};
+  const int64_t G = H / KVN, groups = G / m, tasks = T * KVN * groups, per_b = T / B;
+  const int64_t pages = KVS / kPage, blocks = B * pages, act = act_kv(p), chunks = topk / n;
+  const int64_t cols = 128;  // O column block of one P V mmad (L0B holds [n, 128])
+  const bool causal = p.at("causal") != 0;
+  const double scale = scale_of(p);
+
+  KernelBuilder kb("sfa", cores);
+  auto query = kb.input("query", {T, H, kD}, bf16);
+  auto query_rope = kb.input("query_rope", {T, H, kRope}, bf16);
+  auto kv = kb.input("kv", {blocks, kPage, KVN, kDk}, bf16);
+  auto block_table = kb.input("block_table", {B, pages}, i32);
+  auto sparse = kb.input("sparse_indices", {T, KVN, topk}, i32);
+  auto out = kb.output("out", {T, H, kD}, bf16);
+  Ex cid = kb.launch().cid;
+
+  auto q_l1 = alloc_L1("q_l1", {m, kDk}, bf16);
+  auto kv_l1 = alloc_L1("kv_l1", {n, kDk}, bf16);
+  auto p_l1 = alloc_L1("p_l1", {m, n}, bf16);
+  auto qa0 = alloc_L0A("qa0", {m, 64}, bf16);
+  auto qa = alloc_L0A("qa", {m, 64}, bf16);
+  auto pa = alloc_L0A("pa", {m, n}, bf16);
+  auto kb0 = alloc_L0B("kb0", {64, n}, bf16);
+  auto kbk = alloc_L0B("kb", {64, n}, bf16);
+  auto vb = alloc_L0B("vb", {n, cols}, bf16);
+  auto s_c = alloc_L0C("s_c", {m, n}, f32);
+  auto o_c = alloc_L0C("o_c", {m, kD}, f32);
+  auto bt_ub = alloc_ub("bt_ub", {pages}, i32);
+  auto idx = alloc_ub("idx", {n}, i32);
+  auto mask = alloc_ub("mask", {n}, f32);
+  auto bias = alloc_ub("bias", {1, n}, f32);
+  auto gather = alloc_ub("gather", {n, kDk}, bf16);
+  auto s_ub = alloc_ub("s_ub", {m, n}, f32);
+  auto work = alloc_ub("work", {m, n}, f32);
+  auto bc = alloc_ub("bc", {m, n}, f32);
+  auto p_bf = alloc_ub("p_bf", {m, n}, bf16);
+  auto o_ub = alloc_ub("o_ub", {m, kD}, f32);
+  auto obc = alloc_ub("obc", {m, kD}, f32);
+  auto acc = alloc_ub("acc", {m, kD}, f32);
+  auto out_bf = alloc_ub("out_bf", {m, kD}, bf16);
+  auto nm = alloc_ub("neg_m", {m, 1}, f32);  // minus the running max
+  auto mx = alloc_ub("neg_m_new", {m, 1}, f32);
+  auto alpha = alloc_ub("alpha", {m, 1}, f32);
+  auto l = alloc_ub("l", {m, 1}, f32);
+  auto rs = alloc_ub("rowsum", {m, 1}, f32);
+
+  serial(cid, tasks, cores, [&](Ex t) {
+    Ex tok = t / (KVN * groups), head = (t / groups) % KVN;
+    Ex h0 = head * G + (t % groups) * m;
+    Ex bound = causal ? Ex(act - per_b) + tok % per_b : Ex(act - 1);
+    copy(block_table(tok / per_b, all), bt_ub);
+    copy(query(tok, slice(h0, m), all), q_l1(all, slice(0, kD)));
+    copy(query_rope(tok, slice(h0, m), all), q_l1(all, slice(kD, kRope)));
+    tile::fill(acc, 0.0);
+    tile::fill(l, 0.0);
+    tile::fill(nm, kNegMaxInit);
+    knob("num_stages", "pipeline_stages", 2, 1, 8, chunks, {"bias", "alpha"});
+    pipelined(chunks, PipelineOpts{2, 1}, [&](Ex c) {
+      // The chunk's indices; bias 0 where 0 <= index <= bound, -1e30 elsewhere.
+      copy(sparse(tok, head, slice(c * n, n)), idx);
+      tile::fill(bias, 0.0);
+      tile::compare(mask, idx, bound, CmpMode::LE);
+      tile::select(bias, mask, bias, kMasked);
+      tile::compare(mask, idx, 0, CmpMode::GE);
+      tile::select(bias, mask, bias, kMasked);
+      // Gather the KV rows through the page table (invalid indices read position 0).
+      serial(n, [&](Ex r) {
+        Ex i = load(idx, {r});
+        Ex pos = select(i >= 0 && i <= bound, i, 0);
+        copy(kv(load(bt_ub, {pos / kPage}), pos % kPage, head, all), gather(r, all));
+      });
+      copy(gather, kv_l1);
+      // S = q kv^T over K = 576 in chunks of 64.
+      copy(q_l1(all, slice(0, 64)), qa0);
+      copy(kv_l1(all, slice(0, 64)), kb0, CopyOpts{true, std::nullopt});
+      gemm(qa0, kb0, s_c);
+      pipelined(1, kDk / 64, PipelineOpts{2, 1}, [&](Ex k) {
+        copy(q_l1(all, slice(k * 64, 64)), qa);
+        copy(kv_l1(all, slice(k * 64, 64)), kbk, CopyOpts{true, std::nullopt});
+        gemm(qa, kbk, s_c, GemmOpts{false, false, false});
+      });
+      copy(s_c, s_ub);
+      // Online softmax of scale * S + bias.
+      tile::broadcast(work, bias);
+      tile::mul(s_ub, s_ub, scale);  // fused with the add into one axpy (fuse_axpy)
+      tile::add(work, work, s_ub);
+      reduce_max(work, mx);
+      tile::mul(mx, mx, -1.0);
+      tile::min(mx, mx, nm);
+      tile::sub(alpha, mx, nm);
+      tile::add(nm, mx, 0.0);
+      tile::broadcast(bc, mx);
+      tile::add(work, work, bc);
+      tile::exp(work, work);
+      tile::cast(p_bf, work);
+      copy(p_bf, p_l1);
+      reduce_sum(work, rs);
+      tile::exp(alpha, alpha);
+      tile::mul(l, l, alpha);
+      tile::add(l, l, rs);
+      // O_c = P kv[:, :512], 128 columns per mmad.
+      copy(p_l1, pa);
+      pipelined(kD / cols, PipelineOpts{2, 1}, [&](Ex j) {
+        copy(kv_l1(all, slice(j * cols, cols)), vb);
+        gemm(pa, vb, o_c(all, slice(j * cols, cols)));
+      });
+      copy(o_c, o_ub);
+      // acc = alpha acc + O_c
+      tile::broadcast(obc, alpha);
+      tile::mul(acc, acc, obc);
+      tile::add(acc, acc, o_ub);
+    });
+    tile::broadcast(obc, l);
+    tile::div(acc, acc, obc);
+    tile::cast(out_bf, acc);
+    copy(out_bf, out(tok, slice(h0, m), all));
+  });
+  return kb.finish();
+}
+
 /// splitmix64 stream for integer inputs (the same on every platform).
 struct Rng {
   uint64_t s;
@@ -619,8 +763,8 @@ KernelDef sfa_kernel() {
   return KernelDef{
       "sfa",
       "Sparse Flash Attention (DeepSeek-V3.2 sparse MLA decode): topk KV rows gathered through "
-      "a paged-KV block table, fixed-core launch",
-      kVariants,
+      "a paged-KV block table, fixed-core launch; `auto` written as dataflow only",
+      all_variants(),
       {{"B", 1, 1, 64, "batch (T/B query tokens each)"},
        {"T", 1, 1, 64, "query tokens"},
        {"H", 128, 16, 256, "query heads"},

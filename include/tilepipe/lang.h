@@ -244,6 +244,8 @@ void serial(Ex begin, Ex end, int64_t step, const std::function<void(Ex)>& body,
 void parallel(Ex n, const std::function<void(Ex)>& body, SrcLoc loc = SrcLoc::current());
 void pipelined(Ex n, PipelineOpts opts, const std::function<void(Ex)>& body,
                SrcLoc loc = SrcLoc::current());
+void pipelined(Ex begin, Ex end, PipelineOpts opts, const std::function<void(Ex)>& body,
+               SrcLoc loc = SrcLoc::current());
 /// Declares a tuning knob shaping the loop that follows (metadata for the advisor/tuner).
 void knob(const std::string& param, const std::string& role, int64_t value, int64_t min,
           int64_t max, int64_t trip_count, std::vector<std::string> versioned = {},

@@ -339,6 +339,11 @@ void pipelined(Ex n, PipelineOpts opts, const std::function<void(Ex)>& body, Src
   loop(0, std::move(n), 1, ir::ForKind::Pipelined, opts, body, loc);
 }
 
+void pipelined(Ex begin, Ex end, PipelineOpts opts, const std::function<void(Ex)>& body,
+               SrcLoc loc) {
+  loop(std::move(begin), std::move(end), 1, ir::ForKind::Pipelined, opts, body, loc);
+}
+
 void knob(const std::string& param, const std::string& role, int64_t value, int64_t min,
           int64_t max, int64_t trip_count, std::vector<std::string> versioned, SrcLoc loc) {
   KernelBuilder::current(loc).add_knob(
