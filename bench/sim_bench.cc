@@ -99,4 +99,25 @@ void BM_FaAutoVsExpert(benchmark::State& st) {
 }
 BENCHMARK(BM_FaAutoVsExpert)->Arg(8192)->Arg(32768)->Unit(benchmark::kMillisecond)->Iterations(1);
 
+// The automatic SFA (dataflow only) against the fastest hand-written version
+// (no_cv_pipeline) at the published shape, in one run: speed_vs_best =
+// cycles_best / cycles_auto (issue 8 asks >= 0.95).
+void BM_SfaAutoVsBest(benchmark::State& st) {
+  std::map<std::string, std::string> p = {{"KV_S", std::to_string(st.range(0))}};
+  double best = 0, autov = 0;
+  for (auto _ : st) {
+    best = run("sfa", p, sim::Mode::Timing, "no_cv_pipeline", true).sim.cycles;
+    autov = run("sfa", p, sim::Mode::Timing, "auto", true).sim.cycles;
+  }
+  st.counters["cycles_best"] = best;
+  st.counters["cycles_auto"] = autov;
+  st.counters["speed_vs_best"] = best / autov;
+}
+BENCHMARK(BM_SfaAutoVsBest)
+    ->Arg(2560)
+    ->Arg(6400)
+    ->Arg(48000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
 }  // namespace

@@ -505,9 +505,10 @@ ir::Program build_auto(const Params& p) {
   const int64_t n = p.at("n_base") > 0 ? p.at("n_base") : std::min<int64_t>(128, topk);
   const int64_t m = std::min<int64_t>(p.at("m_base") > 0 ? p.at("m_base") : 16, H / KVN);
   if (topk % n != 0)
-    throw ParamError{fmt::format("kernel 'sfa' [auto]: n_base={} must divide topk={} (the "
-                                 "automatic version has no partial chunk)",
-                                 n, topk)};
+    throw ParamError{
+        fmt::format("kernel 'sfa' [auto]: n_base={} must divide topk={} (the "
+                    "automatic version has no partial chunk)",
+                    n, topk)};
   const int64_t G = H / KVN, groups = G / m, tasks = T * KVN * groups, per_b = T / B;
   const int64_t pages = KVS / kPage, blocks = B * pages, act = act_kv(p), chunks = topk / n;
   const int64_t cols = 128;  // O column block of one P V mmad (L0B holds [n, 128])

@@ -47,6 +47,25 @@ std::vector<SfaCase> cases() {
   }
   // More tasks (32) than cores (24), so some cores run two.
   out.push_back({"pa", {{"T", "2"}, {"H", "256"}, {"KV_S", "256"}, {"topk", "64"}}});
+  // The automatic version: a whole number of chunks, so topk 200 becomes 192 in chunks of
+  // 64 (3 chunks, odd against the 2 pipeline stages); one chunk; the causal case; more tasks
+  // than cores.
+  out.push_back({"auto", kSmall});
+  out.push_back(
+      {"auto",
+       {{"H", "16"}, {"KV_S", "1024"}, {"topk", "192"}, {"n_base", "64"}, {"act_kv", "900"}}});
+  out.push_back({"auto", {{"H", "16"}, {"KV_S", "1024"}, {"topk", "128"}}});
+  out.push_back({"auto",
+                 {{"B", "2"},
+                  {"T", "4"},
+                  {"H", "32"},
+                  {"KV_N", "2"},
+                  {"KV_S", "512"},
+                  {"topk", "128"},
+                  {"act_kv", "300"},
+                  {"causal", "1"},
+                  {"scale_milli", "0"}}});
+  out.push_back({"auto", {{"T", "2"}, {"H", "256"}, {"KV_S", "256"}, {"topk", "64"}}});
   return out;
 }
 
@@ -144,6 +163,30 @@ TEST(SfaParams, RejectsShapesTheKernelIsNotWrittenFor) {
   EXPECT_THROW(kernels::resolve_params(k, {{"act_kv", "3000"}}), kernels::ParamError);
   EXPECT_THROW(kernels::resolve_params(k, {{"m_base", "24"}}), kernels::ParamError);
   EXPECT_THROW(kernels::resolve_params(k, {{"H", "24"}}), kernels::ParamError);
+}
+
+}  // namespace
+}  // namespace tilepipe
+
+namespace tilepipe {
+namespace {
+
+TEST(SfaAuto, IsWrittenAsDataflowOnly) {
+  const auto& k = kernels::find_kernel("sfa");
+  auto p = k.build(kernels::resolve_params(k, kSmall), "auto");
+  std::string ir = ir::print(p);
+  for (const char* word : {"scope", "flag", "barrier", "workspace", "vid"})
+    EXPECT_EQ(ir.find(word), std::string::npos) << word << " in\n" << ir;
+}
+
+TEST(SfaAuto, PartialChunksAreAParameterError) {
+  const auto& k = kernels::find_kernel("sfa");
+  try {
+    k.build(kernels::resolve_params(k, {{"H", "16"}, {"KV_S", "1024"}, {"topk", "200"}}), "auto");
+    ADD_FAILURE() << "topk 200 in chunks of 128 was accepted";
+  } catch (const kernels::ParamError& e) {
+    EXPECT_NE(e.message.find("n_base=128 must divide topk=200"), std::string::npos) << e.message;
+  }
 }
 
 }  // namespace
