@@ -11,6 +11,9 @@
 //   sync2     + cross-core signal every cross_interval=2 KV tiles
 //   expert    + axpy instead of mul + sub, num_stages=14
 //
+// and `auto` (build_auto): the same dataflow without scopes, flags, workspaces or slots,
+// compiled by the automatic-mode passes (docs/passes.md).
+//
 // Cube core, per task (one 128-row query block of one head):
 //   Q -> L1 (once); for each batch of num_stages KV tiles:
 //     GEMM1: S_i = Q K_i^T -> ws1 slot i (FIX, f32 -> f16), signal V

@@ -14,10 +14,11 @@
 //                   in 9 chunks of 64, MM2 K=256 in 8 chunks of 32, double-buffered L0A/L0B
 //                   so MTE1 overlaps M; the same gather ping-pong
 //
-// The original gets sync, the C/V split and `Pipelined(chunks, num_stages=2)` from automatic
-// passes this build does not have yet: the flags and the pipeline below are written by hand
-// to what those passes produce (pa: prologue C1(0), then C1(c+1) before C2(c) on the Cube
-// and V0(c+1) before V1(c) on the Vector). The automatic-mode issue replaces them.
+// The original gets sync, the C/V split and `Pipelined(chunks, num_stages=2)` for its first
+// three versions from automatic passes; here those four versions keep hand-written flags
+// and pipelines (pa: prologue C1(0), then C1(c+1) before C2(c) on the Cube and V0(c+1)
+// before V1(c) on the Vector), and the fifth, `auto` (build_auto), is the dataflow alone
+// compiled by our passes (docs/passes.md).
 //
 // Fixed-core launch: 24 blocks, each running tasks cid, cid + 24, ...; a task is one query
 // token, one KV head and m_base query heads. Workspaces are sized by the core count.
