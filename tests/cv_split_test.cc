@@ -247,12 +247,12 @@ TEST(CvSplit, WhatCannotBeSplitIsAClearError) {
       {"reduction along the rows"});
   expect_split_error(
       [&](KernelBuilder& kb) {
-        auto Y = kb.output("Y", {64}, f32);
+        auto Y = kb.output("Y", {32}, f32);
         auto s = alloc_ub("s", {64, 32}, f32);
         auto m = alloc_ub("m", {64}, f32);
         from_cube(64, s);
-        tile::fill(m, 1.0);  // never meets s row by row: replicated
-        copy(m, Y);
+        tile::fill(m, 1.0);  // never meets s row by row, stored in part: replicated
+        copy(m(slice(0, 32)), Y);
       },
       {"store of 'm', which every vector core holds whole"});
   // A value carried across iterations by a buffer two stages share.
@@ -358,6 +358,140 @@ TEST(CvSplit, GatheredRowsAndReplicatedIndicesMatchTheReference) {
                 b[static_cast<size_t>(k * 32 + col)];
       ASSERT_EQ(io.at("Y")[static_cast<size_t>(r * 32 + col)], want) << r << "," << col;
     }
+}
+
+/// Runs an unscoped program through the whole pipeline and the simulator (functional, race
+/// detection on): it must run ("") or stop with the user diagnostic `kind`, never fail
+/// inside tilepipe.
+void expect_runs_or_diagnoses(const std::function<void(KernelBuilder&)>& body,
+                              const std::string& what, const std::string& kind = "") {
+  SCOPED_TRACE(what);
+  std::string got;
+  try {
+    KernelBuilder kb("odd", 1);
+    body(kb);
+    auto p = compiled(kb.finish());
+    sim::SimOptions o;
+    o.detect_races = true;
+    sim::HostData io;
+    sim::simulate(lower::lower(p, testing::a3()), testing::a3(), &io, o);
+  } catch (const UserError& e) {
+    got = e.diagnostics().front().kind;
+  } catch (const lang::BuildError&) {
+    got = "build";
+  }
+  EXPECT_EQ(got, kind);
+}
+
+TEST(CvSplit, OddProgramsRunOrEndInADiagnostic) {
+  expect_runs_or_diagnoses([](KernelBuilder&) {}, "empty kernel");
+  expect_runs_or_diagnoses(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {64}, f32);
+        auto y = kb.output("y", {64}, f32);
+        copy(x, y);
+      },
+      "GM -> GM copy", "outside-scope");
+  expect_runs_or_diagnoses(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {4, 32, 32}, f16);
+        auto a = alloc_L1("a", {32, 32}, f16);
+        auto a0 = alloc_L0A("a0", {32, 32}, f16);
+        auto b0 = alloc_L0B("b0", {32, 32}, f16);
+        auto c0 = alloc_L0C("c0", {32, 32}, f32);
+        auto s = alloc_ub("s", {32, 32}, f32);
+        pipelined(0, PipelineOpts{3, 1}, [&](Ex t) {
+          copy(x(t, all, all), a);
+          copy(a, a0);
+          copy(a, b0);
+          gemm(a0, b0, c0);
+          copy(c0, s);
+        });
+      },
+      "pipeline of zero trips");
+  expect_runs_or_diagnoses(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {9, 32, 32}, f16);
+        auto y = kb.output("y", {9, 32, 32}, f32);
+        auto a = alloc_L1("a", {32, 32}, f16);
+        auto a0 = alloc_L0A("a0", {32, 32}, f16);
+        auto b0 = alloc_L0B("b0", {32, 32}, f16);
+        auto c0 = alloc_L0C("c0", {32, 32}, f32);
+        auto s = alloc_ub("s", {32, 32}, f32);
+        auto& k = KernelBuilder::current();
+        Ex t = k.begin_for("t", 1, 9, 3, ir::ForKind::Pipelined, PipelineOpts{2, 2},
+                           ir::Loc::from(std::source_location::current()));
+        copy(x(t, all, all), a);
+        copy(a, a0);
+        copy(a, b0);
+        gemm(a0, b0, c0);
+        copy(c0, s);
+        tile::exp(s, s);
+        copy(s, y(t, all, all));
+        k.end_for(ir::Loc::from(std::source_location::current()));
+      },
+      "pipeline with step 3 from 1");
+  expect_runs_or_diagnoses(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {4, 32, 32}, f16);
+        auto a = alloc_L1("a", {32, 32}, f16);
+        auto a0 = alloc_L0A("a0", {32, 32}, f16);
+        auto b0 = alloc_L0B("b0", {32, 32}, f16);
+        auto c0 = alloc_L0C("c0", {32, 32}, f32);
+        auto s = alloc_ub("s", {32, 32}, f32);
+        pipelined(4, PipelineOpts{2, 1}, [&](Ex t) {
+          pipelined(2, PipelineOpts{2, 1}, [&](Ex) {
+            copy(x(t, all, all), a);
+            copy(a, a0);
+            copy(a, b0);
+            gemm(a0, b0, c0);
+            copy(c0, s);
+          });
+        });
+      },
+      "nested cross-core pipelines", "cv-split");
+  expect_runs_or_diagnoses(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {4, 32, 32}, f16);
+        auto a = alloc_L1("a", {32, 32}, f16);
+        auto a0 = alloc_L0A("a0", {32, 32}, f16);
+        auto b0 = alloc_L0B("b0", {32, 32}, f16);
+        auto c0 = alloc_L0C("c0", {32, 32}, f32);
+        auto s = alloc_ub("s", {32, 32}, f32);
+        serial(4, [&](Ex t) {
+          if_else(
+              t % 2 == 0,
+              [&] {
+                copy(x(t, all, all), a);
+                copy(a, a0);
+                copy(a, b0);
+                gemm(a0, b0, c0);
+                copy(c0, s);
+              },
+              [&] { tile::fill(s, 1.0); });
+        });
+      },
+      "crossing in one branch");
+  expect_runs_or_diagnoses(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {64, 64}, f32);
+        auto y = kb.output("y", {64, 64}, f32);
+        auto u = alloc_ub("u", {64, 64}, f32);
+        copy(x, u);
+        tile::exp(u, u);
+        copy(u, y);
+      },
+      "vector-only program (split by its store)");
+  expect_runs_or_diagnoses(
+      [](KernelBuilder& kb) {
+        auto x = kb.input("x", {4, 64}, f32);
+        auto u = alloc_ub("u", {64}, f32);
+        pipelined(4, PipelineOpts{2, 1}, [&](Ex t) {
+          copy(x(t, all), u);
+          tile::exp(u, u);
+        });
+      },
+      "single-core pipeline outside scopes");
 }
 
 }  // namespace

@@ -150,7 +150,8 @@ bool check_unscoped(const Program& p) {
 // Step 1: the rows of the UB buffers that exchange tiles with the Cube are split between
 // the vector cores; UB buffers that never meet them row by row are replicated.
 
-/// The UB buffers to split: those exchanged with the Cube, and every buffer that shares
+/// The UB buffers to split: those exchanged with the Cube or stored to GM, and every buffer
+/// that shares
 /// rows with one in a vector op (same leading extent, used whole; a broadcast of a
 /// [1, C] / [C] column vector does not share rows). The rest (index vectors, masks, page
 /// tables) is replicated: each vector core holds and computes all of it.
@@ -176,6 +177,9 @@ std::set<int> split_buffers(const Stmt& body) {
     void visit_copy(const CopyStmt& c, const StmtNode& n) override {
       if (is_crossing(std::shared_ptr<const StmtNode>(std::shared_ptr<const StmtNode>{}, &n)))
         seed(c.src.buffer->scope == Scope::UB ? c.src : c.dst);
+      else if (c.src.buffer->scope == Scope::UB && c.dst.buffer->scope == Scope::GM &&
+               c.src.extent[0] == c.src.buffer->shape[0])
+        seed(c.src);  // a stored tile: each vector core stores its rows
       else if (c.src.buffer->scope == Scope::UB && c.dst.buffer->scope == Scope::UB)
         op({c.src, c.dst}, false);
     }
