@@ -696,15 +696,15 @@ TEST(Verify, PipelinedWithZeroCrossIntervalIsABadLoop) {
                here(-4)});
 }
 
-TEST(Verify, ParallelLoopIsUnsupported) {
+TEST(Verify, ParallelLoopWithoutTheVectorizePassIsUnsupported) {
   KernelBuilder kb("k", 1);
   scope_v([&] {
     auto u = alloc_ub("u", {64}, f16);
     parallel(64, [&](Ex) { tile::relu(u, u); });
   });
   expect_diag(kb.finish(), "unsupported",
-              {"Parallel loops need the automatic-mode passes, which this build does not have "
-               "yet; the loop would silently run serially",
+              {"Parallel loops need the vectorize pass, which is off; the loop would silently run "
+               "serially",
                "write the loop with serial(...)", here(-5)});
 }
 

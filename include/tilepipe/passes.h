@@ -18,6 +18,9 @@ namespace tilepipe::passes {
 /// The validated option table of the pipeline (the original's pass configs). Switches
 /// that would have no effect are errors, not silently ignored (validate()).
 struct PassOptions {
+  /// Vectorisation: Parallel loops become tile ops over all their rows. Off: a Parallel
+  /// loop is an error (`unsupported`), never a silent serial loop.
+  bool vectorize = true;
   /// AUTO_CV_COMBINE + AUTO_CV_SYNC: split unscoped code into Cube and Vector scopes, with
   /// GM workspaces and cross-core flags, and turn Pipelined loops mixing Cube and Vector
   /// work into cross-core pipelines. Off: unscoped code is an error (`outside-scope`).

@@ -43,6 +43,8 @@ struct VerifyOptions {
   /// (the split routes them through GM workspaces), and so are Pipelined loops outside
   /// scopes (the cross-core pipeline).
   bool unscoped = false;
+  /// Accept Parallel loops (the vectorize pass turns them into tile ops).
+  bool parallel = false;
 };
 
 /// All problems found in `p` for `chip` (empty = valid).

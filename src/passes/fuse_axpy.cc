@@ -6,18 +6,13 @@
 #include <set>
 
 #include "passes/dependence.h"
+#include "passes/rewrite.h"
 
 namespace tilepipe::passes {
 
 using namespace ir;
 
 namespace {
-
-bool covers_whole(const Region& r) {
-  for (size_t d = 0; d < r.extent.size(); ++d)
-    if (as_const(r.start[d]) != 0 || r.extent[d] != r.buffer->shape[d]) return false;
-  return true;
-}
 
 bool same_region(const Region& a, const Region& b) {
   if (a.buffer->id != b.buffer->id || a.extent != b.extent || a.start.size() != b.start.size())
@@ -188,38 +183,6 @@ class Finder {
   const Program& p_;
   std::map<int, std::vector<const StmtNode*>> users_;  // buffer id -> accessing statements
 };
-
-/// `r` with the one dimension indexed by exactly the loop variable (extent 1) widened to
-/// rows [begin, begin + n); nullopt when the variable appears anywhere else.
-std::optional<Region> widen(const Region& r, int var, int64_t begin, int64_t n, size_t* dim) {
-  std::optional<size_t> k;
-  for (size_t d = 0; d < r.start.size(); ++d) {
-    auto* v = std::get_if<VarRef>(&r.start[d]->node);
-    if (v && v->var->id == var && r.extent[d] == 1 && !k) {
-      k = d;
-    } else if (uses_var(r.start[d], var)) {
-      return std::nullopt;
-    }
-  }
-  if (!k) return std::nullopt;
-  Region out = r;
-  out.start[*k] = make_int(begin, r.start[*k]->loc);
-  out.extent[*k] = n;
-  if (dim) *dim = *k;
-  return out;
-}
-
-/// Is every possible start of `r` a multiple of the UB alignment (as the verifier sees it:
-/// a constant start counts by its value, any other by its dimension's stride)?
-bool ub_aligned(const Region& r, int64_t align) {
-  int64_t stride = dtype_bytes(r.buffer->dtype);
-  for (size_t d = r.start.size(); d-- > 0;) {
-    auto c = as_const(r.start[d]);
-    if ((c ? *c * stride : stride) % align != 0) return false;
-    stride *= r.buffer->shape[d];
-  }
-  return true;
-}
 
 /// Vectorises per-row scalar loops in automatic scopes:
 ///   for r in [b, b + n): muls(B(r, ...), W(r, ...), s); adds(B(r, ...), B(r, ...), at(m, r))

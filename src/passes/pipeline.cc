@@ -10,6 +10,7 @@
 #include "passes/l1_residency.h"
 #include "passes/multibuffer.h"
 #include "passes/plan_memory.h"
+#include "passes/vectorize.h"
 #include "tilepipe/passes.h"
 #include "tilepipe/verify.h"
 
@@ -17,6 +18,9 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
+      {"vectorize",
+       "Parallel loops -> tile ops over all their rows (row broadcasts for per-row scalars)",
+       [](const PassOptions& o) { return o.vectorize; }, &vectorize},
       {"cv_split",
        "unscoped code into Cube and Vector scopes: GM workspaces, cross-core flags, "
        "cross-core pipelines of mixed Pipelined loops",
@@ -84,6 +88,7 @@ VerifyOptions verify_options(const PassOptions& o) {
   VerifyOptions v;
   v.capacity = !o.memory_planning;
   v.unscoped = o.cv_split;
+  v.parallel = o.vectorize;
   return v;
 }
 

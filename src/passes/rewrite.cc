@@ -1,9 +1,39 @@
 // RegionRewriter (rewrite.h).
 #include "passes/rewrite.h"
 
+#include "passes/dependence.h"
+
 namespace tilepipe::passes {
 
 using namespace ir;
+
+std::optional<Region> widen(const Region& r, int var, int64_t begin, int64_t n, size_t* dim) {
+  std::optional<size_t> k;
+  for (size_t d = 0; d < r.start.size(); ++d) {
+    auto* v = std::get_if<VarRef>(&r.start[d]->node);
+    if (v && v->var->id == var && r.extent[d] == 1 && !k) {
+      k = d;
+    } else if (uses_var(r.start[d], var)) {
+      return std::nullopt;
+    }
+  }
+  if (!k) return std::nullopt;
+  Region out = r;
+  out.start[*k] = make_int(begin, r.start[*k]->loc);
+  out.extent[*k] = n;
+  if (dim) *dim = *k;
+  return out;
+}
+
+bool ub_aligned(const Region& r, int64_t align) {
+  int64_t stride = dtype_bytes(r.buffer->dtype);
+  for (size_t d = r.start.size(); d-- > 0;) {
+    auto c = as_const(r.start[d]);
+    if ((c ? *c * stride : stride) % align != 0) return false;
+    stride *= r.buffer->shape[d];
+  }
+  return true;
+}
 
 Expr RegionRewriter::expr(const Expr& e) {
   return std::visit(

@@ -3,11 +3,22 @@
 // rows between the vector cores. Override the hooks; the defaults rebuild unchanged.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "tilepipe/ir.h"
 
 namespace tilepipe::passes {
+
+/// `r` with the one dimension indexed by exactly loop variable `var` (extent 1) widened to
+/// [begin, begin + n); nullopt when the variable appears anywhere else or nowhere. `dim`
+/// receives the widened dimension.
+std::optional<ir::Region> widen(const ir::Region& r, int var, int64_t begin, int64_t n,
+                                size_t* dim = nullptr);
+
+/// Is every possible start of `r` a multiple of `align` bytes (as the verifier sees it: a
+/// constant start counts by its value, any other by its dimension's stride)?
+bool ub_aligned(const ir::Region& r, int64_t align);
 
 class RegionRewriter : public ir::StmtMutator {
  public:

@@ -502,10 +502,10 @@ class Verifier {
                         n.num_stages, n.cross_interval),
             "num_stages=0 turns pipelining off; cross_interval=1 syncs every iteration");
     }
-    if (n.kind == ForKind::Parallel) {
+    if (n.kind == ForKind::Parallel && !opts_.parallel) {
       error(s.loc, "unsupported",
-            "Parallel loops need the automatic-mode passes, which this build does not have "
-            "yet; the loop would silently run serially",
+            "Parallel loops need the vectorize pass, which is off; the loop would silently run "
+            "serially",
             "write the loop with serial(...) and explicit tile ops / hand multi-buffering");
     } else if (n.kind == ForKind::Pipelined && !scope_ && !opts_.unscoped) {
       error(s.loc, "unsupported",

@@ -1,0 +1,96 @@
+// Vectorisation: a Parallel loop over rows becomes tile ops over all rows (golden IR), a
+// per-row scalar becomes a row broadcast, the values match the serial loop, and a loop that
+// cannot be vectorised is an error naming the statement.
+#include "passes/vectorize.h"
+
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "tilepipe/lang.h"
+#include "tilepipe/lower.h"
+#include "tilepipe/passes.h"
+#include "tilepipe/sim.h"
+
+namespace tilepipe {
+namespace {
+
+using namespace lang;
+
+/// y[r] = (x[r] - m[r]) * 2 per row r of an 8 x 64 tile, as a Parallel (or serial) loop.
+ir::Program rows(bool parallel_loop) {
+  KernelBuilder kb("rows", 1);
+  auto x = kb.input("x", {2, 8, 64}, f32);
+  auto y = kb.output("y", {2, 8, 64}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    auto a = alloc_ub("a", {8, 64}, f32);
+    auto b = alloc_ub("b", {8, 64}, f32);
+    auto m = alloc_ub("m", {8, 1}, f32);
+    copy(x(vid, all, all), a);
+    reduce_max(a, m);
+    auto body = [&](Ex r) {
+      tile::sub(b(r, all), a(r, all), at(m, {r, 0}));
+      tile::mul(b(r, all), b(r, all), 2.0);
+    };
+    if (parallel_loop)
+      parallel(8, body);
+    else
+      serial(8, body);
+    copy(b, y(vid, all, all));
+  });
+  return kb.finish();
+}
+
+TEST(Vectorize, ParallelRowsBecomeTileOpsWithARowBroadcast) {
+  auto p = passes::vectorize(rows(true), testing::a3(), {});
+  std::string ir = ir::print(p);
+  EXPECT_NE(ir.find("    tile.broadcast b, m\n    tile.sub b, a, b\n    tile.mul b, b, 2.0\n"),
+            std::string::npos)
+      << ir;
+  EXPECT_EQ(ir.find("parallel"), std::string::npos) << ir;
+}
+
+TEST(Vectorize, ValuesMatchTheSerialLoop) {
+  sim::HostData results[2];
+  for (int par = 0; par < 2; ++par) {
+    ir::Program p = rows(par == 1);
+    passes::PassOptions o;
+    verify_or_throw(p, testing::a3(), passes::verify_options(o));
+    auto low = lower::lower(passes::run_passes(p, testing::a3(), o), testing::a3());
+    std::vector<double> x(2 * 8 * 64);
+    for (size_t e = 0; e < x.size(); ++e) x[e] = static_cast<double>(e % 11) - 5;
+    results[par] = {{"x", x}};
+    sim::SimOptions so;
+    so.detect_races = true;
+    sim::simulate(low, testing::a3(), &results[par], so);
+  }
+  EXPECT_EQ(results[0].at("y"), results[1].at("y"));
+}
+
+TEST(Vectorize, ALoopThatStaysScalarIsAnError) {
+  testing::expect_user_error(
+      [] {
+        KernelBuilder kb("k", 1);
+        scope_v([&] {
+          auto a = alloc_ub("a", {8, 64}, f32);
+          auto s = alloc_ub("s", {64}, f32);
+          parallel(8, [&](Ex r) { tile::add(a(r, all), a(r, all), s); });
+        });
+        passes::vectorize(kb.finish(), testing::a3(), {});
+      },
+      {"this Parallel loop stays scalar", "operand s does not index one dimension",
+       "vectorize_test.cc:", "write it with serial(...)"});
+  testing::expect_user_error(
+      [] {
+        KernelBuilder kb("k", 1);
+        scope_v([&] {
+          auto a = alloc_ub("a", {8, 64}, f32);
+          parallel(8, [&](Ex r) { serial(2, [&](Ex) { tile::exp(a(r, all), a(r, all)); }); });
+        });
+        passes::vectorize(kb.finish(), testing::a3(), {});
+      },
+      {"this Parallel loop stays scalar", "a loop, a branch"});
+}
+
+}  // namespace
+}  // namespace tilepipe
