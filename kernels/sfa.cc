@@ -103,6 +103,21 @@ int64_t act_kv(const Params& p) {
   return p.at("act_kv") > 0 ? p.at("act_kv") : std::min<int64_t>(p.at("KV_S"), 2560);
 }
 
+/// The kernel's GM tensors, in the order of the reference.
+struct SfaTensors {
+  Tensor query, query_rope, kv, block_table, sparse, out;
+};
+SfaTensors sfa_tensors(KernelBuilder& kb, const Params& p) {
+  const int64_t B = p.at("B"), T = p.at("T"), H = p.at("H"), KVN = p.at("KV_N");
+  const int64_t topk = p.at("topk"), pages = p.at("KV_S") / kPage;
+  return {kb.input("query", {T, H, kD}, bf16),
+          kb.input("query_rope", {T, H, kRope}, bf16),
+          kb.input("kv", {B * pages, kPage, KVN, kDk}, bf16),
+          kb.input("block_table", {B, pages}, i32),
+          kb.input("sparse_indices", {T, KVN, topk}, i32),
+          kb.output("out", {T, H, kD}, bf16)};
+}
+
 ir::Program build_auto(const Params& p);
 
 ir::Program build(const Params& p, const std::string& variant) {
@@ -112,7 +127,7 @@ ir::Program build(const Params& p, const std::string& variant) {
   const int64_t KVS = p.at("KV_S"), topk = p.at("topk"), cores = p.at("block_num");
   const int64_t n = kn.n_base, m = kn.m_base, h = m / 2, half = n / 2;
   const int64_t G = H / KVN, groups = G / m, tasks = T * KVN * groups, per_b = T / B;
-  const int64_t pages = KVS / kPage, blocks = B * pages, act = act_kv(p);
+  const int64_t pages = KVS / kPage, act = act_kv(p);
   const int64_t chunks = (topk + n - 1) / n, rem = topk - (chunks - 1) * n;
   const int64_t stages = kn.pipelined ? 2 : 1, nkv = kn.pipelined ? 2 : 1;
   const int64_t nl0 = kn.expert_mma ? 2 : 1;
@@ -120,12 +135,7 @@ ir::Program build(const Params& p, const std::string& variant) {
   const double scale = scale_of(p);
 
   KernelBuilder kb("sfa", cores);
-  auto query = kb.input("query", {T, H, kD}, bf16);
-  auto query_rope = kb.input("query_rope", {T, H, kRope}, bf16);
-  auto kv = kb.input("kv", {blocks, kPage, KVN, kDk}, bf16);
-  auto block_table = kb.input("block_table", {B, pages}, i32);
-  auto sparse = kb.input("sparse_indices", {T, KVN, topk}, i32);
-  auto out = kb.output("out", {T, H, kD}, bf16);
+  auto [query, query_rope, kv, block_table, sparse, out] = sfa_tensors(kb, p);
   auto ws1 = kb.workspace("ws1", {cores, stages, n, kD}, bf16);
   auto ws2 = kb.workspace("ws2", {cores, stages, n, kRope}, bf16);
   auto ws3 = kb.workspace("ws3", {cores, stages, m, n}, f32);
@@ -511,18 +521,13 @@ ir::Program build_auto(const Params& p) {
                     "automatic version has no partial chunk)",
                     n, topk)};
   const int64_t G = H / KVN, groups = G / m, tasks = T * KVN * groups, per_b = T / B;
-  const int64_t pages = KVS / kPage, blocks = B * pages, act = act_kv(p), chunks = topk / n;
+  const int64_t pages = KVS / kPage, act = act_kv(p), chunks = topk / n;
   const int64_t cols = 128;  // O column block of one P V mmad (L0B holds [n, 128])
   const bool causal = p.at("causal") != 0;
   const double scale = scale_of(p);
 
   KernelBuilder kb("sfa", cores);
-  auto query = kb.input("query", {T, H, kD}, bf16);
-  auto query_rope = kb.input("query_rope", {T, H, kRope}, bf16);
-  auto kv = kb.input("kv", {blocks, kPage, KVN, kDk}, bf16);
-  auto block_table = kb.input("block_table", {B, pages}, i32);
-  auto sparse = kb.input("sparse_indices", {T, KVN, topk}, i32);
-  auto out = kb.output("out", {T, H, kD}, bf16);
+  auto [query, query_rope, kv, block_table, sparse, out] = sfa_tensors(kb, p);
   Ex cid = kb.launch().cid;
 
   auto q_l1 = alloc_L1("q_l1", {m, kDk}, bf16);

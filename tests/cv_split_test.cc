@@ -360,6 +360,19 @@ TEST(CvSplit, GatheredRowsAndReplicatedIndicesMatchTheReference) {
     }
 }
 
+/// A Cube tile computed from a GM tile (A A) and handed to a UB tile: one crossing.
+struct CubeTile {
+  Tensor a = alloc_L1("a", {32, 32}, f16), a0 = alloc_L0A("a0", {32, 32}, f16),
+         b0 = alloc_L0B("b0", {32, 32}, f16), c0 = alloc_L0C("c0", {32, 32}, f32);
+  void into(Tile src, Tensor s) const {
+    copy(src, a);
+    copy(a, a0);
+    copy(a, b0);
+    gemm(a0, b0, c0);
+    copy(c0, s);
+  }
+};
+
 /// Runs an unscoped program through the whole pipeline and the simulator (functional, race
 /// detection on): it must run ("") or stop with the user diagnostic `kind`, never fail
 /// inside tilepipe.
@@ -395,37 +408,21 @@ TEST(CvSplit, OddProgramsRunOrEndInADiagnostic) {
   expect_runs_or_diagnoses(
       [](KernelBuilder& kb) {
         auto x = kb.input("x", {4, 32, 32}, f16);
-        auto a = alloc_L1("a", {32, 32}, f16);
-        auto a0 = alloc_L0A("a0", {32, 32}, f16);
-        auto b0 = alloc_L0B("b0", {32, 32}, f16);
-        auto c0 = alloc_L0C("c0", {32, 32}, f32);
         auto s = alloc_ub("s", {32, 32}, f32);
-        pipelined(0, PipelineOpts{3, 1}, [&](Ex t) {
-          copy(x(t, all, all), a);
-          copy(a, a0);
-          copy(a, b0);
-          gemm(a0, b0, c0);
-          copy(c0, s);
-        });
+        CubeTile cube;
+        pipelined(0, PipelineOpts{3, 1}, [&](Ex t) { cube.into(x(t, all, all), s); });
       },
       "pipeline of zero trips");
   expect_runs_or_diagnoses(
       [](KernelBuilder& kb) {
         auto x = kb.input("x", {9, 32, 32}, f16);
         auto y = kb.output("y", {9, 32, 32}, f32);
-        auto a = alloc_L1("a", {32, 32}, f16);
-        auto a0 = alloc_L0A("a0", {32, 32}, f16);
-        auto b0 = alloc_L0B("b0", {32, 32}, f16);
-        auto c0 = alloc_L0C("c0", {32, 32}, f32);
         auto s = alloc_ub("s", {32, 32}, f32);
+        CubeTile cube;
         auto& k = KernelBuilder::current();
         Ex t = k.begin_for("t", 1, 9, 3, ir::ForKind::Pipelined, PipelineOpts{2, 2},
                            ir::Loc::from(std::source_location::current()));
-        copy(x(t, all, all), a);
-        copy(a, a0);
-        copy(a, b0);
-        gemm(a0, b0, c0);
-        copy(c0, s);
+        cube.into(x(t, all, all), s);
         tile::exp(s, s);
         copy(s, y(t, all, all));
         k.end_for(ir::Loc::from(std::source_location::current()));
@@ -434,41 +431,21 @@ TEST(CvSplit, OddProgramsRunOrEndInADiagnostic) {
   expect_runs_or_diagnoses(
       [](KernelBuilder& kb) {
         auto x = kb.input("x", {4, 32, 32}, f16);
-        auto a = alloc_L1("a", {32, 32}, f16);
-        auto a0 = alloc_L0A("a0", {32, 32}, f16);
-        auto b0 = alloc_L0B("b0", {32, 32}, f16);
-        auto c0 = alloc_L0C("c0", {32, 32}, f32);
         auto s = alloc_ub("s", {32, 32}, f32);
+        CubeTile cube;
         pipelined(4, PipelineOpts{2, 1}, [&](Ex t) {
-          pipelined(2, PipelineOpts{2, 1}, [&](Ex) {
-            copy(x(t, all, all), a);
-            copy(a, a0);
-            copy(a, b0);
-            gemm(a0, b0, c0);
-            copy(c0, s);
-          });
+          pipelined(2, PipelineOpts{2, 1}, [&](Ex) { cube.into(x(t, all, all), s); });
         });
       },
       "nested cross-core pipelines", "cv-split");
   expect_runs_or_diagnoses(
       [](KernelBuilder& kb) {
         auto x = kb.input("x", {4, 32, 32}, f16);
-        auto a = alloc_L1("a", {32, 32}, f16);
-        auto a0 = alloc_L0A("a0", {32, 32}, f16);
-        auto b0 = alloc_L0B("b0", {32, 32}, f16);
-        auto c0 = alloc_L0C("c0", {32, 32}, f32);
         auto s = alloc_ub("s", {32, 32}, f32);
+        CubeTile cube;
         serial(4, [&](Ex t) {
           if_else(
-              t % 2 == 0,
-              [&] {
-                copy(x(t, all, all), a);
-                copy(a, a0);
-                copy(a, b0);
-                gemm(a0, b0, c0);
-                copy(c0, s);
-              },
-              [&] { tile::fill(s, 1.0); });
+              t % 2 == 0, [&] { cube.into(x(t, all, all), s); }, [&] { tile::fill(s, 1.0); });
         });
       },
       "crossing in one branch");

@@ -19,6 +19,10 @@ struct SfaCase {
 };
 
 const std::map<std::string, std::string> kSmall = {{"H", "16"}, {"KV_S", "1024"}, {"topk", "256"}};
+// Causal bound, 2 batches of 2 tokens, 2 kv heads (4 tasks of 16 heads), scale 1/sqrt(576).
+const std::map<std::string, std::string> kCausal = {
+    {"B", "2"},      {"T", "4"},        {"H", "32"},     {"KV_N", "2"},       {"KV_S", "512"},
+    {"topk", "128"}, {"act_kv", "300"}, {"causal", "1"}, {"scale_milli", "0"}};
 
 class SfaMatchesReference : public ::testing::TestWithParam<SfaCase> {};
 
@@ -33,17 +37,7 @@ std::vector<SfaCase> cases() {
     // topk 200: the last chunk holds 8 of 64 (or 200 of 256) indices; act_kv 900 < KV_S
     // puts some indices past the active length.
     out.push_back({v, {{"H", "16"}, {"KV_S", "1024"}, {"topk", "200"}, {"act_kv", "900"}}});
-    // Causal bound, 2 batches of 2 tokens, 2 kv heads (4 tasks of 16 heads), scale 1/sqrt(576).
-    out.push_back({v,
-                   {{"B", "2"},
-                    {"T", "4"},
-                    {"H", "32"},
-                    {"KV_N", "2"},
-                    {"KV_S", "512"},
-                    {"topk", "128"},
-                    {"act_kv", "300"},
-                    {"causal", "1"},
-                    {"scale_milli", "0"}}});
+    out.push_back({v, kCausal});
   }
   // More tasks (32) than cores (24), so some cores run two.
   out.push_back({"pa", {{"T", "2"}, {"H", "256"}, {"KV_S", "256"}, {"topk", "64"}}});
@@ -55,16 +49,7 @@ std::vector<SfaCase> cases() {
       {"auto",
        {{"H", "16"}, {"KV_S", "1024"}, {"topk", "192"}, {"n_base", "64"}, {"act_kv", "900"}}});
   out.push_back({"auto", {{"H", "16"}, {"KV_S", "1024"}, {"topk", "128"}}});
-  out.push_back({"auto",
-                 {{"B", "2"},
-                  {"T", "4"},
-                  {"H", "32"},
-                  {"KV_N", "2"},
-                  {"KV_S", "512"},
-                  {"topk", "128"},
-                  {"act_kv", "300"},
-                  {"causal", "1"},
-                  {"scale_milli", "0"}}});
+  out.push_back({"auto", kCausal});
   out.push_back({"auto", {{"T", "2"}, {"H", "256"}, {"KV_S", "256"}, {"topk", "64"}}});
   return out;
 }

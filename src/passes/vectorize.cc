@@ -14,7 +14,8 @@ using namespace ir;
 namespace {
 
 [[noreturn]] void scalar_loop(const Loc& loc, const std::string& why) {
-  throw UserError(Diagnostic{loc, "vectorize",
+  throw UserError(Diagnostic{loc,
+                             "vectorize",
                              fmt::format("this Parallel loop stays scalar: {}", why),
                              {},
                              "write it with serial(...) to run it row by row, or use tile ops "
@@ -28,7 +29,8 @@ class Pass : public StmtMutator {
   Stmt mutate_for(const ForStmt& f, const Stmt& self) override {
     if (f.kind != ForKind::Parallel) return StmtMutator::mutate_for(f, self);
     auto b = as_const(f.begin), e = as_const(f.end);
-    if (!b || !e || f.step != 1) scalar_loop(self->loc, "its bounds are not constant or its step is not 1");
+    if (!b || !e || f.step != 1)
+      scalar_loop(self->loc, "its bounds are not constant or its step is not 1");
     const int64_t n = *e - *b;
     if (n < 1) return make_stmt(SeqStmt{}, self->loc);
     begin_ = *b;
@@ -52,8 +54,9 @@ class Pass : public StmtMutator {
               c.dst = wide(s.dst, st);
               out.body.push_back(make_stmt(std::move(c), st->loc));
             } else {
-              scalar_loop(st->loc, "its body holds a statement other than tile ops, reductions "
-                                   "and copies (a loop, a branch, a flag or a matmul)");
+              scalar_loop(st->loc,
+                          "its body holds a statement other than tile ops, reductions "
+                          "and copies (a loop, a branch, a flag or a matmul)");
             }
           },
           st->node);
@@ -95,8 +98,9 @@ class Pass : public StmtMutator {
     bool binary = std::find(std::begin(kBinary), std::end(kBinary), s.op) != std::end(kBinary);
     if (!binary || t.srcs.size() != 1 || t.dst.buffer->id == t.srcs[0].buffer->id ||
         t.dst.buffer->id == m->buffer->id || t.dst.buffer->dtype != m->buffer->dtype)
-      scalar_loop(st->loc, "a per-row scalar operand needs a destination distinct from the "
-                           "other operands (it receives the broadcast column)");
+      scalar_loop(st->loc,
+                  "a per-row scalar operand needs a destination distinct from the "
+                  "other operands (it receives the broadcast column)");
     TileOpStmt bc;
     bc.op = TileOpKind::Broadcast;
     bc.dst = t.dst;
