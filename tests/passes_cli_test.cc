@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -65,6 +66,24 @@ TEST(CliPrintAfter, UnknownPassIsBadInputNamingThePasses) {
                  "plan_memory, auto_sync"),
       std::string::npos)
       << r.err;
+}
+
+TEST(CliNoPass, SwitchesAPassOffAndRejectsUnknownNames) {
+  auto on = tilepipe("run fa --variant auto --mode timing --param S=1024 --param H=1 --json");
+  auto off = tilepipe(
+      "run fa --variant auto --mode timing --param S=1024 --param H=1 --json --no-pass "
+      "l1_residency");
+  ASSERT_EQ(on.code, 0) << on.err;
+  ASSERT_EQ(off.code, 0) << off.err;
+  // Without the pass Q is re-read for every KV tile.
+  auto gm = [](const std::string& out) {
+    auto j = nlohmann::json::parse(out)["gm"];
+    return j["hbm_bytes"].get<double>() + j["l2_bytes"].get<double>();
+  };
+  EXPECT_GT(gm(off.out), gm(on.out));
+  auto bad = tilepipe("run fa --variant auto --no-pass fuse_everything");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--no-pass fuse_everything: no such pass"), std::string::npos) << bad.err;
 }
 
 }  // namespace

@@ -52,6 +52,7 @@ struct RunArgs {
   bool exact = false;
   std::vector<std::string> print_after;
   bool print_after_all = false;
+  std::vector<std::string> no_pass;
   std::string trace;
   std::string trace_window;
   std::string csv_dir;
@@ -75,6 +76,8 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
                   "simulate every loop iteration (timing mode otherwise skips steady ones)");
   cmd->add_option("--print-after", a.print_after, "print the IR after this pass on stderr");
   cmd->add_flag("--print-after-all", a.print_after_all, "print the IR after every pass");
+  cmd->add_option("--no-pass", a.no_pass,
+                  "switch an automatic-mode pass off, e.g. l1_residency (repeatable)");
   cmd->add_option("--trace", a.trace, "write a Chrome/Perfetto trace JSON to this file");
   cmd->add_option("--trace-window", a.trace_window,
                   "keep only trace events overlapping cycles BEGIN:END (keeps big runs usable)");
@@ -198,6 +201,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   req.fast_forward.enabled = !a.exact;
   req.print.after = {a.print_after.begin(), a.print_after.end()};
   req.print.after_all = a.print_after_all;
+  for (const auto& name : a.no_pass) passes::switch_off(req.pass_options, name);
   prof::Recorder recorder(trace_options(a));
   // Per-event recording (trace, per-line CSV) needs every iteration simulated.
   if (!a.trace.empty() || !a.csv_dir.empty()) req.observer = &recorder;

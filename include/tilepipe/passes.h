@@ -55,7 +55,7 @@ struct PassOptions {
 struct PassInfo {
   std::string name;
   std::string summary;
-  bool (*enabled)(const PassOptions&);
+  bool PassOptions::*flag;  // the pass's switch (--no-pass NAME clears it)
   ir::Program (*run)(const ir::Program&, const ChipConfig&, const PassOptions&);
 };
 
@@ -69,6 +69,10 @@ struct PrintOptions {
   bool after_all = false;
   std::ostream* out = nullptr;  // nullptr: std::cerr
 };
+
+/// Switches a pass off by name (`--no-pass NAME`); an unknown name is UserError
+/// "pass-option" listing the passes.
+void switch_off(PassOptions& o, const std::string& pass);
 
 /// Throws UserError (kind "pass-option") for option values that are out of range and for
 /// --print-after names that are not passes.

@@ -20,28 +20,28 @@ const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
       {"vectorize",
        "Parallel loops -> tile ops over all their rows (row broadcasts for per-row scalars)",
-       [](const PassOptions& o) { return o.vectorize; }, &vectorize},
+       &PassOptions::vectorize, &vectorize},
       {"cv_split",
        "unscoped code into Cube and Vector scopes: GM workspaces, cross-core flags, "
        "cross-core pipelines of mixed Pipelined loops",
-       [](const PassOptions& o) { return o.cv_split; }, &cv_split},
+       &PassOptions::cv_split, &cv_split},
       {"l1_residency",
        "loop-invariant GM -> L1 loads hoisted out of the loops that reuse them (large reuse)",
-       [](const PassOptions& o) { return o.l1_residency; }, &l1_residency},
+       &PassOptions::l1_residency, &l1_residency},
       {"fuse_axpy",
        "per-row muls + adds loops -> broadcast + axpy; mul into a dead f32 temporary, then "
        "add / sub into a tile -> one axpy",
-       [](const PassOptions& o) { return o.fuse; }, &fuse_axpy},
+       &PassOptions::fuse, &fuse_axpy},
       {"multibuffer",
        "Pipelined loops on one core: num_stages versions of the buffers crossing pipes",
-       [](const PassOptions& o) { return o.multibuffer; }, &multibuffer},
+       &PassOptions::multibuffer, &multibuffer},
       {"plan_memory",
        "liveness-based placement of on-chip buffers (automatic core kinds); capacity "
        "diagnostics",
-       [](const PassOptions& o) { return o.memory_planning; }, &plan_memory},
+       &PassOptions::memory_planning, &plan_memory},
       {"auto_sync",
        "intra-core set/wait flags from read/write dependences, in scopes without hand flags",
-       [](const PassOptions& o) { return o.auto_sync; }, &auto_sync},
+       &PassOptions::auto_sync, &auto_sync},
   };
   return table;
 }
@@ -56,6 +56,19 @@ Diagnostic option_error(std::string message, std::string hint) {
   return d;
 }
 }  // namespace
+
+void switch_off(PassOptions& o, const std::string& pass) {
+  std::vector<std::string> names;
+  for (const auto& info : pass_table()) {
+    if (info.name == pass) {
+      o.*info.flag = false;
+      return;
+    }
+    names.push_back(info.name);
+  }
+  throw UserError(option_error(fmt::format("--no-pass {}: no such pass", pass),
+                               fmt::format("passes, in order: {}", fmt::join(names, ", "))));
+}
 
 void validate(const PassOptions& o, const PrintOptions& print) {
   std::vector<Diagnostic> d;
@@ -77,7 +90,7 @@ void validate(const PassOptions& o, const PrintOptions& print) {
       d.push_back(option_error(fmt::format("--print-after {}: no such pass", a),
                                fmt::format("passes, in order: {}", fmt::join(names, ", "))));
     for (const auto& p : pass_table())
-      if (p.name == a && !p.enabled(o))
+      if (p.name == a && !(o.*p.flag))
         d.push_back(option_error(fmt::format("--print-after {}: the pass is switched off", a),
                                  "switch the pass on, or print after another pass"));
   }
@@ -99,7 +112,7 @@ ir::Program run_passes(const ir::Program& p, const ChipConfig& chip, const PassO
   ir::Program cur = p;
   VerifyOptions vo = verify_options(o);
   for (const auto& pass : pass_table()) {
-    if (!pass.enabled(o)) continue;
+    if (!(o.*pass.flag)) continue;
     ir::Program next = pass.run(cur, chip, o);
     if (pass.name == "plan_memory") vo.capacity = true;
     auto diags = verify(next, chip, vo);
