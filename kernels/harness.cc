@@ -127,6 +127,32 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
 
 namespace tilepipe::kernels {
 
+void for_each_parallel(size_t n, int jobs, const std::function<void(size_t)>& task) {
+  std::vector<std::exception_ptr> errors(n);
+  size_t next = 0;
+  std::mutex mu;
+  auto worker = [&] {
+    for (;;) {
+      size_t i;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (next >= n) return;
+        i = next++;
+      }
+      try {
+        task(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int j = 0; j < std::max(1, jobs); ++j) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
 LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::string>& raw,
                         const ChipConfig& chip, int jobs, bool fast_forward) {
   if (k.ladder.empty()) {
@@ -145,35 +171,15 @@ LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::str
   rep.steps.resize(k.ladder.size());
 
   // Steps are independent simulations: run them on worker threads, each writing its slot.
-  std::vector<std::exception_ptr> errors(k.ladder.size());
-  size_t next = 0;
-  std::mutex mu;
-  auto worker = [&] {
-    for (;;) {
-      size_t i;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (next >= k.ladder.size()) return;
-        i = next++;
-      }
-      try {
-        RunRequest req;
-        req.variant = k.ladder[i];
-        req.params = rep.params;
-        req.mode = sim::Mode::Timing;
-        req.fast_forward.enabled = fast_forward;
-        rep.steps[i].name = k.ladder[i];
-        rep.steps[i].run = run_kernel(k, req, chip);
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int j = 0; j < std::max(1, jobs); ++j) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  for_each_parallel(k.ladder.size(), jobs, [&](size_t i) {
+    RunRequest req;
+    req.variant = k.ladder[i];
+    req.params = rep.params;
+    req.mode = sim::Mode::Timing;
+    req.fast_forward.enabled = fast_forward;
+    rep.steps[i].name = k.ladder[i];
+    rep.steps[i].run = run_kernel(k, req, chip);
+  });
 
   for (size_t i = 0; i < rep.steps.size(); ++i) {
     auto& s = rep.steps[i];

@@ -79,6 +79,11 @@ struct LadderReport {
   std::vector<LadderStep> steps;
 };
 
+/// Runs task(0) .. task(n - 1) on `jobs` worker threads (at least one), each index once;
+/// rethrows the first failure (by index) after all have finished. Tasks write only their
+/// own slots, so results do not depend on `jobs`.
+void for_each_parallel(size_t n, int jobs, const std::function<void(size_t)>& task);
+
 /// Runs every ladder step of `k` in timing mode (up to `jobs` at once; results do not
 /// depend on `jobs`). `raw` overrides the ladder's parameter defaults. Throws ParamError
 /// if the kernel has no ladder.

@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <iostream>
-#include <mutex>
 #include <thread>
 
 #include "profile.h"
@@ -222,36 +221,16 @@ json ladder_advice(const kernels::KernelDef& k, const kernels::LadderReport& rep
                    const ChipConfig& chip, const json& ladder, const std::string& html, int jobs) {
   prof::RuleSet rules = rules_from("");
   std::vector<json> steps(rep.steps.size());
-  std::vector<std::exception_ptr> errors(rep.steps.size());
-  size_t next = 0;
-  std::mutex mu;
-  auto worker = [&] {
-    for (;;) {
-      size_t i;
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        if (next >= rep.steps.size()) return;
-        i = next++;
-      }
-      try {
-        kernels::RunRequest req;
-        req.variant = rep.steps[i].name;
-        req.params = rep.params;
-        req.mode = sim::Mode::Timing;
-        auto p = kernels::profile_kernel(k, req, chip, rules, true);
-        json j = profile_json(k, p, req, chip);
-        j["timeline"] = timeline_json(p.timeline, p.core_names);
-        steps[i] = j;
-      } catch (...) {
-        errors[i] = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int j = 0; j < std::max(1, jobs); ++j) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  kernels::for_each_parallel(rep.steps.size(), jobs, [&](size_t i) {
+    kernels::RunRequest req;
+    req.variant = rep.steps[i].name;
+    req.params = rep.params;
+    req.mode = sim::Mode::Timing;
+    auto p = kernels::profile_kernel(k, req, chip, rules, true);
+    json j = profile_json(k, p, req, chip);
+    j["timeline"] = timeline_json(p.timeline, p.core_names);
+    steps[i] = j;
+  });
   json advice = json::array();
   for (size_t i = 0; i < steps.size(); ++i)
     advice.push_back({{"step", rep.steps[i].name}, {"advice", steps[i]["advice"]}});

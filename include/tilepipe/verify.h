@@ -2,6 +2,7 @@
 // location of the DSL call, what was expected, what was found, and a fix.
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,6 +53,19 @@ std::vector<Diagnostic> verify(const ir::Program& p, const ChipConfig& chip,
                                VerifyOptions opts = {});
 /// Throws UserError if `verify` finds anything.
 void verify_or_throw(const ir::Program& p, const ChipConfig& chip, VerifyOptions opts = {});
+
+/// The core kind owning an on-chip memory (UB: the AIVs; L1, L0A/B/C: the AIC).
+ir::CoreKind owner(ir::Scope s);
+/// The pipe a copy between two memories runs on (GM->L1/UB MTE2, L1->L0A/L0B MTE1,
+/// L0C->GM/L1 FIX, UB->GM MTE3, UB->UB V); nullopt for a direction that is not a data path.
+std::optional<ir::Pipe> copy_pipe(ir::Scope from, ir::Scope to);
+/// The core kind a leaf statement runs on by its on-chip operands (an alloc: its buffer's;
+/// a copy: its first on-chip operand's, the producer for a crossing); nullopt for leaves
+/// without one (flags, GM -> GM copies) and for loops, ifs and scopes.
+std::optional<ir::CoreKind> leaf_core(const ir::Stmt& s);
+/// L0C -> UB and UB -> L1: no hardware path; automatic mode routes them through a GM
+/// workspace between the Cube and the Vector cores (cv_split).
+bool crosses_cores(ir::Scope from, ir::Scope to);
 
 /// Intra-core flag pipe pairs the hardware has on a core kind (hardware.md "Synchronisation").
 bool legal_flag_pair(ir::CoreKind k, ir::Pipe src, ir::Pipe dst);

@@ -75,15 +75,6 @@ int64_t AccessTemplate::elements() const {
 
 namespace {
 
-/// Which pipe a copy between two scopes runs on (the verifier has rejected the rest).
-Pipe copy_pipe(Scope from, Scope to) {
-  if (from == Scope::GM) return Pipe::MTE2;
-  if (from == Scope::L1) return Pipe::MTE1;
-  if (from == Scope::L0C) return Pipe::FIX;
-  if (to == Scope::GM) return Pipe::MTE3;
-  return Pipe::V;
-}
-
 class Lowerer {
  public:
   Lowerer(const Program& p, const ChipConfig& chip) : p_(p), chip_(chip) {}
@@ -341,7 +332,7 @@ class Lowerer {
 
   void lower_node(const CopyStmt& n, const StmtNode& s, bool in_scope, Block& out) {
     if (!in_scope) return;
-    Pipe pipe = copy_pipe(n.src.buffer->scope, n.dst.buffer->scope);
+    Pipe pipe = *copy_pipe(n.src.buffer->scope, n.dst.buffer->scope);  // verified
     OpTemplate t = base(Opcode::Copy, pipe, s.loc,
                         fmt::format("copy {}->{}", ir::to_string(n.src.buffer->scope),
                                     ir::to_string(n.dst.buffer->scope)));

@@ -22,29 +22,10 @@ namespace {
   throw UserError(Diagnostic{loc, "cv-split", std::move(msg), {}, std::move(hint)});
 }
 
-CoreKind owner(Scope s) {
-  return s == Scope::UB ? CoreKind::V : CoreKind::C;
-}
-
 bool is_crossing(const Stmt& s) {
   auto* c = std::get_if<CopyStmt>(&s->node);
   if (!c) return false;
-  Scope from = c->src.buffer->scope, to = c->dst.buffer->scope;
-  return (from == Scope::L0C && to == Scope::UB) || (from == Scope::UB && to == Scope::L1);
-}
-
-/// The core a leaf runs on (crossings: the producer); nullopt for leaves without an
-/// on-chip operand.
-std::optional<CoreKind> leaf_kind(const Stmt& s) {
-  if (auto* a = std::get_if<AllocStmt>(&s->node)) return owner(a->buffer->scope);
-  if (std::holds_alternative<GemmStmt>(s->node)) return CoreKind::C;
-  if (std::holds_alternative<TileOpStmt>(s->node) || std::holds_alternative<ReduceStmt>(s->node))
-    return CoreKind::V;
-  if (auto* c = std::get_if<CopyStmt>(&s->node)) {
-    if (c->src.buffer->scope != Scope::GM) return owner(c->src.buffer->scope);
-    if (c->dst.buffer->scope != Scope::GM) return owner(c->dst.buffer->scope);
-  }
-  return std::nullopt;
+  return crosses_cores(c->src.buffer->scope, c->dst.buffer->scope);
 }
 
 /// The core kinds with work in a subtree (a crossing counts for both).
@@ -66,7 +47,7 @@ std::set<CoreKind> kinds_in(const Stmt& s) {
         } else {
           if (is_crossing(s)) {
             out = {CoreKind::C, CoreKind::V};
-          } else if (auto k = leaf_kind(s); k && !std::holds_alternative<AllocStmt>(s->node)) {
+          } else if (auto k = leaf_core(s); k && !std::holds_alternative<AllocStmt>(s->node)) {
             out.insert(*k);
           }
         }
@@ -737,7 +718,7 @@ class Splitter {
           } else {
             if (auto it = cross_of_.find(s.get()); it != cross_of_.end())
               return emit_crossing(n, crossings_[static_cast<size_t>(it->second)], s, k);
-            auto lk = leaf_kind(s);
+            auto lk = leaf_core(s);
             return lk == k ? s : nullptr;
           }
         },

@@ -1,6 +1,8 @@
 // Dependence analysis: accesses of statements and region overlap tests (dependence.h).
 #include "passes/dependence.h"
 
+#include "tilepipe/verify.h"
+
 #include <algorithm>
 #include <set>
 
@@ -91,15 +93,6 @@ Range eval_range(const Expr& e, const VarRanges& vars) {
         }
       },
       e->node);
-}
-
-std::optional<Pipe> copy_pipe(Scope from, Scope to) {
-  if (from == Scope::GM && (to == Scope::L1 || to == Scope::UB)) return Pipe::MTE2;
-  if (from == Scope::L1 && (to == Scope::L0A || to == Scope::L0B)) return Pipe::MTE1;
-  if (from == Scope::L0C && (to == Scope::GM || to == Scope::L1)) return Pipe::FIX;
-  if (from == Scope::UB && to == Scope::GM) return Pipe::MTE3;
-  if (from == Scope::UB && to == Scope::UB) return Pipe::V;
-  return std::nullopt;
 }
 
 std::optional<Pipe> leaf_pipe(const Stmt& s) {

@@ -88,10 +88,6 @@ struct Access {
   int64_t addr = -1;
 };
 
-/// The pipe a copy between two scopes runs on (GM->L1/UB MTE2, L1->L0 MTE1, L0C->GM/L1
-/// FIX, UB->GM MTE3, UB->UB V); nullopt for a direction that is not a data path.
-std::optional<ir::Pipe> copy_pipe(ir::Scope from, ir::Scope to);
-
 /// The pipe a leaf statement runs on (copies by direction, gemm M, tile ops and
 /// reductions V, flags on their pipe); nullopt for allocations, containers and
 /// wait_cross_flag (which blocks the scalar unit).

@@ -18,10 +18,6 @@ using namespace ir;
 
 namespace {
 
-CoreKind owner(Scope s) {
-  return s == Scope::UB ? CoreKind::V : CoreKind::C;
-}
-
 struct LoopSpan {
   int begin = 0, end = 0;
 };

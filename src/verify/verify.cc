@@ -33,6 +33,35 @@ static std::string join_diags(const std::vector<Diagnostic>& d) {
 UserError::UserError(std::vector<Diagnostic> diags)
     : std::runtime_error(join_diags(diags)), diags_(std::move(diags)) {}
 
+CoreKind owner(Scope s) {
+  return s == Scope::UB ? CoreKind::V : CoreKind::C;
+}
+
+std::optional<Pipe> copy_pipe(Scope from, Scope to) {
+  if (from == Scope::GM && (to == Scope::L1 || to == Scope::UB)) return Pipe::MTE2;
+  if (from == Scope::L1 && (to == Scope::L0A || to == Scope::L0B)) return Pipe::MTE1;
+  if (from == Scope::L0C && (to == Scope::GM || to == Scope::L1)) return Pipe::FIX;
+  if (from == Scope::UB && to == Scope::GM) return Pipe::MTE3;
+  if (from == Scope::UB && to == Scope::UB) return Pipe::V;
+  return std::nullopt;
+}
+
+std::optional<CoreKind> leaf_core(const Stmt& s) {
+  if (auto* a = std::get_if<AllocStmt>(&s->node)) return owner(a->buffer->scope);
+  if (std::holds_alternative<GemmStmt>(s->node)) return CoreKind::C;
+  if (std::holds_alternative<TileOpStmt>(s->node) || std::holds_alternative<ReduceStmt>(s->node))
+    return CoreKind::V;
+  if (auto* c = std::get_if<CopyStmt>(&s->node)) {
+    if (c->src.buffer->scope != Scope::GM) return owner(c->src.buffer->scope);
+    if (c->dst.buffer->scope != Scope::GM) return owner(c->dst.buffer->scope);
+  }
+  return std::nullopt;
+}
+
+bool crosses_cores(Scope from, Scope to) {
+  return (from == Scope::L0C && to == Scope::UB) || (from == Scope::UB && to == Scope::L1);
+}
+
 namespace {
 
 std::string kib(int64_t bytes) {
@@ -40,10 +69,6 @@ std::string kib(int64_t bytes) {
 }
 std::string shape_str(const std::vector<int64_t>& s) {
   return fmt::format("[{}]", fmt::join(s, ", "));
-}
-
-CoreKind owner(Scope s) {
-  return s == Scope::UB ? CoreKind::V : CoreKind::C;
 }
 
 /// Pipes that exist on each core kind (hardware.md "Pipes").
@@ -65,16 +90,6 @@ bool legal_pair(CoreKind k, Pipe s, Pipe d) {
       {P::S, P::MTE3}, {P::MTE3, P::S}, {P::V, P::MTE2},    {P::MTE2, P::V},
       {P::V, P::MTE3}, {P::MTE3, P::V}, {P::MTE2, P::MTE3}, {P::MTE3, P::MTE2}};
   return (k == CoreKind::C ? aic : aiv).count({s, d}) > 0;
-}
-
-/// The pipe a copy runs on, or nullopt for an illegal direction.
-std::optional<Pipe> copy_pipe(Scope from, Scope to) {
-  if (from == Scope::GM && (to == Scope::L1 || to == Scope::UB)) return Pipe::MTE2;
-  if (from == Scope::L1 && (to == Scope::L0A || to == Scope::L0B)) return Pipe::MTE1;
-  if (from == Scope::L0C && (to == Scope::GM || to == Scope::L1)) return Pipe::FIX;
-  if (from == Scope::UB && to == Scope::GM) return Pipe::MTE3;
-  if (from == Scope::UB && to == Scope::UB) return Pipe::V;
-  return std::nullopt;
 }
 
 struct Alloc {
@@ -423,7 +438,7 @@ class Verifier {
         record_write(s);
         return;
       }
-      inferred = leaf_kind(s);
+      inferred = leaf_core(s);
       scope_ = inferred;
     }
     std::visit([&](const auto& n) { check(n, *s); }, s->node);
@@ -434,8 +449,7 @@ class Verifier {
   /// L0C -> UB and UB -> L1 in unscoped code: the Cube/Vector split turns them into two
   /// copies through a GM workspace.
   static bool crossing(const CopyStmt& c) {
-    Scope from = c.src.buffer->scope, to = c.dst.buffer->scope;
-    return (from == Scope::L0C && to == Scope::UB) || (from == Scope::UB && to == Scope::L1);
+    return crosses_cores(c.src.buffer->scope, c.dst.buffer->scope);
   }
 
   void check_crossing(const CopyStmt& n, const StmtNode& s) {
@@ -462,28 +476,6 @@ class Verifier {
             "transpose on the L1 -> L0 move instead");
     ub_aligned(n.src, s.loc, "copy source");
     ub_aligned(n.dst, s.loc, "copy destination");
-  }
-
-  /// The core kind owning a leaf's on-chip operands (nullopt: none, e.g. a flag).
-  static std::optional<CoreKind> leaf_kind(const Stmt& s) {
-    std::optional<CoreKind> k;
-    auto see = [&](const Region& r) {
-      if (!k && r.buffer && r.buffer->scope != Scope::GM) k = owner(r.buffer->scope);
-    };
-    std::visit(
-        [&](const auto& n) {
-          using T = std::decay_t<decltype(n)>;
-          if constexpr (std::is_same_v<T, CopyStmt>) {
-            see(n.src);
-            see(n.dst);
-          } else if constexpr (std::is_same_v<T, GemmStmt>) {
-            k = CoreKind::C;
-          } else if constexpr (std::is_same_v<T, TileOpStmt> || std::is_same_v<T, ReduceStmt>) {
-            k = CoreKind::V;
-          }
-        },
-        s->node);
-    return k;
   }
 
   void check(const SeqStmt& n, const StmtNode&) {
@@ -598,7 +590,7 @@ class Verifier {
     auto pipe = copy_pipe(from, to);
     if (!pipe) {
       std::string hint = "legal copies: GM->L1, GM->UB, L1->L0A/L0B, L0C->GM/L1, UB->GM, UB->UB";
-      if ((from == Scope::L0C && to == Scope::UB) || (from == Scope::UB && to == Scope::L1))
+      if (crosses_cores(from, to))
         hint =
             "there is no direct L0C<->UB path on A2/A3: go through a GM workspace "
             "(FIX/MTE3 out, MTE2 in) with a cross-core flag";
