@@ -2,6 +2,7 @@
 // location of the DSL call, what was expected, what was found, and a fix.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -53,6 +54,10 @@ std::vector<Diagnostic> verify(const ir::Program& p, const ChipConfig& chip,
                                VerifyOptions opts = {});
 /// Throws UserError if `verify` finds anything.
 void verify_or_throw(const ir::Program& p, const ChipConfig& chip, VerifyOptions opts = {});
+
+/// The on-chip memories in order (L1, L0A, L0B, L0C, UB), each with its capacity on `chip`.
+std::array<std::pair<ir::Scope, const ScopeCapacity*>, 5> on_chip_capacities(
+    const ChipConfig& chip);
 
 /// The core kind owning an on-chip memory (UB: the AIVs; L1, L0A/B/C: the AIC).
 ir::CoreKind owner(ir::Scope s);

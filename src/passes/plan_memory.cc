@@ -228,11 +228,7 @@ Program plan_memory(const Program& p, const ChipConfig& chip, const PassOptions&
   lv.walk(p.body);
   lv.finish();
   Program out = p;
-  const std::pair<Scope, const ScopeCapacity*> caps[] = {{Scope::L1, &chip.l1},
-                                                         {Scope::L0A, &chip.l0a},
-                                                         {Scope::L0B, &chip.l0b},
-                                                         {Scope::L0C, &chip.l0c},
-                                                         {Scope::UB, &chip.ub}};
+  const auto caps = on_chip_capacities(chip);
   for (auto [scope, cap] : caps) {
     int64_t align = scope == Scope::UB ? chip.ub_align : chip.l1_align;
     std::vector<BufInfo*> all;

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "tilepipe/prof.h"
+#include "tilepipe/verify.h"
 
 namespace tilepipe::prof {
 namespace {
@@ -154,11 +155,7 @@ Evidence gather_evidence(const sim::SimResult& r, const lower::LoweredProgram& p
   if (sum > 0) e.core_imbalance = mx / (sum / static_cast<double>(per_ai.size()));
 
   // Footprint per scope: the allocations the lowering placed, and the largest of them.
-  const std::pair<ir::Scope, const ScopeCapacity*> caps[] = {{ir::Scope::L1, &chip.l1},
-                                                             {ir::Scope::L0A, &chip.l0a},
-                                                             {ir::Scope::L0B, &chip.l0b},
-                                                             {ir::Scope::L0C, &chip.l0c},
-                                                             {ir::Scope::UB, &chip.ub}};
+  const auto caps = on_chip_capacities(chip);
   for (auto [scope, cap] : caps) {
     const auto& cp = scope == ir::Scope::UB ? prog.aiv : prog.aic;
     Evidence::Scope s{

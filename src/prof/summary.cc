@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "tilepipe/prof.h"
+#include "tilepipe/verify.h"
 
 namespace tilepipe::prof {
 namespace {
@@ -81,11 +82,7 @@ Summary summarize(const sim::SimResult& r, const lower::LoweredProgram& prog,
     if (s.top_waits.size() >= 8 || w.cycles <= 0) break;
     s.top_waits.push_back({w.op->loc.str(), w.op->name, w.cycles, w.count});
   }
-  const std::pair<ir::Scope, const ScopeCapacity*> caps[] = {{ir::Scope::L1, &chip.l1},
-                                                             {ir::Scope::L0A, &chip.l0a},
-                                                             {ir::Scope::L0B, &chip.l0b},
-                                                             {ir::Scope::L0C, &chip.l0c},
-                                                             {ir::Scope::UB, &chip.ub}};
+  const auto caps = on_chip_capacities(chip);
   for (auto [scope, cap] : caps) {
     const auto& cp = scope == ir::Scope::UB ? prog.aiv : prog.aic;
     s.buffers.push_back(

@@ -33,6 +33,14 @@ static std::string join_diags(const std::vector<Diagnostic>& d) {
 UserError::UserError(std::vector<Diagnostic> diags)
     : std::runtime_error(join_diags(diags)), diags_(std::move(diags)) {}
 
+std::array<std::pair<Scope, const ScopeCapacity*>, 5> on_chip_capacities(const ChipConfig& chip) {
+  return {{{Scope::L1, &chip.l1},
+           {Scope::L0A, &chip.l0a},
+           {Scope::L0B, &chip.l0b},
+           {Scope::L0C, &chip.l0c},
+           {Scope::UB, &chip.ub}}};
+}
+
 CoreKind owner(Scope s) {
   return s == Scope::UB ? CoreKind::V : CoreKind::C;
 }
@@ -988,11 +996,7 @@ class Verifier {
   }
 
   void check_capacity() {
-    const std::pair<Scope, const ScopeCapacity*> caps[] = {{Scope::L1, &chip_.l1},
-                                                           {Scope::L0A, &chip_.l0a},
-                                                           {Scope::L0B, &chip_.l0b},
-                                                           {Scope::L0C, &chip_.l0c},
-                                                           {Scope::UB, &chip_.ub}};
+    const auto caps = on_chip_capacities(chip_);
     for (auto [scope, cap] : caps) {
       auto it = allocs_.find(scope);
       if (it == allocs_.end()) continue;
