@@ -49,6 +49,7 @@ struct ChipConfig {
   double issue_cycles = 2;          // per issued instruction
   double scalar_op_cycles = 1;      // per scalar loop / address op
   double scalar_load_cycles = 200;  // a scalar read of a GM tensor element (load(...))
+  int pipe_queue_depth = 32;  // instructions a pipe holds before the scalar unit stalls on it
 
   // Cube (M pipe).
   double cube_head = 60;               // pipeline head per mmad

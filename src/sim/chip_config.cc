@@ -155,6 +155,7 @@ const std::vector<Group>& schema() {
                      field("issue_cycles", "cycles", &C::issue_cycles, 0, 1000),
                      field("scalar_op_cycles", "cycles", &C::scalar_op_cycles, 0, 1000),
                      field("scalar_load_cycles", "cycles", &C::scalar_load_cycles, 0, 100000),
+                     field("pipe_queue_depth", "count", &C::pipe_queue_depth, 0, 4096),
                  },
                  {}});
     s.push_back(

@@ -128,25 +128,37 @@ class Engine {
     }
     if (!opts_.lower_bound_only) check_finished();
     if (race_ && race_->found()) throw UserError(race_->take_reports());
-    return collect();
+    SimResult r = collect();
+    if (!opts_.lower_bound_only) check_invariants(r);
+    return r;
   }
 
  private:
   static constexpr double kQuantum = 2000;  // cycles a core may run ahead before yielding
 
   // ---- fast-forward (steady.h) ----
-  /// The fast-forward period of `loop` if it is an outermost loop that can jump, else 0.
-  int64_t outer_period(const lower::Item* loop) const {
-    for (const auto& [l, p] : outer_loops_)
-      if (l == loop) return p;
-    return 0;
+  struct OuterLoop {
+    const lower::Item* loop;
+    int64_t period;  // iteration_period
+    bool gm_moves;   // its GM addresses move: jumps replay them
+  };
+
+  /// The outermost loop that can jump, or null.
+  const OuterLoop* outer_loop(const lower::Item* loop) const {
+    for (const auto& o : outer_loops_)
+      if (o.loop == loop) return &o;
+    return nullptr;
+  }
+
+  const GmSkeleton& skeleton(const Core& c) const {
+    return c.kind == CoreKind::C ? skeleton_aic_ : skeleton_aiv_;
   }
 
   void find_outer_loops(const lower::CoreProgram& prog, const lower::Block& b) {
     for (const auto& it : b.items) {
       if (it.kind == lower::Item::Loop) {
         int64_t p = iteration_period(prog, it);
-        if (p > 0) outer_loops_.push_back({&it, p});
+        if (p > 0) outer_loops_.push_back({&it, p, gm_moves(prog, it)});
       }
       if (it.kind == lower::Item::If) {
         if (it.body) find_outer_loops(prog, *it.body);
@@ -161,18 +173,53 @@ class Engine {
     if (!ff_) return;
     find_outer_loops(p_.aic, p_.aic.body);
     find_outer_loops(p_.aiv, p_.aiv.body);
+    skeleton_aic_ = gm_skeleton(p_.aic);
+    skeleton_aiv_ = gm_skeleton(p_.aiv);
   }
 
-  /// Between two core runs every core is at an instruction boundary: if all are steady,
-  /// shift the die and the schedule forward.
+  /// Flag sets waiting to be consumed by core c (its own and the cross-core ones).
+  int64_t flags_in_flight(const Core& c) const {
+    int64_t n = 0;
+    for (const auto& q : c.flags) n += static_cast<int64_t>(q.size());
+    const CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
+    for (int v = 0; v < 2; ++v) {
+      if (c.kind == CoreKind::V && v != c.vid) continue;
+      const auto& in = c.kind == CoreKind::V ? x.c2v[static_cast<size_t>(v)]
+                                             : x.v2c[static_cast<size_t>(v)];
+      for (const auto& q : in) n += static_cast<int64_t>(q.size());
+    }
+    return n;
+  }
+
+  /// Between two core runs every core is at an instruction boundary: if all are steady and
+  /// the replay of the skipped iterations' GM addresses proves their traffic, shift the die
+  /// and the schedule forward.
   void try_jump() {
     jump_check_ = false;
-    Jump j = plan_jump(cores_, cross_.size(), l2res_.room(), opts_.fast_forward);
+    Jump j = plan_jump(cores_, cross_.size(), opts_.fast_forward);
     if (j.iterations == 0) return;
+    // Replay on copies first: the first iteration whose traffic differs from the window's
+    // (a phase change of the L2 hits) limits the jump.
+    L2Residency l2 = l2res_;
+    std::vector<std::map<int, std::map<int64_t, int64_t>>> ranges;
+    for (const Core& c : cores_) ranges.push_back(c.read_ranges);
+    int64_t m = replay(j.iterations, l2, ranges);
+    m -= m % j.period;
+    if (m < opts_.fast_forward.min_jump) return;
+    if (m != j.iterations) {  // replay exactly the shorter jump on the real state
+      const double f = static_cast<double>(m) / static_cast<double>(j.iterations);
+      for (double& dt : j.cycles) dt *= f;
+      j.mean_cycles *= f;
+      j.iterations = m;
+      l2 = l2res_;
+      for (size_t i = 0; i < cores_.size(); ++i) ranges[i] = cores_[i].read_ranges;
+      if (replay(m, l2, ranges) != m) return;
+    }
+    l2res_ = std::move(l2);
+    for (size_t i = 0; i < cores_.size(); ++i) cores_[i].read_ranges = std::move(ranges[i]);
     apply_jump(j, cores_, cross_, opts_.fast_forward);
     hbm_.shift(j.mean_cycles);
     l2_.shift(j.mean_cycles);
-    l2res_.fill(j.l2_fill);
     std::vector<HeapItem> items;
     for (; !heap_.empty(); heap_.pop()) items.push_back(heap_.top());
     for (auto& [t, idx] : items)
@@ -182,6 +229,141 @@ class Engine {
     for (const Core& c : cores_)
       if (!c.stream_done) jumped_.iterations += j.iterations;
     jumped_.cycles += j.mean_cycles;
+  }
+
+  /// Walks one core's control flow from its current position through the GM copies of the
+  /// iterations a jump would skip, without timing: the address replay of fast-forward. It
+  /// visits only the items of the program's GM skeleton (steady.h).
+  class Replay {
+   public:
+    Replay(Engine& e, Core& c, int64_t iterations)
+        : e_(&e), c_(&c), skel_(&e.skeleton(c)), slots_(c.slots), outer_(c.history.loop) {
+      // The frames down to the first one the skeleton skips (a loop or branch without GM
+      // copies): the walk resumes after the item that holds the core's position.
+      for (size_t i = 0; i < c.stack.size(); ++i) {
+        const Frame& f = c.stack[i];
+        if (i > 0 && stack_.back().pos == 0) break;
+        const auto& keep = skel_->at(f.block);
+        size_t k = static_cast<size_t>(std::lower_bound(keep.begin(), keep.end(), f.pos) -
+                                       keep.begin());
+        if (i > 0) {
+          const Frame& parent = c.stack[i - 1];
+          const auto& pk = skel_->at(parent.block);
+          if (stack_.back().pos > pk.size() || pk[stack_.back().pos - 1] != parent.pos - 1) break;
+        }
+        stack_.push_back({f.block, k, f.loop, f.end});
+        if (f.loop == outer_) outer_depth_ = stack_.size();
+      }
+      start_ = stack_;
+      target_ = c.slots[static_cast<size_t>(outer_->slot)] + iterations * outer_->step;
+    }
+
+    /// GM traffic up to the next back-edge of the outer loop, or, once the loop variable has
+    /// reached the target, up to the position the core is at now (the end of the jump).
+    GmWork segment(L2Residency& l2, std::map<int, std::map<int64_t, int64_t>>& ranges) {
+      GmWork w;
+      std::swap(c_->slots, slots_);  // expressions read the core's slots
+      while (!at_end()) {
+        Frame& f = stack_.back();
+        const auto& keep = skel_->at(f.block);
+        if (f.pos >= keep.size()) {
+          if (f.loop) {
+            int64_t& v = c_->slots[static_cast<size_t>(f.loop->slot)];
+            v += f.loop->step;
+            if (v < f.end) {
+              f.pos = 0;
+              if (f.loop == outer_) break;
+              continue;
+            }
+          }
+          if (stack_.size() == outer_depth_) {  // the loop ended: plan_jump keeps a tail
+            failed_ = true;
+            break;
+          }
+          stack_.pop_back();
+          continue;
+        }
+        const lower::Item& it = f.block->items[keep[f.pos++]];
+        if (it.kind == lower::Item::Loop) {
+          int64_t b = e_->eval(*c_, it.begin), end = e_->eval(*c_, it.end);
+          if (b < end) {
+            c_->slots[static_cast<size_t>(it.slot)] = b;
+            stack_.push_back({it.body.get(), 0, &it, end});
+          }
+        } else if (it.kind == lower::Item::If) {
+          bool cond = e_->eval(*c_, it.cond) != 0;
+          const lower::Block* b = cond ? it.body.get() : it.else_body.get();
+          if (b) stack_.push_back({b, 0, nullptr, 0});
+        } else {
+          const lower::OpTemplate& t = c_->prog->instrs[static_cast<size_t>(it.instr)];
+          if (t.dropped) continue;
+          const auto& a = t.acc[static_cast<size_t>(gm_operand(t))];
+          w += e_->touch_gm(t, e_->resolve(*c_, a, t), l2, ranges);
+        }
+      }
+      std::swap(c_->slots, slots_);
+      return w;
+    }
+
+   private:
+    /// Back at the core's current position, target_ - start iterations later.
+    bool at_end() const {
+      if (c_->slots[static_cast<size_t>(outer_->slot)] != target_ ||
+          stack_.size() != start_.size())
+        return false;
+      for (size_t i = 0; i < stack_.size(); ++i) {
+        const Frame &a = stack_[i], &b = start_[i];
+        if (a.block != b.block || a.pos != b.pos) return false;
+        if (a.loop && a.loop != outer_ &&
+            c_->slots[static_cast<size_t>(a.loop->slot)] != slots_[static_cast<size_t>(a.loop->slot)])
+          return false;
+      }
+      return true;
+    }
+
+    Engine* e_;
+    Core* c_;
+    const GmSkeleton* skel_;
+    std::vector<int64_t> slots_;  // the core's own slots while not walking
+    const lower::Item* outer_;
+    std::vector<Frame> stack_, start_;  // Frame::pos indexes the skeleton's positions
+    int64_t target_;
+    size_t outer_depth_ = 0;
+
+   public:
+    bool failed_ = false;  // walked out of the outer loop
+  };
+
+  /// Replays the GM addresses of the next `m` iterations of every running core, in
+  /// round-robin order, against `l2` and the cores' `ranges`; returns how many iterations
+  /// from the start are proven to move exactly the traffic of their window iteration.
+  int64_t replay(int64_t m, L2Residency& l2,
+                 std::vector<std::map<int, std::map<int64_t, int64_t>>>& ranges) {
+    std::vector<std::pair<size_t, Replay>> walks;
+    for (size_t i = 0; i < cores_.size(); ++i)
+      if (!cores_[i].stream_done && cores_[i].history.gm_moves)
+        walks.emplace_back(i, Replay(*this, cores_[i], m));
+    if (walks.empty()) return m;  // every address repeats: the window proved the traffic
+    std::vector<GmWork> head(walks.size());
+    for (int64_t k = 0; k < m; ++k) {
+      for (size_t w = 0; w < walks.size(); ++w) {
+        auto& [i, walk] = walks[w];
+        GmWork got = walk.segment(l2, ranges[i]);
+        if (walk.failed_) return 0;
+        // The first segment is the rest of the current iteration: checked with the end.
+        if (k == 0)
+          head[w] = got;
+        else if (!(got == expected_gm_work(cores_[i], k)))
+          return k - 1;
+      }
+    }
+    for (size_t w = 0; w < walks.size(); ++w) {
+      auto& [i, walk] = walks[w];
+      head[w] += walk.segment(l2, ranges[i]);
+      if (walk.failed_) return 0;
+      if (!(head[w] == expected_gm_work(cores_[i], 0))) return 0;
+    }
+    return m;
   }
 
   // ---- setup ----
@@ -225,6 +407,7 @@ class Engine {
     c.last_set.resize(c.flags.size());
     c.tally.waits.resize(prog->instrs.size());
     c.ghost_debt.assign(c.flags.size(), 0);
+    for (auto& ps : c.pipes) ps.started.assign(static_cast<size_t>(chip_.pipe_queue_depth), 0.0);
     if (functional_ || !prog->loads.empty())
       for (int s = 0; s < 6; ++s)
         c.local[static_cast<size_t>(s)].assign(static_cast<size_t>(prog->scope_bytes[s]), 0);
@@ -303,9 +486,10 @@ class Engine {
           if (v < f.end) {
             f.pos = 0;
             if (ff_) {
-              if (int64_t period = outer_period(f.loop)) {
-                c.history.period = period;
-                jump_check_ |= record_backedge(c, f, l2res_.resident(), opts_.fast_forward);
+              if (const OuterLoop* o = outer_loop(f.loop)) {
+                c.history.period = o->period;
+                c.history.gm_moves = o->gm_moves;
+                jump_check_ |= record_backedge(c, f, flags_in_flight(c), opts_.fast_forward);
               }
             }
             continue;
@@ -495,6 +679,7 @@ class Engine {
           return;
         }
         Instr in = instantiate(c, *t);
+        if (!opts_.lower_bound_only) queue_stall(c, *t);
         if (!t->dropped) scalar(c, chip_.issue_cycles);
         in.issue = c.t;
         ++c.tally.pipes[static_cast<size_t>(Pipe::S)].instructions;
@@ -511,6 +696,32 @@ class Engine {
         return;
       }
     }
+  }
+
+  /// Instructions that go to a pipe's queue (the others the scalar unit handles itself).
+  static bool queued(const lower::OpTemplate& t) {
+    return t.pipe != Pipe::S && t.op != Opcode::WaitCross &&
+           !(t.op == Opcode::WaitFlag && t.flag_dst == Pipe::S);
+  }
+
+  /// The scalar unit stalls while the target pipe's queue is full: the instruction
+  /// pipe_queue_depth places earlier must have started. (One still blocked on a flag has no
+  /// start time yet; the queue is then treated as open.)
+  void queue_stall(Core& c, const lower::OpTemplate& t) {
+    if (!queued(t)) return;
+    PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
+    const int64_t depth = chip_.pipe_queue_depth, k = ps.dispatched - depth;
+    if (k < 0 || k >= ps.popped) return;
+    const double free = ps.started[static_cast<size_t>(k % depth)];
+    if (free <= c.t) return;
+    c.tally.blocked_queue += free - c.t;
+    c.t = free;
+  }
+
+  /// The head of pipe p's queue started at `start`.
+  void leave_queue(PipeState& ps, double start) {
+    ps.started[static_cast<size_t>(ps.popped % chip_.pipe_queue_depth)] = start;
+    ++ps.popped;
   }
 
   /// Waits handled by the scalar unit itself; false while the flag is not available.
@@ -730,7 +941,9 @@ class Engine {
       return true;
     }
     if (race_) in.s_clock = scalar_clock(c);
-    c.pipes[static_cast<size_t>(t.pipe)].queue.push_back(in);
+    PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
+    ps.queue.push_back(in);
+    ++ps.dispatched;
     drain(c, t.pipe);
     return true;
   }
@@ -861,41 +1074,63 @@ class Engine {
     return start;
   }
 
-  /// A copy that reads or writes GM: its bytes flow through the die's shared HBM / L2
-  /// bandwidth, so its occupancy depends on what the other cores move at the same time.
-  void gm_transfer(Core& c, const Instr& in, double start, Cost& cost, PipeStats& st) {
-    const auto& t = *in.t;
-    bool read = in.acc[1].t->scope == ir::Scope::GM;
-    const Access& g = read ? in.acc[1] : in.acc[0];
-    if (g.t->scope != ir::Scope::GM) return;
-    int64_t miss = 0, hit = 0, again = 0;
+  /// The operand of a copy that is in GM (the source if both are), or -1.
+  static int gm_operand(const lower::OpTemplate& t) {
+    if (t.acc[1].scope == ir::Scope::GM) return 1;
+    return t.acc[0].scope == ir::Scope::GM ? 0 : -1;
+  }
+
+  /// The address-dependent part of a GM copy: which bytes L2 serves and which HBM (marking
+  /// them resident), and which MTE2 bytes re-read an input range this core read before.
+  /// `a` is the copy's GM operand (gm_operand) resolved.
+  GmWork touch_gm(const lower::OpTemplate& t, const Access& a, L2Residency& l2,
+                  std::map<int, std::map<int64_t, int64_t>>& ranges) {
+    const bool read = t.acc[1].scope == ir::Scope::GM;
+    const lower::AccessTemplate& g = *a.t;
+    GmWork w;
     bool track =
-        read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.t->gm_index)].workspace;
-    auto& ranges = c.read_ranges[g.t->gm_index];
-    for_each_run(g, [&](int64_t lo, int64_t len) {
-      auto [m, h] = l2res_.touch(g.t->gm_index, lo, lo + len);
-      miss += m;
+        read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.gm_index)].workspace;
+    auto& seen = ranges[g.gm_index];
+    int64_t miss = 0, hit = 0, again = 0;
+    for_each_run(a, [&](int64_t lo, int64_t len) {
+      auto [mi, h] = l2.touch(g.gm_index, lo, lo + len);
+      miss += mi;
       hit += h;
-      if (track) again += add_range(ranges, lo, lo + len);
+      if (track) again += add_range(seen, lo, lo + len);
     });
-    ++st.transfers;
-    st.reloaded_bytes += static_cast<double>(again);
     if (!read) {  // writes land in L2 (write-back); the die's L2 bandwidth is shared
       hit += miss;
       miss = 0;
     }
+    w.hbm = static_cast<double>(miss);
+    w.l2 = static_cast<double>(hit);
+    w.reloaded = static_cast<double>(again);
+    w.transfers = 1;
+    return w;
+  }
+
+  /// A copy that reads or writes GM: its bytes flow through the die's shared HBM / L2
+  /// bandwidth, so its occupancy depends on what the other cores move at the same time.
+  void gm_transfer(Core& c, const Instr& in, double start, Cost& cost, PipeStats& st) {
+    const auto& t = *in.t;
+    const int g = gm_operand(t);
+    if (g < 0) return;
+    GmWork w = touch_gm(t, in.acc[static_cast<size_t>(g)], l2res_, c.read_ranges);
+    ++st.transfers;
+    st.reloaded_bytes += w.reloaded;
     double core_rate = t.pipe == Pipe::MTE2   ? chip_.mte2_bw_l2
                        : t.pipe == Pipe::MTE3 ? chip_.mte3_bw
                                               : chip_.fix_bw;
     double end = start;
-    if (miss > 0) end = hbm_.transfer(end, static_cast<double>(miss), chip_.mte2_bw_hbm);
-    if (hit > 0) end = l2_.transfer(end, static_cast<double>(hit), core_rate);
-    c.tally.hbm_bytes += static_cast<double>(miss);
-    c.tally.l2_bytes += static_cast<double>(hit);
-    c.tally.pipes[static_cast<size_t>(t.pipe)].bytes += static_cast<double>(miss + hit);
+    if (w.hbm > 0) end = hbm_.transfer(end, w.hbm, chip_.mte2_bw_hbm);
+    if (w.l2 > 0) end = l2_.transfer(end, w.l2, core_rate);
+    c.tally.hbm_bytes += w.hbm;
+    c.tally.l2_bytes += w.l2;
+    c.tally.pipes[static_cast<size_t>(t.pipe)].bytes += w.hbm + w.l2;
     cost.occupancy = end - start;
     // A read served entirely by L2 skips the HBM round trip.
-    if (read && miss == 0 && t.pipe == Pipe::MTE2) cost.latency = chip_.mte2_latency_l2;
+    if (t.acc[1].scope == ir::Scope::GM && w.hbm == 0 && t.pipe == Pipe::MTE2)
+      cost.latency = chip_.mte2_latency_l2;
   }
 
   /// Starts every queued instruction of pipe p that can start.
@@ -909,6 +1144,7 @@ class Engine {
         case Opcode::WaitFlag: {
           if (t.dropped) {  // in pipe order, so it takes the same set the wait would take
             consume_dropped(c, head);
+            leave_queue(ps, std::max(head.issue, ps.ready));
             ps.queue.pop_front();
             break;
           }
@@ -925,6 +1161,7 @@ class Engine {
           ps.ready = start;
           ps.done = std::max(ps.done, start);
           ++st.instructions;
+          leave_queue(ps, start);
           ps.queue.pop_front();
           break;
         }
@@ -936,12 +1173,14 @@ class Engine {
           ps.ready = std::max(ps.ready, in.issue);
           account(c, p, in.issue, ps.ready, 0, kGapNone);
           ++st.instructions;
+          leave_queue(ps, ps.ready);
           fire(c, in, when);
           break;
         }
         case Opcode::Barrier: {
           if (opts_.whatif_no_barriers) {
             ++st.instructions;
+            leave_queue(ps, std::max(head.issue, ps.ready));
             ps.queue.pop_front();
             break;
           }
@@ -950,6 +1189,7 @@ class Engine {
           ps.ready = start;
           ps.done = start;
           ++st.instructions;
+          leave_queue(ps, start);
           ps.queue.pop_front();
           break;
         }
@@ -959,6 +1199,7 @@ class Engine {
           Cost cost = instr_cost(in, chip_);
           double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
           double start = std::max(ready, dep);
+          leave_queue(ps, start);
           st.wait_dep_cycles += start - ready;
           if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);
           if (!free_ops_.empty() && free_ops_.count(in.t)) cost = Cost{};
@@ -996,6 +1237,41 @@ class Engine {
   }
 
   // ---- end of run ----
+  /// Physical invariants of every timed run (docs/simulator.md, "Invariants"). The
+  /// tolerance absorbs floating-point summation only.
+  void check_invariants(const SimResult& r) const {
+    const double span = r.cycles * (1 + 1e-9) + 1e-6;
+    auto broken = [&](const std::string& what) {
+      throw InvariantError(fmt::format(
+          "simulator invariant violated: {} (run of {:.0f} cycles{})", what, r.cycles,
+          r.fast_forward.jumps ? fmt::format(", {} fast-forward jump(s)", r.fast_forward.jumps)
+                               : ""));
+    };
+    for (const CoreStats& c : r.cores) {
+      for (int p = 0; p < kPipes; ++p) {
+        const PipeStats& st = c.pipes[static_cast<size_t>(p)];
+        const char* pipe = ir::to_string(static_cast<Pipe>(p));
+        // Roofline: no pipe does more work than the run has cycles.
+        if (st.busy_cycles > span)
+          broken(fmt::format("roofline: {} {} busy {:.0f} cycles > the run's span", c.name, pipe,
+                             st.busy_cycles));
+        if (static_cast<Pipe>(p) != Pipe::S &&
+            st.busy_cycles + st.wait_flag_cycles + st.wait_dep_cycles > span)
+          broken(fmt::format("pipe time: {} {} busy + wait-flag + wait-dep = {:.0f} + {:.0f} + "
+                             "{:.0f} cycles > the run's span",
+                             c.name, pipe, st.busy_cycles, st.wait_flag_cycles,
+                             st.wait_dep_cycles));
+      }
+    }
+    // The die's shared memory system: HBM and L2 bytes at most at their peak rates.
+    if (r.gm_bytes_hbm / chip_.hbm_bw > span)
+      broken(fmt::format("roofline: HBM moved {:.0f} bytes, more than {:.0f} B/cycle allows",
+                         r.gm_bytes_hbm, chip_.hbm_bw));
+    if (r.gm_bytes_l2 / chip_.l2_bw > span)
+      broken(fmt::format("roofline: L2 served {:.0f} bytes, more than {:.0f} B/cycle allows",
+                         r.gm_bytes_l2, chip_.l2_bw));
+  }
+
   std::string flag_state(const LastSet& s) const {
     if (s.time < 0) return "never set";
     return fmt::format("last set at cycle {:.0f} ({})", s.time, s.loc->str());
@@ -1156,6 +1432,7 @@ class Engine {
             a.busy = c.stats.pipes[static_cast<size_t>(p)].busy_cycles;
             a.cross = c.tally.blocked_cross;
             a.flag = c.tally.blocked_flag;
+            a.dep = c.tally.blocked_queue;
             a.tail = std::max(0.0, r.cycles - c.t);
             continue;
           }
@@ -1215,7 +1492,8 @@ class Engine {
   // Fast-forward (steady.h): enabled for this run, outermost loops of the programs, a
   // back-edge found a steady core since the last look, what was skipped.
   bool ff_ = false;
-  std::vector<std::pair<const lower::Item*, int64_t>> outer_loops_;  // with their periods
+  std::vector<OuterLoop> outer_loops_;
+  GmSkeleton skeleton_aic_, skeleton_aiv_;
   bool jump_check_ = false;
   FastForwardStats jumped_;
   std::unordered_set<const lower::OpTemplate*> free_ops_;

@@ -45,6 +45,10 @@ struct PipeState {
   std::deque<Instr> queue;
   std::array<RecentWrite, 16> recent{};  // same-pipe RAW/WAW window (docs/simulator.md)
   int next_recent = 0;
+  // The bounded instruction queue (issue.pipe_queue_depth): start times of the last `depth`
+  // instructions that left it, indexed by how many left before them.
+  std::vector<double> started;
+  int64_t dispatched = 0, popped = 0;
 };
 
 /// Last set of a flag, for deadlock reports.
@@ -75,6 +79,7 @@ struct Tally {
   double hbm_bytes = 0, l2_bytes = 0;
   std::array<CycleAccount, kPipes> acct{};     // evidence: where each pipe's cycles went
   double blocked_cross = 0, blocked_flag = 0;  // scalar unit blocked on cross / X->S waits
+  double blocked_queue = 0;                    // scalar unit stalled on a full pipe queue
   CrossStats c2v, v2c;                         // sets counted by the setter, waits by the waiter
   std::array<double, 2> pending_sum{};         // sets in flight seen by each new set: c2v, v2c
   std::array<int64_t, 2> pending_n{};
@@ -87,13 +92,18 @@ struct Tally {
 struct LoopSnapshot {
   int64_t iter = 0;  // loop variable of the next iteration
   double t = 0;
-  int64_t l2_resident = 0;  // bytes resident in the die's L2 at this back-edge
   Tally tally;
+  // What must repeat, shifted in time, for the core to be in a steady state: each pipe's
+  // clocks and queue, and the flag sets in flight towards the core.
+  std::array<double, kPipes> ready{}, done{};
+  std::array<int64_t, kPipes> queued{};
+  int64_t flags_in_flight = 0;
 };
 
 struct LoopHistory {
   const lower::Item* loop = nullptr;
   int64_t period = 1;              // iteration_period of the loop (steady.h)
+  bool gm_moves = true;            // its GM addresses move with the iteration (gm_moves)
   std::deque<LoopSnapshot> snaps;  // the last few back-edges, oldest first
 };
 

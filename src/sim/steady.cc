@@ -30,6 +30,7 @@ void Tally::add_iterations(const Tally& later, const Tally& earlier, int64_t spa
   }
   blocked_cross += f * (later.blocked_cross - earlier.blocked_cross);
   blocked_flag += f * (later.blocked_flag - earlier.blocked_flag);
+  blocked_queue += f * (later.blocked_queue - earlier.blocked_queue);
   for (auto [x, a, b] :
        {std::tuple{&c2v, &later.c2v, &earlier.c2v}, std::tuple{&v2c, &later.v2c, &earlier.v2c}}) {
     x->sets += count(a->sets, b->sets);
@@ -141,41 +142,90 @@ int64_t access_period(const lower::AccessTemplate& a, int slot) {
   return p;
 }
 
-/// The same instructions on every pipe in iterations a->b and b->c.
+/// The GM traffic of the iterations between two back-edges.
+GmWork gm_work(const Tally& later, const Tally& earlier) {
+  GmWork w;
+  w.hbm = later.hbm_bytes - earlier.hbm_bytes;
+  w.l2 = later.l2_bytes - earlier.l2_bytes;
+  for (size_t p = 0; p < later.pipes.size(); ++p) {
+    w.reloaded += later.pipes[p].reloaded_bytes - earlier.pipes[p].reloaded_bytes;
+    w.transfers += later.pipes[p].transfers - earlier.pipes[p].transfers;
+  }
+  return w;
+}
+
+/// The same instructions on every pipe, and the same GM traffic, in a->b as in b->c.
 bool same_work(const LoopSnapshot& a, const LoopSnapshot& b, const LoopSnapshot& c) {
   if (c.tally.executed - b.tally.executed != b.tally.executed - a.tally.executed) return false;
   for (size_t p = 0; p < a.tally.pipes.size(); ++p)
     if (c.tally.pipes[p].instructions - b.tally.pipes[p].instructions !=
         b.tally.pipes[p].instructions - a.tally.pipes[p].instructions)
       return false;
-  return true;
+  return gm_work(c.tally, b.tally) == gm_work(b.tally, a.tally);
 }
+
+/// Windows are whole numbers of twice the iteration period, so that the first snapshot,
+/// the middle one and the last are on the same phase of every ring.
+int64_t window_unit(const LoopHistory& h) { return 2 * h.period; }
+
+int64_t round_up(int64_t n, int64_t u) { return (n + u - 1) / u * u; }
 
 /// The iterations of the window (steady.h) that ends at the last snapshot; 0 if the
 /// history is too short.
 size_t window(const LoopHistory& h, const FastForwardOptions& o) {
   const auto& s = h.snaps;
-  // Even, so that the trend test compares two halves of equal length.
-  auto even = [](int n) { return static_cast<size_t>(std::max(2, n + n % 2)); };
-  for (size_t n = even(o.min_window); n < s.size(); n += 2)
-    if (s.back().tally.executed - s[s.size() - 1 - n].tally.executed >= o.window_instructions)
-      return n;
-  const size_t max = even(o.max_window);
-  return s.size() > max ? max : 0;
+  const int64_t u = window_unit(h);
+  const int64_t max = round_up(std::max<int64_t>(o.max_window, u), u);
+  for (int64_t n = round_up(std::max<int64_t>(o.min_window, u), u);
+       n <= max && n < static_cast<int64_t>(s.size()); n += u)
+    if (s.back().tally.executed - s[s.size() - 1 - static_cast<size_t>(n)].tally.executed >=
+            o.window_instructions ||
+        n == max)
+      return static_cast<size_t>(n);
+  return 0;
 }
 
-/// The window did the same work every iteration, and its first half took as long as its
-/// second half (no warm-up trend left).
+/// The snapshots the history keeps: enough for the longest window.
+size_t history_length(const LoopHistory& h, const FastForwardOptions& o) {
+  const int64_t u = window_unit(h);
+  return static_cast<size_t>(round_up(std::max<int64_t>(o.max_window, u), u)) + 1;
+}
+
+/// Clock `x` moved by the same amount as the scalar unit over both halves of the window:
+/// the core's pipes neither drift away from its issue nor change pace.
+bool keeps_pace(double x0, double x1, double x2, double t0, double t1, double t2, double tol) {
+  const double half = t1 - t0;
+  return std::abs((x1 - x0) - half) <= tol * half && std::abs((x2 - x1) - (t2 - t1)) <= tol * half;
+}
+
+/// Over the window the core did the same work every iteration (per period), and its
+/// state at the window's first, middle and last back-edge is the same state shifted in
+/// time: equal queues and flags in flight, every active pipe's clocks keeping pace with the
+/// scalar unit, both halves equally long.
 bool steady(const LoopHistory& h, const FastForwardOptions& o) {
   const size_t n = window(h, o);
   if (n == 0) return false;
   const auto& s = h.snaps;
-  const size_t first = s.size() - 1 - n;
-  for (size_t k = first + 2; k < s.size(); ++k)
-    if (!same_work(s[k - 2], s[k - 1], s[k])) return false;
-  const size_t mid = first + n / 2;
-  double a = s[mid].t - s[first].t, b = s.back().t - s[mid].t;
-  return a > 0 && std::abs(a - b) <= o.trend_tolerance * a;
+  const size_t p = static_cast<size_t>(h.period);
+  const size_t first = s.size() - 1 - n, mid = first + n / 2, last = s.size() - 1;
+  for (size_t k = first + 2 * p; k <= last; ++k)
+    if (!same_work(s[k - 2 * p], s[k - p], s[k])) return false;
+  const LoopSnapshot &a = s[first], &b = s[mid], &c = s[last];
+  if (b.t - a.t <= 0 || std::abs((b.t - a.t) - (c.t - b.t)) > o.trend_tolerance * (b.t - a.t))
+    return false;
+  if (a.queued != b.queued || b.queued != c.queued || a.flags_in_flight != b.flags_in_flight ||
+      b.flags_in_flight != c.flags_in_flight)
+    return false;
+  for (size_t q = 0; q < a.ready.size(); ++q) {
+    // The scalar unit's clock is t itself; a pipe without instructions has no clock.
+    if (q == static_cast<size_t>(ir::Pipe::S) ||
+        c.tally.pipes[q].instructions == a.tally.pipes[q].instructions)
+      continue;
+    if (!keeps_pace(a.ready[q], b.ready[q], c.ready[q], a.t, b.t, c.t, o.trend_tolerance) ||
+        !keeps_pace(a.done[q], b.done[q], c.done[q], a.t, b.t, c.t, o.trend_tolerance))
+      return false;
+  }
+  return true;
 }
 
 /// The first snapshot of a window of n iterations.
@@ -201,7 +251,80 @@ int64_t iteration_period(const lower::CoreProgram& prog, const lower::Item& loop
   return p;
 }
 
-bool record_backedge(Core& c, const Frame& f, int64_t l2_resident, const FastForwardOptions& o) {
+namespace {
+
+bool uses_any(const lower::CExpr& e, const std::vector<bool>& slots) {
+  for (const auto& op : e.ops)
+    if (op.kind == lower::CExpr::Slot && slots[static_cast<size_t>(op.value)]) return true;
+  return false;
+}
+
+bool is_gm_copy(const lower::OpTemplate& t) {
+  return t.op == lower::Opcode::Copy &&
+         (t.acc[0].scope == ir::Scope::GM || t.acc[1].scope == ir::Scope::GM);
+}
+
+/// Marks the slots of nested loops whose bounds depend on a marked slot; true if a GM copy's
+/// address or a branch depends on one.
+bool moves(const lower::CoreProgram& prog, const lower::Block& b, std::vector<bool>& dep) {
+  for (const auto& it : b.items) {
+    if (it.kind == lower::Item::Loop) {
+      if (uses_any(it.begin, dep) || uses_any(it.end, dep)) dep[static_cast<size_t>(it.slot)] = true;
+      if (moves(prog, *it.body, dep)) return true;
+    } else if (it.kind == lower::Item::If) {
+      if (uses_any(it.cond, dep)) return true;
+      if (it.body && moves(prog, *it.body, dep)) return true;
+      if (it.else_body && moves(prog, *it.else_body, dep)) return true;
+    } else {
+      const auto& t = prog.instrs[static_cast<size_t>(it.instr)];
+      if (!is_gm_copy(t)) continue;
+      for (int i = 0; i < t.num_acc; ++i) {
+        const auto& a = t.acc[static_cast<size_t>(i)];
+        if (a.scope != ir::Scope::GM) continue;
+        for (int d = 0; d < a.rank; ++d)
+          if (uses_any(a.start[d], dep)) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool skeleton(const lower::CoreProgram& prog, const lower::Block& b, GmSkeleton& out) {
+  std::vector<size_t> keep;
+  for (size_t i = 0; i < b.items.size(); ++i) {
+    const auto& it = b.items[i];
+    bool gm = false;
+    if (it.kind == lower::Item::Loop) {
+      gm = skeleton(prog, *it.body, out);
+    } else if (it.kind == lower::Item::If) {
+      gm = it.body && skeleton(prog, *it.body, out);
+      gm = (it.else_body && skeleton(prog, *it.else_body, out)) || gm;
+    } else {
+      gm = is_gm_copy(prog.instrs[static_cast<size_t>(it.instr)]);
+    }
+    if (gm) keep.push_back(i);
+  }
+  const bool any = !keep.empty();
+  out[&b] = std::move(keep);
+  return any;
+}
+
+}  // namespace
+
+bool gm_moves(const lower::CoreProgram& prog, const lower::Item& loop) {
+  std::vector<bool> dep(static_cast<size_t>(prog.num_slots), false);
+  dep[static_cast<size_t>(loop.slot)] = true;
+  return moves(prog, *loop.body, dep);
+}
+
+GmSkeleton gm_skeleton(const lower::CoreProgram& prog) {
+  GmSkeleton s;
+  skeleton(prog, prog.body, s);
+  return s;
+}
+
+bool record_backedge(Core& c, const Frame& f, int64_t flags_in_flight,
+                     const FastForwardOptions& o) {
   LoopHistory& h = c.history;
   const int64_t next = c.slots[static_cast<size_t>(f.loop->slot)];
   if (h.loop != f.loop || (!h.snaps.empty() && h.snaps.back().iter + f.loop->step != next)) {
@@ -211,17 +334,27 @@ bool record_backedge(Core& c, const Frame& f, int64_t l2_resident, const FastFor
   LoopSnapshot s;
   s.iter = next;
   s.t = c.t;
-  s.l2_resident = l2_resident;
   s.tally = c.tally;
+  for (size_t p = 0; p < c.pipes.size(); ++p) {
+    s.ready[p] = c.pipes[p].ready;
+    s.done[p] = c.pipes[p].done;
+    s.queued[p] = static_cast<int64_t>(c.pipes[p].queue.size());
+  }
+  s.flags_in_flight = flags_in_flight;
   h.snaps.push_back(std::move(s));
-  if (static_cast<int>(h.snaps.size()) > o.max_window + 2) h.snaps.pop_front();
+  if (h.snaps.size() > history_length(h, o)) h.snaps.pop_front();
   return steady(h, o);
 }
 
-Jump plan_jump(const std::vector<Core>& cores, size_t ai_cores, int64_t l2_room,
-               const FastForwardOptions& o) {
+GmWork expected_gm_work(const Core& c, int64_t i) {
+  const auto& s = c.history.snaps;
+  const size_t p = static_cast<size_t>(c.history.period);
+  const size_t k = s.size() - 1 - p + static_cast<size_t>(i % c.history.period);
+  return gm_work(s[k + 1].tally, s[k].tally);
+}
+
+Jump plan_jump(const std::vector<Core>& cores, size_t ai_cores, const FastForwardOptions& o) {
   int64_t m = INT64_MAX, period = 1;
-  double l2_growth = 0;  // resident bytes per iteration, over the window
   std::vector<double> sum(ai_cores, 0.0);
   std::vector<int> n(ai_cores, 0);
   for (const Core& c : cores) {
@@ -239,21 +372,16 @@ Jump plan_jump(const std::vector<Core>& cores, size_t ai_cores, int64_t l2_room,
     m = std::min(m, after - o.tail);
     period = std::lcm(period, h.period);
     const size_t n_win = window(h, o);
-    l2_growth = std::max(l2_growth, static_cast<double>(h.snaps.back().l2_resident -
-                                                        window_start(h, n_win).l2_resident) /
-                                        static_cast<double>(n_win));
     sum[static_cast<size_t>(c.ai_core)] +=
         (h.snaps.back().t - window_start(h, n_win).t) / static_cast<double>(n_win);
     ++n[static_cast<size_t>(c.ai_core)];
   }
   if (m == INT64_MAX) return {};
-  if (l2_growth > 0)  // stop short of filling the L2: the iterations after it are slower
-    m = std::min(m, static_cast<int64_t>(static_cast<double>(l2_room) / l2_growth) - 1);
   m -= m % period;  // land on the same phase of every ring of buffers and flags
   if (m < o.min_jump) return {};
   Jump j;
   j.iterations = m;
-  j.l2_fill = static_cast<int64_t>(l2_growth * static_cast<double>(m));
+  j.period = period;
   j.cycles.assign(ai_cores, 0.0);
   int groups = 0;
   for (size_t a = 0; a < ai_cores; ++a) {
@@ -296,6 +424,7 @@ void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>
       ps.done += dt;
       for (Instr& in : ps.queue) in.issue += dt;
       for (RecentWrite& w : ps.recent) w.end += dt;
+    for (double& st : ps.started) st += dt;
     }
     for (PipeAcct& pa : c.acct)
       if (pa.started) pa.t += dt;
