@@ -161,12 +161,12 @@ TEST(ChipConfigLoader, A3LoadsWithTheDocumentedValues) {
   EXPECT_DOUBLE_EQ(c.mte1_bw_l0b, 128);
   EXPECT_DOUBLE_EQ(c.fix_latency, 50);
   EXPECT_DOUBLE_EQ(c.fix_bw, 128);
-  EXPECT_DOUBLE_EQ(c.hbm_bw, 850);
+  EXPECT_DOUBLE_EQ(c.hbm_bw, 760);
   EXPECT_DOUBLE_EQ(c.l2_bw, 2650);
   EXPECT_EQ(c.l2_bytes, 192ll << 20);
   EXPECT_EQ(c.hbm_bytes, 64ll << 30);
   EXPECT_EQ(c.dma_full_bw_align, 512);
-  EXPECT_EQ(c.dma_full_bw_bytes, 16384);
+  EXPECT_DOUBLE_EQ(c.dma_min_burst_bytes, 336);
   EXPECT_DOUBLE_EQ(c.dma_misaligned_factor, 0.7);
 }
 
@@ -180,7 +180,7 @@ TEST(ChipConfigLoader, A2LoadsWithTheDocumentedValues) {
   EXPECT_EQ(c.ub.physical, 196608);
   EXPECT_EQ(c.ub.usable, 196352);
   EXPECT_EQ(c.l0c.usable, 131072);
-  EXPECT_DOUBLE_EQ(c.hbm_bw, 850);
+  EXPECT_DOUBLE_EQ(c.hbm_bw, 760);
   EXPECT_DOUBLE_EQ(c.l2_bw, 2720);  // 4.9 TB/s at 1.8 GHz
 }
 

@@ -20,6 +20,9 @@
 namespace tilepipe {
 namespace {
 
+// A contiguous block far above dma.min_burst_bytes: streams at the full rate.
+constexpr int64_t kLargeTransfer = 16384;
+
 using namespace lang;
 
 // ---------------------------------------------------------------------------------------
@@ -603,7 +606,7 @@ ir::Program build_mte2_reads(int64_t bytes, bool twice) {
 class SimTimingMte2Copy : public ::testing::TestWithParam<int64_t> {
  protected:
   const ChipConfig& c = testing::a3();
-  const int64_t bytes = GetParam() * c.dma_full_bw_bytes;
+  const int64_t bytes = GetParam() * kLargeTransfer;
   const double I = c.issue_cycles;  // the copy is the first instruction: issued at I
   void SetUp() override {
     // Two concurrent streams stay below the die's bandwidth: no sharing effects.
@@ -721,7 +724,7 @@ INSTANTIATE_TEST_SUITE_P(SimWritesBetween, SimTimingDependencyDistance,
 
 TEST(SimTiming, WaitFlagDelaysConsumerPipeUntilSetPlusFlagLatency) {
   const ChipConfig& c = testing::a3();
-  const int64_t bytes = c.dma_full_bw_bytes;
+  const int64_t bytes = kLargeTransfer;
   const int64_t n = bytes / 4;
   KernelBuilder k("flag", 1);
   auto X = k.input("X", {2, n}, f32);  // one row per AIV: both are first reads
@@ -765,10 +768,11 @@ ir::Program build_cross_timing(int64_t bytes) {
 
 TEST(SimTiming, CrossCoreFlagAddsCrossFlagLatency) {
   const ChipConfig& c = testing::a3();
-  const int64_t bytes = c.dma_full_bw_bytes;
+  const int64_t bytes = kLargeTransfer;
   auto r = run_timing(build_cross_timing(bytes));
   const double I = c.issue_cycles;
-  double aic_copy_end = I + c.mte2_latency + bytes / c.mte2_bw_hbm;
+  // GM -> L1 converts ND to NZ on the way: dma.nd2nz_efficiency of the bandwidth.
+  double aic_copy_end = I + c.mte2_latency + bytes / c.dma_nd2nz_efficiency / c.mte2_bw_hbm;
   double set_fires = std::max(2 * I, aic_copy_end);
   double aiv_resumes = std::max(I, set_fires + c.cross_flag_latency);
   double aiv_end = aiv_resumes + I + c.mte2_latency_l2 + bytes / c.mte2_bw_l2;
@@ -784,7 +788,7 @@ TEST(SimTiming, CrossCoreWaitTakesEffectWhenEveryPipeOfTheCoreReachesIt) {
   // The flag is visible long before the AIV's first copy leaves MTE2, yet the copy after the
   // wait starts only once MTE2 has reached the wait: a cross-core wait blocks every pipe.
   const ChipConfig& c = testing::a3();
-  const int64_t bytes = c.dma_full_bw_bytes;
+  const int64_t bytes = kLargeTransfer;
   KernelBuilder k("cross_drain", 1);
   auto X = k.input("X", {2, bytes / 2}, f16);
   auto Y = k.input("Y", {2, 2 * bytes}, f16);

@@ -90,7 +90,8 @@ struct ChipConfig {
   int64_t hbm_bytes = 64ll << 30;
   int dma_full_bw_align = 512;  // GM address alignment for full DMA efficiency
   double dma_misaligned_factor = 0.7;
-  int64_t dma_full_bw_bytes = 16384;  // transfers at least this large reach full bandwidth
+  double dma_min_burst_bytes = 336;   // a contiguous GM run costs at least this many bytes
+  double dma_nd2nz_efficiency = 0.937;  // GM -> L1 (ND -> NZ on the way) vs a plain copy
 
   /// Source and confidence of each key as written in the file ("key" -> "source [H]").
   std::map<std::string, std::string> sources;

@@ -51,24 +51,46 @@ void BandwidthLedger::shift(double cycles) {
 L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk)
     : capacity_(capacity), chunk_(chunk) {
   for (auto b : tensor_bytes) {
-    chunks_.emplace_back(static_cast<size_t>((b + chunk - 1) / chunk), false);
-    missing_.push_back(static_cast<int64_t>(chunks_.back().size()));
+    lines_.emplace_back(static_cast<size_t>((b + chunk - 1) / chunk), kAbsent);
+    missing_.push_back(static_cast<int64_t>(lines_.back().size()));
   }
 }
 
+void L2Residency::allocate(int t, int64_t line) {
+  while (resident_ + chunk_ > capacity_ && !clock_.empty()) {
+    auto [vt, vl] = clock_.front();
+    clock_.pop_front();
+    uint8_t& v = lines_[static_cast<size_t>(vt)][static_cast<size_t>(vl)];
+    if (v == kReferenced) {  // second chance
+      v = kResident;
+      clock_.emplace_back(vt, vl);
+      continue;
+    }
+    v = kAbsent;
+    resident_ -= chunk_;
+    ++missing_[static_cast<size_t>(vt)];
+    evicted_ = true;
+  }
+  if (resident_ + chunk_ > capacity_) return;  // an L2 smaller than one line
+  lines_[static_cast<size_t>(t)][static_cast<size_t>(line)] = kResident;
+  resident_ += chunk_;
+  --missing_[static_cast<size_t>(t)];
+  clock_.emplace_back(t, line);
+}
+
 std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi) {
-  if (missing_[static_cast<size_t>(t)] == 0) return {0, hi - lo};
-  auto& c = chunks_[static_cast<size_t>(t)];
+  if (missing_[static_cast<size_t>(t)] == 0 && !evicted_) return {0, hi - lo};
+  auto& c = lines_[static_cast<size_t>(t)];
   int64_t miss = 0;
   for (int64_t k = lo / chunk_; k * chunk_ < hi && k < static_cast<int64_t>(c.size()); ++k) {
     int64_t a = std::max(lo, k * chunk_), b = std::min(hi, (k + 1) * chunk_);
-    if (c[static_cast<size_t>(k)]) continue;
-    miss += b - a;
-    if (resident_ + chunk_ <= capacity_) {
-      c[static_cast<size_t>(k)] = true;
-      resident_ += chunk_;
-      --missing_[static_cast<size_t>(t)];
+    uint8_t& v = c[static_cast<size_t>(k)];
+    if (v != kAbsent) {
+      v = kReferenced;
+      continue;
     }
+    miss += b - a;
+    allocate(t, k);
   }
   return {miss, (hi - lo) - miss};
 }

@@ -26,23 +26,26 @@ class BandwidthLedger {
   std::deque<double> used_;
 };
 
-/// Which bytes of GM are resident in L2 (128-byte lines): first touch of a line misses (HBM), later
-/// accesses hit. Written data is resident. Once the die's L2 capacity is filled nothing
-/// new becomes resident (no eviction modelled).
+/// Which bytes of GM are resident in L2 (128-byte lines): a touch of a line that is not
+/// resident misses (HBM) and allocates it, later touches hit. Written data is allocated
+/// too. When the die's L2 capacity is full, allocating evicts a line chosen by CLOCK
+/// (second chance: a line touched since the hand last passed it is kept once more), the
+/// usual approximation of LRU.
 class L2Residency {
  public:
   L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk = 128);
-  /// Splits [lo, hi) of tensor `t` into (missed, hit) bytes and marks the range resident.
+  /// Splits [lo, hi) of tensor `t` into (missed, hit) bytes and makes the range resident.
   std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi);
-  int64_t resident() const { return resident_; }
-  int64_t room() const { return capacity_ - resident_; }
-  /// Counts `bytes` more as resident without naming the lines (fast-forward).
-  void fill(int64_t bytes) { resident_ = std::min(capacity_, resident_ + bytes); }
 
  private:
+  enum : uint8_t { kAbsent = 0, kResident = 1, kReferenced = 2 };
+  void allocate(int t, int64_t line);
+
   int64_t capacity_, chunk_, resident_ = 0;
-  std::vector<std::vector<bool>> chunks_;
-  std::vector<int64_t> missing_;  // lines of each tensor not yet resident (fast path at 0)
+  std::vector<std::vector<uint8_t>> lines_;
+  std::vector<int64_t> missing_;  // lines of each tensor not resident
+  std::deque<std::pair<int, int64_t>> clock_;  // resident lines in allocation order
+  bool evicted_ = false;  // until the first eviction, reference bits need no upkeep
 };
 
 }  // namespace tilepipe::sim

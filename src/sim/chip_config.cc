@@ -201,7 +201,8 @@ const std::vector<Group>& schema() {
                      field("fix_latency", "cycles", &C::fix_latency, 0, 1000000),
                      field("fix_bw", "B/cycle", &C::fix_bw, 0, 100000),
                      field("full_bw_align", "B", &C::dma_full_bw_align, 0, 1 << 20, true, true),
-                     field("full_bw_bytes", "B", &C::dma_full_bw_bytes, 0, 1 * kGiB),
+                     field("min_burst_bytes", "B", &C::dma_min_burst_bytes, 0, 1 << 20, false),
+                     field("nd2nz_efficiency", "x", &C::dma_nd2nz_efficiency, 0, 1),
                      field("misaligned_factor", "x", &C::dma_misaligned_factor, 0, 1),
                  },
                  {}});

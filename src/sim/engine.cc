@@ -1092,12 +1092,32 @@ class Engine {
         read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.gm_index)].workspace;
     auto& seen = ranges[g.gm_index];
     int64_t miss = 0, hit = 0, again = 0;
+    // DMA efficiency (docs/simulator.md): each contiguous run costs at least a minimum
+    // burst, a long run off the full-bandwidth alignment streams slower.
+    int64_t run_lo = 0, run_len = 0;
+    double charged = 0;
+    auto burst = [&] {
+      if (run_len == 0) return;
+      double b = std::max(static_cast<double>(run_len), chip_.dma_min_burst_bytes);
+      if (run_len >= chip_.dma_full_bw_align && run_lo % chip_.dma_full_bw_align != 0)
+        b /= chip_.dma_misaligned_factor;
+      charged += b;
+    };
     for_each_run(a, [&](int64_t lo, int64_t len) {
       auto [mi, h] = l2.touch(g.gm_index, lo, lo + len);
       miss += mi;
       hit += h;
       if (track) again += add_range(seen, lo, lo + len);
+      if (lo != run_lo + run_len) {
+        burst();
+        run_lo = lo;
+        run_len = 0;
+      }
+      run_len += len;
     });
+    burst();
+    if (t.pipe == Pipe::MTE2 && t.acc[0].scope == ir::Scope::L1)
+      charged /= chip_.dma_nd2nz_efficiency;
     if (!read) {  // writes land in L2 (write-back); the die's L2 bandwidth is shared
       hit += miss;
       miss = 0;
@@ -1105,6 +1125,7 @@ class Engine {
     w.hbm = static_cast<double>(miss);
     w.l2 = static_cast<double>(hit);
     w.reloaded = static_cast<double>(again);
+    w.charged = charged;
     w.transfers = 1;
     return w;
   }
@@ -1121,10 +1142,13 @@ class Engine {
     double core_rate = t.pipe == Pipe::MTE2   ? chip_.mte2_bw_l2
                        : t.pipe == Pipe::MTE3 ? chip_.mte3_bw
                                               : chip_.fix_bw;
+    // The bandwidth the runs cost, split like the bytes between HBM and L2.
+    const double scale = w.charged / (w.hbm + w.l2);
     double end = start;
-    if (w.hbm > 0) end = hbm_.transfer(end, w.hbm, chip_.mte2_bw_hbm);
-    if (w.l2 > 0) end = l2_.transfer(end, w.l2, core_rate);
+    if (w.hbm > 0) end = hbm_.transfer(end, w.hbm * scale, chip_.mte2_bw_hbm);
+    if (w.l2 > 0) end = l2_.transfer(end, w.l2 * scale, core_rate);
     c.tally.hbm_bytes += w.hbm;
+    c.tally.charged_bytes += w.charged;
     c.tally.l2_bytes += w.l2;
     c.tally.pipes[static_cast<size_t>(t.pipe)].bytes += w.hbm + w.l2;
     cost.occupancy = end - start;

@@ -48,6 +48,7 @@ void Tally::add_iterations(const Tally& later, const Tally& earlier, int64_t spa
   executed += count(later.executed, earlier.executed);
   hbm_bytes += f * (later.hbm_bytes - earlier.hbm_bytes);
   l2_bytes += f * (later.l2_bytes - earlier.l2_bytes);
+  charged_bytes += f * (later.charged_bytes - earlier.charged_bytes);
 }
 
 namespace {
@@ -147,6 +148,7 @@ GmWork gm_work(const Tally& later, const Tally& earlier) {
   GmWork w;
   w.hbm = later.hbm_bytes - earlier.hbm_bytes;
   w.l2 = later.l2_bytes - earlier.l2_bytes;
+  w.charged = later.charged_bytes - earlier.charged_bytes;
   for (size_t p = 0; p < later.pipes.size(); ++p) {
     w.reloaded += later.pipes[p].reloaded_bytes - earlier.pipes[p].reloaded_bytes;
     w.transfers += later.pipes[p].transfers - earlier.pipes[p].transfers;
@@ -392,6 +394,17 @@ Jump plan_jump(const std::vector<Core>& cores, size_t ai_cores, const FastForwar
     ++groups;
   }
   j.mean_cycles /= groups;
+  // AI cores whose periods differ only by the jitter of the shared bandwidth move by one
+  // common shift: the die's state, their relative phases included, repeats as a whole.
+  double lo = INFINITY, hi = 0;
+  for (size_t a = 0; a < ai_cores; ++a)
+    if (n[a] > 0) {
+      lo = std::min(lo, j.cycles[a]);
+      hi = std::max(hi, j.cycles[a]);
+    }
+  if (hi - lo <= o.trend_tolerance * j.mean_cycles)
+    for (size_t a = 0; a < ai_cores; ++a)
+      if (n[a] > 0) j.cycles[a] = j.mean_cycles;
   return j;
 }
 

@@ -22,6 +22,8 @@
 // issued in).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -57,12 +59,19 @@ bool record_backedge(Core& c, const Frame& f, int64_t flags_in_flight,
 /// iteration it skips.
 struct GmWork {
   double hbm = 0, l2 = 0, reloaded = 0;  // bytes served by HBM / by L2, MTE2 re-reads
+  double charged = 0;  // bandwidth bytes the runs cost (dma.min_burst_bytes, alignment)
   int64_t transfers = 0;
-  bool operator==(const GmWork&) const = default;
+  /// Byte counts are whole numbers and compare exactly; `charged` is a sum of fractions,
+  /// equal up to rounding.
+  bool operator==(const GmWork& o) const {
+    return hbm == o.hbm && l2 == o.l2 && reloaded == o.reloaded && transfers == o.transfers &&
+           std::abs(charged - o.charged) <= 1e-9 * std::max(1.0, std::abs(charged));
+  }
   GmWork& operator+=(const GmWork& o) {
     hbm += o.hbm;
     l2 += o.l2;
     reloaded += o.reloaded;
+    charged += o.charged;
     transfers += o.transfers;
     return *this;
   }
