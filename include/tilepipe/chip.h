@@ -49,7 +49,7 @@ struct ChipConfig {
   double issue_cycles = 2;          // per issued instruction
   double scalar_op_cycles = 1;      // per scalar loop / address op
   double scalar_load_cycles = 200;  // a scalar read of a GM tensor element (load(...))
-  int pipe_queue_depth = 32;  // instructions a pipe holds before the scalar unit stalls on it
+  int pipe_queue_depth = 32;        // instructions a pipe holds before the scalar unit stalls on it
 
   // Cube (M pipe).
   double cube_head = 60;               // pipeline head per mmad
@@ -90,7 +90,7 @@ struct ChipConfig {
   int64_t hbm_bytes = 64ll << 30;
   int dma_full_bw_align = 512;  // GM address alignment for full DMA efficiency
   double dma_misaligned_factor = 0.7;
-  double dma_min_burst_bytes = 336;   // a contiguous GM run costs at least this many bytes
+  double dma_min_burst_bytes = 336;     // a contiguous GM run costs at least this many bytes
   double dma_nd2nz_efficiency = 0.937;  // GM -> L1 (ND -> NZ on the way) vs a plain copy
 
   /// Source and confidence of each key as written in the file ("key" -> "source [H]").

@@ -43,7 +43,7 @@ class L2Residency {
 
   int64_t capacity_, chunk_, resident_ = 0;
   std::vector<std::vector<uint8_t>> lines_;
-  std::vector<int64_t> missing_;  // lines of each tensor not resident
+  std::vector<int64_t> missing_;               // lines of each tensor not resident
   std::deque<std::pair<int, int64_t>> clock_;  // resident lines in allocation order
   bool evicted_ = false;  // until the first eviction, reference bits need no upkeep
 };

@@ -184,8 +184,8 @@ class Engine {
     const CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
     for (int v = 0; v < 2; ++v) {
       if (c.kind == CoreKind::V && v != c.vid) continue;
-      const auto& in = c.kind == CoreKind::V ? x.c2v[static_cast<size_t>(v)]
-                                             : x.v2c[static_cast<size_t>(v)];
+      const auto& in =
+          c.kind == CoreKind::V ? x.c2v[static_cast<size_t>(v)] : x.v2c[static_cast<size_t>(v)];
       for (const auto& q : in) n += static_cast<int64_t>(q.size());
     }
     return n;
@@ -244,8 +244,8 @@ class Engine {
         const Frame& f = c.stack[i];
         if (i > 0 && stack_.back().pos == 0) break;
         const auto& keep = skel_->at(f.block);
-        size_t k = static_cast<size_t>(std::lower_bound(keep.begin(), keep.end(), f.pos) -
-                                       keep.begin());
+        size_t k =
+            static_cast<size_t>(std::lower_bound(keep.begin(), keep.end(), f.pos) - keep.begin());
         if (i > 0) {
           const Frame& parent = c.stack[i - 1];
           const auto& pk = skel_->at(parent.block);
@@ -308,14 +308,14 @@ class Engine {
    private:
     /// Back at the core's current position, target_ - start iterations later.
     bool at_end() const {
-      if (c_->slots[static_cast<size_t>(outer_->slot)] != target_ ||
-          stack_.size() != start_.size())
+      if (c_->slots[static_cast<size_t>(outer_->slot)] != target_ || stack_.size() != start_.size())
         return false;
       for (size_t i = 0; i < stack_.size(); ++i) {
         const Frame &a = stack_[i], &b = start_[i];
         if (a.block != b.block || a.pos != b.pos) return false;
         if (a.loop && a.loop != outer_ &&
-            c_->slots[static_cast<size_t>(a.loop->slot)] != slots_[static_cast<size_t>(a.loop->slot)])
+            c_->slots[static_cast<size_t>(a.loop->slot)] !=
+                slots_[static_cast<size_t>(a.loop->slot)])
           return false;
       }
       return true;
@@ -1088,8 +1088,7 @@ class Engine {
     const bool read = t.acc[1].scope == ir::Scope::GM;
     const lower::AccessTemplate& g = *a.t;
     GmWork w;
-    bool track =
-        read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.gm_index)].workspace;
+    bool track = read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.gm_index)].workspace;
     auto& seen = ranges[g.gm_index];
     int64_t miss = 0, hit = 0, again = 0;
     // DMA efficiency (docs/simulator.md): each contiguous run costs at least a minimum
@@ -1281,10 +1280,10 @@ class Engine {
                              st.busy_cycles));
         if (static_cast<Pipe>(p) != Pipe::S &&
             st.busy_cycles + st.wait_flag_cycles + st.wait_dep_cycles > span)
-          broken(fmt::format("pipe time: {} {} busy + wait-flag + wait-dep = {:.0f} + {:.0f} + "
-                             "{:.0f} cycles > the run's span",
-                             c.name, pipe, st.busy_cycles, st.wait_flag_cycles,
-                             st.wait_dep_cycles));
+          broken(
+              fmt::format("pipe time: {} {} busy + wait-flag + wait-dep = {:.0f} + {:.0f} + "
+                          "{:.0f} cycles > the run's span",
+                          c.name, pipe, st.busy_cycles, st.wait_flag_cycles, st.wait_dep_cycles));
       }
     }
     // The die's shared memory system: HBM and L2 bytes at most at their peak rates.

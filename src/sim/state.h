@@ -77,7 +77,7 @@ struct Tally {
   std::vector<WaitSite> waits;  // per instruction template of the core's program
   int64_t executed = 0;         // compute and copy instructions
   double hbm_bytes = 0, l2_bytes = 0;
-  double charged_bytes = 0;  // bandwidth the GM runs cost (GmWork::charged)
+  double charged_bytes = 0;                    // bandwidth the GM runs cost (GmWork::charged)
   std::array<CycleAccount, kPipes> acct{};     // evidence: where each pipe's cycles went
   double blocked_cross = 0, blocked_flag = 0;  // scalar unit blocked on cross / X->S waits
   double blocked_queue = 0;                    // scalar unit stalled on a full pipe queue

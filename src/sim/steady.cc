@@ -168,9 +168,13 @@ bool same_work(const LoopSnapshot& a, const LoopSnapshot& b, const LoopSnapshot&
 
 /// Windows are whole numbers of twice the iteration period, so that the first snapshot,
 /// the middle one and the last are on the same phase of every ring.
-int64_t window_unit(const LoopHistory& h) { return 2 * h.period; }
+int64_t window_unit(const LoopHistory& h) {
+  return 2 * h.period;
+}
 
-int64_t round_up(int64_t n, int64_t u) { return (n + u - 1) / u * u; }
+int64_t round_up(int64_t n, int64_t u) {
+  return (n + u - 1) / u * u;
+}
 
 /// The iterations of the window (steady.h) that ends at the last snapshot; 0 if the
 /// history is too short.
@@ -271,7 +275,8 @@ bool is_gm_copy(const lower::OpTemplate& t) {
 bool moves(const lower::CoreProgram& prog, const lower::Block& b, std::vector<bool>& dep) {
   for (const auto& it : b.items) {
     if (it.kind == lower::Item::Loop) {
-      if (uses_any(it.begin, dep) || uses_any(it.end, dep)) dep[static_cast<size_t>(it.slot)] = true;
+      if (uses_any(it.begin, dep) || uses_any(it.end, dep))
+        dep[static_cast<size_t>(it.slot)] = true;
       if (moves(prog, *it.body, dep)) return true;
     } else if (it.kind == lower::Item::If) {
       if (uses_any(it.cond, dep)) return true;
@@ -437,7 +442,7 @@ void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>
       ps.done += dt;
       for (Instr& in : ps.queue) in.issue += dt;
       for (RecentWrite& w : ps.recent) w.end += dt;
-    for (double& st : ps.started) st += dt;
+      for (double& st : ps.started) st += dt;
     }
     for (PipeAcct& pa : c.acct)
       if (pa.started) pa.t += dt;

@@ -52,8 +52,7 @@ GmSkeleton gm_skeleton(const lower::CoreProgram& prog);
 /// variable already holds the next iteration); `flags_in_flight` counts the sets waiting
 /// to be consumed by the core. True when the core is steady, so a jump may have become
 /// possible.
-bool record_backedge(Core& c, const Frame& f, int64_t flags_in_flight,
-                     const FastForwardOptions& o);
+bool record_backedge(Core& c, const Frame& f, int64_t flags_in_flight, const FastForwardOptions& o);
 
 /// GM traffic of one iteration: what the address replay must find again in every
 /// iteration it skips.
