@@ -3,16 +3,18 @@
 //
 //   naive          128x128 output tiles, K in steps of 64, one MTE2 transfer per step and
 //                  one slot per buffer: each stage waits for the one before it
-//   l1_tiling      + 256x128 base blocks (the whole of L0C) and K split into L1 blocks of
-//                  4 x 64: one MTE2 transfer of A [256 x 256] and B [256 x 128] feeds 4
-//                  MTE1 moves and 4 mmads
+//   l1_tiling      + 128x256 base blocks (the whole of L0C) and K split into L1 blocks of
+//                  4 x 64: one MTE2 transfer of A [128 x 256] and B [256 x 256] feeds 4
+//                  MTE1 moves and 4 mmads (CATLASS's L1 tile 128x256x256, L0 tile
+//                  128x256x64)
 //   double_buffer  + two L1 blocks and two L0A/L0B tiles in flight (MTE2, MTE1 and M
 //                  overlap), the L0C tile accumulated across K in two row halves, so the
 //                  FIX copy-out of one half overlaps the mmads of the other and of the next
 //                  tile
-//   swizzle        + the output tiles walked in strips: the cores running at the same time
-//                  share a few A row panels and B column panels, and each strip starts on
-//                  the panels the previous one ended on (L2 reuse)
+//   swizzle        + the output tiles walked in strips of 3 tiles across the longer of M
+//                  and N (CATLASS GemmIdentityBlockSwizzle<3, M >= N ? 0 : 1>): the cores
+//                  running at the same time share a few A row panels and B column panels,
+//                  and each strip starts on the panels the previous one ended on (L2 reuse)
 //   expert         + C written as fp16, cast by FIX on the copy out (half the bytes)
 //
 // Data path: GM -MTE2-> L1 (ND -> NZ) -MTE1-> L0A / L0B -M-> L0C -FIX-> GM. Fixed-core
@@ -55,7 +57,7 @@ Plan plan_of(const std::string& v, const Params& p) {
   while (kLadder[step] != v) ++step;
   Plan pl{128, 128, 64, 1, 1, 1, 1, 0, f32};
   if (step >= 1) {
-    pl.bm = 256;
+    pl.bn = 256;
     pl.kl1 = 4;
   }
   if (step >= 2) pl.l1_slots = pl.l0_slots = pl.c_parts = 2;
@@ -72,8 +74,14 @@ Plan plan_of(const std::string& v, const Params& p) {
 
 /// Output tile (row, column) of task t: row-major, or in strips of `strip` tile rows walked
 /// column by column, every other strip from the right (the last strip may be shorter).
-std::pair<Ex, Ex> tile_of(Ex t, int64_t tiles_m, int64_t tiles_n, int64_t strip) {
+/// `across_rows` = false: the same with rows and columns swapped (strips of tile columns).
+std::pair<Ex, Ex> tile_of(Ex t, int64_t tiles_m, int64_t tiles_n, int64_t strip,
+                          bool across_rows) {
   if (strip == 0) return {t / tiles_n, t % tiles_n};
+  if (!across_rows) {
+    auto [n, m] = tile_of(t, tiles_n, tiles_m, strip, true);
+    return {m, n};
+  }
   Ex s = t / (strip * tiles_n), in = t % (strip * tiles_n);
   Ex height = min(Ex(strip), tiles_m - s * strip);
   Ex col = in / height;
@@ -118,7 +126,7 @@ ir::Program build(const Params& p, const std::string& variant) {
     for (int64_t c = 0; c < pl.c_parts; ++c) set_flag(Pipe::FIX, Pipe::M, c);
 
     serial(cid, tiles_m * tiles_n, cores, [&](Ex t) {
-      auto [mi, ni] = tile_of(t, tiles_m, tiles_n, pl.strip);
+      auto [mi, ni] = tile_of(t, tiles_m, tiles_n, pl.strip, /*across_rows=*/M >= N);
       Ex m0 = mi * bm, n0 = ni * bn;
       by_extent(mi, M, bm, [&](int64_t tm) {
         by_extent(ni, N, bn, [&](int64_t tn) {
