@@ -40,6 +40,7 @@ struct Plan {
   int64_t l0_slots;    // L0A / L0B tiles in flight
   int64_t c_parts;     // row parts of the L0C tile, each copied out as soon as it is final
   int64_t strip;       // swizzle: tiles per strip (0 = row-major task order)
+  bool stagger;        // cores sharing a panel start their K walk at different L1 blocks
   DType out;           // C: f32, or f16 cast on the FIX copy out
 };
 
@@ -55,13 +56,16 @@ std::vector<std::string> all_variants() {
 Plan plan_of(const std::string& v, const Params& p) {
   size_t step = 0;
   while (kLadder[step] != v) ++step;
-  Plan pl{128, 128, 64, 1, 1, 1, 1, 0, f32};
+  Plan pl{128, 128, 64, 1, 1, 1, 1, 0, false, f32};
   if (step >= 1) {
     pl.bn = 256;
     pl.kl1 = 4;
   }
   if (step >= 2) pl.l1_slots = pl.l0_slots = pl.c_parts = 2;
-  if (step >= 3) pl.strip = 3;
+  if (step >= 3) {
+    pl.strip = 3;
+    pl.stagger = true;
+  }
   if (step >= 4) pl.out = f16;
   // Explicit parameters override the variant's tiling (sweeps and the tuner).
   if (p.at("base_m") > 0) pl.bm = p.at("base_m");
@@ -88,6 +92,35 @@ std::pair<Ex, Ex> tile_of(Ex t, int64_t tiles_m, int64_t tiles_n, int64_t strip,
   return {s * strip + in % height, select(s % 2 == 1, tiles_n - 1 - col, col)};
 }
 
+/// First L1 block of the K walk of tile (mi, ni) when staggered. The cores running at the
+/// same time cover `rows` x `cols` output tiles; those sharing an A row panel start spread
+/// evenly over the `blocks` K blocks, and so do those sharing a B column panel, so the first
+/// read of each part of a panel is made by one of them and the others find it in L2.
+Ex stagger(Ex mi, Ex ni, int64_t rows, int64_t cols, int64_t blocks) {
+  return ((mi % rows) * cols + (ni % cols) * rows) * blocks / (rows * cols) % blocks;
+}
+
+/// Whether a K step is the tile's last: never, always, or when a condition holds.
+struct Last {
+  std::optional<Ex> cond;  // with always = false and no cond: never
+  bool always = false;
+  static Last when(Ex c) { return {std::move(c), false}; }
+  static Last always_() { return {std::nullopt, true}; }
+  /// This and `c`.
+  Last and_(Ex c) const {
+    if (always) return when(std::move(c));
+    if (cond) return when(*cond && c);
+    return {};
+  }
+};
+
+void if_last(const Last& l, const std::function<void()>& body) {
+  if (l.always)
+    body();
+  else if (l.cond)
+    if_(*l.cond, body);
+}
+
 /// Calls body(extent) once per distinct extent of tile `i` of `n` elements cut by `block`:
 /// the full block for all tiles but the last, the remainder for the last.
 void by_extent(Ex i, int64_t n, int64_t block, const std::function<void(int64_t)>& body) {
@@ -106,7 +139,13 @@ ir::Program build(const Params& p, const std::string& variant) {
   const int64_t bm = pl.bm, bn = pl.bn, bk = pl.bk, kblk = pl.kl1 * bk;
   const int64_t hp = bm / pl.c_parts;  // rows of one L0C part
   const int64_t tiles_m = (M + bm - 1) / bm, tiles_n = (N + bn - 1) / bn;
-  const int64_t kblocks = (K + kblk - 1) / kblk, last_kblk = K - (kblocks - 1) * kblk;
+  const int64_t full_blocks = K / kblk, tail_kblk = K % kblk;  // L1 blocks of K
+  // Output tiles the cores work on at the same time: a strip of `strip` tile rows (or
+  // columns, when N > M) by the cores it takes to fill the die.
+  const bool across_rows = M >= N;
+  const int64_t strip = std::max<int64_t>(pl.strip, 1), across = (cores + strip - 1) / strip;
+  const int64_t round_rows = across_rows ? strip : across;
+  const int64_t round_cols = across_rows ? across : strip;
 
   KernelBuilder kb("gemm", cores);
   auto A = kb.input("A", {M, K}, f16);
@@ -126,7 +165,7 @@ ir::Program build(const Params& p, const std::string& variant) {
     for (int64_t c = 0; c < pl.c_parts; ++c) set_flag(Pipe::FIX, Pipe::M, c);
 
     serial(cid, tiles_m * tiles_n, cores, [&](Ex t) {
-      auto [mi, ni] = tile_of(t, tiles_m, tiles_n, pl.strip, /*across_rows=*/M >= N);
+      auto [mi, ni] = tile_of(t, tiles_m, tiles_n, pl.strip, across_rows);
       Ex m0 = mi * bm, n0 = ni * bn;
       by_extent(mi, M, bm, [&](int64_t tm) {
         by_extent(ni, N, bn, [&](int64_t tn) {
@@ -135,10 +174,8 @@ ir::Program build(const Params& p, const std::string& variant) {
           for (int64_t r = 0; r < tm; r += hp) part_rows.push_back(std::min(hp, tm - r));
 
           // One base-K slice: L1 -> L0A / L0B (MTE1), then an mmad per L0C part. The first
-          // slice of the tile takes the L0C credit; the last one hands the part to FIX.
-          // `last`: nullopt = never the tile's last slice; a condition; or true (`always`).
-          auto k_slice = [&](Ex s1, Ex kk, Ex j, int64_t ek, std::optional<Ex> last,
-                             bool always_last) {
+          // slice of the tile (kk == 0) takes the L0C credit; the last hands the part to FIX.
+          auto k_slice = [&](Ex s1, Ex kk, Ex j, int64_t ek, const Last& last) {
             Ex s0 = kk % pl.l0_slots;
             wait_flag(Pipe::M, Pipe::MTE1, s0);
             copy(a_l1(s1, rows(0, tm), slice(j * bk, ek)), a_l0(s0, rows(0, tm), slice(0, ek)));
@@ -158,36 +195,39 @@ ir::Program build(const Params& p, const std::string& variant) {
                     mma(a, b, acc, /*init=*/true);
                   },
                   [&] { mma(a, b, acc, /*init=*/false); });
-              if (always_last)
-                set_flag(Pipe::M, Pipe::FIX, c);
-              else if (last)
-                if_(*last, [&] { set_flag(Pipe::M, Pipe::FIX, c); });
+              if_last(last, [&] { set_flag(Pipe::M, Pipe::FIX, c); });
             }
             set_flag(Pipe::M, Pipe::MTE1, s0);
           };
 
-          // One L1 block of `ext` of K: A [tm x ext] and B [ext x tn] in one MTE2 transfer
-          // each, then its base-K slices.
-          auto l1_block = [&](Ex kbi, int64_t ext, bool last_block) {
-            Ex s1 = kbi % pl.l1_slots;
+          // The it-th L1 block walked, block `blk` of K (`ext` wide): A [tm x ext] and
+          // B [ext x tn] in one MTE2 transfer each, then its base-K slices.
+          auto l1_block = [&](Ex it, Ex blk, int64_t ext, const Last& last) {
+            Ex s1 = it % pl.l1_slots;
             wait_flag(Pipe::MTE1, Pipe::MTE2, s1);
-            copy(A(rows(m0, tm), slice(kbi * kblk, ext)), a_l1(s1, rows(0, tm), slice(0, ext)));
-            copy(B(rows(kbi * kblk, ext), slice(n0, tn)), b_l1(s1, rows(0, ext), slice(0, tn)));
+            copy(A(rows(m0, tm), slice(blk * kblk, ext)), a_l1(s1, rows(0, tm), slice(0, ext)));
+            copy(B(rows(blk * kblk, ext), slice(n0, tn)), b_l1(s1, rows(0, ext), slice(0, tn)));
             set_flag(Pipe::MTE2, Pipe::MTE1, s1);
 
             wait_flag(Pipe::MTE2, Pipe::MTE1, s1);
             const int64_t full = ext / bk, tail = ext % bk;
             serial(full, [&](Ex j) {
-              std::optional<Ex> last;
-              if (last_block && tail == 0) last = j == full - 1;
-              k_slice(s1, kbi * pl.kl1 + j, j, bk, last, false);
+              k_slice(s1, it * pl.kl1 + j, j, bk, tail == 0 ? last.and_(j == full - 1) : Last{});
             });
-            if (tail > 0) k_slice(s1, kbi * pl.kl1 + full, full, tail, std::nullopt, last_block);
+            if (tail > 0) k_slice(s1, it * pl.kl1 + full, full, tail, last);
             set_flag(Pipe::MTE1, Pipe::MTE2, s1);
           };
 
-          if (kblocks > 1) serial(kblocks - 1, [&](Ex kbi) { l1_block(kbi, kblk, false); });
-          l1_block(kblocks - 1, last_kblk, true);
+          // The whole L1 blocks (from `k0` on, wrapping around, when staggered), then the
+          // narrower tail block.
+          if (full_blocks > 0) {
+            Ex k0 = stagger(mi, ni, round_rows, round_cols, full_blocks);
+            serial(full_blocks, [&](Ex it) {
+              Last last = tail_kblk == 0 ? Last::when(it == full_blocks - 1) : Last{};
+              l1_block(it, pl.stagger ? (it + k0) % full_blocks : it, kblk, last);
+            });
+          }
+          if (tail_kblk > 0) l1_block(full_blocks, full_blocks, tail_kblk, Last::always_());
 
           // Copy-out: each part as soon as its last mmad is done (FIX runs beside M).
           for (int64_t c = 0; c < static_cast<int64_t>(part_rows.size()); ++c) {
