@@ -79,8 +79,7 @@ Plan plan_of(const std::string& v, const Params& p) {
 /// Output tile (row, column) of task t: row-major, or in strips of `strip` tile rows walked
 /// column by column, every other strip from the right (the last strip may be shorter).
 /// `across_rows` = false: the same with rows and columns swapped (strips of tile columns).
-std::pair<Ex, Ex> tile_of(Ex t, int64_t tiles_m, int64_t tiles_n, int64_t strip,
-                          bool across_rows) {
+std::pair<Ex, Ex> tile_of(Ex t, int64_t tiles_m, int64_t tiles_n, int64_t strip, bool across_rows) {
   if (strip == 0) return {t / tiles_n, t % tiles_n};
   if (!across_rows) {
     auto [n, m] = tile_of(t, tiles_n, tiles_m, strip, true);
@@ -130,7 +129,8 @@ void by_extent(Ex i, int64_t n, int64_t block, const std::function<void(int64_t)
   else if (tiles == 1)
     body(last);
   else
-    if_else(i == tiles - 1, [&] { body(last); }, [&] { body(block); });
+    if_else(
+        i == tiles - 1, [&] { body(last); }, [&] { body(block); });
 }
 
 ir::Program build(const Params& p, const std::string& variant) {
