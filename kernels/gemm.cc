@@ -11,10 +11,13 @@
 //                  overlap), the L0C tile accumulated across K in two row halves, so the
 //                  FIX copy-out of one half overlaps the mmads of the other and of the next
 //                  tile
-//   swizzle        + the output tiles walked in strips of 3 tiles across the longer of M
-//                  and N (CATLASS GemmIdentityBlockSwizzle<3, M >= N ? 0 : 1>): the cores
+//   swizzle        + the output tiles walked in strips of 3 tile rows (3 tile columns when
+//                  N > M; CATLASS GemmIdentityBlockSwizzle<3, M >= N ? 0 : 1>): the cores
 //                  running at the same time share a few A row panels and B column panels,
-//                  and each strip starts on the panels the previous one ended on (L2 reuse)
+//                  and each strip starts on the panels the previous one ended on (L2 reuse);
+//                  the cores sharing a panel start their K walk at different L1 blocks, so
+//                  its first reads from HBM are spread over them instead of all landing on
+//                  one core's MTE2 (the others read those blocks from L2)
 //   expert         + C written as fp16, cast by FIX on the copy out (half the bytes)
 //
 // Data path: GM -MTE2-> L1 (ND -> NZ) -MTE1-> L0A / L0B -M-> L0C -FIX-> GM. Fixed-core
@@ -73,6 +76,7 @@ Plan plan_of(const std::string& v, const Params& p) {
   if (p.at("base_k") > 0) pl.bk = p.at("base_k");
   if (p.at("l1_k") > 0) pl.kl1 = p.at("l1_k");
   if (p.at("strip") >= 0 && step >= 3) pl.strip = p.at("strip");
+  if (p.at("stagger") >= 0 && step >= 3) pl.stagger = p.at("stagger") == 1;
   return pl;
 }
 
@@ -297,7 +301,11 @@ KernelDef gemm_kernel() {
        {"base_k", 0, 0, 1024, "K per mmad, multiple of 16 (0 = the variant's)"},
        {"l1_k", 0, 0, 64, "base-K slices per L1 block / MTE2 transfer (0 = the variant's)"},
        {"strip", -1, -1, 1024,
-        "swizzle: output tile rows per strip, 0 = row-major (-1 = the variant's)"},
+        "swizzle: tile rows per strip (tile columns when N > M), 0 = row-major (-1 = the "
+        "variant's)"},
+       {"stagger", -1, -1, 1,
+        "swizzle: 1 = cores sharing a panel start K at different L1 blocks, 0 = all at the "
+        "first (-1 = the variant's)"},
        {"block_num", 24, 1, 4096, "cores launched (24 = one per AI core)"}},
       validate,
       build,

@@ -145,11 +145,20 @@ TEST(GemmParams, AnL1BlockThatDoesNotFitIsACapacityErrorAtTheKernelLine) {
       {"L1 overflow", "gemm.cc:"});
 }
 
+TEST(GemmParams, SwizzleWithoutStaggerAndRowMajorStillMatch) {
+  expect_matches("swizzle", {{"M", "640"}, {"N", "512"}, {"K", "768"}, {"stagger", "0"}});
+  expect_matches("swizzle", {{"M", "640"}, {"N", "512"}, {"K", "768"}, {"strip", "0"}});
+}
+
 TEST(GemmParams, SmallerBaseBlocksStillMatch) {
-  expect_matches(
-      "expert",
-      {{"M", "272"}, {"N", "176"}, {"K", "208"}, {"base_m", "64"}, {"base_n", "64"},
-       {"base_k", "32"}, {"l1_k", "2"}, {"strip", "2"}});
+  expect_matches("expert", {{"M", "272"},
+                            {"N", "176"},
+                            {"K", "208"},
+                            {"base_m", "64"},
+                            {"base_n", "64"},
+                            {"base_k", "32"},
+                            {"l1_k", "2"},
+                            {"strip", "2"}});
 }
 
 }  // namespace
