@@ -145,7 +145,7 @@ TEST(CliHostile, UnknownKernelVariantChip) {
   expect_bad_input("check nope", {"unknown kernel 'nope'", "fa"});
   expect_bad_input("run fa --variant turbo", {"no variant 'turbo'", "expert"});
   expect_bad_input("check fa --chip a9", {"unknown chip 'a9'", "a3"});
-  expect_bad_input("ladder gemm", {"no optimisation ladder", "fa"});
+  expect_bad_input("ladder softmax", {"no optimisation ladder", "fa", "gemm"});
 }
 
 TEST(CliHostile, NumStagesThatCannotFitSaysWhatFits) {
