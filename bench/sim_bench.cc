@@ -1,24 +1,32 @@
-// Simulator throughput: functional GEMM (GFLOP/s of simulated math), functional
+// Fast-forward vs exact at large shapes (err_pct, wall times). Simulator throughput: functional GEMM (GFLOP/s of simulated math), functional
 // elementwise (GB/s moved), and timing-mode GEMM 8192^3 and FA expert (simulated
 // instructions/s and simulated cycles per wall second; with and without fast-forward).
 #include <benchmark/benchmark.h>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "differential.h"
 #include "harness.h"
 
 namespace {
 
 using namespace tilepipe;
 
+const ChipConfig& chip() {
+  static const ChipConfig c = load_chip_config("a3");
+  return c;
+}
+
 kernels::RunReport run(const std::string& name, const std::map<std::string, std::string>& p,
                        sim::Mode mode, const std::string& variant = "", bool fast_forward = true) {
-  static const ChipConfig chip = load_chip_config("a3");
   const auto& k = kernels::find_kernel(name);
   kernels::RunRequest req;
   req.params = kernels::resolve_params(k, p);
   req.mode = mode;
   req.variant = variant;
   req.fast_forward.enabled = fast_forward;
-  return kernels::run_kernel(k, req, chip);
+  return kernels::run_kernel(k, req, chip());
 }
 
 void BM_GemmFunctional(benchmark::State& st) {
@@ -114,5 +122,34 @@ BENCHMARK(BM_SfaAutoVsBest)
     ->Arg(48000)
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
+
+// Fast-forward against exact simulation at the large shapes users run (the CI test covers
+// small and medium ones): relative cycle error and both wall times, per kernel and shape.
+void BM_FastForwardVsExact(benchmark::State& st, const std::string& kernel,
+                           const std::string& variant) {
+  const auto& k = kernels::find_kernel(kernel);
+  const auto shapes = kernels::differential_shapes(kernel, true);
+  const auto& p = shapes[static_cast<size_t>(st.range(0))];
+  kernels::Differential d;
+  for (auto _ : st) d = kernels::run_differential(k, variant, p, chip());
+  st.SetLabel(fmt::format("{}", fmt::join(p, " ")));
+  st.counters["err_pct"] = 100 * d.cycles_err;
+  st.counters["counters_equal"] = d.counters.empty();
+  st.counters["jumps"] = d.fast.sim.fast_forward.jumps;
+  st.counters["ff_wall_s"] = d.fast.sim_wall_s;
+  st.counters["exact_wall_s"] = d.exact.sim_wall_s;
+}
+BENCHMARK_CAPTURE(BM_FastForwardVsExact, gemm, "gemm", "expert")
+    ->DenseRange(0, 2)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_FastForwardVsExact, softmax, "softmax", "tile")
+    ->DenseRange(0, 1)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_FastForwardVsExact, elementwise, "elementwise", "add")
+    ->DenseRange(0, 1)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_FastForwardVsExact, fa_expert, "fa", "expert")
+    ->DenseRange(0, 1)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_FastForwardVsExact, fa_auto, "fa", "auto")
+    ->DenseRange(0, 1)->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK_CAPTURE(BM_FastForwardVsExact, sfa_pa, "sfa", "pa")
+    ->DenseRange(0, 0)->Unit(benchmark::kSecond)->Iterations(1);
 
 }  // namespace
