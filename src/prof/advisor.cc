@@ -313,9 +313,10 @@ std::string to_text(const std::vector<Advice>& advice) {
 }
 
 std::vector<std::string> model_limits() {
-  return {"GM alignment and transfer size do not change a copy's cost (dma.full_bw_* unused)",
-          "no UB/L1 bank conflicts, no scalar data cache, infinite pipe queues",
-          "L2 is a residency map without eviction; bandwidth sharing is approximate",
+  return {"DMA efficiency is fitted to three HBM copy anchors and assumed the same for L2 hits",
+          "no UB/L1 bank conflicts, no scalar data cache",
+          "L2 residency follows processing order and CLOCK eviction; bandwidth sharing is "
+          "approximate",
           "advice verifies one change at a time by re-simulation; combined changes are not "
           "predicted, and gains carry the simulator's error (docs/fidelity.md)",
           "kernel structure (buffer counts, fusion, vectorisation) is verified by what-if runs "
