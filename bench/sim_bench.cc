@@ -1,6 +1,7 @@
-// Fast-forward vs exact at large shapes (err_pct, wall times). Simulator throughput: functional GEMM (GFLOP/s of simulated math), functional
-// elementwise (GB/s moved), and timing-mode GEMM 8192^3 and FA expert (simulated
-// instructions/s and simulated cycles per wall second; with and without fast-forward).
+// Fast-forward vs exact at large shapes (err_pct, wall times). Simulator throughput: functional
+// GEMM (GFLOP/s of simulated math), functional elementwise (GB/s moved), and timing-mode GEMM
+// 8192^3 and FA expert (simulated instructions/s and simulated cycles per wall second; with and
+// without fast-forward).
 #include <benchmark/benchmark.h>
 
 #include <fmt/format.h>
@@ -140,16 +141,28 @@ void BM_FastForwardVsExact(benchmark::State& st, const std::string& kernel,
   st.counters["exact_wall_s"] = d.exact.sim_wall_s;
 }
 BENCHMARK_CAPTURE(BM_FastForwardVsExact, gemm, "gemm", "expert")
-    ->DenseRange(0, 2)->Unit(benchmark::kSecond)->Iterations(1);
+    ->DenseRange(0, 2)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_FastForwardVsExact, softmax, "softmax", "tile")
-    ->DenseRange(0, 1)->Unit(benchmark::kSecond)->Iterations(1);
+    ->DenseRange(0, 1)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_FastForwardVsExact, elementwise, "elementwise", "add")
-    ->DenseRange(0, 1)->Unit(benchmark::kSecond)->Iterations(1);
+    ->DenseRange(0, 1)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_FastForwardVsExact, fa_expert, "fa", "expert")
-    ->DenseRange(0, 1)->Unit(benchmark::kSecond)->Iterations(1);
+    ->DenseRange(0, 1)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_FastForwardVsExact, fa_auto, "fa", "auto")
-    ->DenseRange(0, 1)->Unit(benchmark::kSecond)->Iterations(1);
+    ->DenseRange(0, 1)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 BENCHMARK_CAPTURE(BM_FastForwardVsExact, sfa_pa, "sfa", "pa")
-    ->DenseRange(0, 0)->Unit(benchmark::kSecond)->Iterations(1);
+    ->DenseRange(0, 0)
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 }  // namespace

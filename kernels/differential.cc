@@ -14,9 +14,10 @@ std::vector<RawParams> differential_shapes(const std::string& kernel, bool large
          {{"M", "2048"}, {"N", "1024"}, {"K", "4096"}},
          {{"M", "4096"}, {"N", "4096"}, {"K", "256"}},
          {{"M", "1040"}, {"N", "2064"}, {"K", "528"}}};
-    if (large) s = {{{"M", "4096"}, {"N", "4096"}, {"K", "4096"}},
-                    {{"M", "6144"}, {"N", "6144"}, {"K", "6144"}},
-                    {{"M", "8192"}, {"N", "8192"}, {"K", "8192"}}};
+    if (large)
+      s = {{{"M", "4096"}, {"N", "4096"}, {"K", "4096"}},
+           {{"M", "6144"}, {"N", "6144"}, {"K", "6144"}},
+           {{"M", "8192"}, {"N", "8192"}, {"K", "8192"}}};
   } else if (kernel == "softmax") {
     s = {{{"R", "256"}, {"C", "1024"}},
          {{"R", "4096"}, {"C", "512"}},
@@ -43,7 +44,7 @@ std::vector<RawParams> differential_shapes(const std::string& kernel, bool large
          {{"KV_S", "6400"}},
          {{"KV_S", "48000"}},
          {{"KV_S", "6400"}, {"T", "4"}},
-         {{"KV_S", "2560"}, {"B", "4"}}};
+         {{"KV_S", "2560"}, {"B", "2"}, {"T", "2"}}};
     if (large) s = {{{"KV_S", "48000"}, {"B", "16"}}};
   }
   return s;
@@ -55,7 +56,9 @@ namespace {
 std::string counter_mismatch(const sim::SimResult& a, const sim::SimResult& b) {
   if (a.instructions != b.instructions)
     return fmt::format("instructions {} vs {}", a.instructions, b.instructions);
-  auto near = [](double x, double y) { return std::abs(x - y) <= 1e-6 * std::max(1.0, std::abs(y)); };
+  auto near = [](double x, double y) {
+    return std::abs(x - y) <= 1e-6 * std::max(1.0, std::abs(y));
+  };
   if (!near(a.gm_bytes_hbm, b.gm_bytes_hbm) || !near(a.gm_bytes_l2, b.gm_bytes_l2))
     return fmt::format("GM bytes hbm {} / l2 {} vs {} / {}", a.gm_bytes_hbm, a.gm_bytes_l2,
                        b.gm_bytes_hbm, b.gm_bytes_l2);
@@ -64,9 +67,8 @@ std::string counter_mismatch(const sim::SimResult& a, const sim::SimResult& b) {
       const auto &x = a.cores[c].pipes[p], &y = b.cores[c].pipes[p];
       if (x.instructions != y.instructions || x.transfers != y.transfers || !near(x.bytes, y.bytes))
         return fmt::format("{} {}: instructions {} vs {}, transfers {} vs {}, bytes {} vs {}",
-                           a.cores[c].name, ir::to_string(static_cast<ir::Pipe>(p)),
-                           x.instructions, y.instructions, x.transfers, y.transfers, x.bytes,
-                           y.bytes);
+                           a.cores[c].name, ir::to_string(static_cast<ir::Pipe>(p)), x.instructions,
+                           y.instructions, x.transfers, y.transfers, x.bytes, y.bytes);
     }
   return "";
 }

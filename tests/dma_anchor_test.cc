@@ -41,7 +41,8 @@ ir::Program read_matrix(Shape shape) {
       Ex w = cid * 2 + vid;
       if (shape == Shape::Blocks) {
         auto t = alloc_ub("t", {2, 2, kN}, f16);
-        serial(kN / 2 / 48, [&](Ex k) { copy(X(rows((w + k * 48) * 2, 2), slice(0, kN)), t[k % 2]); });
+        serial(kN / 2 / 48,
+               [&](Ex k) { copy(X(rows((w + k * 48) * 2, 2), slice(0, kN)), t[k % 2]); });
       } else {
         auto t = alloc_ub("t", {2, 256, 64}, f16);
         const int64_t cols = kN / 64, tiles = (kN / 256) * cols;
@@ -65,11 +66,17 @@ double simulated_us(Shape shape) {
   return r.cycles / chip.clock_mhz;
 }
 
-TEST(DmaAnchors, LargeContiguousBlocks) { EXPECT_NEAR(simulated_us(Shape::Blocks), 215.82, 21.6); }
+TEST(DmaAnchors, LargeContiguousBlocks) {
+  EXPECT_NEAR(simulated_us(Shape::Blocks), 215.82, 21.6);
+}
 
-TEST(DmaAnchors, RowsOf128Bytes) { EXPECT_NEAR(simulated_us(Shape::Rows128), 564.84, 56.5); }
+TEST(DmaAnchors, RowsOf128Bytes) {
+  EXPECT_NEAR(simulated_us(Shape::Rows128), 564.84, 56.5);
+}
 
-TEST(DmaAnchors, NdToNzIntoL1) { EXPECT_NEAR(simulated_us(Shape::Nd2NzL1), 230.24, 23.0); }
+TEST(DmaAnchors, NdToNzIntoL1) {
+  EXPECT_NEAR(simulated_us(Shape::Nd2NzL1), 230.24, 23.0);
+}
 
 }  // namespace
 }  // namespace tilepipe

@@ -95,11 +95,16 @@ double cube_pct(const kernels::RunReport& r, int64_t n) {
 }
 
 TEST(GemmLadder, EachStepIsFasterThanThePreviousAt4096) {
+  // At 4096^3 A and B (64 MiB) stay in the L2 whatever the walk order, so the swizzle has
+  // nothing to win there and may cost up to 1 %; it pays from 6144^3 on (docs/fidelity.md).
   double prev = 0;
   for (const auto& v : kSteps) {
     double cycles = timing(v, 4096).sim.cycles;
     if (prev > 0) {
-      EXPECT_LT(cycles, prev) << v;
+      if (std::string(v) == "swizzle")
+        EXPECT_LT(cycles, 1.01 * prev) << v;
+      else
+        EXPECT_LT(cycles, prev) << v;
     }
     prev = cycles;
   }
@@ -121,11 +126,12 @@ TEST(GemmLadder, ExpertKeepsTheCubeBusyAndIsBoundByMte2) {
 TEST(GemmLadder, ExpertOverlapsEveryPipeWhenGmIsNotTheLimit) {
   // The kernel's own schedule, apart from the GM model: an L2 that holds everything and
   // misses at the L2 rate. 4096^3 is 512 tiles on 24 cores (22 rounds for 21.3 rounds of
-  // work: at most 97 %); the L1 / L0 / L0C double buffers hide the rest.
+  // work: at most 97 %, less the ND -> NZ charge on MTE2); the L1 / L0 / L0C double buffers
+  // hide the rest.
   ChipConfig ideal = testing::a3();
   ideal.l2_bytes = 1ll << 31;
   ideal.mte2_bw_hbm = ideal.mte2_bw_l2;
-  EXPECT_GT(cube_pct(timing("expert", 4096, ideal), 4096), 92.0);
+  EXPECT_GT(cube_pct(timing("expert", 4096, ideal), 4096), 90.0);
 }
 
 TEST(GemmLadder, RunsThroughTheLadderDriverInOrder) {
