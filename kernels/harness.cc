@@ -82,6 +82,7 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   }
   rep.lowered = lower::lower(rep.program, chip);
   if (req.mutate) req.mutate(rep.lowered);
+  if (req.on_lowered) req.on_lowered(rep.lowered);
 
   sim::HostData io;
   // Timing mode needs the values of what scalar loads read (index / page tables).
@@ -98,6 +99,7 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   opts.whatif_free_sites = req.whatif_free_sites;
   opts.lower_bound_only = req.lower_bound_only;
   opts.fast_forward = req.fast_forward;
+  opts.progress = req.progress;
   auto t0 = std::chrono::steady_clock::now();
   try {
     rep.sim = sim::simulate(rep.lowered, chip, &io, opts);

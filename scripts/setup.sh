@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages tilepipe needs. Idempotent: a no-op when all are present.
 set -euo pipefail
 PKGS=(cmake ninja-build g++ git libfmt-dev nlohmann-json3-dev libcli11-dev
-      libgtest-dev libgmock-dev libbenchmark-dev clang-format
+      libgtest-dev libgmock-dev libbenchmark-dev clang-format zlib1g-dev
       clang libclang-rt-dev)  # clang: the libFuzzer smoke (scripts/fuzz.sh)
 missing=()
 for p in "${PKGS[@]}"; do
