@@ -6,7 +6,6 @@
 #pragma once
 
 #include <array>
-#include <iosfwd>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
