@@ -1,7 +1,8 @@
-// libFuzzer target: the command line's value parsers: `--seed`, `--max-cycles`
-// (tools/cli_parse.cc) and `--param NAME=VALUE` lists (kernels/params.cc). Every input must
-// parse or throw ArgError / ParamError with a message; never a crash, a sanitizer report or
-// another exception. Input lines: seed, max-cycles, then NAME=VALUE lines.
+// libFuzzer target: the command line's value parsers: `--seed`, `--max-cycles`,
+// `--trace-window`, `--trace-cores` (tools/cli_parse.cc) and `--param NAME=VALUE` lists
+// (kernels/params.cc). Every input must parse or throw ArgError / ParamError with a message;
+// never a crash, a sanitizer report or another exception. Input lines: seed, max-cycles,
+// trace window, trace cores, then NAME=VALUE lines.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -15,9 +16,23 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tilepipe;
   std::istringstream in(std::string(reinterpret_cast<const char*>(data), size));
-  std::string seed, cycles, line;
+  std::string seed, cycles, window, cores, line;
   std::getline(in, seed);
   std::getline(in, cycles);
+  std::getline(in, window);
+  std::getline(in, cores);
+  try {
+    auto [begin, end] = cli::parse_trace_window(window, 1850.0);
+    if (!(begin >= 0 && end > begin)) std::abort();
+  } catch (const cli::ArgError& e) {
+    if (e.message.empty()) std::abort();
+  }
+  try {
+    for (int c : cli::parse_core_list(cores, 24))
+      if (c < 0 || c >= 24) std::abort();
+  } catch (const cli::ArgError& e) {
+    if (e.message.empty()) std::abort();
+  }
   try {
     cli::parse_seed(seed);
   } catch (const cli::ArgError& e) {

@@ -11,6 +11,11 @@ namespace {
 
 using namespace lang;
 
+// UB bytes the kernel may use (A2 and A3 alike): X, Y and Z tiles of f16, `buffers` each,
+// so tile x buffers may not pass this many elements.
+constexpr int64_t kUbBytes = 196352;
+constexpr int64_t kMaxTileElements = kUbBytes / (3 * 2) / 16 * 16;  // 32720
+
 ir::Program build(const Params& p, const std::string& variant) {
   const int64_t n = p.at("N"), T = p.at("tile"), nb = p.at("buffers"), tiles = n / T;
   const int64_t workers = p.at("block_num") * 2;
@@ -77,12 +82,18 @@ KernelDef elementwise_kernel() {
       "Z = X + Y (or X * Y) on fp16 vectors with 1-3 UB buffers (multi-buffering demo)",
       {"add", "mul"},
       {{"N", 1 << 20, 16, int64_t{1} << 30, "elements"},
-       {"tile", 4096, 16, 1 << 16, "elements per tile (divides N, multiple of 16)"},
+       {"tile", 4096, 16, kMaxTileElements,
+        "elements per tile (divides N, multiple of 16; tile x buffers <= 32720 to fit the UB)"},
        {"buffers", 2, 1, 3, "UB buffers per operand"},
        {"block_num", 24, 1, 4096, "AI cores launched (each runs 2 AIVs)"}},
       [](const Params& p) -> std::string {
         if (p.at("tile") % 16 != 0)
           return fmt::format("tile={} must be a multiple of 16 (32-byte UB blocks)", p.at("tile"));
+        if (p.at("tile") * p.at("buffers") > kMaxTileElements)
+          return fmt::format(
+              "tile={} x buffers={} must be <= {}: three operands x buffers tiles of f16 fill "
+              "the {}-byte UB; use a smaller tile or fewer buffers",
+              p.at("tile"), p.at("buffers"), kMaxTileElements, kUbBytes);
         if (p.at("N") % p.at("tile") != 0)
           return fmt::format("tile={} must divide N={}", p.at("tile"), p.at("N"));
         return "";

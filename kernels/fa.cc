@@ -566,8 +566,9 @@ KernelDef fa_kernel() {
        {"D", 128, 128, 128, "head dim (128)"},
        {"block_M", 128, 128, 128, "query rows per task"},
        {"block_N", 128, 128, 128, "kv rows per tile"},
-       {"num_stages", 0, 0, 1024,
-        "workspace slots of the C/V pipeline (0 = the variant's; at most 15 x cross_interval)"},
+       {"num_stages", 0, 0, 225,
+        "workspace slots of the C/V pipeline (0 = the variant's; at most 15 x cross_interval, "
+        "and as many as fit the UB: an overflow names the largest)"},
        {"cross_interval", 0, 0, 15, "KV tiles per cross-core signal (0 = the variant's)"},
        {"block_num", 24, 1, 24, "AI cores (fixed-core launch)"}},
       validate,

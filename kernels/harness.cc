@@ -46,25 +46,32 @@ bool fits(const KernelDef& k, const Params& p, const std::string& variant, const
   }
 }
 
-/// A capacity error of a kernel with a `num_stages` parameter: the hint names the largest
-/// num_stages that fits (binary search over build + verify, no simulation).
-UserError with_stages_hint(const UserError& e, const KernelDef& k, const Params& params,
-                           const std::string& variant, const ChipConfig& chip) {
+/// A capacity error of a program that declares a pipeline-stages knob (ir::Knob, role
+/// "pipeline_stages") among the kernel's parameters: the hint names the largest value of
+/// that parameter that fits (binary search over build + verify, no simulation). Kernels
+/// without such a knob keep the verifier's hint, which names no parameter.
+UserError with_stages_hint(const UserError& e, const KernelDef& k, const ir::Program& prog,
+                           const Params& params, const std::string& variant,
+                           const ChipConfig& chip) {
   auto diags = e.diagnostics();
-  auto it = params.find("num_stages");
   auto cap = std::find_if(diags.begin(), diags.end(),
                           [](const Diagnostic& d) { return d.kind == "capacity"; });
-  if (it == params.end() || it->second <= 1 || cap == diags.end()) return e;
-  int64_t lo = 0, hi = it->second;  // fits(lo) (0 = none found), !fits(hi)
+  auto knob = std::find_if(prog.knobs.begin(), prog.knobs.end(), [&](const ir::Knob& kn) {
+    return kn.role == "pipeline_stages" && params.count(kn.param);
+  });
+  if (cap == diags.end() || knob == prog.knobs.end()) return e;
+  const std::string& name = knob->param;
+  int64_t lo = 0, hi = knob->value;  // fits(lo) (0 = none found), !fits(hi)
+  if (hi <= 1) return e;
   Params p = params;
   while (hi - lo > 1) {
     int64_t mid = lo + (hi - lo) / 2;
-    p["num_stages"] = mid;
+    p[name] = mid;
     (fits(k, p, variant, chip) ? lo : hi) = mid;
   }
   if (lo >= 1)
     cap->hint =
-        fmt::format("use --param num_stages={} (the largest that fits), or smaller blocks", lo);
+        fmt::format("use --param {}={} (the largest that fits), or smaller blocks", name, lo);
   return UserError(std::move(diags));
 }
 
@@ -78,10 +85,11 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
     verify_or_throw(rep.program, chip, passes::verify_options(req.pass_options));
     rep.program = passes::run_passes(rep.program, chip, req.pass_options, req.print);
   } catch (const UserError& e) {
-    throw with_stages_hint(e, k, req.params, rep.variant, chip);
+    throw with_stages_hint(e, k, rep.program, req.params, rep.variant, chip);
   }
   rep.lowered = lower::lower(rep.program, chip);
   if (req.mutate) req.mutate(rep.lowered);
+  if (req.on_lowered) req.on_lowered(rep.lowered);
 
   sim::HostData io;
   // Timing mode needs the values of what scalar loads read (index / page tables).
@@ -98,6 +106,7 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   opts.whatif_free_sites = req.whatif_free_sites;
   opts.lower_bound_only = req.lower_bound_only;
   opts.fast_forward = req.fast_forward;
+  opts.progress = req.progress;
   auto t0 = std::chrono::steady_clock::now();
   try {
     rep.sim = sim::simulate(rep.lowered, chip, &io, opts);

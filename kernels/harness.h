@@ -25,6 +25,10 @@ struct RunRequest {
   sim::Observer* observer = nullptr;
   /// Applied to the lowered program before the run (mutation testing, kernels/mutate.h).
   std::function<void(lower::LoweredProgram&)> mutate = {};
+  /// Told the program about to be simulated (after `mutate`), e.g. to bind a trace writer.
+  std::function<void(const lower::LoweredProgram&)> on_lowered = {};
+  /// Passed to the simulator (sim::SimOptions::progress).
+  std::function<void(double cycles)> progress = {};
   passes::PassOptions pass_options;  // automatic-mode passes between verify and lower
   passes::PrintOptions print;        // --print-after / --print-after-all
   /// What-if / lower-bound switches passed to the simulator (timing mode only).

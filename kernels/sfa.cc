@@ -120,9 +120,31 @@ SfaTensors sfa_tensors(KernelBuilder& kb, const Params& p) {
 
 ir::Program build_auto(const Params& p);
 
+/// The largest chunk (n_base), head group (m_base) and n_base x m_base whose buffers fit
+/// L1 / L0 / UB in each variant (what `list` states); larger ones are a ParamError.
+struct ChunkLimit {
+  const char* variant;
+  int64_t n_base, m_base, product;
+};
+constexpr ChunkLimit kChunkLimits[] = {{"baseline", 64, 64, 64 * 64},
+                                       {"developer", 64, 64, 64 * 64},
+                                       {"pa", 64, 32, 64 * 32},
+                                       {"no_cv_pipeline", 256, 32, 256 * 32},
+                                       {"auto", 128, 32, 128 * 16}};
+
+void check_chunk(const std::string& variant, int64_t n, int64_t m) {
+  for (const auto& l : kChunkLimits)
+    if (variant == l.variant && (n > l.n_base || m > l.m_base || n * m > l.product))
+      throw ParamError{fmt::format(
+          "kernel 'sfa' [{}]: n_base={} with m_base={} does not fit on chip; this variant "
+          "takes n_base <= {}, m_base <= {} and n_base x m_base <= {}",
+          variant, n, m, l.n_base, l.m_base, l.product)};
+}
+
 ir::Program build(const Params& p, const std::string& variant) {
   if (variant == "auto") return build_auto(p);
   const Knobs kn = knobs(variant, p);
+  check_chunk(variant, kn.n_base, kn.m_base);
   const int64_t B = p.at("B"), T = p.at("T"), H = p.at("H"), KVN = p.at("KV_N");
   const int64_t KVS = p.at("KV_S"), topk = p.at("topk"), cores = p.at("block_num");
   const int64_t n = kn.n_base, m = kn.m_base, h = m / 2, half = n / 2;
@@ -515,6 +537,12 @@ ir::Program build_auto(const Params& p) {
   const int64_t KVS = p.at("KV_S"), topk = p.at("topk"), cores = p.at("block_num");
   const int64_t n = p.at("n_base") > 0 ? p.at("n_base") : std::min<int64_t>(128, topk);
   const int64_t m = std::min<int64_t>(p.at("m_base") > 0 ? p.at("m_base") : 16, H / KVN);
+  check_chunk("auto", n, m);
+  if (n % 16 != 0)
+    throw ParamError{fmt::format(
+        "kernel 'sfa' [auto]: a chunk of n_base={} indices must be a multiple of 16 (cube "
+        "fractals); with n_base=0 the chunk is min(128, topk={}): use topk a multiple of 16",
+        n, topk)};
   if (topk % n != 0)
     throw ParamError{
         fmt::format("kernel 'sfa' [auto]: n_base={} must divide topk={} (the "
@@ -782,8 +810,12 @@ KernelDef sfa_kernel() {
        {"topk", 2048, 1, 8192, "sparse indices per token and kv head"},
        {"page_block", 128, 128, 128, "rows per KV page (128)"},
        {"act_kv", 0, 0, 65536, "active kv length (0 = min(KV_S, 2560))"},
-       {"n_base", 0, 0, 512, "sparse indices per chunk, s2 split (0 = the variant's: 64 / 256)"},
-       {"m_base", 0, 0, 128, "query heads per task (0 = the variant's: 64 / 16)"},
+       {"n_base", 0, 0, 256,
+        "sparse indices per chunk, s2 split (0 = the variant's: 64 / 256; at most 64 in "
+        "baseline, developer, pa, 128 in auto)"},
+       {"m_base", 0, 0, 64,
+        "query heads per task (0 = the variant's: 64 / 16; at most 32 in pa, no_cv_pipeline, "
+        "auto; n_base x m_base <= 2048 in auto)"},
        {"scale_milli", 500, 0, 100000, "softmax scale x 1000 (0 = 1/sqrt(576))"},
        {"causal", 0, 0, 1, "mask mode: 0 none (active length), 1 causal bound"},
        {"block_num", 24, 1, 24, "AI cores (fixed-core launch)"}},

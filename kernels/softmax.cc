@@ -13,14 +13,22 @@ namespace {
 
 using namespace lang;
 
-int64_t row_tile(int64_t R) {
+// UB bytes the kernel may use (A2 and A3 alike) and what one row of a tile takes: f16 in,
+// f32 work, f32 broadcast scratch, f16 out; plus the two f32 [rows, 1] max / sum columns
+// (one 32-byte block each for up to 8 rows).
+constexpr int64_t kUbBytes = 196352;
+constexpr int64_t kBytesPerElement = 2 + 4 + 4 + 2;
+constexpr int64_t kMaxC = (kUbBytes - 2 * 32) / kBytesPerElement / 16 * 16;  // 16352
+
+/// Rows per tile: the most (8, 4, 2 or 1) that divide R and fit the UB at C columns.
+int64_t row_tile(int64_t R, int64_t C) {
   for (int64_t t = 8; t > 1; t /= 2)
-    if (R % t == 0) return t;
+    if (R % t == 0 && kBytesPerElement * t * C + 2 * 32 <= kUbBytes) return t;
   return 1;
 }
 
 ir::Program build(const Params& p, const std::string&) {
-  const int64_t R = p.at("R"), C = p.at("C"), tr = row_tile(R), tiles = R / tr;
+  const int64_t R = p.at("R"), C = p.at("C"), tr = row_tile(R, C), tiles = R / tr;
   const int64_t workers = p.at("block_num") * 2;
   KernelBuilder kb("softmax", p.at("block_num"));
   auto X = kb.input("X", {R, C}, f16);
@@ -90,7 +98,9 @@ KernelDef softmax_kernel() {
       "row-wise softmax of an fp16 [R, C] matrix on the Vector cores (f32 math)",
       {"tile"},
       {{"R", 256, 1, 1 << 20, "rows"},
-       {"C", 1024, 16, 1 << 16, "columns (multiple of 16: whole 32-byte blocks per row)"},
+       {"C", 1024, 16, kMaxC,
+        "columns (multiple of 16: whole 32-byte blocks per row; a row in and out, with two f32 "
+        "copies, fits the UB up to 16352)"},
        {"block_num", 24, 1, 4096, "AI cores launched (each runs 2 AIVs)"}},
       [](const Params& p) {
         return p.at("C") % 16 == 0

@@ -2,8 +2,9 @@
 # Installs the Debian 12 packages tilepipe needs. Idempotent: a no-op when all are present.
 set -euo pipefail
 PKGS=(cmake ninja-build g++ git libfmt-dev nlohmann-json3-dev libcli11-dev
-      libgtest-dev libgmock-dev libbenchmark-dev clang-format
-      clang libclang-rt-dev)  # clang: the libFuzzer smoke (scripts/fuzz.sh)
+      libgtest-dev libgmock-dev libbenchmark-dev clang-format zlib1g-dev
+      clang libclang-rt-dev   # clang: the libFuzzer smoke (scripts/fuzz.sh)
+      chromium)               # the HTML report checked in a headless browser (tests/)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -118,7 +118,7 @@ TEST(Multibuffer, TooManyStagesStopWithTheCapacityDiagnostic) {
   EXPECT_NO_THROW(compiled(pipelined_stream(0, 8, 3, 8192)));
   testing::expect_user_error(
       [] { compiled(pipelined_stream(0, 8, 8, 8192)); },
-      {"UB overflow on AIV", "buf", "8 slots x 32.0 KiB", "num_stages <= 3 fits"});
+      {"UB overflow on AIV", "buf", "8 slots x 32.0 KiB", "multi-buffers of at most 3 slots fit"});
 }
 
 TEST(Multibuffer, PipelinedLoopInAHandSyncedScopeIsAnError) {

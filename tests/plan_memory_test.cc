@@ -127,7 +127,7 @@ TEST(PlanMemory, OverflowNamesTheLiveBuffersAndTheSlotsThatFit) {
   testing::expect_user_error(
       [&] { planned(p); },
       {"UB overflow on AIV", "272.0 KiB needed", "ring", "8 slots x 32.0 KiB", "acc",
-       "plan_memory_test.cc:" + std::to_string(line), "num_stages <= 5 fits"});
+       "plan_memory_test.cc:" + std::to_string(line), "multi-buffers of at most 5 slots fit"});
 }
 
 TEST(PlanMemory, HandSyncedKernelsKeepTheSequentialLayout) {

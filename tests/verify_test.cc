@@ -757,7 +757,7 @@ TEST(Verify, UbOverflowFromASlottedBufferSuggestsFewerSlots) {
   expect_diag(kb.finish(), "capacity",
               {"UB overflow on AIV: 272.0 KiB needed", ring_line + ":",
                "ring          256.0 KiB (4 slots x 64.0 KiB)  " + ring_line,
-               "'ring' has 4 slots; 2 slots fit (fewer num_stages / buffers), or use smaller "
+               "'ring' has 4 slots; 2 slots fit (fewer slots), or use smaller "
                "blocks"});
 }
 

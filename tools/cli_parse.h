@@ -1,9 +1,12 @@
-// Parsers of command-line values that are not kernel parameters (`--seed`, `--max-cycles`).
+// Parsers of command-line values that are not kernel parameters (`--seed`, `--max-cycles`,
+// `--trace-window`, `--trace-cores`).
 // No dependency beyond the standard library and fmt, so they are fuzzed on their own (fuzz/).
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace tilepipe::cli {
 
@@ -16,5 +19,11 @@ struct ArgError {
 uint64_t parse_seed(const std::string& s);
 /// `--max-cycles`: a finite number > 0 (1e9, 2500000, ...).
 double parse_max_cycles(const std::string& s);
+/// `--trace-window START:END`: each bound in cycles, or in microseconds with a `us` suffix
+/// (converted at `cycles_per_us`); 0 <= START < END. Returns [START, END) in cycles.
+std::pair<double, double> parse_trace_window(const std::string& s, double cycles_per_us);
+/// `--trace-cores LIST`: AI core indices and ranges ("0,3,8-11"), each in [0, ai_cores - 1].
+/// Returns the sorted distinct indices.
+std::vector<int> parse_core_list(const std::string& s, int ai_cores);
 
 }  // namespace tilepipe::cli

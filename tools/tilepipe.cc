@@ -10,14 +10,15 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <thread>
 
 #include "advise_cmds.h"
 #include "check_syncs.h"
 #include "cli_parse.h"
 #include "harness.h"
+#include "progress.h"
 #include "registry.h"
 #include "tilepipe/chip.h"
 #include "tilepipe/ir.h"
@@ -55,6 +56,7 @@ struct RunArgs {
   std::vector<std::string> no_pass;
   std::string trace;
   std::string trace_window;
+  std::string trace_cores;
   std::string csv_dir;
 };
 
@@ -78,33 +80,47 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
   cmd->add_flag("--print-after-all", a.print_after_all, "print the IR after every pass");
   cmd->add_option("--no-pass", a.no_pass,
                   "switch an automatic-mode pass off, e.g. l1_residency (repeatable)");
-  cmd->add_option("--trace", a.trace, "write a Chrome/Perfetto trace JSON to this file");
+  cmd->add_option("--trace", a.trace,
+                  "write a Chrome/Perfetto trace JSON to this file (gzip'd if it ends in .gz)");
   cmd->add_option("--trace-window", a.trace_window,
-                  "keep only trace events overlapping cycles BEGIN:END (keeps big runs usable)");
+                  "trace only events overlapping START:END (cycles, or us with a 'us' suffix)");
+  cmd->add_option("--trace-cores", a.trace_cores,
+                  "trace only these AI cores, e.g. 0,5-7 (default: all)");
   cmd->add_option("--csv-dir", a.csv_dir,
                   "write pipe_utilization.csv and code_exe.csv into this directory");
 }
 
-prof::TraceOptions trace_options(const RunArgs& a) {
+prof::TraceOptions trace_options(const RunArgs& a, const ChipConfig& chip) {
   prof::TraceOptions t;
-  t.keep_events = !a.trace.empty();
-  if (a.trace_window.empty()) return t;
-  auto colon = a.trace_window.find(':');
-  try {
-    if (colon == std::string::npos) throw std::invalid_argument("no colon");
-    size_t used = 0;
-    t.window_begin = std::stod(a.trace_window.substr(0, colon), &used);
-    std::string end = a.trace_window.substr(colon + 1);
-    t.window_end = std::stod(end, &used);
-    if (used != end.size() || t.window_end <= t.window_begin || t.window_begin < 0)
-      throw std::invalid_argument("order");
-  } catch (const std::exception&) {
-    throw UsageError{
-        fmt::format("--trace-window '{}': expected BEGIN:END in cycles with 0 <= "
-                    "BEGIN < END, e.g. --trace-window 0:200000",
-                    a.trace_window)};
-  }
+  for (const auto& [flag, value] :
+       {std::pair{"--trace-window", &a.trace_window}, std::pair{"--trace-cores", &a.trace_cores}})
+    if (!value->empty() && a.trace.empty())
+      throw UsageError{
+          fmt::format("{} selects what a trace records: add --trace FILE, e.g. "
+                      "--trace out/trace.json.gz",
+                      flag)};
+  if (!a.trace_window.empty())
+    std::tie(t.window_begin, t.window_end) =
+        cli::parse_trace_window(a.trace_window, chip.clock_mhz);
+  if (!a.trace_cores.empty()) t.ai_cores = cli::parse_core_list(a.trace_cores, chip.ai_cores);
   return t;
+}
+
+/// The simulated cycles a run will take, for the progress bar: the simulator's lower-bound
+/// mode (a walk of the program without timing, far cheaper than the run); 0 if unknown.
+double estimate_cycles(const kernels::KernelDef& k, kernels::RunRequest req,
+                       const ChipConfig& chip) {
+  req.mode = sim::Mode::Timing;
+  req.lower_bound_only = true;
+  req.observer = nullptr;
+  req.on_lowered = {};
+  req.detect_races = false;
+  req.print = {};
+  try {
+    return kernels::run_kernel(k, req, chip).sim.cycles;
+  } catch (const UserError&) {
+    return 0;  // the run itself reports the error
+  }
 }
 
 /// Output files are checked before the run, so a bad path fails at once, not after a long
@@ -202,10 +218,26 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   req.print.after = {a.print_after.begin(), a.print_after.end()};
   req.print.after_all = a.print_after_all;
   for (const auto& name : a.no_pass) passes::switch_off(req.pass_options, name);
-  prof::Recorder recorder(trace_options(a));
-  // Per-event recording (trace, per-line CSV) needs every iteration simulated.
-  if (!a.trace.empty() || !a.csv_dir.empty()) req.observer = &recorder;
   ChipConfig chip = load_chip_config(a.chip);
+  prof::TraceOptions topts = trace_options(a, chip);
+  std::unique_ptr<prof::TraceWriter> trace;
+  if (!a.trace.empty()) {
+    try {
+      trace = std::make_unique<prof::TraceWriter>(a.trace, topts, chip);
+    } catch (const std::runtime_error& e) {
+      throw UsageError{e.what()};
+    }
+    req.on_lowered = [&](const lower::LoweredProgram& p) { trace->bind(p); };
+  }
+  prof::Recorder recorder(trace.get());
+  // Per-event recording (trace, per-line CSV) needs every iteration simulated.
+  if (trace || !a.csv_dir.empty()) req.observer = &recorder;
+  std::unique_ptr<cli::Progress> progress;
+  if (cli::Progress::wanted() && !(sync && sync->any())) {
+    progress = std::make_unique<cli::Progress>(estimate_cycles(k, req, chip),
+                                               req.mode == sim::Mode::Functional);
+    req.progress = [&](double cycles) { progress->update(cycles); };
+  }
 
   json out;
   out["kernel"] = k.name;
@@ -222,6 +254,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
     if (!is_check) throw;
     return report_check_failure(e, a.json, out);
   }
+  progress.reset();  // clears the bar before the results are printed
   if (a.print_ir) std::cerr << ir::print(rep.program);
 
   out["cycles"] = rep.sim.cycles;
@@ -244,12 +277,14 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   out["sim_wall_s"] = rep.sim_wall_s;
   if (is_check) out["ok"] = rep.correct;
 
-  if (!a.trace.empty()) {
-    std::ostringstream t;
-    prof::write_chrome_trace(t, recorder, rep.sim, rep.lowered, chip);
-    write_output(a.trace, t.str());
+  if (trace) {
+    try {
+      trace->finish(rep.sim, rep.lowered);
+    } catch (const std::runtime_error& e) {
+      throw UsageError{e.what()};
+    }
     out["trace"] = a.trace;
-    if (recorder.truncated()) out["trace_truncated"] = true;
+    out["trace_events"] = trace->events();
   }
   if (!a.csv_dir.empty()) {
     write_output(a.csv_dir + "/pipe_utilization.csv", prof::pipe_utilization_csv(rep.sim, chip));

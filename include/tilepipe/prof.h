@@ -6,7 +6,6 @@
 #pragma once
 
 #include <array>
-#include <iosfwd>
 #include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -19,12 +18,14 @@
 
 namespace tilepipe::prof {
 
+/// What a trace records of a run: events overlapping a window of cycles, on some AI cores.
 struct TraceOptions {
-  bool keep_events = false;
-  double window_begin = 0;  // cycles: only events overlapping [begin, end) are kept
+  double window_begin = 0;  // cycles: only events overlapping [begin, end) are written
   double window_end = std::numeric_limits<double>::infinity();
-  size_t max_events = 2'000'000;  // past this the trace is truncated (and says so)
+  std::vector<int> ai_cores;  // the N of coreN.AIC / coreN.AIVv to record; empty = all
 };
+
+class TraceWriter;
 
 /// Cycles and counts per DSL source line (code_exe.csv).
 struct LineStats {
@@ -51,31 +52,63 @@ struct Timeline {
 
 class Recorder : public sim::Observer {
  public:
-  explicit Recorder(TraceOptions opts = {}) : opts_(opts) {}
+  /// With a `trace`, every event is also handed to it (it keeps those it records).
+  explicit Recorder(TraceWriter* trace = nullptr) : trace_(trace) {}
   void on_instr(const sim::InstrEvent& e) override;
   void on_flag(const sim::FlagEvent& e) override;
 
   std::vector<LineStats> lines() const;  // sorted by busy cycles, largest first
-  const std::vector<sim::InstrEvent>& instrs() const { return instrs_; }
-  const std::vector<sim::FlagEvent>& flags() const { return flags_; }
-  bool truncated() const { return truncated_; }
   const Timeline& timeline() const { return timeline_; }
 
  private:
-  bool keep(double start, double end);
-  TraceOptions opts_;
-  std::vector<sim::InstrEvent> instrs_;
-  std::vector<sim::FlagEvent> flags_;
+  TraceWriter* trace_;
   std::map<const lower::OpTemplate*, LineStats> by_op_;
-  bool truncated_ = false;
   Timeline timeline_;
 };
 
-/// Chrome trace JSON (Perfetto / chrome://tracing): one process per core, one thread per
-/// pipe (msprof names; overlapping in-flight ops spill onto sub-tracks), flow arrows from
-/// each set to its wait, counters for on-chip buffer allocation. Sorted by time.
-void write_chrome_trace(std::ostream& out, const Recorder& rec, const sim::SimResult& r,
-                        const lower::LoweredProgram& prog, const ChipConfig& chip);
+/// Streams a Chrome trace JSON (Perfetto / chrome://tracing) to a file while the run goes,
+/// gzip-compressed when the path ends in ".gz" (docs/cli.md#trace-file): one process per
+/// core, one thread per pipe (msprof names; overlapping in-flight ops spill onto
+/// sub-tracks), flow arrows from each set to its wait, counters for on-chip buffer
+/// allocation. Memory stays constant however long the run. Events are written in the order
+/// the simulator reports them (deterministic, not sorted by time: viewers sort); the track
+/// names come once, at the end. The file appears only when finish() succeeds (written to a
+/// temporary and renamed).
+class TraceWriter {
+ public:
+  /// Throws std::runtime_error naming the path if it cannot be created.
+  TraceWriter(const std::string& path, TraceOptions opts, const ChipConfig& chip);
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  /// The program about to run: maps simulated cores to AI cores for `ai_cores`. Events
+  /// before bind() are recorded on every core.
+  void bind(const lower::LoweredProgram& prog);
+  void instr(const sim::InstrEvent& e);
+  void flag(const sim::FlagEvent& e);
+  /// Appends the track names, buffer counters and run facts, closes and renames the file.
+  void finish(const sim::SimResult& r, const lower::LoweredProgram& prog);
+  int64_t events() const { return events_; }
+
+ private:
+  struct Track;
+  bool keep(int core, double start, double end) const;
+  void emit(const std::string& event);
+  int64_t ns(double cycles) const;
+  std::string ts(double cycles) const;
+  std::string dur(double start, double end) const;
+  Track& track(int core);
+
+  std::string path_, tmp_;
+  TraceOptions opts_;
+  const ChipConfig& chip_;
+  void* gz_ = nullptr;  // gzFile
+  std::string buf_;
+  int64_t events_ = 0, flows_ = 0;
+  std::vector<bool> core_kept_;  // per simulated core, after bind()
+  std::vector<Track> tracks_;    // per simulated core
+};
 
 struct PipeSummary {
   std::string pipe;  // "M", "V", ...

@@ -16,6 +16,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -94,6 +95,9 @@ struct SimOptions {
   /// ignoring flags, barriers and bandwidth sharing. `cycles` is then a lower bound of the
   /// timed run (max over cores and pipes of the occupancy); much cheaper than a timed run.
   bool lower_bound_only = false;
+  /// Called at every scheduling step (a core resumes for up to a quantum of cycles) with the
+  /// simulated time reached, in cycles: progress display. Keep it cheap; must not throw.
+  std::function<void(double cycles)> progress;
 };
 
 /// Where each cycle of a pipe went, from cycle 0 to the kernel's span (the fields sum to

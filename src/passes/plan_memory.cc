@@ -202,11 +202,17 @@ int64_t slots_of(const BufInfo& b, const Program& p, bool hand) {
     }
     if (sum <= cap.usable) fit = s;
   }
-  if (fit >= 1)
-    hint = fmt::format(
-        "num_stages <= {} fits (multi-buffers of at most {} slots), or use smaller "
-        "blocks",
-        fit, fit);
+  // Name the kernel parameter that sets the slots only if the program declares one (a
+  // pipeline-stages knob): a hint must not name a knob the kernel lacks.
+  std::string stages;
+  for (const auto& k : prog.knobs)
+    if (k.role == "pipeline_stages") stages = k.param;
+  if (fit >= 1 && !stages.empty())
+    hint = fmt::format("{} <= {} fits (multi-buffers of at most {} slots), or use smaller blocks",
+                       stages, fit, fit);
+  else if (fit >= 1)
+    hint =
+        fmt::format("multi-buffers of at most {} slots fit: fewer slots, or smaller blocks", fit);
   else
     hint = fmt::format("free {}: shrink '{}' (smaller blocks) or drop a buffer",
                        kib(needed - cap.usable), live.empty() ? "?" : live.front()->buf->name);

@@ -4,15 +4,6 @@
 
 namespace tilepipe::prof {
 
-bool Recorder::keep(double start, double end) {
-  if (!opts_.keep_events || end < opts_.window_begin || start >= opts_.window_end) return false;
-  if (instrs_.size() + flags_.size() >= opts_.max_events) {
-    truncated_ = true;
-    return false;
-  }
-  return true;
-}
-
 void Timeline::add(int core, ir::Pipe pipe, double start, double cycles) {
   if (cycles <= 0) return;
   if (busy.size() <= static_cast<size_t>(core)) busy.resize(static_cast<size_t>(core) + 1);
@@ -57,11 +48,11 @@ void Recorder::on_instr(const sim::InstrEvent& e) {
   ++l.instructions;
   l.busy_cycles += e.occupancy;
   l.duration_cycles += e.end - e.start;
-  if (keep(e.start, e.end)) instrs_.push_back(e);
+  if (trace_) trace_->instr(e);
 }
 
 void Recorder::on_flag(const sim::FlagEvent& e) {
-  if (keep(e.set_time, e.wait_time)) flags_.push_back(e);
+  if (trace_) trace_->flag(e);
 }
 
 std::vector<LineStats> Recorder::lines() const {

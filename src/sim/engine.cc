@@ -120,6 +120,7 @@ class Engine {
     while (!heap_.empty()) {
       if (jump_check_) try_jump();
       auto [t, idx] = heap_.top();
+      if (opts_.progress) opts_.progress(t);
       heap_.pop();
       Core& c = cores_[static_cast<size_t>(idx)];
       c.in_heap = false;

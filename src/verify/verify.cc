@@ -1042,10 +1042,16 @@ class Verifier {
       if (big.shape.size() > 2 && big.shape[0] > 1) {
         int64_t per = sorted.front().bytes / big.shape[0];
         int64_t fit = big.shape[0] - (excess + per - 1) / per;
+        // Name the kernel parameter that sets the slots only if the program declares one
+        // (a knob versioning this buffer): a hint must not name a knob the kernel lacks.
+        std::string knob = "fewer slots";
+        for (const auto& k : p_.knobs)
+          if (std::find(k.versioned.begin(), k.versioned.end(), big.name) != k.versioned.end())
+            knob = fmt::format("fewer {}", k.param);
         hint = fit >= 1 ? fmt::format(
-                              "'{}' has {} slots; {} slots fit (fewer num_stages / "
-                              "buffers), or use smaller blocks",
-                              big.name, big.shape[0], fit)
+                              "'{}' has {} slots; {} slots fit ({}), or use smaller "
+                              "blocks",
+                              big.name, big.shape[0], fit, knob)
                         : fmt::format("shrink '{}' (smaller blocks)", big.name);
       } else {
         hint = fmt::format("free {} : shrink '{}' (smaller blocks) or drop a buffer", kib(excess),

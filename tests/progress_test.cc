@@ -1,0 +1,69 @@
+// Long runs say so on a terminal, and only there: a progress bar on stderr when it is a
+// terminal (a pseudo-terminal from util-linux `script` here), nothing when it is not, and
+// `--json` stdout stays one JSON object either way; a functional run that will take minutes
+// says so early, with the time, and suggests `--mode timing`.
+#include <gtest/gtest.h>
+
+#include "cli_util.h"
+#include "progress.h"
+
+namespace tilepipe {
+namespace {
+
+using namespace clitest;
+
+/// Runs `tilepipe ARGS` with stderr on a pseudo-terminal and stdout into `out`; returns
+/// what the terminal showed. The bar appears after $TILEPIPE_PROGRESS_DELAY seconds.
+std::string on_terminal(const std::string& args, const fs::path& out, double delay_s,
+                        int timeout_s) {
+  const fs::path screen = scratch().file("screen.txt");
+  const std::string inner = "TILEPIPE_PROGRESS_DELAY=" + std::to_string(delay_s) + " '" +
+                            std::string(TILEPIPE_CLI) + "' " + args + " >'" + out.string() + "'";
+  const std::string cmd = "timeout " + std::to_string(timeout_s) + " script -qec \"" + inner +
+                          "\" /dev/null >'" + screen.string() + "' 2>&1 </dev/null";
+  (void)std::system(cmd.c_str());
+  return read_text(screen);
+}
+
+TEST(Progress, ShownOnATerminalNeverInJsonStdout) {
+  const fs::path out = scratch().file("progress.json");
+  std::string screen =
+      on_terminal("run fa --variant expert --mode timing --exact --param S=2048 --param H=4 --json",
+                  out, 0, 120);
+  EXPECT_NE(screen.find("simulating ["), std::string::npos) << screen;
+  EXPECT_NE(screen.find("% "), std::string::npos) << screen;
+  EXPECT_NE(screen.find(" cycles"), std::string::npos) << screen;
+  json j = json::parse(read_text(out));  // stdout: exactly the JSON object
+  EXPECT_GT(j.at("cycles").get<double>(), 0);
+}
+
+TEST(Progress, NothingWhenStderrIsNotATerminal) {
+  setenv("TILEPIPE_PROGRESS_DELAY", "0", 1);
+  CliResult r =
+      clitest::cli("run fa --variant expert --mode timing --exact --param S=2048 --param H=4");
+  unsetenv("TILEPIPE_PROGRESS_DELAY");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err.find("simulating"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find('\r'), std::string::npos);
+}
+
+TEST(Progress, AFunctionalRunOfMinutesSaysSoAndSuggestsTimingMode) {
+  // Cut off after a few seconds: the warning comes once the rate is measured.
+  const fs::path out = scratch().file("slow.txt");
+  std::string screen =
+      on_terminal("run gemm --param M=2048 --param N=2048 --param K=2048", out, 0.3, 3);
+  EXPECT_NE(screen.find("this functional run needs about"), std::string::npos) << screen;
+  EXPECT_NE(screen.find("`--mode timing` gives the same cycles"), std::string::npos) << screen;
+}
+
+TEST(Progress, HumanCountsAndDurations) {
+  EXPECT_EQ(tilepipe::cli::human_count(950), "950");
+  EXPECT_EQ(tilepipe::cli::human_count(12500), "12 k");
+  EXPECT_EQ(tilepipe::cli::human_count(96.4e6), "96.4 M");
+  EXPECT_EQ(tilepipe::cli::human_duration(7.4), "0:07");
+  EXPECT_EQ(tilepipe::cli::human_duration(750), "12:30");
+  EXPECT_EQ(tilepipe::cli::human_duration(3723), "1:02:03");
+}
+
+}  // namespace
+}  // namespace tilepipe
