@@ -1,0 +1,482 @@
+"""`tilelang.language` (imported as T): the kernel language. Inside a @T.prim_func body the
+interpreter (tilelang._interp) evaluates each call below; the calls emit tile IR into
+tilepipe's KernelBuilder. See docs/python.md for what maps to what."""
+
+import math as _math
+
+from .. import _core
+from .._core import (Buffer as _Buffer, Region, Sym, TilelangError, as_region, builder, ctx, err,
+                     dtype_code, dtype_name, resolve, to_index)
+from .._core import _ext
+from .._interp import macro, prim_func  # noqa: F401
+
+# ---- types ----
+
+
+class _DType(str):
+    """T.float16 etc.: a dtype name that also converts a value (`T.float32(x)`)."""
+
+    @property
+    def _tl_name(self):
+        return str(self)
+
+    def __call__(self, value=0):
+        v = resolve(value)
+        if isinstance(v, Region):
+            return v
+        if isinstance(v, (int, float)) and self in ("float16", "bfloat16", "float32"):
+            return float(v)
+        return v
+
+
+float16 = _DType("float16")
+bfloat16 = _DType("bfloat16")
+float32 = _DType("float32")
+int32 = _DType("int32")
+int8 = _DType("int8")
+uint8 = _DType("uint8")
+int64 = _DType("int32")
+boolean = _DType("uint8")
+half = float16
+
+
+class TensorSpec:
+    def __init__(self, shape, dtype):
+        if isinstance(shape, (int, Sym)):
+            shape = (shape,)
+        self.shape = list(shape)
+        self.dtype = dtype_name(dtype)
+
+    def __repr__(self):
+        return f"T.Tensor({self.shape}, {self.dtype})"
+
+
+def Tensor(shape, dtype="float32"):
+    return TensorSpec(shape, dtype)
+
+
+Buffer_ = Tensor
+Buffer = Tensor  # noqa: F811 - T.Buffer spells the same annotation
+
+
+def symbolic(name, dtype="int32"):
+    return Sym("var", name=name)
+
+
+dyn = symbolic
+
+
+def func_attr(attrs):
+    if not isinstance(attrs, dict):
+        raise err("T.func_attr takes a dict")
+    if "enable_auto_sync" in attrs and ctx.kernel is not None:
+        ctx.kernel.func_attrs["enable_auto_sync"] = bool(attrs["enable_auto_sync"])
+
+
+# ---- kernel and scopes (used by the interpreter's `with`) ----
+
+
+class KernelCtx:
+    def __init__(self, *blocks, is_npu=True, threads=None, **kw):
+        if len(blocks) != 1:
+            raise err(
+                f"T.Kernel with {len(blocks)} grid dimensions: tilepipe launches a 1-D grid "
+                "of AI-core tasks",
+                hint="flatten the grid: T.Kernel(m_num * n_num, is_npu=True) as (cid, vid); "
+                "bx = cid // n_num; by = cid % n_num",
+            )
+        n = to_index(blocks[0], "block count")
+        if not isinstance(n, int):
+            raise err("T.Kernel's block count must be a compile-time integer")
+        self.block_num = n
+        self.is_npu = is_npu
+
+
+def Kernel(*blocks, **kw):
+    return KernelCtx(*blocks, **kw)
+
+
+class ScopeCtx:
+    def __init__(self, kind):
+        if kind not in ("C", "V"):
+            raise err(f"T.Scope({kind!r}): expected \"C\" (Cube) or \"V\" (Vector)")
+        self.kind = kind
+
+
+def Scope(kind):
+    return ScopeCtx(kind)
+
+
+# ---- loops (used by the interpreter's `for`) ----
+
+
+class LoopSpec:
+    def __init__(self, kind, begin, end, step=1, num_stages=0, cross_interval=1, dims=None):
+        self.kind, self.begin, self.end, self.step = kind, begin, end, step
+        self.num_stages, self.cross_interval = num_stages, cross_interval
+        self.dims = dims
+
+
+def _range_args(args, what):
+    if len(args) == 1:
+        return 0, args[0], 1
+    if len(args) == 2:
+        return args[0], args[1], 1
+    if len(args) == 3:
+        return args
+    raise err(f"{what} takes (end), (begin, end) or (begin, end, step); got {len(args)} arguments")
+
+
+def serial(*args, **kw):
+    b, e, s = _range_args(args, "T.serial")
+    return LoopSpec("serial", b, e, s)
+
+
+def Pipelined(*args, num_stages=2, cross_interval=1, **kw):
+    b, e, s = _range_args(args, "T.Pipelined")
+    return LoopSpec("pipelined", b, e, s, num_stages=num_stages, cross_interval=cross_interval)
+
+
+def Parallel(*dims, **kw):
+    return LoopSpec("parallel", 0, None, 1, dims=list(dims))
+
+
+unroll = serial
+vectorized = serial
+
+# ---- memory ----
+
+
+def _alloc(scope, shape, dtype, name=None):
+    b = builder()
+    if isinstance(shape, (int, Sym)):
+        shape = (shape,)
+    shape = [to_index(s, "buffer dimension") for s in shape]
+    for s in shape:
+        if not isinstance(s, int) or s <= 0:
+            raise err(f"buffer shape {shape} must be positive compile-time integers")
+    name = name or ctx.pending_name or f"buf{len(ctx.names)}"
+    base, k = name, 1
+    while name in ctx.names:
+        k += 1
+        name = f"{base}_{k}"
+    ctx.names.add(name)
+    dt = dtype_name(dtype)
+    loc = _core.current_loc()
+    buf = _Buffer(b.alloc(name, scope, shape, dtype_code(dt), loc), name, shape, dt, scope)
+    if dt == "uint8" and scope == "UB" and len(shape) == 1:
+        # A uint8 vector is the original's compare/select bit mask (one bit per element):
+        # tilepipe's masks hold one element per lane, kept in this twin buffer.
+        bits_name = name + "_bits"
+        ctx.names.add(bits_name)
+        bshape = [shape[0] * 8]
+        buf.bits = _Buffer(b.alloc(bits_name, scope, bshape, "u8", loc), bits_name, bshape,
+                          "uint8", scope)
+    return buf
+
+
+def alloc_L1(shape, dtype, *a, **kw):
+    return _alloc("L1", shape, dtype)
+
+
+def alloc_L0A(shape, dtype, *a, **kw):
+    return _alloc("L0A", shape, dtype)
+
+
+def alloc_L0B(shape, dtype, *a, **kw):
+    return _alloc("L0B", shape, dtype)
+
+
+def alloc_L0C(shape, dtype, *a, **kw):
+    return _alloc("L0C", shape, dtype)
+
+
+def alloc_ub(shape, dtype, *a, **kw):
+    return _alloc("UB", shape, dtype)
+
+
+def alloc_shared(shape, dtype, scope=None, *a, **kw):
+    """Developer-mode spelling: L1 (Cube operand staging), or UB inside Scope("V")."""
+    return _alloc("UB" if ctx.scope == "V" else "L1", shape, dtype)
+
+
+def alloc_fragment(shape, dtype, scope=None, *a, **kw):
+    """Developer-mode spelling: L0C (accumulator), or UB inside Scope("V")."""
+    return _alloc("UB" if ctx.scope == "V" else "L0C", shape, dtype)
+
+
+def alloc_local(shape, dtype, *a, **kw):
+    return _alloc("UB", shape, dtype)
+
+
+def alloc_var(dtype, *a, **kw):
+    raise err(
+        "T.alloc_var (a mutable scalar) is not supported: tilepipe's IR has no scalar "
+        "variables",
+        hint="bind the value to a Python name (`x = expr`, recomputed where used), or keep it "
+        "in a one-element UB tile",
+    )
+
+
+def annotate_layout(layouts):
+    if not isinstance(layouts, dict):
+        raise err("T.annotate_layout takes a dict {buffer: layout}")
+    for k, v in layouts.items():
+        if not isinstance(k, _Buffer):
+            raise err(f"T.annotate_layout key {k!r} is not a buffer")
+    # Layout (zN / nZ fractal order) changes the bytes' order, not the values or the
+    # costs tilepipe models for L1: accepted and recorded only (docs/python.md).
+
+
+def use_swizzle(*a, **kw):
+    pass
+
+
+# ---- bounds padding: out-of-range GM tiles (the original clamps them) ----
+
+
+def _note_gm(r, pad=None):
+    if r.buffer.scope != "GM":
+        return
+    ends = ctx.gm_extent.setdefault(r.buffer.name, list(r.buffer.shape))
+    for d, (s, e) in enumerate(zip(r.starts, r.extents)):
+        if isinstance(s, int):
+            hi = s
+        else:
+            b = _ext.bounds(s, ctx.var_ranges, ctx.block_num)
+            if b is None:
+                continue
+            hi = b[1]
+        ends[d] = max(ends[d], hi + e)
+    if pad is not None:
+        ctx.gm_pad.setdefault(r.buffer.name, pad)
+
+
+# ---- data movement ----
+
+
+def _origin(r, other):
+    """Point-as-origin: `A[i, j]` names the corner of a tile the size of the other operand."""
+    if not all(r.points) or all(other.points) or len(r.extents) == 0:
+        return r
+    ext = other.squeezed()
+    if len(ext) > len(r.extents):
+        raise err(
+            f"tile origin {r.buffer.name}[...] has rank {len(r.extents)} but the other operand "
+            f"is {ext}"
+        )
+    extents = [1] * (len(r.extents) - len(ext)) + ext
+    return Region(r.buffer, r.starts, extents, [False] * len(extents))
+
+
+def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
+    b = builder()
+    s, d = as_region(src, "copy source"), as_region(dst, "copy destination")
+    s, d = _origin(s, d), _origin(d, s)
+    pad = None
+    if pad_value is not None:
+        pad = float(resolve(pad_value))
+    _note_gm(s, pad)
+    _note_gm(d)
+    b.copy(s.tup(), d.tup(), bool(transpose), None if s.buffer.scope != "GM" or d.buffer.scope != "UB" else pad, _core.current_loc())
+
+
+def _init_flag(init):
+    init = resolve(init)
+    if isinstance(init, Region):
+        init = init.load()
+    if isinstance(init, _ext.Expr):
+        c = init.const_value()
+        return bool(c) if c is not None else init
+    return bool(init)
+
+
+def _gemm(a, b, c, ta, tb, init):
+    bd = builder()
+    loc = _core.current_loc()
+    flag = _init_flag(init)
+    if isinstance(flag, bool):
+        bd.gemm(a.tup(), b.tup(), c.tup(), ta, tb, flag, loc)
+        return
+    bd.begin_if(flag, loc)
+    bd.gemm(a.tup(), b.tup(), c.tup(), ta, tb, True, loc)
+    bd.begin_else(loc)
+    bd.gemm(a.tup(), b.tup(), c.tup(), ta, tb, False, loc)
+    bd.end_if(loc)
+
+
+def mma(A, B, C, init=False, *a, **kw):
+    _gemm(as_region(A), as_region(B), as_region(C), False, False, init)
+
+
+def _staging(scope, r, tag):
+    """gemm_v0's L0A/L0B staging buffer for an L1 operand (one per L1 buffer)."""
+    key = (scope, r.buffer.name, tuple(r.extents))
+    if key not in ctx.hidden:
+        shape = r.squeezed()
+        if len(shape) != 2:
+            raise err(f"T.gemm_v0 operand '{r.buffer.name}' is not a 2-D tile ({r.extents})")
+        ctx.hidden[key] = _alloc(scope, shape, r.buffer.dtype, name=f"{r.buffer.name}_{tag}")
+    return ctx.hidden[key]
+
+
+def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
+    """C (+)= op(A) op(B) from L1 operands: stages A in L0A and B in L0B (MTE1), then one mmad."""
+    ra, rb, rc = as_region(A), as_region(B), as_region(C)
+    bd = builder()
+    loc = _core.current_loc()
+    if ra.buffer.scope == "L1":
+        la = _staging("L0A", ra, "l0a")
+        bd.copy(ra.tup(), la.region().tup(), False, None, loc)
+        ra = la.region()
+    if rb.buffer.scope == "L1":
+        lb = _staging("L0B", rb, "l0b")
+        bd.copy(rb.tup(), lb.region().tup(), False, None, loc)
+        rb = lb.region()
+    _gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), init)
+
+
+def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
+    gemm_v0(A, B, C, transpose_A, transpose_B, init)
+
+
+# ---- reductions ----
+
+
+def _reduce(kind, src, dst, dim, clear):
+    builder().reduce(kind, as_region(src).tup(), as_region(dst).tup(), int(dim), bool(clear),
+                     _core.current_loc())
+
+
+def reduce_max(src, dst, dim=-1, clear=True, *a, **kw):
+    _reduce("max", src, dst, dim, clear)
+
+
+def reduce_min(src, dst, dim=-1, clear=True, *a, **kw):
+    _reduce("min", src, dst, dim, clear)
+
+
+def reduce_sum(src, dst, dim=-1, clear=True, *a, **kw):
+    _reduce("sum", src, dst, dim, clear)
+
+
+# ---- synchronisation ----
+
+_PIPES = {"MTE1": "MTE1", "MTE2": "MTE2", "MTE3": "MTE3", "M": "M", "FIX": "FIX", "V": "V",
+          "S": "S", "PIPE_MTE1": "MTE1", "PIPE_MTE2": "MTE2", "PIPE_MTE3": "MTE3",
+          "PIPE_M": "M", "PIPE_FIX": "FIX", "PIPE_V": "V", "PIPE_S": "S"}
+
+
+def _pipe(p):
+    p = str(p).upper()
+    if p not in _PIPES:
+        raise err(f"unknown pipe {p!r}", hint="pipes: MTE1, MTE2, MTE3, M, FIX, V, S")
+    return _PIPES[p]
+
+
+def set_flag(src, dst, event_id=0, *a, **kw):
+    builder().set_flag(_pipe(src), _pipe(dst), to_index(event_id, "event id"),
+                       _core.current_loc())
+
+
+def wait_flag(src, dst, event_id=0, *a, **kw):
+    builder().wait_flag(_pipe(src), _pipe(dst), to_index(event_id, "event id"),
+                        _core.current_loc())
+
+
+def pipe_barrier(pipe, *a, **kw):
+    if str(pipe).upper() in ("ALL", "PIPE_ALL"):
+        return barrier_all()
+    p = _pipe(pipe)
+    builder().pipe_barrier(p, _core.current_loc())
+
+
+BARRIER_EVENT_ID = 7  # the event id barrier_all's flags use (docs/python.md)
+
+
+def barrier_all(*a, **kw):
+    """PipeBarrier<PIPE_ALL>: every earlier instruction of the core finishes before any later
+    one starts. Spelt as flags through a hub pipe (M on the Cube core, the scalar unit on
+    the Vector core), event id 7."""
+    bd = builder()
+    loc = _core.current_loc()
+    if ctx.scope is None:
+        raise err("T.barrier_all() outside T.Scope: the barrier belongs to one core",
+                  hint='place it inside `with T.Scope("C")` or `with T.Scope("V")`')
+    e = BARRIER_EVENT_ID
+    if ctx.scope == "C":
+        for p in ("MTE2", "MTE1", "FIX"):
+            bd.set_flag(p, "M", e, loc)
+            bd.wait_flag(p, "M", e, loc)
+        for p in ("MTE2", "MTE1", "FIX"):
+            bd.set_flag("M", p, e, loc)
+            bd.wait_flag("M", p, e, loc)
+    else:
+        for p in ("MTE2", "V", "MTE3"):
+            bd.set_flag(p, "S", e, loc)
+            bd.wait_flag(p, "S", e, loc)
+
+
+def set_cross_flag(pipe, flag_id, mode=2, *a, **kw):
+    builder().set_cross_flag(_pipe(pipe), to_index(flag_id, "cross flag id"), int(mode),
+                             _core.current_loc())
+
+
+def wait_cross_flag(flag_id, *a, **kw):
+    builder().wait_cross_flag(to_index(flag_id, "cross flag id"), _core.current_loc())
+
+
+# ---- scalar helpers ----
+
+
+def ceildiv(a, b):
+    a, b = resolve(a), resolve(b)
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        return (a + b - 1) // b
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return (to_index(a) + to_index(b) - 1) // to_index(b)
+
+
+def if_then_else(cond, a, b):
+    c = resolve(cond)
+    if isinstance(c, Region):
+        c = c.load()
+    if not isinstance(c, _ext.Expr):
+        return a if c else b
+    return _ext.select(c, to_index(a), to_index(b))
+
+
+def min(a, b):  # noqa: A001
+    a, b = to_index(a), to_index(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a if a < b else b
+    return _ext.min(a, b)
+
+
+def max(a, b):  # noqa: A001
+    a, b = to_index(a), to_index(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a if a > b else b
+    return _ext.max(a, b)
+
+
+def infinity(dtype="float32"):
+    return _math.inf
+
+
+def max_value(dtype="float32"):
+    return {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+            "float32": 3.4028234663852886e38, "int32": 2**31 - 1}[dtype_name(dtype)]
+
+
+def min_value(dtype="float32"):
+    return -max_value(dtype)
+
+
+def cast(value, dtype):
+    return _DType(dtype_name(dtype))(value)
+
+
+from . import tile  # noqa: E402,F401
+from .tile import reduce  # noqa: E402,F401

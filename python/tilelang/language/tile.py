@@ -1,0 +1,169 @@
+"""`T.tile.*`: vector ops on UB tiles (pipe V), one IR tile op each."""
+
+from .. import _core
+from .._core import Buffer, Region, as_region, builder, err, resolve
+from .._core import _ext
+
+_CMP = {"EQ": "EQ", "NE": "NE", "GT": "GT", "GE": "GE", "LT": "LT", "LE": "LE",
+        "==": "EQ", "!=": "NE", ">": "GT", ">=": "GE", "<": "LT", "<=": "LE"}
+
+
+def _scalar(x, what):
+    x = resolve(x)
+    if isinstance(x, Region):
+        if x.elements() != 1:
+            raise err(f"{what}: a slice with {x.elements()} elements used as a scalar",
+                      hint="index one element, or pass a tile of the destination's size")
+        return x.tup()
+    if isinstance(x, bool):
+        return float(x)
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, _ext.Expr):
+        return x
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise err(f"{what}: expected a tile or a scalar, found {type(x).__name__} {x!r}")
+
+
+def _emit(kind, dst, srcs, scalar=None, cmp="EQ"):
+    d = as_region(dst, f"T.tile.{kind} destination")
+    rs = [as_region(s, f"T.tile.{kind} source").tup() for s in srcs]
+    builder().tile_op(kind, d.tup(), rs, scalar, cmp, _core.current_loc())
+
+
+def _binary(kind):
+    def op(dst, a, b, *rest, **kw):
+        if isinstance(b, (Buffer, Region)) and not (
+                isinstance(b, Region) and b.elements() == 1 and as_region(dst).elements() != 1):
+            _emit(kind, dst, [a, b])
+        else:
+            _emit(kind, dst, [a], _scalar(b, f"T.tile.{kind}"))
+
+    op.__name__ = kind
+    return op
+
+
+add = _binary("add")
+sub = _binary("sub")
+mul = _binary("mul")
+div = _binary("div")
+max = _binary("max")  # noqa: A001
+min = _binary("min")  # noqa: A001
+
+
+def adds(dst, a, s, *r, **kw):
+    _emit("add", dst, [a], _scalar(s, "T.tile.adds"))
+
+
+def muls(dst, a, s, *r, **kw):
+    _emit("mul", dst, [a], _scalar(s, "T.tile.muls"))
+
+
+def subs(dst, a, s, *r, **kw):
+    s = resolve(s)
+    if isinstance(s, (int, float)):
+        _emit("add", dst, [a], -float(s))
+    else:
+        raise err("T.tile.subs with a run-time scalar is not supported",
+                  hint="use T.tile.adds with the negated value")
+
+
+def divs(dst, a, s, *r, **kw):
+    s = resolve(s)
+    if isinstance(s, (int, float)):
+        _emit("mul", dst, [a], 1.0 / float(s))
+    else:
+        raise err("T.tile.divs with a run-time scalar is not supported",
+                  hint="use T.tile.div with a filled tile")
+
+
+def maxs(dst, a, s, *r, **kw):
+    _emit("max", dst, [a], _scalar(s, "T.tile.maxs"))
+
+
+def mins(dst, a, s, *r, **kw):
+    _emit("min", dst, [a], _scalar(s, "T.tile.mins"))
+
+
+def _unary(kind):
+    def op(dst, src, *rest, **kw):
+        _emit(kind, dst, [src])
+
+    op.__name__ = kind
+    return op
+
+
+exp = _unary("exp")
+ln = _unary("ln")
+log = ln
+abs = _unary("abs")  # noqa: A001
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+reciprocal = _unary("reciprocal")
+relu = _unary("relu")
+broadcast = _unary("broadcast")
+
+
+def axpy(dst, src, scalar, *r, **kw):
+    """dst = scalar * src + dst"""
+    _emit("axpy", dst, [src], _scalar(scalar, "T.tile.axpy"))
+
+
+def cast(dst, src, mode="CAST_NONE", count=None, *r, **kw):
+    """dst = src converted to dst's dtype (round to nearest even; the mode is accepted)."""
+    d, s = as_region(dst), as_region(src)
+    if count is not None:
+        c = resolve(count)
+        if c != s.elements() or c != d.elements():
+            raise err(f"T.tile.cast count {c} differs from the tiles' {s.elements()} elements",
+                      hint="casting a prefix of a tile is not supported; slice the tiles")
+    _emit("cast", d, [s])
+
+
+def fill(dst, value, *r, **kw):
+    _emit("fill", dst, [], _scalar(value, "T.tile.fill"))
+
+
+def _mask(m):
+    r = as_region(m, "mask")
+    if r.buffer.bits is not None:
+        # the original's uint8 bit mask -> the one-lane-per-element twin
+        return r.buffer.bits.region()
+    return r
+
+
+def compare(dst, a, b, mode="EQ", *r, **kw):
+    m = _CMP.get(str(mode).upper())
+    if m is None:
+        raise err(f"T.tile.compare mode {mode!r}", hint="modes: EQ NE GT GE LT LE")
+    d = _mask(dst)
+    if isinstance(b, (Buffer, Region)) and as_region(b).elements() != 1:
+        _emit("compare", d, [a, b], None, m)
+    else:
+        _emit("compare", d, [a], _scalar(b, "T.tile.compare"), m)
+
+
+def select(dst, mask, a, b, mode="VSEL_TENSOR_TENSOR_MODE", *r, **kw):
+    """dst = mask ? a : b (b a tile, or a scalar in VSEL_TENSOR_SCALAR_MODE)."""
+    mk = _mask(mask)
+    d = as_region(dst)
+    if mk.elements() != d.elements():
+        # one row of a [rows, cols] destination against a cols-long mask
+        if mk.elements() > d.elements() and mk.elements() % d.elements() == 0:
+            mk = mk.buffer[0:d.elements()] if len(mk.buffer.shape) == 1 else mk
+    if isinstance(b, (Buffer, Region)) and as_region(b).elements() != 1:
+        _emit("select", d, [mk, a, b])
+    else:
+        _emit("select", d, [mk, a], _scalar(b, "T.tile.select"))
+
+
+def gather(dst, src, offsets, *r, **kw):
+    _emit("gather", dst, [src, offsets])
+
+
+def reduce(src, dst, kind="sum", dim=-1, clear=True, *r, **kw):
+    from . import _reduce
+
+    _reduce(str(kind), src, dst, dim, clear)

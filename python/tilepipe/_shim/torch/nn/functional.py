@@ -1,0 +1,36 @@
+"""torch.nn.functional: the reference ops the corpus's host code uses, in float32 numpy."""
+
+import math
+
+import numpy as _np
+
+from .. import Tensor, float32
+
+
+def softmax(x, dim=-1, dtype=None):
+    a = x.a.astype(_np.float32)
+    m = a.max(axis=dim, keepdims=True)
+    e = _np.exp(a - m)
+    return Tensor(e / e.sum(axis=dim, keepdims=True), x.dtype if dtype is None else dtype)
+
+
+def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
+                                 scale=None, **kw):
+    qa, ka, va = (t.a.astype(_np.float32) for t in (q, k, v))
+    d = qa.shape[-1]
+    s = scale if scale is not None else 1.0 / math.sqrt(d)
+    scores = _np.matmul(qa, _np.swapaxes(ka, -1, -2)) * s
+    if is_causal:
+        L, S = scores.shape[-2], scores.shape[-1]
+        scores = _np.where(_np.tril(_np.ones((L, S), dtype=bool)), scores, -_np.inf)
+    if attn_mask is not None:
+        m = attn_mask.a
+        scores = _np.where(m, scores, -_np.inf) if m.dtype == bool else scores + m
+    scores = scores - scores.max(axis=-1, keepdims=True)
+    p = _np.exp(scores)
+    p /= p.sum(axis=-1, keepdims=True)
+    return Tensor(_np.matmul(p, va), q.dtype if q.dtype is not None else float32)
+
+
+def relu(x):
+    return Tensor(_np.maximum(x.a, 0), x.dtype)
