@@ -610,6 +610,17 @@ PYBIND11_MODULE(_tilepipe, m) {
   m.def("bounds",
         [](py::object e, const std::map<int, std::pair<int64_t, int64_t>>& vars,
            int64_t block_num) { return bounds(to_expr(e), vars, block_num); });
+  m.def("detached_buffer", [](const std::string& name, const std::string& scope,
+                             std::vector<int64_t> shape, const std::string& dtype,
+                             const py::object& loc) {
+    // A buffer no program allocates: what the other core's pass of the front end's C/V
+    // split sees for this core's buffers (never emitted; docs/python.md).
+    static const std::map<std::string, ir::Scope> scopes = {
+        {"GM", ir::Scope::GM},   {"L1", ir::Scope::L1},   {"L0A", ir::Scope::L0A},
+        {"L0B", ir::Scope::L0B}, {"L0C", ir::Scope::L0C}, {"UB", ir::Scope::UB}};
+    return PyBuffer{ir::make_buffer(name, scopes.at(scope), dtype_of(dtype), std::move(shape),
+                                    ir::TensorRole::None, make_loc(loc))};
+  });
   m.def("set_error_type", [](py::object t) { g_tilepipe_error = t; });
 
   py::class_<PyBuffer>(m, "Buffer")

@@ -113,6 +113,15 @@ class _Ctx:
         self.hidden = {}  # gemm_v0 L0 staging buffers by key
         self.kernel = None  # the _KernelInfo being built
         self.interp_file = None
+        # The C/V split of unscoped kernels (tilelang/_interp.py, docs/python.md): None,
+        # "probe" (classify only), "C" or "V" (emit that core's statements).
+        self.split = None
+        self.probe = {}  # id(ast node) -> cores of the statements under it
+        self.probe_cores = set()
+        self.node_stack = []
+        self.gm_use = {}  # GM buffer name -> {"w": cores, "r": cores}
+        self.mixed_copy = False  # an L0C -> UB / UB -> L1 copy: tilepipe's own cv_split
+        self.crossing = {}  # GM buffer name -> (producer core, ready id, free id)
 
 
 ctx = _Ctx()

@@ -113,11 +113,19 @@ class Interpreter:
 
     def stmt(self, s):
         ctx.stmt_loc = self.loc(s)
+        if isinstance(s, (ast.For, ast.If, ast.While)) and ctx.split in ("C", "V") and \
+                ctx.split not in ctx.probe.get(id(s), ()):
+            # C/V split: a loop or if holding none of this core's statements is left out
+            # (assignments inside it bind nothing used outside a kernel's loop body).
+            return
         method = getattr(self, "s_" + type(s).__name__, None)
         if method is None:
             raise self.error(
                 s, f"'{type(s).__name__}' statements are not supported in a kernel body",
                 hint="kernel bodies use for / with / if / assignments / calls (docs/python.md)")
+        probing = ctx.split == "probe" and isinstance(s, (ast.For, ast.If))
+        if probing:
+            ctx.node_stack.append(id(s))
         try:
             method(s)
         except (TilelangError, _Return):
@@ -127,6 +135,9 @@ class Interpreter:
             if isinstance(e, AssertionError):
                 raise
             raise self.error(s, f"{type(e).__name__}: {e}") from e
+        finally:
+            if probing:
+                ctx.node_stack.pop()
 
     def s_Expr(self, s):
         if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
@@ -310,16 +321,11 @@ class Interpreter:
             if ctx.builder is not None:
                 raise self.error(s, "nested T.Kernel")
             kernel.start(c.block_num, loc)
-            if item.optional_vars is not None:
-                t = item.optional_vars
-                cid, vid = _ext.cid(), _ext.vid()
-                if isinstance(t, ast.Name):
-                    self.vars[t.id] = cid
-                elif isinstance(t, ast.Tuple) and len(t.elts) == 2:
-                    self.assign(t, (cid, vid), s)
-                else:
-                    raise self.error(s, "T.Kernel binds `as cid` or `as (cid, vid)`")
-            self.run_body(s.body)
+            if _has_scope(s.body):
+                self.bind_launch(item, s)
+                self.run_body(s.body)
+            else:
+                self.split_kernel(s, item, c, loc)
             return
         if isinstance(c, ScopeCtx):
             b = _core.builder()
@@ -336,6 +342,81 @@ class Interpreter:
             return
         raise self.error(s, f"unsupported context {type(c).__name__} in `with`",
                          hint='kernel bodies use `with T.Kernel(...)` and `with T.Scope("C"/"V")`')
+
+    def bind_launch(self, item, s):
+        if item.optional_vars is None:
+            return
+        t = item.optional_vars
+        cid, vid = _ext.cid(), _ext.vid()
+        if isinstance(t, ast.Name):
+            self.vars[t.id] = cid
+        elif isinstance(t, ast.Tuple) and len(t.elts) == 2:
+            self.assign(t, (cid, vid), s)
+        else:
+            raise self.error(s, "T.Kernel binds `as cid` or `as (cid, vid)`")
+
+    def split_kernel(self, s, item, kctx, loc):
+        """Unscoped kernel body (the original's AUTO_CV_COMBINE): lowered once per core kind,
+        each pass keeping its core's statements (and the loops / ifs around them), with a
+        cross-core hand-off around each copy through a GM tensor one core writes and the
+        other reads (AUTO_CV_SYNC). A first pass only classifies (docs/python.md)."""
+        snapshot = dict(self.vars)
+        real = ctx.builder
+        ctx.builder = _ext.Builder("probe", kctx.block_num, loc)
+        ctx.split = "probe"
+        ctx.probe, ctx.probe_cores, ctx.node_stack, ctx.gm_use = {}, set(), [], {}
+        ctx.mixed_copy = False
+        names, hidden = set(ctx.names), dict(ctx.hidden)
+        try:
+            self.bind_launch(item, s)
+            self.run_body(s.body)
+        finally:
+            ctx.builder = real
+            ctx.split = None
+        ctx.names, ctx.hidden = names, hidden
+        self.vars = dict(snapshot)
+        if ctx.mixed_copy:
+            # L0C -> UB / UB -> L1 copies: tilepipe's cv_split places the workspaces itself.
+            self.bind_launch(item, s)
+            self.run_body(s.body)
+            return
+        ctx.crossing = {}
+        ids = 0
+        for name, use in sorted(ctx.gm_use.items()):
+            for p in sorted(use["w"]):
+                if use["r"] - {p}:
+                    if len(use["w"]) > 1:
+                        raise self.error(s, f"GM tensor '{name}' is written by both the Cube "
+                                         "and the Vector code and read across them",
+                                         hint="give each direction its own workspace")
+                    ctx.crossing[name] = (p, ids, ids + 1)
+                    ids += 2
+        if ids > 16:
+            raise self.error(s, f"{ids // 2} GM tensors cross between Cube and Vector; the "
+                             "automatic split has 16 cross-core flag ids (8 tensors)")
+        b = ctx.builder
+        for core in ("C", "V"):
+            if core not in ctx.probe_cores:
+                continue
+            self.vars = dict(snapshot)
+            ctx.split = core
+            ctx.scope = core
+            ctx.hidden = {}
+            b.begin_scope(core, loc)
+            try:
+                for name, (p, ready, free) in sorted(ctx.crossing.items()):
+                    if p != core:  # consumer: the first fill of the tensor is free
+                        b.set_cross_flag("MTE2", free, 2, loc)
+                self.bind_launch(item, s)
+                self.run_body(s.body)
+                for name, (p, ready, free) in sorted(ctx.crossing.items()):
+                    if p == core:  # producer: take back the consumer's last release
+                        b.wait_cross_flag(free, loc)
+            finally:
+                ctx.split = None
+                ctx.scope = None
+            b.end_scope(loc)
+        self.vars = dict(snapshot)
 
     # ---- expressions ----
 
@@ -504,6 +585,18 @@ class Interpreter:
 
     def e_JoinedStr(self, n):
         return self.fallback(n)
+
+
+def _has_scope(body):
+    """Whether a kernel body opens T.Scope anywhere (expert / developer mode)."""
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.With):
+            for it in node.items:
+                f = it.context_expr.func if isinstance(it.context_expr, ast.Call) else None
+                name = getattr(f, "attr", None) or getattr(f, "id", None)
+                if name == "Scope":
+                    return True
+    return False
 
 
 class Macro:

@@ -147,6 +147,28 @@ vectorized = serial
 # ---- memory ----
 
 
+_CUBE = ("L1", "L0A", "L0B", "L0C")
+
+
+def _gate(core):
+    """Whether an op of `core` ("C" or "V") is emitted now (the C/V split of unscoped code)."""
+    if ctx.split is None:
+        return True
+    if ctx.split == "probe":
+        for n in ctx.node_stack:
+            ctx.probe.setdefault(n, set()).add(core)
+        ctx.probe_cores.add(core)
+        return False
+    return ctx.split == core
+
+
+def _no_split(what):
+    if ctx.split is not None:
+        raise err(f"{what} in unscoped code (the automatic C/V split inserts the "
+                  "synchronisation)",
+                  hint='write the kernel with T.Scope("C") / T.Scope("V") to place flags by hand')
+
+
 def _alloc(scope, shape, dtype, name=None):
     b = builder()
     if isinstance(shape, (int, Sym)):
@@ -163,6 +185,16 @@ def _alloc(scope, shape, dtype, name=None):
     ctx.names.add(name)
     dt = dtype_name(dtype)
     loc = _core.current_loc()
+    core = "C" if scope in _CUBE else "V"
+    if ctx.split is not None and ctx.split != core:
+        # the other core's buffer: visible to this pass's Python, never allocated
+        buf = _Buffer(_ext.detached_buffer(name, scope, shape, dtype_code(dt), loc), name,
+                      shape, dt, scope)
+        if dt == "uint8" and scope == "UB" and len(shape) == 1:
+            buf.bits = _Buffer(_ext.detached_buffer(name + "_bits", scope, [shape[0] * 8], "u8",
+                                                    loc), name + "_bits", [shape[0] * 8],
+                               "uint8", scope)
+        return buf
     buf = _Buffer(b.alloc(name, scope, shape, dtype_code(dt), loc), name, shape, dt, scope)
     if dt == "uint8" and scope == "UB" and len(shape) == 1:
         # A uint8 vector is the original's compare/select bit mask (one bit per element):
@@ -269,6 +301,14 @@ def _origin(r, other):
     return Region(r.buffer, r.starts, extents, [False] * len(extents))
 
 
+def _copy_core(ss, ds):
+    if "UB" in (ss, ds):
+        return "X" if (ss in _CUBE or ds in _CUBE) else "V"
+    if ss == "GM" and ds == "GM":
+        return "V"
+    return "C"
+
+
 def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
     b = builder()
     s, d = as_region(src, "copy source"), as_region(dst, "copy destination")
@@ -276,9 +316,34 @@ def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
     pad = None
     if pad_value is not None:
         pad = float(resolve(pad_value))
+    core = _copy_core(s.buffer.scope, d.buffer.scope)
+    if ctx.split == "probe":
+        if core == "X":
+            ctx.mixed_copy = True
+            core = "V"
+        for r, k in ((s, "r"), (d, "w")):
+            if r.buffer.scope == "GM":
+                ctx.gm_use.setdefault(r.buffer.name, {"w": set(), "r": set()})[k].add(core)
+    if not _gate(core if core != "X" else "V"):
+        return
     _note_gm(s, pad)
     _note_gm(d)
-    b.copy(s.tup(), d.tup(), bool(transpose), None if s.buffer.scope != "GM" or d.buffer.scope != "UB" else pad, _core.current_loc())
+    loc = _core.current_loc()
+    # The C/V split's hand-off through a GM tensor one core writes and the other reads:
+    # producer `wait free; copy; set ready`, consumer `wait ready; copy; set free`.
+    prod = ctx.crossing.get(d.buffer.name) if d.buffer.scope == "GM" else None
+    cons = ctx.crossing.get(s.buffer.name) if s.buffer.scope == "GM" else None
+    if prod is not None and prod[0] == ctx.split:
+        b.wait_cross_flag(prod[2], loc)
+    if cons is not None and cons[0] != ctx.split:
+        b.wait_cross_flag(cons[1], loc)
+    # pad_value is the value of the out-of-range part of a GM tile: the front end pads the
+    # host tensor with it (see _note_gm), so the IR copy moves equal element counts.
+    b.copy(s.tup(), d.tup(), bool(transpose), None, loc)
+    if prod is not None and prod[0] == ctx.split:
+        b.set_cross_flag("FIX" if ctx.split == "C" else "MTE3", prod[1], 2, loc)
+    if cons is not None and cons[0] != ctx.split:
+        b.set_cross_flag("MTE2", cons[2], 2, loc)
 
 
 def _init_flag(init):
@@ -292,6 +357,8 @@ def _init_flag(init):
 
 
 def _gemm(a, b, c, ta, tb, init):
+    if not _gate("C"):
+        return
     bd = builder()
     loc = _core.current_loc()
     flag = _init_flag(init)
@@ -325,6 +392,9 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
     ra, rb, rc = as_region(A), as_region(B), as_region(C)
     bd = builder()
     loc = _core.current_loc()
+    if ctx.split is not None and ctx.split != "C":
+        _gate("C")
+        return
     if ra.buffer.scope == "L1":
         la = _staging("L0A", ra, "l0a")
         bd.copy(ra.tup(), la.region().tup(), False, None, loc)
@@ -344,6 +414,8 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
 
 
 def _reduce(kind, src, dst, dim, clear):
+    if not _gate("V"):
+        return
     builder().reduce(kind, as_region(src).tup(), as_region(dst).tup(), int(dim), bool(clear),
                      _core.current_loc())
 
@@ -375,16 +447,19 @@ def _pipe(p):
 
 
 def set_flag(src, dst, event_id=0, *a, **kw):
+    _no_split("T.set_flag")
     builder().set_flag(_pipe(src), _pipe(dst), to_index(event_id, "event id"),
                        _core.current_loc())
 
 
 def wait_flag(src, dst, event_id=0, *a, **kw):
+    _no_split("T.wait_flag")
     builder().wait_flag(_pipe(src), _pipe(dst), to_index(event_id, "event id"),
                         _core.current_loc())
 
 
 def pipe_barrier(pipe, *a, **kw):
+    _no_split("T.pipe_barrier")
     if str(pipe).upper() in ("ALL", "PIPE_ALL"):
         return barrier_all()
     p = _pipe(pipe)
@@ -398,6 +473,7 @@ def barrier_all(*a, **kw):
     """PipeBarrier<PIPE_ALL>: every earlier instruction of the core finishes before any later
     one starts. Spelt as flags through a hub pipe (M on the Cube core, the scalar unit on
     the Vector core), event id 7."""
+    _no_split("T.barrier_all")
     bd = builder()
     loc = _core.current_loc()
     if ctx.scope is None:
@@ -418,11 +494,13 @@ def barrier_all(*a, **kw):
 
 
 def set_cross_flag(pipe, flag_id, mode=2, *a, **kw):
+    _no_split("T.set_cross_flag")
     builder().set_cross_flag(_pipe(pipe), to_index(flag_id, "cross flag id"), int(mode),
                              _core.current_loc())
 
 
 def wait_cross_flag(flag_id, *a, **kw):
+    _no_split("T.wait_cross_flag")
     builder().wait_cross_flag(to_index(flag_id, "cross flag id"), _core.current_loc())
 
 

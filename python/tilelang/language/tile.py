@@ -28,6 +28,10 @@ def _scalar(x, what):
 
 
 def _emit(kind, dst, srcs, scalar=None, cmp="EQ"):
+    from . import _gate
+
+    if not _gate("V"):
+        return
     d = as_region(dst, f"T.tile.{kind} destination")
     rs = [as_region(s, f"T.tile.{kind} source").tup() for s in srcs]
     builder().tile_op(kind, d.tup(), rs, scalar, cmp, _core.current_loc())
