@@ -122,6 +122,12 @@ class _Ctx:
         self.gm_use = {}  # GM buffer name -> {"w": cores, "r": cores}
         self.mixed_copy = False  # an L0C -> UB / UB -> L1 copy: tilepipe's own cv_split
         self.crossing = {}  # GM buffer name -> (producer core, ready id, free id)
+        # Cross-core flag balance (hand-synced kernels): executions of each set / wait per
+        # scope kind and flag id, as trip-count expressions (None: under a run-time if).
+        self.trip_stack = []
+        self.flag_counts = []  # (scope kind, "set" | "wait", id, count or None)
+        self.last_scope = {}  # scope kind -> id(ast With) of its last scope
+        self.drains = {}  # id(ast With) -> [(flag id, n)] waits appended at its end
 
 
 ctx = _Ctx()

@@ -226,10 +226,14 @@ class Interpreter:
         b = _core.builder()
         loc = self.loc(s)
         b.begin_if(_as_expr(c), loc)
-        self.run_body(s.body)
-        if s.orelse:
-            b.begin_else(loc)
-            self.run_body(s.orelse)
+        ctx.trip_stack.append(None)
+        try:
+            self.run_body(s.body)
+            if s.orelse:
+                b.begin_else(loc)
+                self.run_body(s.orelse)
+        finally:
+            ctx.trip_stack.pop()
         b.end_if(loc)
 
     def s_While(self, s):
@@ -279,7 +283,12 @@ class Interpreter:
         if lo is not None and hi is not None:
             ctx.var_ranges[v.var_id()] = (lo, max(lo, hi - 1))
         self.vars[name] = v
-        body()
+        trip = end - begin if step == 1 else (end - begin + step - 1) // step
+        ctx.trip_stack.append(trip)
+        try:
+            body()
+        finally:
+            ctx.trip_stack.pop()
         b.end_for(loc)
 
     def bound(self, e, which):
@@ -334,8 +343,12 @@ class Interpreter:
                                  hint="scopes do not nest: close the first one")
             b.begin_scope(c.kind, loc)
             ctx.scope = c.kind
+            ctx.last_scope[c.kind] = id(s)
             try:
                 self.run_body(s.body)
+                for fid, n in ctx.drains.get(id(s), ()):
+                    for _ in range(n):
+                        b.wait_cross_flag(fid, loc)
             finally:
                 ctx.scope = None
             b.end_scope(loc)
@@ -663,7 +676,12 @@ class PrimFunc:
                 raise it.error(arg, f"parameter '{arg.arg}' has no T.Tensor annotation",
                                hint="annotate it: `A: T.Tensor((M, N), dtype)`")
             ctx.stmt_loc = it.loc(arg)
-            spec = it.eval(arg.annotation)
+            # Annotations were evaluated when the `def` ran (their names need not be in
+            # the closure); a string annotation (`from __future__ import annotations`) is
+            # evaluated here over the closure.
+            spec = self.fn.__annotations__.get(arg.arg)
+            if spec is None or isinstance(spec, str):
+                spec = it.eval(arg.annotation)
             if not isinstance(spec, TensorSpec):
                 raise it.error(arg, f"parameter '{arg.arg}' is annotated {spec!r}; expected "
                                "T.Tensor(shape, dtype)")

@@ -156,12 +156,13 @@ class JITKernel:
                 roles[name] = "input"
         return roles
 
-    def _lower(self, bindings, roles, pads):
+    def _lower(self, bindings, roles, pads, drains=None):
         from ._core import Buffer
 
         saved = (ctx.builder, ctx.bindings, ctx.kernel)
         ctx.__init__()
         ctx.bindings = bindings
+        ctx.drains = drains or {}
         try:
             params = []
             for name, spec, loc in self.specs:
@@ -184,6 +185,7 @@ class JITKernel:
             program = ctx.builder.finish()
             extents = dict(ctx.gm_extent)
             gm_pad = dict(ctx.gm_pad)
+            info.drains = _drains()
             return program, info, extents, gm_pad
         finally:
             ctx.builder, ctx.bindings, ctx.kernel = saved
@@ -205,8 +207,8 @@ class JITKernel:
             if ends and any(e > s for e, s in zip(ends, shape)):
                 pads[name] = ([max(e, s) for e, s in zip(ends, shape)], gm_pad.get(name, 0.0))
         roles2 = self._roles(written)
-        if roles2 != roles or pads:
-            program, info, _, _ = self._lower(bindings, roles2, pads)
+        if roles2 != roles or pads or info.drains:
+            program, info, _, _ = self._lower(bindings, roles2, pads, info.drains)
         lower_s = time.perf_counter() - t0
         opts = pass_options(self.pass_configs, info.func_attrs)
         compiled = _ext.compile(program, CHIP, opts)
@@ -371,6 +373,33 @@ class JITKernel:
         from .profiler import Profiler
 
         return Profiler(self)
+
+
+def _drains():
+    """Cross-core sets a hand-synced kernel leaves pending at its end (the original's init
+    credits: hardware ignores them, tilepipe's simulator reports `unmatched-flag`): when the
+    excess of one flag's sets over its waits is a known constant, that many waits are
+    appended at the end of the waiting core's last scope (docs/python.md)."""
+    sums = {}
+    for scope, kind, fid, count in ctx.flag_counts:
+        if scope is None or fid is None:
+            continue
+        key = (scope, kind, fid)
+        prev = sums.get(key, 0)
+        sums[key] = None if (prev is None or count is None) else prev + count
+    out = {}
+    for (scope, kind, fid), total in sums.items():
+        if kind != "set" or total is None:
+            continue
+        other = "V" if scope == "C" else "C"
+        waits = sums.get((other, "wait", fid), 0)
+        if waits is None:
+            continue
+        excess = total - waits if isinstance(total, int) and isinstance(waits, int) else \
+            _ext.const_diff(waits, total)
+        if excess and excess > 0 and other in ctx.last_scope:
+            out.setdefault(ctx.last_scope[other], []).append((fid, excess))
+    return out
 
 
 def resolve_with(d, c):

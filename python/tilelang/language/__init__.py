@@ -493,14 +493,25 @@ def barrier_all(*a, **kw):
             bd.wait_flag(p, "S", e, loc)
 
 
+def _count_flag(kind, flag_id):
+    fid = to_index(flag_id, "cross flag id")
+    count = 1
+    for t in ctx.trip_stack:
+        count = None if (t is None or count is None) else count * t
+    ctx.flag_counts.append((ctx.scope, kind, fid if isinstance(fid, int) else None, count))
+    return fid
+
+
 def set_cross_flag(pipe, flag_id, mode=2, *a, **kw):
     _no_split("T.set_cross_flag")
+    _count_flag("set", flag_id)
     builder().set_cross_flag(_pipe(pipe), to_index(flag_id, "cross flag id"), int(mode),
                              _core.current_loc())
 
 
 def wait_cross_flag(flag_id, *a, **kw):
     _no_split("T.wait_cross_flag")
+    _count_flag("wait", flag_id)
     builder().wait_cross_flag(to_index(flag_id, "cross flag id"), _core.current_loc())
 
 
