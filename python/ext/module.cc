@@ -168,6 +168,20 @@ Linear linear(const ir::Expr& e) {
       for (auto& [k, v] : y.terms) x.terms[k] += s * v;
       return x;
     }
+    if (b->op == ir::BinOp::Div) {
+      // (64 * vid + 64) / 2 = 32 * vid + 32: exact when every coefficient divides.
+      auto d = ir::as_const(b->b);
+      if (d && *d > 0) {
+        Linear x = linear(b->a);
+        bool exact = x.c % *d == 0;
+        for (auto& [_, v] : x.terms) exact = exact && v % *d == 0;
+        if (exact) {
+          x.c /= *d;
+          for (auto& [_, v] : x.terms) v /= *d;
+          return x;
+        }
+      }
+    }
     if (b->op == ir::BinOp::Mul) {
       auto ca = ir::as_const(b->a), cb = ir::as_const(b->b);
       if (ca || cb) {

@@ -195,6 +195,17 @@ class JITKernel:
         key = tuple(sorted(bindings.items()))
         if key in self._cache:
             return self._cache[key]
+        saved = ctx.bindings
+        ctx.bindings = bindings
+        try:
+            c = self._compile_bound(bindings)
+        finally:
+            ctx.bindings = saved
+        c.bindings = bindings
+        self._cache[key] = c
+        return c
+
+    def _compile_bound(self, bindings):
         t0 = time.perf_counter()
         roles = self._roles(set())
         program, info, extents, gm_pad = self._lower(bindings, roles, {})
@@ -212,9 +223,7 @@ class JITKernel:
         lower_s = time.perf_counter() - t0
         opts = pass_options(self.pass_configs, info.func_attrs)
         compiled = _ext.compile(program, CHIP, opts)
-        c = Compiled(self, program, compiled, info, pads, lower_s)
-        self._cache[key] = c
-        return c
+        return Compiled(self, program, compiled, info, pads, lower_s)
 
     def _bind(self, arrays):
         """Symbolic dims from the shapes of the arrays the caller passed."""
@@ -408,8 +417,7 @@ def resolve_with(d, c):
 
 def _resolve_bound(d, c):
     saved = ctx.bindings
-    key = [k for k, v in c.ext._cache.items() if v is c][0]
-    ctx.bindings = dict(key)
+    ctx.bindings = c.bindings
     try:
         return resolve(d)
     finally:

@@ -376,34 +376,73 @@ def mma(A, B, C, init=False, *a, **kw):
     _gemm(as_region(A), as_region(B), as_region(C), False, False, init)
 
 
-def _staging(scope, r, tag):
-    """gemm_v0's L0A/L0B staging buffer for an L1 operand (one per L1 buffer)."""
-    key = (scope, r.buffer.name, tuple(r.extents))
+_STAGE_BYTES = 16 * 1024  # one gemm_v0 staging tile in L0A / L0B (docs/python.md)
+
+
+def _staging(scope, shape, dtype):
+    """gemm_v0's L0A/L0B staging tile of one shape (shared by the calls that use it)."""
+    key = (scope, tuple(shape), dtype)
     if key not in ctx.hidden:
-        shape = r.squeezed()
-        if len(shape) != 2:
-            raise err(f"T.gemm_v0 operand '{r.buffer.name}' is not a 2-D tile ({r.extents})")
-        ctx.hidden[key] = _alloc(scope, shape, r.buffer.dtype, name=f"{r.buffer.name}_{tag}")
+        tag = "l0a" if scope == "L0A" else "l0b"
+        ctx.hidden[key] = _alloc(scope, list(shape), dtype,
+                                 name=f"gemm_{tag}_{shape[0]}x{shape[1]}")
     return ctx.hidden[key]
 
 
+def _sub(r, dim, start, ext):
+    """Region r restricted to [start, start + ext) along squeezed dimension dim (0 or 1)."""
+    lead = len(r.extents) - 2
+    starts, extents = list(r.starts), list(r.extents)
+    starts[lead + dim] = starts[lead + dim] + start if start else starts[lead + dim]
+    extents[lead + dim] = ext
+    return Region(r.buffer, starts, extents, [False] * len(extents))
+
+
 def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
-    """C (+)= op(A) op(B) from L1 operands: stages A in L0A and B in L0B (MTE1), then one mmad."""
+    """C (+)= op(A) op(B) with A, B in L1 (or L0A / L0B): K is cut into chunks whose L0 tiles
+    fit the staging budget; each chunk is copied L1 -> L0A / L0B (MTE1) and multiplied (M),
+    the first chunk initialising C when `init`."""
     ra, rb, rc = as_region(A), as_region(B), as_region(C)
-    bd = builder()
-    loc = _core.current_loc()
     if ctx.split is not None and ctx.split != "C":
         _gate("C")
         return
-    if ra.buffer.scope == "L1":
-        la = _staging("L0A", ra, "l0a")
-        bd.copy(ra.tup(), la.region().tup(), False, None, loc)
-        ra = la.region()
-    if rb.buffer.scope == "L1":
-        lb = _staging("L0B", rb, "l0b")
-        bd.copy(rb.tup(), lb.region().tup(), False, None, loc)
-        rb = lb.region()
-    _gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), init)
+    if ra.buffer.scope != "L1" and rb.buffer.scope != "L1":
+        _gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), init)
+        return
+    bd = builder()
+    loc = _core.current_loc()
+    ta, tb = bool(transpose_A), bool(transpose_B)
+    for r in (ra, rb, rc):
+        if len(r.squeezed()) != 2 or len(r.extents) < 2 or any(e != 1 for e in r.extents[:-2]):
+            raise err(f"T.gemm_v0 operand '{r.buffer.name}' is not a 2-D tile ({r.extents})")
+    am, ak = (ra.extents[-1], ra.extents[-2]) if ta else (ra.extents[-2], ra.extents[-1])
+    bk, bn = (rb.extents[-1], rb.extents[-2]) if tb else (rb.extents[-2], rb.extents[-1])
+    if ak != bk:
+        raise err(f"T.gemm_v0: A is [{am} x {ak}] and B is [{bk} x {bn}]; the K extents differ",
+                  hint="check the shapes and the transpose flags")
+    K = ak
+    eb = 2 if ra.buffer.dtype in ("float16", "bfloat16") else 4
+    kc = K
+    while kc > 16 and kc % 2 == 0 and (am * kc * eb > _STAGE_BYTES or bn * kc * eb > _STAGE_BYTES):
+        kc //= 2
+    if K % kc:
+        kc = K
+    flag = _init_flag(init)
+    for i in range(K // kc):
+        ops = []
+        for r, scope, trans, rows_is_k, n in ((ra, "L0A", ta, ta, am), (rb, "L0B", tb, not tb, bn)):
+            if r.buffer.scope != "L1":
+                ops.append(r if K == kc else _sub(r, 0 if rows_is_k else 1, i * kc, kc))
+                continue
+            part = r if K == kc else _sub(r, 0 if rows_is_k else 1, i * kc, kc)
+            shape = part.squeezed()
+            st = _staging(scope, shape, r.buffer.dtype)
+            bd.copy(part.tup(), st.region().tup(), False, None, loc)
+            ops.append(st.region())
+        if i == 0:
+            _gemm(ops[0], ops[1], rc, ta, tb, flag)
+        else:
+            bd.gemm(ops[0].tup(), ops[1].tup(), rc.tup(), ta, tb, False, loc)
 
 
 def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
