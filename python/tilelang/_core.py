@@ -122,6 +122,10 @@ class _Ctx:
         self.gm_use = {}  # GM buffer name -> {"w": cores, "r": cores}
         self.mixed_copy = False  # an L0C -> UB / UB -> L1 copy: tilepipe's own cv_split
         self.crossing = {}  # GM buffer name -> (producer core, ready id, free id)
+        self.stmt_path = []  # ids of the statements (and if branches) being lowered
+        self.gm_paths = {}  # GM buffer name -> [(core, "r" | "w", statement path)]
+        self.anchor_before = {}  # id(stmt) -> [(flag op, id)] emitted before it (this core)
+        self.anchor_after = {}  # id(stmt) -> [(flag op, id)] emitted after it
         # Cross-core flag balance (hand-synced kernels): executions of each set / wait per
         # scope kind and flag id, as trip-count expressions (None: under a run-time if).
         self.trip_stack = []

@@ -126,8 +126,13 @@ class Interpreter:
         probing = ctx.split == "probe" and isinstance(s, (ast.For, ast.If))
         if probing:
             ctx.node_stack.append(id(s))
+        ctx.stmt_path.append(id(s))
+        if ctx.split in ("C", "V"):
+            self.anchor(ctx.anchor_before.get((ctx.split, id(s))), s)
         try:
             method(s)
+            if ctx.split in ("C", "V"):
+                self.anchor(ctx.anchor_after.get((ctx.split, id(s))), s)
         except (TilelangError, _Return):
             raise
         except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError,
@@ -136,8 +141,17 @@ class Interpreter:
                 raise
             raise self.error(s, f"{type(e).__name__}: {e}") from e
         finally:
+            ctx.stmt_path.pop()
             if probing:
                 ctx.node_stack.pop()
+
+    def anchor(self, ops, s):
+        """The C/V split's hand-offs placed around this statement (split_kernel)."""
+        for op, pipe, fid in ops or ():
+            if op == "wait":
+                ctx.builder.wait_cross_flag(fid, self.loc(s))
+            else:
+                ctx.builder.set_cross_flag(pipe, fid, 2, self.loc(s))
 
     def s_Expr(self, s):
         if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
@@ -231,7 +245,11 @@ class Interpreter:
             self.run_body(s.body)
             if s.orelse:
                 b.begin_else(loc)
-                self.run_body(s.orelse)
+                ctx.stmt_path.append(("else", id(s)))
+                try:
+                    self.run_body(s.orelse)
+                finally:
+                    ctx.stmt_path.pop()
         finally:
             ctx.trip_stack.pop()
         b.end_if(loc)
@@ -368,6 +386,33 @@ class Interpreter:
         else:
             raise self.error(s, "T.Kernel binds `as cid` or `as (cid, vid)`")
 
+    def place_handoff(self, name, producer, ready, free):
+        """Hand-off of GM tensor `name` from the producer core to the other, once per
+        iteration of the innermost block holding all its accesses: on each core, a wait
+        before the first statement of that block touching the tensor and a set after the
+        last (producer: wait free / set ready; consumer: wait ready / set free)."""
+        accesses = ctx.gm_paths[name]
+        paths = [p for _, _, p in accesses]
+        common = 0
+        while all(len(p) > common + 1 for p in paths) and len({p[common] for p in paths}) == 1:
+            common += 1
+        for core in ("C", "V"):
+            mine = [p for c, k, p in accesses if c == core]
+            if not mine:
+                continue
+            # the anchors are statements of the common block: order by first execution
+            order = []
+            for p in mine:
+                if p[common] not in order:
+                    order.append(p[common])
+            first, last = order[0], order[-1]
+            if core == producer:
+                before, after = ("wait", None, free), ("set", "FIX" if core == "C" else "MTE3", ready)
+            else:
+                before, after = ("wait", None, ready), ("set", "MTE2", free)
+            ctx.anchor_before.setdefault((core, first), []).append(before)
+            ctx.anchor_after.setdefault((core, last), []).append(after)
+
     def split_kernel(self, s, item, kctx, loc):
         """Unscoped kernel body (the original's AUTO_CV_COMBINE): lowered once per core kind,
         each pass keeping its core's statements (and the loops / ifs around them), with a
@@ -378,6 +423,7 @@ class Interpreter:
         ctx.builder = _ext.Builder("probe", kctx.block_num, loc)
         ctx.split = "probe"
         ctx.probe, ctx.probe_cores, ctx.node_stack, ctx.gm_use = {}, set(), [], {}
+        ctx.gm_paths = {}
         ctx.mixed_copy = False
         names, hidden = set(ctx.names), dict(ctx.hidden)
         try:
@@ -394,6 +440,7 @@ class Interpreter:
             self.run_body(s.body)
             return
         ctx.crossing = {}
+        ctx.anchor_before, ctx.anchor_after = {}, {}
         ids = 0
         for name, use in sorted(ctx.gm_use.items()):
             for p in sorted(use["w"]):
@@ -403,6 +450,7 @@ class Interpreter:
                                          "and the Vector code and read across them",
                                          hint="give each direction its own workspace")
                     ctx.crossing[name] = (p, ids, ids + 1)
+                    self.place_handoff(name, p, ids, ids + 1)
                     ids += 2
         if ids > 16:
             raise self.error(s, f"{ids // 2} GM tensors cross between Cube and Vector; the "

@@ -165,8 +165,18 @@ def _gate(core):
 def _no_split(what):
     if ctx.split is not None:
         raise err(f"{what} in unscoped code (the automatic C/V split inserts the "
-                  "synchronisation)",
-                  hint='write the kernel with T.Scope("C") / T.Scope("V") to place flags by hand')
+                  "cross-core synchronisation)",
+                  hint='write the kernel with T.Scope("C") / T.Scope("V") to place cross-core '
+                  'flags by hand')
+
+
+def _flag_gate(*pipes):
+    """Intra-core flags and barriers in unscoped code belong to the core owning their pipes
+    (MTE1 / M / FIX: Cube; V / MTE3 / S: Vector; MTE2 alone: Vector)."""
+    if ctx.split is None:
+        return True
+    core = "C" if any(p in ("MTE1", "M", "FIX") for p in pipes) else "V"
+    return _gate(core)
 
 
 def _alloc(scope, shape, dtype, name=None):
@@ -324,26 +334,15 @@ def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
         for r, k in ((s, "r"), (d, "w")):
             if r.buffer.scope == "GM":
                 ctx.gm_use.setdefault(r.buffer.name, {"w": set(), "r": set()})[k].add(core)
+                ctx.gm_paths.setdefault(r.buffer.name, []).append((core, k, tuple(ctx.stmt_path)))
     if not _gate(core if core != "X" else "V"):
         return
     _note_gm(s, pad)
     _note_gm(d)
     loc = _core.current_loc()
-    # The C/V split's hand-off through a GM tensor one core writes and the other reads:
-    # producer `wait free; copy; set ready`, consumer `wait ready; copy; set free`.
-    prod = ctx.crossing.get(d.buffer.name) if d.buffer.scope == "GM" else None
-    cons = ctx.crossing.get(s.buffer.name) if s.buffer.scope == "GM" else None
-    if prod is not None and prod[0] == ctx.split:
-        b.wait_cross_flag(prod[2], loc)
-    if cons is not None and cons[0] != ctx.split:
-        b.wait_cross_flag(cons[1], loc)
     # pad_value is the value of the out-of-range part of a GM tile: the front end pads the
     # host tensor with it (see _note_gm), so the IR copy moves equal element counts.
     b.copy(s.tup(), d.tup(), bool(transpose), None, loc)
-    if prod is not None and prod[0] == ctx.split:
-        b.set_cross_flag("FIX" if ctx.split == "C" else "MTE3", prod[1], 2, loc)
-    if cons is not None and cons[0] != ctx.split:
-        b.set_cross_flag("MTE2", cons[2], 2, loc)
 
 
 def _init_flag(init):
@@ -486,22 +485,25 @@ def _pipe(p):
 
 
 def set_flag(src, dst, event_id=0, *a, **kw):
-    _no_split("T.set_flag")
+    if not _flag_gate(_pipe(src), _pipe(dst)):
+        return
     builder().set_flag(_pipe(src), _pipe(dst), to_index(event_id, "event id"),
                        _core.current_loc())
 
 
 def wait_flag(src, dst, event_id=0, *a, **kw):
-    _no_split("T.wait_flag")
+    if not _flag_gate(_pipe(src), _pipe(dst)):
+        return
     builder().wait_flag(_pipe(src), _pipe(dst), to_index(event_id, "event id"),
                         _core.current_loc())
 
 
 def pipe_barrier(pipe, *a, **kw):
-    _no_split("T.pipe_barrier")
     if str(pipe).upper() in ("ALL", "PIPE_ALL"):
         return barrier_all()
     p = _pipe(pipe)
+    if not _flag_gate(p):
+        return
     builder().pipe_barrier(p, _core.current_loc())
 
 

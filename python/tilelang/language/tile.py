@@ -171,3 +171,22 @@ def reduce(src, dst, kind="sum", dim=-1, clear=True, *r, **kw):
     from . import _reduce
 
     _reduce(str(kind), src, dst, dim, clear)
+
+
+def _logic(kind, tileop):
+    def op(dst, a, b, *r, **kw):
+        rs = [as_region(x, f"T.tile.{kind} operand") for x in (dst, a, b)]
+        if all(x.buffer.bits is not None for x in rs):
+            # compare masks (one 0/1 lane per element): and = min, or = max
+            _emit(tileop, _mask(dst), [_mask(a), _mask(b)])
+            return
+        raise err(f"T.tile.{kind} on '{rs[0].buffer.name}': tilepipe's vector unit has no "
+                  "bitwise ops; only uint8 compare masks (T.tile.compare results) combine",
+                  hint="combine compare masks, or express the condition with compare/select")
+
+    op.__name__ = kind
+    return op
+
+
+bitwise_and = _logic("bitwise_and", "min")
+bitwise_or = _logic("bitwise_or", "max")
