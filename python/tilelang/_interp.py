@@ -295,6 +295,10 @@ class Interpreter:
         stages, cross = resolve(stages), resolve(cross)
         if kind == "pipelined" and (not isinstance(stages, int) or stages < 1):
             raise self.error(s, f"T.Pipelined num_stages={stages!r} must be an integer >= 1")
+        if kind == "pipelined" and ctx.split in ctx.hand_sync:
+            # Unscoped code with hand-written intra-core flags: the flags are written for the
+            # loop's serial order, and the split's hand-offs order the cores per iteration.
+            kind = "serial"
         v = b.begin_for(name, begin, end, step, kind, int(stages or 0), int(cross or 1), loc)
         lo = self.bound(begin, 0)
         hi = self.bound(end, 1)
@@ -423,7 +427,7 @@ class Interpreter:
         ctx.builder = _ext.Builder("probe", kctx.block_num, loc)
         ctx.split = "probe"
         ctx.probe, ctx.probe_cores, ctx.node_stack, ctx.gm_use = {}, set(), [], {}
-        ctx.gm_paths = {}
+        ctx.gm_paths, ctx.hand_sync = {}, set()
         ctx.mixed_copy = False
         names, hidden = set(ctx.names), dict(ctx.hidden)
         try:
@@ -459,6 +463,7 @@ class Interpreter:
         for core in ("C", "V"):
             if core not in ctx.probe_cores:
                 continue
+            ctx.names = set(names)
             self.vars = dict(snapshot)
             ctx.split = core
             ctx.scope = core

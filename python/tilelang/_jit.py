@@ -156,13 +156,14 @@ class JITKernel:
                 roles[name] = "input"
         return roles
 
-    def _lower(self, bindings, roles, pads, drains=None):
+    def _lower(self, bindings, roles, pads, drains=None, remap=None):
         from ._core import Buffer
 
         saved = (ctx.builder, ctx.bindings, ctx.kernel)
         ctx.__init__()
         ctx.bindings = bindings
         ctx.drains = drains or {}
+        ctx.flag_remap = remap or {}
         try:
             params = []
             for name, spec, loc in self.specs:
@@ -186,6 +187,7 @@ class JITKernel:
             extents = dict(ctx.gm_extent)
             gm_pad = dict(ctx.gm_pad)
             info.drains = _drains()
+            info.remap = _remap()
             return program, info, extents, gm_pad
         finally:
             ctx.builder, ctx.bindings, ctx.kernel = saved
@@ -218,8 +220,8 @@ class JITKernel:
             if ends and any(e > s for e, s in zip(ends, shape)):
                 pads[name] = ([max(e, s) for e, s in zip(ends, shape)], gm_pad.get(name, 0.0))
         roles2 = self._roles(written)
-        if roles2 != roles or pads or info.drains:
-            program, info, _, _ = self._lower(bindings, roles2, pads, info.drains)
+        if roles2 != roles or pads or info.drains or info.remap:
+            program, info, _, _ = self._lower(bindings, roles2, pads, info.drains, info.remap)
         lower_s = time.perf_counter() - t0
         opts = pass_options(self.pass_configs, info.func_attrs)
         compiled = _ext.compile(program, CHIP, opts)
@@ -382,6 +384,26 @@ class JITKernel:
         from .profiler import Profiler
 
         return Profiler(self)
+
+
+def _remap():
+    """Renames constant event ids past the chip's range to unused ids of their pipe pair."""
+    from .language import EVENT_IDS, BARRIER_EVENT_ID
+
+    pairs = {}
+    for core, src, dst, fid in ctx.flag_use:
+        pairs.setdefault((core, src, dst), set()).add(fid)
+    out = {}
+    for (core, src, dst), ids in pairs.items():
+        big = sorted(i for i in ids if i is not None and i >= EVENT_IDS)
+        if not big or None in ids:
+            continue  # in range, or run-time ids: left to the verifier
+        free = [i for i in range(EVENT_IDS) if i not in ids and i != BARRIER_EVENT_ID]
+        if len(free) < len(big):
+            continue
+        for i, j in zip(big, free):
+            out[(core, src, dst, i)] = j
+    return out
 
 
 def _drains():

@@ -176,6 +176,8 @@ def _flag_gate(*pipes):
     if ctx.split is None:
         return True
     core = "C" if any(p in ("MTE1", "M", "FIX") for p in pipes) else "V"
+    if ctx.split == "probe":
+        ctx.hand_sync.add(core)
     return _gate(core)
 
 
@@ -484,18 +486,31 @@ def _pipe(p):
     return _PIPES[p]
 
 
+EVENT_IDS = 8  # event ids per pipe pair (configs/a3.json sync.event_ids)
+
+
+def _event(src, dst, event_id):
+    """The event id of a flag; constant ids past the chip's range are renamed to unused ids
+    of the same pipe pair (a renaming: the original's kernels use ids up to 15)."""
+    fid = to_index(event_id, "event id")
+    core = ctx.split if ctx.split in ("C", "V") else ctx.scope
+    key = (core, src, dst, fid if isinstance(fid, int) else None)
+    ctx.flag_use.append(key)
+    return ctx.flag_remap.get(key, fid)
+
+
 def set_flag(src, dst, event_id=0, *a, **kw):
-    if not _flag_gate(_pipe(src), _pipe(dst)):
+    s, d = _pipe(src), _pipe(dst)
+    if not _flag_gate(s, d):
         return
-    builder().set_flag(_pipe(src), _pipe(dst), to_index(event_id, "event id"),
-                       _core.current_loc())
+    builder().set_flag(s, d, _event(s, d, event_id), _core.current_loc())
 
 
 def wait_flag(src, dst, event_id=0, *a, **kw):
-    if not _flag_gate(_pipe(src), _pipe(dst)):
+    s, d = _pipe(src), _pipe(dst)
+    if not _flag_gate(s, d):
         return
-    builder().wait_flag(_pipe(src), _pipe(dst), to_index(event_id, "event id"),
-                        _core.current_loc())
+    builder().wait_flag(s, d, _event(s, d, event_id), _core.current_loc())
 
 
 def pipe_barrier(pipe, *a, **kw):
@@ -610,3 +625,22 @@ def cast(value, dtype):
 
 from . import tile  # noqa: E402,F401
 from .tile import reduce  # noqa: E402,F401
+
+
+def floordiv(a, b):
+    a, b = to_index(a), to_index(b)
+    return a // b
+
+
+def floormod(a, b):
+    a, b = to_index(a), to_index(b)
+    return a % b
+
+
+truncdiv = floordiv  # equal on the non-negative indices kernels compute
+truncmod = floormod
+
+
+def abs_(a):
+    a = to_index(a)
+    return a if isinstance(a, int) and a >= 0 else max(a, 0 - a)

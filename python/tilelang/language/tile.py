@@ -130,11 +130,15 @@ def fill(dst, value, *r, **kw):
     _emit("fill", dst, [], _scalar(value, "T.tile.fill"))
 
 
-def _mask(m):
+def _mask(m, n=None):
     r = as_region(m, "mask")
     if r.buffer.bits is not None:
-        # the original's uint8 bit mask -> the one-lane-per-element twin
-        return r.buffer.bits.region()
+        # the original's uint8 bit mask -> the one-lane-per-element twin (its first n lanes:
+        # a mask buffer may be larger than the tile, e.g. 32 bytes for 64 lanes)
+        bits = r.buffer.bits
+        if n is None or n >= bits.shape[0]:
+            return bits.region()
+        return bits[0:n]
     return r
 
 
@@ -142,7 +146,7 @@ def compare(dst, a, b, mode="EQ", *r, **kw):
     m = _CMP.get(str(mode).upper())
     if m is None:
         raise err(f"T.tile.compare mode {mode!r}", hint="modes: EQ NE GT GE LT LE")
-    d = _mask(dst)
+    d = _mask(dst, as_region(a).elements())
     if isinstance(b, (Buffer, Region)) and as_region(b).elements() != 1:
         _emit("compare", d, [a, b], None, m)
     else:
@@ -151,12 +155,8 @@ def compare(dst, a, b, mode="EQ", *r, **kw):
 
 def select(dst, mask, a, b, mode="VSEL_TENSOR_TENSOR_MODE", *r, **kw):
     """dst = mask ? a : b (b a tile, or a scalar in VSEL_TENSOR_SCALAR_MODE)."""
-    mk = _mask(mask)
     d = as_region(dst)
-    if mk.elements() != d.elements():
-        # one row of a [rows, cols] destination against a cols-long mask
-        if mk.elements() > d.elements() and mk.elements() % d.elements() == 0:
-            mk = mk.buffer[0:d.elements()] if len(mk.buffer.shape) == 1 else mk
+    mk = _mask(mask, d.elements())
     if isinstance(b, (Buffer, Region)) and as_region(b).elements() != 1:
         _emit("select", d, [mk, a, b])
     else:
@@ -178,7 +178,8 @@ def _logic(kind, tileop):
         rs = [as_region(x, f"T.tile.{kind} operand") for x in (dst, a, b)]
         if all(x.buffer.bits is not None for x in rs):
             # compare masks (one 0/1 lane per element): and = min, or = max
-            _emit(tileop, _mask(dst), [_mask(a), _mask(b)])
+            n = min(x.buffer.bits.shape[0] for x in rs)
+            _emit(tileop, _mask(dst, n), [_mask(a, n), _mask(b, n)])
             return
         raise err(f"T.tile.{kind} on '{rs[0].buffer.name}': tilepipe's vector unit has no "
                   "bitwise ops; only uint8 compare masks (T.tile.compare results) combine",
