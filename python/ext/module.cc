@@ -527,7 +527,11 @@ std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dic
 
 std::string summary_json(const std::shared_ptr<Compiled>& c, const RunResult& r) {
   auto s = prof::summarize(r.sim, c->lowered, c->chip);
-  auto j = prof::to_json(s);
+  nlohmann::ordered_json j;
+  j["cycles"] = r.sim.cycles;
+  j["time_us"] = r.sim.cycles * c->chip.us_per_cycle();
+  nlohmann::ordered_json sj = prof::to_json(s);
+  for (auto it = sj.begin(); it != sj.end(); ++it) j[it.key()] = it.value();
   j["instructions"] = r.sim.instructions;
   j["sim_wall_s"] = r.wall_s;
   return j.dump();
