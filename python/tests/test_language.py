@@ -161,6 +161,30 @@ def test_compare_select_bitmask():
     np.testing.assert_array_equal(masked(64, 0.25)(a), np.where(a <= 0.25, a, -1.0))
 
 
+@tilelang.jit(out_idx=[1])
+def band(N, lo, hi):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            m1 = T.alloc_ub((N // 8,), "uint8")
+            m2 = T.alloc_ub((N // 8,), "uint8")
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.compare(m1, x, lo, "GE")
+                T.tile.compare(m2, x, hi, "LT")
+                T.tile.bitwise_and(m1, m1, m2)
+                T.tile.select(x, m1, x, 0.0, "VSEL_TENSOR_SCALAR_MODE")
+                T.copy(x, B[vid, :])
+
+    return main
+
+
+def test_mask_bitwise_and():
+    a = rand(2, 64)
+    np.testing.assert_array_equal(band(64, -0.5, 0.5)(a), np.where((a >= -0.5) & (a < 0.5), a, 0))
+
+
 # ---- Python-level constructs ----
 
 

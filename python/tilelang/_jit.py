@@ -4,6 +4,8 @@ compiles it (verify -> passes -> lower) and runs it on the simulator."""
 
 import functools
 import json
+import os
+import sys
 import time
 
 import numpy as np
@@ -249,6 +251,11 @@ class JITKernel:
 
     def __call__(self, *args, **kw):
         c, outs = self._run(args, mode="functional")
+        if os.environ.get("TILEPIPE_PROFILE") == "1":
+            r = self.last_run[1]
+            print(f"[tilepipe] {self.name}: {r.cycles:.0f} cycles = "
+                  f"{r.cycles * c.compiled.us_per_cycle:.2f} us simulated on {c.compiled.chip} "
+                  f"(lower {c.lower_s * 1000:.0f} ms, simulate {r.wall_s:.2f} s)", file=sys.stderr)
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else outs

@@ -1,5 +1,7 @@
 """`T.tile.*`: vector ops on UB tiles (pipe V), one IR tile op each."""
 
+import builtins
+
 from .. import _core
 from .._core import Buffer, Region, as_region, builder, err, resolve
 from .._core import _ext
@@ -178,7 +180,7 @@ def _logic(kind, tileop):
         rs = [as_region(x, f"T.tile.{kind} operand") for x in (dst, a, b)]
         if all(x.buffer.bits is not None for x in rs):
             # compare masks (one 0/1 lane per element): and = min, or = max
-            n = min(x.buffer.bits.shape[0] for x in rs)
+            n = builtins.min(x.buffer.bits.shape[0] for x in rs)
             _emit(tileop, _mask(dst, n), [_mask(a, n), _mask(b, n)])
             return
         raise err(f"T.tile.{kind} on '{rs[0].buffer.name}': tilepipe's vector unit has no "
