@@ -217,7 +217,8 @@ std::optional<std::pair<int64_t, int64_t>> bounds(const ir::Expr& e, const Inter
       [&](const auto& n) -> R {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, ir::IntImm>) return std::pair{n.value, n.value};
-        if constexpr (std::is_same_v<T, ir::CoreIdx>) return std::pair<int64_t, int64_t>{0, block_num - 1};
+        if constexpr (std::is_same_v<T, ir::CoreIdx>)
+          return std::pair<int64_t, int64_t>{0, block_num - 1};
         if constexpr (std::is_same_v<T, ir::VecIdx>) return std::pair<int64_t, int64_t>{0, 1};
         if constexpr (std::is_same_v<T, ir::VarRef>) {
           auto it = vars.find(n.var->id);
@@ -290,16 +291,26 @@ ir::ScalarOperand to_scalar(const py::handle& h) {
 
 ir::TileOpKind tile_kind(const std::string& s) {
   static const std::map<std::string, ir::TileOpKind> m = {
-      {"add", ir::TileOpKind::Add},         {"sub", ir::TileOpKind::Sub},
-      {"mul", ir::TileOpKind::Mul},         {"div", ir::TileOpKind::Div},
-      {"max", ir::TileOpKind::Max},         {"min", ir::TileOpKind::Min},
-      {"exp", ir::TileOpKind::Exp},         {"ln", ir::TileOpKind::Ln},
-      {"abs", ir::TileOpKind::Abs},         {"sqrt", ir::TileOpKind::Sqrt},
-      {"rsqrt", ir::TileOpKind::Rsqrt},     {"reciprocal", ir::TileOpKind::Reciprocal},
-      {"relu", ir::TileOpKind::Relu},       {"axpy", ir::TileOpKind::Axpy},
-      {"cast", ir::TileOpKind::Cast},       {"fill", ir::TileOpKind::Fill},
-      {"broadcast", ir::TileOpKind::Broadcast}, {"compare", ir::TileOpKind::Compare},
-      {"select", ir::TileOpKind::SelectOp}, {"gather", ir::TileOpKind::Gather}};
+      {"add", ir::TileOpKind::Add},
+      {"sub", ir::TileOpKind::Sub},
+      {"mul", ir::TileOpKind::Mul},
+      {"div", ir::TileOpKind::Div},
+      {"max", ir::TileOpKind::Max},
+      {"min", ir::TileOpKind::Min},
+      {"exp", ir::TileOpKind::Exp},
+      {"ln", ir::TileOpKind::Ln},
+      {"abs", ir::TileOpKind::Abs},
+      {"sqrt", ir::TileOpKind::Sqrt},
+      {"rsqrt", ir::TileOpKind::Rsqrt},
+      {"reciprocal", ir::TileOpKind::Reciprocal},
+      {"relu", ir::TileOpKind::Relu},
+      {"axpy", ir::TileOpKind::Axpy},
+      {"cast", ir::TileOpKind::Cast},
+      {"fill", ir::TileOpKind::Fill},
+      {"broadcast", ir::TileOpKind::Broadcast},
+      {"compare", ir::TileOpKind::Compare},
+      {"select", ir::TileOpKind::SelectOp},
+      {"gather", ir::TileOpKind::Gather}};
   auto it = m.find(s);
   if (it == m.end()) throw std::invalid_argument("unknown tile op " + s);
   return it->second;
@@ -343,12 +354,12 @@ class Builder {
                                                             {"L0C", ir::Scope::L0C},
                                                             {"UB", ir::Scope::UB}};
     return guarded([&] {
-      return PyBuffer{kb_->alloc(name, scopes.at(scope), shape, dtype_of(dtype), make_loc(loc)).ir()};
+      return PyBuffer{
+          kb_->alloc(name, scopes.at(scope), shape, dtype_of(dtype), make_loc(loc)).ir()};
     });
   }
-  PyExpr begin_for(const std::string& var, const py::object& b, const py::object& e,
-                   int64_t step, const std::string& kind, int stages, int cross,
-                   const py::object& loc) {
+  PyExpr begin_for(const std::string& var, const py::object& b, const py::object& e, int64_t step,
+                   const std::string& kind, int stages, int cross, const py::object& loc) {
     ir::ForKind k = kind == "parallel"    ? ir::ForKind::Parallel
                     : kind == "pipelined" ? ir::ForKind::Pipelined
                                           : ir::ForKind::Serial;
@@ -362,9 +373,8 @@ class Builder {
     guarded([&] { kb_->end_for(make_loc(loc)); });
   }
   void begin_scope(const std::string& kind, const py::object& loc) {
-    guarded([&] {
-      kb_->begin_scope(kind == "C" ? ir::CoreKind::C : ir::CoreKind::V, make_loc(loc));
-    });
+    guarded(
+        [&] { kb_->begin_scope(kind == "C" ? ir::CoreKind::C : ir::CoreKind::V, make_loc(loc)); });
   }
   void end_scope(const py::object& loc) {
     guarded([&] { kb_->end_scope(make_loc(loc)); });
@@ -378,8 +388,8 @@ class Builder {
   void end_if(const py::object& loc) {
     guarded([&] { kb_->end_if(make_loc(loc)); });
   }
-  void copy(const py::object& src, const py::object& dst, bool transpose,
-            std::optional<double> pad, const py::object& loc) {
+  void copy(const py::object& src, const py::object& dst, bool transpose, std::optional<double> pad,
+            const py::object& loc) {
     emit(ir::CopyStmt{to_region(src), to_region(dst), transpose, pad}, loc);
   }
   void gemm(const py::object& a, const py::object& b, const py::object& c, bool ta, bool tb,
@@ -414,8 +424,7 @@ class Builder {
   void pipe_barrier(const std::string& p, const py::object& loc) {
     emit(ir::PipeBarrierStmt{pipe_of(p)}, loc);
   }
-  void set_cross_flag(const std::string& p, const py::object& id, int mode,
-                      const py::object& loc) {
+  void set_cross_flag(const std::string& p, const py::object& id, int mode, const py::object& loc) {
     emit(ir::SetCrossFlagStmt{pipe_of(p), to_expr(id), mode}, loc);
   }
   void wait_cross_flag(const py::object& id, const py::object& loc) {
@@ -455,14 +464,22 @@ passes::PassOptions pass_options(const py::dict& opts) {
   for (auto [k, v] : opts) {
     std::string key = k.cast<std::string>();
     bool on = v.cast<bool>();
-    if (key == "auto_sync") o.auto_sync = on;
-    else if (key == "memory_planning") o.memory_planning = on;
-    else if (key == "cv_split") o.cv_split = on;
-    else if (key == "multibuffer") o.multibuffer = on;
-    else if (key == "vectorize") o.vectorize = on;
-    else if (key == "fuse") o.fuse = on;
-    else if (key == "l1_residency") o.l1_residency = on;
-    else throw std::invalid_argument("unknown pass option " + key);
+    if (key == "auto_sync")
+      o.auto_sync = on;
+    else if (key == "memory_planning")
+      o.memory_planning = on;
+    else if (key == "cv_split")
+      o.cv_split = on;
+    else if (key == "multibuffer")
+      o.multibuffer = on;
+    else if (key == "vectorize")
+      o.vectorize = on;
+    else if (key == "fuse")
+      o.fuse = on;
+    else if (key == "l1_residency")
+      o.l1_residency = on;
+    else
+      throw std::invalid_argument("unknown pass option " + key);
   }
   return o;
 }
@@ -625,20 +642,19 @@ PYBIND11_MODULE(_tilepipe, m) {
     return PyExpr{ir::make_load(b.b, std::move(index), make_loc(loc))};
   });
   m.def("const_diff", [](py::object a, py::object b) { return const_diff(a, b); });
-  m.def("bounds",
-        [](py::object e, const std::map<int, std::pair<int64_t, int64_t>>& vars,
-           int64_t block_num) { return bounds(to_expr(e), vars, block_num); });
-  m.def("detached_buffer", [](const std::string& name, const std::string& scope,
-                             std::vector<int64_t> shape, const std::string& dtype,
-                             const py::object& loc) {
-    // A buffer no program allocates: what the other core's pass of the front end's C/V
-    // split sees for this core's buffers (never emitted; docs/python.md).
-    static const std::map<std::string, ir::Scope> scopes = {
-        {"GM", ir::Scope::GM},   {"L1", ir::Scope::L1},   {"L0A", ir::Scope::L0A},
-        {"L0B", ir::Scope::L0B}, {"L0C", ir::Scope::L0C}, {"UB", ir::Scope::UB}};
-    return PyBuffer{ir::make_buffer(name, scopes.at(scope), dtype_of(dtype), std::move(shape),
-                                    ir::TensorRole::None, make_loc(loc))};
-  });
+  m.def("bounds", [](py::object e, const std::map<int, std::pair<int64_t, int64_t>>& vars,
+                     int64_t block_num) { return bounds(to_expr(e), vars, block_num); });
+  m.def("detached_buffer",
+        [](const std::string& name, const std::string& scope, std::vector<int64_t> shape,
+           const std::string& dtype, const py::object& loc) {
+          // A buffer no program allocates: what the other core's pass of the front end's C/V
+          // split sees for this core's buffers (never emitted; docs/python.md).
+          static const std::map<std::string, ir::Scope> scopes = {
+              {"GM", ir::Scope::GM},   {"L1", ir::Scope::L1},   {"L0A", ir::Scope::L0A},
+              {"L0B", ir::Scope::L0B}, {"L0C", ir::Scope::L0C}, {"UB", ir::Scope::UB}};
+          return PyBuffer{ir::make_buffer(name, scopes.at(scope), dtype_of(dtype), std::move(shape),
+                                          ir::TensorRole::None, make_loc(loc))};
+        });
   m.def("set_error_type", [](py::object t) { g_tilepipe_error = t; });
 
   py::class_<PyBuffer>(m, "Buffer")
@@ -692,11 +708,12 @@ PYBIND11_MODULE(_tilepipe, m) {
              w.visit(p.body);
              return w.names;
            })
-      .def("params", [](const ir::Program& p) {
-        std::vector<PyBuffer> out;
-        for (const auto& b : p.params) out.push_back(PyBuffer{b});
-        return out;
-      })
+      .def("params",
+           [](const ir::Program& p) {
+             std::vector<PyBuffer> out;
+             for (const auto& b : p.params) out.push_back(PyBuffer{b});
+             return out;
+           })
       .def("workspaces", [](const ir::Program& p) {
         std::vector<PyBuffer> out;
         for (const auto& b : p.workspaces) out.push_back(PyBuffer{b});
@@ -705,7 +722,8 @@ PYBIND11_MODULE(_tilepipe, m) {
 
   py::class_<Compiled, std::shared_ptr<Compiled>>(m, "Compiled")
       .def("print", [](const Compiled& c) { return ir::print(c.program); })
-      .def_property_readonly("us_per_cycle", [](const Compiled& c) { return c.chip.us_per_cycle(); })
+      .def_property_readonly("us_per_cycle",
+                             [](const Compiled& c) { return c.chip.us_per_cycle(); })
       .def_property_readonly("chip", [](const Compiled& c) { return c.chip.name; })
       .def_property_readonly("compile_wall_s", [](const Compiled& c) { return c.compile_wall_s; });
   m.def("compile", &compile, py::arg("program"), py::arg("chip"), py::arg("options"));
@@ -717,15 +735,13 @@ PYBIND11_MODULE(_tilepipe, m) {
       .def_property_readonly("outputs", [](const RunResult& r) { return r.outputs; });
   m.def("run", &run, py::arg("compiled"), py::arg("inputs"), py::arg("mode"),
         py::arg("races") = false, py::arg("record") = false, py::arg("exact") = false);
-  m.def("summary_json", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r) {
-    return summary_json(c, *r);
-  });
+  m.def("summary_json", [](const std::shared_ptr<Compiled>& c,
+                           const std::shared_ptr<RunResult>& r) { return summary_json(c, *r); });
   m.def("advice", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r,
                      bool as_json) { return advice_text(c, *r, as_json); });
   m.def("write_trace", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r,
                           const std::string& path) { write_trace(c, *r, path); });
   m.def("write_report", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r,
-                           const std::string& title, const std::string& path) {
-    write_report(c, *r, title, path);
-  });
+                           const std::string& title,
+                           const std::string& path) { write_report(c, *r, title, path); });
 }
