@@ -185,6 +185,35 @@ def test_mask_bitwise_and():
     np.testing.assert_array_equal(band(64, -0.5, 0.5)(a), np.where((a >= -0.5) & (a < 0.5), a, 0))
 
 
+@tilelang.jit(out_idx=[2])
+def parallel_elementwise(M, N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), R: T.Tensor((M,), "float32"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            h = M // 2
+            a = T.alloc_ub((h, N), "float32")
+            r = T.alloc_ub((h,), "float32")
+            c = T.alloc_ub((h, N), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid * h, 0], a)
+                T.copy(R[vid * h:vid * h + h], r)
+                for i, j in T.Parallel(h, N):
+                    c[i, j] = T.exp(a[i, j] - r[i]) * 2.0 + 1.0
+                for i, j in T.Parallel(h, N):
+                    c[i, j] += a[i, j]
+                T.copy(c, C[vid * h, 0])
+
+    return main
+
+
+def test_parallel_element_assignments_become_tile_ops():
+    a, r = rand(16, 64), rand(16)
+    k = parallel_elementwise(16, 64)
+    np.testing.assert_allclose(k(a, r), np.exp(a - r[:, None]) * 2 + 1 + a, rtol=1e-5)
+    assert "in parallel(" not in k.get_kernel_source()
+
+
 # ---- Python-level constructs ----
 
 

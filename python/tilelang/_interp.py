@@ -320,6 +320,13 @@ class Interpreter:
         return None if r is None else r[which]
 
     def parallel(self, s, it):
+        if s.body and all(isinstance(b, (ast.Assign, ast.AugAssign)) and
+                          isinstance(b.targets[0] if isinstance(b, ast.Assign) else b.target,
+                                     ast.Subscript) for b in s.body):
+            from ._parallel import vectorize
+
+            vectorize(self, s, it)
+            return
         names = []
         t = s.target
         if isinstance(t, ast.Name):
