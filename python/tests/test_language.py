@@ -654,3 +654,43 @@ def test_vector_op_in_cube_scope_is_a_verifier_error_at_its_line():
     with pytest.raises(TilepipeError) as e:
         f()
     assert e.value.loc == (HERE, lineno("# MARK-scope"))
+
+
+@pytest.mark.parametrize("op,args,ref", [
+    ("sigmoid", (), lambda x: 1 / (1 + np.exp(-x))),
+    ("leaky_relu", (0.1,), lambda x: np.where(x >= 0, x, 0.1 * x)),
+    ("clamp", (-0.5, 0.5, 64), lambda x: np.clip(x, -0.5, 0.5)),
+    ("silu", (), lambda x: x / (1 + np.exp(-x))),
+])
+def test_composed_tile_ops(op, args, ref):
+    @tilelang.jit(out_idx=[1])
+    def f(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((N,), "float32")
+                y = T.alloc_ub((N,), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], x)
+                    getattr(T.tile, op)(y, x, *args)
+                    T.copy(y, B[vid, :])
+
+        return main
+
+    a = rand(2, 64)
+    np.testing.assert_allclose(f(64)(a), ref(a), rtol=1e-4, atol=1e-6)
+
+
+def test_unsupported_tile_op_is_named_at_its_line():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((8,), "float32")
+                with T.Scope("V"):
+                    T.tile.sin(x, x)  # MARK-sin
+
+        return main
+
+    expect(f, "T.tile.sin has no model", line_marker="# MARK-sin")

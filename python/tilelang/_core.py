@@ -36,6 +36,10 @@ class TilelangError(Exception):
         super().__init__(text)
 
 
+class UnsupportedName(TilelangError, AttributeError):
+    """A `T.` name tilepipe does not provide (also an AttributeError, so hasattr() works)."""
+
+
 class TilepipeError(TilelangError):
     """Diagnostics from tilepipe's verifier, passes, lowering or simulator."""
 

@@ -646,3 +646,41 @@ truncmod = floormod
 def abs_(a):
     a = to_index(a)
     return a if isinstance(a, int) and a >= 0 else max(a, 0 - a)
+
+
+def _scalar_math(name, fn):
+    def f(x, *a):
+        v = resolve(x)
+        if isinstance(v, (int, float)):
+            return fn(v, *a)
+        raise err(f"T.{name} on a run-time value outside T.Parallel",
+                  hint=f"use T.tile.{name if name != 'log' else 'ln'} on a tile")
+
+    f.__name__ = name
+    return f
+
+
+exp = _scalar_math("exp", _math.exp)
+log = _scalar_math("log", _math.log)
+sqrt = _scalar_math("sqrt", _math.sqrt)
+rsqrt = _scalar_math("rsqrt", lambda v: 1.0 / _math.sqrt(v))
+
+
+def sync_all(*a, **kw):
+    barrier_all()
+
+
+def printf(*a, **kw):
+    """Device printf: nothing is printed by the simulator (accepted, no IR)."""
+
+
+def dump_tensor(*a, **kw):
+    """Device tensor dump: accepted, no IR (inspect outputs or kernel.trace instead)."""
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise _core.UnsupportedName(f"T.{name} is not supported by tilepipe's front end",
+                                loc=_core.current_loc(),
+                                hint="see docs/python.md for the supported language")

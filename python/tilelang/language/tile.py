@@ -193,3 +193,83 @@ def _logic(kind, tileop):
 
 bitwise_and = _logic("bitwise_and", "min")
 bitwise_or = _logic("bitwise_or", "max")
+
+
+# ---- ops composed from tilepipe's tile ops ----
+
+
+def _overlaps(a, b):
+    ra, rb = as_region(a), as_region(b)
+    return ra.buffer is rb.buffer or ra.buffer.name == rb.buffer.name
+
+
+def clear(dst, *r, **kw):
+    fill(dst, 0.0)
+
+
+def sigmoid(dst, src, *r, **kw):
+    """dst = 1 / (1 + exp(-src))"""
+    mul(dst, src, -1.0)
+    exp(dst, dst)
+    adds(dst, dst, 1.0)
+    reciprocal(dst, dst)
+
+
+def silu(dst, src, *r, **kw):
+    """dst = src * sigmoid(src); dst must not be src (no scratch tile here)."""
+    if _overlaps(dst, src):
+        raise err("T.tile.silu in place: tilepipe composes it from sigmoid and mul",
+                  hint="write into a different tile")
+    sigmoid(dst, src)
+    mul(dst, dst, src)
+
+
+def leaky_relu(dst, src, alpha, *r, **kw):
+    """dst = src if src >= 0 else alpha * src (0 <= alpha <= 1: max(src, alpha * src))."""
+    a = resolve(alpha)
+    if not isinstance(a, (int, float)) or not 0 <= a <= 1 or _overlaps(dst, src):
+        raise err("T.tile.leaky_relu needs an immediate alpha in [0, 1] and dst other than src",
+                  hint="tilepipe composes it as max(src, alpha * src)")
+    mul(dst, src, float(a))
+    max(dst, dst, src)
+
+
+def clamp_max(dst, src, value, count=None, *r, **kw):
+    min(dst, src, value)
+
+
+def clamp_min(dst, src, value, count=None, *r, **kw):
+    max(dst, src, value)
+
+
+def clamp(dst, src, lo, hi, count=None, *r, **kw):
+    max(dst, src, lo)
+    min(dst, dst, hi)
+
+
+def row_expand_mul(dst, src, vec, *r, **kw):
+    """dst[i, :] = src[i, :] * vec[i]"""
+    if _overlaps(dst, src):
+        raise err("T.tile.row_expand_mul in place is not supported",
+                  hint="write into a different tile (the row vector is broadcast into dst first)")
+    broadcast(dst, vec)
+    mul(dst, dst, src)
+
+
+_UNSUPPORTED = {
+    "sin", "cos", "pow", "round", "bitwise_not", "bitwise_xor", "bitwise_lshift",
+    "bitwise_rshift", "sort", "sort32", "merge_sort", "topk", "init_sort_buf", "gather_mask",
+    "gatherb", "brcb", "createvecindex", "arith_progression", "transpose", "atomic_add",
+    "wholereducemax", "wholereducemin", "wholereducesum", "block_reduce_max",
+    "block_reduce_min", "block_reduce_sum", "mul_add_dst", "bilinear_interpolation",
+}
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    what = "has no model in tilepipe's IR" if name in _UNSUPPORTED else "is not a tile op"
+    raise _core.UnsupportedName(f"T.tile.{name} {what}", loc=_core.current_loc(),
+              hint="tilepipe's tile ops: add sub mul div max min adds muls exp ln abs sqrt "
+              "rsqrt reciprocal relu axpy cast fill broadcast compare select gather, and "
+              "sigmoid silu leaky_relu clamp row_expand_mul built from them (docs/python.md)")
