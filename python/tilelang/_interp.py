@@ -750,7 +750,40 @@ class PrimFunc:
             raise it.error(self.source.fdef, "kernel parameters must be plain positional tensors")
         return out
 
+    def usage(self):
+        """Names the body passes to vector ops and to cube ops (alloc_shared / alloc_fragment
+        take their memory from how the buffer is used, as the original infers scopes)."""
+        if getattr(self, "_usage", None) is None:
+            vec, cube = set(), set()
+            for node in ast.walk(self.source.fdef):
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    chain = []
+                    while isinstance(f, ast.Attribute):
+                        chain.append(f.attr)
+                        f = f.value
+                    name = chain[0] if chain else getattr(f, "id", "")
+                    if "tile" in chain[1:] or name.startswith("reduce"):
+                        kind = vec
+                    elif name in ("gemm", "gemm_v0", "mma"):
+                        kind = cube
+                    else:
+                        continue
+                    for a in node.args:
+                        while isinstance(a, ast.Subscript):
+                            a = a.value
+                        if isinstance(a, ast.Name):
+                            kind.add(a.id)
+                elif isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and \
+                        getattr(node.iter.func, "attr", "") == "Parallel":
+                    for n in ast.walk(node):
+                        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
+                            vec.add(n.value.id)
+            self._usage = (vec, cube)
+        return self._usage
+
     def lower_body(self, args):
+        ctx.usage = self.usage()
         it = Interpreter(self.source, args)
         body = self.source.fdef.body
         it.run_body(body)

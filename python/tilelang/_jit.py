@@ -18,7 +18,16 @@ from ._interp import PrimFunc
 CHIP = "a3"
 
 
-class PassConfigKey:
+class _KeyMeta(type):
+    def __getattr__(cls, name):
+        # Keys of the original's other back ends (TIR_*, TL_* for GPUs): accepted by name,
+        # ignored by pass_options (they have no Ascend meaning).
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return "other." + name.lower()
+
+
+class PassConfigKey(metaclass=_KeyMeta):
     TL_ASCEND_AUTO_SYNC = "tl.ascend.auto_sync"
     TL_ASCEND_MEMORY_PLANNING = "tl.ascend.memory_planning"
     TL_ASCEND_AUTO_CV_COMBINE = "tl.ascend.auto_cv_combine"
@@ -44,8 +53,9 @@ def pass_options(configs, func_attrs):
             o["vectorize"] = not on
         elif key.startswith("tilepipe."):
             o[key[len("tilepipe."):]] = on
-        elif key in (PassConfigKey.TL_DISABLE_WARP_SPECIALIZED, PassConfigKey.TL_DISABLE_TMA_LOWER):
-            pass  # GPU-only switches: nothing to map
+        elif key in (PassConfigKey.TL_DISABLE_WARP_SPECIALIZED, PassConfigKey.TL_DISABLE_TMA_LOWER) \
+                or key.startswith("other.") or key.startswith("tir."):
+            pass  # other back ends' switches: nothing to map
         else:
             raise TilelangError(
                 f"unknown pass config {key!r}",
@@ -509,11 +519,22 @@ def jit(func=None, *, out_idx=None, workspace_idx=None, pass_configs=None, targe
             return k
 
         wrapper.cache = cache
+        wrapper.__jit_impl__ = _JitInfo(target or "auto", out_idx, workspace_idx, pass_configs)
         return wrapper
 
     if func is not None and callable(func):
         return deco(func)
     return deco
+
+
+class _JitInfo:
+    """What the original exposes as `factory.__jit_impl__` (target and jit options)."""
+
+    def __init__(self, target, out_idx, workspace_idx, pass_configs):
+        self.target = target
+        self.out_idx = out_idx
+        self.workspace_idx = workspace_idx
+        self.pass_configs = pass_configs
 
 
 _cache_enabled = [True]

@@ -87,7 +87,7 @@ class _Vec:
         from .language import _alloc
 
         self.ntemp += 1
-        key = ("parallel", tuple(self.dims), dtype, self.ntemp)
+        key = ("parallel", tuple(self.dims), dtype, self.ntemp, ctx.stmt_loc)
         if key not in ctx.hidden:
             ctx.hidden[key] = _alloc("UB", list(self.dims), dtype, name=f"par_tmp{self.ntemp}")
         return _Tile(ctx.hidden[key].region(), tuple(range(len(self.dims))))

@@ -239,14 +239,24 @@ def alloc_ub(shape, dtype, *a, **kw):
     return _alloc("UB", shape, dtype)
 
 
+def _inferred(default):
+    """UB for a buffer the kernel hands to vector ops (or inside Scope("V")), else default."""
+    name = ctx.pending_name
+    vec, cube = ctx.usage
+    if ctx.scope == "V" or (name in vec and name not in cube):
+        return "UB"
+    return default
+
+
 def alloc_shared(shape, dtype, scope=None, *a, **kw):
-    """Developer-mode spelling: L1 (Cube operand staging), or UB inside Scope("V")."""
-    return _alloc("UB" if ctx.scope == "V" else "L1", shape, dtype)
+    """Developer-mode spelling: UB when the kernel uses it in vector ops (or in
+    Scope("V")), else L1 (Cube operand staging)."""
+    return _alloc(_inferred("L1"), shape, dtype)
 
 
 def alloc_fragment(shape, dtype, scope=None, *a, **kw):
-    """Developer-mode spelling: L0C (accumulator), or UB inside Scope("V")."""
-    return _alloc("UB" if ctx.scope == "V" else "L0C", shape, dtype)
+    """Developer-mode spelling: UB when used by vector ops (or in Scope("V")), else L0C."""
+    return _alloc(_inferred("L0C"), shape, dtype)
 
 
 def alloc_local(shape, dtype, *a, **kw):
@@ -384,7 +394,9 @@ _STAGE_BYTES = 16 * 1024  # one gemm_v0 staging tile in L0A / L0B (docs/python.m
 
 def _staging(scope, shape, dtype):
     """gemm_v0's L0A/L0B staging tile of one shape (shared by the calls that use it)."""
-    key = (scope, tuple(shape), dtype)
+    # one staging tile per call site: the buffer is allocated where the call is (a loop body
+    # may be the block), so it is not shared with calls in other blocks
+    key = (scope, tuple(shape), dtype, ctx.stmt_loc)
     if key not in ctx.hidden:
         tag = "l0a" if scope == "L0A" else "l0b"
         ctx.hidden[key] = _alloc(scope, list(shape), dtype,

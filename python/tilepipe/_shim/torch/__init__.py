@@ -355,6 +355,15 @@ class Tensor:
     def exp(self):
         return Tensor(_np.exp(self.a), self.dtype)
 
+    def sigmoid(self):
+        return Tensor(1.0 / (1.0 + _np.exp(-self.a.astype(_np.float32))), self.dtype)
+
+    def sqrt(self):
+        return Tensor(_np.sqrt(self.a), self.dtype)
+
+    def tanh(self):
+        return Tensor(_np.tanh(self.a), self.dtype)
+
     def softmax(self, dim):
         return nn.functional.softmax(self, dim)
 
@@ -378,6 +387,10 @@ def _shape(args):
     if len(args) == 1 and isinstance(args[0], (tuple, list, Size)):
         args = args[0]
     return tuple(_b.int(s) for s in args)
+
+
+def set_printoptions(*a, **kw):
+    pass
 
 
 def manual_seed(seed):
@@ -486,6 +499,50 @@ def matmul(a, b):
 
 def exp(t):
     return t.exp()
+
+
+def _unary_math(fn):
+    def f(t, *a, **kw):
+        return Tensor(fn(t.a.astype(_np.float32)), t.dtype)
+
+    return f
+
+
+sigmoid = _unary_math(lambda x: 1.0 / (1.0 + _np.exp(-x)))
+tanh = _unary_math(_np.tanh)
+sqrt = _unary_math(_np.sqrt)
+rsqrt = _unary_math(lambda x: 1.0 / _np.sqrt(x))
+log = _unary_math(_np.log)
+relu = _unary_math(lambda x: _np.maximum(x, 0))
+sin = _unary_math(_np.sin)
+cos = _unary_math(_np.cos)
+
+
+def split(t, size, dim=0):
+    n = t.a.shape[dim]
+    sizes = [size] * (n // size) + ([n % size] if n % size else []) if isinstance(size, _b.int) \
+        else list(size)
+    out, start = [], 0
+    for s in sizes:
+        out.append(Tensor(_np.take(t.a, range(start, start + s), axis=dim), t.dtype))
+        start += s
+    return tuple(out)
+
+
+def chunk(t, n, dim=0):
+    return split(t, -(-t.a.shape[dim] // n), dim)
+
+
+def maximum(a, b):
+    return Tensor(_np.maximum(_unwrap(a), _unwrap(b)), _dt_of(a, b))
+
+
+def minimum(a, b):
+    return Tensor(_np.minimum(_unwrap(a), _unwrap(b)), _dt_of(a, b))
+
+
+def sum(t, dim=None, keepdim=False):  # noqa: A001
+    return t.sum(dim, keepdim)
 
 
 def abs(t):  # noqa: A001

@@ -34,3 +34,24 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
 
 def relu(x):
     return Tensor(_np.maximum(x.a, 0), x.dtype)
+
+
+def gelu(x, approximate="none"):
+    a = x.a.astype(_np.float64)
+    if approximate == "tanh":
+        y = 0.5 * a * (1 + _np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3)))
+    else:
+        from math import erf
+
+        y = 0.5 * a * (1 + _np.vectorize(erf)(a / math.sqrt(2)))
+    return Tensor(y, x.dtype)
+
+
+def silu(x):
+    a = x.a.astype(_np.float32)
+    return Tensor(a / (1 + _np.exp(-a)), x.dtype)
+
+
+def sigmoid(x):
+    a = x.a.astype(_np.float32)
+    return Tensor(1 / (1 + _np.exp(-a)), x.dtype)
