@@ -264,6 +264,8 @@ class Interpreter:
         it = self.eval(s.iter)
         if s.orelse:
             raise self.error(s, "for/else is not supported")
+        if ctx.split == "probe":
+            ctx.loop_ids[id(s)] = True
         if isinstance(it, range):
             it = LoopSpec("serial", it.start, it.stop, it.step)
         elif isinstance(it, LoopSpec):
@@ -407,10 +409,24 @@ class Interpreter:
         common = 0
         while all(len(p) > common + 1 for p in paths) and len({p[common] for p in paths}) == 1:
             common += 1
+        # Each core's accesses inside one loop of its own at the common level (a Cube loop
+        # and a Vector loop over the same iterations, written one after the other): the
+        # hand-off is per iteration of those loops.
+        level = {}
+        for core in ("C", "V"):
+            mine = [p for c, _, p in accesses if c == core]
+            heads = {p[common] for p in mine}
+            level[core] = common
+            if mine and len(heads) == 1 and ctx.loop_ids.get(next(iter(heads))) and \
+                    all(len(p) > common + 1 for p in mine):
+                level[core] = common + 1
+        if level["C"] != level["V"]:
+            level = {"C": common, "V": common}
         for core in ("C", "V"):
             mine = [p for c, k, p in accesses if c == core]
             if not mine:
                 continue
+            common = level[core]
             # the anchors are statements of the common block: order by first execution
             order = []
             for p in mine:
@@ -434,7 +450,7 @@ class Interpreter:
         ctx.builder = _ext.Builder("probe", kctx.block_num, loc)
         ctx.split = "probe"
         ctx.probe, ctx.probe_cores, ctx.node_stack, ctx.gm_use = {}, set(), [], {}
-        ctx.gm_paths, ctx.hand_sync = {}, set()
+        ctx.gm_paths, ctx.hand_sync, ctx.loop_ids = {}, set(), {}
         ctx.mixed_copy = False
         names, hidden = set(ctx.names), dict(ctx.hidden)
         try:
@@ -779,6 +795,25 @@ class PrimFunc:
                     for n in ast.walk(node):
                         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
                             vec.add(n.value.id)
+            # a buffer copied to or from a vector-used one is a UB buffer too (to a fixed point)
+            copies = []
+            for node in ast.walk(self.source.fdef):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "copy":
+                    names = []
+                    for a in node.args[:2]:
+                        while isinstance(a, ast.Subscript):
+                            a = a.value
+                        names.append(a.id if isinstance(a, ast.Name) else None)
+                    if len(names) == 2 and None not in names:
+                        copies.append(names)
+            changed = True
+            while changed:
+                changed = False
+                for a, b in copies:
+                    for x, y in ((a, b), (b, a)):
+                        if x in vec and y not in vec and y not in cube:
+                            vec.add(y)
+                            changed = True
             self._usage = (vec, cube)
         return self._usage
 

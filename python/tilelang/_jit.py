@@ -305,6 +305,8 @@ class JITKernel:
                 v = full
             host[name] = v.reshape(-1)
         self._last_host = host
+        for hook in _call_hooks:
+            hook((c, host))
         r = _ext.run(c.compiled, host, mode, races, record, exact)
         self.last_run = (c, r)
         outs = []
@@ -538,6 +540,7 @@ class _JitInfo:
 
 
 _cache_enabled = [True]
+_call_hooks = []  # profiler.do_bench watching which kernels a callable runs
 
 
 def compile(prim, out_idx=None, workspace_idx=None, pass_configs=None, **kw):  # noqa: A001

@@ -1,51 +1,36 @@
-"""`tilelang.profiler`: simulated timing of a compiled kernel."""
+"""`tilelang.profiler`: simulated timing of compiled kernels."""
 
+import time
+
+from . import _jit
 from ._jit import JITKernel
-from ._core import TilelangError
 
 
 def do_bench(fn, *args, warmup=0, rep=1, _n_warmup=0, _n_repeat=1, **kw):
-    """Simulated time in ms of a JITKernel (what the original measures with events).
-    `fn` is the kernel, or a zero-argument callable wrapping one call of it."""
-    kernel, call_args = fn, args
-    if not isinstance(fn, JITKernel):
-        kernel = getattr(fn, "__self__", None)
-        if not isinstance(kernel, JITKernel):
-            # run the callable once to find the kernel it calls
-            from . import _jit
-
-            before = {id(k): k.last_run for k in _jit_kernels()}
-            fn()
-            hits = [k for k in _jit_kernels() if k.last_run is not before.get(id(k))]
-            if not hits:
-                raise TilelangError("do_bench: the callable ran no tilelang kernel",
-                                    hint="pass the kernel (or a lambda that calls it)")
-            kernel = hits[-1]
-            c, r = kernel.last_run
-            import _tilepipe
-
-            host_kernel = kernel
-            # re-run the same call in timing mode: the inputs are the last call's
-            return _time_last(host_kernel)
-    return kernel.profile(*call_args)
-
-
-def _time_last(kernel):
-    c, r = kernel.last_run
+    """Simulated time in ms of what `fn` runs on the NPU (what the original measures with
+    device events). `fn` is a JITKernel (called with `args`, or with random inputs), or a
+    callable: it runs once, and the kernels it called are re-simulated in timing mode with
+    the same inputs, their times summed. A callable that runs no tilelang kernel (a host
+    reference such as `a @ b`) is timed on the host instead (wall-clock ms)."""
+    if isinstance(fn, JITKernel):
+        return fn.profile(*args)
+    calls = []
+    _jit._call_hooks.append(calls.append)
+    t0 = time.perf_counter()
+    try:
+        fn(*args)
+    finally:
+        wall = time.perf_counter() - t0
+        _jit._call_hooks.remove(calls.append)
+    if not calls:
+        return wall * 1000.0
+    total = 0.0
     import _tilepipe
 
-    host = kernel._last_host
-    t = _tilepipe.run(c.compiled, host, "timing")
-    return t.cycles * c.compiled.us_per_cycle / 1000.0
-
-
-_KERNELS = []
-
-
-def _jit_kernels():
-    import gc
-
-    return [o for o in gc.get_objects() if isinstance(o, JITKernel)]
+    for compiled, host in calls:
+        r = _tilepipe.run(compiled.compiled, host, "timing")
+        total += r.cycles * compiled.compiled.us_per_cycle / 1000.0
+    return total
 
 
 class Profiler:

@@ -282,8 +282,26 @@ def annotate_layout(layouts):
     # costs tilepipe models for L1: accepted and recorded only (docs/python.md).
 
 
-def use_swizzle(*a, **kw):
-    pass
+def use_swizzle(index, *a, **kw):
+    """Tile-order swizzle (an L2 locality permutation on hardware): the identity here, so
+    results are the same and only the order tiles are visited in differs (docs/python.md)."""
+    return index
+
+
+def annotate_address(addresses):
+    """{buffer: byte offset}: the author's placement of on-chip buffers (kept by memory
+    planning; the verifier checks alignment and bounds)."""
+    if not isinstance(addresses, dict):
+        raise err("T.annotate_address takes a dict {buffer: byte offset}")
+    b = builder()
+    for buf, off in addresses.items():
+        if not isinstance(buf, _Buffer) or buf.scope == "GM":
+            raise err(f"T.annotate_address key {buf!r} is not an on-chip buffer")
+        o = to_index(off, "address")
+        if not isinstance(o, int):
+            raise err("T.annotate_address offsets must be compile-time integers")
+        if ctx.split is None or ctx.split == ("C" if buf.scope in _CUBE else "V"):
+            b.pin(buf.ext, o)
 
 
 # ---- bounds padding: out-of-range GM tiles (the original clamps them) ----
@@ -696,3 +714,26 @@ def __getattr__(name):
     raise _core.UnsupportedName(f"T.{name} is not supported by tilepipe's front end",
                                 loc=_core.current_loc(),
                                 hint="see docs/python.md for the supported language")
+
+
+def And(*xs):
+    from .._interp import Interpreter
+
+    v = xs[0]
+    for x in xs[1:]:
+        v = Interpreter.logical(None, v, x, True)
+    return v
+
+
+def Or(*xs):
+    from .._interp import Interpreter
+
+    v = xs[0]
+    for x in xs[1:]:
+        v = Interpreter.logical(None, v, x, False)
+    return v
+
+
+def Not(x):
+    x = to_index(x) if not isinstance(x, bool) else x
+    return (x == 0) if isinstance(x, _ext.Expr) else (not x)

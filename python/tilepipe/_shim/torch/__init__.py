@@ -497,6 +497,14 @@ def matmul(a, b):
     return a @ b
 
 
+def einsum(eq, *ts):
+    return Tensor(_np.einsum(eq, *[_unwrap(t).astype(_np.float32) for t in ts]), _dt_of(*ts))
+
+
+def bmm(a, b):
+    return a @ b
+
+
 def exp(t):
     return t.exp()
 
