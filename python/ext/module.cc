@@ -107,6 +107,8 @@ ir::Expr to_expr(const py::handle& h) {
   if (py::isinstance<PyExpr>(h)) return h.cast<PyExpr&>().e;
   if (py::isinstance<py::bool_>(h)) return ir::make_int(h.cast<bool>() ? 1 : 0);
   if (py::isinstance<py::int_>(h)) return ir::make_int(h.cast<int64_t>());
+  if (py::hasattr(h, "__index__"))  // numpy integers, bound symbolic dims
+    return ir::make_int(h.attr("__index__")().cast<int64_t>());
   throw py::type_error(fmt::format("expected an integer expression, found {}",
                                    py::str(py::type::of(h)).cast<std::string>()));
 }

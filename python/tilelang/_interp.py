@@ -186,12 +186,26 @@ class Interpreter:
                 self.assign(t, v, node)
         elif isinstance(target, ast.Subscript):
             obj = self.eval(target.value)
+            if isinstance(obj, Buffer) and obj.scope == "UB":
+                # One element of a UB buffer: a one-element copy (from an element of another
+                # buffer) or fill (a number or an integer expression); nothing else is
+                # expressible without scalar stores.
+                from . import language as T
+
+                dst = obj[self.eval(target.slice)]
+                if isinstance(value, Region) and value.elements() == 1:
+                    T.copy(value, dst)
+                    return
+                if isinstance(value, (int, float, Expr)) and dst.elements() == 1:
+                    T.tile.fill(dst, value)
+                    return
             if isinstance(obj, (Buffer, Region)):
                 raise self.error(
                     node,
                     f"element assignment to '{obj.buffer.name if isinstance(obj, Region) else obj.name}'"
                     " is not supported: tilepipe's IR has no scalar stores",
-                    hint="write whole tiles with T.tile.* ops or T.copy")
+                    hint="assign an element of a UB buffer from another element or a number, or "
+                    "write whole tiles with T.tile.* ops or T.copy")
             obj[self.eval(target.slice)] = value
         elif isinstance(target, ast.Attribute):
             setattr(self.eval(target.value), target.attr, value)
@@ -596,6 +610,14 @@ class Interpreter:
                                      "compile-time values")
                 raise self.error(node, "'/' on a run-time integer expression",
                                  hint="use '//' (floor division)")
+            if isinstance(b, int) and not isinstance(b, bool) and b >= 0:
+                # shifts and masks by constants on (non-negative) indices
+                if isinstance(op, ast.LShift):
+                    return a * (1 << b)
+                if isinstance(op, ast.RShift):
+                    return a // (1 << b)
+                if isinstance(op, ast.BitAnd) and (b & (b + 1)) == 0:
+                    return a % (b + 1)
             if isinstance(op, (ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift,
                                ast.RShift)):
                 raise self.error(node, f"operator {type(op).__name__} on a run-time value is not "

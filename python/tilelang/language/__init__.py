@@ -343,6 +343,22 @@ def _origin(r, other):
     return Region(r.buffer, r.starts, extents, [False] * len(extents))
 
 
+def _prefix(s, d, pad):
+    """A GM tile smaller than its UB destination (the original copies it into the leading
+    part and pads the rest with pad_value): fill the tile with pad_value (or leave it), then
+    copy into the leading rows / columns that match the source's extents."""
+    se = [e for e in s.extents if e != 1] or [1]
+    lead = [i for i, e in enumerate(d.extents) if e != 1]
+    if len(se) > len(lead) or any(d.extents[i] < e for i, e in zip(lead, se)):
+        return d  # not a prefix: the verifier reports the size mismatch
+    if pad is not None and _gate("V"):
+        builder().tile_op("fill", d.tup(), [], float(pad), "EQ", _core.current_loc())
+    extents = list(d.extents)
+    for i, e in zip(lead, se):
+        extents[i] = e
+    return Region(d.buffer, d.starts, extents, [False] * len(extents))
+
+
 def _copy_core(ss, ds):
     if "UB" in (ss, ds):
         return "X" if (ss in _CUBE or ds in _CUBE) else "V"
@@ -358,6 +374,8 @@ def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
     pad = None
     if pad_value is not None:
         pad = float(resolve(pad_value))
+    if s.elements() < d.elements() and s.buffer.scope == "GM" and d.buffer.scope == "UB":
+        d = _prefix(s, d, pad)
     core = _copy_core(s.buffer.scope, d.buffer.scope)
     if ctx.split == "probe":
         if core == "X":
@@ -606,8 +624,15 @@ def wait_cross_flag(flag_id, *a, **kw):
 # ---- scalar helpers ----
 
 
+def _try_resolve(x):
+    try:
+        return resolve(x)
+    except TilelangError:
+        return x  # an unbound symbolic dim: stays symbolic until the call binds it
+
+
 def ceildiv(a, b):
-    a, b = resolve(a), resolve(b)
+    a, b = _try_resolve(a), _try_resolve(b)
     if isinstance(a, Sym) or isinstance(b, Sym):
         return (a + b - 1) // b
     if isinstance(a, int) and isinstance(b, int):

@@ -12,6 +12,8 @@ _CMP = {"EQ": "EQ", "NE": "NE", "GT": "GT", "GE": "GE", "LT": "LT", "LE": "LE",
 
 def _scalar(x, what):
     x = resolve(x)
+    if isinstance(x, Buffer) and len(x.shape) and all(d == 1 for d in x.shape):
+        x = x.region()  # a one-element buffer read by the scalar unit
     if isinstance(x, Region):
         if x.elements() != 1:
             raise err(f"{what}: a slice with {x.elements()} elements used as a scalar",

@@ -170,6 +170,11 @@ class Tensor:
     def item(self):
         return self.a.item()
 
+    def __getattr__(self, name):
+        if name.startswith("_") or name == "a":
+            raise AttributeError(name)
+        return _np_fallback(name, self)
+
     def tolist(self):
         return self.a.tolist()
 
@@ -274,6 +279,12 @@ class Tensor:
         self.a[...] = _conv(_rng[0].uniform(a, b, self.a.shape), self.dtype)
         return self
 
+    def new_zeros(self, *shape, dtype=None, **kw):
+        return Tensor(_np.zeros(_shape(shape)), dtype or self.dtype)
+
+    def new_ones(self, *shape, dtype=None, **kw):
+        return Tensor(_np.ones(_shape(shape)), dtype or self.dtype)
+
     def zero_(self):
         self.a[...] = 0
         return self
@@ -372,6 +383,42 @@ class Tensor:
 
     def any(self):
         return Tensor(_np.any(self.a), bool)
+
+
+def _wrap_np(r, like=None):
+    if isinstance(r, _np.ndarray):
+        return Tensor(r, bool if r.dtype == _np.bool_ else (like.dtype if like is not None and
+                                                             r.dtype.kind == "f" else None))
+    if isinstance(r, tuple):
+        return tuple(_wrap_np(x, like) for x in r)
+    return r
+
+
+_NP_ALIASES = {"clamp": "clip", "clip": "clip", "amax": "amax", "amin": "amin",
+               "pow": "power", "div": "true_divide", "mul": "multiply", "sub": "subtract",
+               "neg": "negative", "argmax": "argmax", "argmin": "argmin", "square": "square"}
+
+
+def _np_fallback(name, self=None):
+    """Any other torch function or method of the same name as a numpy function (isnan,
+    isinf, where, clip, ...), applied to the arrays; dim= becomes axis=."""
+    f = getattr(_np, _NP_ALIASES.get(name, name), None)
+    if name in ("clamp", "clip"):
+        def f(a, min=None, max=None):  # noqa: A002
+            return _np.clip(a, min, max)
+    if not callable(f):
+        raise AttributeError(f"torch shim (tilepipe run-py): no '{name}'")
+
+    def call(*args, **kw):
+        if "dim" in kw:
+            kw["axis"] = kw.pop("dim")
+        if "keepdim" in kw:
+            kw["keepdims"] = kw.pop("keepdim")
+        args = ([self] if self is not None else []) + list(args)
+        like = next((a for a in args if isinstance(a, Tensor)), None)
+        return _wrap_np(f(*[_unwrap(a) for a in args], **kw), like)
+
+    return call
 
 
 def _idx(idx):
@@ -474,6 +521,30 @@ def tensor(data, dtype=None, device=None, **kw):
     if dtype is None:
         dtype = int64 if a.dtype.kind in "iu" else (bool if a.dtype.kind == "b" else _default_dtype)
     return Tensor(a, dtype)
+
+
+def softmax(t, dim=-1, dtype=None):
+    return nn.functional.softmax(t, dim, dtype)
+
+
+def randperm(n, dtype=None, device=None, **kw):
+    return Tensor(_rng[0].permutation(_b.int(n)), dtype or int64)
+
+
+class LongTensor(Tensor):
+    pass
+
+
+class IntTensor(Tensor):
+    pass
+
+
+class FloatTensor(Tensor):
+    pass
+
+
+class HalfTensor(Tensor):
+    pass
 
 
 def from_numpy(a):
@@ -587,3 +658,9 @@ class no_grad:
 
 
 from . import cuda, npu, nn, testing  # noqa: E402,F401
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _np_fallback(name)

@@ -55,3 +55,31 @@ def silu(x):
 def sigmoid(x):
     a = x.a.astype(_np.float32)
     return Tensor(1 / (1 + _np.exp(-a)), x.dtype)
+
+
+def group_norm(x, num_groups, weight=None, bias=None, eps=1e-5):
+    a = x.a.astype(_np.float32)
+    n, c = a.shape[0], a.shape[1]
+    g = a.reshape(n, num_groups, -1)
+    mean = g.mean(axis=-1, keepdims=True)
+    var = g.var(axis=-1, keepdims=True)
+    y = ((g - mean) / _np.sqrt(var + eps)).reshape(a.shape)
+    shape = [1, c] + [1] * (a.ndim - 2)
+    if weight is not None:
+        y = y * weight.a.astype(_np.float32).reshape(shape)
+    if bias is not None:
+        y = y + bias.a.astype(_np.float32).reshape(shape)
+    return Tensor(y, x.dtype)
+
+
+def layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    a = x.a.astype(_np.float32)
+    axes = tuple(range(a.ndim - len(tuple(normalized_shape)), a.ndim))
+    mean = a.mean(axis=axes, keepdims=True)
+    var = a.var(axis=axes, keepdims=True)
+    y = (a - mean) / _np.sqrt(var + eps)
+    if weight is not None:
+        y = y * weight.a.astype(_np.float32)
+    if bias is not None:
+        y = y + bias.a.astype(_np.float32)
+    return Tensor(y, x.dtype)
