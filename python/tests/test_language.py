@@ -539,13 +539,39 @@ def test_element_store_is_rejected():
         @T.prim_func
         def main(A: T.Tensor((2, 8), "float32")):
             with T.Kernel(1, is_npu=True) as (cid, vid):
-                x = T.alloc_ub((8,), "float32")
-                with T.Scope("V"):
-                    x[0] = 1.0  # MARK-store
+                x = T.alloc_L1((16, 16), "float16")
+                with T.Scope("C"):
+                    x[0, 0] = 1.0  # MARK-store
 
         return main
 
     expect(f, "no scalar stores", line_marker="# MARK-store")
+
+
+@tilelang.jit(out_idx=[1])
+def element_stores(N):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            y = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.fill(y, 0.0)
+                for i in T.serial(N // 8):
+                    y[i * 8] = x[(N // 8 - 1 - i) * 8]  # one-element copy (32-byte aligned)
+                y[N - 8] = 7.0  # one-element fill
+                T.copy(y, B[vid, :])
+
+    return main
+
+
+def test_element_stores_of_ub_buffers():
+    a = rand(2, 64)
+    ref = np.zeros_like(a)
+    ref[:, 0::8] = a[:, 0::8][:, ::-1]
+    ref[:, 56] = 7.0
+    np.testing.assert_array_equal(element_stores(64)(a), ref)
 
 
 def test_alloc_var_is_rejected_with_a_fix():
