@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 runs="${1:-20000}"
 jobs="${TILEPIPE_JOBS:-$(nproc)}"
 cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ \
-  -DTILEPIPE_FUZZ=ON -DTILEPIPE_BENCH=OFF >/dev/null
+  -DTILEPIPE_FUZZ=ON -DTILEPIPE_BENCH=OFF -DTILEPIPE_PYTHON=OFF >/dev/null
 ninja -C build-fuzz -j "$jobs" chip_config_fuzz params_fuzz
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

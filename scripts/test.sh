@@ -8,6 +8,8 @@ scripts/setup.sh
 jobs="${TILEPIPE_JOBS:-$(nproc)}"
 scripts/build.sh release
 ctest --test-dir build --output-on-failure -j "$jobs"
+# The Python front end (python/): its pytest suite on Debian's python3 and the release module.
+TILEPIPE_BUILD_DIR="$PWD/build" /usr/bin/python3 -m pytest -q python/tests
 scripts/build.sh asan
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j "$jobs"

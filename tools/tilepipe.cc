@@ -384,7 +384,33 @@ int fail(int code, const std::string& message) {
   return code;
 }
 
+/// `tilepipe run-py FILE.py [args]`: runs a TileLang-Ascend script with the Python front end
+/// (python/tilelang) on Debian's python3, the package and the extension module found in the
+/// source and build trees (no installation). Everything after FILE.py is the script's.
+int cmd_run_py(int argc, char** argv) {
+#ifdef TILEPIPE_PYTHON_EXE
+  std::string path = std::string(TILEPIPE_PYTHON_DIR) + ":" + TILEPIPE_PYMODULE_DIR;
+  if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
+  setenv("PYTHONPATH", path.c_str(), 1);
+  setenv("TILEPIPE_BUILD_DIR", TILEPIPE_PYMODULE_DIR, 1);
+  std::vector<char*> args = {const_cast<char*>(TILEPIPE_PYTHON_EXE), const_cast<char*>("-m"),
+                             const_cast<char*>("tilepipe")};
+  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
+  args.push_back(nullptr);
+  execv(TILEPIPE_PYTHON_EXE, args.data());
+  return fail(kExitInternal, fmt::format("tilepipe run-py: cannot run {}: {}", TILEPIPE_PYTHON_EXE,
+                                         std::strerror(errno)));
+#else
+  (void)argc;
+  (void)argv;
+  return fail(kExitBadInput,
+              "tilepipe run-py: this build has no Python front end (configure with "
+              "-DTILEPIPE_PYTHON=ON after scripts/setup.sh)");
+#endif
+}
+
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "run-py") return cmd_run_py(argc, argv);
   for (int i = 1; i < argc; ++i) g_json = g_json || std::string(argv[i]) == "--json";
   CLI::App app{"tilepipe: tile-level kernels for Ascend A2/A3, compiled and simulated"};
   app.require_subcommand(1);
@@ -451,6 +477,11 @@ int main(int argc, char** argv) {
   tune->add_flag("--no-cache", tune_args.no_cache, "do not read or write the cache");
   tune->add_option("--html", tune_args.html, "write an HTML report with the heat map");
   tune->add_flag("--json", tune_args.json, "print one JSON object on stdout");
+
+  // Listed for --help only: main() hands `run-py` to Python before parsing.
+  app.add_subcommand("run-py",
+                     "run a TileLang-Ascend Python script: tilepipe run-py FILE.py [args...]")
+      ->allow_extras();
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,749 @@
+// The pybind11 extension behind the Python front end (python/tilelang): tile IR is built
+// through lang::KernelBuilder's imperative builder (explicit source locations: the user's
+// Python file:line), then verified, transformed, lowered and simulated by the same library
+// the C++ kernels use. Python owns the language (ast walk, closures, shapes); this module
+// owns nothing but the calls into the C++ layers.
+#include <fmt/format.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tilepipe/advisor.h"
+#include "tilepipe/chip.h"
+#include "tilepipe/html.h"
+#include "tilepipe/ir.h"
+#include "tilepipe/lang.h"
+#include "tilepipe/lower.h"
+#include "tilepipe/passes.h"
+#include "tilepipe/prof.h"
+#include "tilepipe/sim.h"
+#include "tilepipe/verify.h"
+
+namespace py = pybind11;
+using namespace tilepipe;
+
+namespace {
+
+// ---- Python exceptions carrying diagnostics ----
+
+py::object g_tilepipe_error;  // tilelang's TilepipeError (set from Python at import)
+
+[[noreturn]] void raise_diags(const std::vector<Diagnostic>& diags) {
+  std::string msg;
+  py::list items;
+  for (const auto& d : diags) {
+    if (!msg.empty()) msg += "\n";
+    msg += d.str();
+    py::dict item;
+    item["file"] = d.loc.file;
+    item["line"] = d.loc.line;
+    item["kind"] = d.kind;
+    item["message"] = d.message;
+    item["hint"] = d.hint;
+    item["notes"] = d.notes;
+    items.append(item);
+  }
+  if (g_tilepipe_error.is_none() || !g_tilepipe_error) throw std::runtime_error(msg);
+  py::object exc = g_tilepipe_error(msg, items);
+  PyErr_SetObject(g_tilepipe_error.ptr(), exc.ptr());
+  throw py::error_already_set();
+}
+
+template <class F>
+auto guarded(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const UserError& e) {
+    raise_diags(e.diagnostics());
+  } catch (const lang::BuildError& e) {
+    raise_diags({Diagnostic{e.loc, "build", e.message, {}, ""}});
+  } catch (const ConfigError& e) {
+    throw std::runtime_error(e.message);
+  }
+}
+
+ir::Loc make_loc(const py::object& loc) {
+  if (loc.is_none()) return {};
+  auto t = loc.cast<py::tuple>();
+  ir::Loc l;
+  l.file = t[0].cast<std::string>();
+  l.line = t[1].cast<int>();
+  if (t.size() > 2) l.column = t[2].cast<int>();
+  return l;
+}
+
+ir::DType dtype_of(const std::string& s) {
+  if (s == "f16") return ir::DType::F16;
+  if (s == "bf16") return ir::DType::BF16;
+  if (s == "f32") return ir::DType::F32;
+  if (s == "i32") return ir::DType::I32;
+  if (s == "i8") return ir::DType::I8;
+  if (s == "u8") return ir::DType::U8;
+  throw std::invalid_argument("unknown dtype " + s);
+}
+
+ir::Pipe pipe_of(const std::string& s) {
+  auto p = ir::pipe_from_string(s);
+  if (!p) throw std::invalid_argument("unknown pipe " + s);
+  return *p;
+}
+
+// ---- expressions ----
+
+struct PyExpr {
+  ir::Expr e;
+};
+
+ir::Expr to_expr(const py::handle& h) {
+  if (py::isinstance<PyExpr>(h)) return h.cast<PyExpr&>().e;
+  if (py::isinstance<py::bool_>(h)) return ir::make_int(h.cast<bool>() ? 1 : 0);
+  if (py::isinstance<py::int_>(h)) return ir::make_int(h.cast<int64_t>());
+  if (py::hasattr(h, "__index__"))  // numpy integers, bound symbolic dims
+    return ir::make_int(h.attr("__index__")().cast<int64_t>());
+  throw py::type_error(fmt::format("expected an integer expression, found {}",
+                                   py::str(py::type::of(h)).cast<std::string>()));
+}
+
+PyExpr bin(ir::BinOp op, const py::handle& a, const py::handle& b) {
+  ir::Expr x = to_expr(a), y = to_expr(b);
+  auto cx = ir::as_const(x), cy = ir::as_const(y);
+  if (cx && cy) return {ir::make_int(ir::eval_binop(op, *cx, *cy))};
+  // Light folding keeps printed IR readable: x + 0, x * 1, x * 0.
+  if (op == ir::BinOp::Add && cy && *cy == 0) return {x};
+  if (op == ir::BinOp::Add && cx && *cx == 0) return {y};
+  if (op == ir::BinOp::Sub && cy && *cy == 0) return {x};
+  if (op == ir::BinOp::Mul && cy && *cy == 1) return {x};
+  if (op == ir::BinOp::Mul && cx && *cx == 1) return {y};
+  if (op == ir::BinOp::Mul && ((cy && *cy == 0) || (cx && *cx == 0))) return {ir::make_int(0)};
+  if (op == ir::BinOp::Div && cy && *cy == 1) return {x};
+  return {ir::make_binary(op, x, y)};
+}
+
+/// Linear form of an expression: constant + sum(coef * atom), atoms keyed structurally.
+struct Linear {
+  int64_t c = 0;
+  std::map<std::string, int64_t> terms;
+};
+
+std::string key_of(const ir::Expr& e) {
+  return std::visit(
+      [&](const auto& n) -> std::string {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, ir::IntImm>) return std::to_string(n.value);
+        if constexpr (std::is_same_v<T, ir::VarRef>) return "v" + std::to_string(n.var->id);
+        if constexpr (std::is_same_v<T, ir::CoreIdx>) return "cid";
+        if constexpr (std::is_same_v<T, ir::VecIdx>) return "vid";
+        if constexpr (std::is_same_v<T, ir::Binary>)
+          return fmt::format("({} {} {})", key_of(n.a), ir::to_string(n.op), key_of(n.b));
+        if constexpr (std::is_same_v<T, ir::Select>)
+          return fmt::format("sel({},{},{})", key_of(n.cond), key_of(n.then_value),
+                             key_of(n.else_value));
+        if constexpr (std::is_same_v<T, ir::Load>) {
+          std::string s = "load" + std::to_string(n.buffer->id) + "[";
+          for (const auto& i : n.index) s += key_of(i) + ",";
+          return s + "]";
+        }
+      },
+      e->node);
+}
+
+Linear linear(const ir::Expr& e) {
+  Linear l;
+  if (auto c = ir::as_const(e)) {
+    l.c = *c;
+    return l;
+  }
+  if (auto* b = std::get_if<ir::Binary>(&e->node)) {
+    if (b->op == ir::BinOp::Add || b->op == ir::BinOp::Sub) {
+      Linear x = linear(b->a), y = linear(b->b);
+      int64_t s = b->op == ir::BinOp::Add ? 1 : -1;
+      x.c += s * y.c;
+      for (auto& [k, v] : y.terms) x.terms[k] += s * v;
+      return x;
+    }
+    if (b->op == ir::BinOp::Div) {
+      // (64 * vid + 64) / 2 = 32 * vid + 32: exact when every coefficient divides.
+      auto d = ir::as_const(b->b);
+      if (d && *d > 0) {
+        Linear x = linear(b->a);
+        bool exact = x.c % *d == 0;
+        for (auto& [_, v] : x.terms) exact = exact && v % *d == 0;
+        if (exact) {
+          x.c /= *d;
+          for (auto& [_, v] : x.terms) v /= *d;
+          return x;
+        }
+      }
+    }
+    if (b->op == ir::BinOp::Mul) {
+      auto ca = ir::as_const(b->a), cb = ir::as_const(b->b);
+      if (ca || cb) {
+        Linear x = linear(ca ? b->b : b->a);
+        int64_t k = ca ? *ca : *cb;
+        x.c *= k;
+        for (auto& [_, v] : x.terms) v *= k;
+        return x;
+      }
+    }
+  }
+  l.terms[key_of(e)] = 1;
+  return l;
+}
+
+/// b - a when it is a constant (slice extents `x : x + 64`).
+std::optional<int64_t> const_diff(const py::handle& a, const py::handle& b) {
+  Linear x = linear(to_expr(a)), y = linear(to_expr(b));
+  int64_t c = y.c - x.c;
+  for (auto& [k, v] : x.terms) y.terms[k] -= v;
+  for (auto& [_, v] : y.terms)
+    if (v != 0) return std::nullopt;
+  return c;
+}
+
+/// Interval of an expression given intervals of loop variables (by id), cid in
+/// [0, block_num) and vid in [0, 1]. nullopt when it reads memory or is unbounded.
+using Intervals = std::map<int, std::pair<int64_t, int64_t>>;
+std::optional<std::pair<int64_t, int64_t>> bounds(const ir::Expr& e, const Intervals& vars,
+                                                  int64_t block_num) {
+  using R = std::optional<std::pair<int64_t, int64_t>>;
+  return std::visit(
+      [&](const auto& n) -> R {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, ir::IntImm>) return std::pair{n.value, n.value};
+        if constexpr (std::is_same_v<T, ir::CoreIdx>)
+          return std::pair<int64_t, int64_t>{0, block_num - 1};
+        if constexpr (std::is_same_v<T, ir::VecIdx>) return std::pair<int64_t, int64_t>{0, 1};
+        if constexpr (std::is_same_v<T, ir::VarRef>) {
+          auto it = vars.find(n.var->id);
+          if (it == vars.end()) return std::nullopt;
+          return it->second;
+        }
+        if constexpr (std::is_same_v<T, ir::Select>) {
+          auto t = bounds(n.then_value, vars, block_num), f = bounds(n.else_value, vars, block_num);
+          if (!t || !f) return std::nullopt;
+          return std::pair{std::min(t->first, f->first), std::max(t->second, f->second)};
+        }
+        if constexpr (std::is_same_v<T, ir::Binary>) {
+          auto a = bounds(n.a, vars, block_num), b = bounds(n.b, vars, block_num);
+          if (!a || !b) return std::nullopt;
+          auto [al, ah] = *a;
+          auto [bl, bh] = *b;
+          switch (n.op) {
+            case ir::BinOp::Add:
+              return std::pair{al + bl, ah + bh};
+            case ir::BinOp::Sub:
+              return std::pair{al - bh, ah - bl};
+            case ir::BinOp::Mul: {
+              int64_t c[4] = {al * bl, al * bh, ah * bl, ah * bh};
+              return std::pair{*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
+            }
+            case ir::BinOp::Div:
+              if (bl <= 0) return std::nullopt;
+              return std::pair{ir::eval_binop(ir::BinOp::Div, al, al < 0 ? bl : bh),
+                               ir::eval_binop(ir::BinOp::Div, ah, ah < 0 ? bh : bl)};
+            case ir::BinOp::Mod:
+              if (bl <= 0) return std::nullopt;
+              if (al >= 0 && ah < bl) return std::pair{al, ah};
+              return std::pair<int64_t, int64_t>{0, bh - 1};
+            case ir::BinOp::Min:
+              return std::pair{std::min(al, bl), std::min(ah, bh)};
+            case ir::BinOp::Max:
+              return std::pair{std::max(al, bl), std::max(ah, bh)};
+            default:
+              return std::pair<int64_t, int64_t>{0, 1};
+          }
+        }
+        return std::nullopt;
+      },
+      e->node);
+}
+
+// ---- regions and operands ----
+
+struct PyBuffer {
+  ir::Buffer b;
+};
+
+/// (buffer, [start exprs], [extents]) -> ir::Region
+ir::Region to_region(const py::handle& h) {
+  auto t = h.cast<py::tuple>();
+  ir::Region r;
+  r.buffer = t[0].cast<PyBuffer&>().b;
+  for (auto s : t[1].cast<py::list>()) r.start.push_back(to_expr(s));
+  for (auto x : t[2].cast<py::list>()) r.extent.push_back(x.cast<int64_t>());
+  return r;
+}
+
+ir::ScalarOperand to_scalar(const py::handle& h) {
+  if (py::isinstance<py::tuple>(h)) return {to_region(h)};
+  if (py::isinstance<PyExpr>(h)) return {h.cast<PyExpr&>().e};
+  if (py::isinstance<py::float_>(h)) return {h.cast<double>()};
+  if (py::isinstance<py::int_>(h)) return {static_cast<double>(h.cast<int64_t>())};
+  throw py::type_error("expected a scalar operand (number, integer expression or element)");
+}
+
+ir::TileOpKind tile_kind(const std::string& s) {
+  static const std::map<std::string, ir::TileOpKind> m = {
+      {"add", ir::TileOpKind::Add},
+      {"sub", ir::TileOpKind::Sub},
+      {"mul", ir::TileOpKind::Mul},
+      {"div", ir::TileOpKind::Div},
+      {"max", ir::TileOpKind::Max},
+      {"min", ir::TileOpKind::Min},
+      {"exp", ir::TileOpKind::Exp},
+      {"ln", ir::TileOpKind::Ln},
+      {"abs", ir::TileOpKind::Abs},
+      {"sqrt", ir::TileOpKind::Sqrt},
+      {"rsqrt", ir::TileOpKind::Rsqrt},
+      {"reciprocal", ir::TileOpKind::Reciprocal},
+      {"relu", ir::TileOpKind::Relu},
+      {"axpy", ir::TileOpKind::Axpy},
+      {"cast", ir::TileOpKind::Cast},
+      {"fill", ir::TileOpKind::Fill},
+      {"broadcast", ir::TileOpKind::Broadcast},
+      {"compare", ir::TileOpKind::Compare},
+      {"select", ir::TileOpKind::SelectOp},
+      {"gather", ir::TileOpKind::Gather}};
+  auto it = m.find(s);
+  if (it == m.end()) throw std::invalid_argument("unknown tile op " + s);
+  return it->second;
+}
+
+ir::CmpMode cmp_of(const std::string& s) {
+  static const std::map<std::string, ir::CmpMode> m = {
+      {"EQ", ir::CmpMode::EQ}, {"NE", ir::CmpMode::NE}, {"GT", ir::CmpMode::GT},
+      {"GE", ir::CmpMode::GE}, {"LT", ir::CmpMode::LT}, {"LE", ir::CmpMode::LE}};
+  auto it = m.find(s);
+  if (it == m.end()) throw std::invalid_argument("unknown compare mode " + s);
+  return it->second;
+}
+
+// ---- the builder ----
+
+class Builder {
+ public:
+  Builder(const std::string& name, int64_t block_num, const py::object& loc)
+      : kb_(std::make_unique<lang::KernelBuilder>(name, block_num)) {
+    loc_ = make_loc(loc);
+  }
+  PyBuffer param(const std::string& name, std::vector<int64_t> shape, const std::string& dtype,
+                 const std::string& role, const py::object& loc) {
+    return guarded([&] {
+      // KernelBuilder records the C++ call site; the Python location is set on the buffer
+      // node through a fresh buffer with the same identity fields.
+      lang::Tensor t = role == "output"      ? kb_->output(name, shape, dtype_of(dtype))
+                       : role == "workspace" ? kb_->workspace(name, shape, dtype_of(dtype))
+                                             : kb_->input(name, shape, dtype_of(dtype));
+      auto* node = const_cast<ir::BufferNode*>(t.ir().get());
+      node->loc = make_loc(loc);  // the node is not shared yet: only this builder holds it
+      return PyBuffer{t.ir()};
+    });
+  }
+  PyBuffer alloc(const std::string& name, const std::string& scope, std::vector<int64_t> shape,
+                 const std::string& dtype, const py::object& loc) {
+    static const std::map<std::string, ir::Scope> scopes = {{"L1", ir::Scope::L1},
+                                                            {"L0A", ir::Scope::L0A},
+                                                            {"L0B", ir::Scope::L0B},
+                                                            {"L0C", ir::Scope::L0C},
+                                                            {"UB", ir::Scope::UB}};
+    return guarded([&] {
+      return PyBuffer{
+          kb_->alloc(name, scopes.at(scope), shape, dtype_of(dtype), make_loc(loc)).ir()};
+    });
+  }
+  PyExpr begin_for(const std::string& var, const py::object& b, const py::object& e, int64_t step,
+                   const std::string& kind, int stages, int cross, const py::object& loc) {
+    ir::ForKind k = kind == "parallel"    ? ir::ForKind::Parallel
+                    : kind == "pipelined" ? ir::ForKind::Pipelined
+                                          : ir::ForKind::Serial;
+    return guarded([&] {
+      lang::Ex v = kb_->begin_for(var, lang::Ex(to_expr(b)), lang::Ex(to_expr(e)), step, k,
+                                  lang::PipelineOpts{stages, cross}, make_loc(loc));
+      return PyExpr{v.ir()};
+    });
+  }
+  void end_for(const py::object& loc) {
+    guarded([&] { kb_->end_for(make_loc(loc)); });
+  }
+  void begin_scope(const std::string& kind, const py::object& loc) {
+    guarded(
+        [&] { kb_->begin_scope(kind == "C" ? ir::CoreKind::C : ir::CoreKind::V, make_loc(loc)); });
+  }
+  void end_scope(const py::object& loc) {
+    guarded([&] { kb_->end_scope(make_loc(loc)); });
+  }
+  void begin_if(const py::object& c, const py::object& loc) {
+    guarded([&] { kb_->begin_if(lang::Ex(to_expr(c)), make_loc(loc)); });
+  }
+  void begin_else(const py::object& loc) {
+    guarded([&] { kb_->begin_else(make_loc(loc)); });
+  }
+  void end_if(const py::object& loc) {
+    guarded([&] { kb_->end_if(make_loc(loc)); });
+  }
+  void copy(const py::object& src, const py::object& dst, bool transpose, std::optional<double> pad,
+            const py::object& loc) {
+    emit(ir::CopyStmt{to_region(src), to_region(dst), transpose, pad}, loc);
+  }
+  void gemm(const py::object& a, const py::object& b, const py::object& c, bool ta, bool tb,
+            bool init, const py::object& loc) {
+    emit(ir::GemmStmt{to_region(a), to_region(b), to_region(c), ta, tb, init}, loc);
+  }
+  void tile_op(const std::string& kind, const py::object& dst, const py::list& srcs,
+               const py::object& scalar, const std::string& cmp, const py::object& loc) {
+    ir::TileOpStmt s;
+    s.op = tile_kind(kind);
+    s.dst = to_region(dst);
+    for (auto r : srcs) s.srcs.push_back(to_region(r));
+    if (!scalar.is_none()) s.scalar = to_scalar(scalar);
+    s.cmp = cmp_of(cmp);
+    emit(std::move(s), loc);
+  }
+  void reduce(const std::string& kind, const py::object& src, const py::object& dst, int dim,
+              bool clear, const py::object& loc) {
+    ir::ReduceKind k = kind == "max"   ? ir::ReduceKind::Max
+                       : kind == "min" ? ir::ReduceKind::Min
+                                       : ir::ReduceKind::Sum;
+    emit(ir::ReduceStmt{k, to_region(src), to_region(dst), dim, clear}, loc);
+  }
+  void set_flag(const std::string& s, const std::string& d, const py::object& id,
+                const py::object& loc) {
+    emit(ir::SetFlagStmt{pipe_of(s), pipe_of(d), to_expr(id)}, loc);
+  }
+  void wait_flag(const std::string& s, const std::string& d, const py::object& id,
+                 const py::object& loc) {
+    emit(ir::WaitFlagStmt{pipe_of(s), pipe_of(d), to_expr(id)}, loc);
+  }
+  void pipe_barrier(const std::string& p, const py::object& loc) {
+    emit(ir::PipeBarrierStmt{pipe_of(p)}, loc);
+  }
+  void set_cross_flag(const std::string& p, const py::object& id, int mode, const py::object& loc) {
+    emit(ir::SetCrossFlagStmt{pipe_of(p), to_expr(id), mode}, loc);
+  }
+  void wait_cross_flag(const py::object& id, const py::object& loc) {
+    emit(ir::WaitCrossFlagStmt{to_expr(id)}, loc);
+  }
+  void pin(const PyBuffer& b, int64_t offset) { kb_->pin(b.b, offset); }
+  ir::Program finish() {
+    return guarded([&] {
+      ir::Program p = kb_->finish();
+      p.loc = loc_;
+      kb_.reset();
+      return p;
+    });
+  }
+
+ private:
+  template <class T>
+  void emit(T node, const py::object& loc) {
+    if (!kb_) throw std::runtime_error("builder already finished");
+    kb_->emit(ir::make_stmt(std::move(node), make_loc(loc)));
+  }
+  std::unique_ptr<lang::KernelBuilder> kb_;
+  ir::Loc loc_;
+};
+
+// ---- compile and run ----
+
+struct Compiled {
+  ir::Program program;  // after the passes
+  lower::LoweredProgram lowered;
+  ChipConfig chip;
+  double compile_wall_s = 0;
+};
+
+passes::PassOptions pass_options(const py::dict& opts) {
+  passes::PassOptions o;
+  for (auto [k, v] : opts) {
+    std::string key = k.cast<std::string>();
+    bool on = v.cast<bool>();
+    if (key == "auto_sync")
+      o.auto_sync = on;
+    else if (key == "memory_planning")
+      o.memory_planning = on;
+    else if (key == "cv_split")
+      o.cv_split = on;
+    else if (key == "multibuffer")
+      o.multibuffer = on;
+    else if (key == "vectorize")
+      o.vectorize = on;
+    else if (key == "fuse")
+      o.fuse = on;
+    else if (key == "l1_residency")
+      o.l1_residency = on;
+    else
+      throw std::invalid_argument("unknown pass option " + key);
+  }
+  return o;
+}
+
+std::shared_ptr<Compiled> compile(const ir::Program& p, const std::string& chip_name,
+                                  const py::dict& opts) {
+  return guarded([&] {
+    auto t0 = std::chrono::steady_clock::now();
+    auto c = std::make_shared<Compiled>();
+    c->chip = load_chip_config(chip_name);
+    passes::PassOptions o = pass_options(opts);
+    verify_or_throw(p, c->chip, passes::verify_options(o));
+    c->program = passes::run_passes(p, c->chip, o);
+    c->lowered = lower::lower(c->program, c->chip);
+    c->compile_wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return c;
+  });
+}
+
+struct RunResult {
+  sim::SimResult sim;
+  std::map<std::string, py::array_t<double>> outputs;
+  std::shared_ptr<prof::Recorder> recorder;
+  double wall_s = 0;
+};
+
+std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dict& inputs,
+                               const std::string& mode, bool races, bool record, bool exact) {
+  sim::HostData io;
+  for (auto [k, v] : inputs) {
+    auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(v);
+    if (!a) throw py::type_error("input must be convertible to a float64 array");
+    io[k.cast<std::string>()] = std::vector<double>(a.data(), a.data() + a.size());
+  }
+  auto r = std::make_shared<RunResult>();
+  sim::SimOptions opts;
+  opts.mode = mode == "timing" ? sim::Mode::Timing : sim::Mode::Functional;
+  opts.detect_races = races;
+  opts.fast_forward.enabled = !exact;
+  if (record) {
+    prof::TraceOptions to;
+    to.keep_events = true;
+    r->recorder = std::make_shared<prof::Recorder>(to);
+    opts.observer = r->recorder.get();
+  }
+  guarded([&] {
+    py::gil_scoped_release nogil;
+    auto t0 = std::chrono::steady_clock::now();
+    r->sim = sim::simulate(c->lowered, c->chip, &io, opts);
+    r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  });
+  if (opts.mode == sim::Mode::Functional) {
+    for (auto& [name, vals] : io) {
+      py::array_t<double> a(static_cast<py::ssize_t>(vals.size()));
+      std::copy(vals.begin(), vals.end(), a.mutable_data());
+      r->outputs[name] = a;
+    }
+  }
+  return r;
+}
+
+std::string summary_json(const std::shared_ptr<Compiled>& c, const RunResult& r) {
+  auto s = prof::summarize(r.sim, c->lowered, c->chip);
+  nlohmann::ordered_json j;
+  j["cycles"] = r.sim.cycles;
+  j["time_us"] = r.sim.cycles * c->chip.us_per_cycle();
+  nlohmann::ordered_json sj = prof::to_json(s);
+  for (auto it = sj.begin(); it != sj.end(); ++it) j[it.key()] = it.value();
+  j["instructions"] = r.sim.instructions;
+  j["sim_wall_s"] = r.wall_s;
+  return j.dump();
+}
+
+std::string advice_text(const std::shared_ptr<Compiled>& c, const RunResult& r, bool as_json) {
+  if (!r.recorder) throw std::runtime_error("advice needs a run with record=True");
+  auto s = prof::summarize(r.sim, c->lowered, c->chip);
+  auto e = prof::gather_evidence(r.sim, c->lowered, c->chip, *r.recorder);
+  auto a = prof::advise(s, e, prof::load_rules(), nullptr);
+  if (as_json) return prof::to_json(a).dump();
+  return prof::to_text(a);
+}
+
+void write_trace(const std::shared_ptr<Compiled>& c, const RunResult& r, const std::string& path) {
+  if (!r.recorder) throw std::runtime_error("a trace needs a run with record=True");
+  std::ostringstream t;
+  prof::write_chrome_trace(t, *r.recorder, r.sim, c->lowered, c->chip);
+  prof::write_file_atomic(path, t.str());
+}
+
+void write_report(const std::shared_ptr<Compiled>& c, const RunResult& r, const std::string& title,
+                  const std::string& path) {
+  if (!r.recorder) throw std::runtime_error("a report needs a run with record=True");
+  auto s = prof::summarize(r.sim, c->lowered, c->chip);
+  auto e = prof::gather_evidence(r.sim, c->lowered, c->chip, *r.recorder);
+  auto a = prof::advise(s, e, prof::load_rules(), nullptr);
+  nlohmann::ordered_json prof_json = prof::to_json(s);
+  prof_json["evidence"] = prof::to_json(e);
+  prof_json["advice"] = prof::to_json(a);
+  const auto& tl = r.recorder->timeline();
+  nlohmann::ordered_json timeline;
+  timeline["bin_cycles"] = tl.bin_cycles;
+  timeline["cores"] = tl.core_names;
+  prof_json["timeline"] = timeline;
+  nlohmann::ordered_json doc = {{"title", title}, {"profile", prof_json}};
+  std::string html;
+  guarded([&] { html = prof::html_report(doc); });
+  prof::write_file_atomic(path, html);
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_tilepipe, m) {
+  m.doc() = "tilepipe's C++ IR, passes and simulator for the tilelang Python front end";
+  g_tilepipe_error = py::none();
+
+  py::class_<PyExpr>(m, "Expr")
+      .def("__add__", [](py::object a, py::object b) { return bin(ir::BinOp::Add, a, b); })
+      .def("__radd__", [](py::object a, py::object b) { return bin(ir::BinOp::Add, b, a); })
+      .def("__sub__", [](py::object a, py::object b) { return bin(ir::BinOp::Sub, a, b); })
+      .def("__rsub__", [](py::object a, py::object b) { return bin(ir::BinOp::Sub, b, a); })
+      .def("__mul__", [](py::object a, py::object b) { return bin(ir::BinOp::Mul, a, b); })
+      .def("__rmul__", [](py::object a, py::object b) { return bin(ir::BinOp::Mul, b, a); })
+      .def("__floordiv__", [](py::object a, py::object b) { return bin(ir::BinOp::Div, a, b); })
+      .def("__rfloordiv__", [](py::object a, py::object b) { return bin(ir::BinOp::Div, b, a); })
+      .def("__mod__", [](py::object a, py::object b) { return bin(ir::BinOp::Mod, a, b); })
+      .def("__rmod__", [](py::object a, py::object b) { return bin(ir::BinOp::Mod, b, a); })
+      .def("__neg__", [](py::object a) { return bin(ir::BinOp::Sub, py::int_(0), a); })
+      .def("__pos__", [](py::object a) { return a.cast<PyExpr>(); })
+      .def("__lt__", [](py::object a, py::object b) { return bin(ir::BinOp::Lt, a, b); })
+      .def("__le__", [](py::object a, py::object b) { return bin(ir::BinOp::Le, a, b); })
+      .def("__gt__", [](py::object a, py::object b) { return bin(ir::BinOp::Gt, a, b); })
+      .def("__ge__", [](py::object a, py::object b) { return bin(ir::BinOp::Ge, a, b); })
+      .def("__eq__", [](py::object a, py::object b) { return bin(ir::BinOp::Eq, a, b); })
+      .def("__ne__", [](py::object a, py::object b) { return bin(ir::BinOp::Ne, a, b); })
+      .def("__hash__", [](const PyExpr& e) { return reinterpret_cast<intptr_t>(e.e.get()); })
+      .def("logical_and", [](py::object a, py::object b) { return bin(ir::BinOp::And, a, b); })
+      .def("logical_or", [](py::object a, py::object b) { return bin(ir::BinOp::Or, a, b); })
+      .def("const_value",
+           [](const PyExpr& e) -> std::optional<int64_t> { return ir::as_const(e.e); })
+      .def("var_id",
+           [](const PyExpr& e) -> std::optional<int> {
+             if (auto* v = std::get_if<ir::VarRef>(&e.e->node)) return v->var->id;
+             return std::nullopt;
+           })
+      .def("__repr__", [](const PyExpr& e) { return ir::print(e.e); });
+  m.def("const", [](int64_t v) { return PyExpr{ir::make_int(v)}; });
+  m.def("cid", [] { return PyExpr{ir::make_cid()}; });
+  m.def("vid", [] { return PyExpr{ir::make_vid()}; });
+  m.def("min", [](py::object a, py::object b) { return bin(ir::BinOp::Min, a, b); });
+  m.def("max", [](py::object a, py::object b) { return bin(ir::BinOp::Max, a, b); });
+  m.def("select", [](py::object c, py::object a, py::object b) {
+    ir::Expr ce = to_expr(c), ae = to_expr(a), be = to_expr(b);
+    if (auto k = ir::as_const(ce)) return PyExpr{*k ? ae : be};
+    return PyExpr{ir::make_select(ce, ae, be)};
+  });
+  m.def("load", [](const PyBuffer& b, const py::list& idx, const py::object& loc) {
+    std::vector<ir::Expr> index;
+    for (auto i : idx) index.push_back(to_expr(i));
+    return PyExpr{ir::make_load(b.b, std::move(index), make_loc(loc))};
+  });
+  m.def("const_diff", [](py::object a, py::object b) { return const_diff(a, b); });
+  m.def("bounds", [](py::object e, const std::map<int, std::pair<int64_t, int64_t>>& vars,
+                     int64_t block_num) { return bounds(to_expr(e), vars, block_num); });
+  m.def("detached_buffer",
+        [](const std::string& name, const std::string& scope, std::vector<int64_t> shape,
+           const std::string& dtype, const py::object& loc) {
+          // A buffer no program allocates: what the other core's pass of the front end's C/V
+          // split sees for this core's buffers (never emitted; docs/python.md).
+          static const std::map<std::string, ir::Scope> scopes = {
+              {"GM", ir::Scope::GM},   {"L1", ir::Scope::L1},   {"L0A", ir::Scope::L0A},
+              {"L0B", ir::Scope::L0B}, {"L0C", ir::Scope::L0C}, {"UB", ir::Scope::UB}};
+          return PyBuffer{ir::make_buffer(name, scopes.at(scope), dtype_of(dtype), std::move(shape),
+                                          ir::TensorRole::None, make_loc(loc))};
+        });
+  m.def("set_error_type", [](py::object t) { g_tilepipe_error = t; });
+
+  py::class_<PyBuffer>(m, "Buffer")
+      .def_property_readonly("name", [](const PyBuffer& b) { return b.b->name; })
+      .def_property_readonly("shape", [](const PyBuffer& b) { return b.b->shape; })
+      .def_property_readonly("scope", [](const PyBuffer& b) { return ir::to_string(b.b->scope); })
+      .def_property_readonly("dtype", [](const PyBuffer& b) { return ir::to_string(b.b->dtype); })
+      .def_property_readonly("id", [](const PyBuffer& b) { return b.b->id; });
+
+  py::class_<Builder>(m, "Builder")
+      .def(py::init<const std::string&, int64_t, const py::object&>())
+      .def("param", &Builder::param)
+      .def("alloc", &Builder::alloc)
+      .def("begin_for", &Builder::begin_for)
+      .def("end_for", &Builder::end_for)
+      .def("begin_scope", &Builder::begin_scope)
+      .def("end_scope", &Builder::end_scope)
+      .def("begin_if", &Builder::begin_if)
+      .def("begin_else", &Builder::begin_else)
+      .def("end_if", &Builder::end_if)
+      .def("copy", &Builder::copy)
+      .def("gemm", &Builder::gemm)
+      .def("tile_op", &Builder::tile_op)
+      .def("reduce", &Builder::reduce)
+      .def("set_flag", &Builder::set_flag)
+      .def("wait_flag", &Builder::wait_flag)
+      .def("pipe_barrier", &Builder::pipe_barrier)
+      .def("set_cross_flag", &Builder::set_cross_flag)
+      .def("wait_cross_flag", &Builder::wait_cross_flag)
+      .def("pin", &Builder::pin)
+      .def("finish", &Builder::finish);
+
+  py::class_<ir::Program>(m, "Program")
+      .def_property_readonly("name", [](const ir::Program& p) { return p.name; })
+      .def("print", [](const ir::Program& p) { return ir::print(p); })
+      .def("verify",
+           [](const ir::Program& p, const std::string& chip) {
+             auto c = load_chip_config(chip);
+             std::vector<std::string> out;
+             for (const auto& d : verify(p, c, passes::verify_options({}))) out.push_back(d.str());
+             return out;
+           })
+      .def("written_gm",
+           [](const ir::Program& p) {
+             struct W : ir::StmtVisitor {
+               std::vector<std::string> names;
+               void visit_copy(const ir::CopyStmt& c, const ir::StmtNode&) override {
+                 if (c.dst.buffer->scope == ir::Scope::GM) names.push_back(c.dst.buffer->name);
+               }
+             } w;
+             w.visit(p.body);
+             return w.names;
+           })
+      .def("params",
+           [](const ir::Program& p) {
+             std::vector<PyBuffer> out;
+             for (const auto& b : p.params) out.push_back(PyBuffer{b});
+             return out;
+           })
+      .def("workspaces", [](const ir::Program& p) {
+        std::vector<PyBuffer> out;
+        for (const auto& b : p.workspaces) out.push_back(PyBuffer{b});
+        return out;
+      });
+
+  py::class_<Compiled, std::shared_ptr<Compiled>>(m, "Compiled")
+      .def("print", [](const Compiled& c) { return ir::print(c.program); })
+      .def_property_readonly("us_per_cycle",
+                             [](const Compiled& c) { return c.chip.us_per_cycle(); })
+      .def_property_readonly("chip", [](const Compiled& c) { return c.chip.name; })
+      .def_property_readonly("compile_wall_s", [](const Compiled& c) { return c.compile_wall_s; });
+  m.def("compile", &compile, py::arg("program"), py::arg("chip"), py::arg("options"));
+
+  py::class_<RunResult, std::shared_ptr<RunResult>>(m, "RunResult")
+      .def_property_readonly("cycles", [](const RunResult& r) { return r.sim.cycles; })
+      .def_property_readonly("instructions", [](const RunResult& r) { return r.sim.instructions; })
+      .def_property_readonly("wall_s", [](const RunResult& r) { return r.wall_s; })
+      .def_property_readonly("outputs", [](const RunResult& r) { return r.outputs; });
+  m.def("run", &run, py::arg("compiled"), py::arg("inputs"), py::arg("mode"),
+        py::arg("races") = false, py::arg("record") = false, py::arg("exact") = false);
+  m.def("summary_json", [](const std::shared_ptr<Compiled>& c,
+                           const std::shared_ptr<RunResult>& r) { return summary_json(c, *r); });
+  m.def("advice", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r,
+                     bool as_json) { return advice_text(c, *r, as_json); });
+  m.def("write_trace", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r,
+                          const std::string& path) { write_trace(c, *r, path); });
+  m.def("write_report", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r,
+                           const std::string& title,
+                           const std::string& path) { write_report(c, *r, title, path); });
+}

@@ -1,0 +1,722 @@
+"""The tilelang language on tilepipe: each construct checked against numpy, and must-fail
+cases checked for their located messages."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import TilelangError, TilepipeError
+
+import kernels
+
+RNG = np.random.default_rng(7)
+
+
+def rand(*shape, dtype=np.float32):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+# ---- kernels, loops, scopes ----
+
+
+def test_vadd_matches_numpy():
+    k = kernels.vadd(64, 128, 32, 64)
+    a, b = rand(64, 128), rand(64, 128)
+    np.testing.assert_allclose(k(a, b), a + b, rtol=1e-6)
+
+
+def test_gemm_v0_with_runtime_init_matches_numpy():
+    k = kernels.matmul(64, 64, 128, 32, 32, 32)
+    a, b = rand(64, 128, dtype=np.float16), rand(128, 64, dtype=np.float16)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(k(a, b).astype(np.float32), ref, rtol=1e-2, atol=1e-2)
+
+
+def test_jit_caches_by_arguments():
+    assert kernels.vadd(64, 128, 32, 64) is kernels.vadd(64, 128, 32, 64)
+    assert kernels.vadd(64, 128, 32, 64) is not kernels.vadd(64, 128, 32, 32)
+
+
+@pytest.mark.parametrize("op,ref", [
+    ("exp", np.exp), ("abs", np.abs), ("relu", lambda x: np.maximum(x, 0)),
+    ("sqrt", lambda x: np.sqrt(np.abs(x))), ("reciprocal", lambda x: 1 / x),
+])
+def test_unary_tile_ops(op, ref):
+    k = kernels.unary(32, 64, op)
+    x = rand(32, 64)
+    if op == "sqrt":
+        x = np.abs(x)
+    np.testing.assert_allclose(k(x), ref(x), rtol=2e-3, atol=1e-5)
+
+
+@tilelang.jit(out_idx=[2])
+def binops(M, N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32"),
+             C: T.Tensor((6, M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            h = M // 2
+            a = T.alloc_ub((h, N), "float32")
+            b = T.alloc_ub((h, N), "float32")
+            o = T.alloc_ub((6, h, N), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid * h, 0], a)
+                T.copy(B[vid * h, 0], b)
+                T.tile.sub(o[0, :, :], a, b)
+                T.tile.mul(o[1, :, :], a, 2.5)
+                T.tile.max(o[2, :, :], a, b)
+                T.tile.min(o[3, :, :], a, b)
+                T.tile.fill(o[4, :, :], 1.0)
+                T.tile.axpy(o[4, :, :], a, 3.0)  # o4 = 3 a + 1
+                T.tile.adds(o[5, :, :], b, -1.0)
+                for i in T.serial(6):
+                    T.copy(o[i, :, :], C[i, vid * h:vid * h + h, :])
+
+    return main
+
+
+def test_binary_scalar_fill_axpy():
+    a, b = rand(16, 32), rand(16, 32)
+    out = binops(16, 32)(a, b)
+    for got, want in zip(out, [a - b, a * 2.5, np.maximum(a, b), np.minimum(a, b), 3 * a + 1,
+                               b - 1]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+@tilelang.jit(out_idx=[1, 2, 3])
+def reductions(M, N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), Mx: T.Tensor((M, 1), "float32"),
+             Sm: T.Tensor((M, 1), "float32"), Y: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            h = M // 2
+            a = T.alloc_ub((h, N), "float32")
+            mx = T.alloc_ub((h, 1), "float32")
+            sm = T.alloc_ub((h, 1), "float32")
+            full = T.alloc_ub((h, N), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid * h, 0], a)
+                T.reduce_max(a, mx, dim=-1)
+                T.reduce_sum(a, sm, dim=-1)
+                T.tile.broadcast(full, mx)
+                T.tile.sub(full, a, full)  # a - rowmax
+                T.copy(mx, Mx[vid * h, 0])
+                T.copy(sm, Sm[vid * h, 0])
+                T.copy(full, Y[vid * h, 0])
+
+    return main
+
+
+def test_reductions_and_broadcast():
+    a = rand(16, 64)
+    mx, sm, y = reductions(16, 64)(a)
+    np.testing.assert_allclose(mx[:, 0], a.max(1), rtol=1e-6)
+    np.testing.assert_allclose(sm[:, 0], a.sum(1), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y, a - a.max(1, keepdims=True), rtol=1e-6)
+
+
+@tilelang.jit(out_idx=[1])
+def casts(N, src, dst):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), src), B: T.Tensor((2, N), dst)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), src)
+            y = T.alloc_ub((N,), dst)
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.cast(y, x, "CAST_RINT", N)
+                T.copy(y, B[vid, :])
+
+    return main
+
+
+def test_cast_f32_to_f16_rounds():
+    a = rand(2, 128) * 100
+    np.testing.assert_array_equal(casts(128, "float32", "float16")(a), a.astype(np.float16))
+
+
+@tilelang.jit(out_idx=[1])
+def masked(N, bound):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            y = T.alloc_ub((N,), "float32")
+            m = T.alloc_ub((N // 8,), "uint8")
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.compare(m, x, bound, "LE")
+                T.tile.select(y, m, x, -1.0, "VSEL_TENSOR_SCALAR_MODE")
+                T.copy(y, B[vid, :])
+
+    return main
+
+
+def test_compare_select_bitmask():
+    a = rand(2, 64)
+    np.testing.assert_array_equal(masked(64, 0.25)(a), np.where(a <= 0.25, a, -1.0))
+
+
+@tilelang.jit(out_idx=[1])
+def band(N, lo, hi):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            m1 = T.alloc_ub((N // 8,), "uint8")
+            m2 = T.alloc_ub((N // 8,), "uint8")
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.compare(m1, x, lo, "GE")
+                T.tile.compare(m2, x, hi, "LT")
+                T.tile.bitwise_and(m1, m1, m2)
+                T.tile.select(x, m1, x, 0.0, "VSEL_TENSOR_SCALAR_MODE")
+                T.copy(x, B[vid, :])
+
+    return main
+
+
+def test_mask_bitwise_and():
+    a = rand(2, 64)
+    np.testing.assert_array_equal(band(64, -0.5, 0.5)(a), np.where((a >= -0.5) & (a < 0.5), a, 0))
+
+
+@tilelang.jit(out_idx=[2])
+def parallel_elementwise(M, N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), R: T.Tensor((M,), "float32"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            h = M // 2
+            a = T.alloc_ub((h, N), "float32")
+            r = T.alloc_ub((h,), "float32")
+            c = T.alloc_ub((h, N), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid * h, 0], a)
+                T.copy(R[vid * h:vid * h + h], r)
+                for i, j in T.Parallel(h, N):
+                    c[i, j] = T.exp(a[i, j] - r[i]) * 2.0 + 1.0
+                for i, j in T.Parallel(h, N):
+                    c[i, j] += a[i, j]
+                T.copy(c, C[vid * h, 0])
+
+    return main
+
+
+def test_parallel_element_assignments_become_tile_ops():
+    a, r = rand(16, 64), rand(16)
+    k = parallel_elementwise(16, 64)
+    np.testing.assert_allclose(k(a, r), np.exp(a - r[:, None]) * 2 + 1 + a, rtol=1e-5)
+    assert "in parallel(" not in k.get_kernel_source()
+
+
+# ---- Python-level constructs ----
+
+
+@T.macro
+def scale_into(dst, src, s):
+    T.tile.mul(dst, src, s)
+
+
+@tilelang.jit(out_idx=[1])
+def constructs(M, N, twice):
+    tiles = M // 8
+
+    def rows(t):  # a plain helper: runs as Python, returns a pair
+        return t * 8, (t + 1) * 8
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(2, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((8, N), "float32")
+            with T.Scope("V"):
+                for t in range(tiles // 4):  # range = serial loop
+                    tile = cid * (tiles // 2) + vid * (tiles // 4) + t  # let-bound
+                    lo, hi = rows(tile)  # tuple target
+                    T.copy(A[lo:hi, :], x)
+                    if twice:  # static if on a Python value
+                        scale_into(x, x, 2.0)
+                    if tile % 2 == 1:  # run-time if
+                        T.tile.adds(x, x, 100.0)
+                    else:
+                        T.tile.adds(x, x, -100.0)
+                    T.copy(x, B[lo:hi, :])
+
+    return main
+
+
+def test_macro_helpers_static_and_runtime_if():
+    a = rand(64, 32)
+    ref = a * 2
+    ref = ref + np.where((np.arange(64) // 8 % 2 == 1)[:, None], 100.0, -100.0)
+    np.testing.assert_allclose(constructs(64, 32, True)(a), ref, rtol=1e-6)
+    ref1 = a + np.where((np.arange(64) // 8 % 2 == 1)[:, None], 100.0, -100.0)
+    np.testing.assert_allclose(constructs(64, 32, False)(a), ref1, rtol=1e-6)
+
+
+@tilelang.jit(out_idx=[1])
+def symbolic_rows(N):
+    M = T.symbolic("M")
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((1, N), "float32")
+            with T.Scope("V"):
+                for r in T.serial(T.ceildiv(M, 2)):
+                    T.copy(A[r * 2 + vid, 0], x)
+                    T.tile.muls(x, x, -1.0)
+                    T.copy(x, B[r * 2 + vid, 0])
+
+    return main
+
+
+def test_symbolic_dims_bind_from_arguments():
+    k = symbolic_rows(32)
+    for m in (4, 10):
+        a = rand(m, 32)
+        np.testing.assert_allclose(k(a), -a)
+    assert "f32[10, 32]" in k.get_kernel_source(rand(10, 32))
+
+
+@tilelang.jit(out_idx=[1])
+def tail_tiles(M, N, bm, bn):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(T.ceildiv(M, bm), is_npu=True) as (cid, vid):
+            h = bm // 2
+            x = T.alloc_ub((h, bn), "float32")
+            with T.Scope("V"):
+                for j in T.serial(T.ceildiv(N, bn)):
+                    T.copy(A[cid * bm + vid * h: cid * bm + vid * h + h, j * bn:(j + 1) * bn], x,
+                           pad_value=0.0)
+                    T.tile.exp(x, x)
+                    T.copy(x, B[cid * bm + vid * h: cid * bm + vid * h + h, j * bn:(j + 1) * bn])
+
+    return main
+
+
+def test_partial_tiles_clamp_like_the_original():
+    a = rand(34, 70)
+    np.testing.assert_allclose(tail_tiles(34, 70, 16, 32)(a), np.exp(a), rtol=1e-5)
+
+
+# ---- flags, pipelines, automatic split ----
+
+
+@tilelang.jit(out_idx=[1])
+def hand_flags(N, tiles):
+    @T.prim_func
+    def main(A: T.Tensor((tiles * 2, N), "float32"), B: T.Tensor((tiles * 2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((2, N), "float32")
+            with T.Scope("V"):
+                T.set_flag("MTE3", "MTE2", 0)  # both slots start free
+                T.set_flag("MTE3", "MTE2", 1)
+                for t in T.serial(tiles):
+                    s = t % 2
+                    T.wait_flag("MTE3", "MTE2", s)
+                    T.copy(A[t * 2 + vid, :], x[s, :])
+                    T.set_flag("MTE2", "V", s)
+                    T.wait_flag("MTE2", "V", s)
+                    T.tile.muls(x[s, :], x[s, :], 3.0)
+                    T.set_flag("V", "MTE3", s)
+                    T.wait_flag("V", "MTE3", s)
+                    T.copy(x[s, :], B[t * 2 + vid, :])
+                    T.set_flag("MTE3", "MTE2", s)
+                T.wait_flag("MTE3", "MTE2", 0)
+                T.wait_flag("MTE3", "MTE2", 1)
+
+    return main
+
+
+def test_hand_written_flags_run_race_free():
+    k = hand_flags(64, 6)
+    a = rand(12, 64)
+    np.testing.assert_allclose(k.check(a), 3 * a, rtol=1e-6)
+
+
+@tilelang.jit(out_idx=[1], pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: False})
+def no_sync(N):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.exp(x, x)
+                T.copy(x, B[vid, :])
+
+    return main
+
+
+def test_auto_sync_off_leaves_a_race_the_checker_reports():
+    with pytest.raises(TilepipeError) as e:
+        no_sync(64).check(rand(2, 64))
+    assert "race" in str(e.value).lower() or "race" in e.value.kinds
+
+
+def test_auto_sync_on_makes_the_same_kernel_correct():
+    k = kernels.unary(2, 64, "exp")
+    a = rand(2, 64)
+    np.testing.assert_allclose(k.check(a), np.exp(a), rtol=1e-5)
+
+
+@tilelang.jit(out_idx=[1])
+def pipelined_vec(N, tiles, stages):
+    @T.prim_func
+    def main(A: T.Tensor((tiles * 2, N), "float32"), B: T.Tensor((tiles * 2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                for t in T.Pipelined(tiles, num_stages=stages):
+                    T.copy(A[t * 2 + vid, :], x)
+                    T.tile.adds(x, x, 1.0)
+                    T.copy(x, B[t * 2 + vid, :])
+
+    return main
+
+
+def test_pipelined_loop_is_correct_and_faster():
+    a = rand(16, 256)
+    k2, k1 = pipelined_vec(256, 8, 2), pipelined_vec(256, 8, 1)
+    np.testing.assert_allclose(k2(a), a + 1, rtol=1e-6)
+    assert k2.profile() < k1.profile()
+
+
+@tilelang.jit(out_idx=[2], workspace_idx=[3, 4])
+def cube_then_vector(M, N, K):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float32"), ws: T.Tensor((M, N), "float32"),
+             ws2: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a_l1 = T.alloc_L1((M, K), "float16")
+            b_l1 = T.alloc_L1((K, N), "float16")
+            c_l0 = T.alloc_L0C((M, N), "float32")
+            h = M // 2
+            s = T.alloc_ub((h, N), "float32")
+            for it in T.serial(2):  # unscoped: split into Cube and Vector code
+                T.copy(A, a_l1)
+                T.copy(B, b_l1)
+                T.gemm_v0(a_l1, b_l1, c_l0, init=True)
+                T.copy(c_l0, ws)
+                T.copy(ws[vid * h:vid * h + h, :], s)
+                T.tile.mul(s, s, 1.5)
+                T.copy(s, C[vid * h:vid * h + h, :])
+
+    return main
+
+
+def test_unscoped_cube_vector_kernel_split_with_handoffs():
+    k = cube_then_vector(32, 32, 32)
+    a, b = rand(32, 32, dtype=np.float16), rand(32, 32, dtype=np.float16)
+    ref = (a.astype(np.float32) @ b.astype(np.float32)) * 1.5
+    np.testing.assert_allclose(k.check(a, b), ref, rtol=1e-2, atol=1e-2)
+    src = k.get_kernel_source()
+    assert "scope C" in src and "scope V" in src and "wait_cross_flag" in src
+
+
+def test_annotate_layout_is_accepted():
+    from tilelang.intrinsics import make_zn_layout
+
+    @tilelang.jit(out_idx=[1])
+    def f(N):
+        @T.prim_func
+        def main(A: T.Tensor((16, N), "float16"), B: T.Tensor((16, N), "float16")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                l1 = T.alloc_L1((16, N), "float16")
+                T.annotate_layout({l1: make_zn_layout(l1)})
+                l0c = T.alloc_L0C((16, N), "float32")
+                with T.Scope("C"):
+                    T.copy(A, l1)
+                    T.barrier_all()
+                    T.copy(l1, B)
+
+        return main
+
+    a = rand(16, 32, dtype=np.float16)
+    with pytest.raises(TilepipeError):  # L1 -> GM is not a data path: the verifier says so
+        f(32)(a)
+
+
+# ---- tools ----
+
+
+def test_profile_trace_report_advice(tmp_path):
+    k = kernels.matmul(128, 128, 128, 64, 64, 64)
+    ms = k.profile()
+    assert ms > 0
+    assert tilelang.profiler.do_bench(k) == pytest.approx(ms)
+    summary = k.summary()
+    assert summary["cycles"] > 0 and summary["bound"]
+    trace = k.trace(tmp_path / "t.json")
+    data = json.load(open(trace))
+    assert data["traceEvents"]
+    html = k.report(tmp_path / "r.html")
+    assert open(html).read().startswith("<!DOCTYPE html>")
+    assert isinstance(k.advice(), str)
+    src = k.get_kernel_source()
+    assert src.startswith("kernel matmul(") and "gemm" in src
+
+
+def test_array_like_inputs():
+    class Wrapped:
+        def __init__(self, a):
+            self.a = a
+
+        def __array__(self, dtype=None):
+            return self.a
+
+    k = kernels.vadd(64, 128, 32, 64)
+    a, b = rand(64, 128), rand(64, 128)
+    np.testing.assert_allclose(k(Wrapped(a), Wrapped(b)), a + b, rtol=1e-6)
+
+
+def test_in_place_outputs_without_out_idx():
+    @tilelang.jit
+    def inplace(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((N,), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], x)
+                    T.tile.adds(x, x, 5.0)
+                    T.copy(x, B[vid, :])
+
+        return main
+
+    a, b = rand(2, 64), np.zeros((2, 64), np.float32)
+    assert inplace(64)(a, b) is None
+    np.testing.assert_allclose(b, a + 5)
+
+
+# ---- must-fail: located messages ----
+
+HERE = os.path.basename(__file__)
+
+
+def lineno(marker):
+    for i, line in enumerate(open(__file__), 1):
+        if marker in line and "lineno(" not in line:
+            return i
+    raise AssertionError(marker)
+
+
+def expect(fn, *fragments, line_marker=None):
+    with pytest.raises(TilelangError) as e:
+        fn()
+    text = str(e.value)
+    for f in fragments:
+        assert f in text, text
+    if line_marker:
+        assert f"{HERE}:{lineno(line_marker)}" in text, text
+    return text
+
+
+def test_while_is_rejected_at_its_line():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                while True:  # MARK-while
+                    pass
+
+        return main
+
+    expect(f, "while loops", "not supported", "hint", line_marker="# MARK-while")
+
+
+def test_element_store_is_rejected():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_L1((16, 16), "float16")
+                with T.Scope("C"):
+                    x[0, 0] = 1.0  # MARK-store
+
+        return main
+
+    expect(f, "no scalar stores", line_marker="# MARK-store")
+
+
+@tilelang.jit(out_idx=[1])
+def element_stores(N):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            y = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.fill(y, 0.0)
+                for i in T.serial(N // 8):
+                    y[i * 8] = x[(N // 8 - 1 - i) * 8]  # one-element copy (32-byte aligned)
+                y[N - 8] = 7.0  # one-element fill
+                T.copy(y, B[vid, :])
+
+    return main
+
+
+def test_element_stores_of_ub_buffers():
+    a = rand(2, 64)
+    ref = np.zeros_like(a)
+    ref[:, 0::8] = a[:, 0::8][:, ::-1]
+    ref[:, 56] = 7.0
+    np.testing.assert_array_equal(element_stores(64)(a), ref)
+
+
+def test_alloc_var_is_rejected_with_a_fix():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                v = T.alloc_var("int32")  # MARK-var
+
+        return main
+
+    expect(f, "alloc_var", "hint", line_marker="# MARK-var")
+
+
+def test_non_constant_slice_extent():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((64, 8), "float32")):
+            with T.Kernel(4, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((16, 8), "float32")
+                with T.Scope("V"):
+                    T.copy(A[cid * 16:cid * 32, :], x)  # MARK-extent
+
+        return main
+
+    expect(f, "not a constant", "start + EXTENT", line_marker="# MARK-extent")
+
+
+def test_ub_overflow_names_the_buffers():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                big = T.alloc_ub((256, 256), "float32")  # MARK-big
+                with T.Scope("V"):
+                    T.tile.fill(big, 0.0)
+
+        return main
+
+    text = expect(f, "UB overflow", "big")
+    assert f"{HERE}:{lineno('# MARK-big')}" in text
+
+
+def test_two_dimensional_grid_is_rejected():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(2, 2, is_npu=True) as (bx, by):  # MARK-grid
+                pass
+
+        return main
+
+    expect(f, "grid", "flatten", line_marker="# MARK-grid")
+
+
+def test_unknown_pass_config():
+    @tilelang.jit(pass_configs={"tl.ascend.bogus": True})
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                pass
+
+        return main
+
+    expect(f, "unknown pass config")
+
+
+def test_wrong_argument_count_and_shape():
+    k = kernels.vadd(64, 128, 32, 64)
+    expect(lambda: k(rand(64, 128)), "takes 2 arrays")
+    expect(lambda: k(rand(64, 64), rand(64, 64)), "shape")
+
+
+def test_undefined_name_is_located():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((8,), "float32")
+                with T.Scope("V"):
+                    T.tile.fill(x, nowhere)  # noqa: F821  MARK-undef
+
+        return main
+
+    expect(f, "'nowhere' is not defined", line_marker="MARK-undef")
+
+
+def test_vector_op_in_cube_scope_is_a_verifier_error_at_its_line():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((8,), "float32")
+                with T.Scope("C"):
+                    T.tile.fill(x, 0.0)  # MARK-scope
+
+        return main
+
+    with pytest.raises(TilepipeError) as e:
+        f()
+    assert e.value.loc == (HERE, lineno("# MARK-scope"))
+
+
+@pytest.mark.parametrize("op,args,ref", [
+    ("sigmoid", (), lambda x: 1 / (1 + np.exp(-x))),
+    ("leaky_relu", (0.1,), lambda x: np.where(x >= 0, x, 0.1 * x)),
+    ("clamp", (-0.5, 0.5, 64), lambda x: np.clip(x, -0.5, 0.5)),
+    ("silu", (), lambda x: x / (1 + np.exp(-x))),
+])
+def test_composed_tile_ops(op, args, ref):
+    @tilelang.jit(out_idx=[1])
+    def f(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((N,), "float32")
+                y = T.alloc_ub((N,), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], x)
+                    getattr(T.tile, op)(y, x, *args)
+                    T.copy(y, B[vid, :])
+
+        return main
+
+    a = rand(2, 64)
+    np.testing.assert_allclose(f(64)(a), ref(a), rtol=1e-4, atol=1e-6)
+
+
+def test_unsupported_tile_op_is_named_at_its_line():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((8,), "float32")
+                with T.Scope("V"):
+                    T.tile.sin(x, x)  # MARK-sin
+
+        return main
+
+    expect(f, "T.tile.sin has no model", line_marker="# MARK-sin")

@@ -1,0 +1,60 @@
+"""tilelang on tilepipe: TileLang-Ascend's Python kernel language, lowered to tilepipe's tile
+IR and run on its simulator of one A2/A3 die (docs/python.md)."""
+
+from . import _core
+from ._core import TilelangError, TilepipeError  # noqa: F401
+from ._jit import JITKernel, PassConfigKey, compile, jit  # noqa: F401
+from . import language  # noqa: F401
+from . import profiler  # noqa: F401
+from . import intrinsics  # noqa: F401
+from . import math  # noqa: F401
+from .math import cdiv, next_power_of_2  # noqa: F401
+
+__version__ = "0.1.0+tilepipe"
+
+
+class DataType(str):
+    """`tilelang.DataType("float16")`: a dtype name."""
+
+    def __new__(cls, name):
+        return str.__new__(cls, _core.dtype_name(name))
+
+    @property
+    def bits(self):
+        return {"float16": 16, "bfloat16": 16, "float32": 32, "int32": 32, "int8": 8,
+                "uint8": 8}[str(self)]
+
+
+class _Cache:
+    @staticmethod
+    def clear_cache():
+        from . import _jit
+
+        _jit._cache_enabled[0] = True
+
+    @staticmethod
+    def disable():
+        disable_cache()
+
+
+cache = _Cache()
+
+
+def disable_cache():
+    """Factories rebuild their kernel on every call (the original's cache is on disk)."""
+    from . import _jit
+
+    _jit._cache_enabled[0] = False
+
+
+def enable_cache():
+    from . import _jit
+
+    _jit._cache_enabled[0] = True
+
+
+def set_chip(name):
+    """Chip config the kernels compile and simulate for: "a3" (default) or "a2"."""
+    from . import _jit
+
+    _jit.CHIP = name

@@ -1,0 +1,447 @@
+"""Shared state of the front end: the extension module, errors, dtypes, symbolic dims,
+buffers and regions, and the lowering context the `T.` calls emit into."""
+
+import os
+import sys
+
+try:
+    import _tilepipe as _ext
+except ImportError:
+    # A source checkout: the module is built into <repo>/build (or $TILEPIPE_BUILD_DIR).
+    _build = os.environ.get("TILEPIPE_BUILD_DIR") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "build")
+    sys.path.append(_build)
+try:
+    import _tilepipe as _ext
+except ImportError as e:  # pragma: no cover - depends on the build
+    raise ImportError(
+        "tilelang: the tilepipe extension module _tilepipe was not found "
+        f"({e}); build it with `ninja -C build _tilepipe` and put build/ on PYTHONPATH "
+        "(`tilepipe run-py` does both)"
+    ) from e
+
+
+class TilelangError(Exception):
+    """A user error in a kernel, located at the Python file:line that caused it."""
+
+    def __init__(self, message, loc=None, hint=None):
+        self.loc = loc
+        self.hint = hint
+        self.message = message
+        text = message
+        if loc is not None:
+            text = f"{loc[0]}:{loc[1]}: error: {message}"
+        if hint:
+            text += f"\n  hint: {hint}"
+        super().__init__(text)
+
+
+class UnsupportedName(TilelangError, AttributeError):
+    """A `T.` name tilepipe does not provide (also an AttributeError, so hasattr() works)."""
+
+
+class TilepipeError(TilelangError):
+    """Diagnostics from tilepipe's verifier, passes, lowering or simulator."""
+
+    def __init__(self, message, diagnostics=()):
+        self.diagnostics = list(diagnostics)
+        Exception.__init__(self, message)
+        self.message = message
+        self.loc = None
+        self.hint = None
+        if self.diagnostics:
+            d = self.diagnostics[0]
+            self.loc = (d["file"], d["line"])
+            self.hint = d["hint"]
+
+    @property
+    def kinds(self):
+        return [d["kind"] for d in self.diagnostics]
+
+
+_ext.set_error_type(TilepipeError)
+
+# ---- dtypes ----
+
+_DTYPES = {
+    "float16": "f16", "half": "f16", "fp16": "f16", "f16": "f16",
+    "bfloat16": "bf16", "bf16": "bf16",
+    "float": "f32", "float32": "f32", "fp32": "f32", "f32": "f32",
+    "int32": "i32", "i32": "i32", "int": "i32",
+    "int8": "i8", "i8": "i8",
+    "uint8": "u8", "u8": "u8", "bool": "u8",
+}
+_NUMPY = {"f16": "float16", "bf16": "float32", "f32": "float32", "i32": "int32", "i8": "int8",
+          "u8": "uint8"}
+
+
+def dtype_name(d):
+    """Canonical tilelang name of a dtype given as a string, T.float16, a numpy or torch dtype."""
+    s = getattr(d, "_tl_name", None)
+    if s is None:
+        s = str(d)
+    s = s.replace("torch.", "")
+    if s not in _DTYPES:
+        raise TilelangError(
+            f"unknown dtype {d!r}",
+            loc=current_loc(),
+            hint="use one of float16, bfloat16, float32 (float), int32, int8, uint8",
+        )
+    return {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32",
+            "i8": "int8", "u8": "uint8"}[_DTYPES[s]]
+
+
+def dtype_code(d):
+    return _DTYPES[dtype_name(d)]
+
+
+def numpy_dtype(d):
+    return _NUMPY[dtype_code(d)]
+
+
+# ---- the lowering context ----
+
+
+class _Ctx:
+    def __init__(self):
+        self.builder = None  # _ext.Builder while a kernel body is lowered
+        self.stmt_loc = None  # (file, line) of the statement being lowered
+        self.pending_name = None  # assignment target name for alloc_* calls
+        self.names = set()
+        self.var_ranges = {}  # loop var id -> (lo, hi)
+        self.block_num = 1
+        self.scope = None  # "C", "V" or None
+        self.bindings = None  # symbolic dim name -> value
+        self.gm_extent = {}  # GM buffer name -> per-dim max end seen (bounds padding)
+        self.gm_pad = {}  # GM buffer name -> pad value
+        self.hidden = {}  # gemm_v0 L0 staging buffers by key
+        self.kernel = None  # the _KernelInfo being built
+        self.interp_file = None
+        # The C/V split of unscoped kernels (tilelang/_interp.py, docs/python.md): None,
+        # "probe" (classify only), "C" or "V" (emit that core's statements).
+        self.split = None
+        self.probe = {}  # id(ast node) -> cores of the statements under it
+        self.probe_cores = set()
+        self.node_stack = []
+        self.gm_use = {}  # GM buffer name -> {"w": cores, "r": cores}
+        self.mixed_copy = False  # an L0C -> UB / UB -> L1 copy: tilepipe's own cv_split
+        self.crossing = {}  # GM buffer name -> (producer core, ready id, free id)
+        self.stmt_path = []  # ids of the statements (and if branches) being lowered
+        self.gm_paths = {}  # GM buffer name -> [(core, "r" | "w", statement path)]
+        self.anchor_before = {}  # id(stmt) -> [(flag op, id)] emitted before it (this core)
+        self.anchor_after = {}  # id(stmt) -> [(flag op, id)] emitted after it
+        self.usage = (set(), set())  # names used by vector ops / by cube ops (prim_func)
+        self.hand_sync = set()
+        self.loop_ids = {}  # id(ast For) -> True for the loops the probe saw  # cores whose unscoped code has hand-written intra-core flags
+        self.flag_use = []  # (core, src pipe, dst pipe, event id or None) of intra-core flags
+        self.flag_remap = {}  # (core, src, dst, id) -> event id within the chip's range
+        # Cross-core flag balance (hand-synced kernels): executions of each set / wait per
+        # scope kind and flag id, as trip-count expressions (None: under a run-time if).
+        self.trip_stack = []
+        self.flag_counts = []  # (scope kind, "set" | "wait", id, count or None)
+        self.last_scope = {}  # scope kind -> id(ast With) of its last scope
+        self.drains = {}  # id(ast With) -> [(flag id, n)] waits appended at its end
+
+
+ctx = _Ctx()
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def current_loc():
+    """Location for an API call: the caller's line when called from a plain Python helper
+    (a function the kernel calls), else the statement the interpreter is lowering."""
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back
+    if f is not None and ctx.builder is not None and ctx.stmt_loc is not None:
+        # Frames below the interpreter belong to the script that called the kernel factory.
+        g = sys._getframe(1)
+        while g is not None and g is not f:
+            if g.f_code.co_filename.endswith("_interp.py"):
+                return ctx.stmt_loc
+            g = g.f_back
+        return (os.path.basename(f.f_code.co_filename), f.f_lineno)
+    if ctx.stmt_loc is not None:
+        return ctx.stmt_loc
+    if f is not None:
+        return (os.path.basename(f.f_code.co_filename), f.f_lineno)
+    return None
+
+
+def err(message, hint=None, loc=None):
+    return TilelangError(message, loc=loc or current_loc(), hint=hint)
+
+
+def builder():
+    if ctx.builder is None:
+        raise err(
+            "a T. statement used outside a kernel body",
+            hint="call it inside `with T.Kernel(...)` of a @T.prim_func",
+        )
+    return ctx.builder
+
+
+# ---- symbolic dims ----
+
+
+class Sym:
+    """`T.symbolic(name)`: a dimension bound from the argument shapes at call time."""
+
+    def __init__(self, op, a=None, b=None, name=None):
+        self.op, self.a, self.b, self.name = op, a, b, name
+
+    def _bin(op):
+        def f(self, other):
+            return Sym(op, self, other)
+
+        def r(self, other):
+            return Sym(op, other, self)
+
+        return f, r
+
+    __add__, __radd__ = _bin("+")
+    __sub__, __rsub__ = _bin("-")
+    __mul__, __rmul__ = _bin("*")
+    __floordiv__, __rfloordiv__ = _bin("//")
+    __mod__, __rmod__ = _bin("%")
+    __lt__, _ = _bin("<")
+    __le__, _ = _bin("<=")
+    __gt__, _ = _bin(">")
+    __ge__, _ = _bin(">=")
+
+    def __neg__(self):
+        return Sym("-", 0, self)
+
+    def __repr__(self):
+        if self.op == "var":
+            return self.name
+        return f"({self.a!r} {self.op} {self.b!r})"
+
+    def __hash__(self):
+        return id(self)
+
+    def __bool__(self):
+        return bool(resolve(self))
+
+    def __index__(self):
+        v = resolve(self)
+        if not isinstance(v, int):
+            raise err(f"symbolic {self!r} is a run-time value here; a Python int is needed")
+        return v
+
+    def __int__(self):
+        return self.__index__()
+
+
+def resolve(x):
+    """The value of a symbolic expression under the current bindings (ints stay ints)."""
+    if not isinstance(x, Sym):
+        return x
+    if x.op == "var":
+        if ctx.bindings is None or x.name not in ctx.bindings:
+            raise err(
+                f"symbolic dimension '{x.name}' has no value yet",
+                hint="symbolic dimensions are bound from the shapes of the arrays passed to "
+                "the kernel; call the kernel with arrays before asking for its source",
+            )
+        return ctx.bindings[x.name]
+    a, b = resolve(x.a), resolve(x.b)
+    import operator as o
+
+    ops = {"+": o.add, "-": o.sub, "*": o.mul, "//": o.floordiv, "%": o.mod, "<": o.lt,
+           "<=": o.le, ">": o.gt, ">=": o.ge}
+    return ops[x.op](a, b)
+
+
+def sym_vars(x, out):
+    if isinstance(x, Sym):
+        if x.op == "var":
+            out.add(x.name)
+        else:
+            sym_vars(x.a, out)
+            sym_vars(x.b, out)
+    return out
+
+
+# ---- values ----
+
+Expr = _ext.Expr
+
+
+def is_expr(x):
+    return isinstance(x, Expr)
+
+
+def to_index(x, what="index"):
+    """An integer or an integer expression (Expr), from ints, symbolic dims and elements."""
+    import numbers
+
+    if isinstance(x, bool):
+        return int(x)
+    if isinstance(x, Sym):
+        x = resolve(x)
+    if isinstance(x, Region):
+        return x.load()
+    if isinstance(x, Expr):
+        c = x.const_value()
+        return c if c is not None else x
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, float) and x.is_integer():
+        return int(x)
+    raise err(f"expected an integer {what}, found {type(x).__name__} {x!r}",
+              hint="indices, loop bounds and conditions are integer expressions")
+
+
+class Buffer:
+    """A GM tensor or an on-chip allocation; indexing gives a Region."""
+
+    def __init__(self, ext, name, shape, dtype, scope):
+        self.ext = ext
+        self.name = name
+        self.shape = list(shape)
+        self.dtype = dtype
+        self.scope = scope  # "GM", "L1", "L0A", "L0B", "L0C", "UB"
+        self.bits = None  # uint8 mask twin (one element per bit), see alloc
+
+    def __getitem__(self, idx):
+        return make_region(self, idx)
+
+    def region(self):
+        return Region(self, [0] * len(self.shape), list(self.shape), [False] * len(self.shape))
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __repr__(self):
+        return f"Buffer({self.name}, {self.scope}, {self.shape}, {self.dtype})"
+
+    def __setitem__(self, idx, value):
+        raise err(
+            f"element assignment to '{self.name}' is not supported: tilepipe's IR has no "
+            "scalar stores",
+            hint="write whole tiles with T.tile.* ops (T.tile.fill, T.tile.add, ...) or T.copy",
+        )
+
+
+class Region:
+    """A rectangular slice: start expression and static extent per dimension."""
+
+    def __init__(self, buffer, starts, extents, points):
+        self.buffer = buffer
+        self.starts = starts
+        self.extents = extents
+        self.points = points  # the index was a single position
+
+    def tup(self):
+        return (self.buffer.ext, list(self.starts), list(self.extents))
+
+    def elements(self):
+        n = 1
+        for e in self.extents:
+            n *= e
+        return n
+
+    def squeezed(self):
+        e = list(self.extents)
+        while len(e) > 1 and e[0] == 1:
+            e.pop(0)
+        return e
+
+    def load(self):
+        if any(e != 1 for e in self.extents):
+            raise err(
+                f"slice of '{self.buffer.name}' with extents {self.extents} used as a scalar",
+                hint="index every dimension with a single position to read one element",
+            )
+        return _ext.load(self.buffer.ext, list(self.starts), current_loc())
+
+    def __getitem__(self, idx):
+        raise err("slicing a slice is not supported", hint="index the buffer directly")
+
+    def __setitem__(self, idx, value):
+        raise err("element assignment is not supported: tilepipe's IR has no scalar stores",
+                  hint="use T.tile.fill / T.tile.* on a tile")
+
+    # Arithmetic on an element reads it with the scalar unit (data-dependent addressing).
+    def _op(name):
+        def f(self, *a):
+            return getattr(self.load(), name)(*[to_index(x) for x in a])
+
+        return f
+
+    for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+               "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
+               "__gt__", "__ge__", "__neg__"):
+        locals()[_n] = _op(_n)
+    del _n
+
+    def __repr__(self):
+        return f"{self.buffer.name}[{self.starts}; {self.extents}]"
+
+
+def make_region(buf, idx):
+    if not isinstance(idx, tuple):
+        idx = (idx,)
+    shape = buf.shape
+    if len(idx) > len(shape):
+        raise err(
+            f"'{buf.name}' has rank {len(shape)} (shape {shape}) but was indexed with "
+            f"{len(idx)} indices",
+            hint=f"pass at most {len(shape)} indices",
+        )
+    starts, extents, points = [], [], []
+    for d, i in enumerate(idx):
+        dim = shape[d]
+        if isinstance(i, slice):
+            if i.step not in (None, 1):
+                raise err(f"slice step {i.step!r} on '{buf.name}': only step 1 is supported")
+            start = 0 if i.start is None else to_index(i.start, "slice start")
+            if i.stop is None:
+                if isinstance(start, int):
+                    ext = dim - start
+                else:
+                    raise err(
+                        f"slice '{buf.name}[...{d}: open end]' with a run-time start has no "
+                        "static extent",
+                        hint="write the end as start + EXTENT",
+                    )
+            else:
+                stop = to_index(i.stop, "slice end")
+                if isinstance(start, int) and isinstance(stop, int):
+                    ext = stop - start
+                else:
+                    ext = _ext.const_diff(start, stop)
+                    if ext is None:
+                        raise err(
+                            f"slice of '{buf.name}' in dimension {d}: the extent "
+                            f"({stop!r}) - ({start!r}) is not a constant",
+                            hint="tile extents are static: write the end as start + EXTENT",
+                        )
+            if ext <= 0:
+                raise err(f"slice of '{buf.name}' in dimension {d} has extent {ext}",
+                          hint="the end of a slice must be after its start")
+            starts.append(start)
+            extents.append(ext)
+            points.append(False)
+        elif i is Ellipsis:
+            raise err("Ellipsis (...) in an index is not supported", hint="write ':' per dimension")
+        else:
+            starts.append(to_index(i))
+            extents.append(1)
+            points.append(True)
+    for d in range(len(idx), len(shape)):
+        starts.append(0)
+        extents.append(shape[d])
+        points.append(False)
+    return Region(buf, starts, extents, points)
+
+
+def as_region(x, what="operand"):
+    if isinstance(x, Buffer):
+        return x.region()
+    if isinstance(x, Region):
+        return x
+    raise err(f"expected a buffer or a slice as {what}, found {type(x).__name__} {x!r}",
+              hint="pass a T.Tensor parameter, an alloc_* buffer or a slice of one")

@@ -1,0 +1,858 @@
+"""The prim_func interpreter: walks a @T.prim_func body's Python `ast` and lowers it to
+tilepipe IR. Statements become IR (loops, ifs, scopes) or run at build time (assignments
+bind names, static ifs pick a branch); expressions are evaluated in Python over the
+function's closure, with run-time values (loop variables, cid, vid, loaded elements) as
+integer expressions of the IR."""
+
+import ast
+import builtins
+import inspect
+import operator
+import os
+import textwrap
+
+from . import _core
+from ._core import Buffer, Expr, Region, Sym, TilelangError, ctx, resolve, to_index
+from ._core import _ext
+
+_BINOPS = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+    ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod, ast.Pow: operator.pow,
+    ast.Div: operator.truediv, ast.BitAnd: operator.and_, ast.BitOr: operator.or_,
+    ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
+}
+_CMPOPS = {
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+
+
+def _dyn(x):
+    return isinstance(x, (Expr, Region))
+
+
+def _as_expr(x):
+    return x.load() if isinstance(x, Region) else x
+
+
+class _Return(Exception):
+    def __init__(self, value):
+        self.value = value
+
+
+class Source:
+    """A function's parsed source with the offsets that map ast lines to file lines."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        try:
+            lines, start = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as e:
+            raise TilelangError(
+                f"cannot read the source of {fn.__qualname__} ({e})",
+                hint="kernels must be defined in a .py file (not exec'd strings or the REPL)",
+            )
+        self.file = os.path.basename(fn.__code__.co_filename)
+        self.path = fn.__code__.co_filename
+        text = textwrap.dedent("".join(lines))
+        self.tree = ast.parse(text)
+        self.offset = start - 1
+        fdef = self.tree.body[0]
+        if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            raise TilelangError(f"{fn.__qualname__} is not a function definition")
+        self.fdef = fdef
+
+    def env(self):
+        """The names the body sees: its closure cells over the module globals."""
+        fn = self.fn
+        scope = {}
+        if fn.__closure__:
+            for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+                try:
+                    scope[name] = cell.cell_contents
+                except ValueError:
+                    pass
+        return scope
+
+
+class Interpreter:
+    def __init__(self, source, local_vars):
+        self.src = source
+        self.globals = source.fn.__globals__
+        self.closure = source.env()
+        self.vars = dict(local_vars)
+
+    # ---- locations and errors ----
+
+    def loc(self, node):
+        return (self.src.file, node.lineno + self.src.offset)
+
+    def error(self, node, message, hint=None):
+        return TilelangError(message, loc=self.loc(node), hint=hint)
+
+    # ---- names ----
+
+    def lookup(self, name, node):
+        for d in (self.vars, self.closure, self.globals):
+            if name in d:
+                return d[name]
+        b = self.globals.get("__builtins__", builtins)
+        b = b if isinstance(b, dict) else vars(b)
+        if name in b:
+            return b[name]
+        raise self.error(node, f"name '{name}' is not defined",
+                         hint="kernel bodies see the enclosing function's variables and the "
+                         "module's globals")
+
+    # ---- statements ----
+
+    def run_body(self, stmts):
+        for s in stmts:
+            self.stmt(s)
+
+    def stmt(self, s):
+        ctx.stmt_loc = self.loc(s)
+        if isinstance(s, (ast.For, ast.If, ast.While)) and ctx.split in ("C", "V") and \
+                ctx.split not in ctx.probe.get(id(s), ()):
+            # C/V split: a loop or if holding none of this core's statements is left out
+            # (assignments inside it bind nothing used outside a kernel's loop body).
+            return
+        method = getattr(self, "s_" + type(s).__name__, None)
+        if method is None:
+            raise self.error(
+                s, f"'{type(s).__name__}' statements are not supported in a kernel body",
+                hint="kernel bodies use for / with / if / assignments / calls (docs/python.md)")
+        probing = ctx.split == "probe" and isinstance(s, (ast.For, ast.If))
+        if probing:
+            ctx.node_stack.append(id(s))
+        ctx.stmt_path.append(id(s))
+        if ctx.split in ("C", "V"):
+            self.anchor(ctx.anchor_before.get((ctx.split, id(s))), s)
+        try:
+            method(s)
+            if ctx.split in ("C", "V"):
+                self.anchor(ctx.anchor_after.get((ctx.split, id(s))), s)
+        except (TilelangError, _Return):
+            raise
+        except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError,
+                AssertionError, RuntimeError) as e:
+            if isinstance(e, AssertionError):
+                raise
+            raise self.error(s, f"{type(e).__name__}: {e}") from e
+        finally:
+            ctx.stmt_path.pop()
+            if probing:
+                ctx.node_stack.pop()
+
+    def anchor(self, ops, s):
+        """The C/V split's hand-offs placed around this statement (split_kernel)."""
+        for op, pipe, fid in ops or ():
+            if op == "wait":
+                ctx.builder.wait_cross_flag(fid, self.loc(s))
+            else:
+                ctx.builder.set_cross_flag(pipe, fid, 2, self.loc(s))
+
+    def s_Expr(self, s):
+        if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
+            return  # docstring
+        self.eval(s.value)
+
+    def s_Pass(self, s):
+        pass
+
+    def s_Assert(self, s):
+        v = self.eval(s.test)
+        if _dyn(v):
+            raise self.error(s, "assert on a run-time value",
+                             hint="asserts in kernel bodies check compile-time values only")
+        if not v:
+            msg = self.eval(s.msg) if s.msg is not None else ""
+            raise AssertionError(msg)
+
+    def s_Return(self, s):
+        raise _Return(self.eval(s.value) if s.value is not None else None)
+
+    def assign(self, target, value, node):
+        if isinstance(target, ast.Name):
+            self.vars[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if isinstance(value, (Expr, Region, Buffer)):
+                raise self.error(node, "cannot unpack a single value into several names")
+            vals = list(value)
+            if len(vals) != len(target.elts):
+                raise self.error(node, f"unpacking {len(vals)} values into {len(target.elts)} names")
+            for t, v in zip(target.elts, vals):
+                self.assign(t, v, node)
+        elif isinstance(target, ast.Subscript):
+            obj = self.eval(target.value)
+            if isinstance(obj, Buffer) and obj.scope == "UB":
+                # One element of a UB buffer: a one-element copy (from an element of another
+                # buffer) or fill (a number or an integer expression); nothing else is
+                # expressible without scalar stores.
+                from . import language as T
+
+                dst = obj[self.eval(target.slice)]
+                if isinstance(value, Region) and value.elements() == 1:
+                    T.copy(value, dst)
+                    return
+                if isinstance(value, (int, float, Expr)) and dst.elements() == 1:
+                    T.tile.fill(dst, value)
+                    return
+            if isinstance(obj, (Buffer, Region)):
+                raise self.error(
+                    node,
+                    f"element assignment to '{obj.buffer.name if isinstance(obj, Region) else obj.name}'"
+                    " is not supported: tilepipe's IR has no scalar stores",
+                    hint="assign an element of a UB buffer from another element or a number, or "
+                    "write whole tiles with T.tile.* ops or T.copy")
+            obj[self.eval(target.slice)] = value
+        elif isinstance(target, ast.Attribute):
+            setattr(self.eval(target.value), target.attr, value)
+        else:
+            raise self.error(node, f"unsupported assignment target {type(target).__name__}")
+
+    def s_Assign(self, s):
+        name = s.targets[0].id if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) else None
+        ctx.pending_name = name
+        try:
+            v = self.eval(s.value)
+        finally:
+            ctx.pending_name = None
+        for t in s.targets:
+            self.assign(t, v, s)
+
+    def s_AnnAssign(self, s):
+        if s.value is None:
+            raise self.error(s, "a declaration without a value",
+                             hint="T.alloc_var is not supported; bind a value: `x = expr`")
+        ctx.pending_name = s.target.id if isinstance(s.target, ast.Name) else None
+        try:
+            v = self.eval(s.value)
+        finally:
+            ctx.pending_name = None
+        self.assign(s.target, v, s)
+
+    def s_AugAssign(self, s):
+        if not isinstance(s.target, ast.Name):
+            raise self.error(s, "augmented assignment to an element or attribute is not supported",
+                             hint="tilepipe's IR has no scalar stores; use T.tile.* ops")
+        cur = self.lookup(s.target.id, s)
+        self.vars[s.target.id] = self.binop(s.op, cur, self.eval(s.value), s)
+
+    def s_FunctionDef(self, s):
+        raise self.error(s, "nested function definitions inside a kernel body are not supported",
+                         hint="define helpers (or @T.macro) outside the @T.prim_func")
+
+    def s_If(self, s):
+        c = self.eval(s.test)
+        if isinstance(c, Sym):
+            c = resolve(c)
+        if not _dyn(c):
+            self.run_body(s.body if c else s.orelse)
+            return
+        b = _core.builder()
+        loc = self.loc(s)
+        b.begin_if(_as_expr(c), loc)
+        ctx.trip_stack.append(None)
+        try:
+            self.run_body(s.body)
+            if s.orelse:
+                b.begin_else(loc)
+                ctx.stmt_path.append(("else", id(s)))
+                try:
+                    self.run_body(s.orelse)
+                finally:
+                    ctx.stmt_path.pop()
+        finally:
+            ctx.trip_stack.pop()
+        b.end_if(loc)
+
+    def s_While(self, s):
+        raise self.error(s, "while loops are not supported in kernel bodies",
+                         hint="use `for i in T.serial(n)` with a static or run-time trip count")
+
+    def s_For(self, s):
+        from .language import LoopSpec
+
+        it = self.eval(s.iter)
+        if s.orelse:
+            raise self.error(s, "for/else is not supported")
+        if ctx.split == "probe":
+            ctx.loop_ids[id(s)] = True
+        if isinstance(it, range):
+            it = LoopSpec("serial", it.start, it.stop, it.step)
+        elif isinstance(it, LoopSpec):
+            pass
+        elif isinstance(it, (list, tuple)) or inspect.isgenerator(it):
+            # A Python sequence: unrolled at build time.
+            for v in it:
+                self.assign(s.target, v, s)
+                self.run_body(s.body)
+            return
+        else:
+            raise self.error(s, f"cannot loop over {type(it).__name__}",
+                             hint="loop with T.serial / range / T.Pipelined / T.Parallel")
+        if it.kind == "parallel":
+            self.parallel(s, it)
+            return
+        if not isinstance(s.target, ast.Name):
+            raise self.error(s, "a loop variable must be a single name")
+        self.loop(s, s.target.id, it.kind, it.begin, it.end, it.step, it.num_stages,
+                  it.cross_interval, lambda: self.run_body(s.body))
+
+    def loop(self, s, name, kind, begin, end, step, stages, cross, body):
+        b = _core.builder()
+        loc = self.loc(s)
+        begin, end = to_index(begin, "loop start"), to_index(end, "loop end")
+        step = resolve(step)
+        if not isinstance(step, int) or step <= 0:
+            raise self.error(s, f"loop step {step!r} must be a positive compile-time integer")
+        stages, cross = resolve(stages), resolve(cross)
+        if kind == "pipelined" and (not isinstance(stages, int) or stages < 1):
+            raise self.error(s, f"T.Pipelined num_stages={stages!r} must be an integer >= 1")
+        if kind == "pipelined" and ctx.split in ctx.hand_sync:
+            # Unscoped code with hand-written intra-core flags: the flags are written for the
+            # loop's serial order, and the split's hand-offs order the cores per iteration.
+            kind = "serial"
+        v = b.begin_for(name, begin, end, step, kind, int(stages or 0), int(cross or 1), loc)
+        lo = self.bound(begin, 0)
+        hi = self.bound(end, 1)
+        if lo is not None and hi is not None:
+            ctx.var_ranges[v.var_id()] = (lo, max(lo, hi - 1))
+        self.vars[name] = v
+        trip = end - begin if step == 1 else (end - begin + step - 1) // step
+        ctx.trip_stack.append(trip)
+        try:
+            body()
+        finally:
+            ctx.trip_stack.pop()
+        b.end_for(loc)
+
+    def bound(self, e, which):
+        if isinstance(e, int):
+            return e
+        r = _ext.bounds(e, ctx.var_ranges, ctx.block_num)
+        return None if r is None else r[which]
+
+    def parallel(self, s, it):
+        if s.body and all(isinstance(b, (ast.Assign, ast.AugAssign)) and
+                          isinstance(b.targets[0] if isinstance(b, ast.Assign) else b.target,
+                                     ast.Subscript) for b in s.body):
+            from ._parallel import vectorize
+
+            vectorize(self, s, it)
+            return
+        names = []
+        t = s.target
+        if isinstance(t, ast.Name):
+            names = [t.id]
+        elif isinstance(t, ast.Tuple) and all(isinstance(e, ast.Name) for e in t.elts):
+            names = [e.id for e in t.elts]
+        else:
+            raise self.error(s, "T.Parallel targets must be names")
+        if len(names) != len(it.dims):
+            raise self.error(s, f"T.Parallel over {len(it.dims)} dims bound to {len(names)} names")
+
+        def nest(k):
+            if k == len(names):
+                self.run_body(s.body)
+                return
+            self.loop(s, names[k], "parallel", 0, it.dims[k], 1, 0, 1, lambda: nest(k + 1))
+
+        nest(0)
+
+    def s_With(self, s):
+        from .language import KernelCtx, ScopeCtx
+
+        if len(s.items) != 1:
+            raise self.error(s, "one context per `with` statement")
+        item = s.items[0]
+        c = self.eval(item.context_expr)
+        loc = self.loc(s)
+        if isinstance(c, KernelCtx):
+            kernel = ctx.kernel
+            if ctx.builder is not None:
+                raise self.error(s, "nested T.Kernel")
+            kernel.start(c.block_num, loc)
+            if _has_scope(s.body):
+                self.bind_launch(item, s)
+                self.run_body(s.body)
+            else:
+                self.split_kernel(s, item, c, loc)
+            return
+        if isinstance(c, ScopeCtx):
+            b = _core.builder()
+            if ctx.scope is not None:
+                raise self.error(s, f'T.Scope("{c.kind}") inside T.Scope("{ctx.scope}")',
+                                 hint="scopes do not nest: close the first one")
+            b.begin_scope(c.kind, loc)
+            ctx.scope = c.kind
+            ctx.last_scope[c.kind] = id(s)
+            try:
+                self.run_body(s.body)
+                for fid, n in ctx.drains.get(id(s), ()):
+                    for _ in range(n):
+                        b.wait_cross_flag(fid, loc)
+            finally:
+                ctx.scope = None
+            b.end_scope(loc)
+            return
+        raise self.error(s, f"unsupported context {type(c).__name__} in `with`",
+                         hint='kernel bodies use `with T.Kernel(...)` and `with T.Scope("C"/"V")`')
+
+    def bind_launch(self, item, s):
+        if item.optional_vars is None:
+            return
+        t = item.optional_vars
+        cid, vid = _ext.cid(), _ext.vid()
+        if isinstance(t, ast.Name):
+            self.vars[t.id] = cid
+        elif isinstance(t, ast.Tuple) and len(t.elts) == 2:
+            self.assign(t, (cid, vid), s)
+        else:
+            raise self.error(s, "T.Kernel binds `as cid` or `as (cid, vid)`")
+
+    def place_handoff(self, name, producer, ready, free):
+        """Hand-off of GM tensor `name` from the producer core to the other, once per
+        iteration of the innermost block holding all its accesses: on each core, a wait
+        before the first statement of that block touching the tensor and a set after the
+        last (producer: wait free / set ready; consumer: wait ready / set free)."""
+        accesses = ctx.gm_paths[name]
+        paths = [p for _, _, p in accesses]
+        common = 0
+        while all(len(p) > common + 1 for p in paths) and len({p[common] for p in paths}) == 1:
+            common += 1
+        # Each core's accesses inside one loop of its own at the common level (a Cube loop
+        # and a Vector loop over the same iterations, written one after the other): the
+        # hand-off is per iteration of those loops.
+        level = {}
+        for core in ("C", "V"):
+            mine = [p for c, _, p in accesses if c == core]
+            heads = {p[common] for p in mine}
+            level[core] = common
+            if mine and len(heads) == 1 and ctx.loop_ids.get(next(iter(heads))) and \
+                    all(len(p) > common + 1 for p in mine):
+                level[core] = common + 1
+        if level["C"] != level["V"]:
+            level = {"C": common, "V": common}
+        for core in ("C", "V"):
+            mine = [p for c, k, p in accesses if c == core]
+            if not mine:
+                continue
+            common = level[core]
+            # the anchors are statements of the common block: order by first execution
+            order = []
+            for p in mine:
+                if p[common] not in order:
+                    order.append(p[common])
+            first, last = order[0], order[-1]
+            if core == producer:
+                before, after = ("wait", None, free), ("set", "FIX" if core == "C" else "MTE3", ready)
+            else:
+                before, after = ("wait", None, ready), ("set", "MTE2", free)
+            ctx.anchor_before.setdefault((core, first), []).append(before)
+            ctx.anchor_after.setdefault((core, last), []).append(after)
+
+    def split_kernel(self, s, item, kctx, loc):
+        """Unscoped kernel body (the original's AUTO_CV_COMBINE): lowered once per core kind,
+        each pass keeping its core's statements (and the loops / ifs around them), with a
+        cross-core hand-off around each copy through a GM tensor one core writes and the
+        other reads (AUTO_CV_SYNC). A first pass only classifies (docs/python.md)."""
+        snapshot = dict(self.vars)
+        real = ctx.builder
+        ctx.builder = _ext.Builder("probe", kctx.block_num, loc)
+        ctx.split = "probe"
+        ctx.probe, ctx.probe_cores, ctx.node_stack, ctx.gm_use = {}, set(), [], {}
+        ctx.gm_paths, ctx.hand_sync, ctx.loop_ids = {}, set(), {}
+        ctx.mixed_copy = False
+        names, hidden = set(ctx.names), dict(ctx.hidden)
+        try:
+            self.bind_launch(item, s)
+            self.run_body(s.body)
+        finally:
+            ctx.builder = real
+            ctx.split = None
+        ctx.names, ctx.hidden = names, hidden
+        self.vars = dict(snapshot)
+        if ctx.mixed_copy:
+            # L0C -> UB / UB -> L1 copies: tilepipe's cv_split places the workspaces itself.
+            self.bind_launch(item, s)
+            self.run_body(s.body)
+            return
+        ctx.crossing = {}
+        ctx.anchor_before, ctx.anchor_after = {}, {}
+        ids = 0
+        for name, use in sorted(ctx.gm_use.items()):
+            for p in sorted(use["w"]):
+                if use["r"] - {p}:
+                    if len(use["w"]) > 1:
+                        raise self.error(s, f"GM tensor '{name}' is written by both the Cube "
+                                         "and the Vector code and read across them",
+                                         hint="give each direction its own workspace")
+                    ctx.crossing[name] = (p, ids, ids + 1)
+                    self.place_handoff(name, p, ids, ids + 1)
+                    ids += 2
+        if ids > 16:
+            raise self.error(s, f"{ids // 2} GM tensors cross between Cube and Vector; the "
+                             "automatic split has 16 cross-core flag ids (8 tensors)")
+        b = ctx.builder
+        for core in ("C", "V"):
+            if core not in ctx.probe_cores:
+                continue
+            ctx.names = set(names)
+            self.vars = dict(snapshot)
+            ctx.split = core
+            ctx.scope = core
+            ctx.hidden = {}
+            b.begin_scope(core, loc)
+            try:
+                for name, (p, ready, free) in sorted(ctx.crossing.items()):
+                    if p != core:  # consumer: the first fill of the tensor is free
+                        b.set_cross_flag("MTE2", free, 2, loc)
+                self.bind_launch(item, s)
+                self.run_body(s.body)
+                for name, (p, ready, free) in sorted(ctx.crossing.items()):
+                    if p == core:  # producer: take back the consumer's last release
+                        b.wait_cross_flag(free, loc)
+            finally:
+                ctx.split = None
+                ctx.scope = None
+            b.end_scope(loc)
+        self.vars = dict(snapshot)
+
+    # ---- expressions ----
+
+    def eval(self, node):
+        m = getattr(self, "e_" + type(node).__name__, None)
+        if m is None:
+            return self.fallback(node)
+        return m(node)
+
+    def fallback(self, node):
+        """Python's own evaluation for the rest (comprehensions, lambdas, f-strings)."""
+        env = dict(self.globals)
+        env.update(self.closure)
+        env.update(self.vars)
+        code = compile(ast.fix_missing_locations(ast.Expression(node)), self.src.path, "eval")
+        return eval(code, env)
+
+    def e_Constant(self, n):
+        return n.value
+
+    def e_Name(self, n):
+        return self.lookup(n.id, n)
+
+    def e_Attribute(self, n):
+        return getattr(self.eval(n.value), n.attr)
+
+    def e_Tuple(self, n):
+        return tuple(self.eval_list(n.elts))
+
+    def e_List(self, n):
+        return self.eval_list(n.elts)
+
+    def eval_list(self, elts):
+        out = []
+        for e in elts:
+            if isinstance(e, ast.Starred):
+                out.extend(self.eval(e.value))
+            else:
+                out.append(self.eval(e))
+        return out
+
+    def e_Dict(self, n):
+        return {self.eval(k): self.eval(v) for k, v in zip(n.keys, n.values)}
+
+    def e_Slice(self, n):
+        return slice(None if n.lower is None else self.eval(n.lower),
+                     None if n.upper is None else self.eval(n.upper),
+                     None if n.step is None else self.eval(n.step))
+
+    def e_Subscript(self, n):
+        obj = self.eval(n.value)
+        idx = self.eval(n.slice)
+        return obj[idx]
+
+    def e_Call(self, n):
+        f = self.eval(n.func)
+        args = self.eval_list(n.args)
+        kw = {}
+        for k in n.keywords:
+            if k.arg is None:
+                kw.update(self.eval(k.value))
+            else:
+                kw[k.arg] = self.eval(k.value)
+        if isinstance(f, Macro):
+            return f.expand(args, kw, self.loc(n))
+        if f is range:
+            return range(*[resolve(a) for a in args]) if all(
+                isinstance(resolve(a), int) for a in args) else self._range(args)
+        return f(*args, **kw)
+
+    def _range(self, args):
+        from .language import LoopSpec, _range_args
+
+        b, e, s = _range_args(args, "range")
+        return LoopSpec("serial", b, e, s)
+
+    def binop(self, op, a, b, node):
+        f = _BINOPS.get(type(op))
+        if f is None:
+            raise self.error(node, f"operator {type(op).__name__} is not supported")
+        a, b = resolve(a) if isinstance(a, Sym) and ctx.bindings else a, resolve(b) if isinstance(b, Sym) and ctx.bindings else b
+        if _dyn(a) or _dyn(b):
+            a, b = _as_expr(a), _as_expr(b)
+            if isinstance(op, ast.Div):
+                if isinstance(a, float) or isinstance(b, float):
+                    raise self.error(node, "float arithmetic on a run-time integer expression",
+                                     hint="run-time values are integers; keep float math on "
+                                     "compile-time values")
+                raise self.error(node, "'/' on a run-time integer expression",
+                                 hint="use '//' (floor division)")
+            if isinstance(b, int) and not isinstance(b, bool) and b >= 0:
+                # shifts and masks by constants on (non-negative) indices
+                if isinstance(op, ast.LShift):
+                    return a * (1 << b)
+                if isinstance(op, ast.RShift):
+                    return a // (1 << b)
+                if isinstance(op, ast.BitAnd) and (b & (b + 1)) == 0:
+                    return a % (b + 1)
+            if isinstance(op, (ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift,
+                               ast.RShift)):
+                raise self.error(node, f"operator {type(op).__name__} on a run-time value is not "
+                                 "supported", hint="use + - * // % and comparisons")
+            if isinstance(a, float) or isinstance(b, float):
+                raise self.error(node, "float operand in a run-time integer expression",
+                                 hint="convert the compile-time value with int(...)")
+        return f(a, b)
+
+    def e_BinOp(self, n):
+        return self.binop(n.op, self.eval(n.left), self.eval(n.right), n)
+
+    def e_UnaryOp(self, n):
+        v = self.eval(n.operand)
+        if isinstance(n.op, ast.Not):
+            if _dyn(v):
+                return _as_expr(v) == 0
+            return not v
+        if isinstance(n.op, ast.USub):
+            return -(_as_expr(v))
+        if isinstance(n.op, ast.UAdd):
+            return v
+        if _dyn(v):
+            raise self.error(n, "'~' on a run-time value is not supported")
+        return ~v
+
+    def e_Compare(self, n):
+        left = self.eval(n.left)
+        result = None
+        for op, right_node in zip(n.ops, n.comparators):
+            right = self.eval(right_node)
+            f = _CMPOPS[type(op)]
+            if _dyn(left) or _dyn(right):
+                if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
+                    raise self.error(n, f"'{type(op).__name__}' on a run-time value")
+                r = f(_as_expr(left), _as_expr(right))
+            else:
+                r = f(resolve(left), resolve(right))
+            result = r if result is None else self.logical(result, r, True)
+            if not _dyn(result) and not result:
+                return result
+            left = right
+        return result
+
+    def logical(self, a, b, is_and):
+        if not _dyn(a) and not _dyn(b):
+            return (a and b) if is_and else (a or b)
+        a, b = _as_expr(a), _as_expr(b)
+        if not _dyn(a):
+            return (b if a else False) if is_and else (True if a else b)
+        if not _dyn(b):
+            return (a if b else False) if is_and else (True if b else a)
+        return a.logical_and(b) if is_and else a.logical_or(b)
+
+    def e_BoolOp(self, n):
+        is_and = isinstance(n.op, ast.And)
+        v = self.eval(n.values[0])
+        for e in n.values[1:]:
+            if not _dyn(v):
+                # Python short-circuit on compile-time values
+                if is_and and not v:
+                    return v
+                if not is_and and v:
+                    return v
+                v = self.eval(e)
+                continue
+            v = self.logical(v, self.eval(e), is_and)
+        return v
+
+    def e_IfExp(self, n):
+        c = self.eval(n.test)
+        if not _dyn(c):
+            return self.eval(n.body if resolve(c) else n.orelse)
+        a, b = self.eval(n.body), self.eval(n.orelse)
+        return _ext.select(_as_expr(c), to_index(a), to_index(b))
+
+    def e_JoinedStr(self, n):
+        return self.fallback(n)
+
+
+def _has_scope(body):
+    """Whether a kernel body opens T.Scope anywhere (expert / developer mode)."""
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.With):
+            for it in node.items:
+                f = it.context_expr.func if isinstance(it.context_expr, ast.Call) else None
+                name = getattr(f, "attr", None) or getattr(f, "id", None)
+                if name == "Scope":
+                    return True
+    return False
+
+
+class Macro:
+    """`@T.macro`: a helper whose body is lowered in place where it is called."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self._src = None
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def source(self):
+        if self._src is None:
+            self._src = Source(self.fn)
+        return self._src
+
+    def expand(self, args, kw, call_loc):
+        src = self.source()
+        try:
+            bound = inspect.signature(self.fn).bind(*args, **kw)
+        except TypeError as e:
+            raise TilelangError(f"macro {self.fn.__name__}: {e}", loc=call_loc)
+        bound.apply_defaults()
+        it = Interpreter(src, bound.arguments)
+        saved = ctx.stmt_loc
+        try:
+            it.run_body(src.fdef.body)
+        except _Return as r:
+            return r.value
+        finally:
+            ctx.stmt_loc = saved
+        return None
+
+    def __call__(self, *args, **kw):
+        if ctx.builder is not None:
+            return self.expand(args, kw, ctx.stmt_loc)
+        raise TilelangError(f"macro {self.fn.__name__} called outside a kernel body")
+
+
+def macro(fn=None, **kw):
+    if fn is None:
+        return lambda f: Macro(f)
+    return Macro(fn)
+
+
+class PrimFunc:
+    """`@T.prim_func`: the kernel's source, parsed; lowered by tilelang.jit per shape binding."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.source = Source(fn)
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def params(self):
+        """[(name, TensorSpec)] from the annotations, evaluated over the closure."""
+        from .language import TensorSpec
+
+        it = Interpreter(self.source, {})
+        out = []
+        a = self.source.fdef.args
+        for arg in a.posonlyargs + a.args:
+            if arg.annotation is None:
+                raise it.error(arg, f"parameter '{arg.arg}' has no T.Tensor annotation",
+                               hint="annotate it: `A: T.Tensor((M, N), dtype)`")
+            ctx.stmt_loc = it.loc(arg)
+            # Annotations were evaluated when the `def` ran (their names need not be in
+            # the closure); a string annotation (`from __future__ import annotations`) is
+            # evaluated here over the closure.
+            spec = self.fn.__annotations__.get(arg.arg)
+            if spec is None or isinstance(spec, str):
+                spec = it.eval(arg.annotation)
+            if not isinstance(spec, TensorSpec):
+                raise it.error(arg, f"parameter '{arg.arg}' is annotated {spec!r}; expected "
+                               "T.Tensor(shape, dtype)")
+            out.append((arg.arg, spec, it.loc(arg)))
+        if a.vararg or a.kwarg or a.kwonlyargs:
+            raise it.error(self.source.fdef, "kernel parameters must be plain positional tensors")
+        return out
+
+    def usage(self):
+        """Names the body passes to vector ops and to cube ops (alloc_shared / alloc_fragment
+        take their memory from how the buffer is used, as the original infers scopes)."""
+        if getattr(self, "_usage", None) is None:
+            vec, cube = set(), set()
+            for node in ast.walk(self.source.fdef):
+                if isinstance(node, ast.Call):
+                    f = node.func
+                    chain = []
+                    while isinstance(f, ast.Attribute):
+                        chain.append(f.attr)
+                        f = f.value
+                    name = chain[0] if chain else getattr(f, "id", "")
+                    if "tile" in chain[1:] or name.startswith("reduce"):
+                        kind = vec
+                    elif name in ("gemm", "gemm_v0", "mma"):
+                        kind = cube
+                    else:
+                        continue
+                    for a in node.args:
+                        while isinstance(a, ast.Subscript):
+                            a = a.value
+                        if isinstance(a, ast.Name):
+                            kind.add(a.id)
+                elif isinstance(node, ast.For) and isinstance(node.iter, ast.Call) and \
+                        getattr(node.iter.func, "attr", "") == "Parallel":
+                    for n in ast.walk(node):
+                        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
+                            vec.add(n.value.id)
+            # a buffer copied to or from a vector-used one is a UB buffer too (to a fixed point)
+            copies = []
+            for node in ast.walk(self.source.fdef):
+                if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "copy":
+                    names = []
+                    for a in node.args[:2]:
+                        while isinstance(a, ast.Subscript):
+                            a = a.value
+                        names.append(a.id if isinstance(a, ast.Name) else None)
+                    if len(names) == 2 and None not in names:
+                        copies.append(names)
+            changed = True
+            while changed:
+                changed = False
+                for a, b in copies:
+                    for x, y in ((a, b), (b, a)):
+                        if x in vec and y not in vec and y not in cube:
+                            vec.add(y)
+                            changed = True
+            self._usage = (vec, cube)
+        return self._usage
+
+    def lower_body(self, args):
+        ctx.usage = self.usage()
+        it = Interpreter(self.source, args)
+        body = self.source.fdef.body
+        it.run_body(body)
+
+    def __call__(self, *a, **kw):
+        raise TilelangError(
+            f"prim_func {self.__name__} called directly",
+            hint="return it from a @tilelang.jit factory and call the compiled kernel",
+        )
+
+
+def prim_func(fn=None, **kw):
+    if fn is None:
+        return lambda f: PrimFunc(f)
+    return PrimFunc(fn)

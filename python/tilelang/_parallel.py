@@ -1,0 +1,209 @@
+"""`for i, j in T.Parallel(R, C): D[i, j] = <expression>`: element assignments over a tile,
+turned into tile ops here (tilepipe's IR has no scalar stores). Each element reference
+`A[i, j]` is the [R, C] tile of A at the indexed offset, `v[i]` a row vector and `w[j]` a
+column vector (broadcast into a temporary), numbers are scalar operands; `+ - * /`,
+unary minus and T.exp / T.log / T.abs / T.sqrt / T.rsqrt / T.max / T.min / T.relu map to
+tile ops, compound expressions go through UB temporaries."""
+
+import ast
+
+from . import _core
+from ._core import Buffer, Region, TilelangError, ctx, to_index
+
+_UNARY = {"exp": "exp", "log": "ln", "ln": "ln", "abs": "abs", "sqrt": "sqrt", "rsqrt": "rsqrt",
+          "relu": "relu", "reciprocal": "reciprocal"}
+_BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
+
+
+class _Tile:
+    """A value of the loop body: a region spanning some of the loop's lanes."""
+
+    def __init__(self, region, lanes):
+        self.region, self.lanes = region, lanes
+
+
+def vectorize(it, s, spec):
+    t = s.target
+    names = [t.id] if isinstance(t, ast.Name) else [e.id for e in t.elts]
+    if len(names) != len(spec.dims):
+        raise it.error(s, f"T.Parallel over {len(spec.dims)} dims bound to {len(names)} names")
+    dims = [to_index(d, "T.Parallel extent") for d in spec.dims]
+    if not all(isinstance(d, int) for d in dims):
+        raise it.error(s, "T.Parallel extents must be compile-time integers")
+    V = _Vec(it, names, dims)
+    for stmt in s.body:
+        ctx.stmt_loc = it.loc(stmt)
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
+        dst = V.ref(target, stmt)
+        if dst.lanes != tuple(range(len(dims))):
+            raise it.error(stmt, "the assigned element must be indexed by every T.Parallel variable",
+                           hint="write D[i, j] = ... over all loop variables")
+        if isinstance(stmt, ast.AugAssign):
+            value = ast.BinOp(left=target, op=stmt.op, right=stmt.value)
+            ast.copy_location(value, stmt)
+        else:
+            value = stmt.value
+        V.emit_into(value, dst, stmt)
+
+
+class _Vec:
+    def __init__(self, it, names, dims):
+        self.it, self.names, self.dims = it, names, dims
+        self.ntemp = 0
+
+    def lane_of(self, node):
+        """(lane, offset expression) of an index `i`, `i + k`, `k + i`; None otherwise."""
+        if isinstance(node, ast.Name) and node.id in self.names:
+            return self.names.index(node.id), 0
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+            for a, b in ((node.left, node.right), (node.right, node.left)):
+                if isinstance(a, ast.Name) and a.id in self.names:
+                    return self.names.index(a.id), self.it.eval(b)
+        return None
+
+    def ref(self, node, stmt):
+        buf = self.it.eval(node.value)
+        if not isinstance(buf, Buffer):
+            raise self.it.error(stmt, f"T.Parallel element of {type(buf).__name__}; expected a buffer")
+        idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if len(idx) != len(buf.shape):
+            raise self.it.error(stmt, f"'{buf.name}' has rank {len(buf.shape)}; index every dimension")
+        starts, extents, lanes = [], [], []
+        for d, ix in enumerate(idx):
+            lo = self.lane_of(ix)
+            if lo is None:
+                starts.append(to_index(self.it.eval(ix)))
+                extents.append(1)
+            else:
+                lane, off = lo
+                if lanes and lane <= lanes[-1]:
+                    raise self.it.error(stmt, "T.Parallel variables must index dimensions in loop order")
+                lanes.append(lane)
+                starts.append(to_index(off))
+                extents.append(self.dims[lane])
+        return _Tile(Region(buf, starts, extents, [False] * len(starts)), tuple(lanes))
+
+    def temp(self, dtype):
+        from .language import _alloc
+
+        self.ntemp += 1
+        key = ("parallel", tuple(self.dims), dtype, self.ntemp, ctx.stmt_loc)
+        if key not in ctx.hidden:
+            ctx.hidden[key] = _alloc("UB", list(self.dims), dtype, name=f"par_tmp{self.ntemp}")
+        return _Tile(ctx.hidden[key].region(), tuple(range(len(self.dims))))
+
+    def full(self, v, dtype, stmt):
+        """v as a full [dims] tile of dtype (broadcast / cast into a temporary if needed)."""
+        from .language import tile as Ttile
+
+        if v.lanes == tuple(range(len(self.dims))) and v.region.buffer.dtype == dtype:
+            return v
+        if v.region.buffer.dtype != dtype:
+            t = self.temp(dtype)
+            if len(v.lanes) != len(self.dims):
+                raise self.it.error(stmt, "a broadcast operand with another dtype: cast it first")
+            Ttile.cast(t.region, v.region)
+            return t
+        if len(self.dims) != 2 or len(v.lanes) != 1:
+            raise self.it.error(stmt, "T.Parallel broadcasts a row vector v[i] or a column vector "
+                                "w[j] of a 2-D loop")
+        t = self.temp(dtype)
+        Ttile.broadcast(t.region, v.region)
+        return t
+
+    def value(self, node, dtype, stmt):
+        """A tile, or a Python number / run-time scalar (returned as is)."""
+        if isinstance(node, ast.Subscript):
+            v = self.ref(node, stmt)
+            if not v.lanes:
+                return v.region  # one element: a scalar operand
+            return v
+        if isinstance(node, (ast.BinOp, ast.Call, ast.UnaryOp)):
+            if self.uses_lanes(node):
+                t = self.temp(dtype)
+                self.emit_into(node, t, stmt)
+                return t
+        return self.it.eval(node)
+
+    def uses_lanes(self, node):
+        return any(isinstance(n, ast.Name) and n.id in self.names for n in ast.walk(node))
+
+    def emit_into(self, node, dst, stmt):
+        from .language import tile as Ttile
+
+        dt = dst.region.buffer.dtype
+        D = dst.region
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            op = _BINARY[type(node.op)]
+            a = self.value(node.left, dt, stmt)
+            b = self.value(node.right, dt, stmt)
+            if not isinstance(a, _Tile) and isinstance(b, _Tile):
+                if op in ("add", "mul"):
+                    a, b = b, a
+                elif op == "sub":  # s - x = (-1) * x + s
+                    Ttile.mul(D, self.full(b, dt, stmt).region, -1.0)
+                    Ttile.add(D, D, a)
+                    return
+                else:  # s / x
+                    Ttile.reciprocal(D, self.full(b, dt, stmt).region)
+                    Ttile.mul(D, D, a)
+                    return
+            if not isinstance(a, _Tile):
+                raise self.it.error(stmt, "T.Parallel expression without an element of a buffer")
+            a = self.full(a, dt, stmt)
+            if isinstance(b, _Tile):
+                getattr(Ttile, op)(D, a.region, self.full(b, dt, stmt).region)
+            elif op == "div" and isinstance(b, (int, float)):
+                Ttile.mul(D, a.region, 1.0 / b)
+            else:
+                getattr(Ttile, op)(D, a.region, b)
+            return
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            a = self.value(node.operand, dt, stmt)
+            Ttile.mul(D, self.full(a, dt, stmt).region, -1.0)
+            return
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
+            args = node.args
+            if name in _UNARY and len(args) == 1:
+                a = self.value(args[0], dt, stmt)
+                getattr(Ttile, _UNARY[name])(D, self.full(a, dt, stmt).region)
+                return
+            if name in ("max", "min") and len(args) == 2:
+                a, b = self.value(args[0], dt, stmt), self.value(args[1], dt, stmt)
+                if not isinstance(a, _Tile):
+                    a, b = b, a
+                getattr(Ttile, name)(D, self.full(a, dt, stmt).region,
+                                     self.full(b, dt, stmt).region if isinstance(b, _Tile) else b)
+                return
+            if name in ("cast", "float32", "float16", "bfloat16") and args:
+                a = self.value(args[0], dt, stmt)
+                src = a.region
+                if a.lanes != dst.lanes:
+                    raise self.it.error(stmt, "T.Parallel cast of a broadcast operand")
+                Ttile.cast(D, src) if src.buffer.dtype != dt else Ttile.adds(D, src, 0.0)
+                return
+        if isinstance(node, ast.Subscript):
+            v = self.ref(node, stmt)
+            if v.lanes and v.region.buffer.dtype != dt:
+                Ttile.cast(D, self.full(v, v.region.buffer.dtype, stmt).region)
+            elif v.lanes:
+                if v.lanes != dst.lanes:
+                    Ttile.broadcast(D, v.region)
+                else:
+                    from . import language as T
+
+                    T.copy(v.region, D)
+            else:
+                Ttile.fill(D, v.region)
+            return
+        v = self.it.eval(node)
+        if isinstance(v, (int, float, _core.Expr)):
+            Ttile.fill(D, v)
+            return
+        raise TilelangError(
+            f"T.Parallel expression {ast.dump(node)[:60]}... is not supported",
+            loc=self.it.loc(stmt),
+            hint="use + - * /, unary -, T.exp/T.log/T.abs/T.sqrt/T.rsqrt/T.relu/T.max/T.min "
+            "on buffer elements, row / column vectors and numbers")

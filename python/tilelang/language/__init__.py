@@ -1,0 +1,764 @@
+"""`tilelang.language` (imported as T): the kernel language. Inside a @T.prim_func body the
+interpreter (tilelang._interp) evaluates each call below; the calls emit tile IR into
+tilepipe's KernelBuilder. See docs/python.md for what maps to what."""
+
+import math as _math
+
+from .. import _core
+from .._core import (Buffer as _Buffer, Region, Sym, TilelangError, as_region, builder, ctx, err,
+                     dtype_code, dtype_name, resolve, to_index)
+from .._core import _ext
+from .._interp import macro, prim_func  # noqa: F401
+
+# ---- types ----
+
+
+class _DType(str):
+    """T.float16 etc.: a dtype name that also converts a value (`T.float32(x)`)."""
+
+    @property
+    def _tl_name(self):
+        return str(self)
+
+    def __call__(self, value=0):
+        v = resolve(value)
+        if isinstance(v, Region):
+            return v
+        if isinstance(v, (int, float)) and self in ("float16", "bfloat16", "float32"):
+            return float(v)
+        return v
+
+
+float16 = _DType("float16")
+bfloat16 = _DType("bfloat16")
+float32 = _DType("float32")
+int32 = _DType("int32")
+int8 = _DType("int8")
+uint8 = _DType("uint8")
+int64 = _DType("int32")
+boolean = _DType("uint8")
+half = float16
+
+
+class TensorSpec:
+    def __init__(self, shape, dtype):
+        if isinstance(shape, (int, Sym)):
+            shape = (shape,)
+        self.shape = list(shape)
+        self.dtype = dtype_name(dtype)
+
+    def __repr__(self):
+        return f"T.Tensor({self.shape}, {self.dtype})"
+
+
+def Tensor(shape, dtype="float32"):
+    return TensorSpec(shape, dtype)
+
+
+Buffer_ = Tensor
+Buffer = Tensor  # noqa: F811 - T.Buffer spells the same annotation
+
+
+def symbolic(name, dtype="int32"):
+    return Sym("var", name=name)
+
+
+dyn = symbolic
+
+
+def func_attr(attrs):
+    if not isinstance(attrs, dict):
+        raise err("T.func_attr takes a dict")
+    if "enable_auto_sync" in attrs and ctx.kernel is not None:
+        ctx.kernel.func_attrs["enable_auto_sync"] = bool(attrs["enable_auto_sync"])
+
+
+# ---- kernel and scopes (used by the interpreter's `with`) ----
+
+
+class KernelCtx:
+    def __init__(self, *blocks, is_npu=True, threads=None, **kw):
+        if len(blocks) != 1:
+            raise err(
+                f"T.Kernel with {len(blocks)} grid dimensions: tilepipe launches a 1-D grid "
+                "of AI-core tasks",
+                hint="flatten the grid: T.Kernel(m_num * n_num, is_npu=True) as (cid, vid); "
+                "bx = cid // n_num; by = cid % n_num",
+            )
+        n = to_index(blocks[0], "block count")
+        if not isinstance(n, int):
+            raise err("T.Kernel's block count must be a compile-time integer")
+        self.block_num = n
+        self.is_npu = is_npu
+
+
+def Kernel(*blocks, **kw):
+    return KernelCtx(*blocks, **kw)
+
+
+class ScopeCtx:
+    def __init__(self, kind):
+        if kind not in ("C", "V"):
+            raise err(f"T.Scope({kind!r}): expected \"C\" (Cube) or \"V\" (Vector)")
+        self.kind = kind
+
+
+def Scope(kind):
+    return ScopeCtx(kind)
+
+
+# ---- loops (used by the interpreter's `for`) ----
+
+
+class LoopSpec:
+    def __init__(self, kind, begin, end, step=1, num_stages=0, cross_interval=1, dims=None):
+        self.kind, self.begin, self.end, self.step = kind, begin, end, step
+        self.num_stages, self.cross_interval = num_stages, cross_interval
+        self.dims = dims
+
+
+def _range_args(args, what):
+    if len(args) == 1:
+        return 0, args[0], 1
+    if len(args) == 2:
+        return args[0], args[1], 1
+    if len(args) == 3:
+        return args
+    raise err(f"{what} takes (end), (begin, end) or (begin, end, step); got {len(args)} arguments")
+
+
+def serial(*args, **kw):
+    b, e, s = _range_args(args, "T.serial")
+    return LoopSpec("serial", b, e, s)
+
+
+def Pipelined(*args, num_stages=2, cross_interval=1, **kw):
+    b, e, s = _range_args(args, "T.Pipelined")
+    return LoopSpec("pipelined", b, e, s, num_stages=num_stages, cross_interval=cross_interval)
+
+
+def Parallel(*dims, **kw):
+    return LoopSpec("parallel", 0, None, 1, dims=list(dims))
+
+
+unroll = serial
+vectorized = serial
+
+# ---- memory ----
+
+
+_CUBE = ("L1", "L0A", "L0B", "L0C")
+
+
+def _gate(core):
+    """Whether an op of `core` ("C" or "V") is emitted now (the C/V split of unscoped code)."""
+    if ctx.split is None:
+        return True
+    if ctx.split == "probe":
+        for n in ctx.node_stack:
+            ctx.probe.setdefault(n, set()).add(core)
+        ctx.probe_cores.add(core)
+        return False
+    return ctx.split == core
+
+
+def _no_split(what):
+    if ctx.split is not None:
+        raise err(f"{what} in unscoped code (the automatic C/V split inserts the "
+                  "cross-core synchronisation)",
+                  hint='write the kernel with T.Scope("C") / T.Scope("V") to place cross-core '
+                  'flags by hand')
+
+
+def _flag_gate(*pipes):
+    """Intra-core flags and barriers in unscoped code belong to the core owning their pipes
+    (MTE1 / M / FIX: Cube; V / MTE3 / S: Vector; MTE2 alone: Vector)."""
+    if ctx.split is None:
+        return True
+    core = "C" if any(p in ("MTE1", "M", "FIX") for p in pipes) else "V"
+    if ctx.split == "probe":
+        ctx.hand_sync.add(core)
+    return _gate(core)
+
+
+def _alloc(scope, shape, dtype, name=None):
+    b = builder()
+    if isinstance(shape, (int, Sym)):
+        shape = (shape,)
+    shape = [to_index(s, "buffer dimension") for s in shape]
+    for s in shape:
+        if not isinstance(s, int) or s <= 0:
+            raise err(f"buffer shape {shape} must be positive compile-time integers")
+    name = name or ctx.pending_name or f"buf{len(ctx.names)}"
+    base, k = name, 1
+    while name in ctx.names:
+        k += 1
+        name = f"{base}_{k}"
+    ctx.names.add(name)
+    dt = dtype_name(dtype)
+    loc = _core.current_loc()
+    core = "C" if scope in _CUBE else "V"
+    if ctx.split is not None and ctx.split != core:
+        # the other core's buffer: visible to this pass's Python, never allocated
+        buf = _Buffer(_ext.detached_buffer(name, scope, shape, dtype_code(dt), loc), name,
+                      shape, dt, scope)
+        if dt == "uint8" and scope == "UB" and len(shape) == 1:
+            buf.bits = _Buffer(_ext.detached_buffer(name + "_bits", scope, [shape[0] * 8], "u8",
+                                                    loc), name + "_bits", [shape[0] * 8],
+                               "uint8", scope)
+        return buf
+    buf = _Buffer(b.alloc(name, scope, shape, dtype_code(dt), loc), name, shape, dt, scope)
+    if dt == "uint8" and scope == "UB" and len(shape) == 1:
+        # A uint8 vector is the original's compare/select bit mask (one bit per element):
+        # tilepipe's masks hold one element per lane, kept in this twin buffer.
+        bits_name = name + "_bits"
+        ctx.names.add(bits_name)
+        bshape = [shape[0] * 8]
+        buf.bits = _Buffer(b.alloc(bits_name, scope, bshape, "u8", loc), bits_name, bshape,
+                          "uint8", scope)
+    return buf
+
+
+def alloc_L1(shape, dtype, *a, **kw):
+    return _alloc("L1", shape, dtype)
+
+
+def alloc_L0A(shape, dtype, *a, **kw):
+    return _alloc("L0A", shape, dtype)
+
+
+def alloc_L0B(shape, dtype, *a, **kw):
+    return _alloc("L0B", shape, dtype)
+
+
+def alloc_L0C(shape, dtype, *a, **kw):
+    return _alloc("L0C", shape, dtype)
+
+
+def alloc_ub(shape, dtype, *a, **kw):
+    return _alloc("UB", shape, dtype)
+
+
+def _inferred(default):
+    """UB for a buffer the kernel hands to vector ops (or inside Scope("V")), else default."""
+    name = ctx.pending_name
+    vec, cube = ctx.usage
+    if ctx.scope == "V" or (name in vec and name not in cube):
+        return "UB"
+    return default
+
+
+def alloc_shared(shape, dtype, scope=None, *a, **kw):
+    """Developer-mode spelling: UB when the kernel uses it in vector ops (or in
+    Scope("V")), else L1 (Cube operand staging)."""
+    return _alloc(_inferred("L1"), shape, dtype)
+
+
+def alloc_fragment(shape, dtype, scope=None, *a, **kw):
+    """Developer-mode spelling: UB when used by vector ops (or in Scope("V")), else L0C."""
+    return _alloc(_inferred("L0C"), shape, dtype)
+
+
+def alloc_local(shape, dtype, *a, **kw):
+    return _alloc("UB", shape, dtype)
+
+
+def alloc_var(dtype, *a, **kw):
+    raise err(
+        "T.alloc_var (a mutable scalar) is not supported: tilepipe's IR has no scalar "
+        "variables",
+        hint="bind the value to a Python name (`x = expr`, recomputed where used), or keep it "
+        "in a one-element UB tile",
+    )
+
+
+def annotate_layout(layouts):
+    if not isinstance(layouts, dict):
+        raise err("T.annotate_layout takes a dict {buffer: layout}")
+    for k, v in layouts.items():
+        if not isinstance(k, _Buffer):
+            raise err(f"T.annotate_layout key {k!r} is not a buffer")
+    # Layout (zN / nZ fractal order) changes the bytes' order, not the values or the
+    # costs tilepipe models for L1: accepted and recorded only (docs/python.md).
+
+
+def use_swizzle(index, *a, **kw):
+    """Tile-order swizzle (an L2 locality permutation on hardware): the identity here, so
+    results are the same and only the order tiles are visited in differs (docs/python.md)."""
+    return index
+
+
+def annotate_address(addresses):
+    """{buffer: byte offset}: the author's placement of on-chip buffers (kept by memory
+    planning; the verifier checks alignment and bounds)."""
+    if not isinstance(addresses, dict):
+        raise err("T.annotate_address takes a dict {buffer: byte offset}")
+    b = builder()
+    for buf, off in addresses.items():
+        if not isinstance(buf, _Buffer) or buf.scope == "GM":
+            raise err(f"T.annotate_address key {buf!r} is not an on-chip buffer")
+        o = to_index(off, "address")
+        if not isinstance(o, int):
+            raise err("T.annotate_address offsets must be compile-time integers")
+        if ctx.split is None or ctx.split == ("C" if buf.scope in _CUBE else "V"):
+            b.pin(buf.ext, o)
+
+
+# ---- bounds padding: out-of-range GM tiles (the original clamps them) ----
+
+
+def _note_gm(r, pad=None):
+    if r.buffer.scope != "GM":
+        return
+    ends = ctx.gm_extent.setdefault(r.buffer.name, list(r.buffer.shape))
+    for d, (s, e) in enumerate(zip(r.starts, r.extents)):
+        if r.buffer.shape[d] % e == 0:
+            continue  # whole tiles: an out-of-range start is the kernel's bug, not a tail
+        if isinstance(s, int):
+            hi = s
+        else:
+            b = _ext.bounds(s, ctx.var_ranges, ctx.block_num)
+            if b is None:
+                continue
+            hi = b[1]
+        ends[d] = max(ends[d], hi + e)
+    if pad is not None:
+        ctx.gm_pad.setdefault(r.buffer.name, pad)
+
+
+# ---- data movement ----
+
+
+def _origin(r, other):
+    """Point-as-origin: `A[i, j]` names the corner of a tile the size of the other operand."""
+    if not all(r.points) or all(other.points) or len(r.extents) == 0:
+        return r
+    ext = other.squeezed()
+    if len(ext) > len(r.extents):
+        raise err(
+            f"tile origin {r.buffer.name}[...] has rank {len(r.extents)} but the other operand "
+            f"is {ext}"
+        )
+    extents = [1] * (len(r.extents) - len(ext)) + ext
+    return Region(r.buffer, r.starts, extents, [False] * len(extents))
+
+
+def _prefix(s, d, pad):
+    """A GM tile smaller than its UB destination (the original copies it into the leading
+    part and pads the rest with pad_value): fill the tile with pad_value (or leave it), then
+    copy into the leading rows / columns that match the source's extents."""
+    se = [e for e in s.extents if e != 1] or [1]
+    lead = [i for i, e in enumerate(d.extents) if e != 1]
+    if len(se) > len(lead) or any(d.extents[i] < e for i, e in zip(lead, se)):
+        return d  # not a prefix: the verifier reports the size mismatch
+    if pad is not None and _gate("V"):
+        builder().tile_op("fill", d.tup(), [], float(pad), "EQ", _core.current_loc())
+    extents = list(d.extents)
+    for i, e in zip(lead, se):
+        extents[i] = e
+    return Region(d.buffer, d.starts, extents, [False] * len(extents))
+
+
+def _copy_core(ss, ds):
+    if "UB" in (ss, ds):
+        return "X" if (ss in _CUBE or ds in _CUBE) else "V"
+    if ss == "GM" and ds == "GM":
+        return "V"
+    return "C"
+
+
+def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
+    b = builder()
+    s, d = as_region(src, "copy source"), as_region(dst, "copy destination")
+    s, d = _origin(s, d), _origin(d, s)
+    pad = None
+    if pad_value is not None:
+        pad = float(resolve(pad_value))
+    if s.elements() < d.elements() and s.buffer.scope == "GM" and d.buffer.scope == "UB":
+        d = _prefix(s, d, pad)
+    core = _copy_core(s.buffer.scope, d.buffer.scope)
+    if ctx.split == "probe":
+        if core == "X":
+            ctx.mixed_copy = True
+            core = "V"
+        for r, k in ((s, "r"), (d, "w")):
+            if r.buffer.scope == "GM":
+                ctx.gm_use.setdefault(r.buffer.name, {"w": set(), "r": set()})[k].add(core)
+                ctx.gm_paths.setdefault(r.buffer.name, []).append((core, k, tuple(ctx.stmt_path)))
+    if not _gate(core if core != "X" else "V"):
+        return
+    _note_gm(s, pad)
+    _note_gm(d)
+    loc = _core.current_loc()
+    # pad_value is the value of the out-of-range part of a GM tile: the front end pads the
+    # host tensor with it (see _note_gm), so the IR copy moves equal element counts.
+    b.copy(s.tup(), d.tup(), bool(transpose), None, loc)
+
+
+def _init_flag(init):
+    init = resolve(init)
+    if isinstance(init, Region):
+        init = init.load()
+    if isinstance(init, _ext.Expr):
+        c = init.const_value()
+        return bool(c) if c is not None else init
+    return bool(init)
+
+
+def _gemm(a, b, c, ta, tb, init):
+    if not _gate("C"):
+        return
+    bd = builder()
+    loc = _core.current_loc()
+    flag = _init_flag(init)
+    if isinstance(flag, bool):
+        bd.gemm(a.tup(), b.tup(), c.tup(), ta, tb, flag, loc)
+        return
+    bd.begin_if(flag, loc)
+    bd.gemm(a.tup(), b.tup(), c.tup(), ta, tb, True, loc)
+    bd.begin_else(loc)
+    bd.gemm(a.tup(), b.tup(), c.tup(), ta, tb, False, loc)
+    bd.end_if(loc)
+
+
+def mma(A, B, C, init=False, *a, **kw):
+    _gemm(as_region(A), as_region(B), as_region(C), False, False, init)
+
+
+_STAGE_BYTES = 16 * 1024  # one gemm_v0 staging tile in L0A / L0B (docs/python.md)
+
+
+def _staging(scope, shape, dtype):
+    """gemm_v0's L0A/L0B staging tile of one shape (shared by the calls that use it)."""
+    # one staging tile per call site: the buffer is allocated where the call is (a loop body
+    # may be the block), so it is not shared with calls in other blocks
+    key = (scope, tuple(shape), dtype, ctx.stmt_loc)
+    if key not in ctx.hidden:
+        tag = "l0a" if scope == "L0A" else "l0b"
+        ctx.hidden[key] = _alloc(scope, list(shape), dtype,
+                                 name=f"gemm_{tag}_{shape[0]}x{shape[1]}")
+    return ctx.hidden[key]
+
+
+def _sub(r, dim, start, ext):
+    """Region r restricted to [start, start + ext) along squeezed dimension dim (0 or 1)."""
+    lead = len(r.extents) - 2
+    starts, extents = list(r.starts), list(r.extents)
+    starts[lead + dim] = starts[lead + dim] + start if start else starts[lead + dim]
+    extents[lead + dim] = ext
+    return Region(r.buffer, starts, extents, [False] * len(extents))
+
+
+def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
+    """C (+)= op(A) op(B) with A, B in L1 (or L0A / L0B): K is cut into chunks whose L0 tiles
+    fit the staging budget; each chunk is copied L1 -> L0A / L0B (MTE1) and multiplied (M),
+    the first chunk initialising C when `init`."""
+    ra, rb, rc = as_region(A), as_region(B), as_region(C)
+    if ctx.split is not None and ctx.split != "C":
+        _gate("C")
+        return
+    if ra.buffer.scope != "L1" and rb.buffer.scope != "L1":
+        _gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), init)
+        return
+    bd = builder()
+    loc = _core.current_loc()
+    ta, tb = bool(transpose_A), bool(transpose_B)
+    for r in (ra, rb, rc):
+        if len(r.squeezed()) != 2 or len(r.extents) < 2 or any(e != 1 for e in r.extents[:-2]):
+            raise err(f"T.gemm_v0 operand '{r.buffer.name}' is not a 2-D tile ({r.extents})")
+    am, ak = (ra.extents[-1], ra.extents[-2]) if ta else (ra.extents[-2], ra.extents[-1])
+    bk, bn = (rb.extents[-1], rb.extents[-2]) if tb else (rb.extents[-2], rb.extents[-1])
+    if ak != bk:
+        raise err(f"T.gemm_v0: A is [{am} x {ak}] and B is [{bk} x {bn}]; the K extents differ",
+                  hint="check the shapes and the transpose flags")
+    K = ak
+    eb = 2 if ra.buffer.dtype in ("float16", "bfloat16") else 4
+    kc = K
+    while kc > 16 and kc % 2 == 0 and (am * kc * eb > _STAGE_BYTES or bn * kc * eb > _STAGE_BYTES):
+        kc //= 2
+    if K % kc:
+        kc = K
+    flag = _init_flag(init)
+    for i in range(K // kc):
+        ops = []
+        for r, scope, trans, rows_is_k, n in ((ra, "L0A", ta, ta, am), (rb, "L0B", tb, not tb, bn)):
+            if r.buffer.scope != "L1":
+                ops.append(r if K == kc else _sub(r, 0 if rows_is_k else 1, i * kc, kc))
+                continue
+            part = r if K == kc else _sub(r, 0 if rows_is_k else 1, i * kc, kc)
+            shape = part.squeezed()
+            st = _staging(scope, shape, r.buffer.dtype)
+            bd.copy(part.tup(), st.region().tup(), False, None, loc)
+            ops.append(st.region())
+        if i == 0:
+            _gemm(ops[0], ops[1], rc, ta, tb, flag)
+        else:
+            bd.gemm(ops[0].tup(), ops[1].tup(), rc.tup(), ta, tb, False, loc)
+
+
+def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
+    gemm_v0(A, B, C, transpose_A, transpose_B, init)
+
+
+# ---- reductions ----
+
+
+def _reduce(kind, src, dst, dim, clear):
+    if not _gate("V"):
+        return
+    builder().reduce(kind, as_region(src).tup(), as_region(dst).tup(), int(dim), bool(clear),
+                     _core.current_loc())
+
+
+def reduce_max(src, dst, dim=-1, clear=True, *a, **kw):
+    _reduce("max", src, dst, dim, clear)
+
+
+def reduce_min(src, dst, dim=-1, clear=True, *a, **kw):
+    _reduce("min", src, dst, dim, clear)
+
+
+def reduce_sum(src, dst, dim=-1, clear=True, *a, **kw):
+    _reduce("sum", src, dst, dim, clear)
+
+
+# ---- synchronisation ----
+
+_PIPES = {"MTE1": "MTE1", "MTE2": "MTE2", "MTE3": "MTE3", "M": "M", "FIX": "FIX", "V": "V",
+          "S": "S", "PIPE_MTE1": "MTE1", "PIPE_MTE2": "MTE2", "PIPE_MTE3": "MTE3",
+          "PIPE_M": "M", "PIPE_FIX": "FIX", "PIPE_V": "V", "PIPE_S": "S"}
+
+
+def _pipe(p):
+    p = str(p).upper()
+    if p not in _PIPES:
+        raise err(f"unknown pipe {p!r}", hint="pipes: MTE1, MTE2, MTE3, M, FIX, V, S")
+    return _PIPES[p]
+
+
+EVENT_IDS = 8  # event ids per pipe pair (configs/a3.json sync.event_ids)
+
+
+def _event(src, dst, event_id):
+    """The event id of a flag; constant ids past the chip's range are renamed to unused ids
+    of the same pipe pair (a renaming: the original's kernels use ids up to 15)."""
+    fid = to_index(event_id, "event id")
+    core = ctx.split if ctx.split in ("C", "V") else ctx.scope
+    key = (core, src, dst, fid if isinstance(fid, int) else None)
+    ctx.flag_use.append(key)
+    return ctx.flag_remap.get(key, fid)
+
+
+def set_flag(src, dst, event_id=0, *a, **kw):
+    s, d = _pipe(src), _pipe(dst)
+    if not _flag_gate(s, d):
+        return
+    builder().set_flag(s, d, _event(s, d, event_id), _core.current_loc())
+
+
+def wait_flag(src, dst, event_id=0, *a, **kw):
+    s, d = _pipe(src), _pipe(dst)
+    if not _flag_gate(s, d):
+        return
+    builder().wait_flag(s, d, _event(s, d, event_id), _core.current_loc())
+
+
+def pipe_barrier(pipe, *a, **kw):
+    if str(pipe).upper() in ("ALL", "PIPE_ALL"):
+        return barrier_all()
+    p = _pipe(pipe)
+    if not _flag_gate(p):
+        return
+    builder().pipe_barrier(p, _core.current_loc())
+
+
+BARRIER_EVENT_ID = 7  # the event id barrier_all's flags use (docs/python.md)
+
+
+def barrier_all(*a, **kw):
+    """PipeBarrier<PIPE_ALL>: every earlier instruction of the core finishes before any later
+    one starts. Spelt as flags through a hub pipe (M on the Cube core, the scalar unit on
+    the Vector core), event id 7."""
+    _no_split("T.barrier_all")
+    bd = builder()
+    loc = _core.current_loc()
+    if ctx.scope is None:
+        raise err("T.barrier_all() outside T.Scope: the barrier belongs to one core",
+                  hint='place it inside `with T.Scope("C")` or `with T.Scope("V")`')
+    e = BARRIER_EVENT_ID
+    if ctx.scope == "C":
+        for p in ("MTE2", "MTE1", "FIX"):
+            bd.set_flag(p, "M", e, loc)
+            bd.wait_flag(p, "M", e, loc)
+        for p in ("MTE2", "MTE1", "FIX"):
+            bd.set_flag("M", p, e, loc)
+            bd.wait_flag("M", p, e, loc)
+    else:
+        for p in ("MTE2", "V", "MTE3"):
+            bd.set_flag(p, "S", e, loc)
+            bd.wait_flag(p, "S", e, loc)
+
+
+def _count_flag(kind, flag_id):
+    fid = to_index(flag_id, "cross flag id")
+    count = 1
+    for t in ctx.trip_stack:
+        count = None if (t is None or count is None) else count * t
+    ctx.flag_counts.append((ctx.scope, kind, fid if isinstance(fid, int) else None, count))
+    return fid
+
+
+def set_cross_flag(pipe, flag_id, mode=2, *a, **kw):
+    _no_split("T.set_cross_flag")
+    _count_flag("set", flag_id)
+    builder().set_cross_flag(_pipe(pipe), to_index(flag_id, "cross flag id"), int(mode),
+                             _core.current_loc())
+
+
+def wait_cross_flag(flag_id, *a, **kw):
+    _no_split("T.wait_cross_flag")
+    _count_flag("wait", flag_id)
+    builder().wait_cross_flag(to_index(flag_id, "cross flag id"), _core.current_loc())
+
+
+# ---- scalar helpers ----
+
+
+def _try_resolve(x):
+    try:
+        return resolve(x)
+    except TilelangError:
+        return x  # an unbound symbolic dim: stays symbolic until the call binds it
+
+
+def ceildiv(a, b):
+    a, b = _try_resolve(a), _try_resolve(b)
+    if isinstance(a, Sym) or isinstance(b, Sym):
+        return (a + b - 1) // b
+    if isinstance(a, int) and isinstance(b, int):
+        return -(-a // b)
+    return (to_index(a) + to_index(b) - 1) // to_index(b)
+
+
+def if_then_else(cond, a, b):
+    c = resolve(cond)
+    if isinstance(c, Region):
+        c = c.load()
+    if not isinstance(c, _ext.Expr):
+        return a if c else b
+    return _ext.select(c, to_index(a), to_index(b))
+
+
+def min(a, b):  # noqa: A001
+    a, b = to_index(a), to_index(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a if a < b else b
+    return _ext.min(a, b)
+
+
+def max(a, b):  # noqa: A001
+    a, b = to_index(a), to_index(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a if a > b else b
+    return _ext.max(a, b)
+
+
+def infinity(dtype="float32"):
+    return _math.inf
+
+
+def max_value(dtype="float32"):
+    return {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+            "float32": 3.4028234663852886e38, "int32": 2**31 - 1}[dtype_name(dtype)]
+
+
+def min_value(dtype="float32"):
+    return -max_value(dtype)
+
+
+def cast(value, dtype):
+    return _DType(dtype_name(dtype))(value)
+
+
+from . import tile  # noqa: E402,F401
+from .tile import reduce  # noqa: E402,F401
+
+
+def floordiv(a, b):
+    a, b = to_index(a), to_index(b)
+    return a // b
+
+
+def floormod(a, b):
+    a, b = to_index(a), to_index(b)
+    return a % b
+
+
+truncdiv = floordiv  # equal on the non-negative indices kernels compute
+truncmod = floormod
+
+
+def abs_(a):
+    a = to_index(a)
+    return a if isinstance(a, int) and a >= 0 else max(a, 0 - a)
+
+
+def _scalar_math(name, fn):
+    def f(x, *a):
+        v = resolve(x)
+        if isinstance(v, (int, float)):
+            return fn(v, *a)
+        raise err(f"T.{name} on a run-time value outside T.Parallel",
+                  hint=f"use T.tile.{name if name != 'log' else 'ln'} on a tile")
+
+    f.__name__ = name
+    return f
+
+
+exp = _scalar_math("exp", _math.exp)
+log = _scalar_math("log", _math.log)
+sqrt = _scalar_math("sqrt", _math.sqrt)
+rsqrt = _scalar_math("rsqrt", lambda v: 1.0 / _math.sqrt(v))
+
+
+def sync_all(*a, **kw):
+    barrier_all()
+
+
+def printf(*a, **kw):
+    """Device printf: nothing is printed by the simulator (accepted, no IR)."""
+
+
+def dump_tensor(*a, **kw):
+    """Device tensor dump: accepted, no IR (inspect outputs or kernel.trace instead)."""
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise _core.UnsupportedName(f"T.{name} is not supported by tilepipe's front end",
+                                loc=_core.current_loc(),
+                                hint="see docs/python.md for the supported language")
+
+
+def And(*xs):
+    from .._interp import Interpreter
+
+    v = xs[0]
+    for x in xs[1:]:
+        v = Interpreter.logical(None, v, x, True)
+    return v
+
+
+def Or(*xs):
+    from .._interp import Interpreter
+
+    v = xs[0]
+    for x in xs[1:]:
+        v = Interpreter.logical(None, v, x, False)
+    return v
+
+
+def Not(x):
+    x = to_index(x) if not isinstance(x, bool) else x
+    return (x == 0) if isinstance(x, _ext.Expr) else (not x)

@@ -1,0 +1,277 @@
+"""`T.tile.*`: vector ops on UB tiles (pipe V), one IR tile op each."""
+
+import builtins
+
+from .. import _core
+from .._core import Buffer, Region, as_region, builder, err, resolve
+from .._core import _ext
+
+_CMP = {"EQ": "EQ", "NE": "NE", "GT": "GT", "GE": "GE", "LT": "LT", "LE": "LE",
+        "==": "EQ", "!=": "NE", ">": "GT", ">=": "GE", "<": "LT", "<=": "LE"}
+
+
+def _scalar(x, what):
+    x = resolve(x)
+    if isinstance(x, Buffer) and len(x.shape) and all(d == 1 for d in x.shape):
+        x = x.region()  # a one-element buffer read by the scalar unit
+    if isinstance(x, Region):
+        if x.elements() != 1:
+            raise err(f"{what}: a slice with {x.elements()} elements used as a scalar",
+                      hint="index one element, or pass a tile of the destination's size")
+        return x.tup()
+    if isinstance(x, bool):
+        return float(x)
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, _ext.Expr):
+        return x
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise err(f"{what}: expected a tile or a scalar, found {type(x).__name__} {x!r}")
+
+
+def _emit(kind, dst, srcs, scalar=None, cmp="EQ"):
+    from . import _gate
+
+    if not _gate("V"):
+        return
+    d = as_region(dst, f"T.tile.{kind} destination")
+    rs = [as_region(s, f"T.tile.{kind} source").tup() for s in srcs]
+    builder().tile_op(kind, d.tup(), rs, scalar, cmp, _core.current_loc())
+
+
+def _binary(kind):
+    def op(dst, a, b, *rest, **kw):
+        if isinstance(b, (Buffer, Region)) and not (
+                isinstance(b, Region) and b.elements() == 1 and as_region(dst).elements() != 1):
+            _emit(kind, dst, [a, b])
+        else:
+            _emit(kind, dst, [a], _scalar(b, f"T.tile.{kind}"))
+
+    op.__name__ = kind
+    return op
+
+
+add = _binary("add")
+sub = _binary("sub")
+mul = _binary("mul")
+div = _binary("div")
+max = _binary("max")  # noqa: A001
+min = _binary("min")  # noqa: A001
+
+
+def adds(dst, a, s, *r, **kw):
+    _emit("add", dst, [a], _scalar(s, "T.tile.adds"))
+
+
+def muls(dst, a, s, *r, **kw):
+    _emit("mul", dst, [a], _scalar(s, "T.tile.muls"))
+
+
+def subs(dst, a, s, *r, **kw):
+    s = resolve(s)
+    if isinstance(s, (int, float)):
+        _emit("add", dst, [a], -float(s))
+    else:
+        raise err("T.tile.subs with a run-time scalar is not supported",
+                  hint="use T.tile.adds with the negated value")
+
+
+def divs(dst, a, s, *r, **kw):
+    s = resolve(s)
+    if isinstance(s, (int, float)):
+        _emit("mul", dst, [a], 1.0 / float(s))
+    else:
+        raise err("T.tile.divs with a run-time scalar is not supported",
+                  hint="use T.tile.div with a filled tile")
+
+
+def maxs(dst, a, s, *r, **kw):
+    _emit("max", dst, [a], _scalar(s, "T.tile.maxs"))
+
+
+def mins(dst, a, s, *r, **kw):
+    _emit("min", dst, [a], _scalar(s, "T.tile.mins"))
+
+
+def _unary(kind):
+    def op(dst, src, *rest, **kw):
+        _emit(kind, dst, [src])
+
+    op.__name__ = kind
+    return op
+
+
+exp = _unary("exp")
+ln = _unary("ln")
+log = ln
+abs = _unary("abs")  # noqa: A001
+sqrt = _unary("sqrt")
+rsqrt = _unary("rsqrt")
+reciprocal = _unary("reciprocal")
+relu = _unary("relu")
+broadcast = _unary("broadcast")
+
+
+def axpy(dst, src, scalar, *r, **kw):
+    """dst = scalar * src + dst"""
+    _emit("axpy", dst, [src], _scalar(scalar, "T.tile.axpy"))
+
+
+def cast(dst, src, mode="CAST_NONE", count=None, *r, **kw):
+    """dst = src converted to dst's dtype (round to nearest even; the mode is accepted)."""
+    d, s = as_region(dst), as_region(src)
+    if count is not None:
+        c = resolve(count)
+        if c != s.elements() or c != d.elements():
+            raise err(f"T.tile.cast count {c} differs from the tiles' {s.elements()} elements",
+                      hint="casting a prefix of a tile is not supported; slice the tiles")
+    _emit("cast", d, [s])
+
+
+def fill(dst, value, *r, **kw):
+    _emit("fill", dst, [], _scalar(value, "T.tile.fill"))
+
+
+def _mask(m, n=None):
+    r = as_region(m, "mask")
+    if r.buffer.bits is not None:
+        # the original's uint8 bit mask -> the one-lane-per-element twin (its first n lanes:
+        # a mask buffer may be larger than the tile, e.g. 32 bytes for 64 lanes)
+        bits = r.buffer.bits
+        if n is None or n >= bits.shape[0]:
+            return bits.region()
+        return bits[0:n]
+    return r
+
+
+def compare(dst, a, b, mode="EQ", *r, **kw):
+    m = _CMP.get(str(mode).upper())
+    if m is None:
+        raise err(f"T.tile.compare mode {mode!r}", hint="modes: EQ NE GT GE LT LE")
+    d = _mask(dst, as_region(a).elements())
+    if isinstance(b, (Buffer, Region)) and as_region(b).elements() != 1:
+        _emit("compare", d, [a, b], None, m)
+    else:
+        _emit("compare", d, [a], _scalar(b, "T.tile.compare"), m)
+
+
+def select(dst, mask, a, b, mode="VSEL_TENSOR_TENSOR_MODE", *r, **kw):
+    """dst = mask ? a : b (b a tile, or a scalar in VSEL_TENSOR_SCALAR_MODE)."""
+    d = as_region(dst)
+    mk = _mask(mask, d.elements())
+    if isinstance(b, (Buffer, Region)) and as_region(b).elements() != 1:
+        _emit("select", d, [mk, a, b])
+    else:
+        _emit("select", d, [mk, a], _scalar(b, "T.tile.select"))
+
+
+def gather(dst, src, offsets, *r, **kw):
+    _emit("gather", dst, [src, offsets])
+
+
+def reduce(src, dst, kind="sum", dim=-1, clear=True, *r, **kw):
+    from . import _reduce
+
+    _reduce(str(kind), src, dst, dim, clear)
+
+
+def _logic(kind, tileop):
+    def op(dst, a, b, *r, **kw):
+        rs = [as_region(x, f"T.tile.{kind} operand") for x in (dst, a, b)]
+        if all(x.buffer.bits is not None for x in rs):
+            # compare masks (one 0/1 lane per element): and = min, or = max
+            n = builtins.min(x.buffer.bits.shape[0] for x in rs)
+            _emit(tileop, _mask(dst, n), [_mask(a, n), _mask(b, n)])
+            return
+        raise err(f"T.tile.{kind} on '{rs[0].buffer.name}': tilepipe's vector unit has no "
+                  "bitwise ops; only uint8 compare masks (T.tile.compare results) combine",
+                  hint="combine compare masks, or express the condition with compare/select")
+
+    op.__name__ = kind
+    return op
+
+
+bitwise_and = _logic("bitwise_and", "min")
+bitwise_or = _logic("bitwise_or", "max")
+
+
+# ---- ops composed from tilepipe's tile ops ----
+
+
+def _overlaps(a, b):
+    ra, rb = as_region(a), as_region(b)
+    return ra.buffer is rb.buffer or ra.buffer.name == rb.buffer.name
+
+
+def clear(dst, *r, **kw):
+    fill(dst, 0.0)
+
+
+def sigmoid(dst, src, *r, **kw):
+    """dst = 1 / (1 + exp(-src))"""
+    mul(dst, src, -1.0)
+    exp(dst, dst)
+    adds(dst, dst, 1.0)
+    reciprocal(dst, dst)
+
+
+def silu(dst, src, *r, **kw):
+    """dst = src * sigmoid(src); dst must not be src (no scratch tile here)."""
+    if _overlaps(dst, src):
+        raise err("T.tile.silu in place: tilepipe composes it from sigmoid and mul",
+                  hint="write into a different tile")
+    sigmoid(dst, src)
+    mul(dst, dst, src)
+
+
+def leaky_relu(dst, src, alpha, *r, **kw):
+    """dst = src if src >= 0 else alpha * src (0 <= alpha <= 1: max(src, alpha * src))."""
+    a = resolve(alpha)
+    if not isinstance(a, (int, float)) or not 0 <= a <= 1 or _overlaps(dst, src):
+        raise err("T.tile.leaky_relu needs an immediate alpha in [0, 1] and dst other than src",
+                  hint="tilepipe composes it as max(src, alpha * src)")
+    mul(dst, src, float(a))
+    max(dst, dst, src)
+
+
+def clamp_max(dst, src, value, count=None, *r, **kw):
+    min(dst, src, value)
+
+
+def clamp_min(dst, src, value, count=None, *r, **kw):
+    max(dst, src, value)
+
+
+def clamp(dst, src, lo, hi, count=None, *r, **kw):
+    max(dst, src, lo)
+    min(dst, dst, hi)
+
+
+def row_expand_mul(dst, src, vec, *r, **kw):
+    """dst[i, :] = src[i, :] * vec[i]"""
+    if _overlaps(dst, src):
+        raise err("T.tile.row_expand_mul in place is not supported",
+                  hint="write into a different tile (the row vector is broadcast into dst first)")
+    broadcast(dst, vec)
+    mul(dst, dst, src)
+
+
+_UNSUPPORTED = {
+    "sin", "cos", "pow", "round", "bitwise_not", "bitwise_xor", "bitwise_lshift",
+    "bitwise_rshift", "sort", "sort32", "merge_sort", "topk", "init_sort_buf", "gather_mask",
+    "gatherb", "brcb", "createvecindex", "arith_progression", "transpose", "atomic_add",
+    "wholereducemax", "wholereducemin", "wholereducesum", "block_reduce_max",
+    "block_reduce_min", "block_reduce_sum", "mul_add_dst", "bilinear_interpolation",
+}
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    what = "has no model in tilepipe's IR" if name in _UNSUPPORTED else "is not a tile op"
+    raise _core.UnsupportedName(f"T.tile.{name} {what}", loc=_core.current_loc(),
+              hint="tilepipe's tile ops: add sub mul div max min adds muls exp ln abs sqrt "
+              "rsqrt reciprocal relu axpy cast fill broadcast compare select gather, and "
+              "sigmoid silu leaky_relu clamp row_expand_mul built from them (docs/python.md)")

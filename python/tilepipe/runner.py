@@ -1,0 +1,37 @@
+"""The script runner behind `tilepipe run-py FILE.py [args]` and `python3 -m tilepipe`.
+
+Runs an unmodified TileLang-Ascend host script: `import tilelang` is tilepipe's front end,
+and `import torch` / `import torch_npu` resolve to the numpy-backed shim in _shim/ (only
+here: the shim directory is put first on sys.path for the script's run alone)."""
+
+import os
+import runpy
+import sys
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+SHIM_DIR = os.path.join(_HERE, "_shim")
+
+USAGE = "usage: tilepipe run-py FILE.py [script args...]   (python3 -m tilepipe FILE.py ...)"
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    path = argv[0]
+    if not os.path.isfile(path):
+        print(f"tilepipe run-py: {path}: no such file", file=sys.stderr)
+        return 2
+    if os.environ.get("TILEPIPE_REAL_TORCH") != "1":
+        for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")
+                     or m == "torch_npu"]:
+            del sys.modules[name]
+        sys.path.insert(0, SHIM_DIR)
+    script_dir = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, script_dir)
+    sys.argv = [path] + list(argv[1:])
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as e:
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    return 0
