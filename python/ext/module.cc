@@ -523,9 +523,7 @@ std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dic
   opts.detect_races = races;
   opts.fast_forward.enabled = !exact;
   if (record) {
-    prof::TraceOptions to;
-    to.keep_events = true;
-    r->recorder = std::make_shared<prof::Recorder>(to);
+    r->recorder = std::make_shared<prof::Recorder>();
     opts.observer = r->recorder.get();
   }
   guarded([&] {
@@ -567,9 +565,19 @@ std::string advice_text(const std::shared_ptr<Compiled>& c, const RunResult& r, 
 
 void write_trace(const std::shared_ptr<Compiled>& c, const RunResult& r, const std::string& path) {
   if (!r.recorder) throw std::runtime_error("a trace needs a run with record=True");
-  std::ostringstream t;
-  prof::write_chrome_trace(t, *r.recorder, r.sim, c->lowered, c->chip);
-  prof::write_file_atomic(path, t.str());
+  // Traces are streamed while a run goes (prof::TraceWriter): replay the run in timing
+  // mode with the writer attached; the simulator is deterministic, so the cycles are the
+  // same as the recorded run's.
+  guarded([&] {
+    prof::TraceWriter trace(path, {}, c->chip);
+    trace.bind(c->lowered);
+    prof::Recorder rec(&trace);
+    sim::SimOptions opts;
+    opts.mode = sim::Mode::Timing;
+    opts.observer = &rec;
+    auto res = sim::simulate(c->lowered, c->chip, nullptr, opts);
+    trace.finish(res, c->lowered);
+  });
 }
 
 void write_report(const std::shared_ptr<Compiled>& c, const RunResult& r, const std::string& title,
