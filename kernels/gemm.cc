@@ -57,8 +57,11 @@ std::vector<std::string> all_variants() {
 }
 
 Plan plan_of(const std::string& v, const Params& p) {
+  // "" is the default variant (callers that build without resolve_variant); the registry
+  // rejects any other name before a build.
+  const std::string& name = v.empty() ? kLadder.back() : v;
   size_t step = 0;
-  while (kLadder[step] != v) ++step;
+  while (step + 1 < kLadder.size() && kLadder[step] != name) ++step;
   Plan pl{128, 128, 64, 1, 1, 1, 1, 0, false, f32};
   if (step >= 1) {
     pl.bn = 256;
