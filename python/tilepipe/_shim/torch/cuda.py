@@ -1,39 +1,11 @@
-"""torch.npu: the NPU device maps to the host under `tilepipe run-py`."""
+"""torch.cuda: like torch.npu, the device maps to the host under `tilepipe run-py`."""
 
-
-def synchronize(*a, **kw):
-    pass
-
-
-def is_available():
-    return True
-
-
-def set_device(*a, **kw):
-    pass
-
-
-def current_device():
-    return 0
-
-
-def device_count():
-    return 1
-
-
-class Event:
-    def __init__(self, enable_timing=False, **kw):
-        pass
-
-    def record(self, *a):
-        pass
-
-    def synchronize(self):
-        pass
-
-    def elapsed_time(self, other):
-        return 0.0
-
-
-def empty_cache():
-    pass
+from .npu import (  # noqa: F401
+    Event,
+    current_device,
+    device_count,
+    empty_cache,
+    is_available,
+    set_device,
+    synchronize,
+)
