@@ -199,25 +199,7 @@ class Engine {
     jump_check_ = false;
     Jump j = plan_jump(cores_, cross_.size(), opts_.fast_forward);
     if (j.iterations == 0) return;
-    // Replay on copies first: the first iteration whose traffic differs from the window's
-    // (a phase change of the L2 hits) limits the jump.
-    L2Residency l2 = l2res_;
-    std::vector<std::map<int, std::map<int64_t, int64_t>>> ranges;
-    for (const Core& c : cores_) ranges.push_back(c.read_ranges);
-    int64_t m = replay(j.iterations, l2, ranges);
-    m -= m % j.period;
-    if (m < opts_.fast_forward.min_jump) return;
-    if (m != j.iterations) {  // replay exactly the shorter jump on the real state
-      const double f = static_cast<double>(m) / static_cast<double>(j.iterations);
-      for (double& dt : j.cycles) dt *= f;
-      j.mean_cycles *= f;
-      j.iterations = m;
-      l2 = l2res_;
-      for (size_t i = 0; i < cores_.size(); ++i) ranges[i] = cores_[i].read_ranges;
-      if (replay(m, l2, ranges) != m) return;
-    }
-    l2res_ = std::move(l2);
-    for (size_t i = 0; i < cores_.size(); ++i) cores_[i].read_ranges = std::move(ranges[i]);
+    if (!prove_traffic(j)) return;
     apply_jump(j, cores_, cross_, opts_.fast_forward);
     hbm_.shift(j.mean_cycles);
     l2_.shift(j.mean_cycles);
@@ -230,6 +212,35 @@ class Engine {
     for (const Core& c : cores_)
       if (!c.stream_done) jumped_.iterations += j.iterations;
     jumped_.cycles += j.mean_cycles;
+  }
+
+  /// Replays the GM addresses of the iterations `j` skips and keeps the L2 state they leave;
+  /// shortens `j` to the iterations whose traffic is proven, false if too few are. Cores
+  /// whose GM addresses repeat every iteration need no replay (the window proved them).
+  bool prove_traffic(Jump& j) {
+    bool moves = false;
+    for (const Core& c : cores_) moves |= !c.stream_done && c.history.gm_moves;
+    if (!moves) return true;
+    // Replay on copies first: the first iteration whose traffic differs from the window's
+    // (a phase change of the L2 hits) limits the jump.
+    L2Residency l2 = l2res_;
+    std::vector<std::map<int, std::map<int64_t, int64_t>>> ranges;
+    for (const Core& c : cores_) ranges.push_back(c.read_ranges);
+    int64_t m = replay(j.iterations, l2, ranges);
+    m -= m % j.period;
+    if (m < opts_.fast_forward.min_jump) return false;
+    if (m != j.iterations) {  // replay exactly the shorter jump on the real state
+      const double f = static_cast<double>(m) / static_cast<double>(j.iterations);
+      for (double& dt : j.cycles) dt *= f;
+      j.mean_cycles *= f;
+      j.iterations = m;
+      l2 = l2res_;
+      for (size_t i = 0; i < cores_.size(); ++i) ranges[i] = cores_[i].read_ranges;
+      if (replay(m, l2, ranges) != m) return false;
+    }
+    l2res_ = std::move(l2);
+    for (size_t i = 0; i < cores_.size(); ++i) cores_[i].read_ranges = std::move(ranges[i]);
+    return true;
   }
 
   /// Walks one core's control flow from its current position through the GM copies of the
@@ -344,7 +355,6 @@ class Engine {
     for (size_t i = 0; i < cores_.size(); ++i)
       if (!cores_[i].stream_done && cores_[i].history.gm_moves)
         walks.emplace_back(i, Replay(*this, cores_[i], m));
-    if (walks.empty()) return m;  // every address repeats: the window proved the traffic
     std::vector<GmWork> head(walks.size());
     for (int64_t k = 0; k < m; ++k) {
       for (size_t w = 0; w < walks.size(); ++w) {
