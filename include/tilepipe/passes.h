@@ -43,6 +43,12 @@ struct PassOptions {
   /// scopes are all automatic; capacity overflows reported with the live buffers at the
   /// peak. Off: sequential layout, capacity checked by the verifier.
   bool memory_planning = true;
+  /// The author's sequential layout (core kinds memory planning leaves alone: hand-synced,
+  /// or planning off) may run into the reserved bytes of a memory, up to its physical size
+  /// (256 B of UB and L1 on A2/A3). The original's code generator places those buffers
+  /// without checking its limit and the hardware runs them; the Python front end sets this.
+  /// Layouts plan_memory makes stay within the usable size, as the original's planner's do.
+  bool reserved_tail = false;
   /// AUTO_SYNC: insert intra-core set/wait flags from read/write dependences in every
   /// scope that has no hand-written intra-core flags or barriers.
   bool auto_sync = true;

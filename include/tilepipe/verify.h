@@ -47,6 +47,10 @@ struct VerifyOptions {
   bool unscoped = false;
   /// Accept Parallel loops (the vectorize pass turns them into tile ops).
   bool parallel = false;
+  /// Check capacities against the physical size instead of the usable one: the author's
+  /// sequential layout may use the reserved bytes, as the original's code generator lets
+  /// it (passes::PassOptions::reserved_tail).
+  bool reserved_tail = false;
 };
 
 /// All problems found in `p` for `chip` (empty = valid).

@@ -480,6 +480,8 @@ passes::PassOptions pass_options(const py::dict& opts) {
       o.fuse = on;
     else if (key == "l1_residency")
       o.l1_residency = on;
+    else if (key == "reserved_tail")
+      o.reserved_tail = on;
     else
       throw std::invalid_argument("unknown pass option " + key);
   }

@@ -720,3 +720,51 @@ def test_unsupported_tile_op_is_named_at_its_line():
         return main
 
     expect(f, "T.tile.sin has no model", line_marker="# MARK-sin")
+
+
+# ---- memory layout: the reserved tail, hand-synced reuse ----
+
+
+@tilelang.jit(out_idx=[-1])
+def three_full_ub(M, N):
+    """Three [M/2, N] f32 UB buffers per vector core; at 128 x 256 they fill the physical
+    UB (196608 B), 256 B past the usable size."""
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32"),
+             C: T.Tensor((M, N), "float32")):
+        T.func_attr({"enable_auto_sync": False})
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((M // 2, N), "float32")
+            b = T.alloc_ub((M // 2, N), "float32")
+            c = T.alloc_ub((M // 2, N), "float32")  # MARK-third-ub
+            with T.Scope("V"):
+                T.copy(A[vid * M // 2, 0], a)
+                T.copy(B[vid * M // 2, 0], b)
+                T.barrier_all()
+                T.tile.sub(c, a, b)
+                T.barrier_all()
+                T.copy(c, C[vid * M // 2, 0])
+
+    return main
+
+
+def test_authors_layout_may_fill_the_physical_ub():
+    k = three_full_ub(128, 256)
+    a, b = rand(128, 256), rand(128, 256)
+    np.testing.assert_allclose(k(a, b), a - b, rtol=1e-6)
+
+
+def test_reserved_tail_off_is_the_capacity_error_at_the_allocation():
+    strict = tilelang.jit(out_idx=[-1], pass_configs={"tilepipe.reserved_tail": False})(
+        three_full_ub.__wrapped__)
+    with pytest.raises(TilepipeError) as e:
+        strict(128, 256)(rand(128, 256), rand(128, 256))
+    text = str(e.value)
+    assert "UB overflow on AIV" in text and "196608 bytes > 196352" in text, text
+    assert f"{HERE}:{lineno('# MARK-third-ub')}" in text, text
+
+
+def test_past_the_physical_ub_is_an_error_even_with_the_reserved_tail():
+    with pytest.raises(TilepipeError) as e:
+        three_full_ub(130, 256)(rand(130, 256), rand(130, 256))
+    assert "UB overflow on AIV" in str(e.value) and "the physical size" in str(e.value)

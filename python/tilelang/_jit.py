@@ -28,13 +28,24 @@ class _KeyMeta(type):
 
 
 class PassConfigKey(metaclass=_KeyMeta):
-    TL_ASCEND_AUTO_SYNC = "tl.ascend.auto_sync"
-    TL_ASCEND_MEMORY_PLANNING = "tl.ascend.memory_planning"
-    TL_ASCEND_AUTO_CV_COMBINE = "tl.ascend.auto_cv_combine"
-    TL_ASCEND_AUTO_CV_SYNC = "tl.ascend.auto_cv_sync"
+    # The original's key strings, so scripts may write either the enum or the string.
+    TL_ASCEND_AUTO_SYNC = "tl.ascend_auto_sync"
+    TL_ASCEND_MEMORY_PLANNING = "tl.ascend_memory_planning"
+    TL_ASCEND_AUTO_CV_COMBINE = "tl.ascend_auto_cv_combine"
+    TL_ASCEND_AUTO_CV_SYNC = "tl.ascend_auto_cross_core_sync"
     TL_DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
     TL_DISABLE_TMA_LOWER = "tl.disable_tma_lower"
     TL_DISABLE_VECTORIZE = "tl.disable_vectorize"
+    TIR_DISABLE_VECTORIZE = "tir.disable_vectorize"
+
+
+# The original's keys for passes tilepipe has no counterpart of (simplification, index
+# widths, GPU lowering): accepted and ignored.
+_OTHER_KEYS = frozenset({
+    "tl.Simplify", "tl.dynamic_alignment", "tl.disable_dynamic_tail_split",
+    "tl.disable_warp_specialized", "tl.config_index_bitwidth", "tl.disable_tma_lower",
+    "tl.disable_safe_memory_legalize", "tl.debug_merge_shared_memory_allocations",
+})
 
 
 def pass_options(configs, func_attrs):
@@ -49,12 +60,12 @@ def pass_options(configs, func_attrs):
             o["memory_planning"] = on
         elif key in (PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE, PassConfigKey.TL_ASCEND_AUTO_CV_SYNC):
             o["cv_split"] = o.get("cv_split", False) or on
-        elif key == PassConfigKey.TL_DISABLE_VECTORIZE:
+        elif key in (PassConfigKey.TL_DISABLE_VECTORIZE, PassConfigKey.TIR_DISABLE_VECTORIZE):
             o["vectorize"] = not on
         elif key.startswith("tilepipe."):
             o[key[len("tilepipe."):]] = on
-        elif key in (PassConfigKey.TL_DISABLE_WARP_SPECIALIZED, PassConfigKey.TL_DISABLE_TMA_LOWER) \
-                or key.startswith("other.") or key.startswith("tir."):
+        elif key in _OTHER_KEYS or key.startswith("other.") or key.startswith("tir.") \
+                or key.startswith("cuda."):
             pass  # other back ends' switches: nothing to map
         else:
             raise TilelangError(
@@ -64,6 +75,9 @@ def pass_options(configs, func_attrs):
             )
     if func_attrs.get("enable_auto_sync") is not None and "auto_sync" not in o:
         o["auto_sync"] = func_attrs["enable_auto_sync"]
+    # The original's code generator lays the author's buffers out without checking its
+    # limit; the hardware runs them up to the physical size (docs/python.md).
+    o.setdefault("reserved_tail", True)
     return o
 
 

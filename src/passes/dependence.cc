@@ -644,34 +644,99 @@ struct Flow {
   bool exposed = false, kills = false;
 };
 
-/// exposed / kills of one statement (dependence.h), computed together.
-Flow value_flow(const Stmt& s, int id) {
+/// A region whose start may change between two statements of one sequence only through a
+/// load (data-dependent addressing) is not compared.
+bool stable(const Region& r) {
+  for (const auto& e : r.start)
+    if (expr_any(e, [](const ExprNode& n) { return std::holds_alternative<Load>(n.node); }))
+      return false;
+  return true;
+}
+
+bool same_region(const Region& a, const Region& b) {
+  if (a.buffer->id != b.buffer->id || a.start.size() != b.start.size() || a.extent != b.extent)
+    return false;
+  for (size_t d = 0; d < a.start.size(); ++d)
+    if (!ir::equal(a.start[d], b.start[d])) return false;
+  return true;
+}
+
+/// The regions of buffer `id` every execution of `s` writes (leaves, sequences, both
+/// branches of an if; nothing through loops, which may not run).
+std::vector<Region> must_writes(const Stmt& s, int id) {
+  std::vector<Region> out;
+  if (!s) return out;
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, SeqStmt>) {
+          for (const auto& c : n.body)
+            for (auto& r : must_writes(c, id)) out.push_back(std::move(r));
+        } else if constexpr (std::is_same_v<T, IfStmt>) {
+          auto t = must_writes(n.then_body, id), e = must_writes(n.else_body, id);
+          for (auto& r : t)
+            if (std::any_of(e.begin(), e.end(), [&](const Region& x) { return same_region(r, x); }))
+              out.push_back(std::move(r));
+        } else if constexpr (std::is_same_v<T, ScopeStmt>) {
+          out = must_writes(n.body, id);
+        } else if constexpr (!std::is_same_v<T, ForStmt>) {
+          for (auto& a : leaf_accesses(s))
+            if (a.region.buffer->id == id && a.kind == AccessKind::Write && stable(a.region))
+              out.push_back(std::move(a.region));
+        }
+      },
+      s->node);
+  return out;
+}
+
+/// Does every read of buffer `id` by leaf `s` read a region an earlier statement of the same
+/// sequence wrote (so the value read was made by the sequence itself)?
+bool reads_covered(const Stmt& s, int id, const std::vector<Region>& written) {
+  if (std::holds_alternative<SeqStmt>(s->node) || std::holds_alternative<ForStmt>(s->node) ||
+      std::holds_alternative<IfStmt>(s->node) || std::holds_alternative<ScopeStmt>(s->node))
+    return false;
+  for (const auto& a : leaf_accesses(s)) {
+    if (a.region.buffer->id != id || a.kind != AccessKind::Read) continue;
+    if (!stable(a.region) || std::none_of(written.begin(), written.end(), [&](const Region& w) {
+          return covers_whole(w) || same_region(w, a.region);
+        }))
+      return false;
+  }
+  return true;
+}
+
+/// exposed / kills of one statement (dependence.h), computed together. `before`: regions of
+/// the buffer the enclosing statement surely wrote earlier (a read of one of them sees a
+/// value the enclosing statement made, not one from before it).
+Flow value_flow(const Stmt& s, int id, const std::vector<Region>& before = {}) {
   if (!s) return {};
   return std::visit(
       [&](const auto& n) -> Flow {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, SeqStmt>) {
+          std::vector<Region> written = before;
           for (const auto& c : n.body) {
-            Flow f = value_flow(c, id);
+            Flow f = value_flow(c, id, written);
             if (f.exposed) return {true, false};
             if (f.kills) return {false, true};
+            for (auto& r : must_writes(c, id)) written.push_back(std::move(r));
           }
           return {};
         } else if constexpr (std::is_same_v<T, ForStmt>) {
           bool reads = own_use(s, id).reads;
-          Flow b = value_flow(n.body, id);
+          Flow b = value_flow(n.body, id, before);
           // Only a loop that surely runs once kills.
           auto lo = as_const(n.begin), hi = as_const(n.end);
           return {reads || b.exposed, lo && hi && *lo < *hi && !reads && b.kills};
         } else if constexpr (std::is_same_v<T, IfStmt>) {
           bool reads = own_use(s, id).reads;
-          Flow t = value_flow(n.then_body, id), e = value_flow(n.else_body, id);
+          Flow t = value_flow(n.then_body, id, before), e = value_flow(n.else_body, id, before);
           return {reads || t.exposed || e.exposed, !reads && t.kills && e.kills};
         } else if constexpr (std::is_same_v<T, ScopeStmt>) {
-          return value_flow(n.body, id);
+          return value_flow(n.body, id, before);
         } else {
           OwnUse u = own_use(s, id);
-          return {u.reads, u.kills};
+          return {u.reads && !reads_covered(s, id, before), u.kills};
         }
       },
       s->node);

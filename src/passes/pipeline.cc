@@ -102,6 +102,7 @@ VerifyOptions verify_options(const PassOptions& o) {
   v.capacity = !o.memory_planning;
   v.unscoped = o.cv_split;
   v.parallel = o.vectorize;
+  v.reserved_tail = o.reserved_tail;
   return v;
 }
 

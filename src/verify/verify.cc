@@ -1000,6 +1000,7 @@ class Verifier {
     for (auto [scope, cap] : caps) {
       auto it = allocs_.find(scope);
       if (it == allocs_.end()) continue;
+      const int64_t limit = opts_.reserved_tail ? cap->physical : cap->usable;
       // Placed buffers (pinned or planned) occupy [address, address + bytes); the rest
       // follow sequentially after the highest placed byte, as the lowering lays them out.
       int64_t align = scope == Scope::UB ? chip_.ub_align : chip_.l1_align;
@@ -1015,12 +1016,12 @@ class Verifier {
                             a.buf->name, at->second, to_string(scope), align),
                 fmt::format("use a multiple of {}", align));
         total = std::max(total, at->second + a.bytes);
-        if (!first_over && total > cap->usable) first_over = &a;
+        if (!first_over && total > limit) first_over = &a;
       }
       for (const auto& a : it->second) {
         if (p_.addresses.count(a.buf->id)) continue;
         total = (total + align - 1) / align * align + a.bytes;
-        if (!first_over && total > cap->usable) first_over = &a;
+        if (!first_over && total > limit) first_over = &a;
       }
       if (!first_over) continue;
       std::vector<Alloc> sorted = it->second;
@@ -1037,7 +1038,7 @@ class Verifier {
             fmt::format("{:<12} {:>10}{}  {}", b.name, kib(sorted[i].bytes), slots, b.loc.str()));
       }
       const auto& big = *sorted.front().buf;
-      int64_t excess = total - cap->usable;
+      int64_t excess = total - limit;
       std::string hint;
       if (big.shape.size() > 2 && big.shape[0] > 1) {
         int64_t per = sorted.front().bytes / big.shape[0];
@@ -1058,9 +1059,12 @@ class Verifier {
                            big.name);
       }
       error(first_over->buf->loc, "capacity",
-            fmt::format("{} overflow on {}: {} needed, {} available ({} bytes > {})",
+            fmt::format("{} overflow on {}: {} needed, {} available ({} bytes > {}{})",
                         to_string(scope), owner(scope) == CoreKind::C ? "AIC" : "AIV", kib(total),
-                        kib(cap->usable), total, cap->usable),
+                        kib(limit), total, limit,
+                        opts_.reserved_tail && limit != cap->usable
+                            ? ", the physical size: the sequential layout may use the reserve"
+                            : ""),
             hint, notes);
     }
   }
