@@ -772,6 +772,24 @@ TEST(Verify, UbBuffersAreRoundedUpTo32Bytes) {
   expect_diag(kb.finish(), "capacity", {"(196384 bytes > 196352)", here(-2)});
 }
 
+TEST(Verify, ElementStoresNeedNoVectorAlignment) {
+  // ub[3] = 1 and ub[5] = ub[1] are the scalar unit's SetValue / GetValue on hardware; a
+  // two-element fill at the same offset is a vector op and must be aligned.
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto u = alloc_ub("u", {64}, f32);
+    tile::fill(u(slice(3, 1)), 1.0);
+    copy(u(slice(1, 1)), u(slice(5, 1)));
+  });
+  EXPECT_VERIFIES(kb.finish());
+  KernelBuilder kb2("k", 1);
+  scope_v([&] {
+    auto u = alloc_ub("u", {64}, f32);
+    tile::fill(u(slice(3, 2)), 1.0);
+  });
+  expect_diag(kb2.finish(), "ub-alignment", {"multiple of only 12 bytes", here(-2)});
+}
+
 TEST(Verify, UbFilledExactlyToCapacityFits) {
   KernelBuilder kb("k", 1);
   scope_v([&] { alloc_ub("all_of_it", {196352 / 4}, f32); });

@@ -519,18 +519,61 @@ def expect(fn, *fragments, line_marker=None):
     return text
 
 
-def test_while_is_rejected_at_its_line():
+@tilelang.jit(out_idx=[1])
+def build_time_while(N):
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N // 2,), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid * N // 2], x)
+                step = 1
+                while step < 8:  # doubles x three times, skipping step 2
+                    step *= 2
+                    if step == 2:
+                        continue
+                    T.tile.add(x, x, x)
+                for k in [1, 2, 3]:
+                    if k == 2:
+                        break
+                    T.tile.adds(x, x, 1.0)
+                T.copy(x, B[vid * N // 2])
+
+    return main
+
+
+def test_while_with_a_build_time_condition_runs_at_build_time():
+    a = rand(64)
+    np.testing.assert_allclose(build_time_while(64)(a), a * 4 + 1, rtol=1e-6)
+
+
+def test_while_on_a_run_time_value_is_rejected_at_its_line():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(2, is_npu=True) as (cid, vid):
+                while cid < 3:  # MARK-while
+                    pass
+
+        return main
+
+    expect(f, "while loop whose condition is only known at run time", "hint",
+           line_marker="# MARK-while")
+
+
+def test_break_in_a_device_loop_is_rejected_at_its_line():
     @tilelang.jit
     def f():
         @T.prim_func
         def main(A: T.Tensor((2, 8), "float32")):
             with T.Kernel(1, is_npu=True) as (cid, vid):
-                while True:  # MARK-while
-                    pass
+                for i in T.serial(4):
+                    break  # MARK-break
 
         return main
 
-    expect(f, "while loops", "not supported", "hint", line_marker="# MARK-while")
+    expect(f, "break in a loop that runs on the device", line_marker="# MARK-break")
 
 
 def test_element_store_is_rejected():
@@ -574,17 +617,80 @@ def test_element_stores_of_ub_buffers():
     np.testing.assert_array_equal(element_stores(64)(a), ref)
 
 
-def test_alloc_var_is_rejected_with_a_fix():
+@tilelang.jit(out_idx=[-1])
+def alloc_vars(N, block_N):
+    """The original's alloc_var test kernel (its checks, with results this time)."""
+    @T.prim_func
+    def main(A: T.Tensor((N,), "int32")):
+        with T.Kernel(N // block_N, is_npu=True) as (cid, vid):
+            a_ub = T.alloc_shared(block_N // 2, "int32")
+            flag = T.alloc_var("bool", init=False)
+            a = T.alloc_var("int32", init=1)
+            b = T.alloc_var("int32", init=a)
+            c = T.alloc_var("int32", cid * 10)  # run-time value
+            T.tile.fill(a_ub, 0.0)
+            a_ub[0] = b
+            flag = True
+            if flag:
+                a = 2
+                a_ub[1] = a
+            else:
+                a_ub[1] = a
+            flag = False
+            if flag:
+                a_ub[2] = a
+            else:
+                a += 1
+                a_ub[2] = a
+            c += vid
+            a_ub[3] = c
+            for i in T.serial(2):
+                d = T.alloc_var("int32", init=i)  # declared in the loop: per iteration
+                d = d + 4
+                a_ub[4 + i] = d
+            T.copy(a_ub, A[cid * block_N + vid * block_N // 2])
+
+    return main
+
+
+def test_alloc_var_values_follow_the_stores():
+    out = alloc_vars(32, 16)()
+    ref = np.zeros(32, dtype=np.int64)
+    for cid in range(2):
+        for vid in range(2):
+            base = cid * 16 + vid * 8
+            ref[base:base + 6] = [1, 2, 3, cid * 10 + vid, 4, 5]
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_alloc_var_stored_under_a_run_time_branch_is_rejected():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(2, is_npu=True) as (cid, vid):
+                v = T.alloc_var("int32", init=0)
+                if cid > 0:
+                    v = 1  # MARK-var
+                T.printf(v)
+
+        return main
+
+    expect(f, "T.alloc_var 'v' assigned under a run-time loop or if", "hint",
+           line_marker="# MARK-var")
+
+
+def test_alloc_var_bad_arguments():
     @tilelang.jit
     def f():
         @T.prim_func
         def main(A: T.Tensor((2, 8), "float32")):
             with T.Kernel(1, is_npu=True) as (cid, vid):
-                v = T.alloc_var("int32")  # MARK-var
+                v = T.alloc_var("int32", 1, init=2)  # MARK-var2
 
         return main
 
-    expect(f, "alloc_var", "hint", line_marker="# MARK-var")
+    expect(f, "initial value is given twice", line_marker="# MARK-var2")
 
 
 def test_non_constant_slice_extent():

@@ -36,6 +36,14 @@ def _as_expr(x):
     return x.load() if isinstance(x, Region) else x
 
 
+class _Break(Exception):
+    pass
+
+
+class _Continue(Exception):
+    pass
+
+
 class _Return(Exception):
     def __init__(self, value):
         self.value = value
@@ -82,6 +90,7 @@ class Interpreter:
         self.globals = source.fn.__globals__
         self.closure = source.env()
         self.vars = dict(local_vars)
+        self.static_loops = 0  # loops run at build time around the current statement
 
     # ---- locations and errors ----
 
@@ -133,7 +142,7 @@ class Interpreter:
             method(s)
             if ctx.split in ("C", "V"):
                 self.anchor(ctx.anchor_after.get((ctx.split, id(s))), s)
-        except (TilelangError, _Return):
+        except (TilelangError, _Return, _Break, _Continue):
             raise
         except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError,
                 AssertionError, RuntimeError) as e:
@@ -174,8 +183,14 @@ class Interpreter:
         raise _Return(self.eval(s.value) if s.value is not None else None)
 
     def assign(self, target, value, node):
+        from .language import Var
+
         if isinstance(target, ast.Name):
-            self.vars[target.id] = value
+            cur = self.vars.get(target.id)
+            if isinstance(cur, Var) and not isinstance(value, Var):
+                cur.store(value)  # a T.alloc_var: assignment is a store
+            else:
+                self.vars[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (Expr, Region, Buffer)):
                 raise self.error(node, "cannot unpack a single value into several names")
@@ -237,8 +252,8 @@ class Interpreter:
         if not isinstance(s.target, ast.Name):
             raise self.error(s, "augmented assignment to an element or attribute is not supported",
                              hint="tilepipe's IR has no scalar stores; use T.tile.* ops")
-        cur = self.lookup(s.target.id, s)
-        self.vars[s.target.id] = self.binop(s.op, cur, self.eval(s.value), s)
+        cur = self.e_Name(s.target)
+        self.assign(s.target, self.binop(s.op, cur, self.eval(s.value), s), s)
 
     def s_FunctionDef(self, s):
         raise self.error(s, "nested function definitions inside a kernel body are not supported",
@@ -268,9 +283,56 @@ class Interpreter:
             ctx.trip_stack.pop()
         b.end_if(loc)
 
+    # A while loop whose condition is known when the kernel is built runs at build time
+    # (its body unrolled); tilepipe's IR has no loop with a run-time exit condition.
+    MAX_WHILE = 4096
+
     def s_While(self, s):
-        raise self.error(s, "while loops are not supported in kernel bodies",
-                         hint="use `for i in T.serial(n)` with a static or run-time trip count")
+        if s.orelse:
+            raise self.error(s, "while/else is not supported")
+        n = 0
+        while True:
+            c = self.eval(s.test)
+            if isinstance(c, Sym):
+                c = resolve(c)
+            if _dyn(c):
+                raise self.error(
+                    s, "a while loop whose condition is only known at run time: tilepipe's IR "
+                    "has no loop with a run-time exit",
+                    hint="bound it: `for i in T.serial(n_max)` with `if cond:` around the body")
+            if not c:
+                return
+            n += 1
+            if n > self.MAX_WHILE:
+                raise self.error(s, f"while loop still running after {self.MAX_WHILE} build-time "
+                                 "iterations", hint="check its condition changes, or use T.serial")
+            if not self.static_body(s.body):
+                return
+
+    def static_body(self, body):
+        """One iteration of a loop run at build time; False when it ended in `break`."""
+        self.static_loops += 1
+        try:
+            self.run_body(body)
+        except _Break:
+            return False
+        except _Continue:
+            pass
+        finally:
+            self.static_loops -= 1
+        return True
+
+    def s_Break(self, s):
+        if not self.static_loops:
+            raise self.error(s, "break in a loop that runs on the device: tilepipe's IR loops "
+                             "have no early exit", hint="guard the rest of the body with `if`")
+        raise _Break()
+
+    def s_Continue(self, s):
+        if not self.static_loops:
+            raise self.error(s, "continue in a loop that runs on the device",
+                             hint="guard the rest of the body with `if`")
+        raise _Continue()
 
     def s_For(self, s):
         from .language import LoopSpec
@@ -288,7 +350,8 @@ class Interpreter:
             # A Python sequence: unrolled at build time.
             for v in it:
                 self.assign(s.target, v, s)
-                self.run_body(s.body)
+                if not self.static_body(s.body):
+                    break
             return
         else:
             raise self.error(s, f"cannot loop over {type(it).__name__}",
@@ -541,7 +604,10 @@ class Interpreter:
         return n.value
 
     def e_Name(self, n):
-        return self.lookup(n.id, n)
+        from .language import Var
+
+        v = self.lookup(n.id, n)
+        return v.load() if isinstance(v, Var) else v  # a T.alloc_var reads its value
 
     def e_Attribute(self, n):
         return getattr(self.eval(n.value), n.attr)

@@ -486,6 +486,13 @@ class Verifier {
     ub_aligned(n.dst, s.loc, "copy destination");
   }
 
+  /// A one-element UB -> UB copy is an element move (`a[i] = b[j]`: the scalar unit's
+  /// GetValue / SetValue on hardware), which needs no vector alignment.
+  static bool element_move(const CopyStmt& n) {
+    return n.src.buffer->scope == Scope::UB && n.dst.buffer->scope == Scope::UB &&
+           n.src.elements() == 1 && n.dst.elements() == 1;
+  }
+
   void check(const SeqStmt& n, const StmtNode&) {
     for (const auto& c : n.body) stmt(c);
   }
@@ -654,8 +661,10 @@ class Verifier {
     if (n.transpose && n.src.squeezed().size() > 2) {
       error(s.loc, "bad-operand", "transpose needs a 2-D tile", "slice a [rows, cols] tile");
     }
-    ub_aligned(n.src, s.loc, "copy source");
-    ub_aligned(n.dst, s.loc, "copy destination");
+    if (!element_move(n)) {
+      ub_aligned(n.src, s.loc, "copy source");
+      ub_aligned(n.dst, s.loc, "copy destination");
+    }
   }
 
   /// [rows, cols] of a tile seen as a matrix, or nullopt if it has more than 2 real dims.
@@ -757,8 +766,12 @@ class Verifier {
                           r->elements()),
               "index every dimension of the scalar read");
       }
-    for (const auto& r : n.srcs) ub_aligned(r, s.loc, what.c_str());
-    ub_aligned(n.dst, s.loc, what.c_str());
+    // A one-element fill is an element store (`ub[i] = x`: the scalar unit's SetValue on
+    // hardware), which needs no vector alignment.
+    if (!(n.op == TileOpKind::Fill && n.dst.elements() == 1)) {
+      for (const auto& r : n.srcs) ub_aligned(r, s.loc, what.c_str());
+      ub_aligned(n.dst, s.loc, what.c_str());
+    }
 
     size_t want_srcs = 0;
     bool scalar_ok = false, scalar_needed = false;

@@ -5,8 +5,8 @@ tilepipe's KernelBuilder. See docs/python.md for what maps to what."""
 import math as _math
 
 from .. import _core
-from .._core import (Buffer as _Buffer, Region, Sym, TilelangError, as_region, builder, ctx, err,
-                     dtype_code, dtype_name, resolve, to_index)
+from .._core import (Buffer as _Buffer, Expr, Region, Sym, TilelangError, as_region, builder, ctx,
+                     err, dtype_code, dtype_name, resolve, to_index)
 from .._core import _ext
 from .._interp import macro, prim_func  # noqa: F401
 
@@ -263,13 +263,71 @@ def alloc_local(shape, dtype, *a, **kw):
     return _alloc("UB", shape, dtype)
 
 
-def alloc_var(dtype, *a, **kw):
-    raise err(
-        "T.alloc_var (a mutable scalar) is not supported: tilepipe's IR has no scalar "
-        "variables",
-        hint="bind the value to a Python name (`x = expr`, recomputed where used), or keep it "
-        "in a one-element UB tile",
-    )
+class Var:
+    """`T.alloc_var`: a mutable scalar. tilepipe's IR has no scalar registers (and timing
+    mode computes no values the scalar unit could read back), so the front end tracks the
+    variable's value as it builds the kernel: a store rebinds it to the stored number or
+    integer expression, a use reads the current one. Stores must happen under the same
+    run-time control as the declaration: under a run-time `if` or loop the value after it
+    would depend on the path taken, which is an error at the store."""
+
+    def __init__(self, name, dtype, value):
+        self.name, self.dtype = name, dtype
+        self.depth = len(ctx.trip_stack)  # run-time loops / ifs around the declaration
+        self.value = None
+        self.store(value)
+
+    def load(self):
+        return self.value
+
+    def store(self, value):
+        if isinstance(value, Var):
+            value = value.value
+        if isinstance(value, Region):
+            value = value.load()  # one element, read by the scalar unit now
+        if isinstance(value, Sym):
+            value = resolve(value)
+        if isinstance(value, Expr) and value.const_value() is not None:
+            value = value.const_value()
+        if not isinstance(value, (bool, int, float, Expr)):
+            raise err(f"cannot store {type(value).__name__} {value!r} in the T.alloc_var "
+                      f"'{self.name}'",
+                      hint="store a number, an integer expression or one element of a buffer")
+        if len(ctx.trip_stack) > self.depth and self.value is not None:
+            raise err(f"T.alloc_var '{self.name}' assigned under a run-time loop or if: its "
+                      "value after it would depend on the path taken at run time, and "
+                      "tilepipe's IR has no scalar registers",
+                      hint="declare the variable inside that loop / branch, or compute the "
+                      "value as an expression (T.if_then_else(cond, a, b), loop variables)")
+        if self.dtype == "bool":
+            value = bool(value) if not isinstance(value, Expr) else value
+        elif self.dtype.startswith(("int", "uint")) and isinstance(value, float):
+            value = int(value)
+        self.value = value
+
+    def __repr__(self):
+        return f"Var({self.name}, {self.dtype}, {self.value!r})"
+
+
+def alloc_var(dtype, *args, scope="local.var", init=None):
+    """A mutable scalar (the original's `local.var`): `T.alloc_var("int32", init=1)`,
+    `T.alloc_var("int32", 1)`, `T.alloc_var("int32", "local.var", init=1)`; 0 when no
+    initial value is given."""
+    if len(args) == 1 and isinstance(args[0], str):
+        scope = args[0]
+    elif len(args) == 1:
+        if init is not None:
+            raise err("T.alloc_var: the initial value is given twice")
+        init = args[0]
+    elif len(args) == 2:
+        if init is not None:
+            raise err("T.alloc_var: the initial value is given twice")
+        init, scope = args
+    elif args:
+        raise err(f"T.alloc_var takes (dtype, [init], [scope]); got {len(args) + 1} arguments")
+    if scope != "local.var":
+        raise err(f"T.alloc_var scope {scope!r}: only 'local.var' is supported")
+    return Var(ctx.pending_name or "var", dtype_name(dtype), 0 if init is None else init)
 
 
 def annotate_layout(layouts):
