@@ -874,3 +874,57 @@ def test_past_the_physical_ub_is_an_error_even_with_the_reserved_tail():
     with pytest.raises(TilepipeError) as e:
         three_full_ub(130, 256)(rand(130, 256), rand(130, 256))
     assert "UB overflow on AIV" in str(e.value) and "the physical size" in str(e.value)
+
+
+# ---- T.Parallel: Python functions in the body, GM operands ----
+
+
+@tilelang.jit(out_idx=[-1])
+def parallel_calls(M, N, op_func, gm_out=False):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((M // 2, N), "float32")
+            c = T.alloc_ub((M // 2, N), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid * M // 2, 0], a)
+                if gm_out:
+                    # a GM source and a GM destination: staged through UB by the front end
+                    for i, j in T.Parallel(M // 2, N):
+                        C[vid * M // 2 + i, j] = op_func(a[i, j], B[vid * M // 2 + i, j])
+                else:
+                    for i, j in T.Parallel(M // 2, N):
+                        c[i, j] = op_func(a[i, j], a[i, j])
+                    T.copy(c, C[vid * M // 2, 0])
+
+    return main
+
+
+def _scaled_sum(x, y):
+    return T.exp(x) * 0.5 + y
+
+
+@pytest.mark.parametrize("op_func,ref", [
+    (lambda x, y: x * y + 1.0, lambda a, b: a * a + 1.0),
+    (_scaled_sum, lambda a, b: np.exp(a) * 0.5 + a),
+])
+def test_parallel_inlines_python_functions(op_func, ref):
+    a, b = rand(16, 64), rand(16, 64)
+    np.testing.assert_allclose(parallel_calls(16, 64, op_func)(a, b), ref(a, b), rtol=1e-5)
+
+
+def test_parallel_reads_and_writes_gm_through_ub():
+    a, b = rand(16, 64), rand(16, 64)
+    out = parallel_calls(16, 64, lambda x, y: x - y, gm_out=True)(a, b)
+    np.testing.assert_allclose(out, a - b, rtol=1e-6)
+
+
+def test_parallel_call_of_a_multi_statement_function_is_rejected():
+    def two_steps(x, y):
+        z = x + y
+        return z
+
+    with pytest.raises(TilelangError) as e:
+        parallel_calls(16, 64, two_steps)(rand(16, 64), rand(16, 64))
+    assert "which is not one expression" in str(e.value)

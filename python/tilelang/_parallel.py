@@ -6,6 +6,9 @@ unary minus and T.exp / T.log / T.abs / T.sqrt / T.rsqrt / T.max / T.min / T.rel
 tile ops, compound expressions go through UB temporaries."""
 
 import ast
+import copy as _copy
+import inspect
+import textwrap
 
 from . import _core
 from ._core import Buffer, Region, TilelangError, ctx, to_index
@@ -43,7 +46,19 @@ def vectorize(it, s, spec):
             ast.copy_location(value, stmt)
         else:
             value = stmt.value
-        V.emit_into(value, dst, stmt)
+        value = V.inline(value, stmt)
+        if dst.region.buffer.scope == "GM":
+            # A GM element: computed into a UB tile, then copied out (the original's
+            # automatic UB -> GM copy of a T.Parallel writing global memory).
+            from . import language as T
+
+            t = V.temp(dst.region.buffer.dtype)
+            if isinstance(stmt, ast.AugAssign):
+                T.copy(dst.region, t.region)
+            V.emit_into(value, t, stmt)
+            T.copy(t.region, dst.region)
+        else:
+            V.emit_into(value, dst, stmt)
 
 
 class _Vec:
@@ -111,13 +126,99 @@ class _Vec:
         Ttile.broadcast(t.region, v.region)
         return t
 
+    def staged(self, v):
+        """A GM tile copied into a UB temporary (vector ops read UB only)."""
+        if v.region.buffer.scope != "GM" or not v.lanes:
+            return v
+        from . import language as T
+
+        self.ntemp += 1
+        key = ("parallel-gm", tuple(v.region.extents), v.region.buffer.dtype, self.ntemp,
+               ctx.stmt_loc)
+        if key not in ctx.hidden:
+            from .language import _alloc
+
+            ctx.hidden[key] = _alloc("UB", list(v.region.extents), v.region.buffer.dtype,
+                                     name=f"par_gm{self.ntemp}")
+        t = ctx.hidden[key]
+        T.copy(v.region, t.region())
+        return _Tile(t.region(), v.lanes)
+
+    def inline(self, node, stmt):
+        """Calls of plain Python functions (`op_func(a[i, j], b[i, j])` with op_func a lambda
+        or a one-`return` def) are expanded into their expression, arguments substituted."""
+        node = _copy.deepcopy(node)
+        it = self
+
+        class Expand(ast.NodeTransformer):
+            def visit_Call(self, call):
+                self.generic_visit(call)
+                f = it.callee(call)
+                if f is None:
+                    return call
+                params, body = f
+                if len(params) != len(call.args) or call.keywords:
+                    raise it.it.error(stmt, f"T.Parallel call passes {len(call.args)} arguments "
+                                      f"to a function of {len(params)}")
+                sub = dict(zip(params, call.args))
+
+                class Subst(ast.NodeTransformer):
+                    def visit_Name(self, n):
+                        return _copy.deepcopy(sub[n.id]) if n.id in sub else n
+
+                return Subst().visit(_copy.deepcopy(body))
+
+        return Expand().visit(node)
+
+    def callee(self, call):
+        """(parameter names, body expression) of a plain Python function called in the body,
+        or None (T.* intrinsics and anything else are left to emit_into)."""
+        if not self.uses_lanes(call):
+            return None
+        try:
+            f = self.it.eval(call.func)
+        except TilelangError:
+            return None
+        if not inspect.isfunction(f) or f.__module__.startswith("tilelang"):
+            return None
+        try:
+            lines, _ = inspect.getsourcelines(f)
+        except (OSError, TypeError):
+            return None
+        src = "".join(lines)
+        shift = min((len(l) - len(l.lstrip()) for l in lines if l.strip()), default=0)
+        try:
+            tree = ast.parse(textwrap.dedent(src))
+        except SyntaxError:
+            return None
+        code = f.__code__
+        params = list(code.co_varnames[:code.co_argcount])
+        if f.__name__ == "<lambda>":
+            # The lambda among those on its lines: same parameters, body at the column
+            # where the function's code starts (several lambdas may share a line).
+            cols = [c for _, _, c, _ in code.co_positions() if c is not None]
+            cands = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda)
+                     and [a.arg for a in n.args.args] == params]
+            if len(cands) > 1 and cols:
+                at = [n for n in cands if min(cols) in (n.col_offset + shift,
+                                                        n.body.col_offset + shift)]
+                cands = at or cands
+            if cands and all(ast.dump(n) == ast.dump(cands[0]) for n in cands):
+                return params, cands[0].body
+        for n in ast.walk(tree):
+            if isinstance(n, ast.FunctionDef) and n.name == f.__name__ and len(n.body) == 1 \
+                    and isinstance(n.body[0], ast.Return) and n.body[0].value is not None:
+                return [a.arg for a in n.args.args], n.body[0].value
+        raise self.it.error(call, f"T.Parallel calls '{f.__name__}', which is not one expression",
+                            hint="use a lambda or a def whose body is `return <expression>`")
+
     def value(self, node, dtype, stmt):
         """A tile, or a Python number / run-time scalar (returned as is)."""
         if isinstance(node, ast.Subscript):
             v = self.ref(node, stmt)
             if not v.lanes:
                 return v.region  # one element: a scalar operand
-            return v
+            return self.staged(v)
         if isinstance(node, (ast.BinOp, ast.Call, ast.UnaryOp)):
             if self.uses_lanes(node):
                 t = self.temp(dtype)
