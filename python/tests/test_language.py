@@ -911,7 +911,8 @@ def _scaled_sum(x, y):
 ])
 def test_parallel_inlines_python_functions(op_func, ref):
     a, b = rand(16, 64), rand(16, 64)
-    np.testing.assert_allclose(parallel_calls(16, 64, op_func)(a, b), ref(a, b), rtol=1e-5)
+    np.testing.assert_allclose(parallel_calls(16, 64, op_func)(a, b), ref(a, b), rtol=2e-3,
+                               atol=1e-5)
 
 
 def test_parallel_reads_and_writes_gm_through_ub():
