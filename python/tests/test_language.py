@@ -929,3 +929,41 @@ def test_parallel_call_of_a_multi_statement_function_is_rejected():
     with pytest.raises(TilelangError) as e:
         parallel_calls(16, 64, two_steps)(rand(16, 64), rand(16, 64))
     assert "which is not one expression" in str(e.value)
+
+
+# ---- the original's API spellings ----
+
+
+@tilelang.jit(out_idx=[-1])
+def row_max(M, N, style):
+    @T.prim_func
+    def main(A: T.Tensor[(M, N), "float32"], B: T.Tensor[(M, 8), "float32"]):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((M // 2, N), "float32")
+            m = T.alloc_ub((M // 2, 8), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid * M // 2, 0], a)
+                T.tile.fill(m, 0.0)
+                if style == "keyword":
+                    T.reduce_max(a, m[:, 0:1], dim=-1, clear=True)
+                elif style == "positional":
+                    T.reduce_max(a, m[:, 0:1], 1, True)  # axis 1 of 2 is the last
+                else:  # real_shape: only the first 4 columns count
+                    T.reduce_max(a, m[:, 0:1], -1, [M // 2, 4], True)
+                T.copy(m, B[vid * M // 2, 0])
+
+    return main
+
+
+@pytest.mark.parametrize("style", ["keyword", "positional", "real_shape"])
+def test_reduce_calling_forms(style):
+    a = rand(16, 64)
+    cols = 4 if style == "real_shape" else 64
+    np.testing.assert_allclose(row_max(16, 64, style)(a)[:, 0], a[:, :cols].max(axis=1))
+
+
+def test_reduce_axis_out_of_range_is_a_value_error():
+    with pytest.raises(ValueError) as e:
+        T.reduce_sum(tilelang.tvm.tir.decl_buffer((4, 8), "float32"),
+                     tilelang.tvm.tir.decl_buffer((8,), "float32"), dim=2)
+    assert "reduce axis 2 out of range for a 2-D source" in str(e.value)

@@ -8,6 +8,7 @@ from . import language  # noqa: F401
 from . import profiler  # noqa: F401
 from . import intrinsics  # noqa: F401
 from . import math  # noqa: F401
+from . import tvm  # noqa: F401
 from .math import cdiv, next_power_of_2  # noqa: F401
 
 __version__ = "0.1.0+tilepipe"

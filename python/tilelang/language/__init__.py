@@ -51,8 +51,19 @@ class TensorSpec:
         return f"T.Tensor({self.shape}, {self.dtype})"
 
 
-def Tensor(shape, dtype="float32"):
-    return TensorSpec(shape, dtype)
+class _TensorAnnotation:
+    """`T.Tensor(shape, dtype)` and the subscript spelling `T.Tensor[shape, dtype]`."""
+
+    def __call__(self, shape, dtype="float32", *a, **kw):
+        return TensorSpec(shape, dtype)
+
+    def __getitem__(self, args):
+        if not isinstance(args, tuple) or len(args) not in (1, 2):
+            raise err("T.Tensor[shape, dtype] takes a shape and a dtype")
+        return TensorSpec(*args)
+
+
+Tensor = _TensorAnnotation()
 
 
 Buffer_ = Tensor
@@ -568,16 +579,19 @@ def _reduce(kind, src, dst, dim, clear):
                      _core.current_loc())
 
 
-def reduce_max(src, dst, dim=-1, clear=True, *a, **kw):
-    _reduce("max", src, dst, dim, clear)
+def _reduce_entry(kind):
+    def f(*a, **kw):
+        from . import reduce_ascend  # looked up per call, so the module's helpers rule
+
+        return getattr(reduce_ascend, f"reduce_{kind}")(*a, **kw)
+
+    f.__name__ = f"reduce_{kind}"
+    return f
 
 
-def reduce_min(src, dst, dim=-1, clear=True, *a, **kw):
-    _reduce("min", src, dst, dim, clear)
-
-
-def reduce_sum(src, dst, dim=-1, clear=True, *a, **kw):
-    _reduce("sum", src, dst, dim, clear)
+reduce_max = _reduce_entry("max")
+reduce_min = _reduce_entry("min")
+reduce_sum = _reduce_entry("sum")
 
 
 # ---- synchronisation ----

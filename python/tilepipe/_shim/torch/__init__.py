@@ -355,10 +355,23 @@ class Tensor:
         return Tensor(self.a.mean(axis=dim, keepdims=keepdim), self.dtype)
 
     def max(self, dim=None, keepdim=False):
-        if dim is None:
-            return Tensor(self.a.max(), self.dtype)
-        return (Tensor(self.a.max(axis=dim, keepdims=keepdim), self.dtype),
-                Tensor(self.a.argmax(axis=dim), int64))
+        return _extreme(self, dim, keepdim, _np.max, _np.argmax)
+
+    def min(self, dim=None, keepdim=False):
+        return _extreme(self, dim, keepdim, _np.min, _np.argmin)
+
+    def __abs__(self):
+        return self.abs()
+
+    def clamp_min(self, lo):
+        return Tensor(_np.maximum(self.a, _unwrap(lo)), self.dtype)
+
+    def clamp_max(self, hi):
+        return Tensor(_np.minimum(self.a, _unwrap(hi)), self.dtype)
+
+    def element_size(self):
+        # bfloat16 is held as float32 on the host but is 2 bytes on the device
+        return 2 if self.dtype is bfloat16 else _np.dtype(self.a.dtype).itemsize
 
     def abs(self):
         return Tensor(_np.abs(self.a), self.dtype)
@@ -610,6 +623,57 @@ def split(t, size, dim=0):
 
 def chunk(t, n, dim=0):
     return split(t, -(-t.a.shape[dim] // n), dim)
+
+
+class _ValuesIndices(tuple):
+    """torch.return_types.max / min: (values, indices) with names."""
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+
+def _extreme(t, dim, keepdim, f, argf):
+    if dim is None:
+        return Tensor(f(t.a), t.dtype)
+    idx = argf(t.a, axis=dim)
+    if keepdim:
+        idx = _np.expand_dims(idx, dim)
+    return _ValuesIndices((Tensor(f(t.a, axis=dim, keepdims=keepdim), t.dtype),
+                           Tensor(idx, int64)))
+
+
+def max(t, other=None, dim=None, keepdim=False):  # noqa: A001
+    """torch.max(t), torch.max(t, dim), torch.max(t, other) (elementwise)."""
+    if isinstance(other, Tensor):
+        return maximum(t, other)
+    return t.max(other if other is not None else dim, keepdim)
+
+
+def min(t, other=None, dim=None, keepdim=False):  # noqa: A001
+    if isinstance(other, Tensor):
+        return minimum(t, other)
+    return t.min(other if other is not None else dim, keepdim)
+
+
+def clamp_min(t, lo):
+    return t.clamp_min(lo)
+
+
+def clamp_max(t, hi):
+    return t.clamp_max(hi)
+
+
+inf = _b.float("inf")
+nan = _b.float("nan")
+
+
+def gather(t, dim, index):
+    return Tensor(_np.take_along_axis(t.a, _unwrap(index).astype(_np.int64), axis=dim), t.dtype)
 
 
 def maximum(a, b):

@@ -1,6 +1,15 @@
 """torch.npu: the NPU device maps to the host under `tilepipe run-py`."""
 
 
+class _Config:
+    """torch.npu.config: switches of the NPU runtime (no effect on the host)."""
+
+    allow_internal_format = False
+
+
+config = _Config()
+
+
 def synchronize(*a, **kw):
     pass
 
