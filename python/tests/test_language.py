@@ -967,3 +967,105 @@ def test_reduce_axis_out_of_range_is_a_value_error():
         T.reduce_sum(tilelang.tvm.tir.decl_buffer((4, 8), "float32"),
                      tilelang.tvm.tir.decl_buffer((8,), "float32"), dim=2)
     assert "reduce axis 2 out of range for a 2-D source" in str(e.value)
+
+
+# ---- cross-core pipelines of unscoped T.Pipelined loops ----
+
+
+@tilelang.jit(out_idx=[2, 3], workspace_idx=[4, 5])
+def cv_pipeline(N, stages, T_=16):
+    """Per tile i, a round trip between the cores: Cube S = A_i @ B -> workspace W (stage
+    C1); Vector P = exp(S) -> C and, as f16, -> workspace W2 (stage V); Cube P @ B -> D
+    (stage C2), with A_i's L1 tile read again there (a_l1 crosses C1 -> C2)."""
+    H = T_ // 2
+
+    @T.prim_func
+    def main(A: T.Tensor((N, T_, T_), "float16"), B: T.Tensor((T_, T_), "float16"),
+             C: T.Tensor((N, T_, T_), "float32"), D: T.Tensor((N, T_, T_), "float32"),
+             W: T.Tensor((N, T_, T_), "float32"), W2: T.Tensor((N, T_, T_), "float16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a_l1 = T.alloc_L1((T_, T_), "float16")
+            b_l1 = T.alloc_L1((T_, T_), "float16")
+            p_l1 = T.alloc_L1((T_, T_), "float16")
+            c_l0 = T.alloc_L0C((T_, T_), "float32")
+            d_l0 = T.alloc_L0C((T_, T_), "float32")
+            x = T.alloc_ub((H, T_), "float32")
+            xh = T.alloc_ub((H, T_), "float16")
+            T.copy(B, b_l1)
+            for i in T.Pipelined(N, num_stages=stages):
+                T.copy(A[i, :, :], a_l1)
+                T.gemm_v0(a_l1, b_l1, c_l0, init=True)
+                T.copy(c_l0, W[i, :, :])
+                T.copy(W[i, vid * H, 0], x)
+                T.tile.exp(x, x)
+                T.copy(x, C[i, vid * H, 0])
+                T.copy(x, xh)
+                T.copy(xh, W2[i, vid * H, 0])
+                T.copy(W2[i, :, :], p_l1)
+                T.gemm_v0(p_l1, b_l1, d_l0, init=True)
+                T.gemm_v0(a_l1, b_l1, d_l0)
+                T.copy(d_l0, D[i, :, :])
+
+    return main
+
+
+@pytest.mark.parametrize("n,stages", [(5, 2), (4, 2), (6, 3), (3, 1)])
+def test_cross_core_pipeline_values(n, stages):
+    a = (rand(n, 16, 16) * 0.3).astype(np.float16)
+    b = (rand(16, 16) * 0.3).astype(np.float16)
+    k = cv_pipeline(n, stages)
+    c, d = k(a, b)
+    s = a.astype(np.float32) @ b.astype(np.float32)
+    p = np.exp(s)
+    np.testing.assert_allclose(c, p, rtol=1e-2, atol=1e-2)
+    ref = p.astype(np.float16).astype(np.float32) @ b.astype(np.float32) + s
+    np.testing.assert_allclose(d, ref, rtol=2e-2, atol=2e-2)
+    k.check(a, b)  # race detection on
+    src = k.get_ir(False, a, b)
+    assert ("i_stage" in src) == (stages > 1), src  # batches of `stages` iterations
+    if stages > 1:
+        assert f"a_l1: L1 f16[{stages}, 16, 16]" in src  # a version per stage
+
+
+def test_cross_core_pipeline_overlaps_the_cores():
+    a = (rand(8, 128, 128) * 0.1).astype(np.float16)
+    b = (rand(128, 128) * 0.1).astype(np.float16)
+    serial = cv_pipeline(8, 1, 128).summary(a, b)["cycles"]
+    piped = cv_pipeline(8, 2, 128).summary(a, b)["cycles"]
+    assert piped < serial, (piped, serial)
+
+
+@tilelang.jit(out_idx=[2], workspace_idx=[3])
+def cv_carried(N):
+    """acc (UB) carries a sum across iterations and is used in two Vector stages: the loop
+    cannot be cut into stages, so it runs serially on each core (same values)."""
+    @T.prim_func
+    def main(A: T.Tensor((N, 16, 16), "float16"), B: T.Tensor((16, 16), "float16"),
+             C: T.Tensor((16, 16), "float32"), W: T.Tensor((N, 16, 16), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a_l1 = T.alloc_L1((16, 16), "float16")
+            b_l1 = T.alloc_L1((16, 16), "float16")
+            c_l0 = T.alloc_L0C((16, 16), "float32")
+            x = T.alloc_ub((8, 16), "float32")
+            acc = T.alloc_ub((8, 16), "float32")
+            T.copy(B, b_l1)
+            T.tile.fill(acc, 0.0)
+            for i in T.Pipelined(N, num_stages=2):
+                T.tile.adds(acc, acc, 1.0)
+                T.copy(A[i, :, :], a_l1)
+                T.gemm_v0(a_l1, b_l1, c_l0, init=True)
+                T.copy(c_l0, W[i, :, :])
+                T.copy(W[i, vid * 8, 0], x)
+                T.tile.add(acc, acc, x)
+            T.copy(acc, C[vid * 8, 0])
+
+    return main
+
+
+def test_cross_core_pipeline_falls_back_when_a_value_is_carried():
+    a = (rand(3, 16, 16) * 0.3).astype(np.float16)
+    b = (rand(16, 16) * 0.3).astype(np.float16)
+    k = cv_carried(3)
+    ref = (a.astype(np.float32) @ b.astype(np.float32)).sum(axis=0) + 3
+    np.testing.assert_allclose(k(a, b), ref, rtol=1e-2, atol=1e-2)
+    assert "i_stage" not in k.get_ir(False, a, b)

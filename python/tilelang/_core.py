@@ -128,6 +128,12 @@ class _Ctx:
         self.crossing = {}  # GM buffer name -> (producer core, ready id, free id)
         self.stmt_path = []  # ids of the statements (and if branches) being lowered
         self.gm_paths = {}  # GM buffer name -> [(core, "r" | "w", statement path)]
+        # On-chip accesses seen by the probe: name -> [(core, reads, writes whole, path)]
+        self.onchip = {}
+        self.pipelined = {}  # id(ast For) -> num_stages of the T.Pipelined loops probed
+        self.xpipe = {}  # id(ast For) -> cross-core pipeline plan (tilelang/_xpipe.py)
+        self.versioned = {}  # buffer name -> versions (cross-core pipeline stages)
+        self.slot = None  # the version index inside a pipeline stage loop
         self.anchor_before = {}  # id(stmt) -> [(flag op, id)] emitted before it (this core)
         self.anchor_after = {}  # id(stmt) -> [(flag op, id)] emitted after it
         self.usage = (set(), set())  # names used by vector ops / by cube ops (prim_func)
@@ -325,6 +331,61 @@ class Buffer:
         )
 
 
+def probe_access(core, reads=(), writes=()):
+    """The C/V split's probe notes which statement reads / writes which part of which
+    on-chip buffer (the cross-core pipeline versions buffers whose value crosses its stages).
+    A part is a box of [lo, hi) per dimension: for a read, covering every value a start can
+    take (loop variable ranges); for a write, exact (constant starts); None otherwise."""
+    if ctx.split != "probe":
+        return
+    stmt = {}
+    for r, w in [(x, False) for x in reads] + [(x, True) for x in writes]:
+        if not isinstance(r, Region) or r.buffer.scope == "GM":
+            continue
+        box = []
+        for st, e in zip(r.starts, r.extents):
+            if not isinstance(st, int):
+                # a read covers every start it can take; a write is exact or unknown
+                b = None if w else _ext.bounds(st, ctx.var_ranges, ctx.block_num)
+                if b is None:
+                    box = None
+                    break
+                box.append((b[0], b[1] + e))  # every start the expression can take
+            else:
+                box.append((st, st + e))
+        stmt.setdefault(r.buffer.name, ([], []))[1 if w else 0].append(box)
+    for name, (rd, wr) in stmt.items():
+        ctx.onchip.setdefault(name, []).append((core, rd, wr, tuple(ctx.stmt_path)))
+
+
+def box_within(inner, outer):
+    return inner is not None and outer is not None and all(
+        o[0] <= i[0] and i[1] <= o[1] for i, o in zip(inner, outer))
+
+
+class Versioned(Buffer):
+    """A buffer with one version per stage of a cross-core pipeline: `[slots, *shape]`
+    underneath, indexed by the iteration's slot (ctx.slot) wherever it is used."""
+
+    def __init__(self, inner, shape):
+        super().__init__(inner.ext, inner.name, shape, inner.dtype, inner.scope)
+        self.inner = inner
+
+    def _slotted(self, r):
+        if ctx.slot is None:
+            raise err(f"'{self.name}' has a version per pipeline stage and is used outside the "
+                      "stage loops", hint="use it only inside the T.Pipelined loop")
+        return Region(self.inner, [ctx.slot] + list(r.starts), [1] + list(r.extents),
+                      [True] + list(r.points))
+
+    def __getitem__(self, idx):
+        return self._slotted(make_region(self, idx))
+
+    def region(self):
+        return self._slotted(Region(self, [0] * len(self.shape), list(self.shape),
+                                    [False] * len(self.shape)))
+
+
 class Region:
     """A rectangular slice: start expression and static extent per dimension."""
 
@@ -350,6 +411,7 @@ class Region:
         return e
 
     def load(self):
+        probe_access("V" if self.buffer.scope == "UB" else "C", reads=[self])
         if any(e != 1 for e in self.extents):
             raise err(
                 f"slice of '{self.buffer.name}' with extents {self.extents} used as a scalar",

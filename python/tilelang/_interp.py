@@ -132,7 +132,7 @@ class Interpreter:
             raise self.error(
                 s, f"'{type(s).__name__}' statements are not supported in a kernel body",
                 hint="kernel bodies use for / with / if / assignments / calls (docs/python.md)")
-        probing = ctx.split == "probe" and isinstance(s, (ast.For, ast.If))
+        probing = ctx.split == "probe"
         if probing:
             ctx.node_stack.append(id(s))
         ctx.stmt_path.append(id(s))
@@ -374,6 +374,11 @@ class Interpreter:
         stages, cross = resolve(stages), resolve(cross)
         if kind == "pipelined" and (not isinstance(stages, int) or stages < 1):
             raise self.error(s, f"T.Pipelined num_stages={stages!r} must be an integer >= 1")
+        if kind == "pipelined" and ctx.split == "probe" and isinstance(stages, int) and stages > 1:
+            ctx.pipelined[id(s)] = (s, stages)
+        if kind == "pipelined" and id(s) in ctx.xpipe and ctx.split in ("C", "V"):
+            self.xpipe_loop(s, name, begin, end, step, ctx.xpipe[id(s)])
+            return
         if kind == "pipelined" and ctx.split in ctx.hand_sync:
             # Unscoped code with hand-written intra-core flags: the flags are written for the
             # loop's serial order, and the split's hand-offs order the cores per iteration.
@@ -388,6 +393,49 @@ class Interpreter:
         ctx.trip_stack.append(trip)
         try:
             body()
+        finally:
+            ctx.trip_stack.pop()
+        b.end_for(loc)
+
+    def xpipe_loop(self, s, name, begin, end, step, plan):
+        """This core's part of a cross-core pipeline (tilelang/_xpipe.py): batches of S
+        iterations; per batch, each of this core's stages is a loop over the batch."""
+        b = _core.builder()
+        loc = self.loc(s)
+        S = plan["S"]
+        if step != 1:
+            raise self.error(s, "a cross-core T.Pipelined loop needs step 1")
+        trip = end - begin
+        batches = (trip + S - 1) // S
+        bt = b.begin_for(name + "_batch", 0, batches, 1, "serial", 0, 1, loc)
+        hi = self.bound(batches, 1)
+        if hi is not None:
+            ctx.var_ranges[bt.var_id()] = (0, max(0, hi - 1))
+        ctx.trip_stack.append(batches)
+        try:
+            for core, ids in plan["stages"]:
+                if core != ctx.split:
+                    continue
+                left = trip - bt * S
+                n = _ext.min(S, left) if not isinstance(left, int) else min(S, left)
+                # automatic code double-buffers each stage loop (multibuffer), as tilepipe's
+                # cv_split does; hand-written flags are written for the serial order
+                auto = ctx.split not in ctx.hand_sync
+                j = b.begin_for(name + "_stage", 0, n, 1, "pipelined" if auto else "serial",
+                                2 if auto else 0, 1, loc)
+                ctx.var_ranges[j.var_id()] = (0, S - 1)
+                self.vars[name] = begin + bt * S + j
+                exact = isinstance(trip, int) and trip % S == 0
+                ctx.trip_stack.append(S if exact else None)
+                ctx.slot = j
+                try:
+                    for st in s.body:
+                        if id(st) in ids or not ctx.probe.get(id(st)):
+                            self.stmt(st)
+                finally:
+                    ctx.slot = None
+                    ctx.trip_stack.pop()
+                b.end_for(loc)
         finally:
             ctx.trip_stack.pop()
         b.end_for(loc)
@@ -528,6 +576,7 @@ class Interpreter:
         ctx.split = "probe"
         ctx.probe, ctx.probe_cores, ctx.node_stack, ctx.gm_use = {}, set(), [], {}
         ctx.gm_paths, ctx.hand_sync, ctx.loop_ids = {}, set(), {}
+        ctx.onchip, ctx.pipelined, ctx.xpipe, ctx.versioned = {}, {}, {}, {}
         ctx.mixed_copy = False
         names, hidden = set(ctx.names), dict(ctx.hidden)
         try:
@@ -559,25 +608,45 @@ class Interpreter:
         if ids > 16:
             raise self.error(s, f"{ids // 2} GM tensors cross between Cube and Vector; the "
                              "automatic split has 16 cross-core flag ids (8 tensors)")
+        from . import _xpipe
+
+        credits = {name: 1 for name in ctx.crossing}
+        slotted = {}
         b = ctx.builder
+        for lid, (node, stages) in sorted(ctx.pipelined.items(), key=lambda kv: kv[1][0].lineno):
+            p, _why = _xpipe.plan(node, stages, ctx.crossing)
+            if p is None:
+                continue  # the loop runs serially on each core, handed over per iteration
+            ctx.xpipe[lid] = p
+            ctx.versioned.update(p["buffers"])
+            for name, S in p["workspaces"].items():
+                credits[name] = S
+                ws = snapshot[name]
+                inner = Buffer(b.param(f"{name}_slots", [S] + list(ws.shape),
+                                       _core.dtype_code(ws.dtype), "workspace", loc),
+                               f"{name}_slots", [S] + list(ws.shape), ws.dtype, "GM")
+                slotted[name] = _core.Versioned(inner, ws.shape)
         for core in ("C", "V"):
             if core not in ctx.probe_cores:
                 continue
             ctx.names = set(names)
             self.vars = dict(snapshot)
+            self.vars.update(slotted)
             ctx.split = core
             ctx.scope = core
             ctx.hidden = {}
             b.begin_scope(core, loc)
             try:
                 for name, (p, ready, free) in sorted(ctx.crossing.items()):
-                    if p != core:  # consumer: the first fill of the tensor is free
-                        b.set_cross_flag("MTE2", free, 2, loc)
+                    if p != core:  # consumer: the first fills of the tensor are free
+                        for _ in range(credits[name]):
+                            b.set_cross_flag("MTE2", free, 2, loc)
                 self.bind_launch(item, s)
                 self.run_body(s.body)
                 for name, (p, ready, free) in sorted(ctx.crossing.items()):
-                    if p == core:  # producer: take back the consumer's last release
-                        b.wait_cross_flag(free, loc)
+                    if p == core:  # producer: take back the consumer's last releases
+                        for _ in range(credits[name]):
+                            b.wait_cross_flag(free, loc)
             finally:
                 ctx.split = None
                 ctx.scope = None

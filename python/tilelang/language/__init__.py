@@ -218,15 +218,26 @@ def _alloc(scope, shape, dtype, name=None):
                                                     loc), name + "_bits", [shape[0] * 8],
                                "uint8", scope)
         return buf
-    buf = _Buffer(b.alloc(name, scope, shape, dtype_code(dt), loc), name, shape, dt, scope)
+    # Buffers whose value crosses the stages of a cross-core pipeline get a version per
+    # stage (tilelang/_xpipe.py); a mask's twin is what the vector ops touch.
+    slots = ctx.versioned.get(name) or ctx.versioned.get(name + "_bits")
+
+    def make(nm, shp, code, dtn):
+        if not slots:
+            return _Buffer(b.alloc(nm, scope, shp, code, loc), nm, shp, dtn, scope)
+        inner = _Buffer(b.alloc(nm, scope, [slots] + shp, code, loc), nm, [slots] + shp, dtn,
+                        scope)
+        return _core.Versioned(inner, shp)
+
+    buf = make(name, shape, dtype_code(dt), dt)
     if dt == "uint8" and scope == "UB" and len(shape) == 1:
         # A uint8 vector is the original's compare/select bit mask (one bit per element):
         # tilepipe's masks hold one element per lane, kept in this twin buffer.
         bits_name = name + "_bits"
         ctx.names.add(bits_name)
-        bshape = [shape[0] * 8]
-        buf.bits = _Buffer(b.alloc(bits_name, scope, bshape, "u8", loc), bits_name, bshape,
-                          "uint8", scope)
+        buf.bits = make(bits_name, [shape[0] * 8], "u8", "uint8")
+        if slots:
+            buf.inner.bits = buf.bits
     return buf
 
 
@@ -447,6 +458,7 @@ def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
         d = _prefix(s, d, pad)
     core = _copy_core(s.buffer.scope, d.buffer.scope)
     if ctx.split == "probe":
+        _core.probe_access(core if core != "X" else "V", [s], [d])
         if core == "X":
             ctx.mixed_copy = True
             core = "V"
@@ -475,11 +487,12 @@ def _init_flag(init):
 
 
 def _gemm(a, b, c, ta, tb, init):
+    flag = _init_flag(init)
+    _core.probe_access("C", [a, b] + ([] if flag is True else [c]), [c])
     if not _gate("C"):
         return
     bd = builder()
     loc = _core.current_loc()
-    flag = _init_flag(init)
     if isinstance(flag, bool):
         bd.gemm(a.tup(), b.tup(), c.tup(), ta, tb, flag, loc)
         return
@@ -524,6 +537,7 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
     the first chunk initialising C when `init`."""
     ra, rb, rc = as_region(A), as_region(B), as_region(C)
     if ctx.split is not None and ctx.split != "C":
+        _core.probe_access("C", [ra, rb] + ([] if _init_flag(init) is True else [rc]), [rc])
         _gate("C")
         return
     if ra.buffer.scope != "L1" and rb.buffer.scope != "L1":
@@ -573,6 +587,9 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
 
 
 def _reduce(kind, src, dst, dim, clear):
+    if ctx.split == "probe":
+        d = as_region(dst)
+        _core.probe_access("V", [as_region(src)] + ([] if clear else [d]), [d])
     if not _gate("V"):
         return
     builder().reduce(kind, as_region(src).tup(), as_region(dst).tup(), int(dim), bool(clear),

@@ -31,9 +31,17 @@ def _scalar(x, what):
         raise err(f"{what}: expected a tile or a scalar, found {type(x).__name__} {x!r}")
 
 
+# Tile ops that read their destination as well as write it.
+_READS_DST = ("axpy",)
+
+
 def _emit(kind, dst, srcs, scalar=None, cmp="EQ"):
     from . import _gate
 
+    if _core.ctx.split == "probe":
+        d = as_region(dst, f"T.tile.{kind} destination")
+        rd = [as_region(s) for s in srcs] + ([d] if kind in _READS_DST else [])
+        _core.probe_access("V", rd, [d])
     if not _gate("V"):
         return
     d = as_region(dst, f"T.tile.{kind} destination")
