@@ -1069,3 +1069,39 @@ def test_cross_core_pipeline_falls_back_when_a_value_is_carried():
     ref = (a.astype(np.float32) @ b.astype(np.float32)).sum(axis=0) + 3
     np.testing.assert_allclose(k(a, b), ref, rtol=1e-2, atol=1e-2)
     assert "i_stage" not in k.get_ir(False, a, b)
+
+
+@tilelang.jit(out_idx=[2])
+def hand_gemm_v0(M, N, K):
+    """gemm_v0 among the author's own flags: the library's protocol (K chunks of 128 in two
+    L0 slots, its own MTE1 <-> M flags) keeps it race-free."""
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_L1((M, K), "float16")
+            b = T.alloc_L1((K, N), "float16")
+            c = T.alloc_L0C((M, N), "float32")
+            with T.Scope("C"):
+                T.copy(A, a)
+                T.copy(B, b)
+                T.set_flag("mte2", "mte1", 1)
+                T.wait_flag("mte2", "mte1", 1)
+                T.gemm_v0(a, b, c, init=True)
+                T.set_flag("m", "fix", 2)
+                T.wait_flag("m", "fix", 2)
+                T.copy(c, C)
+
+    return main
+
+
+def test_gemm_v0_in_hand_synced_code_follows_the_librarys_protocol():
+    a = (rand(32, 320) * 0.2).astype(np.float16)
+    b = (rand(320, 64) * 0.2).astype(np.float16)
+    k = hand_gemm_v0(32, 64, 320)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(k(a, b), ref, rtol=1e-2, atol=1e-2)
+    np.testing.assert_allclose(k.check(a, b), ref, rtol=1e-2, atol=1e-2)  # race-free
+    src = k.get_kernel_source()
+    assert "L0A f16[2, 32, 128]" in src and "L0B f16[2, 128, 64]" in src, src  # 2 slots, K 128
+    assert src.count("gemm ") == 3  # 128 + 128 + 64

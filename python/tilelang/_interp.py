@@ -432,6 +432,13 @@ class Interpreter:
                     for st in s.body:
                         if id(st) in ids or not ctx.probe.get(id(st)):
                             self.stmt(st)
+                    if not auto:
+                        # The author's flags order one iteration; consecutive iterations of
+                        # a stage (V1 of i and i + 1) were apart in the serial order. A
+                        # barrier orders them, as the serial order's hand-offs did.
+                        from .language import drain
+
+                        drain(ctx.split)
                 finally:
                     ctx.slot = None
                     ctx.trip_stack.pop()
@@ -499,6 +506,7 @@ class Interpreter:
                                  hint="scopes do not nest: close the first one")
             b.begin_scope(c.kind, loc)
             ctx.scope = c.kind
+            ctx.scope_hand = _has_flags(s.body)
             ctx.last_scope[c.kind] = id(s)
             try:
                 self.run_body(s.body)
@@ -507,6 +515,7 @@ class Interpreter:
                         b.wait_cross_flag(fid, loc)
             finally:
                 ctx.scope = None
+                ctx.scope_hand = False
             b.end_scope(loc)
             return
         raise self.error(s, f"unsupported context {type(c).__name__} in `with`",
@@ -831,6 +840,15 @@ class Interpreter:
 
     def e_JoinedStr(self, n):
         return self.fallback(n)
+
+
+_FLAG_CALLS = ("set_flag", "wait_flag", "pipe_barrier", "barrier_all")
+
+
+def _has_flags(body):
+    """Does the code (as written) place intra-core flags or barriers itself?"""
+    return any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", ""))
+               in _FLAG_CALLS for st in body for n in ast.walk(st))
 
 
 def _has_scope(body):

@@ -518,7 +518,7 @@ def _staging(scope, shape, dtype):
     if key not in ctx.hidden:
         tag = "l0a" if scope == "L0A" else "l0b"
         ctx.hidden[key] = _alloc(scope, list(shape), dtype,
-                                 name=f"gemm_{tag}_{shape[0]}x{shape[1]}")
+                                 name=f"gemm_{tag}_" + "x".join(str(d) for d in shape))
     return ctx.hidden[key]
 
 
@@ -555,6 +555,9 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
         raise err(f"T.gemm_v0: A is [{am} x {ak}] and B is [{bk} x {bn}]; the K extents differ",
                   hint="check the shapes and the transpose flags")
     K = ak
+    if _hand_synced():
+        _gemm_v0_library(ra, rb, rc, ta, tb, init, K)
+        return
     eb = 2 if ra.buffer.dtype in ("float16", "bfloat16") else 4
     kc = K
     while kc > 16 and kc % 2 == 0 and (am * kc * eb > _STAGE_BYTES or bn * kc * eb > _STAGE_BYTES):
@@ -577,6 +580,58 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
             _gemm(ops[0], ops[1], rc, ta, tb, flag)
         else:
             bd.gemm(ops[0].tup(), ops[1].tup(), rc.tup(), ta, tb, False, loc)
+
+
+def _hand_synced():
+    """Is the code being lowered on a core whose code carries the author's flags?"""
+    if ctx.split in ("C", "V"):
+        return ctx.split in ctx.hand_sync
+    return ctx.scope_hand
+
+
+_GEMM_V0_K = 128  # the original's gemm_v0 library: K chunks of 128, two L0 slots
+
+
+def _gemm_v0_library(ra, rb, rc, ta, tb, init, K):
+    """gemm_v0 in hand-synced code, as the original's library does it: its own flags order it
+    after earlier MTE2 / FIX work and before later MTE2 / FIX work, and ping-pong two L0A /
+    L0B slots over K chunks of 128 with M <-> MTE1 flags (ids 0 and 1). In automatic code
+    auto_sync places the flags instead."""
+    loc = _core.current_loc()
+    chunks = -(-K // _GEMM_V0_K)
+    slots = min(2, chunks)
+    flag = _init_flag(init)
+    set_flag("MTE2", "MTE1", 0)
+    wait_flag("MTE2", "MTE1", 0)
+    set_flag("FIX", "M", 0)
+    wait_flag("FIX", "M", 0)
+    set_flag("M", "MTE1", 0)
+    set_flag("M", "MTE1", 1)
+    for i in range(chunks):
+        pp = i & 1
+        k0, kn = i * _GEMM_V0_K, min(_GEMM_V0_K, K - i * _GEMM_V0_K)
+        wait_flag("M", "MTE1", pp)
+        ops = []
+        for r, scope, k_dim in ((ra, "L0A", 0 if ta else 1), (rb, "L0B", 1 if tb else 0)):
+            part = _sub(r, k_dim, k0, kn)
+            shape = part.squeezed()
+            full = list(shape)
+            full[k_dim] = min(K, _GEMM_V0_K)
+            st = _staging(scope, [slots] + full, r.buffer.dtype)
+            dst = Region(st, [pp, 0, 0], [1] + shape, [False] * 3)
+            builder().copy(part.tup(), dst.tup(), False, None, loc)
+            ops.append(dst)
+        set_flag("MTE1", "M", pp)
+        wait_flag("MTE1", "M", pp)
+        pipe_barrier("M")
+        _gemm(ops[0], ops[1], rc, ta, tb, flag if i == 0 else False)
+        set_flag("M", "MTE1", pp)
+    wait_flag("M", "MTE1", 0)
+    wait_flag("M", "MTE1", 1)
+    set_flag("MTE1", "MTE2", 0)
+    wait_flag("MTE1", "MTE2", 0)
+    set_flag("M", "FIX", 0)
+    wait_flag("M", "FIX", 0)
 
 
 def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
@@ -669,13 +724,18 @@ def barrier_all(*a, **kw):
     one starts. Spelt as flags through a hub pipe (M on the Cube core, the scalar unit on
     the Vector core), event id 7."""
     _no_split("T.barrier_all")
-    bd = builder()
-    loc = _core.current_loc()
     if ctx.scope is None:
         raise err("T.barrier_all() outside T.Scope: the barrier belongs to one core",
                   hint='place it inside `with T.Scope("C")` or `with T.Scope("V")`')
+    drain(ctx.scope)
+
+
+def drain(core):
+    """Every earlier instruction of `core` ("C" / "V") finishes before any later one starts."""
+    bd = builder()
+    loc = _core.current_loc()
     e = BARRIER_EVENT_ID
-    if ctx.scope == "C":
+    if core == "C":
         for p in ("MTE2", "MTE1", "FIX"):
             bd.set_flag(p, "M", e, loc)
             bd.wait_flag(p, "M", e, loc)
