@@ -20,7 +20,7 @@ namespace tilepipe::ir {
 // ---------------------------------------------------------------------------------------
 // Basic vocabulary
 
-enum class DType : uint8_t { F16, BF16, F32, I32, I8, U8 };
+enum class DType : uint8_t { F16, BF16, F32, I32, I8, U8, I16, U16, U32 };
 enum class Scope : uint8_t { GM, L1, L0A, L0B, L0C, UB };
 /// Pipes of a core: S scalar, MTE1 L1->L0, MTE2 GM->L1/UB, MTE3 UB->GM, M cube, FIX L0C out,
 /// V vector.

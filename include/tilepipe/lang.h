@@ -40,6 +40,9 @@ inline constexpr DType f32 = DType::F32;
 inline constexpr DType i32 = DType::I32;
 inline constexpr DType i8 = DType::I8;
 inline constexpr DType u8 = DType::U8;
+inline constexpr DType i16 = DType::I16;
+inline constexpr DType u16 = DType::U16;
+inline constexpr DType u32 = DType::U32;
 
 /// A DSL user error found while building (e.g. wrong number of slice indices). The verifier
 /// reports everything else; builder errors are only about the shape of the calls.

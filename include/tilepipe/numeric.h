@@ -112,6 +112,21 @@ inline double load_elem(ir::DType t, const uint8_t* p) {
       return static_cast<int8_t>(*p);
     case ir::DType::U8:
       return *p;
+    case ir::DType::I16: {
+      int16_t i;
+      std::memcpy(&i, p, 2);
+      return i;
+    }
+    case ir::DType::U16: {
+      uint16_t i;
+      std::memcpy(&i, p, 2);
+      return i;
+    }
+    case ir::DType::U32: {
+      uint32_t i;
+      std::memcpy(&i, p, 4);
+      return i;
+    }
   }
   return 0;
 }
@@ -149,6 +164,21 @@ inline void store_elem(ir::DType t, uint8_t* p, double v) {
     case ir::DType::U8:
       *p = static_cast<uint8_t>(sat(0, 255));
       return;
+    case ir::DType::I16: {
+      int16_t i = static_cast<int16_t>(sat(-32768, 32767));
+      std::memcpy(p, &i, 2);
+      return;
+    }
+    case ir::DType::U16: {
+      uint16_t i = static_cast<uint16_t>(sat(0, 65535));
+      std::memcpy(p, &i, 2);
+      return;
+    }
+    case ir::DType::U32: {
+      uint32_t i = static_cast<uint32_t>(sat(0, 4294967295.0));
+      std::memcpy(p, &i, 4);
+      return;
+    }
   }
 }
 

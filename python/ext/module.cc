@@ -88,6 +88,9 @@ ir::DType dtype_of(const std::string& s) {
   if (s == "i32") return ir::DType::I32;
   if (s == "i8") return ir::DType::I8;
   if (s == "u8") return ir::DType::U8;
+  if (s == "i16") return ir::DType::I16;
+  if (s == "u16") return ir::DType::U16;
+  if (s == "u32") return ir::DType::U32;
   throw std::invalid_argument("unknown dtype " + s);
 }
 

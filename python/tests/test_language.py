@@ -791,10 +791,15 @@ def test_vector_op_in_cube_scope_is_a_verifier_error_at_its_line():
 @pytest.mark.parametrize("op,args,ref", [
     ("sigmoid", (), lambda x: 1 / (1 + np.exp(-x))),
     ("leaky_relu", (0.1,), lambda x: np.where(x >= 0, x, 0.1 * x)),
+    ("leaky_relu", (2.0,), lambda x: np.where(x >= 0, x, 2.0 * x)),
     ("clamp", (-0.5, 0.5, 64), lambda x: np.clip(x, -0.5, 0.5)),
     ("silu", (), lambda x: x / (1 + np.exp(-x))),
 ])
-def test_composed_tile_ops(op, args, ref):
+@pytest.mark.parametrize("in_place", [False, True])
+def test_composed_tile_ops(op, args, ref, in_place):
+    if in_place and op != "leaky_relu":
+        pytest.skip("in place: leaky_relu's temporary")
+
     @tilelang.jit(out_idx=[1])
     def f(N):
         @T.prim_func
@@ -804,7 +809,11 @@ def test_composed_tile_ops(op, args, ref):
                 y = T.alloc_ub((N,), "float32")
                 with T.Scope("V"):
                     T.copy(A[vid, :], x)
-                    getattr(T.tile, op)(y, x, *args)
+                    if in_place:
+                        getattr(T.tile, op)(x, x, *args)
+                        T.copy(x, y)
+                    else:
+                        getattr(T.tile, op)(y, x, *args)
                     T.copy(y, B[vid, :])
 
         return main
@@ -1105,3 +1114,29 @@ def test_gemm_v0_in_hand_synced_code_follows_the_librarys_protocol():
     src = k.get_kernel_source()
     assert "L0A f16[2, 32, 128]" in src and "L0B f16[2, 128, 64]" in src, src  # 2 slots, K 128
     assert src.count("gemm ") == 3  # 128 + 128 + 64
+
+
+@pytest.mark.parametrize("dtype,np_dtype", [("int16", np.int16), ("uint16", np.uint16),
+                                            ("uint32", np.uint32)])
+def test_sixteen_and_unsigned_thirty_two_bit_integers(dtype, np_dtype):
+    @tilelang.jit(out_idx=[-1])
+    def k(M, N):
+        @T.prim_func
+        def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype),
+                 C: T.Tensor((M, N), dtype)):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((M // 2, N), dtype)
+                b = T.alloc_ub((M // 2, N), dtype)
+                with T.Scope("V"):
+                    T.copy(A[vid * M // 2, 0], a)
+                    T.copy(B[vid * M // 2, 0], b)
+                    T.barrier_all()
+                    T.tile.add(a, a, b)
+                    T.barrier_all()
+                    T.copy(a, C[vid * M // 2, 0])
+
+        return main
+
+    a = RNG.integers(0, 1000, (16, 64)).astype(np_dtype)
+    b = RNG.integers(0, 1000, (16, 64)).astype(np_dtype)
+    np.testing.assert_array_equal(k(16, 64)(a, b), a + b)

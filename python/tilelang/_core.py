@@ -70,9 +70,12 @@ _DTYPES = {
     "int32": "i32", "i32": "i32", "int": "i32",
     "int8": "i8", "i8": "i8",
     "uint8": "u8", "u8": "u8", "bool": "u8",
+    "int16": "i16", "i16": "i16", "short": "i16",
+    "uint16": "u16", "u16": "u16",
+    "uint32": "u32", "u32": "u32",
 }
 _NUMPY = {"f16": "float16", "bf16": "float32", "f32": "float32", "i32": "int32", "i8": "int8",
-          "u8": "uint8"}
+          "u8": "uint8", "i16": "int16", "u16": "uint16", "u32": "uint32"}
 
 
 def dtype_name(d):
@@ -85,10 +88,12 @@ def dtype_name(d):
         raise TilelangError(
             f"unknown dtype {d!r}",
             loc=current_loc(),
-            hint="use one of float16, bfloat16, float32 (float), int32, int8, uint8",
+            hint="use one of float16, bfloat16, float32 (float), int32, int16, int8, uint32, "
+            "uint16, uint8",
         )
     return {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32",
-            "i8": "int8", "u8": "uint8"}[_DTYPES[s]]
+            "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16",
+            "u32": "uint32"}[_DTYPES[s]]
 
 
 def dtype_code(d):

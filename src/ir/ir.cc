@@ -10,9 +10,12 @@ int dtype_bytes(DType t) {
   switch (t) {
     case DType::F16:
     case DType::BF16:
+    case DType::I16:
+    case DType::U16:
       return 2;
     case DType::F32:
     case DType::I32:
+    case DType::U32:
       return 4;
     case DType::I8:
     case DType::U8:
@@ -39,6 +42,12 @@ const char* to_string(DType t) {
       return "i8";
     case DType::U8:
       return "u8";
+    case DType::I16:
+      return "i16";
+    case DType::U16:
+      return "u16";
+    case DType::U32:
+      return "u32";
   }
   return "?";
 }

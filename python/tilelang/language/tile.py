@@ -235,13 +235,25 @@ def silu(dst, src, *r, **kw):
 
 
 def leaky_relu(dst, src, alpha, *r, **kw):
-    """dst = src if src >= 0 else alpha * src (0 <= alpha <= 1: max(src, alpha * src))."""
+    """dst = src if src >= 0 else alpha * src, composed as min(src, 0) * (alpha - 1) + src
+    (any alpha); in place through a UB temporary."""
     a = resolve(alpha)
-    if not isinstance(a, (int, float)) or not 0 <= a <= 1 or _overlaps(dst, src):
-        raise err("T.tile.leaky_relu needs an immediate alpha in [0, 1] and dst other than src",
-                  hint="tilepipe composes it as max(src, alpha * src)")
-    mul(dst, src, float(a))
-    max(dst, dst, src)
+    if not isinstance(a, (int, float)):
+        raise err("T.tile.leaky_relu needs an immediate alpha",
+                  hint="tilepipe composes it from min, mul and add with alpha a constant")
+    t = dst
+    if _overlaps(dst, src):
+        from . import _alloc
+
+        d = as_region(dst)
+        key = ("leaky_relu", tuple(d.extents), d.buffer.dtype, _core.ctx.stmt_loc)
+        if key not in _core.ctx.hidden:
+            _core.ctx.hidden[key] = _alloc("UB", list(d.extents), d.buffer.dtype,
+                                           name="leaky_relu_tmp")
+        t = _core.ctx.hidden[key]
+    min(t, src, 0.0)
+    mul(t, t, float(a) - 1.0)
+    add(dst, t, src)
 
 
 def clamp_max(dst, src, value, count=None, *r, **kw):

@@ -35,9 +35,13 @@ int32 = int = dtype("int32", _np.int32, False)
 int64 = long = dtype("int64", _np.int64, False)
 int8 = dtype("int8", _np.int8, False)
 uint8 = dtype("uint8", _np.uint8, False)
+int16 = short = dtype("int16", _np.int16, False)
+uint16 = dtype("uint16", _np.uint16, False)
+uint32 = dtype("uint32", _np.uint32, False)
 bool = dtype("bool", _np.bool_, False)  # noqa: A001
 
 _BY_NAME = {d.name: d for d in (float16, bfloat16, float32, float64, int32, int64, int8, uint8,
+                                 int16, uint16, uint32,
                                 bool)}
 _default_dtype = float32
 _rng = [_np.random.default_rng(0)]
