@@ -772,6 +772,23 @@ TEST(Verify, UbBuffersAreRoundedUpTo32Bytes) {
   expect_diag(kb.finish(), "capacity", {"(196384 bytes > 196352)", here(-2)});
 }
 
+TEST(Verify, TransposeSwapsRowsAndColumns) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {16, 32}, f32);
+    auto b = alloc_ub("b", {32, 16}, f32);
+    tile::transpose(b, a);
+  });
+  EXPECT_VERIFIES(kb.finish());
+  KernelBuilder kb2("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {16, 32}, f32);
+    auto b = alloc_ub("b", {16, 32}, f32);
+    tile::transpose(b, a);
+  });
+  expect_diag(kb2.finish(), "shape-mismatch", {"expected [R, C] -> [C, R]", here(-2)});
+}
+
 TEST(Verify, ElementStoresNeedNoVectorAlignment) {
   // ub[3] = 1 and ub[5] = ub[1] are the scalar unit's SetValue / GetValue on hardware; a
   // two-element fill at the same offset is a vector op and must be aligned.

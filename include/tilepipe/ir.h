@@ -220,6 +220,14 @@ enum class TileOpKind : uint8_t {
   Compare,
   SelectOp,
   Gather,
+  Transpose,  // dst [C, R] = src [R, C] transposed
+  // integer bit operations (two's complement in the element's width)
+  BitAnd,
+  BitOr,
+  BitXor,
+  BitNot,
+  ShiftLeft,   // by a scalar
+  ShiftRight,  // by a scalar; arithmetic for signed types
 };
 const char* to_string(TileOpKind k);
 enum class CmpMode : uint8_t { EQ, NE, GT, GE, LT, LE };
@@ -230,6 +238,8 @@ const char* to_string(CmpMode m);
 ///   cast: srcs = {a};  fill: scalar;  broadcast: srcs = {a} (row or column vector)
 ///   compare: srcs = {a, b} or {a} + scalar, cmp; dst is a 0/1 mask tile
 ///   select: srcs = {mask, a, b} or {mask, a} + scalar;  gather: srcs = {src, offsets}
+///   transpose: srcs = {a}, a [R, C] -> dst [C, R]
+///   bit_and / bit_or / bit_xor: as binary;  bit_not: srcs = {a};  shl / shr: {a} + scalar
 struct TileOpStmt {
   TileOpKind op;
   Region dst;

@@ -334,6 +334,8 @@ void compare(Tile dst, Tile a, Operand b, CmpMode mode, SrcLoc loc = SrcLoc::cur
 void select(Tile dst, Tile mask, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
 /// dst[i] = src[offsets[i]] (element offsets into src, i32).
 void gather(Tile dst, Tile src, Tile offsets, SrcLoc loc = SrcLoc::current());
+/// dst [C, R] = src [R, C] transposed.
+void transpose(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
 }  // namespace tile
 
 }  // namespace tilepipe::lang

@@ -315,7 +315,14 @@ ir::TileOpKind tile_kind(const std::string& s) {
       {"broadcast", ir::TileOpKind::Broadcast},
       {"compare", ir::TileOpKind::Compare},
       {"select", ir::TileOpKind::SelectOp},
-      {"gather", ir::TileOpKind::Gather}};
+      {"gather", ir::TileOpKind::Gather},
+      {"transpose", ir::TileOpKind::Transpose},
+      {"bit_and", ir::TileOpKind::BitAnd},
+      {"bit_or", ir::TileOpKind::BitOr},
+      {"bit_xor", ir::TileOpKind::BitXor},
+      {"bit_not", ir::TileOpKind::BitNot},
+      {"shl", ir::TileOpKind::ShiftLeft},
+      {"shr", ir::TileOpKind::ShiftRight}};
   auto it = m.find(s);
   if (it == m.end()) throw std::invalid_argument("unknown tile op " + s);
   return it->second;

@@ -1140,3 +1140,120 @@ def test_sixteen_and_unsigned_thirty_two_bit_integers(dtype, np_dtype):
     a = RNG.integers(0, 1000, (16, 64)).astype(np_dtype)
     b = RNG.integers(0, 1000, (16, 64)).astype(np_dtype)
     np.testing.assert_array_equal(k(16, 64)(a, b), a + b)
+
+
+@pytest.mark.parametrize("shape,dtype", [((16, 16), "float16"), ((32, 64), "float32"),
+                                         ((64, 16), "int16")])
+def test_tile_transpose(shape, dtype):
+    M, N = shape
+
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((M, N), dtype), B: T.Tensor((N, M), dtype)):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((M, N), dtype)
+                b = T.alloc_ub((N, M), dtype)
+                with T.Scope("V"):
+                    T.copy(A, a)
+                    T.barrier_all()
+                    T.tile.transpose(b, a)
+                    T.barrier_all()
+                    T.copy(b, B)
+
+        return main
+
+    a = RNG.integers(-100, 100, shape).astype(dtype)
+    np.testing.assert_array_equal(k()(a), a.T)
+
+
+def test_tile_transpose_shape_mismatch_is_an_error():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((16, 32), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((16, 32), "float32")
+                b = T.alloc_ub((16, 32), "float32")
+                with T.Scope("V"):
+                    T.tile.transpose(b, a)  # MARK-transpose
+
+        return main
+
+    with pytest.raises(TilepipeError) as e:
+        f()(rand(16, 32))
+    assert "expected [R, C] -> [C, R]" in str(e.value)
+    assert e.value.loc == (HERE, lineno("# MARK-transpose"))
+
+
+@pytest.mark.parametrize("dtype,np_dtype", [("int16", np.int16), ("int32", np.int32),
+                                            ("uint16", np.uint16)])
+def test_bitwise_tile_ops(dtype, np_dtype):
+    @tilelang.jit(out_idx=[-1])
+    def k(M, N):
+        @T.prim_func
+        def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype),
+                 C: T.Tensor((6, M, N), dtype)):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((M // 2, N), dtype)
+                b = T.alloc_ub((M // 2, N), dtype)
+                c = T.alloc_ub((M // 2, N), dtype)
+                with T.Scope("V"):
+                    T.copy(A[vid * M // 2, 0], a)
+                    T.copy(B[vid * M // 2, 0], b)
+                    for op, i in (("bitwise_and", 0), ("bitwise_or", 1), ("bitwise_xor", 2)):
+                        getattr(T.tile, op)(c, a, b)
+                        T.copy(c, C[i, vid * M // 2, 0])
+                    T.tile.bitwise_not(c, a)
+                    T.copy(c, C[3, vid * M // 2, 0])
+                    T.tile.bitwise_lshift(c, a, 3)
+                    T.copy(c, C[4, vid * M // 2, 0])
+                    T.tile.bitwise_rshift(c, a, 2)
+                    T.copy(c, C[5, vid * M // 2, 0])
+
+        return main
+
+    lo = 0 if dtype.startswith("u") else -3000
+    a = RNG.integers(lo, 3000, (16, 64)).astype(np_dtype)
+    b = RNG.integers(lo, 3000, (16, 64)).astype(np_dtype)
+    out = k(16, 64)(a, b)
+    for got, ref in zip(out, [a & b, a | b, a ^ b, ~a, a << np_dtype(3), a >> np_dtype(2)]):
+        np.testing.assert_array_equal(got, ref.astype(np_dtype))
+
+
+def test_parallel_bitwise_expressions():
+    @tilelang.jit(out_idx=[-1])
+    def k(M, N):
+        @T.prim_func
+        def main(A: T.Tensor((M, N), "int32"), B: T.Tensor((M, N), "int32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((M // 2, N), "int32")
+                b = T.alloc_ub((M // 2, N), "int32")
+                with T.Scope("V"):
+                    T.copy(A[vid * M // 2, 0], a)
+                    for i, j in T.Parallel(M // 2, N):
+                        b[i, j] = ((a[i, j] << 2) ^ a[i, j]) & ~a[i, j]
+                    T.copy(b, B[vid * M // 2, 0])
+
+        return main
+
+    a = RNG.integers(-1000, 1000, (16, 64)).astype(np.int32)
+    np.testing.assert_array_equal(k(16, 64)(a), ((a << 2) ^ a) & ~a)
+
+
+def test_bitwise_ops_on_float_tiles_are_an_error():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 64), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((64,), "float32")
+                with T.Scope("V"):
+                    T.tile.bitwise_lshift(a, a, 1)  # MARK-shl
+
+        return main
+
+    with pytest.raises(TilepipeError) as e:
+        f()(rand(2, 64))
+    assert "bit operations take integer tiles" in str(e.value)
+    assert e.value.loc == (HERE, lineno("# MARK-shl"))

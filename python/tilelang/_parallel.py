@@ -15,7 +15,9 @@ from ._core import Buffer, Region, TilelangError, ctx, to_index
 
 _UNARY = {"exp": "exp", "log": "ln", "ln": "ln", "abs": "abs", "sqrt": "sqrt", "rsqrt": "rsqrt",
           "relu": "relu", "reciprocal": "reciprocal"}
-_BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div"}
+_BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
+           ast.BitAnd: "bitwise_and", ast.BitOr: "bitwise_or", ast.BitXor: "bitwise_xor",
+           ast.LShift: "bitwise_lshift", ast.RShift: "bitwise_rshift"}
 
 
 class _Tile:
@@ -239,8 +241,11 @@ class _Vec:
             a = self.value(node.left, dt, stmt)
             b = self.value(node.right, dt, stmt)
             if not isinstance(a, _Tile) and isinstance(b, _Tile):
-                if op in ("add", "mul"):
+                if op in ("add", "mul", "bitwise_and", "bitwise_or", "bitwise_xor"):
                     a, b = b, a
+                elif op.startswith("bitwise_"):
+                    raise self.it.error(stmt, "a shift of a number by a tile is not supported",
+                                        hint="shift the tile by a number: x << k, x >> k")
                 elif op == "sub":  # s - x = (-1) * x + s
                     Ttile.mul(D, self.full(b, dt, stmt).region, -1.0)
                     Ttile.add(D, D, a)
@@ -258,6 +263,10 @@ class _Vec:
                 Ttile.mul(D, a.region, 1.0 / b)
             else:
                 getattr(Ttile, op)(D, a.region, b)
+            return
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+            a = self.value(node.operand, dt, stmt)
+            Ttile.bitwise_not(D, self.full(a, dt, stmt).region)
             return
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             a = self.value(node.operand, dt, stmt)

@@ -181,6 +181,20 @@ const char* to_string(TileOpKind k) {
       return "select";
     case TileOpKind::Gather:
       return "gather";
+    case TileOpKind::Transpose:
+      return "transpose";
+    case TileOpKind::BitAnd:
+      return "bit_and";
+    case TileOpKind::BitOr:
+      return "bit_or";
+    case TileOpKind::BitXor:
+      return "bit_xor";
+    case TileOpKind::BitNot:
+      return "bit_not";
+    case TileOpKind::ShiftLeft:
+      return "shl";
+    case TileOpKind::ShiftRight:
+      return "shr";
   }
   return "?";
 }

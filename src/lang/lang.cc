@@ -490,6 +490,9 @@ void select(Tile dst, Tile mask, Tile a, Operand b, SrcLoc loc) {
 void gather(Tile dst, Tile src, Tile offsets, SrcLoc loc) {
   op(ir::TileOpKind::Gather, dst, {src, offsets}, {}, loc);
 }
+void transpose(Tile dst, Tile src, SrcLoc loc) {
+  op(ir::TileOpKind::Transpose, dst, {src}, {}, loc);
+}
 }  // namespace tile
 
 }  // namespace tilepipe::lang

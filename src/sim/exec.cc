@@ -1,6 +1,7 @@
 // Functional semantics of each instruction: reads operands in logical row-major order,
 // computes as the hardware does (f32 math for float types, rounding on store to the
 // destination dtype; f32 accumulation in the cube), writes the destination.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -92,6 +93,46 @@ double apply_binary(TileOpKind op, double a, double b, bool is_float) {
     default:
       return 0;
   }
+}
+
+/// The integer bit operations in the element's width (two's complement), wrapping as the
+/// hardware's do.
+double apply_bits(TileOpKind op, ir::DType dt, double a, double b) {
+  const int w = static_cast<int>(ir::dtype_bytes(dt)) * 8;
+  const bool sign = dt == ir::DType::I8 || dt == ir::DType::I16 || dt == ir::DType::I32;
+  const uint64_t mask = w >= 64 ? ~0ull : (1ull << w) - 1;
+  uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(a)) & mask;
+  uint64_t y = static_cast<uint64_t>(static_cast<int64_t>(b)) & mask;
+  uint64_t r = 0;
+  int sh = static_cast<int>(std::clamp<int64_t>(static_cast<int64_t>(b), 0, w));
+  switch (op) {
+    case TileOpKind::BitAnd:
+      r = x & y;
+      break;
+    case TileOpKind::BitOr:
+      r = x | y;
+      break;
+    case TileOpKind::BitXor:
+      r = x ^ y;
+      break;
+    case TileOpKind::BitNot:
+      r = ~x;
+      break;
+    case TileOpKind::ShiftLeft:
+      r = sh >= w ? 0 : x << sh;
+      break;
+    case TileOpKind::ShiftRight: {
+      bool neg = sign && (x >> (w - 1)) & 1;
+      r = sh >= w ? 0 : x >> sh;
+      if (neg && sh > 0) r |= sh >= w ? mask : mask & ~(mask >> sh);  // arithmetic
+      break;
+    }
+    default:
+      break;
+  }
+  r &= mask;
+  if (sign && (r >> (w - 1)) & 1) return static_cast<double>(static_cast<int64_t>(r | ~mask));
+  return static_cast<double>(r);
 }
 
 double apply_unary(TileOpKind op, double a) {
@@ -203,6 +244,24 @@ void exec_vec(const Instr& in) {
       auto a = read(in.acc[2]);
       std::vector<double> b = t.num_acc > 3 ? read(in.acc[3]) : std::vector<double>(n, in.scalar);
       for (size_t i = 0; i < n; ++i) out[i] = m[i] != 0 ? a[i] : b[i];
+      break;
+    }
+    case TileOpKind::BitAnd:
+    case TileOpKind::BitOr:
+    case TileOpKind::BitXor:
+    case TileOpKind::BitNot:
+    case TileOpKind::ShiftLeft:
+    case TileOpKind::ShiftRight: {
+      auto a = read(in.acc[1]);
+      std::vector<double> b = t.num_acc > 2 ? read(in.acc[2]) : std::vector<double>(n, in.scalar);
+      for (size_t i = 0; i < n; ++i) out[i] = apply_bits(t.tile_op, dt, a[i], b[i]);
+      break;
+    }
+    case TileOpKind::Transpose: {  // dst [m, n] from src [n, m]
+      auto src = read(in.acc[1]);
+      for (int64_t i = 0; i < t.m; ++i)
+        for (int64_t j = 0; j < t.n; ++j)
+          out[static_cast<size_t>(i * t.n + j)] = src[static_cast<size_t>(j * t.m + i)];
       break;
     }
     case TileOpKind::Gather: {

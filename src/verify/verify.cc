@@ -783,8 +783,16 @@ class Verifier {
       case TileOpKind::Max:
       case TileOpKind::Min:
       case TileOpKind::Compare:
+      case TileOpKind::BitAnd:
+      case TileOpKind::BitOr:
+      case TileOpKind::BitXor:
         want_srcs = n.scalar ? 1 : 2;
         scalar_ok = true;
+        break;
+      case TileOpKind::ShiftLeft:
+      case TileOpKind::ShiftRight:
+        want_srcs = 1;
+        scalar_needed = true;
         break;
       case TileOpKind::SelectOp:
         want_srcs = n.scalar ? 2 : 3;
@@ -850,6 +858,30 @@ class Verifier {
                             shape_str(n.dst.extent)),
                 "make the vector length equal the destination's rows or columns");
         }
+        break;
+      }
+      case TileOpKind::BitAnd:
+      case TileOpKind::BitOr:
+      case TileOpKind::BitXor:
+      case TileOpKind::BitNot:
+      case TileOpKind::ShiftLeft:
+      case TileOpKind::ShiftRight:
+        if (is_float(dt))
+          error(s.loc, "dtype-mismatch",
+                fmt::format("{} on '{}', a {} tile: bit operations take integer tiles", what,
+                            n.dst.buffer->name, to_string(dt)),
+                "apply it to an integer tile (tile::cast first)");
+        for (const auto& r : n.srcs)
+          if (same_count(r)) same_dtype(r);
+        break;
+      case TileOpKind::Transpose: {
+        same_dtype(n.srcs[0]);
+        auto src = matrix(n.srcs[0]), dst = matrix(n.dst);
+        if (!src || !dst || src->first != dst->second || src->second != dst->first)
+          error(s.loc, "shape-mismatch",
+                fmt::format("transpose {} {} -> {} {}: expected [R, C] -> [C, R]", print(n.srcs[0]),
+                            shape_str(n.srcs[0].extent), print(n.dst), shape_str(n.dst.extent)),
+                "give the destination the source's shape with rows and columns swapped");
         break;
       }
       case TileOpKind::Gather:

@@ -175,6 +175,11 @@ def select(dst, mask, a, b, mode="VSEL_TENSOR_TENSOR_MODE", *r, **kw):
         _emit("select", d, [mk, a], _scalar(b, "T.tile.select"))
 
 
+def transpose(dst, src, *r, **kw):
+    """dst [C, R] = src [R, C] transposed (a vector op on UB tiles)."""
+    _emit("transpose", dst, [src])
+
+
 def gather(dst, src, offsets, *r, **kw):
     _emit("gather", dst, [src, offsets])
 
@@ -185,24 +190,45 @@ def reduce(src, dst, kind="sum", dim=-1, clear=True, *r, **kw):
     _reduce(str(kind), src, dst, dim, clear)
 
 
-def _logic(kind, tileop):
+def _logic(kind, tileop, bitop):
     def op(dst, a, b, *r, **kw):
-        rs = [as_region(x, f"T.tile.{kind} operand") for x in (dst, a, b)]
-        if all(x.buffer.bits is not None for x in rs):
+        rs = [as_region(x, f"T.tile.{kind} operand") for x in (dst, a)]
+        if isinstance(b, (Buffer, Region)) and all(x.buffer.bits is not None
+                                                   for x in rs + [as_region(b)]):
             # compare masks (one 0/1 lane per element): and = min, or = max
-            n = builtins.min(x.buffer.bits.shape[0] for x in rs)
+            n = builtins.min(x.buffer.bits.shape[0] for x in rs + [as_region(b)])
             _emit(tileop, _mask(dst, n), [_mask(a, n), _mask(b, n)])
             return
-        raise err(f"T.tile.{kind} on '{rs[0].buffer.name}': tilepipe's vector unit has no "
-                  "bitwise ops; only uint8 compare masks (T.tile.compare results) combine",
-                  hint="combine compare masks, or express the condition with compare/select")
+        if isinstance(b, (Buffer, Region)) and as_region(b).elements() != 1:
+            _emit(bitop, dst, [a, b])
+        else:
+            _emit(bitop, dst, [a], _scalar(b, f"T.tile.{kind}"))
 
     op.__name__ = kind
     return op
 
 
-bitwise_and = _logic("bitwise_and", "min")
-bitwise_or = _logic("bitwise_or", "max")
+bitwise_and = _logic("bitwise_and", "min", "bit_and")
+bitwise_or = _logic("bitwise_or", "max", "bit_or")
+
+
+def bitwise_xor(dst, a, b, *r, **kw):
+    if isinstance(b, (Buffer, Region)) and as_region(b).elements() != 1:
+        _emit("bit_xor", dst, [a, b])
+    else:
+        _emit("bit_xor", dst, [a], _scalar(b, "T.tile.bitwise_xor"))
+
+
+def bitwise_not(dst, src, *r, **kw):
+    _emit("bit_not", dst, [src])
+
+
+def bitwise_lshift(dst, src, shift, *r, **kw):
+    _emit("shl", dst, [src], _scalar(shift, "T.tile.bitwise_lshift"))
+
+
+def bitwise_rshift(dst, src, shift, *r, **kw):
+    _emit("shr", dst, [src], _scalar(shift, "T.tile.bitwise_rshift"))
 
 
 # ---- ops composed from tilepipe's tile ops ----
@@ -279,9 +305,8 @@ def row_expand_mul(dst, src, vec, *r, **kw):
 
 
 _UNSUPPORTED = {
-    "sin", "cos", "pow", "round", "bitwise_not", "bitwise_xor", "bitwise_lshift",
-    "bitwise_rshift", "sort", "sort32", "merge_sort", "topk", "init_sort_buf", "gather_mask",
-    "gatherb", "brcb", "createvecindex", "arith_progression", "transpose", "atomic_add",
+    "sin", "cos", "pow", "round", "sort", "sort32", "merge_sort", "topk", "init_sort_buf", "gather_mask",
+    "gatherb", "brcb", "createvecindex", "arith_progression", "atomic_add",
     "wholereducemax", "wholereducemin", "wholereducesum", "block_reduce_max",
     "block_reduce_min", "block_reduce_sum", "mul_add_dst", "bilinear_interpolation",
 }
