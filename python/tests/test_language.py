@@ -1257,3 +1257,29 @@ def test_bitwise_ops_on_float_tiles_are_an_error():
         f()(rand(2, 64))
     assert "bit operations take integer tiles" in str(e.value)
     assert e.value.loc == (HERE, lineno("# MARK-shl"))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int16"])
+def test_gather_by_byte_offsets(dtype):
+    @tilelang.jit(out_idx=[-1])
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), dtype), B: T.Tensor((2, N), "uint32"),
+                 C: T.Tensor((2, N), dtype)):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((N,), dtype)
+                b = T.alloc_ub((N,), "uint32")
+                c = T.alloc_ub((N,), dtype)
+                with T.Scope("V"):
+                    T.copy(A[vid, :], a)
+                    T.copy(B[vid, :], b)
+                    T.tile.gather(c, a, b, 0)
+                    T.copy(c, C[vid, :])
+
+        return main
+
+    size = np.dtype(dtype).itemsize
+    a = RNG.integers(-100, 100, (2, 64)).astype(dtype)
+    perm = np.stack([RNG.permutation(64), RNG.permutation(64)])
+    out = k(64)(a, (perm * size).astype(np.uint32))
+    np.testing.assert_array_equal(out, np.take_along_axis(a, perm, axis=1))

@@ -78,6 +78,12 @@ _NUMPY = {"f16": "float16", "bf16": "float32", "f32": "float32", "i32": "int32",
           "u8": "uint8", "i16": "int16", "u16": "uint16", "u32": "uint32"}
 
 
+def dtype_bytes(d):
+    """Bytes of one element of a dtype given by name."""
+    return {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
+            "u32": 4}[_DTYPES[dtype_name(d)]]
+
+
 def dtype_name(d):
     """Canonical tilelang name of a dtype given as a string, T.float16, a numpy or torch dtype."""
     s = getattr(d, "_tl_name", None)

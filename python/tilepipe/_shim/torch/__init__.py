@@ -331,6 +331,24 @@ class Tensor:
     __mod__, __rmod__ = _bin(_np.mod)
     __pow__, __rpow__ = _bin(_np.power)
 
+    def _bits(f):  # integer bit operations keep the tensor's dtype
+        def op(self, o):
+            return Tensor(f(self.a, _np.asarray(_unwrap(o)).astype(self.a.dtype)), self.dtype)
+
+        def rop(self, o):
+            return Tensor(f(_np.asarray(_unwrap(o)).astype(self.a.dtype), self.a), self.dtype)
+
+        return op, rop
+
+    __and__, __rand__ = _bits(_np.bitwise_and)
+    __or__, __ror__ = _bits(_np.bitwise_or)
+    __xor__, __rxor__ = _bits(_np.bitwise_xor)
+    __lshift__, __rlshift__ = _bits(_np.left_shift)
+    __rshift__, __rrshift__ = _bits(_np.right_shift)
+
+    def __invert__(self):
+        return Tensor(_np.invert(self.a), self.dtype)
+
     def __matmul__(self, o):
         dt = _dt_of(self, o)
         return Tensor(_np.matmul(self.a.astype(_np.float32), _unwrap(o).astype(_np.float32)), dt)

@@ -29,6 +29,15 @@ class ReLU(Module):
         return functional.relu(x)
 
 
+class LeakyReLU(Module):
+    def __init__(self, negative_slope=0.01, inplace=False):
+        self.negative_slope = negative_slope
+
+    def forward(self, x):
+        return Tensor(_np.where(x.a >= 0, x.a, x.a * self.negative_slope).astype(x.a.dtype),
+                      x.dtype)
+
+
 class Sigmoid(Module):
     def forward(self, x):
         return Tensor(1.0 / (1.0 + _np.exp(-x.a.astype(_np.float32))), x.dtype)
