@@ -1283,3 +1283,19 @@ def test_gather_by_byte_offsets(dtype):
     perm = np.stack([RNG.permutation(64), RNG.permutation(64)])
     out = k(64)(a, (perm * size).astype(np.uint32))
     np.testing.assert_array_equal(out, np.take_along_axis(a, perm, axis=1))
+
+
+def test_shared_buffers_of_a_kernel_without_cube_work_live_in_ub():
+    @tilelang.jit(out_idx=[-1])
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                s = T.alloc_shared((N // 2,), "float32")  # only copied: no Cube op to feed
+                T.copy(A[vid * N // 2], s)
+                T.copy(s, B[vid * N // 2])
+
+        return main
+
+    a = rand(64)
+    np.testing.assert_array_equal(k(64)(a), a)

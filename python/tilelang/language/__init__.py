@@ -262,11 +262,14 @@ def alloc_ub(shape, dtype, *a, **kw):
 
 
 def _inferred(default):
-    """UB for a buffer the kernel hands to vector ops (or inside Scope("V")), else default."""
+    """UB for a buffer the kernel hands to vector ops (or inside Scope("V")), or for any
+    buffer of a kernel without Cube ops; else default."""
     name = ctx.pending_name
     vec, cube = ctx.usage
     if ctx.scope == "V" or (name in vec and name not in cube):
         return "UB"
+    if not cube and ctx.scope != "C":
+        return "UB"  # a kernel without Cube work: shared memory is the vector core's
     return default
 
 
