@@ -1299,3 +1299,31 @@ def test_shared_buffers_of_a_kernel_without_cube_work_live_in_ub():
 
     a = rand(64)
     np.testing.assert_array_equal(k(64)(a), a)
+
+
+def test_parallel_column_vector_on_a_square_loop():
+    """w[j] on a square T.Parallel loop broadcasts along the columns (its length also equals
+    the row count)."""
+    @tilelang.jit(out_idx=[-1])
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2 * N, 2 * N), "float32"), B: T.Tensor((2 * N,), "float32"),
+                 C: T.Tensor((2 * N, 2 * N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((N, 2 * N), "float32")
+                b = T.alloc_ub((2 * N,), "float32")
+                c = T.alloc_ub((N, 2 * N), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid * N, 0], a)
+                    T.copy(B[0], b)
+                    T.tile.fill(c, 0.0)
+                    for i, j in T.Parallel(N, N):
+                        c[i, j] = a[i, j + N] * b[j + N]
+                    T.copy(c, C[vid * N, 0])
+
+        return main
+
+    a, b = rand(32, 32), rand(32)
+    ref = np.zeros((32, 32), np.float32)
+    ref[:, :16] = a[:, 16:] * b[16:]
+    np.testing.assert_allclose(k(16)(a, b), ref, rtol=1e-6)

@@ -334,6 +334,8 @@ class JITKernel:
                 v = v.astype(numpy_dtype(spec.dtype))
                 if i in given:
                     _write_back(given[i], v)
+                    if i in self.out_idx:  # passed in as well: returned, as the original does
+                        outs.append(given[i])
                 else:
                     outs.append(_wrap_like(v, args, spec.dtype))
         return c, outs

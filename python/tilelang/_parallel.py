@@ -124,8 +124,24 @@ class _Vec:
         if len(self.dims) != 2 or len(v.lanes) != 1:
             raise self.it.error(stmt, "T.Parallel broadcasts a row vector v[i] or a column vector "
                                 "w[j] of a 2-D loop")
+        src = v.region
+        ext = src.extents
+        if v.lanes == (1,) and self.dims[0] == self.dims[1] and not (
+                len(ext) >= 2 and ext[-2] == 1):
+            # w[j] on a square loop: its length also matches the rows, so shape it [1, C]
+            # to broadcast it along the columns
+            from . import language as T
+            from .language import _alloc
+
+            self.ntemp += 1
+            key = ("parallel-row", self.dims[1], dtype, self.ntemp, ctx.stmt_loc)
+            if key not in ctx.hidden:
+                ctx.hidden[key] = _alloc("UB", [1, self.dims[1]], src.buffer.dtype,
+                                         name=f"par_row{self.ntemp}")
+            T.copy(src, ctx.hidden[key].region())
+            src = ctx.hidden[key].region()
         t = self.temp(dtype)
-        Ttile.broadcast(t.region, v.region)
+        Ttile.broadcast(t.region, src)
         return t
 
     def staged(self, v):
@@ -158,15 +174,24 @@ class _Vec:
                 f = it.callee(call)
                 if f is None:
                     return call
-                params, body = f
+                params, body, fn = f
                 if len(params) != len(call.args) or call.keywords:
                     raise it.it.error(stmt, f"T.Parallel call passes {len(call.args)} arguments "
                                       f"to a function of {len(params)}")
                 sub = dict(zip(params, call.args))
 
+                # the function's own free variables (numbers) are read where it was defined
+                cells = dict(zip(fn.__code__.co_freevars,
+                                 [c.cell_contents for c in fn.__closure__ or ()]))
+
                 class Subst(ast.NodeTransformer):
                     def visit_Name(self, n):
-                        return _copy.deepcopy(sub[n.id]) if n.id in sub else n
+                        if n.id in sub:
+                            return _copy.deepcopy(sub[n.id])
+                        v = cells.get(n.id, fn.__globals__.get(n.id))
+                        if isinstance(v, (int, float)) and not isinstance(v, bool):
+                            return ast.copy_location(ast.Constant(v), n)
+                        return n
 
                 return Subst().visit(_copy.deepcopy(body))
 
@@ -206,11 +231,11 @@ class _Vec:
                                                         n.body.col_offset + shift)]
                 cands = at or cands
             if cands and all(ast.dump(n) == ast.dump(cands[0]) for n in cands):
-                return params, cands[0].body
+                return params, cands[0].body, f
         for n in ast.walk(tree):
             if isinstance(n, ast.FunctionDef) and n.name == f.__name__ and len(n.body) == 1 \
                     and isinstance(n.body[0], ast.Return) and n.body[0].value is not None:
-                return [a.arg for a in n.args.args], n.body[0].value
+                return [a.arg for a in n.args.args], n.body[0].value, f
         raise self.it.error(call, f"T.Parallel calls '{f.__name__}', which is not one expression",
                             hint="use a lambda or a def whose body is `return <expression>`")
 
