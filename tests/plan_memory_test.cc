@@ -72,6 +72,27 @@ alloc keep: UB f32[8] @256
 )");
 }
 
+TEST(PlanMemory, AValueMadeInALoopAndReadAfterItLivesThroughTheWholeLoop) {
+  // c gets one row per iteration and is read after the loop; t is scratch of one iteration.
+  // Row 0 of c is written in iteration 0 and must survive iterations 1..3, whose t comes
+  // before the row's write in program order: t and c must not share bytes.
+  KernelBuilder kb("rows", 1);
+  auto y = kb.output("y", {2, 4, 64}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    auto c = alloc_ub("c", {4, 64}, f32);
+    serial(4, [&](Ex i) {
+      auto t = alloc_ub("t", {64}, f32);
+      tile::fill(t, 1.0);
+      tile::add(c(i, all), t, t);
+    });
+    copy(c, y(vid, all, all));
+  });
+  EXPECT_EQ(allocs(planned(kb.finish())), R"(alloc c: UB f32[4, 64] @0
+alloc t: UB f32[64] @1024
+)");
+}
+
 TEST(PlanMemory, PinnedAddressesAreKept) {
   EXPECT_EQ(allocs(planned(two_phases(3, 64, /*pin=*/true))), R"(alloc a: UB f32[64] @0
 alloc b: UB f32[64] @0

@@ -183,6 +183,26 @@ class Liveness {
     }
     for (auto& [id, bi] : bufs)
       if (bi.lo < 0) bi.lo = bi.hi = bi.alloc_pos;  // never used: a point
+    // A value live across a loop's boundary (made in it and used after it, or made before it
+    // and used in it) is live in every iteration: widen to the whole loop, to a fixed point
+    // (nested loops).
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (auto& [id, bi] : bufs)
+        for (size_t l = 0; l < loops.size(); ++l) {
+          const LoopSpan& sp = loops[l];
+          if (std::find(bi.alloc_loops.begin(), bi.alloc_loops.end(), static_cast<int>(l)) !=
+              bi.alloc_loops.end())
+            continue;
+          bool inside = bi.lo <= sp.end && bi.hi > sp.begin;
+          bool crosses = bi.lo < sp.begin || bi.hi > sp.end;
+          if (inside && crosses && (bi.lo > sp.begin || bi.hi < sp.end)) {
+            bi.lo = std::min(bi.lo, sp.begin);
+            bi.hi = std::max(bi.hi, sp.end);
+            changed = true;
+          }
+        }
+    }
   }
 
  private:

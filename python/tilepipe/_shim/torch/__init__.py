@@ -265,10 +265,20 @@ class Tensor:
             dims = dims[0]
         return Tensor(_np.transpose(self.a, dims), self.dtype)
 
+    def repeat(self, *reps):
+        if len(reps) == 1 and isinstance(reps[0], (tuple, list)):
+            reps = tuple(reps[0])
+        return Tensor(_np.tile(self.a, reps), self.dtype)
+
     def repeat_interleave(self, n, dim=None):
         return Tensor(_np.repeat(self.a, n, axis=dim), self.dtype)
 
     def expand(self, *shape):
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        # -1 keeps that dimension (aligned from the right, as torch does)
+        lead = len(shape) - self.a.ndim
+        shape = tuple(self.a.shape[i - lead] if s == -1 else s for i, s in enumerate(shape))
         return Tensor(_np.broadcast_to(self.a, shape).copy(), self.dtype)
 
     def flatten(self):
