@@ -38,11 +38,15 @@ class L2Residency {
   std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi);
 
  private:
-  enum : uint8_t { kAbsent = 0, kResident = 1, kReferenced = 2 };
+  /// One bit per line, 64 lines a word: the inner loop of every GM copy works on words.
+  struct Lines {
+    std::vector<uint64_t> resident, referenced;
+    int64_t count = 0;
+  };
   void allocate(int t, int64_t line);
 
   int64_t capacity_, chunk_, resident_ = 0;
-  std::vector<std::vector<uint8_t>> lines_;
+  std::vector<Lines> lines_;
   std::vector<int64_t> missing_;               // lines of each tensor not resident
   std::deque<std::pair<int, int64_t>> clock_;  // resident lines in allocation order
   bool evicted_ = false;  // until the first eviction, reference bits need no upkeep
