@@ -55,7 +55,6 @@ L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capac
     l.count = (b + chunk - 1) / chunk;
     l.resident.assign(static_cast<size_t>((l.count + 63) / 64), 0);
     l.referenced = l.resident;
-    missing_.push_back(l.count);
     lines_.push_back(std::move(l));
   }
 }
@@ -83,19 +82,15 @@ void L2Residency::allocate(int t, int64_t line) {
     }
     put(v.resident, vl, false);
     resident_ -= chunk_;
-    ++missing_[static_cast<size_t>(vt)];
-    evicted_ = true;
   }
   if (resident_ + chunk_ > capacity_) return;  // an L2 smaller than one line
   Lines& l = lines_[static_cast<size_t>(t)];
   put(l.resident, line, true);
   resident_ += chunk_;
-  --missing_[static_cast<size_t>(t)];
   clock_.emplace_back(t, line);
 }
 
 std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi) {
-  if (missing_[static_cast<size_t>(t)] == 0 && !evicted_) return {0, hi - lo};
   Lines& l = lines_[static_cast<size_t>(t)];
   const int64_t k0 = lo / chunk_, k1 = std::min(l.count, (hi + chunk_ - 1) / chunk_);
   int64_t miss = 0;

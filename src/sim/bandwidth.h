@@ -30,12 +30,14 @@ class BandwidthLedger {
 /// resident misses (HBM) and allocates it, later touches hit. Written data is allocated
 /// too. When the die's L2 capacity is full, allocating evicts a line chosen by CLOCK
 /// (second chance: a line touched since the hand last passed it is kept once more), the
-/// usual approximation of LRU.
+/// usual approximation of LRU. Every hit sets the line's reference bit.
 class L2Residency {
  public:
   L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk = 128);
   /// Splits [lo, hi) of tensor `t` into (missed, hit) bytes and makes the range resident.
+  /// Touching [a, b) then [b, c) is the same as touching [a, c) when b is line-aligned.
   std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi);
+  int64_t line_bytes() const { return chunk_; }
 
  private:
   /// One bit per line, 64 lines a word: the inner loop of every GM copy works on words.
@@ -47,9 +49,7 @@ class L2Residency {
 
   int64_t capacity_, chunk_, resident_ = 0;
   std::vector<Lines> lines_;
-  std::vector<int64_t> missing_;               // lines of each tensor not resident
   std::deque<std::pair<int, int64_t>> clock_;  // resident lines in allocation order
-  bool evicted_ = false;  // until the first eviction, reference bits need no upkeep
 };
 
 }  // namespace tilepipe::sim

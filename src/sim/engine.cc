@@ -1102,30 +1102,43 @@ class Engine {
     bool track = read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.gm_index)].workspace;
     auto& seen = ranges[g.gm_index];
     int64_t miss = 0, hit = 0, again = 0;
+    // Adjacent runs are one contiguous range: one L2 touch where they meet on a line boundary
+    // (L2Residency::touch), one read-range update, one DMA burst.
+    int64_t l2_lo = 0, l2_len = 0;
+    auto touch_l2 = [&] {
+      if (l2_len == 0) return;
+      auto [mi, h] = l2.touch(g.gm_index, l2_lo, l2_lo + l2_len);
+      miss += mi;
+      hit += h;
+    };
     // DMA efficiency (docs/simulator.md): each contiguous run costs at least a minimum
     // burst, a long run off the full-bandwidth alignment streams slower.
     int64_t run_lo = 0, run_len = 0;
     double charged = 0;
     auto burst = [&] {
       if (run_len == 0) return;
+      if (track) again += add_range(seen, run_lo, run_lo + run_len);
       double b = std::max(static_cast<double>(run_len), chip_.dma_min_burst_bytes);
       if (run_len >= chip_.dma_full_bw_align && run_lo % chip_.dma_full_bw_align != 0)
         b /= chip_.dma_misaligned_factor;
       charged += b;
     };
     for_each_run(a, [&](int64_t lo, int64_t len) {
-      auto [mi, h] = l2.touch(g.gm_index, lo, lo + len);
-      miss += mi;
-      hit += h;
-      if (track) again += add_range(seen, lo, lo + len);
       if (lo != run_lo + run_len) {
         burst();
         run_lo = lo;
         run_len = 0;
       }
       run_len += len;
+      if (lo != l2_lo + l2_len || lo % l2.line_bytes() != 0) {
+        touch_l2();
+        l2_lo = lo;
+        l2_len = 0;
+      }
+      l2_len += len;
     });
     burst();
+    touch_l2();
     if (t.pipe == Pipe::MTE2 && t.acc[0].scope == ir::Scope::L1)
       charged /= chip_.dma_nd2nz_efficiency;
     if (!read) {  // writes land in L2 (write-back); the die's L2 bandwidth is shared
