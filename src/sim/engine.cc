@@ -1123,19 +1123,27 @@ class Engine {
         b /= chip_.dma_misaligned_factor;
       charged += b;
     };
-    for_each_run(a, [&](int64_t lo, int64_t len) {
-      if (lo != run_lo + run_len) {
-        burst();
-        run_lo = lo;
-        run_len = 0;
-      }
-      run_len += len;
+    auto l2_piece = [&](int64_t lo, int64_t len) {
       if (lo != l2_lo + l2_len || lo % l2.line_bytes() != 0) {
         touch_l2();
         l2_lo = lo;
         l2_len = 0;
       }
       l2_len += len;
+    };
+    const int64_t line = l2.line_bytes();
+    for_each_span<true>(a, [&](int64_t lo, int64_t len, int64_t row) {
+      if (lo != run_lo + run_len) {
+        burst();
+        run_lo = lo;
+        run_len = 0;
+      }
+      run_len += len;
+      if (lo % line == 0 && row % line == 0) {  // its rows meet on line boundaries
+        l2_piece(lo, len);
+        return;
+      }
+      for (int64_t r = lo; r < lo + len; r += row) l2_piece(r, row);
     });
     burst();
     touch_l2();
