@@ -107,6 +107,16 @@ Expr make_load(Buffer b, std::vector<Expr> index, Loc loc = {});
 /// Integer semantics of BinOp shared by folding and the simulator (floor division/modulo, as in
 /// Python; x / 0 and x % 0 give 0 and are rejected by the verifier where they can be seen).
 int64_t eval_binop(BinOp op, int64_t a, int64_t b);
+inline int64_t floor_div(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t q = a / b;
+  return (a % b != 0) && ((a < 0) != (b < 0)) ? q - 1 : q;
+}
+inline int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
 /// The constant value of an expression, if it folds without variables.
 std::optional<int64_t> as_const(const Expr& e);
 

@@ -258,18 +258,10 @@ int64_t eval_binop(BinOp op, int64_t a, int64_t b) {
       return a - b;
     case BinOp::Mul:
       return a * b;
-    case BinOp::Div: {
-      if (b == 0) return 0;
-      int64_t q = a / b;
-      if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-      return q;
-    }
-    case BinOp::Mod: {
-      if (b == 0) return 0;
-      int64_t r = a % b;
-      if (r != 0 && ((r < 0) != (b < 0))) r += b;
-      return r;
-    }
+    case BinOp::Div:
+      return floor_div(a, b);
+    case BinOp::Mod:
+      return floor_mod(a, b);
     case BinOp::Min:
       return a < b ? a : b;
     case BinOp::Max:

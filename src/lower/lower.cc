@@ -36,7 +36,7 @@ const char* to_string(Opcode op) {
   return "?";
 }
 
-int64_t CExpr::eval(const int64_t* slots, const ScalarMem* mem) const {
+int64_t CExpr::eval_stack(const int64_t* slots, const ScalarMem* mem) const {
   int64_t st[72];  // lowering caps the stack depth at 64, so it never overflows
   int sp = 0;
   for (const Op& o : ops) {
@@ -65,6 +65,78 @@ int64_t CExpr::eval(const int64_t* slots, const ScalarMem* mem) const {
     }
   }
   return sp ? st[0] : 0;
+}
+
+void CExpr::finalize() {
+  // Symbolic run of the postfix program over linear forms (constant + slot -> coefficient).
+  struct Lin {
+    bool ok = false;
+    int64_t c = 0;
+    std::map<int, int64_t> t;
+  };
+  std::vector<Lin> st;
+  form = Form::Stack;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& o = ops[i];
+    switch (o.kind) {
+      case Const:
+        st.push_back({true, o.value, {}});
+        break;
+      case Slot:
+        st.push_back({true, 0, {{static_cast<int>(o.value), 1}}});
+        break;
+      case Load:
+        st.resize(st.size() - static_cast<size_t>(load_rank(o)));
+        st.push_back({});
+        break;
+      case Sel:
+        st.resize(st.size() - 2);
+        st.back() = {};
+        break;
+      case Bin: {
+        Lin b = std::move(st.back());
+        st.pop_back();
+        Lin& a = st.back();
+        const bool consts = a.ok && b.ok && a.t.empty() && b.t.empty();
+        if (!a.ok || !b.ok) {
+          a = {};
+        } else if (o.bin == BinOp::Add || o.bin == BinOp::Sub) {
+          const int64_t sign = o.bin == BinOp::Add ? 1 : -1;
+          a.c += sign * b.c;
+          for (auto [k, v] : b.t) a.t[k] += sign * v;
+        } else if (o.bin == BinOp::Mul && (a.t.empty() || b.t.empty())) {
+          if (a.t.empty()) std::swap(a, b);
+          a.c *= b.c;
+          for (auto& kv : a.t) kv.second *= b.c;
+        } else if (consts) {
+          a.c = ir::eval_binop(o.bin, a.c, b.c);
+        } else if ((o.bin == BinOp::Div || o.bin == BinOp::Mod) && b.t.empty() && b.c != 0 &&
+                   i + 1 == ops.size()) {
+          form = o.bin == BinOp::Div ? Form::AffineDiv : Form::AffineMod;
+          post = b.c;
+        } else {
+          a = {};
+        }
+        break;
+      }
+    }
+  }
+  if (st.size() != 1 || !st.back().ok) {
+    form = Form::Stack;
+    return;
+  }
+  std::erase_if(st.back().t, [](const auto& kv) { return kv.second == 0; });
+  if (st.back().t.size() > term_slot.size()) {
+    form = Form::Stack;
+    return;
+  }
+  if (form == Form::Stack) form = Form::Affine;
+  c0 = st.back().c;
+  nterms = 0;
+  for (auto [k, v] : st.back().t) {
+    term_slot[static_cast<size_t>(nterms)] = k;
+    term_coef[static_cast<size_t>(nterms++)] = v;
+  }
 }
 
 int64_t AccessTemplate::elements() const {
@@ -136,6 +208,7 @@ class Lowerer {
       max_depth = std::max(max_depth, depth);
     }
     if (max_depth > 64) fail(e->loc, "index expression too deep", "simplify the expression");
+    c.finalize();
     return c;
   }
 
