@@ -51,8 +51,9 @@ TEST(CExpr, FastFormsEvaluateLikeThePostfixProgram) {
 TEST(CExpr, RingBufferSlotIsAffineModulo) {
   // (k * 4 + i) % 3 with k in slot 2, i in slot 3.
   CExpr c;
-  c.ops = {{CExpr::Slot, BinOp::Add, 2}, {CExpr::Const, BinOp::Add, 4}, {CExpr::Bin, BinOp::Mul, 0},
-           {CExpr::Slot, BinOp::Add, 3}, {CExpr::Bin, BinOp::Add, 0},   {CExpr::Const, BinOp::Add, 3},
+  c.ops = {{CExpr::Slot, BinOp::Add, 2}, {CExpr::Const, BinOp::Add, 4},
+           {CExpr::Bin, BinOp::Mul, 0},  {CExpr::Slot, BinOp::Add, 3},
+           {CExpr::Bin, BinOp::Add, 0},  {CExpr::Const, BinOp::Add, 3},
            {CExpr::Bin, BinOp::Mod, 0}};
   c.finalize();
   EXPECT_EQ(c.form, CExpr::Form::AffineMod);

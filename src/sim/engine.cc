@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <deque>
 #include <map>
 #include <memory>
@@ -723,7 +724,7 @@ class Engine {
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
     const int64_t depth = chip_.pipe_queue_depth, k = ps.dispatched - depth;
     if (k < 0 || k >= ps.popped) return;
-    const double free = ps.started[static_cast<size_t>(k % depth)];
+    const double free = ps.started[static_cast<size_t>(ps.dispatch_slot)];  // k % depth
     if (free <= c.t) return;
     c.tally.blocked_queue += free - c.t;
     c.t = free;
@@ -731,8 +732,9 @@ class Engine {
 
   /// The head of pipe p's queue started at `start`.
   void leave_queue(PipeState& ps, double start) {
-    ps.started[static_cast<size_t>(ps.popped % chip_.pipe_queue_depth)] = start;
+    ps.started[static_cast<size_t>(ps.pop_slot)] = start;
     ++ps.popped;
+    if (++ps.pop_slot == chip_.pipe_queue_depth) ps.pop_slot = 0;
   }
 
   /// Waits handled by the scalar unit itself; false while the flag is not available.
@@ -955,6 +957,7 @@ class Engine {
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
     ps.queue.push_back(in);
     ++ps.dispatched;
+    if (++ps.dispatch_slot == chip_.pipe_queue_depth) ps.dispatch_slot = 0;
     drain(c, t.pipe);
     return true;
   }
@@ -1070,17 +1073,23 @@ class Engine {
     ++c.tally.pending_n[d];
   }
 
-  double hazard_start(const PipeState& ps, const Instr& in) const {
+  double hazard_start(PipeState& ps, const Instr& in) const {
     double start = 0;
     // Back-to-back mmads accumulating into one L0C tile pipeline inside the cube
     // (hardware.md): only their L0A/L0B operands order them.
     int first = in.t->op == Opcode::Mmad ? 1 : 0;
-    for (int i = first; i < in.t->num_acc; ++i) {
-      const Access& a = in.acc[static_cast<size_t>(i)];
-      int key = mem_key(a);
-      int64_t lo = a.byte_lo(), hi = a.byte_hi();
-      for (const auto& w : ps.recent)
-        if (w.mem == key && lo < w.hi && w.lo < hi) start = std::max(start, w.end);
+    for (uint32_t bits = ps.live; bits; bits &= bits - 1) {
+      const int i = std::countr_zero(bits);
+      const RecentWrite& w = ps.recent[static_cast<size_t>(i)];
+      if (w.end <= ps.ready) {
+        ps.live &= ~(uint32_t{1} << i);
+        continue;
+      }
+      for (int k = first; k < in.t->num_acc; ++k) {
+        const Access& a = in.acc[static_cast<size_t>(k)];
+        if (w.mem == mem_key(a) && a.byte_lo() < w.hi && w.lo < a.byte_hi())
+          start = std::max(start, w.end);
+      }
     }
     return start;
   }
@@ -1273,6 +1282,7 @@ class Engine {
           const Access& d = in.acc[0];
           ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(),
                                                             end};
+          ps.live |= uint32_t{1} << ps.next_recent;
           ps.next_recent = (ps.next_recent + 1) % static_cast<int>(ps.recent.size());
           if (race_) {
             race_->acquire(c.ai_core, RaceDetector::thread(c.role, p),

@@ -45,10 +45,14 @@ struct PipeState {
   std::deque<Instr> queue;
   std::array<RecentWrite, 16> recent{};  // same-pipe RAW/WAW window (docs/simulator.md)
   int next_recent = 0;
+  // Bit i: recent[i] ends after `ready`, so it may still delay an instruction; the others
+  // never will again (ready only grows), and the hazard check skips them.
+  uint32_t live = 0;
   // The bounded instruction queue (issue.pipe_queue_depth): start times of the last `depth`
   // instructions that left it, indexed by how many left before them.
   std::vector<double> started;
   int64_t dispatched = 0, popped = 0;
+  int dispatch_slot = 0, pop_slot = 0;  // dispatched and popped modulo the depth
 };
 
 /// Last set of a flag, for deadlock reports.
