@@ -106,6 +106,17 @@ class Engine {
       for (const auto& t : cp->instrs)
         for (const auto& site : o.whatif_free_sites)
           if (t.loc.str() == site) free_ops_.insert(&t);
+    // An instruction's cost depends on its template only (static shapes): once per template.
+    for (int k = 0; k < 2; ++k) {
+      const auto& instrs = (k == 0 ? p.aic : p.aiv).instrs;
+      for (const auto& t : instrs) {
+        Instr in;
+        in.t = &t;
+        for (int i = 0; i < t.num_acc; ++i)
+          in.acc[static_cast<size_t>(i)].t = &t.acc[static_cast<size_t>(i)];
+        costs_[static_cast<size_t>(k)].push_back(instr_cost(in, chip));
+      }
+    }
   }
 
   static std::vector<int64_t> tensor_bytes(const lower::LoweredProgram& p) {
@@ -710,6 +721,11 @@ class Engine {
     }
   }
 
+  Cost cost_of(const Core& c, const lower::OpTemplate& t) const {
+    const auto& costs = costs_[c.kind == CoreKind::C ? 0 : 1];
+    return costs[static_cast<size_t>(&t - c.prog->instrs.data())];
+  }
+
   /// Instructions that go to a pipe's queue (the others the scalar unit handles itself).
   static bool queued(const lower::OpTemplate& t) {
     return t.pipe != Pipe::S && t.op != Opcode::WaitCross &&
@@ -901,7 +917,7 @@ class Engine {
         t.op == Opcode::SetCross || t.op == Opcode::Barrier || t.pipe == Pipe::S)
       return;
     PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
-    Cost cost = instr_cost(in, chip_);
+    Cost cost = cost_of(c, t);
     if (t.op == Opcode::Copy) {
       bool read = in.acc[1].t->scope == ir::Scope::GM;
       const Access& g = read ? in.acc[1] : in.acc[0];
@@ -1260,7 +1276,7 @@ class Engine {
         default: {
           Instr in = head;
           ps.queue.pop_front();
-          Cost cost = instr_cost(in, chip_);
+          Cost cost = cost_of(c, t);
           double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
           double start = std::max(ready, dep);
           leave_queue(ps, start);
@@ -1562,6 +1578,7 @@ class Engine {
   bool jump_check_ = false;
   FastForwardStats jumped_;
   std::unordered_set<const lower::OpTemplate*> free_ops_;
+  std::array<std::vector<Cost>, 2> costs_;  // instr_cost per template of the AIC / AIV program
 };
 
 }  // namespace
