@@ -805,7 +805,7 @@ class Engine {
   /// order, without waiting for it and without a happens-before edge; when the set has not
   /// arrived yet, the next set of that flag is swallowed on arrival instead.
   void consume_dropped(Core& c, const Instr& in) {
-    auto take = [](std::deque<SetRecord>& q, int& debt) {
+    auto take = [](Ring<SetRecord>& q, int& debt) {
       if (q.empty())
         ++debt;
       else
@@ -935,7 +935,7 @@ class Engine {
     if (t.materialise) execute(in);
   }
 
-  void check_cross_overflow(const std::deque<SetRecord>& q, double now, const Instr& in,
+  void check_cross_overflow(const Ring<SetRecord>& q, double now, const Instr& in,
                             const Core& c) {
     size_t max = static_cast<size_t>(chip_.cross_flag_max);
     if (q.size() >= max && q[max - 1].time <= now)
@@ -947,7 +947,7 @@ class Engine {
 
   /// A flag is binary: a second set visible no later than the wait that consumes the first
   /// is lost on hardware (and hangs the second wait).
-  void check_double_set(const Core& c, const std::deque<SetRecord>& q, double consumed_at,
+  void check_double_set(const Core& c, const Ring<SetRecord>& q, double consumed_at,
                         const Instr& wait) {
     if (q.empty() || q.front().time > consumed_at) return;
     const auto& t = *wait.t;

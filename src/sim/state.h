@@ -3,6 +3,7 @@
 // steady-state fast-forward (which shifts it in time, steady.h).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -15,6 +16,49 @@
 namespace tilepipe::sim {
 
 constexpr int kPipes = ir::kNumPipes;
+
+/// A FIFO on one circular buffer that grows by doubling: no allocation once it has reached
+/// its high-water mark (std::deque allocates a node every few elements of a large T, and
+/// the engine pushes and pops one per instruction and per flag).
+template <class T>
+class Ring {
+ public:
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  T& front() { return buf_[head_]; }
+  const T& front() const { return buf_[head_]; }
+  T& operator[](size_t i) { return buf_[(head_ + i) & mask_]; }
+  const T& operator[](size_t i) const { return buf_[(head_ + i) & mask_]; }
+  /// The slot behind the last element, to be filled in place and then committed.
+  T& back_slot() {
+    if (n_ == buf_.size()) grow();
+    return buf_[(head_ + n_) & mask_];
+  }
+  void commit_back() { ++n_; }
+  void push_back(const T& v) {
+    back_slot() = v;
+    ++n_;
+  }
+  void pop_front() {
+    head_ = (head_ + 1) & mask_;
+    --n_;
+  }
+  template <class F>
+  void for_each(F&& f) {
+    for (size_t i = 0; i < n_; ++i) f((*this)[i]);
+  }
+
+ private:
+  void grow() {
+    std::vector<T> b(std::max<size_t>(4, 2 * buf_.size()));
+    for (size_t i = 0; i < n_; ++i) b[i] = std::move((*this)[i]);
+    buf_ = std::move(b);
+    head_ = 0;
+    mask_ = buf_.size() - 1;
+  }
+  std::vector<T> buf_;
+  size_t head_ = 0, n_ = 0, mask_ = 0;
+};
 
 struct SetRecord {
   double time = 0;  // cycle the flag becomes visible to the waiter
@@ -42,7 +86,7 @@ struct RecentWrite {
 struct PipeState {
   double ready = 0;  // earliest start of the next instruction
   double done = 0;   // all work issued so far on this pipe has finished
-  std::deque<Instr> queue;
+  Ring<Instr> queue;
   std::array<RecentWrite, 16> recent{};  // same-pipe RAW/WAW window (docs/simulator.md)
   int next_recent = 0;
   // Bit i: recent[i] ends after `ready`, so it may still delay an instruction; the others
@@ -127,7 +171,7 @@ struct Core {
   Instr pending;
   bool in_heap = false;
   std::array<PipeState, kPipes> pipes;
-  std::vector<std::deque<SetRecord>> flags;  // [(src * 7 + dst) * ids + id]
+  std::vector<Ring<SetRecord>> flags;  // [(src * 7 + dst) * ids + id]
   std::vector<int> ghost_debt;  // dropped waits that found no set: swallow the next sets
   std::vector<LastSet> last_set;
   std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
@@ -145,7 +189,7 @@ struct Core {
 
 /// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
 struct CrossFlags {
-  std::array<std::vector<std::deque<SetRecord>>, 2> c2v, v2c;
+  std::array<std::vector<Ring<SetRecord>>, 2> c2v, v2c;
   std::array<std::vector<LastSet>, 2> last_c2v, last_v2c;
   std::array<std::vector<int>, 2> debt_c2v, debt_v2c;  // dropped cross waits (see Core)
 };
