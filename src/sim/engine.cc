@@ -639,11 +639,16 @@ class Engine {
     return s;
   }
 
-  Instr instantiate(Core& c, const lower::OpTemplate& t) {
-    Instr in;
+  /// Fills `in` (possibly a reused queue slot: every field is written) for template t.
+  void instantiate(Core& c, const lower::OpTemplate& t, Instr& in) {
     in.t = &t;
     for (int i = 0; i < t.num_acc; ++i)
       in.acc[static_cast<size_t>(i)] = resolve(c, t.acc[static_cast<size_t>(i)], t);
+    in.scalar_read = {};
+    in.scalar = 0;
+    in.flag_id = 0;
+    in.issue = 0;
+    in.s_clock = -1;
     switch (t.scalar_kind) {
       case lower::OpTemplate::ScalarKind::Imm:
         in.scalar = t.scalar_imm;
@@ -676,7 +681,6 @@ class Engine {
                          loop_state(c), limit - 1),
              "keep event ids inside the per-pipe-pair range");
     }
-    return in;
   }
 
   size_t flag_key(Pipe s, Pipe d, int64_t id) const {
@@ -701,7 +705,12 @@ class Engine {
           c.stream_done = true;
           return;
         }
-        Instr in = instantiate(c, *t);
+        // A queued instruction is built in its queue slot; the others where the scalar unit
+        // may have to keep it (pending).
+        Instr& in = queued(*t) && !opts_.lower_bound_only
+                        ? c.pipes[static_cast<size_t>(t->pipe)].queue.back_slot()
+                        : c.pending;
+        instantiate(c, *t, in);
         if (!opts_.lower_bound_only) queue_stall(c, *t);
         if (!t->dropped) scalar(c, chip_.issue_cycles);
         in.issue = c.t;
@@ -709,7 +718,6 @@ class Engine {
         if (opts_.lower_bound_only) {
           bound_dispatch(c, in);
         } else if (!dispatch(c, in)) {
-          c.pending = in;
           c.has_pending = true;
           return;
         }
@@ -971,7 +979,7 @@ class Engine {
     }
     if (race_) in.s_clock = scalar_clock(c);
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
-    ps.queue.push_back(in);
+    ps.queue.commit_back();  // `in` is its back slot (run_core)
     ++ps.dispatched;
     if (++ps.dispatch_slot == chip_.pipe_queue_depth) ps.dispatch_slot = 0;
     drain(c, t.pipe);
@@ -1274,8 +1282,7 @@ class Engine {
           break;
         }
         default: {
-          Instr in = head;
-          ps.queue.pop_front();
+          const Instr& in = head;  // popped at the end: nothing here pushes to this queue
           Cost cost = cost_of(c, t);
           double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
           double start = std::max(ready, dep);
@@ -1312,6 +1319,7 @@ class Engine {
                            in.acc[t.num_acc > 1 ? 1 : 0].bytes(),
                            t.op == Opcode::Mmad ? 2.0 * t.m * t.n * t.k : 0.0});
           if (functional_ || t.materialise) execute(in);
+          ps.queue.pop_front();
         }
       }
     }
