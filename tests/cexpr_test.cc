@@ -56,23 +56,37 @@ TEST(CExpr, RingBufferSlotIsAffineModulo) {
            {CExpr::Bin, BinOp::Add, 0},  {CExpr::Const, BinOp::Add, 3},
            {CExpr::Bin, BinOp::Mod, 0}};
   c.finalize();
-  EXPECT_EQ(c.form, CExpr::Form::AffineMod);
+  EXPECT_EQ(c.form, CExpr::Form::Affine);
   EXPECT_EQ(c.nterms, 2);
+  EXPECT_EQ(c.nposts, 1);
   int64_t slots[4] = {0, 0, 5, 2};
   EXPECT_EQ(c.eval(slots), 22 % 3);
 }
 
-TEST(CExpr, ModuloInsideASumStaysOnTheStack) {
-  // i % 3 + 1: only a trailing division or modulo has a fast form.
+TEST(CExpr, ConstantOperationsChainAfterTheAffinePart) {
+  // 1 - i % 3: modulo, then subtracted from a constant.
   CExpr c;
-  c.ops = {{CExpr::Slot, BinOp::Add, 0},
+  c.ops = {{CExpr::Const, BinOp::Add, 1},
+           {CExpr::Slot, BinOp::Add, 0},
            {CExpr::Const, BinOp::Add, 3},
            {CExpr::Bin, BinOp::Mod, 0},
-           {CExpr::Const, BinOp::Add, 1},
+           {CExpr::Bin, BinOp::Sub, 0}};
+  c.finalize();
+  EXPECT_EQ(c.form, CExpr::Form::Affine);
+  EXPECT_EQ(c.nposts, 2);
+  int64_t slots[1] = {-4};
+  EXPECT_EQ(c.eval(slots), -1);
+}
+
+TEST(CExpr, TwoNonLinearOperandsStayOnTheStack) {
+  // i % 3 + j % 3
+  CExpr c;
+  c.ops = {{CExpr::Slot, BinOp::Add, 0}, {CExpr::Const, BinOp::Add, 3}, {CExpr::Bin, BinOp::Mod, 0},
+           {CExpr::Slot, BinOp::Add, 1}, {CExpr::Const, BinOp::Add, 3}, {CExpr::Bin, BinOp::Mod, 0},
            {CExpr::Bin, BinOp::Add, 0}};
   c.finalize();
   EXPECT_EQ(c.form, CExpr::Form::Stack);
-  int64_t slots[1] = {-4};
+  int64_t slots[2] = {4, 5};
   EXPECT_EQ(c.eval(slots), 3);
 }
 

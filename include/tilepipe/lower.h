@@ -45,15 +45,22 @@ struct CExpr {
   }
   static int load_rank(const Op& o) { return static_cast<int>(o.value >> 32); }
   static int load_site(const Op& o) { return static_cast<int>(o.value & 0xffffffff); }
-  /// The common shapes of index expressions, found once (finalize) so the scalar unit of
-  /// the simulator does not interpret them: c0 + sum(coef * slot), then optionally
-  /// floor-divided or reduced modulo a constant (ring-buffer slots: j % num_stages).
-  enum class Form : uint8_t { Stack, Affine, AffineDiv, AffineMod };
+  /// The common shape of index expressions, found once (finalize) so the scalar unit of the
+  /// simulator does not interpret them: c0 + sum(coef * slot), then a short chain of
+  /// operations with constants (ring-buffer slots `(k * ns + i) % nb`, bounds
+  /// `min(ns, n - k * ns)`, tests `i % ci == 0`).
+  struct Post {
+    ir::BinOp op;
+    bool reversed;  // constant OP value instead of value OP constant
+    int64_t value;
+  };
+  enum class Form : uint8_t { Stack, Affine };
   Form form = Form::Stack;
-  int nterms = 0;
+  int nterms = 0, nposts = 0;
   std::array<int, 3> term_slot{};
   std::array<int64_t, 3> term_coef{};
-  int64_t c0 = 0, post = 0;
+  int64_t c0 = 0;
+  std::array<Post, 4> posts{};
   /// Sets `form` from `ops` (the postfix program stays the reference semantics).
   void finalize();
   /// `mem` is required when has_load.
@@ -62,8 +69,11 @@ struct CExpr {
     int64_t v = c0;
     for (int i = 0; i < nterms; ++i)
       v += term_coef[static_cast<size_t>(i)] * slots[term_slot[static_cast<size_t>(i)]];
-    if (form == Form::Affine) return v;
-    return form == Form::AffineDiv ? ir::floor_div(v, post) : ir::floor_mod(v, post);
+    for (int i = 0; i < nposts; ++i) {
+      const Post& p = posts[static_cast<size_t>(i)];
+      v = p.reversed ? ir::eval_binop(p.op, p.value, v) : ir::eval_binop(p.op, v, p.value);
+    }
+    return v;
   }
   int64_t eval_stack(const int64_t* slots, const ScalarMem* mem) const;
   bool is_const() const { return ops.size() == 1 && ops[0].kind == Const; }

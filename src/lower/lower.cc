@@ -68,22 +68,23 @@ int64_t CExpr::eval_stack(const int64_t* slots, const ScalarMem* mem) const {
 }
 
 void CExpr::finalize() {
-  // Symbolic run of the postfix program over linear forms (constant + slot -> coefficient).
-  struct Lin {
+  // Symbolic run of the postfix program: each value is a linear form (constant + slot ->
+  // coefficient) followed by operations with constants, or unknown.
+  struct Val {
     bool ok = false;
     int64_t c = 0;
     std::map<int, int64_t> t;
+    std::vector<Post> posts;
+    bool is_const() const { return ok && t.empty() && posts.empty(); }
   };
-  std::vector<Lin> st;
-  form = Form::Stack;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    const Op& o = ops[i];
+  std::vector<Val> st;
+  for (const Op& o : ops) {
     switch (o.kind) {
       case Const:
-        st.push_back({true, o.value, {}});
+        st.push_back({true, o.value, {}, {}});
         break;
       case Slot:
-        st.push_back({true, 0, {{static_cast<int>(o.value), 1}}});
+        st.push_back({true, 0, {{static_cast<int>(o.value), 1}}, {}});
         break;
       case Load:
         st.resize(st.size() - static_cast<size_t>(load_rank(o)));
@@ -94,26 +95,25 @@ void CExpr::finalize() {
         st.back() = {};
         break;
       case Bin: {
-        Lin b = std::move(st.back());
+        Val b = std::move(st.back());
         st.pop_back();
-        Lin& a = st.back();
-        const bool consts = a.ok && b.ok && a.t.empty() && b.t.empty();
-        if (!a.ok || !b.ok) {
-          a = {};
-        } else if (o.bin == BinOp::Add || o.bin == BinOp::Sub) {
+        Val& a = st.back();
+        const bool linear = a.ok && b.ok && a.posts.empty() && b.posts.empty();
+        if (a.is_const() && b.is_const()) {
+          a.c = ir::eval_binop(o.bin, a.c, b.c);
+        } else if (linear && (o.bin == BinOp::Add || o.bin == BinOp::Sub)) {
           const int64_t sign = o.bin == BinOp::Add ? 1 : -1;
           a.c += sign * b.c;
           for (auto [k, v] : b.t) a.t[k] += sign * v;
-        } else if (o.bin == BinOp::Mul && (a.t.empty() || b.t.empty())) {
+        } else if (linear && o.bin == BinOp::Mul && (a.t.empty() || b.t.empty())) {
           if (a.t.empty()) std::swap(a, b);
           a.c *= b.c;
           for (auto& kv : a.t) kv.second *= b.c;
-        } else if (consts) {
-          a.c = ir::eval_binop(o.bin, a.c, b.c);
-        } else if ((o.bin == BinOp::Div || o.bin == BinOp::Mod) && b.t.empty() && b.c != 0 &&
-                   i + 1 == ops.size()) {
-          form = o.bin == BinOp::Div ? Form::AffineDiv : Form::AffineMod;
-          post = b.c;
+        } else if (a.ok && b.is_const()) {
+          a.posts.push_back({o.bin, false, b.c});
+        } else if (a.is_const() && b.ok) {
+          b.posts.push_back({o.bin, true, a.c});
+          a = std::move(b);
         } else {
           a = {};
         }
@@ -121,22 +121,20 @@ void CExpr::finalize() {
       }
     }
   }
-  if (st.size() != 1 || !st.back().ok) {
-    form = Form::Stack;
-    return;
-  }
-  std::erase_if(st.back().t, [](const auto& kv) { return kv.second == 0; });
-  if (st.back().t.size() > term_slot.size()) {
-    form = Form::Stack;
-    return;
-  }
-  if (form == Form::Stack) form = Form::Affine;
-  c0 = st.back().c;
+  form = Form::Stack;
+  if (st.size() != 1 || !st.back().ok) return;
+  Val& v = st.back();
+  std::erase_if(v.t, [](const auto& kv) { return kv.second == 0; });
+  if (v.t.size() > term_slot.size() || v.posts.size() > posts.size()) return;
+  form = Form::Affine;
+  c0 = v.c;
   nterms = 0;
-  for (auto [k, v] : st.back().t) {
+  for (auto [k, coef] : v.t) {
     term_slot[static_cast<size_t>(nterms)] = k;
-    term_coef[static_cast<size_t>(nterms++)] = v;
+    term_coef[static_cast<size_t>(nterms++)] = coef;
   }
+  nposts = static_cast<int>(v.posts.size());
+  std::copy(v.posts.begin(), v.posts.end(), posts.begin());
 }
 
 int64_t AccessTemplate::elements() const {

@@ -943,8 +943,7 @@ class Engine {
     if (t.materialise) execute(in);
   }
 
-  void check_cross_overflow(const Ring<SetRecord>& q, double now, const Instr& in,
-                            const Core& c) {
+  void check_cross_overflow(const Ring<SetRecord>& q, double now, const Instr& in, const Core& c) {
     size_t max = static_cast<size_t>(chip_.cross_flag_max);
     if (q.size() >= max && q[max - 1].time <= now)
       fail(*q[max - 1].loc, "cross-flag",

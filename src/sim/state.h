@@ -172,7 +172,7 @@ struct Core {
   bool in_heap = false;
   std::array<PipeState, kPipes> pipes;
   std::vector<Ring<SetRecord>> flags;  // [(src * 7 + dst) * ids + id]
-  std::vector<int> ghost_debt;  // dropped waits that found no set: swallow the next sets
+  std::vector<int> ghost_debt;         // dropped waits that found no set: swallow the next sets
   std::vector<LastSet> last_set;
   std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
   CoreStats stats;                            // identity; counters are in `tally`
