@@ -96,7 +96,11 @@ struct AccessTemplate {
   std::array<int64_t, kMaxRank> dim{};     // buffer dimension sizes (bounds checks)
   std::array<CExpr, kMaxRank> start;
   const ir::BufferNode* buffer = nullptr;  // for diagnostics
-  int64_t elements() const;
+  // Static facts the simulator reads per instruction, set with the shape (Lowerer::access).
+  int elem_bytes = 4;
+  int64_t num_elements = 1;  // product of the extents
+  int64_t span = 1;          // elements from the first touched to the last, inclusive
+  int64_t elements() const { return num_elements; }
 };
 
 enum class Opcode : uint8_t {

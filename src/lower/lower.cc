@@ -137,12 +137,6 @@ void CExpr::finalize() {
   std::copy(v.posts.begin(), v.posts.end(), posts.begin());
 }
 
-int64_t AccessTemplate::elements() const {
-  int64_t n = 1;
-  for (int i = 0; i < rank; ++i) n *= extent[i];
-  return n;
-}
-
 namespace {
 
 class Lowerer {
@@ -300,7 +294,10 @@ class Lowerer {
       a.stride[d] = stride;
       a.start[d] = compile(r.start[d]);
       stride *= b.shape[d];
+      a.num_elements *= a.extent[d];
+      a.span += (a.extent[d] - 1) * a.stride[d];
     }
+    a.elem_bytes = ir::dtype_bytes(a.dtype);
     return a;
   }
 

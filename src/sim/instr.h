@@ -16,14 +16,12 @@ struct Access {
   const lower::AccessTemplate* t = nullptr;
   uint8_t* mem = nullptr;  // functional mode: the buffer's first byte
   int64_t offset = 0;      // element offset of the first element within the buffer
-  int64_t bytes() const { return t->elements() * ir::dtype_bytes(t->dtype); }
-  int64_t span_elems() const;  // elements from the first to the last touched, inclusive
+  int64_t bytes() const { return t->num_elements * t->elem_bytes; }
+  int64_t span_elems() const { return t->span; }  // first to last touched, inclusive
   /// Byte range [lo, hi) touched within the memory (GM tensor or core scope), for hazards
   /// and races.
-  int64_t byte_lo() const { return t->base_bytes + offset * ir::dtype_bytes(t->dtype); }
-  int64_t byte_hi() const {
-    return t->base_bytes + (offset + span_elems()) * ir::dtype_bytes(t->dtype);
-  }
+  int64_t byte_lo() const { return t->base_bytes + offset * t->elem_bytes; }
+  int64_t byte_hi() const { return t->base_bytes + (offset + t->span) * t->elem_bytes; }
 };
 
 /// Calls f(byte_lo, byte_len, row) for each span of the access, in order. A span is one
