@@ -118,11 +118,17 @@ const char* to_string(Opcode op);
 
 /// One instruction template. Operand 0 is the destination where there is one.
 struct OpTemplate {
+  // What the simulator's issue loop reads for every instruction comes first (one cache
+  // line): the operation, its pipe, its operand count and the flag fields.
   Opcode op;
   ir::Pipe pipe;
-  ir::Loc loc;
-  std::string name;  // e.g. "copy GM->L1", "tile.exp" (trace event names)
+  ir::Pipe flag_src = ir::Pipe::S, flag_dst = ir::Pipe::S;
   int num_acc = 0;
+  /// Mutation testing (`tilepipe check --drop-sync`, kernels/mutate.h): a dropped set or
+  /// barrier is not issued; a dropped wait still consumes its set (flag counts stay
+  /// balanced) but neither waits for it nor orders anything after it.
+  bool dropped = false;
+  enum class ScalarKind : uint8_t { None, Imm, Expr, UbRead } scalar_kind = ScalarKind::None;
   std::array<AccessTemplate, 4> acc;
   // Vec / Reduce
   ir::TileOpKind tile_op = ir::TileOpKind::Add;
@@ -130,7 +136,6 @@ struct OpTemplate {
   ir::ReduceKind reduce = ir::ReduceKind::Sum;
   int reduce_dim = -1;  // normalised: 1 = along columns (per row), 0 = along rows
   bool reduce_clear = true;
-  enum class ScalarKind : uint8_t { None, Imm, Expr, UbRead } scalar_kind = ScalarKind::None;
   double scalar_imm = 0;
   CExpr scalar_expr;
   AccessTemplate scalar_read;  // UbRead
@@ -139,13 +144,9 @@ struct OpTemplate {
   bool materialise = false;  // Copy into a scalar-loaded UB buffer: runs in timing mode too
   bool transpose_a = false, transpose_b = false, init = true;
   int64_t m = 0, n = 0, k = 0;  // Mmad dims, Copy/Vec matrix view [m rows, n cols]
-  // Flags
-  ir::Pipe flag_src = ir::Pipe::S, flag_dst = ir::Pipe::S;
-  CExpr flag_id;
-  /// Mutation testing (`tilepipe check --drop-sync`, kernels/mutate.h): a dropped set or
-  /// barrier is not issued; a dropped wait still consumes its set (flag counts stay
-  /// balanced) but neither waits for it nor orders anything after it.
-  bool dropped = false;
+  CExpr flag_id;                // flags
+  ir::Loc loc;
+  std::string name;  // e.g. "copy GM->L1", "tile.exp" (trace event names)
 };
 
 /// Control flow around instruction templates, walked by the simulated scalar unit.
