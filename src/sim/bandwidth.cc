@@ -60,6 +60,7 @@ L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capac
 }
 
 namespace {
+int64_t clock_key(int t, int64_t line) { return (static_cast<int64_t>(t) << 48) | line; }
 bool test(const std::vector<uint64_t>& w, int64_t k) {
   return (w[static_cast<size_t>(k >> 6)] >> (k & 63)) & 1;
 }
@@ -72,12 +73,13 @@ void put(std::vector<uint64_t>& w, int64_t k, bool v) {
 
 void L2Residency::allocate(int t, int64_t line) {
   while (resident_ + chunk_ > capacity_ && !clock_.empty()) {
-    auto [vt, vl] = clock_.front();
+    const int vt = static_cast<int>(clock_.front() >> 48);
+    const int64_t vl = clock_.front() & ((int64_t{1} << 48) - 1);
     clock_.pop_front();
     Lines& v = lines_[static_cast<size_t>(vt)];
     if (test(v.referenced, vl)) {  // second chance
       put(v.referenced, vl, false);
-      clock_.emplace_back(vt, vl);
+      clock_.push_back(clock_key(vt, vl));
       continue;
     }
     put(v.resident, vl, false);
@@ -87,7 +89,7 @@ void L2Residency::allocate(int t, int64_t line) {
   Lines& l = lines_[static_cast<size_t>(t)];
   put(l.resident, line, true);
   resident_ += chunk_;
-  clock_.emplace_back(t, line);
+  clock_.push_back(clock_key(t, line));
 }
 
 std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi) {

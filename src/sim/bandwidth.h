@@ -9,6 +9,8 @@
 #include <deque>
 #include <vector>
 
+#include "ring.h"
+
 namespace tilepipe::sim {
 
 class BandwidthLedger {
@@ -49,7 +51,7 @@ class L2Residency {
 
   int64_t capacity_, chunk_, resident_ = 0;
   std::vector<Lines> lines_;
-  std::deque<std::pair<int, int64_t>> clock_;  // resident lines in allocation order
+  Ring<int64_t> clock_;  // resident lines in allocation order: tensor << 48 | line
 };
 
 }  // namespace tilepipe::sim
