@@ -551,23 +551,25 @@ class Engine {
   }
 
   Access resolve(Core& c, const lower::AccessTemplate& a, const lower::OpTemplate& t) {
-    Access r;
-    r.t = &a;
     int64_t off = 0;
     for (int d = 0; d < a.rank; ++d) {
-      int64_t s = eval(c, a.start[d]);
-      if (s < 0 || s + a.extent[d] > a.dim[d]) {
-        fail(t.loc, "slice-bounds",
-             fmt::format("{}: slice of '{}' dimension {} covers [{}, {}) but the dimension has {} "
-                         "elements (at {})",
-                         t.name, a.buffer->name, d, s, s + a.extent[d], a.dim[d], loop_state(c)),
-             "clamp the start or the loop bounds so every tile stays inside the buffer");
-      }
+      const int64_t s = eval(c, a.start[d]);
+      if (s < 0 || s + a.extent[d] > a.dim[d]) [[unlikely]]
+        slice_out_of_bounds(c, a, t, d, s);
       off += s * a.stride[d];
     }
-    r.offset = off;
-    r.mem = memory(c, a);
-    return r;
+    return Access{&a, memory(c, a), off};
+  }
+
+  [[noreturn, gnu::cold, gnu::noinline]] void slice_out_of_bounds(const Core& c,
+                                                                 const lower::AccessTemplate& a,
+                                                                 const lower::OpTemplate& t, int d,
+                                                                 int64_t s) {
+    fail(t.loc, "slice-bounds",
+         fmt::format("{}: slice of '{}' dimension {} covers [{}, {}) but the dimension has {} "
+                     "elements (at {})",
+                     t.name, a.buffer->name, d, s, s + a.extent[d], a.dim[d], loop_state(c)),
+         "clamp the start or the loop bounds so every tile stays inside the buffer");
   }
 
   /// First byte of an operand's buffer, or null where this run keeps no values.
