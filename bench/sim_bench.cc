@@ -130,8 +130,8 @@ BENCHMARK(BM_SfaAutoVsBest)
 // instructions the scalar units issued per wall second (every instruction once);
 // pipe_instr/s = the sum over all pipes' instruction counts, the scalar unit included
 // (the measure issue 17 quotes: FA expert S=16K had 41.7 M in 3.1 s).
-void BM_ExactThroughput(benchmark::State& st, const std::string& kernel,
-                        const std::string& variant, std::map<std::string, std::string> p) {
+void BM_ExactThroughput(benchmark::State& st, const std::string& kernel, const std::string& variant,
+                        std::map<std::string, std::string> p) {
   double issued = 0, pipe = 0;
   for (auto _ : st) {
     auto r = run(kernel, p, sim::Mode::Timing, variant, false);

@@ -60,7 +60,9 @@ L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capac
 }
 
 namespace {
-int64_t clock_key(int t, int64_t line) { return (static_cast<int64_t>(t) << 48) | line; }
+int64_t clock_key(int t, int64_t line) {
+  return (static_cast<int64_t>(t) << 48) | line;
+}
 bool test(const std::vector<uint64_t>& w, int64_t k) {
   return (w[static_cast<size_t>(k >> 6)] >> (k & 63)) & 1;
 }

@@ -562,9 +562,9 @@ class Engine {
   }
 
   [[noreturn, gnu::cold, gnu::noinline]] void slice_out_of_bounds(const Core& c,
-                                                                 const lower::AccessTemplate& a,
-                                                                 const lower::OpTemplate& t, int d,
-                                                                 int64_t s) {
+                                                                  const lower::AccessTemplate& a,
+                                                                  const lower::OpTemplate& t, int d,
+                                                                  int64_t s) {
     fail(t.loc, "slice-bounds",
          fmt::format("{}: slice of '{}' dimension {} covers [{}, {}) but the dimension has {} "
                      "elements (at {})",
@@ -646,7 +646,6 @@ class Engine {
     in.t = &t;
     for (int i = 0; i < t.num_acc; ++i)
       in.acc[static_cast<size_t>(i)] = resolve(c, t.acc[static_cast<size_t>(i)], t);
-    in.scalar_read = {};
     in.scalar = 0;
     in.flag_id = 0;
     in.issue = 0;
@@ -661,27 +660,28 @@ class Engine {
       case lower::OpTemplate::ScalarKind::UbRead:
         // The scalar unit reads UB now, at issue; a read not ordered after the V write by a
         // V->S flag is a race (reported by check), whatever value it happens to see here.
-        in.scalar_read = resolve(c, t.scalar_read, t);
-        scalar(c, chip_.scalar_op_cycles);
-        if (race_) race_access(c, Pipe::S, in, in.scalar_read, false);
-        if (functional_)
-          in.scalar = load_elem(
-              t.scalar_read.dtype,
-              in.scalar_read.mem + in.scalar_read.offset * ir::dtype_bytes(t.scalar_read.dtype));
-        break;
+        {
+          const Access r = resolve(c, t.scalar_read, t);
+          scalar(c, chip_.scalar_op_cycles);
+          if (race_) race_access(c, Pipe::S, in, r, false);
+          if (functional_)
+            in.scalar = load_elem(t.scalar_read.dtype, r.mem + r.offset * t.scalar_read.elem_bytes);
+          break;
+        }
       case lower::OpTemplate::ScalarKind::None:
         break;
     }
     if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
         t.op == Opcode::WaitCross) {
-      in.flag_id = eval(c, t.flag_id);
+      const int64_t id = eval(c, t.flag_id);
       int limit = (t.op == Opcode::SetCross || t.op == Opcode::WaitCross) ? chip_.cross_flag_ids
                                                                           : chip_.event_ids;
-      if (in.flag_id < 0 || in.flag_id >= limit)
+      if (id < 0 || id >= limit)
         fail(t.loc, "flag-id",
-             fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, in.flag_id,
-                         loop_state(c), limit - 1),
+             fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, id, loop_state(c),
+                         limit - 1),
              "keep event ids inside the per-pipe-pair range");
+      in.flag_id = static_cast<int32_t>(id);
     }
   }
 

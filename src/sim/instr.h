@@ -53,14 +53,13 @@ void for_each_run(const Access& a, F&& f) {
   for_each_span<false>(a, [&](int64_t lo, int64_t len, int64_t) { f(lo, len); });
 }
 
-struct Instr {
+struct Instr {  // two cache lines: one sits in a pipe queue per instruction in flight
   const lower::OpTemplate* t = nullptr;
   std::array<Access, 4> acc{};
-  Access scalar_read{};
   double scalar = 0;
-  int64_t flag_id = 0;
-  double issue = 0;  // cycle the scalar unit dispatched it
-  int s_clock = -1;  // race detection: snapshot of the scalar unit's clock at dispatch
+  double issue = 0;      // cycle the scalar unit dispatched it
+  int32_t flag_id = 0;   // checked against the chip's id range at issue
+  int32_t s_clock = -1;  // race detection: snapshot of the scalar unit's clock at dispatch
 };
 
 /// Occupancy (cycles the pipe is busy) and latency (extra cycles until the result is

@@ -18,7 +18,6 @@ namespace tilepipe::sim {
 
 constexpr int kPipes = ir::kNumPipes;
 
-
 struct SetRecord {
   double time = 0;  // cycle the flag becomes visible to the waiter
   const ir::Loc* loc = nullptr;
