@@ -178,7 +178,7 @@ class InvariantError : public std::logic_error {
 };
 
 /// Version of the timing model; part of every tuning-cache key.
-inline constexpr const char* kSimVersion = "tilepipe-sim-4";
+inline constexpr const char* kSimVersion = "tilepipe-sim-3";
 
 /// Runs `prog`. In functional mode `io` supplies every input tensor (missing = zeros) and
 /// receives every GM tensor after the run. Throws UserError for run-time errors in the

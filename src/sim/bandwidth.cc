@@ -55,6 +55,7 @@ L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capac
     l.count = (b + chunk - 1) / chunk;
     l.resident.assign(static_cast<size_t>((l.count + 63) / 64), 0);
     l.referenced = l.resident;
+    missing_.push_back(l.count);
     lines_.push_back(std::move(l));
   }
 }
@@ -86,17 +87,33 @@ void L2Residency::allocate(int t, int64_t line) {
     }
     put(v.resident, vl, false);
     resident_ -= chunk_;
+    ++missing_[static_cast<size_t>(vt)];
+    evicted_ = true;
   }
   if (resident_ + chunk_ > capacity_) return;  // an L2 smaller than one line
   Lines& l = lines_[static_cast<size_t>(t)];
   put(l.resident, line, true);
   resident_ += chunk_;
+  --missing_[static_cast<size_t>(t)];
   clock_.push_back(clock_key(t, line));
 }
 
-std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi) {
+std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi, int64_t row) {
+  // A wholly resident tensor needs no reference bits until the first eviction.
+  if (missing_[static_cast<size_t>(t)] == 0 && !evicted_) return {0, hi - lo};
   Lines& l = lines_[static_cast<size_t>(t)];
   const int64_t k0 = lo / chunk_, k1 = std::min(l.count, (hi + chunk_ - 1) / chunk_);
+  if (!evicted_ && missing_[static_cast<size_t>(t)] <= k1 - k0 && row < hi - lo) {
+    // The tensor may become wholly resident inside the range, and the rows after that point
+    // skip their reference bits: row by row.
+    std::pair<int64_t, int64_t> sum{0, 0};
+    for (int64_t a = lo; a < hi; a += row) {
+      auto [mi, h] = touch(t, a, std::min(hi, a + row), row);
+      sum.first += mi;
+      sum.second += h;
+    }
+    return sum;
+  }
   int64_t miss = 0;
   for (int64_t w = k0 >> 6; k0 < k1 && w <= (k1 - 1) >> 6; ++w) {
     const int64_t a = std::max(k0, w << 6), b = std::min(k1, (w + 1) << 6);

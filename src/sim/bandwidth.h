@@ -32,13 +32,15 @@ class BandwidthLedger {
 /// resident misses (HBM) and allocates it, later touches hit. Written data is allocated
 /// too. When the die's L2 capacity is full, allocating evicts a line chosen by CLOCK
 /// (second chance: a line touched since the hand last passed it is kept once more), the
-/// usual approximation of LRU. Every hit sets the line's reference bit.
+/// usual approximation of LRU. A hit sets the line's reference bit, except while the
+/// tensor is wholly resident and nothing was evicted yet (the bits matter only after that).
 class L2Residency {
  public:
   L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk = 128);
   /// Splits [lo, hi) of tensor `t` into (missed, hit) bytes and makes the range resident.
-  /// Touching [a, b) then [b, c) is the same as touching [a, c) when b is line-aligned.
-  std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi);
+  /// The range is consecutive rows of `row` bytes starting on line boundaries (row a
+  /// multiple of the line, or the whole range): the result is that of touching each row.
+  std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi, int64_t row);
   int64_t line_bytes() const { return chunk_; }
 
  private:
@@ -51,6 +53,8 @@ class L2Residency {
 
   int64_t capacity_, chunk_, resident_ = 0;
   std::vector<Lines> lines_;
+  std::vector<int64_t> missing_;  // lines of each tensor not resident
+  bool evicted_ = false;
   Ring<int64_t> clock_;  // resident lines in allocation order: tensor << 48 | line
 };
 

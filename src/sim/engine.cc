@@ -1138,10 +1138,10 @@ class Engine {
     int64_t miss = 0, hit = 0, again = 0;
     // Adjacent runs are one contiguous range: one L2 touch where they meet on a line boundary
     // (L2Residency::touch), one read-range update, one DMA burst.
-    int64_t l2_lo = 0, l2_len = 0;
+    int64_t l2_lo = 0, l2_len = 0, l2_row = 0;
     auto touch_l2 = [&] {
       if (l2_len == 0) return;
-      auto [mi, h] = l2.touch(g.gm_index, l2_lo, l2_lo + l2_len);
+      auto [mi, h] = l2.touch(g.gm_index, l2_lo, l2_lo + l2_len, l2_row);
       miss += mi;
       hit += h;
     };
@@ -1167,6 +1167,7 @@ class Engine {
     };
     const int64_t line = l2.line_bytes();
     for_each_span<true>(a, [&](int64_t lo, int64_t len, int64_t row) {
+      l2_row = row;  // the same for every span of the access
       if (lo != run_lo + run_len) {
         burst();
         run_lo = lo;
