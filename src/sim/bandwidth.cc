@@ -136,4 +136,32 @@ std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi, in
   return {miss, (hi - lo) - miss};
 }
 
+int64_t RangeSet::add(int64_t lo, int64_t hi) {
+  int64_t overlap = 0;
+  for (int64_t page = lo / kPage; page * kPage < hi; ++page) {
+    const int64_t base = page * kPage;
+    const auto a = static_cast<int32_t>(std::max(lo, base) - base);
+    const auto b = static_cast<int32_t>(std::min(hi, base + kPage) - base);
+    auto& v = pages_[page];
+    // Ranges that overlap or touch [a, b) merge with it.
+    auto first = std::lower_bound(
+        v.begin(), v.end(), a,
+        [](const std::pair<int32_t, int32_t>& r, int32_t x) { return r.second < x; });
+    int32_t nlo = a, nhi = b;
+    auto last = first;
+    for (; last != v.end() && last->first <= b; ++last) {
+      overlap += std::max(0, std::min(b, last->second) - std::max(a, last->first));
+      nlo = std::min(nlo, last->first);
+      nhi = std::max(nhi, last->second);
+    }
+    if (first == last) {
+      v.insert(first, {nlo, nhi});
+    } else {
+      *first = {nlo, nhi};
+      v.erase(first + 1, last);
+    }
+  }
+  return overlap;
+}
+
 }  // namespace tilepipe::sim

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <unordered_map>
 #include <vector>
 
 #include "ring.h"
@@ -57,5 +59,21 @@ class L2Residency {
   bool evicted_ = false;
   Ring<int64_t> clock_;  // resident lines in allocation order: tensor << 48 | line
 };
+
+/// A union of byte ranges of one tensor (what a core has read), split into 4 KiB pages,
+/// each a short sorted list of disjoint ranges: adding a range costs its pages, not a search
+/// of every range the core ever read (a GEMM core reads thousands of disjoint row pieces).
+class RangeSet {
+ public:
+  /// Adds [lo, hi); returns how many of its bytes were already in the set.
+  int64_t add(int64_t lo, int64_t hi);
+
+ private:
+  static constexpr int64_t kPage = 4096;
+  std::unordered_map<int64_t, std::vector<std::pair<int32_t, int32_t>>> pages_;
+};
+
+/// What one core has read of each tensor (by GM index).
+using ReadRanges = std::map<int, RangeSet>;
 
 }  // namespace tilepipe::sim

@@ -56,37 +56,6 @@ bool has_pipe(CoreKind k, Pipe p) {
   return p == Pipe::V || p == Pipe::MTE3;
 }
 
-/// Adds [lo, hi) to a union of ranges; returns how many of its bytes were already there.
-int64_t add_range(std::map<int64_t, int64_t>& m, int64_t lo, int64_t hi) {
-  auto it = m.upper_bound(lo);
-  // Fast paths (no allocation): inside one range, or extending it / a new one without
-  // touching the next.
-  bool clear_next = it == m.end() || it->first > hi;
-  if (it != m.begin()) {
-    auto prev = std::prev(it);
-    if (prev->second >= hi) return hi - lo;
-    if (prev->second >= lo && clear_next) {
-      int64_t ov = prev->second - lo;
-      prev->second = hi;
-      return ov;
-    }
-  }
-  if (clear_next && (it == m.begin() || std::prev(it)->second < lo)) {
-    m.emplace_hint(it, lo, hi);
-    return 0;
-  }
-  int64_t ov = 0, nlo = lo, nhi = hi;
-  if (it != m.begin() && std::prev(it)->second >= lo) --it;
-  while (it != m.end() && it->first <= hi) {
-    ov += std::max<int64_t>(0, std::min(hi, it->second) - std::max(lo, it->first));
-    nlo = std::min(nlo, it->first);
-    nhi = std::max(nhi, it->second);
-    it = m.erase(it);
-  }
-  m[nlo] = nhi;
-  return ov;
-}
-
 int mem_key(const Access& a) {
   return a.t->scope == ir::Scope::GM ? a.t->gm_index : 1000 + static_cast<int>(a.t->scope);
 }
@@ -236,7 +205,7 @@ class Engine {
     // Replay on copies first: the first iteration whose traffic differs from the window's
     // (a phase change of the L2 hits) limits the jump.
     L2Residency l2 = l2res_;
-    std::vector<std::map<int, std::map<int64_t, int64_t>>> ranges;
+    std::vector<ReadRanges> ranges;
     for (const Core& c : cores_) ranges.push_back(c.read_ranges);
     int64_t m = replay(j.iterations, l2, ranges);
     m -= m % j.period;
@@ -284,7 +253,7 @@ class Engine {
 
     /// GM traffic up to the next back-edge of the outer loop, or, once the loop variable has
     /// reached the target, up to the position the core is at now (the end of the jump).
-    GmWork segment(L2Residency& l2, std::map<int, std::map<int64_t, int64_t>>& ranges) {
+    GmWork segment(L2Residency& l2, ReadRanges& ranges) {
       GmWork w;
       std::swap(c_->slots, slots_);  // expressions read the core's slots
       while (!at_end()) {
@@ -361,8 +330,7 @@ class Engine {
   /// Replays the GM addresses of the next `m` iterations of every running core, in
   /// round-robin order, against `l2` and the cores' `ranges`; returns how many iterations
   /// from the start are proven to move exactly the traffic of their window iteration.
-  int64_t replay(int64_t m, L2Residency& l2,
-                 std::vector<std::map<int, std::map<int64_t, int64_t>>>& ranges) {
+  int64_t replay(int64_t m, L2Residency& l2, std::vector<ReadRanges>& ranges) {
     std::vector<std::pair<size_t, Replay>> walks;
     for (size_t i = 0; i < cores_.size(); ++i)
       if (!cores_[i].stream_done && cores_[i].history.gm_moves)
@@ -1129,7 +1097,7 @@ class Engine {
   /// them resident), and which MTE2 bytes re-read an input range this core read before.
   /// `a` is the copy's GM operand (gm_operand) resolved.
   GmWork touch_gm(const lower::OpTemplate& t, const Access& a, L2Residency& l2,
-                  std::map<int, std::map<int64_t, int64_t>>& ranges) {
+                  ReadRanges& ranges) {
     const bool read = t.acc[1].scope == ir::Scope::GM;
     const lower::AccessTemplate& g = *a.t;
     GmWork w;
@@ -1151,7 +1119,7 @@ class Engine {
     double charged = 0;
     auto burst = [&] {
       if (run_len == 0) return;
-      if (track) again += add_range(seen, run_lo, run_lo + run_len);
+      if (track) again += seen.add(run_lo, run_lo + run_len);
       double b = std::max(static_cast<double>(run_len), chip_.dma_min_burst_bytes);
       if (run_len >= chip_.dma_full_bw_align && run_lo % chip_.dma_full_bw_align != 0)
         b /= chip_.dma_misaligned_factor;

@@ -10,6 +10,7 @@
 #include <map>
 #include <vector>
 
+#include "bandwidth.h"
 #include "instr.h"
 #include "ring.h"
 #include "tilepipe/sim.h"
@@ -142,7 +143,7 @@ struct Core {
   std::deque<Blocked> blocked;
   size_t blocked_base = 0;
   std::array<PipeAcct, kPipes> acct{};
-  std::map<int, std::map<int64_t, int64_t>> read_ranges;
+  ReadRanges read_ranges;
 };
 
 /// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
