@@ -1,7 +1,7 @@
 // The engine: cores as cooperative tasks, scoreboarded pipes, intra- and cross-core flags.
 // Contract in include/tilepipe/sim.h. Reads ChipConfig for issue/flag latencies, costs
-// (through instr_cost) and the die's HBM/L2 bandwidth (bandwidth.h); ignores UB bank
-// conflicts and DMA alignment efficiency.
+// (through instr_cost, once per template), the die's HBM/L2 bandwidth (bandwidth.h) and the
+// DMA burst/alignment efficiency of GM copies (touch_gm); ignores UB bank conflicts.
 #include <fmt/format.h>
 
 #include <algorithm>
