@@ -1,4 +1,5 @@
-// Fast-forward vs exact at large shapes (err_pct, wall times). Simulator throughput: functional
+// Fast-forward vs exact at large shapes (err_pct, wall times). Exact-simulation speed per kernel
+// family (issued and pipe instructions per second). Simulator throughput: functional
 // GEMM (GFLOP/s of simulated math), functional elementwise (GB/s moved), and timing-mode GEMM
 // 8192^3 and FA expert (simulated instructions/s and simulated cycles per wall second; with and
 // without fast-forward).
@@ -121,6 +122,46 @@ BENCHMARK(BM_SfaAutoVsBest)
     ->Arg(2560)
     ->Arg(6400)
     ->Arg(48000)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+
+// Exact simulation speed (fast-forward off: what profiles, traces, race checks and every
+// unsteady run cost), per kernel family at a shape of a few seconds. Counters: issued/s =
+// instructions the scalar units issued per wall second (every instruction once);
+// pipe_instr/s = the sum over all pipes' instruction counts, the scalar unit included
+// (the measure issue 17 quotes: FA expert S=16K had 41.7 M in 3.1 s).
+void BM_ExactThroughput(benchmark::State& st, const std::string& kernel, const std::string& variant,
+                        std::map<std::string, std::string> p) {
+  double issued = 0, pipe = 0;
+  for (auto _ : st) {
+    auto r = run(kernel, p, sim::Mode::Timing, variant, false);
+    for (const auto& c : r.sim.cores)
+      for (int k = 0; k < ir::kNumPipes; ++k) {
+        const double n = static_cast<double>(c.pipes[static_cast<size_t>(k)].instructions);
+        pipe += n;
+        if (static_cast<ir::Pipe>(k) == ir::Pipe::S) issued += n;
+      }
+  }
+  st.counters["issued/s"] = benchmark::Counter(issued, benchmark::Counter::kIsRate);
+  st.counters["pipe_instr/s"] = benchmark::Counter(pipe, benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_ExactThroughput, fa_expert_16k, "fa", "expert", {{"S", "16384"}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ExactThroughput, fa_expert_32k, "fa", "expert", {{"S", "32768"}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ExactThroughput, sfa_pa, "sfa", "pa", {{"KV_S", "6400"}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ExactThroughput, gemm_4096, "gemm", "expert",
+                  {{"M", "4096"}, {"N", "4096"}, {"K", "4096"}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ExactThroughput, softmax, "softmax", "tile", {{"R", "262144"}, {"C", "1024"}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_ExactThroughput, elementwise, "elementwise", "add", {{"N", "67108864"}})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 

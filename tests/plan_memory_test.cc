@@ -93,6 +93,57 @@ alloc t: UB f32[64] @1024
 )");
 }
 
+TEST(PlanMemory, RingSlotsStayLiveOverTheirLoopSoIterationsOverlap) {
+  // ring[j % 2] is written and read in the same iteration, after t's last use (no value is
+  // carried), but the two slots are there so that iteration j + 1's load overlaps
+  // iteration j's work: they must not share bytes with the loop's scratch t.
+  KernelBuilder kb("ring", 1);
+  auto x = kb.input("x", {2, 4, 64}, f32);
+  auto y = kb.output("y", {2, 4, 64}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    auto ring = alloc_ub("ring", {2, 64}, f32);
+    serial(4, [&](Ex j) {
+      auto t = alloc_ub("t", {64}, f32);
+      copy(x(vid, j, all), t);
+      copy(t, y(vid, j, all));
+      copy(x(vid, j, all), ring(j % 2, all));
+      copy(ring(j % 2, all), y(vid, j, all));
+    });
+  });
+  EXPECT_EQ(allocs(planned(kb.finish())), R"(alloc ring: UB f32[2, 64] @0
+alloc t: UB f32[64] @512
+)");
+}
+
+TEST(PlanMemory, AValueOverwrittenAfterALoopIsNotWidenedOverIt) {
+  // b is used in the second loop and overwritten whole after it: its value does not leave
+  // the loop, so it may share bytes with the first loop's a.
+  KernelBuilder kb("after", 1);
+  auto x = kb.input("x", {2, 4, 64}, f32);
+  auto y = kb.output("y", {2, 4, 64}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    auto a = alloc_ub("a", {64}, f32);
+    auto b = alloc_ub("b", {64}, f32);
+    serial(2, [&](Ex o) {
+      serial(2, [&](Ex i) {
+        copy(x(vid, o * 2 + i, all), a);
+        copy(a, y(vid, o * 2 + i, all));
+      });
+      serial(2, [&](Ex i) {
+        copy(x(vid, o * 2 + i, all), b);
+        copy(b, y(vid, o * 2 + i, all));
+      });
+    });
+    tile::fill(b, 0.0);
+    copy(b, y(vid, 0, all));
+  });
+  EXPECT_EQ(allocs(planned(kb.finish())), R"(alloc a: UB f32[64] @0
+alloc b: UB f32[64] @0
+)");
+}
+
 TEST(PlanMemory, PinnedAddressesAreKept) {
   EXPECT_EQ(allocs(planned(two_phases(3, 64, /*pin=*/true))), R"(alloc a: UB f32[64] @0
 alloc b: UB f32[64] @0

@@ -106,7 +106,51 @@ Expr make_select(Expr c, Expr t, Expr f, Loc loc = {});
 Expr make_load(Buffer b, std::vector<Expr> index, Loc loc = {});
 /// Integer semantics of BinOp shared by folding and the simulator (floor division/modulo, as in
 /// Python; x / 0 and x % 0 give 0 and are rejected by the verifier where they can be seen).
-int64_t eval_binop(BinOp op, int64_t a, int64_t b);
+inline int64_t floor_div(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t q = a / b;
+  return (a % b != 0) && ((a < 0) != (b < 0)) ? q - 1 : q;
+}
+inline int64_t floor_mod(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t r = a % b;
+  return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
+}
+inline int64_t eval_binop(BinOp op, int64_t a, int64_t b) {
+  switch (op) {
+    case BinOp::Add:
+      return a + b;
+    case BinOp::Sub:
+      return a - b;
+    case BinOp::Mul:
+      return a * b;
+    case BinOp::Div:
+      return floor_div(a, b);
+    case BinOp::Mod:
+      return floor_mod(a, b);
+    case BinOp::Min:
+      return a < b ? a : b;
+    case BinOp::Max:
+      return a > b ? a : b;
+    case BinOp::Lt:
+      return a < b;
+    case BinOp::Le:
+      return a <= b;
+    case BinOp::Gt:
+      return a > b;
+    case BinOp::Ge:
+      return a >= b;
+    case BinOp::Eq:
+      return a == b;
+    case BinOp::Ne:
+      return a != b;
+    case BinOp::And:
+      return (a != 0) && (b != 0);
+    case BinOp::Or:
+      return (a != 0) || (b != 0);
+  }
+  return 0;
+}
 /// The constant value of an expression, if it folds without variables.
 std::optional<int64_t> as_const(const Expr& e);
 

@@ -45,8 +45,37 @@ struct CExpr {
   }
   static int load_rank(const Op& o) { return static_cast<int>(o.value >> 32); }
   static int load_site(const Op& o) { return static_cast<int>(o.value & 0xffffffff); }
+  /// The common shape of index expressions, found once (finalize) so the scalar unit of the
+  /// simulator does not interpret them: c0 + sum(coef * slot), then a short chain of
+  /// operations with constants (ring-buffer slots `(k * ns + i) % nb`, bounds
+  /// `min(ns, n - k * ns)`, tests `i % ci == 0`).
+  struct Post {
+    ir::BinOp op;
+    bool reversed;  // constant OP value instead of value OP constant
+    int64_t value;
+  };
+  enum class Form : uint8_t { Stack, Affine };
+  Form form = Form::Stack;
+  int nterms = 0, nposts = 0;
+  std::array<int, 3> term_slot{};
+  std::array<int64_t, 3> term_coef{};
+  int64_t c0 = 0;
+  std::array<Post, 4> posts{};
+  /// Sets `form` from `ops` (the postfix program stays the reference semantics).
+  void finalize();
   /// `mem` is required when has_load.
-  int64_t eval(const int64_t* slots, const ScalarMem* mem = nullptr) const;
+  int64_t eval(const int64_t* slots, const ScalarMem* mem = nullptr) const {
+    if (form == Form::Stack) return eval_stack(slots, mem);
+    int64_t v = c0;
+    for (int i = 0; i < nterms; ++i)
+      v += term_coef[static_cast<size_t>(i)] * slots[term_slot[static_cast<size_t>(i)]];
+    for (int i = 0; i < nposts; ++i) {
+      const Post& p = posts[static_cast<size_t>(i)];
+      v = p.reversed ? ir::eval_binop(p.op, p.value, v) : ir::eval_binop(p.op, v, p.value);
+    }
+    return v;
+  }
+  int64_t eval_stack(const int64_t* slots, const ScalarMem* mem) const;
   bool is_const() const { return ops.size() == 1 && ops[0].kind == Const; }
 };
 
@@ -67,7 +96,11 @@ struct AccessTemplate {
   std::array<int64_t, kMaxRank> dim{};     // buffer dimension sizes (bounds checks)
   std::array<CExpr, kMaxRank> start;
   const ir::BufferNode* buffer = nullptr;  // for diagnostics
-  int64_t elements() const;
+  // Static facts the simulator reads per instruction, set with the shape (Lowerer::access).
+  int elem_bytes = 4;
+  int64_t num_elements = 1;  // product of the extents
+  int64_t span = 1;          // elements from the first touched to the last, inclusive
+  int64_t elements() const { return num_elements; }
 };
 
 enum class Opcode : uint8_t {
@@ -85,11 +118,17 @@ const char* to_string(Opcode op);
 
 /// One instruction template. Operand 0 is the destination where there is one.
 struct OpTemplate {
+  // What the simulator's issue loop reads for every instruction comes first (one cache
+  // line): the operation, its pipe, its operand count and the flag fields.
   Opcode op;
   ir::Pipe pipe;
-  ir::Loc loc;
-  std::string name;  // e.g. "copy GM->L1", "tile.exp" (trace event names)
+  ir::Pipe flag_src = ir::Pipe::S, flag_dst = ir::Pipe::S;
   int num_acc = 0;
+  /// Mutation testing (`tilepipe check --drop-sync`, kernels/mutate.h): a dropped set or
+  /// barrier is not issued; a dropped wait still consumes its set (flag counts stay
+  /// balanced) but neither waits for it nor orders anything after it.
+  bool dropped = false;
+  enum class ScalarKind : uint8_t { None, Imm, Expr, UbRead } scalar_kind = ScalarKind::None;
   std::array<AccessTemplate, 4> acc;
   // Vec / Reduce
   ir::TileOpKind tile_op = ir::TileOpKind::Add;
@@ -97,7 +136,6 @@ struct OpTemplate {
   ir::ReduceKind reduce = ir::ReduceKind::Sum;
   int reduce_dim = -1;  // normalised: 1 = along columns (per row), 0 = along rows
   bool reduce_clear = true;
-  enum class ScalarKind : uint8_t { None, Imm, Expr, UbRead } scalar_kind = ScalarKind::None;
   double scalar_imm = 0;
   CExpr scalar_expr;
   AccessTemplate scalar_read;  // UbRead
@@ -106,13 +144,9 @@ struct OpTemplate {
   bool materialise = false;  // Copy into a scalar-loaded UB buffer: runs in timing mode too
   bool transpose_a = false, transpose_b = false, init = true;
   int64_t m = 0, n = 0, k = 0;  // Mmad dims, Copy/Vec matrix view [m rows, n cols]
-  // Flags
-  ir::Pipe flag_src = ir::Pipe::S, flag_dst = ir::Pipe::S;
-  CExpr flag_id;
-  /// Mutation testing (`tilepipe check --drop-sync`, kernels/mutate.h): a dropped set or
-  /// barrier is not issued; a dropped wait still consumes its set (flag counts stay
-  /// balanced) but neither waits for it nor orders anything after it.
-  bool dropped = false;
+  CExpr flag_id;                // flags
+  ir::Loc loc;
+  std::string name;  // e.g. "copy GM->L1", "tile.exp" (trace event names)
 };
 
 /// Control flow around instruction templates, walked by the simulated scalar unit.

@@ -273,49 +273,6 @@ Expr make_load(Buffer b, std::vector<Expr> index, Loc loc) {
 
 /// Integer semantics shared by constant folding and the simulator: division and modulo
 /// round toward minus infinity (like Python, which the seed's kernels are written in).
-int64_t eval_binop(BinOp op, int64_t a, int64_t b) {
-  switch (op) {
-    case BinOp::Add:
-      return a + b;
-    case BinOp::Sub:
-      return a - b;
-    case BinOp::Mul:
-      return a * b;
-    case BinOp::Div: {
-      if (b == 0) return 0;
-      int64_t q = a / b;
-      if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
-      return q;
-    }
-    case BinOp::Mod: {
-      if (b == 0) return 0;
-      int64_t r = a % b;
-      if (r != 0 && ((r < 0) != (b < 0))) r += b;
-      return r;
-    }
-    case BinOp::Min:
-      return a < b ? a : b;
-    case BinOp::Max:
-      return a > b ? a : b;
-    case BinOp::Lt:
-      return a < b;
-    case BinOp::Le:
-      return a <= b;
-    case BinOp::Gt:
-      return a > b;
-    case BinOp::Ge:
-      return a >= b;
-    case BinOp::Eq:
-      return a == b;
-    case BinOp::Ne:
-      return a != b;
-    case BinOp::And:
-      return (a != 0) && (b != 0);
-    case BinOp::Or:
-      return (a != 0) || (b != 0);
-  }
-  return 0;
-}
 
 Expr make_binary(BinOp op, Expr a, Expr b, Loc loc) {
   // Fold constants so slices like rows(vid * 64, 64) stay readable in printed IR.

@@ -36,7 +36,7 @@ const char* to_string(Opcode op) {
   return "?";
 }
 
-int64_t CExpr::eval(const int64_t* slots, const ScalarMem* mem) const {
+int64_t CExpr::eval_stack(const int64_t* slots, const ScalarMem* mem) const {
   int64_t st[72];  // lowering caps the stack depth at 64, so it never overflows
   int sp = 0;
   for (const Op& o : ops) {
@@ -67,10 +67,74 @@ int64_t CExpr::eval(const int64_t* slots, const ScalarMem* mem) const {
   return sp ? st[0] : 0;
 }
 
-int64_t AccessTemplate::elements() const {
-  int64_t n = 1;
-  for (int i = 0; i < rank; ++i) n *= extent[i];
-  return n;
+void CExpr::finalize() {
+  // Symbolic run of the postfix program: each value is a linear form (constant + slot ->
+  // coefficient) followed by operations with constants, or unknown.
+  struct Val {
+    bool ok = false;
+    int64_t c = 0;
+    std::map<int, int64_t> t;
+    std::vector<Post> posts;
+    bool is_const() const { return ok && t.empty() && posts.empty(); }
+  };
+  std::vector<Val> st;
+  for (const Op& o : ops) {
+    switch (o.kind) {
+      case Const:
+        st.push_back({true, o.value, {}, {}});
+        break;
+      case Slot:
+        st.push_back({true, 0, {{static_cast<int>(o.value), 1}}, {}});
+        break;
+      case Load:
+        st.resize(st.size() - static_cast<size_t>(load_rank(o)));
+        st.push_back({});
+        break;
+      case Sel:
+        st.resize(st.size() - 2);
+        st.back() = {};
+        break;
+      case Bin: {
+        Val b = std::move(st.back());
+        st.pop_back();
+        Val& a = st.back();
+        const bool linear = a.ok && b.ok && a.posts.empty() && b.posts.empty();
+        if (a.is_const() && b.is_const()) {
+          a.c = ir::eval_binop(o.bin, a.c, b.c);
+        } else if (linear && (o.bin == BinOp::Add || o.bin == BinOp::Sub)) {
+          const int64_t sign = o.bin == BinOp::Add ? 1 : -1;
+          a.c += sign * b.c;
+          for (auto [k, v] : b.t) a.t[k] += sign * v;
+        } else if (linear && o.bin == BinOp::Mul && (a.t.empty() || b.t.empty())) {
+          if (a.t.empty()) std::swap(a, b);
+          a.c *= b.c;
+          for (auto& kv : a.t) kv.second *= b.c;
+        } else if (a.ok && b.is_const()) {
+          a.posts.push_back({o.bin, false, b.c});
+        } else if (a.is_const() && b.ok) {
+          b.posts.push_back({o.bin, true, a.c});
+          a = std::move(b);
+        } else {
+          a = {};
+        }
+        break;
+      }
+    }
+  }
+  form = Form::Stack;
+  if (st.size() != 1 || !st.back().ok) return;
+  Val& v = st.back();
+  std::erase_if(v.t, [](const auto& kv) { return kv.second == 0; });
+  if (v.t.size() > term_slot.size() || v.posts.size() > posts.size()) return;
+  form = Form::Affine;
+  c0 = v.c;
+  nterms = 0;
+  for (auto [k, coef] : v.t) {
+    term_slot[static_cast<size_t>(nterms)] = k;
+    term_coef[static_cast<size_t>(nterms++)] = coef;
+  }
+  nposts = static_cast<int>(v.posts.size());
+  std::copy(v.posts.begin(), v.posts.end(), posts.begin());
 }
 
 namespace {
@@ -136,6 +200,7 @@ class Lowerer {
       max_depth = std::max(max_depth, depth);
     }
     if (max_depth > 64) fail(e->loc, "index expression too deep", "simplify the expression");
+    c.finalize();
     return c;
   }
 
@@ -229,7 +294,10 @@ class Lowerer {
       a.stride[d] = stride;
       a.start[d] = compile(r.start[d]);
       stride *= b.shape[d];
+      a.num_elements *= a.extent[d];
+      a.span += (a.extent[d] - 1) * a.stride[d];
     }
+    a.elem_bytes = ir::dtype_bytes(a.dtype);
     return a;
   }
 

@@ -68,13 +68,14 @@ class Liveness {
   std::map<CoreKind, bool> hand;  // a scope of this kind has hand flags
 
  private:
-  int here(const Loc& loc) {
-    locs.push_back(loc);
+  int here(const Stmt& s) {
+    locs.push_back(s->loc);
+    stmts_.push_back(s);
     at.push_back({core_, regions_, {}});
     return static_cast<int>(locs.size()) - 1;
   }
 
-  void use(const Buffer& b, int pos, Pipe pipe = Pipe::S) {
+  void use(const Buffer& b, int pos, Pipe pipe = Pipe::S, const Region* region = nullptr) {
     auto it = bufs.find(b->id);
     if (it == bufs.end()) return;  // GM
     BufInfo& bi = it->second;
@@ -84,20 +85,33 @@ class Liveness {
     for (int l : stack_) {
       if (std::find(bi.alloc_loops.begin(), bi.alloc_loops.end(), l) != bi.alloc_loops.end())
         continue;
-      if (carried(l, b->id)) pending_.push_back({b->id, l});
+      if (carried(l, b->id) || (region && ring_slot(l, *region))) pending_.push_back({b->id, l});
     }
+  }
+
+  /// A region of an automatically synchronised scope whose start moves with loop `l`'s
+  /// variable (a multi-buffer slot `buf[j % n]`) is live over the whole loop even when each
+  /// iteration reads only what it wrote: the slots exist so that iteration j + 1 can fill
+  /// one while iteration j still computes on another. Sharing their bytes with the loop's
+  /// scratch would serialise exactly that overlap.
+  bool ring_slot(int l, const Region& r) const {
+    if (!core_ || hand.count(*core_) == 0 || hand.at(*core_)) return false;
+    int var = loop_vars_[static_cast<size_t>(l)];
+    return std::any_of(r.start.begin(), r.start.end(),
+                       [var](const Expr& e) { return uses_var(e, var); });
   }
 
   void node(const SeqStmt& n, const Stmt&) {
     for (const auto& c : n.body) walk(c);
   }
   void node(const ForStmt& n, const Stmt& s) {
-    int pos = here(s->loc);
+    int pos = here(s);
     std::vector<Access> hdr = collect_accesses_header(s);
     for (const auto& a : hdr) use(a.region.buffer, pos);
     int id = static_cast<int>(loops.size());
     loops.push_back({pos, pos});
     loop_bodies_.push_back(n.body);
+    loop_vars_.push_back(n.var->id);
     loop_region.push_back(next_region_);
     stack_.push_back(id);
     regions_.push_back(next_region_++);
@@ -107,7 +121,7 @@ class Liveness {
     loops[static_cast<size_t>(id)].end = static_cast<int>(locs.size()) - 1;
   }
   void node(const IfStmt& n, const Stmt& s) {
-    int pos = here(s->loc);
+    int pos = here(s);
     for (const auto& a : collect_accesses_header(s)) use(a.region.buffer, pos);
     for (const Stmt* branch : {&n.then_body, &n.else_body}) {
       regions_.push_back(next_region_++);
@@ -134,13 +148,13 @@ class Liveness {
     sync(s, {SyncEvent::WaitCross, Pipe::S, Pipe::S, id(n.flag_id), n.flag_id});
   }
   void sync(const Stmt& s, SyncEvent e) {
-    int pos = here(s->loc);
+    int pos = here(s);
     bool cross = e.kind == SyncEvent::SetCross || e.kind == SyncEvent::WaitCross;
     if (e.id >= 0 || !cross) at[static_cast<size_t>(pos)].sync = std::move(e);
   }
   static int64_t id(const Expr& e) { return as_const(e).value_or(-1); }
   void node(const AllocStmt& n, const Stmt& s) {
-    int pos = here(s->loc);
+    int pos = here(s);
     if (n.buffer->scope == Scope::GM) return;
     BufInfo bi;
     bi.buf = n.buffer;
@@ -150,8 +164,8 @@ class Liveness {
   }
   template <class T>
   void node(const T&, const Stmt& s) {
-    int pos = here(s->loc);
-    for (const auto& a : leaf_accesses(s)) use(a.region.buffer, pos, a.pipe);
+    int pos = here(s);
+    for (const auto& a : leaf_accesses(s)) use(a.region.buffer, pos, a.pipe, &a.region);
   }
 
   /// Does loop `l` carry a value of the buffer from one iteration to the next? Only then
@@ -183,9 +197,10 @@ class Liveness {
     }
     for (auto& [id, bi] : bufs)
       if (bi.lo < 0) bi.lo = bi.hi = bi.alloc_pos;  // never used: a point
-    // A value live across a loop's boundary (made in it and used after it, or made before it
-    // and used in it) is live in every iteration: widen to the whole loop, to a fixed point
-    // (nested loops).
+    // A value made in a loop and read after it is live in every iteration from the first
+    // (row 0 of a tile filled per row must survive the later iterations' scratch): widen to
+    // the whole loop, to a fixed point (nested loops). A value entering a loop is widened
+    // by `carried` above when the body reads it.
     for (bool changed = true; changed;) {
       changed = false;
       for (auto& [id, bi] : bufs)
@@ -195,8 +210,8 @@ class Liveness {
               bi.alloc_loops.end())
             continue;
           bool inside = bi.lo <= sp.end && bi.hi > sp.begin;
-          bool crosses = bi.lo < sp.begin || bi.hi > sp.end;
-          if (inside && crosses && (bi.lo > sp.begin || bi.hi < sp.end)) {
+          if (inside && bi.hi > sp.end && (bi.lo > sp.begin || bi.hi < sp.end) &&
+              live_out(bi, sp)) {
             bi.lo = std::min(bi.lo, sp.begin);
             bi.hi = std::max(bi.hi, sp.end);
             changed = true;
@@ -211,7 +226,22 @@ class Liveness {
   int next_region_ = 0;
   std::optional<CoreKind> core_;
   std::vector<std::pair<int, int>> pending_;
+  /// Is the buffer's value at the end of the loop read later? Not when its first access
+  /// after the loop overwrites all of it without reading and runs whenever the loop does.
+  bool live_out(const BufInfo& bi, const LoopSpan& sp) const {
+    auto next = std::find_if(bi.sites.begin(), bi.sites.end(),
+                             [&](const auto& site) { return site.first > sp.end; });
+    if (next == bi.sites.end()) return true;
+    auto q = static_cast<size_t>(next->first);
+    const Stmt& s = stmts_[q];
+    int id = bi.buf->id;
+    return at[q].regions != at[static_cast<size_t>(sp.begin)].regions || exposed(s, id) ||
+           !kills(s, id);
+  }
+
+  std::vector<Stmt> stmts_;  // position -> statement
   std::vector<Stmt> loop_bodies_;
+  std::vector<int> loop_vars_;
   std::map<std::pair<int, int>, bool> carried_;
 };
 

@@ -51,48 +51,117 @@ void BandwidthLedger::shift(double cycles) {
 L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk)
     : capacity_(capacity), chunk_(chunk) {
   for (auto b : tensor_bytes) {
-    lines_.emplace_back(static_cast<size_t>((b + chunk - 1) / chunk), kAbsent);
-    missing_.push_back(static_cast<int64_t>(lines_.back().size()));
+    Lines l;
+    l.count = (b + chunk - 1) / chunk;
+    l.resident.assign(static_cast<size_t>((l.count + 63) / 64), 0);
+    l.referenced = l.resident;
+    missing_.push_back(l.count);
+    lines_.push_back(std::move(l));
   }
 }
 
+namespace {
+int64_t clock_key(int t, int64_t line) {
+  return (static_cast<int64_t>(t) << 48) | line;
+}
+bool test(const std::vector<uint64_t>& w, int64_t k) {
+  return (w[static_cast<size_t>(k >> 6)] >> (k & 63)) & 1;
+}
+void put(std::vector<uint64_t>& w, int64_t k, bool v) {
+  uint64_t bit = uint64_t{1} << (k & 63);
+  auto& x = w[static_cast<size_t>(k >> 6)];
+  x = v ? x | bit : x & ~bit;
+}
+}  // namespace
+
 void L2Residency::allocate(int t, int64_t line) {
   while (resident_ + chunk_ > capacity_ && !clock_.empty()) {
-    auto [vt, vl] = clock_.front();
+    const int vt = static_cast<int>(clock_.front() >> 48);
+    const int64_t vl = clock_.front() & ((int64_t{1} << 48) - 1);
     clock_.pop_front();
-    uint8_t& v = lines_[static_cast<size_t>(vt)][static_cast<size_t>(vl)];
-    if (v == kReferenced) {  // second chance
-      v = kResident;
-      clock_.emplace_back(vt, vl);
+    Lines& v = lines_[static_cast<size_t>(vt)];
+    if (test(v.referenced, vl)) {  // second chance
+      put(v.referenced, vl, false);
+      clock_.push_back(clock_key(vt, vl));
       continue;
     }
-    v = kAbsent;
+    put(v.resident, vl, false);
     resident_ -= chunk_;
     ++missing_[static_cast<size_t>(vt)];
     evicted_ = true;
   }
   if (resident_ + chunk_ > capacity_) return;  // an L2 smaller than one line
-  lines_[static_cast<size_t>(t)][static_cast<size_t>(line)] = kResident;
+  Lines& l = lines_[static_cast<size_t>(t)];
+  put(l.resident, line, true);
   resident_ += chunk_;
   --missing_[static_cast<size_t>(t)];
-  clock_.emplace_back(t, line);
+  clock_.push_back(clock_key(t, line));
 }
 
-std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi) {
+std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi, int64_t row) {
+  // A wholly resident tensor needs no reference bits until the first eviction.
   if (missing_[static_cast<size_t>(t)] == 0 && !evicted_) return {0, hi - lo};
-  auto& c = lines_[static_cast<size_t>(t)];
+  Lines& l = lines_[static_cast<size_t>(t)];
+  const int64_t k0 = lo / chunk_, k1 = std::min(l.count, (hi + chunk_ - 1) / chunk_);
+  if (!evicted_ && missing_[static_cast<size_t>(t)] <= k1 - k0 && row < hi - lo) {
+    // The tensor may become wholly resident inside the range, and the rows after that point
+    // skip their reference bits: row by row.
+    std::pair<int64_t, int64_t> sum{0, 0};
+    for (int64_t a = lo; a < hi; a += row) {
+      auto [mi, h] = touch(t, a, std::min(hi, a + row), row);
+      sum.first += mi;
+      sum.second += h;
+    }
+    return sum;
+  }
   int64_t miss = 0;
-  for (int64_t k = lo / chunk_; k * chunk_ < hi && k < static_cast<int64_t>(c.size()); ++k) {
-    int64_t a = std::max(lo, k * chunk_), b = std::min(hi, (k + 1) * chunk_);
-    uint8_t& v = c[static_cast<size_t>(k)];
-    if (v != kAbsent) {
-      v = kReferenced;
+  for (int64_t w = k0 >> 6; k0 < k1 && w <= (k1 - 1) >> 6; ++w) {
+    const int64_t a = std::max(k0, w << 6), b = std::min(k1, (w + 1) << 6);
+    const uint64_t mask = (b - a == 64 ? ~uint64_t{0} : ((uint64_t{1} << (b - a)) - 1)) << (a & 63);
+    auto& res = l.resident[static_cast<size_t>(w)];
+    if ((res & mask) == mask) {  // all hits: one word
+      l.referenced[static_cast<size_t>(w)] |= mask;
       continue;
     }
-    miss += b - a;
-    allocate(t, k);
+    // A miss allocates and may evict (also lines further on): line by line, in order.
+    for (int64_t k = a; k < b; ++k) {
+      if (test(l.resident, k)) {
+        put(l.referenced, k, true);
+        continue;
+      }
+      miss += std::min(hi, (k + 1) * chunk_) - std::max(lo, k * chunk_);
+      allocate(t, k);
+    }
   }
   return {miss, (hi - lo) - miss};
+}
+
+int64_t RangeSet::add(int64_t lo, int64_t hi) {
+  int64_t overlap = 0;
+  for (int64_t page = lo / kPage; page * kPage < hi; ++page) {
+    const int64_t base = page * kPage;
+    const auto a = static_cast<int32_t>(std::max(lo, base) - base);
+    const auto b = static_cast<int32_t>(std::min(hi, base + kPage) - base);
+    auto& v = pages_[page];
+    // Ranges that overlap or touch [a, b) merge with it.
+    auto first = std::lower_bound(
+        v.begin(), v.end(), a,
+        [](const std::pair<int32_t, int32_t>& r, int32_t x) { return r.second < x; });
+    int32_t nlo = a, nhi = b;
+    auto last = first;
+    for (; last != v.end() && last->first <= b; ++last) {
+      overlap += std::max(0, std::min(b, last->second) - std::max(a, last->first));
+      nlo = std::min(nlo, last->first);
+      nhi = std::max(nhi, last->second);
+    }
+    if (first == last) {
+      v.insert(first, {nlo, nhi});
+    } else {
+      *first = {nlo, nhi};
+      v.erase(first + 1, last);
+    }
+  }
+  return overlap;
 }
 
 }  // namespace tilepipe::sim

@@ -7,7 +7,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <deque>
+#include <map>
+#include <unordered_map>
 #include <vector>
+
+#include "ring.h"
 
 namespace tilepipe::sim {
 
@@ -30,22 +34,46 @@ class BandwidthLedger {
 /// resident misses (HBM) and allocates it, later touches hit. Written data is allocated
 /// too. When the die's L2 capacity is full, allocating evicts a line chosen by CLOCK
 /// (second chance: a line touched since the hand last passed it is kept once more), the
-/// usual approximation of LRU.
+/// usual approximation of LRU. A hit sets the line's reference bit, except while the
+/// tensor is wholly resident and nothing was evicted yet (the bits matter only after that).
 class L2Residency {
  public:
   L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capacity, int64_t chunk = 128);
   /// Splits [lo, hi) of tensor `t` into (missed, hit) bytes and makes the range resident.
-  std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi);
+  /// The range is consecutive rows of `row` bytes starting on line boundaries (row a
+  /// multiple of the line, or the whole range): the result is that of touching each row.
+  std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi, int64_t row);
+  int64_t line_bytes() const { return chunk_; }
 
  private:
-  enum : uint8_t { kAbsent = 0, kResident = 1, kReferenced = 2 };
+  /// One bit per line, 64 lines a word: the inner loop of every GM copy works on words.
+  struct Lines {
+    std::vector<uint64_t> resident, referenced;
+    int64_t count = 0;
+  };
   void allocate(int t, int64_t line);
 
   int64_t capacity_, chunk_, resident_ = 0;
-  std::vector<std::vector<uint8_t>> lines_;
-  std::vector<int64_t> missing_;               // lines of each tensor not resident
-  std::deque<std::pair<int, int64_t>> clock_;  // resident lines in allocation order
-  bool evicted_ = false;  // until the first eviction, reference bits need no upkeep
+  std::vector<Lines> lines_;
+  std::vector<int64_t> missing_;  // lines of each tensor not resident
+  bool evicted_ = false;
+  Ring<int64_t> clock_;  // resident lines in allocation order: tensor << 48 | line
 };
+
+/// A union of byte ranges of one tensor (what a core has read), split into 4 KiB pages,
+/// each a short sorted list of disjoint ranges: adding a range costs its pages, not a search
+/// of every range the core ever read (a GEMM core reads thousands of disjoint row pieces).
+class RangeSet {
+ public:
+  /// Adds [lo, hi); returns how many of its bytes were already in the set.
+  int64_t add(int64_t lo, int64_t hi);
+
+ private:
+  static constexpr int64_t kPage = 4096;
+  std::unordered_map<int64_t, std::vector<std::pair<int32_t, int32_t>>> pages_;
+};
+
+/// What one core has read of each tensor (by GM index).
+using ReadRanges = std::map<int, RangeSet>;
 
 }  // namespace tilepipe::sim

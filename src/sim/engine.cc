@@ -1,10 +1,11 @@
 // The engine: cores as cooperative tasks, scoreboarded pipes, intra- and cross-core flags.
 // Contract in include/tilepipe/sim.h. Reads ChipConfig for issue/flag latencies, costs
-// (through instr_cost) and the die's HBM/L2 bandwidth (bandwidth.h); ignores UB bank
-// conflicts and DMA alignment efficiency.
+// (through instr_cost, once per template), the die's HBM/L2 bandwidth (bandwidth.h) and the
+// DMA burst/alignment efficiency of GM copies (touch_gm); ignores UB bank conflicts.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <deque>
 #include <map>
 #include <memory>
@@ -55,37 +56,6 @@ bool has_pipe(CoreKind k, Pipe p) {
   return p == Pipe::V || p == Pipe::MTE3;
 }
 
-/// Adds [lo, hi) to a union of ranges; returns how many of its bytes were already there.
-int64_t add_range(std::map<int64_t, int64_t>& m, int64_t lo, int64_t hi) {
-  auto it = m.upper_bound(lo);
-  // Fast paths (no allocation): inside one range, or extending it / a new one without
-  // touching the next.
-  bool clear_next = it == m.end() || it->first > hi;
-  if (it != m.begin()) {
-    auto prev = std::prev(it);
-    if (prev->second >= hi) return hi - lo;
-    if (prev->second >= lo && clear_next) {
-      int64_t ov = prev->second - lo;
-      prev->second = hi;
-      return ov;
-    }
-  }
-  if (clear_next && (it == m.begin() || std::prev(it)->second < lo)) {
-    m.emplace_hint(it, lo, hi);
-    return 0;
-  }
-  int64_t ov = 0, nlo = lo, nhi = hi;
-  if (it != m.begin() && std::prev(it)->second >= lo) --it;
-  while (it != m.end() && it->first <= hi) {
-    ov += std::max<int64_t>(0, std::min(hi, it->second) - std::max(lo, it->first));
-    nlo = std::min(nlo, it->first);
-    nhi = std::max(nhi, it->second);
-    it = m.erase(it);
-  }
-  m[nlo] = nhi;
-  return ov;
-}
-
 int mem_key(const Access& a) {
   return a.t->scope == ir::Scope::GM ? a.t->gm_index : 1000 + static_cast<int>(a.t->scope);
 }
@@ -105,6 +75,17 @@ class Engine {
       for (const auto& t : cp->instrs)
         for (const auto& site : o.whatif_free_sites)
           if (t.loc.str() == site) free_ops_.insert(&t);
+    // An instruction's cost depends on its template only (static shapes): once per template.
+    for (int k = 0; k < 2; ++k) {
+      const auto& instrs = (k == 0 ? p.aic : p.aiv).instrs;
+      for (const auto& t : instrs) {
+        Instr in;
+        in.t = &t;
+        for (int i = 0; i < t.num_acc; ++i)
+          in.acc[static_cast<size_t>(i)].t = &t.acc[static_cast<size_t>(i)];
+        costs_[static_cast<size_t>(k)].push_back(instr_cost(in, chip));
+      }
+    }
   }
 
   static std::vector<int64_t> tensor_bytes(const lower::LoweredProgram& p) {
@@ -224,7 +205,7 @@ class Engine {
     // Replay on copies first: the first iteration whose traffic differs from the window's
     // (a phase change of the L2 hits) limits the jump.
     L2Residency l2 = l2res_;
-    std::vector<std::map<int, std::map<int64_t, int64_t>>> ranges;
+    std::vector<ReadRanges> ranges;
     for (const Core& c : cores_) ranges.push_back(c.read_ranges);
     int64_t m = replay(j.iterations, l2, ranges);
     m -= m % j.period;
@@ -272,7 +253,7 @@ class Engine {
 
     /// GM traffic up to the next back-edge of the outer loop, or, once the loop variable has
     /// reached the target, up to the position the core is at now (the end of the jump).
-    GmWork segment(L2Residency& l2, std::map<int, std::map<int64_t, int64_t>>& ranges) {
+    GmWork segment(L2Residency& l2, ReadRanges& ranges) {
       GmWork w;
       std::swap(c_->slots, slots_);  // expressions read the core's slots
       while (!at_end()) {
@@ -349,8 +330,7 @@ class Engine {
   /// Replays the GM addresses of the next `m` iterations of every running core, in
   /// round-robin order, against `l2` and the cores' `ranges`; returns how many iterations
   /// from the start are proven to move exactly the traffic of their window iteration.
-  int64_t replay(int64_t m, L2Residency& l2,
-                 std::vector<std::map<int, std::map<int64_t, int64_t>>>& ranges) {
+  int64_t replay(int64_t m, L2Residency& l2, std::vector<ReadRanges>& ranges) {
     std::vector<std::pair<size_t, Replay>> walks;
     for (size_t i = 0; i < cores_.size(); ++i)
       if (!cores_[i].stream_done && cores_[i].history.gm_moves)
@@ -539,23 +519,25 @@ class Engine {
   }
 
   Access resolve(Core& c, const lower::AccessTemplate& a, const lower::OpTemplate& t) {
-    Access r;
-    r.t = &a;
     int64_t off = 0;
     for (int d = 0; d < a.rank; ++d) {
-      int64_t s = eval(c, a.start[d]);
-      if (s < 0 || s + a.extent[d] > a.dim[d]) {
-        fail(t.loc, "slice-bounds",
-             fmt::format("{}: slice of '{}' dimension {} covers [{}, {}) but the dimension has {} "
-                         "elements (at {})",
-                         t.name, a.buffer->name, d, s, s + a.extent[d], a.dim[d], loop_state(c)),
-             "clamp the start or the loop bounds so every tile stays inside the buffer");
-      }
+      const int64_t s = eval(c, a.start[d]);
+      if (s < 0 || s + a.extent[d] > a.dim[d]) [[unlikely]]
+        slice_out_of_bounds(c, a, t, d, s);
       off += s * a.stride[d];
     }
-    r.offset = off;
-    r.mem = memory(c, a);
-    return r;
+    return Access{&a, memory(c, a), off};
+  }
+
+  [[noreturn, gnu::cold, gnu::noinline]] void slice_out_of_bounds(const Core& c,
+                                                                  const lower::AccessTemplate& a,
+                                                                  const lower::OpTemplate& t, int d,
+                                                                  int64_t s) {
+    fail(t.loc, "slice-bounds",
+         fmt::format("{}: slice of '{}' dimension {} covers [{}, {}) but the dimension has {} "
+                     "elements (at {})",
+                     t.name, a.buffer->name, d, s, s + a.extent[d], a.dim[d], loop_state(c)),
+         "clamp the start or the loop bounds so every tile stays inside the buffer");
   }
 
   /// First byte of an operand's buffer, or null where this run keeps no values.
@@ -627,11 +609,15 @@ class Engine {
     return s;
   }
 
-  Instr instantiate(Core& c, const lower::OpTemplate& t) {
-    Instr in;
+  /// Fills `in` (possibly a reused queue slot: every field is written) for template t.
+  void instantiate(Core& c, const lower::OpTemplate& t, Instr& in) {
     in.t = &t;
     for (int i = 0; i < t.num_acc; ++i)
       in.acc[static_cast<size_t>(i)] = resolve(c, t.acc[static_cast<size_t>(i)], t);
+    in.scalar = 0;
+    in.flag_id = 0;
+    in.issue = 0;
+    in.s_clock = -1;
     switch (t.scalar_kind) {
       case lower::OpTemplate::ScalarKind::Imm:
         in.scalar = t.scalar_imm;
@@ -642,29 +628,29 @@ class Engine {
       case lower::OpTemplate::ScalarKind::UbRead:
         // The scalar unit reads UB now, at issue; a read not ordered after the V write by a
         // V->S flag is a race (reported by check), whatever value it happens to see here.
-        in.scalar_read = resolve(c, t.scalar_read, t);
-        scalar(c, chip_.scalar_op_cycles);
-        if (race_) race_access(c, Pipe::S, in, in.scalar_read, false);
-        if (functional_)
-          in.scalar = load_elem(
-              t.scalar_read.dtype,
-              in.scalar_read.mem + in.scalar_read.offset * ir::dtype_bytes(t.scalar_read.dtype));
-        break;
+        {
+          const Access r = resolve(c, t.scalar_read, t);
+          scalar(c, chip_.scalar_op_cycles);
+          if (race_) race_access(c, Pipe::S, in, r, false);
+          if (functional_)
+            in.scalar = load_elem(t.scalar_read.dtype, r.mem + r.offset * t.scalar_read.elem_bytes);
+          break;
+        }
       case lower::OpTemplate::ScalarKind::None:
         break;
     }
     if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
         t.op == Opcode::WaitCross) {
-      in.flag_id = eval(c, t.flag_id);
+      const int64_t id = eval(c, t.flag_id);
       int limit = (t.op == Opcode::SetCross || t.op == Opcode::WaitCross) ? chip_.cross_flag_ids
                                                                           : chip_.event_ids;
-      if (in.flag_id < 0 || in.flag_id >= limit)
+      if (id < 0 || id >= limit)
         fail(t.loc, "flag-id",
-             fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, in.flag_id,
-                         loop_state(c), limit - 1),
+             fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, id, loop_state(c),
+                         limit - 1),
              "keep event ids inside the per-pipe-pair range");
+      in.flag_id = static_cast<int32_t>(id);
     }
-    return in;
   }
 
   size_t flag_key(Pipe s, Pipe d, int64_t id) const {
@@ -689,7 +675,12 @@ class Engine {
           c.stream_done = true;
           return;
         }
-        Instr in = instantiate(c, *t);
+        // A queued instruction is built in its queue slot; the others where the scalar unit
+        // may have to keep it (pending).
+        Instr& in = queued(*t) && !opts_.lower_bound_only
+                        ? c.pipes[static_cast<size_t>(t->pipe)].queue.back_slot()
+                        : c.pending;
+        instantiate(c, *t, in);
         if (!opts_.lower_bound_only) queue_stall(c, *t);
         if (!t->dropped) scalar(c, chip_.issue_cycles);
         in.issue = c.t;
@@ -697,7 +688,6 @@ class Engine {
         if (opts_.lower_bound_only) {
           bound_dispatch(c, in);
         } else if (!dispatch(c, in)) {
-          c.pending = in;
           c.has_pending = true;
           return;
         }
@@ -707,6 +697,11 @@ class Engine {
         return;
       }
     }
+  }
+
+  Cost cost_of(const Core& c, const lower::OpTemplate& t) const {
+    const auto& costs = costs_[c.kind == CoreKind::C ? 0 : 1];
+    return costs[static_cast<size_t>(&t - c.prog->instrs.data())];
   }
 
   /// Instructions that go to a pipe's queue (the others the scalar unit handles itself).
@@ -723,7 +718,7 @@ class Engine {
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
     const int64_t depth = chip_.pipe_queue_depth, k = ps.dispatched - depth;
     if (k < 0 || k >= ps.popped) return;
-    const double free = ps.started[static_cast<size_t>(k % depth)];
+    const double free = ps.started[static_cast<size_t>(ps.dispatch_slot)];  // k % depth
     if (free <= c.t) return;
     c.tally.blocked_queue += free - c.t;
     c.t = free;
@@ -731,8 +726,9 @@ class Engine {
 
   /// The head of pipe p's queue started at `start`.
   void leave_queue(PipeState& ps, double start) {
-    ps.started[static_cast<size_t>(ps.popped % chip_.pipe_queue_depth)] = start;
+    ps.started[static_cast<size_t>(ps.pop_slot)] = start;
     ++ps.popped;
+    if (++ps.pop_slot == chip_.pipe_queue_depth) ps.pop_slot = 0;
   }
 
   /// Waits handled by the scalar unit itself; false while the flag is not available.
@@ -787,7 +783,7 @@ class Engine {
   /// order, without waiting for it and without a happens-before edge; when the set has not
   /// arrived yet, the next set of that flag is swallowed on arrival instead.
   void consume_dropped(Core& c, const Instr& in) {
-    auto take = [](std::deque<SetRecord>& q, int& debt) {
+    auto take = [](Ring<SetRecord>& q, int& debt) {
       if (q.empty())
         ++debt;
       else
@@ -899,7 +895,7 @@ class Engine {
         t.op == Opcode::SetCross || t.op == Opcode::Barrier || t.pipe == Pipe::S)
       return;
     PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
-    Cost cost = instr_cost(in, chip_);
+    Cost cost = cost_of(c, t);
     if (t.op == Opcode::Copy) {
       bool read = in.acc[1].t->scope == ir::Scope::GM;
       const Access& g = read ? in.acc[1] : in.acc[0];
@@ -917,8 +913,7 @@ class Engine {
     if (t.materialise) execute(in);
   }
 
-  void check_cross_overflow(const std::deque<SetRecord>& q, double now, const Instr& in,
-                            const Core& c) {
+  void check_cross_overflow(const Ring<SetRecord>& q, double now, const Instr& in, const Core& c) {
     size_t max = static_cast<size_t>(chip_.cross_flag_max);
     if (q.size() >= max && q[max - 1].time <= now)
       fail(*q[max - 1].loc, "cross-flag",
@@ -929,7 +924,7 @@ class Engine {
 
   /// A flag is binary: a second set visible no later than the wait that consumes the first
   /// is lost on hardware (and hangs the second wait).
-  void check_double_set(const Core& c, const std::deque<SetRecord>& q, double consumed_at,
+  void check_double_set(const Core& c, const Ring<SetRecord>& q, double consumed_at,
                         const Instr& wait) {
     if (q.empty() || q.front().time > consumed_at) return;
     const auto& t = *wait.t;
@@ -953,8 +948,9 @@ class Engine {
     }
     if (race_) in.s_clock = scalar_clock(c);
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
-    ps.queue.push_back(in);
+    ps.queue.commit_back();  // `in` is its back slot (run_core)
     ++ps.dispatched;
+    if (++ps.dispatch_slot == chip_.pipe_queue_depth) ps.dispatch_slot = 0;
     drain(c, t.pipe);
     return true;
   }
@@ -1070,17 +1066,23 @@ class Engine {
     ++c.tally.pending_n[d];
   }
 
-  double hazard_start(const PipeState& ps, const Instr& in) const {
+  double hazard_start(PipeState& ps, const Instr& in) const {
     double start = 0;
     // Back-to-back mmads accumulating into one L0C tile pipeline inside the cube
     // (hardware.md): only their L0A/L0B operands order them.
     int first = in.t->op == Opcode::Mmad ? 1 : 0;
-    for (int i = first; i < in.t->num_acc; ++i) {
-      const Access& a = in.acc[static_cast<size_t>(i)];
-      int key = mem_key(a);
-      int64_t lo = a.byte_lo(), hi = a.byte_hi();
-      for (const auto& w : ps.recent)
-        if (w.mem == key && lo < w.hi && w.lo < hi) start = std::max(start, w.end);
+    for (uint32_t bits = ps.live; bits; bits &= bits - 1) {
+      const int i = std::countr_zero(bits);
+      const RecentWrite& w = ps.recent[static_cast<size_t>(i)];
+      if (w.end <= ps.ready) {
+        ps.live &= ~(uint32_t{1} << i);
+        continue;
+      }
+      for (int k = first; k < in.t->num_acc; ++k) {
+        const Access& a = in.acc[static_cast<size_t>(k)];
+        if (w.mem == mem_key(a) && a.byte_lo() < w.hi && w.lo < a.byte_hi())
+          start = std::max(start, w.end);
+      }
     }
     return start;
   }
@@ -1095,37 +1097,59 @@ class Engine {
   /// them resident), and which MTE2 bytes re-read an input range this core read before.
   /// `a` is the copy's GM operand (gm_operand) resolved.
   GmWork touch_gm(const lower::OpTemplate& t, const Access& a, L2Residency& l2,
-                  std::map<int, std::map<int64_t, int64_t>>& ranges) {
+                  ReadRanges& ranges) {
     const bool read = t.acc[1].scope == ir::Scope::GM;
     const lower::AccessTemplate& g = *a.t;
     GmWork w;
     bool track = read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.gm_index)].workspace;
     auto& seen = ranges[g.gm_index];
     int64_t miss = 0, hit = 0, again = 0;
+    // Adjacent runs are one contiguous range: one L2 touch where they meet on a line boundary
+    // (L2Residency::touch), one read-range update, one DMA burst.
+    int64_t l2_lo = 0, l2_len = 0, l2_row = 0;
+    auto touch_l2 = [&] {
+      if (l2_len == 0) return;
+      auto [mi, h] = l2.touch(g.gm_index, l2_lo, l2_lo + l2_len, l2_row);
+      miss += mi;
+      hit += h;
+    };
     // DMA efficiency (docs/simulator.md): each contiguous run costs at least a minimum
     // burst, a long run off the full-bandwidth alignment streams slower.
     int64_t run_lo = 0, run_len = 0;
     double charged = 0;
     auto burst = [&] {
       if (run_len == 0) return;
+      if (track) again += seen.add(run_lo, run_lo + run_len);
       double b = std::max(static_cast<double>(run_len), chip_.dma_min_burst_bytes);
       if (run_len >= chip_.dma_full_bw_align && run_lo % chip_.dma_full_bw_align != 0)
         b /= chip_.dma_misaligned_factor;
       charged += b;
     };
-    for_each_run(a, [&](int64_t lo, int64_t len) {
-      auto [mi, h] = l2.touch(g.gm_index, lo, lo + len);
-      miss += mi;
-      hit += h;
-      if (track) again += add_range(seen, lo, lo + len);
+    auto l2_piece = [&](int64_t lo, int64_t len) {
+      if (lo != l2_lo + l2_len || lo % l2.line_bytes() != 0) {
+        touch_l2();
+        l2_lo = lo;
+        l2_len = 0;
+      }
+      l2_len += len;
+    };
+    const int64_t line = l2.line_bytes();
+    for_each_span<true>(a, [&](int64_t lo, int64_t len, int64_t row) {
+      l2_row = row;  // the same for every span of the access
       if (lo != run_lo + run_len) {
         burst();
         run_lo = lo;
         run_len = 0;
       }
       run_len += len;
+      if (lo % line == 0 && row % line == 0) {  // its rows meet on line boundaries
+        l2_piece(lo, len);
+        return;
+      }
+      for (int64_t r = lo; r < lo + len; r += row) l2_piece(r, row);
     });
     burst();
+    touch_l2();
     if (t.pipe == Pipe::MTE2 && t.acc[0].scope == ir::Scope::L1)
       charged /= chip_.dma_nd2nz_efficiency;
     if (!read) {  // writes land in L2 (write-back); the die's L2 bandwidth is shared
@@ -1228,9 +1252,8 @@ class Engine {
           break;
         }
         default: {
-          Instr in = head;
-          ps.queue.pop_front();
-          Cost cost = instr_cost(in, chip_);
+          const Instr& in = head;  // popped at the end: nothing here pushes to this queue
+          Cost cost = cost_of(c, t);
           double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
           double start = std::max(ready, dep);
           leave_queue(ps, start);
@@ -1252,6 +1275,7 @@ class Engine {
           const Access& d = in.acc[0];
           ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(),
                                                             end};
+          ps.live |= uint32_t{1} << ps.next_recent;
           ps.next_recent = (ps.next_recent + 1) % static_cast<int>(ps.recent.size());
           if (race_) {
             race_->acquire(c.ai_core, RaceDetector::thread(c.role, p),
@@ -1265,6 +1289,7 @@ class Engine {
                            in.acc[t.num_acc > 1 ? 1 : 0].bytes(),
                            t.op == Opcode::Mmad ? 2.0 * t.m * t.n * t.k : 0.0});
           if (functional_ || t.materialise) execute(in);
+          ps.queue.pop_front();
         }
       }
     }
@@ -1531,6 +1556,7 @@ class Engine {
   bool jump_check_ = false;
   FastForwardStats jumped_;
   std::unordered_set<const lower::OpTemplate*> free_ops_;
+  std::array<std::vector<Cost>, 2> costs_;  // instr_cost per template of the AIC / AIV program
 };
 
 }  // namespace

@@ -12,12 +12,6 @@ namespace tilepipe::sim {
 
 using ir::TileOpKind;
 
-int64_t Access::span_elems() const {
-  int64_t s = 1;
-  for (int d = 0; d < t->rank; ++d) s += (t->extent[d] - 1) * t->stride[d];
-  return s;
-}
-
 namespace {
 
 /// Calls f(byte pointer) for each element of the access in logical row-major order.

@@ -2,6 +2,7 @@
 // Shared by the engine (scheduling), the cost model (timing) and the executor (values).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -15,42 +16,50 @@ struct Access {
   const lower::AccessTemplate* t = nullptr;
   uint8_t* mem = nullptr;  // functional mode: the buffer's first byte
   int64_t offset = 0;      // element offset of the first element within the buffer
-  int64_t bytes() const { return t->elements() * ir::dtype_bytes(t->dtype); }
-  int64_t span_elems() const;  // elements from the first to the last touched, inclusive
+  int64_t bytes() const { return t->num_elements * t->elem_bytes; }
+  int64_t span_elems() const { return t->span; }  // first to last touched, inclusive
   /// Byte range [lo, hi) touched within the memory (GM tensor or core scope), for hazards
   /// and races.
-  int64_t byte_lo() const { return t->base_bytes + offset * ir::dtype_bytes(t->dtype); }
-  int64_t byte_hi() const {
-    return t->base_bytes + (offset + span_elems()) * ir::dtype_bytes(t->dtype);
-  }
+  int64_t byte_lo() const { return t->base_bytes + offset * t->elem_bytes; }
+  int64_t byte_hi() const { return t->base_bytes + (offset + t->span) * t->elem_bytes; }
 };
+
+/// Calls f(byte_lo, byte_len, row) for each span of the access, in order. A span is one
+/// innermost run of `row` bytes, or with Merge the consecutive runs that follow each other
+/// in memory (whole rows of a tile): one call where there would be many.
+template <bool Merge, class F>
+void for_each_span(const Access& a, F&& f) {
+  const auto& t = *a.t;
+  const int eb = ir::dtype_bytes(t.dtype);
+  const int64_t row = t.rank ? t.extent[t.rank - 1] * t.stride[t.rank - 1] * eb : eb;
+  int64_t run = row;
+  int inner = std::max(0, t.rank - 1);  // dims [inner, rank) make one span
+  while (Merge && inner > 0 && t.stride[inner - 1] * eb == run) run *= t.extent[--inner];
+  int64_t outer[3] = {1, 1, 1}, os[3] = {0, 0, 0};
+  for (int d = 0; d < inner; ++d) {
+    outer[3 - inner + d] = t.extent[d];
+    os[3 - inner + d] = t.stride[d] * eb;
+  }
+  const int64_t base = a.byte_lo();
+  for (int64_t i0 = 0; i0 < outer[0]; ++i0)
+    for (int64_t i1 = 0; i1 < outer[1]; ++i1)
+      for (int64_t i2 = 0; i2 < outer[2]; ++i2)
+        f(base + i0 * os[0] + i1 * os[1] + i2 * os[2], run, row);
+}
 
 /// Calls f(byte_lo, byte_len) for each contiguous innermost run of the access, in order.
 template <class F>
 void for_each_run(const Access& a, F&& f) {
-  const auto& t = *a.t;
-  const int eb = ir::dtype_bytes(t.dtype);
-  int64_t outer[lower::kMaxRank] = {1, 1, 1, 1}, os[lower::kMaxRank] = {0, 0, 0, 0};
-  const int off = lower::kMaxRank - t.rank;
-  for (int d = 0; d + 1 < t.rank; ++d) {
-    outer[off + d] = t.extent[d];
-    os[off + d] = t.stride[d] * eb;
-  }
-  const int64_t run = t.rank ? t.extent[t.rank - 1] * t.stride[t.rank - 1] * eb : eb;
-  const int64_t base = a.byte_lo();
-  for (int64_t i0 = 0; i0 < outer[0]; ++i0)
-    for (int64_t i1 = 0; i1 < outer[1]; ++i1)
-      for (int64_t i2 = 0; i2 < outer[2]; ++i2) f(base + i0 * os[0] + i1 * os[1] + i2 * os[2], run);
+  for_each_span<false>(a, [&](int64_t lo, int64_t len, int64_t) { f(lo, len); });
 }
 
-struct Instr {
+struct Instr {  // two cache lines: one sits in a pipe queue per instruction in flight
   const lower::OpTemplate* t = nullptr;
   std::array<Access, 4> acc{};
-  Access scalar_read{};
   double scalar = 0;
-  int64_t flag_id = 0;
-  double issue = 0;  // cycle the scalar unit dispatched it
-  int s_clock = -1;  // race detection: snapshot of the scalar unit's clock at dispatch
+  double issue = 0;      // cycle the scalar unit dispatched it
+  int32_t flag_id = 0;   // checked against the chip's id range at issue
+  int32_t s_clock = -1;  // race detection: snapshot of the scalar unit's clock at dispatch
 };
 
 /// Occupancy (cycles the pipe is busy) and latency (extra cycles until the result is

@@ -3,13 +3,16 @@
 // steady-state fast-forward (which shifts it in time, steady.h).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <vector>
 
+#include "bandwidth.h"
 #include "instr.h"
+#include "ring.h"
 #include "tilepipe/sim.h"
 
 namespace tilepipe::sim {
@@ -42,13 +45,17 @@ struct RecentWrite {
 struct PipeState {
   double ready = 0;  // earliest start of the next instruction
   double done = 0;   // all work issued so far on this pipe has finished
-  std::deque<Instr> queue;
+  Ring<Instr> queue;
   std::array<RecentWrite, 16> recent{};  // same-pipe RAW/WAW window (docs/simulator.md)
   int next_recent = 0;
+  // Bit i: recent[i] ends after `ready`, so it may still delay an instruction; the others
+  // never will again (ready only grows), and the hazard check skips them.
+  uint32_t live = 0;
   // The bounded instruction queue (issue.pipe_queue_depth): start times of the last `depth`
   // instructions that left it, indexed by how many left before them.
   std::vector<double> started;
   int64_t dispatched = 0, popped = 0;
+  int dispatch_slot = 0, pop_slot = 0;  // dispatched and popped modulo the depth
 };
 
 /// Last set of a flag, for deadlock reports.
@@ -123,8 +130,8 @@ struct Core {
   Instr pending;
   bool in_heap = false;
   std::array<PipeState, kPipes> pipes;
-  std::vector<std::deque<SetRecord>> flags;  // [(src * 7 + dst) * ids + id]
-  std::vector<int> ghost_debt;  // dropped waits that found no set: swallow the next sets
+  std::vector<Ring<SetRecord>> flags;  // [(src * 7 + dst) * ids + id]
+  std::vector<int> ghost_debt;         // dropped waits that found no set: swallow the next sets
   std::vector<LastSet> last_set;
   std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
   CoreStats stats;                            // identity; counters are in `tally`
@@ -136,12 +143,12 @@ struct Core {
   std::deque<Blocked> blocked;
   size_t blocked_base = 0;
   std::array<PipeAcct, kPipes> acct{};
-  std::map<int, std::map<int64_t, int64_t>> read_ranges;
+  ReadRanges read_ranges;
 };
 
 /// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
 struct CrossFlags {
-  std::array<std::vector<std::deque<SetRecord>>, 2> c2v, v2c;
+  std::array<std::vector<Ring<SetRecord>>, 2> c2v, v2c;
   std::array<std::vector<LastSet>, 2> last_c2v, last_v2c;
   std::array<std::vector<int>, 2> debt_c2v, debt_v2c;  // dropped cross waits (see Core)
 };

@@ -415,11 +415,11 @@ Jump plan_jump(const std::vector<Core>& cores, size_t ai_cores, const FastForwar
 
 namespace {
 
-void shift(std::deque<SetRecord>& q, double dt) {
-  for (auto& r : q) {
+void shift(Ring<SetRecord>& q, double dt) {
+  q.for_each([dt](SetRecord& r) {
     r.time += dt;
     r.fired += dt;
-  }
+  });
 }
 
 void shift(LastSet& s, double dt) {
@@ -440,7 +440,7 @@ void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>
     for (PipeState& ps : c.pipes) {
       ps.ready += dt;
       ps.done += dt;
-      for (Instr& in : ps.queue) in.issue += dt;
+      ps.queue.for_each([dt](Instr& in) { in.issue += dt; });
       for (RecentWrite& w : ps.recent) w.end += dt;
       for (double& st : ps.started) st += dt;
     }

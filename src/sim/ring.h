@@ -1,0 +1,54 @@
+// A FIFO on one circular buffer, for the engine's per-instruction queues and the L2's
+// CLOCK list.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace tilepipe::sim {
+
+/// A FIFO on one circular buffer that grows by doubling: no allocation once it has reached
+/// its high-water mark (std::deque allocates a node every few elements of a large T, and
+/// the engine pushes and pops one per instruction and per flag).
+template <class T>
+class Ring {
+ public:
+  bool empty() const { return n_ == 0; }
+  size_t size() const { return n_; }
+  T& front() { return buf_[head_]; }
+  const T& front() const { return buf_[head_]; }
+  T& operator[](size_t i) { return buf_[(head_ + i) & mask_]; }
+  const T& operator[](size_t i) const { return buf_[(head_ + i) & mask_]; }
+  /// The slot behind the last element, to be filled in place and then committed.
+  T& back_slot() {
+    if (n_ == buf_.size()) grow();
+    return buf_[(head_ + n_) & mask_];
+  }
+  void commit_back() { ++n_; }
+  void push_back(const T& v) {
+    back_slot() = v;
+    ++n_;
+  }
+  void pop_front() {
+    head_ = (head_ + 1) & mask_;
+    --n_;
+  }
+  template <class F>
+  void for_each(F&& f) {
+    for (size_t i = 0; i < n_; ++i) f((*this)[i]);
+  }
+
+ private:
+  void grow() {
+    std::vector<T> b(std::max<size_t>(4, 2 * buf_.size()));
+    for (size_t i = 0; i < n_; ++i) b[i] = std::move((*this)[i]);
+    buf_ = std::move(b);
+    head_ = 0;
+    mask_ = buf_.size() - 1;
+  }
+  std::vector<T> buf_;
+  size_t head_ = 0, n_ = 0, mask_ = 0;
+};
+
+}  // namespace tilepipe::sim
