@@ -275,18 +275,26 @@ TEST(Load, IndexPastTheTableIsARuntimeErrorNotAnOutOfBoundsRead) {
   }
 }
 
-/// One GM load per iteration of an otherwise empty loop: the S pipe's busy time grows by
-/// exactly scalar_load_cycles per load, in both modes.
-TEST(Load, EachGmLoadCostsScalarLoadCyclesOnS) {
-  auto build = [](bool with_load) {
+/// GM loads of `table` at the given element indices, one per iteration of an otherwise
+/// empty loop; S busy cycles of one core and the run's scalar-load counters (both AIV cores
+/// of the AI core run the loop, each with its own cache).
+struct LoadRun {
+  double busy_s = 0;
+  sim::ScalarLoadStats loads;
+};
+LoadRun load_elements(const std::vector<int64_t>& at, sim::Mode mode, const ChipConfig& chip) {
+  auto build = [&](bool with_load) {
     KernelBuilder kb("cost", 1);
-    auto table = kb.input("table", {4}, i32);
+    auto table = kb.input("table", {64}, i32);
     auto out = kb.output("out", {8}, f32);
     kb.launch();
     scope_v([&] {
       auto ub = alloc_ub("ub", {8}, f32);
-      serial(4, [&](Ex j) {
-        Ex id = with_load ? load(table, {j}) * 0 : Ex(0);
+      serial(static_cast<int64_t>(at.size()), [&](Ex j) {
+        Ex index = Ex(at.back());
+        for (size_t k = at.size() - 1; k-- > 0;)
+          index = select(j == Ex(int64_t(k)), Ex(at[k]), index);
+        Ex id = with_load ? load(table, {index}) * 0 : Ex(0);
         set_flag(Pipe::S, Pipe::V, id);
         wait_flag(Pipe::S, Pipe::V, 0);
       });
@@ -297,17 +305,47 @@ TEST(Load, EachGmLoadCostsScalarLoadCyclesOnS) {
     });
     return kb.finish();
   };
-  ChipConfig chip = testing::a3();
-  auto busy_s = [&](bool with_load, sim::Mode mode) {
-    sim::HostData io = gather_inputs({0, 0, 0, 0});
-    auto r = run(build(with_load), io, mode, false, chip);
+  auto go = [&](bool with_load) {
+    sim::HostData io = {{"table", std::vector<double>(64, 0.0)}};
+    return run(build(with_load), io, mode, false, chip);
+  };
+  auto with = go(true), without = go(false);
+  auto s = [](const sim::SimResult& r) {
     return r.cores[0].pipes[static_cast<size_t>(Pipe::S)].busy_cycles;
   };
+  return {s(with) - s(without), with.scalar_gm_loads};
+}
+
+/// Reads of one 64-byte line: the first misses (scalar_load_cycles), the others hit the
+/// core's scalar data cache (scalar_dcache_hit_cycles), in both modes; the costs are the
+/// parameters, not constants.
+TEST(Load, GmLoadsGoThroughTheScalarDataCache) {
+  ChipConfig chip = testing::a3();
   for (auto mode : {sim::Mode::Functional, sim::Mode::Timing}) {
-    EXPECT_DOUBLE_EQ(busy_s(true, mode) - busy_s(false, mode), 4 * chip.scalar_load_cycles);
+    LoadRun r = load_elements({0, 1, 2, 15}, mode, chip);
+    EXPECT_DOUBLE_EQ(r.busy_s, chip.scalar_load_cycles + 3 * chip.scalar_dcache_hit_cycles);
+    EXPECT_EQ(r.loads.reads, 2 * 4);
+    EXPECT_EQ(r.loads.misses, 2 * 1);
   }
-  chip.scalar_load_cycles = 700;  // the cost is the parameter, not a constant
-  EXPECT_DOUBLE_EQ(busy_s(true, sim::Mode::Timing) - busy_s(false, sim::Mode::Timing), 4 * 700.0);
+  chip.scalar_load_cycles = 700;
+  chip.scalar_dcache_hit_cycles = 5;
+  EXPECT_DOUBLE_EQ(load_elements({0, 1, 2, 15}, sim::Mode::Timing, chip).busy_s, 700 + 3 * 5.0);
+  // Element 16 is the next line: a second miss.
+  EXPECT_DOUBLE_EQ(load_elements({0, 16, 1, 17}, sim::Mode::Timing, chip).busy_s,
+                   2 * 700 + 2 * 5.0);
+}
+
+/// A cache of one set of two 64-byte lines: lines 0, 1, 0, 2, 1 miss, miss, hit, miss (2
+/// evicts line 1, the least recently used), miss.
+TEST(Load, TheScalarDataCacheEvictsTheLeastRecentlyUsedLine) {
+  ChipConfig chip = testing::a3();
+  chip.scalar_dcache_bytes = 128;
+  chip.scalar_dcache_line = 64;
+  chip.scalar_dcache_ways = 2;
+  LoadRun r = load_elements({0, 16, 0, 32, 16}, sim::Mode::Timing, chip);
+  EXPECT_EQ(r.loads.reads, 2 * 5);
+  EXPECT_EQ(r.loads.misses, 2 * 4);
+  EXPECT_DOUBLE_EQ(r.busy_s, 4 * chip.scalar_load_cycles + chip.scalar_dcache_hit_cycles);
 }
 
 /// Timing mode runs no data ops, yet the copies and branches that depend on loaded indices

@@ -127,6 +127,7 @@ struct Summary {
   double cube_vector_ratio = 0;    // sum of M busy over AIC / sum of V busy over AIV
   double hbm_bytes = 0, l2_bytes = 0;
   double gm_bw_bytes_per_cycle = 0;
+  int64_t scalar_gm_reads = 0, scalar_gm_misses = 0;  // scalar unit's GM reads, data-cache misses
   struct Wait {
     std::string where, op;
     double cycles = 0;

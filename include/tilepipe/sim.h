@@ -151,6 +151,11 @@ struct FastForwardStats {
   double cycles = 0;       // simulated time covered by the jumps
 };
 
+/// The scalar unit's reads of GM elements (load(gm_input, ...)), through its data cache.
+struct ScalarLoadStats {
+  int64_t reads = 0, misses = 0;
+};
+
 /// Cross-core hand-offs of one direction (C->V: AIC sets, AIV waits), over all AI cores.
 struct CrossStats {
   int64_t sets = 0, waits = 0;
@@ -167,7 +172,8 @@ struct SimResult {
   double gm_bytes_hbm = 0, gm_bytes_l2 = 0;  // GM traffic served by HBM / by L2
   FastForwardStats fast_forward;
   CrossStats c2v, v2c;
-  bool lower_bound = false;  // run in lower-bound mode
+  ScalarLoadStats scalar_gm_loads;  // summed over cores
+  bool lower_bound = false;         // run in lower-bound mode
 };
 
 /// A run broke a physical invariant of the model (docs/simulator.md, "Invariants"): a bug in
@@ -178,7 +184,7 @@ class InvariantError : public std::logic_error {
 };
 
 /// Version of the timing model; part of every tuning-cache key.
-inline constexpr const char* kSimVersion = "tilepipe-sim-3";
+inline constexpr const char* kSimVersion = "tilepipe-sim-4";
 
 /// Runs `prog`. In functional mode `io` supplies every input tensor (missing = zeros) and
 /// receives every GM tensor after the run. Throws UserError for run-time errors in the

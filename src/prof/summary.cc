@@ -78,6 +78,8 @@ Summary summarize(const sim::SimResult& r, const lower::LoweredProgram& prog,
   s.hbm_bytes = r.gm_bytes_hbm;
   s.l2_bytes = r.gm_bytes_l2;
   s.gm_bw_bytes_per_cycle = r.cycles > 0 ? round2((r.gm_bytes_hbm + r.gm_bytes_l2) / r.cycles) : 0;
+  s.scalar_gm_reads = r.scalar_gm_loads.reads;
+  s.scalar_gm_misses = r.scalar_gm_loads.misses;
   for (const auto& w : r.waits) {
     if (s.top_waits.size() >= 8 || w.cycles <= 0) break;
     s.top_waits.push_back({w.op->loc.str(), w.op->name, w.cycles, w.count});
@@ -115,7 +117,9 @@ nlohmann::ordered_json to_json(const Summary& s) {
           {"gm",
            {{"hbm_bytes", s.hbm_bytes},
             {"l2_bytes", s.l2_bytes},
-            {"bytes_per_cycle", s.gm_bw_bytes_per_cycle}}},
+            {"bytes_per_cycle", s.gm_bw_bytes_per_cycle},
+            {"scalar_reads", s.scalar_gm_reads},
+            {"scalar_read_misses", s.scalar_gm_misses}}},
           {"waits", waits},
           {"buffers", bufs}};
 }
@@ -133,6 +137,9 @@ std::string to_text(const Summary& s) {
       o += fmt::format("    {:<24} {:<16} {:>12.0f} cycles over {} waits\n", w.where, w.op,
                        w.cycles, w.count);
   }
+  if (s.scalar_gm_reads > 0)
+    o += fmt::format("  scalar GM reads: {} ({} missed the scalar data cache)\n", s.scalar_gm_reads,
+                     s.scalar_gm_misses);
   o += "  on-chip use per core:";
   for (const auto& b : s.buffers)
     if (b.used)

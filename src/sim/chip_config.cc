@@ -150,14 +150,19 @@ const std::vector<Group>& schema() {
                      field("flag_latency", "cycles", &C::flag_latency, 0, 10000, kClosed),
                  },
                  {}});
-    s.push_back({"issue",
-                 {
-                     field("issue_cycles", "cycles", &C::issue_cycles, 0, 1000),
-                     field("scalar_op_cycles", "cycles", &C::scalar_op_cycles, 0, 1000),
-                     field("scalar_load_cycles", "cycles", &C::scalar_load_cycles, 0, 100000),
-                     field("pipe_queue_depth", "count", &C::pipe_queue_depth, 0, 4096),
-                 },
-                 {}});
+    s.push_back(
+        {"issue",
+         {
+             field("issue_cycles", "cycles", &C::issue_cycles, 0, 1000),
+             field("scalar_op_cycles", "cycles", &C::scalar_op_cycles, 0, 1000),
+             field("scalar_load_cycles", "cycles", &C::scalar_load_cycles, 0, 100000),
+             field("scalar_dcache_bytes", "B", &C::scalar_dcache_bytes, 0, 16 * kMiB, true, true),
+             field("scalar_dcache_line", "B", &C::scalar_dcache_line, 0, 4096, true, true),
+             field("scalar_dcache_ways", "count", &C::scalar_dcache_ways, 0, 64),
+             field("scalar_dcache_hit_cycles", "cycles", &C::scalar_dcache_hit_cycles, 0, 100000),
+             field("pipe_queue_depth", "count", &C::pipe_queue_depth, 0, 4096),
+         },
+         {}});
     s.push_back(
         {"cube",
          {
@@ -486,6 +491,13 @@ class Parser {
     if (c.ub_banks % c.ub_bank_groups != 0) {
       fail("memory.ub.bank_groups", fmt::format("a divisor of memory.ub.banks ({})", c.ub_banks),
            fmt::format("{}", c.ub_bank_groups), "fix the value or change banks");
+    }
+    if (c.scalar_dcache_bytes % (int64_t{c.scalar_dcache_line} * c.scalar_dcache_ways) != 0) {
+      fail(
+          "issue.scalar_dcache_bytes",
+          fmt::format("a multiple of issue.scalar_dcache_line x issue.scalar_dcache_ways ({} x {})",
+                      c.scalar_dcache_line, c.scalar_dcache_ways),
+          fmt::format("{}", c.scalar_dcache_bytes), "fix the size, the line or the ways");
     }
     if (c.vector_repeat_bytes % c.ub_align != 0) {
       fail("vector.repeat_bytes", fmt::format("a multiple of memory.ub.align ({})", c.ub_align),

@@ -399,6 +399,9 @@ class Engine {
     c.tally.waits.resize(prog->instrs.size());
     c.ghost_debt.assign(c.flags.size(), 0);
     for (auto& ps : c.pipes) ps.started.assign(static_cast<size_t>(chip_.pipe_queue_depth), 0.0);
+    if (!prog->loads.empty())
+      c.dcache = ScalarDCache(chip_.scalar_dcache_bytes, chip_.scalar_dcache_line,
+                              chip_.scalar_dcache_ways);
     if (functional_ || !prog->loads.empty())
       for (int s = 0; s < 6; ++s)
         c.local[static_cast<size_t>(s)].assign(static_cast<size_t>(prog->scope_bytes[s]), 0);
@@ -549,7 +552,8 @@ class Engine {
   }
 
   /// The scalar unit's reads of tensor elements inside expressions (ir::Load): bounds
-  /// checked like slices, charged to S (GM: scalar_load_cycles, UB: scalar_op_cycles).
+  /// checked like slices, charged to S (GM: through the core's data cache, dcache.h; UB:
+  /// scalar_op_cycles).
   class Loader : public lower::ScalarMem {
    public:
     Loader(Engine& e, Core& c) : e_(e), c_(c) {}
@@ -585,7 +589,14 @@ class Engine {
       off += index[d] * a.stride[d];
     }
     bool gm = a.scope == ir::Scope::GM;
-    scalar(c, gm ? chip_.scalar_load_cycles : chip_.scalar_op_cycles);
+    if (gm) {
+      bool hit = c.dcache.read(a.gm_index, off * ir::dtype_bytes(a.dtype));
+      ++c.tally.scalar_loads.reads;
+      c.tally.scalar_loads.misses += hit ? 0 : 1;
+      scalar(c, hit ? chip_.scalar_dcache_hit_cycles : chip_.scalar_load_cycles);
+    } else {
+      scalar(c, chip_.scalar_op_cycles);
+    }
     Access acc;
     acc.t = &a;
     acc.offset = off;
@@ -1456,6 +1467,8 @@ class Engine {
     for (const auto& c : cores_) {
       r.instructions += c.tally.executed;
       r.gm_bytes_hbm += c.tally.hbm_bytes;
+      r.scalar_gm_loads.reads += c.tally.scalar_loads.reads;
+      r.scalar_gm_loads.misses += c.tally.scalar_loads.misses;
       r.gm_bytes_l2 += c.tally.l2_bytes;
       for (const auto& w : c.tally.waits) {
         if (!w.op) continue;

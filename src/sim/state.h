@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bandwidth.h"
+#include "dcache.h"
 #include "instr.h"
 #include "ring.h"
 #include "tilepipe/sim.h"
@@ -88,6 +89,7 @@ struct Tally {
   std::array<CycleAccount, kPipes> acct{};     // evidence: where each pipe's cycles went
   double blocked_cross = 0, blocked_flag = 0;  // scalar unit blocked on cross / X->S waits
   double blocked_queue = 0;                    // scalar unit stalled on a full pipe queue
+  ScalarLoadStats scalar_loads;                // scalar reads of GM elements
   CrossStats c2v, v2c;                         // sets counted by the setter, waits by the waiter
   std::array<double, 2> pending_sum{};         // sets in flight seen by each new set: c2v, v2c
   std::array<int64_t, 2> pending_n{};
@@ -144,6 +146,7 @@ struct Core {
   size_t blocked_base = 0;
   std::array<PipeAcct, kPipes> acct{};
   ReadRanges read_ranges;
+  ScalarDCache dcache;
 };
 
 /// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
