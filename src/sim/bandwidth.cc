@@ -142,6 +142,12 @@ int64_t RangeSet::add(int64_t lo, int64_t hi) {
     const int64_t base = page * kPage;
     const auto a = static_cast<int32_t>(std::max(lo, base) - base);
     const auto b = static_cast<int32_t>(std::min(hi, base + kPage) - base);
+    const auto word = static_cast<size_t>(page / 64);
+    const uint64_t bit = uint64_t{1} << (page % 64);
+    if (word < full_.size() && (full_[word] & bit)) {
+      overlap += b - a;
+      continue;
+    }
     auto& v = pages_[page];
     // Ranges that overlap or touch [a, b) merge with it.
     auto first = std::lower_bound(
@@ -159,6 +165,11 @@ int64_t RangeSet::add(int64_t lo, int64_t hi) {
     } else {
       *first = {nlo, nhi};
       v.erase(first + 1, last);
+    }
+    if (v.size() == 1 && v[0] == std::pair<int32_t, int32_t>{0, kPage}) {
+      if (word >= full_.size()) full_.resize(word + 1, 0);
+      full_[word] |= bit;
+      pages_.erase(page);
     }
   }
   return overlap;

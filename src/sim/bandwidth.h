@@ -70,6 +70,8 @@ class RangeSet {
 
  private:
   static constexpr int64_t kPage = 4096;
+  // Pages read whole are one bit each (most re-reads find their page here) and leave the map.
+  std::vector<uint64_t> full_;
   std::unordered_map<int64_t, std::vector<std::pair<int32_t, int32_t>>> pages_;
 };
 
