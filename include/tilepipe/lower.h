@@ -91,6 +91,11 @@ struct AccessTemplate {
   ir::DType dtype = ir::DType::F32;
   int64_t base_bytes = 0;  // on-chip: allocation offset within the core's scope memory
   int rank = 0;
+  // The dimensions whose start the simulator evaluates per instruction, in order; the others
+  // start at an in-bounds constant, folded into const_off (elements).
+  int nvar = 0;
+  std::array<int8_t, kMaxRank> var_dim{};
+  int64_t const_off = 0;
   std::array<int64_t, kMaxRank> extent{};  // static extents, trailing dims first-class
   std::array<int64_t, kMaxRank> stride{};  // element strides of the underlying buffer
   std::array<int64_t, kMaxRank> dim{};     // buffer dimension sizes (bounds checks)

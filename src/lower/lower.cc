@@ -298,6 +298,14 @@ class Lowerer {
       a.span += (a.extent[d] - 1) * a.stride[d];
     }
     a.elem_bytes = ir::dtype_bytes(a.dtype);
+    for (int d = 0; d < a.rank; ++d) {
+      const CExpr& st = a.start[d];
+      const int64_t v = st.is_const() ? st.ops[0].value : -1;
+      if (st.is_const() && v >= 0 && v + a.extent[d] <= a.dim[d])
+        a.const_off += v * a.stride[d];
+      else
+        a.var_dim[static_cast<size_t>(a.nvar++)] = static_cast<int8_t>(d);
+    }
     return a;
   }
 

@@ -522,8 +522,9 @@ class Engine {
   }
 
   Access resolve(Core& c, const lower::AccessTemplate& a, const lower::OpTemplate& t) {
-    int64_t off = 0;
-    for (int d = 0; d < a.rank; ++d) {
+    int64_t off = a.const_off;
+    for (int k = 0; k < a.nvar; ++k) {
+      const int d = a.var_dim[static_cast<size_t>(k)];
       const int64_t s = eval(c, a.start[d]);
       if (s < 0 || s + a.extent[d] > a.dim[d]) [[unlikely]]
         slice_out_of_bounds(c, a, t, d, s);
