@@ -139,6 +139,44 @@ TEST(FastForward, NeverJumpsWhenEveryEventIsWanted) {
   EXPECT_EQ(fa(p, eager(), sim::Mode::Functional).sim.fast_forward.jumps, 0);    // values
 }
 
+/// Counts the pipe instructions that overlap [from, to).
+class WindowCount : public sim::Observer {
+ public:
+  WindowCount(double from, double to) : from_(from), to_(to) {}
+  void on_instr(const sim::InstrEvent& e) override {
+    if (e.end > from_ && e.start < to_) ++n;
+  }
+  int64_t n = 0;
+
+ private:
+  double from_, to_;
+};
+
+TEST(FastForward, AnObservedWindowIsSimulatedInFullAndTheRestJumps) {
+  // 64 tasks of 32 KV tiles on one AI core; the observer wants the middle tenth.
+  std::map<std::string, std::string> p{{"H", "2"}, {"S", "4096"}, {"block_num", "1"}};
+  auto exact = fa(p, off());
+  const double from = 0.45 * exact.sim.cycles, to = 0.55 * exact.sim.cycles;
+  WindowCount all(from, to), part(from, to);
+  sim::FastForwardOptions o = eager();
+  o.enabled = false;
+  fa(p, o, sim::Mode::Timing, &all);
+  o = eager();
+  o.observed_from = from;
+  o.observed_to = to;
+  auto ff = fa(p, o, sim::Mode::Timing, &part);
+  // Jumps before and after the window, none across it: the window holds as many
+  // instructions as in the full simulation (within the jitter of where it falls).
+  EXPECT_GE(ff.sim.fast_forward.jumps, 2);
+  EXPECT_GT(all.n, 1000);
+  EXPECT_NEAR(static_cast<double>(part.n), static_cast<double>(all.n), 0.02 * all.n);
+  expect_same_run(exact, ff, 5e-3);
+  // The whole run observed: no jump.
+  o.observed_from = 0;
+  o.observed_to = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(fa(p, o, sim::Mode::Timing, &part).sim.fast_forward.jumps, 0);
+}
+
 TEST(FastForward, NeverJumpsWhenAddressesDependOnData) {
   // SFA's KV rows come from an index table read by scalar loads.
   const auto& k = kernels::find_kernel("sfa");

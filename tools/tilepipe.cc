@@ -230,8 +230,13 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
     req.on_lowered = [&](const lower::LoweredProgram& p) { trace->bind(p); };
   }
   prof::Recorder recorder(trace.get());
-  // Per-event recording (trace, per-line CSV) needs every iteration simulated.
+  // Per-event recording (trace, per-line CSV) needs every iteration simulated, except that
+  // a trace window alone lets the iterations outside it be fast-forwarded.
   if (trace || !a.csv_dir.empty()) req.observer = &recorder;
+  if (trace && a.csv_dir.empty()) {
+    req.fast_forward.observed_from = topts.window_begin;
+    req.fast_forward.observed_to = topts.window_end;
+  }
   std::unique_ptr<cli::Progress> progress;
   if (cli::Progress::wanted() && !(sync && sync->any())) {
     progress = std::make_unique<cli::Progress>(estimate_cycles(k, req, chip),

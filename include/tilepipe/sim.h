@@ -17,6 +17,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -65,7 +66,8 @@ class Observer {
 
 /// Timing mode: once every core's outermost loop has reached a steady state, skip ahead by
 /// whole iterations instead of simulating each (docs/simulator.md, "Fast-forward"). Never
-/// used with an observer, race detection, or control flow that reads data.
+/// used with race detection, control flow that reads data, or an observer of the whole run
+/// (an observer of a window: outside it only).
 struct FastForwardOptions {
   bool enabled = true;
   // The window of iterations compared before a jump: the shortest of at least min_window
@@ -77,6 +79,11 @@ struct FastForwardOptions {
   double trend_tolerance = 5e-3;  // first vs second half of the window, relative duration
   int tail = 2;                   // iterations of every loop simulated in full at its end
   int min_jump = 4;               // fewer skippable iterations are not worth a jump
+  /// With an observer: it needs only the events that overlap [observed_from, observed_to)
+  /// (a trace window). Jumps then skip iterations wholly before or after that window and
+  /// never one inside it; the default, the whole run, turns fast-forward off.
+  double observed_from = 0;
+  double observed_to = std::numeric_limits<double>::infinity();
 };
 
 struct SimOptions {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <deque>
 #include <map>
 #include <memory>
@@ -150,7 +151,9 @@ class Engine {
   }
 
   void setup_fast_forward() {
-    ff_ = opts_.fast_forward.enabled && !functional_ && !opts_.observer && !opts_.detect_races &&
+    const auto& o = opts_.fast_forward;
+    const bool observed_part = o.observed_from > 0 || std::isfinite(o.observed_to);
+    ff_ = o.enabled && !functional_ && (!opts_.observer || observed_part) && !opts_.detect_races &&
           p_.aic.loads.empty() && p_.aiv.loads.empty();
     if (!ff_) return;
     find_outer_loops(p_.aic, p_.aic.body);
@@ -180,6 +183,7 @@ class Engine {
     jump_check_ = false;
     Jump j = plan_jump(cores_, cross_.size(), opts_.fast_forward);
     if (j.iterations == 0) return;
+    if (opts_.observer && !outside_observed(j)) return;
     if (!prove_traffic(j)) return;
     apply_jump(j, cores_, cross_, opts_.fast_forward);
     hbm_.shift(j.mean_cycles);
@@ -193,6 +197,32 @@ class Engine {
     for (const Core& c : cores_)
       if (!c.stream_done) jumped_.iterations += j.iterations;
     jumped_.cycles += j.mean_cycles;
+  }
+
+  /// An observer sees only [observed_from, observed_to): a jump may skip iterations after
+  /// that window (every running core's next event starts at or after its end) or before it
+  /// (shortened so every core's skipped work ends by its start); never inside it.
+  bool outside_observed(Jump& j) const {
+    const auto& o = opts_.fast_forward;
+    double next = 1e300, room = 1.0;  // earliest next event; fraction of the jump that fits
+    for (const Core& c : cores_) {
+      if (c.stream_done) continue;
+      double first = c.t, last = c.t;
+      for (const auto& ps : c.pipes) {
+        if (!ps.queue.empty()) first = std::min(first, ps.ready);
+        last = std::max(last, ps.done);
+      }
+      next = std::min(next, first);
+      const double dt = j.cycles[static_cast<size_t>(c.ai_core)];
+      if (dt > 0) room = std::min(room, (o.observed_from - last) / dt);
+    }
+    if (next >= o.observed_to) return true;
+    if (room >= 1.0) return true;
+    int64_t m = room > 0 ? static_cast<int64_t>(room * static_cast<double>(j.iterations)) : 0;
+    m -= m % j.period;
+    if (m < o.min_jump) return false;
+    j.shorten(m);
+    return true;
   }
 
   /// Replays the GM addresses of the iterations `j` skips and keeps the L2 state they leave;
@@ -211,10 +241,7 @@ class Engine {
     m -= m % j.period;
     if (m < opts_.fast_forward.min_jump) return false;
     if (m != j.iterations) {  // replay exactly the shorter jump on the real state
-      const double f = static_cast<double>(m) / static_cast<double>(j.iterations);
-      for (double& dt : j.cycles) dt *= f;
-      j.mean_cycles *= f;
-      j.iterations = m;
+      j.shorten(m);
       l2 = l2res_;
       for (size_t i = 0; i < cores_.size(); ++i) ranges[i] = cores_[i].read_ranges;
       if (replay(m, l2, ranges) != m) return false;

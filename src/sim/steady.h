@@ -85,6 +85,13 @@ struct Jump {
   int64_t period = 1;          // iterations is a multiple of this
   std::vector<double> cycles;  // per AI core: iterations * its mean period
   double mean_cycles = 0;      // for what the AI cores share (bandwidth ledgers)
+  /// The same jump over its first m iterations.
+  void shorten(int64_t m) {
+    const double f = static_cast<double>(m) / static_cast<double>(iterations);
+    for (double& dt : cycles) dt *= f;
+    mean_cycles *= f;
+    iterations = m;
+  }
 };
 
 /// The jump every running core can take now: each is inside its steady outermost loop and
