@@ -159,6 +159,25 @@ TEST(Trace, WindowAndCoresKeepOnlyWhatTheySelect) {
   EXPECT_GT(c.last_us, 7.5);
 }
 
+// The protobuf encoding's content is checked against the JSON trace of the same run by
+// python/tests/test_perfetto_trace.py (decoded through protoc); here: it is chosen by the file
+// name, deterministic, and much smaller than the gzip'd JSON.
+TEST(Trace, PftraceIsADeterministicPerfettoProtobufSmallerThanGzipJson) {
+  const fs::path pf = scratch().file("t.pftrace"), again = scratch().file("t2.perfetto-trace"),
+                 gz = scratch().file("t3.json.gz");
+  CliResult r = cli(kRun + " --trace '" + pf.string() + "' --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  ASSERT_EQ(cli(kRun + " --trace '" + again.string() + "'").code, 0);
+  ASSERT_EQ(cli(kRun + " --trace '" + gz.string() + "'").code, 0);
+  const std::string bytes = read_text(pf);
+  ASSERT_FALSE(bytes.empty());
+  EXPECT_EQ(bytes[0], '\x0a');  // Trace.packet (field 1, length-delimited)
+  EXPECT_FALSE(is_gzip(pf));    // compressed inside (compressed_packets), not around
+  EXPECT_EQ(bytes, read_text(again));
+  EXPECT_LT(fs::file_size(pf), fs::file_size(gz));  // even this small (much smaller when long)
+  EXPECT_GT(json::parse(r.out).at("trace_events").get<int64_t>(), 5000);
+}
+
 TEST(Trace, SelectionFlagsAreCheckedBeforeTheRun) {
   expect_bad_input("run gemm --trace-window 0:100", {"--trace-window", "add --trace FILE"});
   expect_bad_input("run gemm --trace t.json --trace-window 5us:2us",
@@ -166,6 +185,8 @@ TEST(Trace, SelectionFlagsAreCheckedBeforeTheRun) {
   expect_bad_input("run gemm --trace t.json --trace-window 1:2ms", {"'us' suffix"});
   expect_bad_input("run gemm --trace t.json --trace-cores 3-1", {"--trace-cores '3-1'", "[0, 23]"});
   expect_bad_input("run gemm --trace t.json --trace-cores 24", {"e.g. --trace-cores 0,5-7"});
+  expect_bad_input("run gemm --trace t.pftrace.gz",
+                   {"--trace 't.pftrace.gz'", "compressed inside already", "drop the '.gz'"});
 }
 
 }  // namespace

@@ -112,6 +112,10 @@ class TraceWriter {
   std::vector<Track> tracks_;            // per simulated core
 };
 
+/// Why `path` cannot name a trace file, or "" if it can: ".pftrace.gz" asks for a gzip'd
+/// protobuf trace, which is compressed inside already.
+std::string trace_name_problem(const std::string& path);
+
 struct PipeSummary {
   std::string pipe;  // "M", "V", ...
   double busy_pct = 0;

@@ -272,7 +272,7 @@ def test_pftrace_holds_exactly_the_json_traces_slices_flows_and_facts(pb, tmp_pa
     assert out_pb["trace_events"] == st["packets"]
     assert out_js["trace_events"] == sum(1 for _ in json.load(open(tmp_path / "t.json"))["traceEvents"])
     # What keeps it small is really used: bundles, sequence clocks, interned names.
-    assert st["bundles"] >= 24 * 3 and st["incremental"] > 4000
+    assert st["bundles"] >= 1 and st["incremental"] > 4000
     assert os.path.getsize(tmp_path / "t.pftrace") * 5 < os.path.getsize(tmp_path / "t.json")
     # msprof names of the pipes' tracks.
     names = set(pf["threads"].values())

@@ -114,6 +114,8 @@ class Bundler {
     if (open_) deflateEnd(&z_);
   }
   std::string& raw() { return raw_; }
+  /// Nothing handed to deflate yet: what was added can still join another bundle.
+  bool pending_only() const { return in_bundle_ == 0; }
   /// Compresses what was added; true when the bundle is full and should be written.
   bool add() {
     if (raw_.size() >= kDeflateInput) deflate_raw(Z_NO_FLUSH);
@@ -193,10 +195,19 @@ class PerfettoEncoder : public Encoder {
   }
 
   void finish(const RunFacts& facts) override {
-    for (auto& c : cores_)
-      if (c) flush(*c);
-    // The run's own packets: buffer counters and the run's facts.
+    // The last bundle gathers the cores' last packets while they are small (all of a small
+    // run's: one deflate stream, not one per core), then the run's own packets: buffer
+    // counters and the run's facts.
     Bundler run;
+    for (auto& c : cores_) {
+      if (!c) continue;
+      if (c->bundle.pending_only()) {
+        run.raw() += c->bundle.raw();
+        c->bundle.raw().clear();
+      } else {
+        flush(*c);
+      }
+    }
     Writer w(run.raw());
     auto packet = [&](auto&& body) {
       const size_t p = w.begin(f::kTracePacket);

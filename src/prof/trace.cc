@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <bitset>
 #include <cmath>
 #include <stdexcept>
@@ -51,19 +52,27 @@ bool ends_with(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+constexpr std::array<const char*, 2> kPerfettoExtensions = {".pftrace", ".perfetto-trace"};
+
 std::unique_ptr<trace::Encoder> encoder_for(const std::string& path) {
-  for (const char* ext : {".pftrace", ".perfetto-trace"}) {
+  if (std::string why = trace_name_problem(path); !why.empty())
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, why));
+  for (const char* ext : kPerfettoExtensions)
     if (ends_with(path, ext)) return trace::perfetto_encoder(path);
-    if (ends_with(path, std::string(ext) + ".gz"))
-      throw std::runtime_error(fmt::format(
-          "cannot write '{}': a Perfetto protobuf trace is compressed inside already; drop the "
-          "'.gz' ({})",
-          path, path.substr(0, path.size() - 3)));
-  }
   return trace::json_encoder(path, ends_with(path, ".gz"));
 }
 
 }  // namespace
+
+std::string trace_name_problem(const std::string& path) {
+  for (const char* ext : kPerfettoExtensions)
+    if (ends_with(path, std::string(ext) + ".gz"))
+      return fmt::format(
+          "a Perfetto protobuf trace is compressed inside already; drop the '.gz', e.g. "
+          "--trace {}",
+          path.substr(0, path.size() - 3));
+  return "";
+}
 
 /// Tracks in use on one simulated core: per pipe, where each sub-track's slices end.
 struct TraceWriter::Track {
