@@ -44,11 +44,11 @@ TEST(ProtoWire, VarintsAreSevenBitsLeastSignificantFirst) {
 TEST(ProtoWire, FieldsCarryTheirNumberAndWireType) {
   std::string out;
   Writer w(out);
-  w.varint(1, 150);            // the protobuf documentation's example: 08 96 01
-  w.varint(58, 64);            // two-byte tag: (58 << 3) | 0 = 464
-  w.int64(4, -1);              // negative int64: ten bytes
-  w.boolean(87, true);         // (87 << 3) | 0 = 696
-  w.bytes(2, "testing");       // 12 07 74 65 73 74 69 6e 67
+  w.varint(1, 150);                   // the protobuf documentation's example: 08 96 01
+  w.varint(58, 64);                   // two-byte tag: (58 << 3) | 0 = 464
+  w.int64(4, -1);                     // negative int64: ten bytes
+  w.boolean(87, true);                // (87 << 3) | 0 = 696
+  w.bytes(2, "testing");              // 12 07 74 65 73 74 69 6e 67
   w.fixed64(47, 0x0102030405060708);  // (47 << 3) | 1 = 377: little-endian
   w.float64(5, 1.0);                  // 0x3ff0000000000000
   EXPECT_EQ(hex(out),
@@ -70,7 +70,10 @@ TEST(ProtoWire, NestedMessagesGetTheirLengthWhenTheyEnd) {
   w.varint(1, 2);
   w.end(inner);
   w.end(outer);
-  EXPECT_EQ(hex(out), "5a06" "4801" "22020802");
+  EXPECT_EQ(hex(out),
+            "5a06"
+            "4801"
+            "22020802");
   // Empty message: just its tag and a zero length.
   out.clear();
   w.end(w.begin(60));
@@ -78,8 +81,8 @@ TEST(ProtoWire, NestedMessagesGetTheirLengthWhenTheyEnd) {
 }
 
 TEST(ProtoWire, LongNestedMessagesMoveTheirContentsForALongerLength) {
-  for (size_t n : {size_t{125}, size_t{126}, size_t{127}, size_t{128}, size_t{16381},
-                   size_t{16382}, size_t{20000}}) {
+  for (size_t n : {size_t{125}, size_t{126}, size_t{127}, size_t{128}, size_t{16381}, size_t{16382},
+                   size_t{20000}}) {
     std::string out = "x";  // something before, which must stay
     Writer w(out);
     size_t m = w.begin(1);
