@@ -159,6 +159,23 @@ TEST(Trace, WindowAndCoresKeepOnlyWhatTheySelect) {
   EXPECT_GT(c.last_us, 7.5);
 }
 
+TEST(Trace, ManyInFlightCopiesSpillOntoAsManySubTracksAndStillNest) {
+  // SFA's automatic variant keeps ~30 small gathers in flight on MTE2: each gets a sub-track
+  // (past the 15 of the first block of thread ids), none overlaps another on one track.
+  const fs::path f = scratch().file("sfa.json");
+  ASSERT_EQ(cli("run sfa --variant auto --mode timing --trace '" + f.string() + "'").code, 0);
+  json t = json::parse(read_trace(f));
+  Checked c = check_trace(t);
+  EXPECT_GT(c.slices, 10000u);
+  std::set<std::string> mte2;
+  for (const auto& e : t["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name" && e["pid"] == 1 &&
+        e["args"]["name"].get<std::string>().rfind("MTE2 #", 0) == 0)
+      mte2.insert(e["args"]["name"].get<std::string>());
+  EXPECT_GT(mte2.size(), 15u);
+  EXPECT_TRUE(mte2.count("MTE2 #15"));
+}
+
 // The protobuf encoding's content is checked against the JSON trace of the same run by
 // python/tests/test_perfetto_trace.py (decoded through protoc); here: it is chosen by the file
 // name, deterministic, and much smaller than the gzip'd JSON.

@@ -49,8 +49,8 @@ def pb(tmp_path_factory):
         sys.path.remove(str(out))
 
 
-def run_traced(path, *extra):
-    r = subprocess.run([CLI, *RUN, "--trace", str(path), "--json", *extra],
+def run_traced(path, *extra, run=RUN):
+    r = subprocess.run([CLI, *run, "--trace", str(path), "--json", *extra],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
@@ -153,11 +153,29 @@ def decode_pftrace(pb, path):
             seq.defaults.track_event_defaults.track_uuid
         events.append((ts, order, e, track, seq))
 
-    # trace_processor sorts by timestamp, ties in file order, then builds slices per track.
+    # trace_processor sorts by timestamp, ties in file order, then builds slices per track
+    # with a stack (its SliceTracker): slices that ended are popped when an event comes at or
+    # after their end; an END closes the innermost open slice of its name. What it would
+    # truncate or drop (a slice ending inside an open one's child, a partial overlap) fails.
     events.sort(key=lambda x: (x[0], x[1]))
     slices, flows, counters, facts = [], [], [], {}
     stacks = collections.defaultdict(list)
     active = {}  # flow id -> slice
+
+    def close_stack(stack, ts, dur):  # dur None: a BEGIN or an END (open-ended)
+        open_above = False
+        for s in reversed(list(stack)):
+            if s["end"] is None:
+                open_above = True
+                continue
+            if open_above:
+                assert ts <= s["end"], f"{s} would end its open children early at {ts}"
+                continue
+            if s["end"] < ts or (s["end"] == ts and not (s["end"] == s["start"] and dur == 0)):
+                assert stack[-1] is s
+                stack.pop()
+                continue
+            assert dur is None or not (ts < s["end"] < ts + dur), f"overlaps {s} at {ts}"
 
     def args_of(e, seq):
         out = {}
@@ -185,25 +203,29 @@ def decode_pftrace(pb, path):
         if e.type == e.TYPE_COUNTER:
             counters.append((counter_tracks[track], ts, e.counter_value))
             continue
-        name = seq.names[e.name_iid] if e.HasField("name_iid") else e.name
+        name = seq.names[e.name_iid] if e.HasField("name_iid") else (e.name or None)
         if track not in threads:  # the run's own track
             assert e.type == e.TYPE_INSTANT and name == "run"
             facts = args_of(e, seq)
             continue
+        stack = stacks[track]
+        close_stack(stack, ts, None if e.type != e.TYPE_INSTANT else 0)
         if e.type == e.TYPE_SLICE_END:
-            assert stacks[track], f"END without an open slice on {threads[track]} at {ts}"
-            s = stacks[track].pop()
+            match = [s for s in stack if s["end"] is None and name in (None, s["name"])]
+            assert match, f"END without an open slice on {threads[track]} at {ts}"
+            s = match[-1]
             s["end"] = ts
+            if stack[-1] is s:
+                stack.pop()
             s["args"].update(args_of(e, seq))
             flows_at(e, s)
             continue
-        s = {"track": threads[track], "name": name, "start": ts, "end": ts,
-             "args": args_of(e, seq)}
+        s = {"track": threads[track], "name": name, "start": ts,
+             "end": ts if e.type == e.TYPE_INSTANT else None, "args": args_of(e, seq)}
         slices.append(s)
-        if e.type == e.TYPE_SLICE_BEGIN:
-            stacks[track].append(s)
+        stack.append(s)
         flows_at(e, s)
-    assert not any(stacks.values()), "slices left open"
+    assert all(s["end"] is not None for s in slices), "slices left open"
     assert not active, "flows left open"
     return {"slices": slices, "flows": flows, "threads": named, "processes": processes,
             "counters": counters, "facts": facts, "stats": stats}
@@ -289,3 +311,18 @@ def test_pftrace_window_and_cores_select_as_the_json_trace(pb, tmp_path):
     check_same(pf, js)
     assert set(pf["processes"].values()) == {"core1.AIC", "core1.AIV0", "core1.AIV1",
                                              "core3.AIC", "core3.AIV0", "core3.AIV1"}
+
+
+# Other kernels lay their pipes, flags and scalar waits out differently (reported in other
+# orders): each one's protobuf trace must still decode to its JSON trace.
+@pytest.mark.parametrize("kernel", [
+    "gemm", "gemm --variant naive", "softmax", "elementwise --param buffers=1",
+    "elementwise --param buffers=3", "fa --variant baseline --param S=512 --param H=2",
+    "fa --variant auto --param S=512 --param H=2", "sfa", "sfa --variant auto"])
+def test_pftrace_of_other_kernels_holds_the_json_traces_content(pb, tmp_path, kernel):
+    run = ["run", *kernel.split(), "--mode", "timing"]
+    run_traced(tmp_path / "k.pftrace", run=run)
+    run_traced(tmp_path / "k.json", run=run)
+    js = decode_json(tmp_path / "k.json")
+    assert js["slices"] and js["flows"]
+    check_same(decode_pftrace(pb, tmp_path / "k.pftrace"), js)

@@ -16,10 +16,10 @@
 //   earlier than its track's last event goes to another sequence of the same track whose
 //   clock is not past its start (up to kMaxSequences per track), else takes an absolute
 //   BOOTTIME timestamp;
-// - slices are TYPE_SLICE_BEGIN + TYPE_SLICE_END pairs (args on the begin), zero-length
-//   ones TYPE_INSTANT; flows are flow_ids on the set and terminating_flow_ids on the wait's
-//   end, ids reused per (set track, wait track) once the flow that held them has ended, so
-//   that they repeat;
+// - slices are TYPE_SLICE_BEGIN + TYPE_SLICE_END pairs (args on the begin, the name on
+//   both), zero-length ones TYPE_INSTANT; flows are flow_ids on the set and terminating_flow_ids on
+//   the wait's end, ids reused per (set track, wait track) once the flow that held them has ended,
+//   so that they repeat;
 // - zlib-compressed bundles (TracePacket.compressed_packets): the packets of one simulated
 //   core go through a deflate stream of their own, closed into a bundle every kBundleBytes,
 //   so the repeats of a core's loops are near each other.
@@ -87,13 +87,13 @@ constexpr int kLevel = 9;  // 9 % smaller than the default 6, for ~30 % more tim
 // and counters follow from the core index.
 constexpr uint64_t kRunTrack = 1;
 uint64_t process_uuid(int core) {
-  return (static_cast<uint64_t>(core) + 1) << 12;
+  return (static_cast<uint64_t>(core) + 1) << 32;
 }
 uint64_t thread_uuid(int core, int tid) {
   return process_uuid(core) + 1 + static_cast<uint64_t>(tid);
 }
 uint64_t counter_uuid(int core, size_t i) {
-  return process_uuid(core) + 0x800 + i;
+  return process_uuid(core) + (uint64_t{1} << 31) + i;
 }
 
 /// One packet sequence: its id, its clock and what it has interned.
@@ -177,6 +177,7 @@ class PerfettoEncoder : public Encoder {
   void track(int core, const std::string& core_name, int tid, const std::string& name) override {
     auto& c = core_state(core);
     c.name = core_name;
+    if (c.tracks.size() <= static_cast<size_t>(tid)) c.tracks.resize(static_cast<size_t>(tid) + 1);
     c.tracks[static_cast<size_t>(tid)].name = name;
   }
 
@@ -299,7 +300,7 @@ class PerfettoEncoder : public Encoder {
     int index = 0;
     std::string name;
     bool described = false;
-    std::array<Track, ir::kNumPipes * kLanes> tracks;
+    std::vector<Track> tracks;  // by tid (a track's sequences stay put when it moves)
     Bundler bundle;
   };
   struct OpIids {
@@ -488,6 +489,9 @@ class PerfettoEncoder : public Encoder {
       timestamp(s.end);
       te = w.begin(f::kTrackEvent);
       w.varint(f::kType, kSliceEnd);
+      // The name again: trace_processor ends the innermost open slice of that name, so a
+      // slice reported late that ends where another one begins still ends itself.
+      w.varint(f::kNameIid, ids.name);
       if (flow_in) w.fixed64(f::kTerminatingFlowIds, flow_in);
       w.end(te);
       w.varint(f::kSequenceId, seq->id);

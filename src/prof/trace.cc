@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bitset>
 #include <cmath>
 #include <stdexcept>
 
@@ -19,7 +18,6 @@ namespace tilepipe::prof {
 namespace {
 
 using trace::kFlagLane;
-using trace::kLanes;
 
 /// msprof track names.
 const char* track_name(ir::Pipe p) {
@@ -76,14 +74,10 @@ std::string trace_name_problem(const std::string& path) {
 
 /// Tracks in use on one simulated core: per pipe, where each sub-track's slices end.
 struct TraceWriter::Track {
-  std::array<std::array<double, kFlagLane>, ir::kNumPipes> lane_end;
-  std::array<int, ir::kNumPipes> lanes{};   // sub-tracks used per pipe
-  std::array<bool, ir::kNumPipes> flags{};  // the pipe's flag track is used
-  std::bitset<ir::kNumPipes * kLanes> announced;
+  std::array<std::vector<double>, ir::kNumPipes> lane_end;  // per sub-track used
+  std::array<bool, ir::kNumPipes> flags{};                  // the pipe's flag track is used
+  std::vector<bool> announced;                              // by tid
   bool used = false;
-  Track() {
-    for (auto& l : lane_end) l.fill(-1);
-  }
 };
 
 TraceWriter::TraceWriter(const std::string& path, TraceOptions opts, const ChipConfig& chip)
@@ -130,11 +124,13 @@ int TraceWriter::thread(int core, ir::Pipe pipe, int lane) {
   if (lane == kFlagLane) {
     t.flags[static_cast<size_t>(pipe)] = true;
   } else {
-    auto& lanes = t.lanes[static_cast<size_t>(pipe)];
-    lanes = std::max(lanes, lane + 1);
+    auto& ends = t.lane_end[static_cast<size_t>(pipe)];
+    if (ends.size() <= static_cast<size_t>(lane)) ends.resize(static_cast<size_t>(lane) + 1, -1);
   }
+  if (t.announced.size() <= static_cast<size_t>(tid))
+    t.announced.resize(static_cast<size_t>(tid) + 1);
   if (!t.announced[static_cast<size_t>(tid)]) {
-    t.announced.set(static_cast<size_t>(tid));
+    t.announced[static_cast<size_t>(tid)] = true;
     enc_->track(core,
                 static_cast<size_t>(core) < core_names_.size()
                     ? core_names_[static_cast<size_t>(core)]
@@ -153,15 +149,17 @@ int64_t TraceWriter::ns(double cycles) const {
 void TraceWriter::instr(const sim::InstrEvent& e) {
   if (!keep(e.core, e.start, e.end)) return;
   // Slices on one track must nest: the op goes to the first sub-track whose slices have all
-  // ended by its start (pipes are in order, so this is the first free one).
-  auto& t = track(e.core);
-  const auto p = static_cast<size_t>(e.pipe);
+  // ended by its start (pipes are in order, so this is the first free one), a new one if
+  // none has (as many as are in flight at once).
+  const auto& ends = track(e.core).lane_end[static_cast<size_t>(e.pipe)];
   int lane = 0;
-  while (lane + 1 < kFlagLane && t.lane_end[p][static_cast<size_t>(lane)] > e.start) ++lane;
-  auto& end = t.lane_end[p][static_cast<size_t>(lane)];
+  while (static_cast<size_t>(lane) < ends.size() && ends[static_cast<size_t>(lane)] > e.start)
+    ++lane;
+  const int tid = thread(e.core, e.pipe, lane);
+  auto& end = track(e.core).lane_end[static_cast<size_t>(e.pipe)][static_cast<size_t>(lane)];
   end = std::max(end, e.end);
   enc_->slice({.core = e.core,
-               .tid = thread(e.core, e.pipe, lane),
+               .tid = tid,
                .ts = ns(e.start),
                .end = ns(e.end),
                .op = e.op,
@@ -211,7 +209,7 @@ void TraceWriter::finish(const sim::SimResult& r, const lower::LoweredProgram& p
     fc.name = core.name;
     for (int p = 0; p < ir::kNumPipes; ++p) {
       const auto pipe = static_cast<ir::Pipe>(p);
-      for (int l = 0; l < t.lanes[static_cast<size_t>(p)]; ++l)
+      for (int l = 0; l < static_cast<int>(t.lane_end[static_cast<size_t>(p)].size()); ++l)
         fc.threads.push_back({trace::tid_of(pipe, l), thread_name(pipe, l)});
       if (t.flags[static_cast<size_t>(p)])
         fc.threads.push_back({trace::tid_of(pipe, kFlagLane), thread_name(pipe, kFlagLane)});

@@ -15,10 +15,15 @@
 
 namespace tilepipe::prof::trace {
 
-constexpr int kLanes = 16;             // threads (sub-tracks) per pipe
-constexpr int kFlagLane = kLanes - 1;  // flag sets/waits of a pipe get a thread of their own
+/// A pipe's threads: sub-tracks 0, 1, ... for its instructions (as many as are in flight at
+/// once) and a thread for its flag sets and waits, lane kFlagLane.
+constexpr int kFlagLane = -1;
+/// Their ids within the core: sub-track L < 15 of pipe P is P x 16 + L and its flags thread
+/// P x 16 + 15; sub-tracks from 15 on continue in further blocks of 7 x 16 ids.
 inline int tid_of(ir::Pipe p, int lane) {
-  return static_cast<int>(p) * kLanes + lane;
+  const int pipe = static_cast<int>(p);
+  if (lane == kFlagLane) return pipe * 16 + 15;
+  return lane / 15 * ir::kNumPipes * 16 + pipe * 16 + lane % 15;
 }
 
 /// One slice, both ends rounded to whole nanoseconds (the ends, not the duration, so that
