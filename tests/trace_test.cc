@@ -2,8 +2,10 @@
 // (through zlib, plain or gzip'd), it is one JSON object whose events follow the Chrome
 // trace event schema that Perfetto's JSON importer reads (phases X, s/f, M, C with their
 // fields), every track is named, slices on a track nest, every flow has one start and one
-// end; --trace-window and --trace-cores keep only what they select; the same run gives a
-// byte-identical file.
+// end, even with ~30 copies in flight on one pipe; --trace-window and --trace-cores keep only
+// what they select; the same run gives a byte-identical file. The Perfetto protobuf trace
+// (.pftrace) is chosen by name and deterministic here; its content is compared with the
+// JSON trace's by python/tests/test_perfetto_trace.py.
 #include <gtest/gtest.h>
 #include <zlib.h>
 
