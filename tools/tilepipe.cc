@@ -81,7 +81,8 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
   cmd->add_option("--no-pass", a.no_pass,
                   "switch an automatic-mode pass off, e.g. l1_residency (repeatable)");
   cmd->add_option("--trace", a.trace,
-                  "write a Chrome/Perfetto trace JSON to this file (gzip'd if it ends in .gz)");
+                  "write a trace of the run to this file: Perfetto protobuf if it ends in "
+                  ".pftrace or .perfetto-trace, else Chrome trace JSON (gzip'd if .gz)");
   cmd->add_option("--trace-window", a.trace_window,
                   "trace only events overlapping START:END (cycles, or us with a 'us' suffix)");
   cmd->add_option("--trace-cores", a.trace_cores,
@@ -211,7 +212,11 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   req.mode = (is_check || a.mode == "functional") ? sim::Mode::Functional : sim::Mode::Timing;
   req.seed = cli::parse_seed(a.seed);
   req.max_cycles = cli::parse_max_cycles(a.max_cycles);
-  if (!a.trace.empty()) check_output_path("--trace", a.trace, false);
+  if (!a.trace.empty()) {
+    check_output_path("--trace", a.trace, false);
+    if (std::string why = prof::trace_name_problem(a.trace); !why.empty())
+      throw UsageError{fmt::format("--trace '{}': {}", a.trace, why)};
+  }
   if (!a.csv_dir.empty()) check_output_path("--csv-dir", a.csv_dir, true);
   req.detect_races = is_check;
   req.fast_forward.enabled = !a.exact;

@@ -8,6 +8,7 @@
 #include <array>
 #include <limits>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct TraceOptions {
 };
 
 class TraceWriter;
+namespace trace {
+class Encoder;
+}
 
 /// Cycles and counts per DSL source line (code_exe.csv).
 struct LineStats {
@@ -66,49 +70,51 @@ class Recorder : public sim::Observer {
   Timeline timeline_;
 };
 
-/// Streams a Chrome trace JSON (Perfetto / chrome://tracing) to a file while the run goes,
-/// gzip-compressed when the path ends in ".gz" (docs/cli.md#trace-file): one process per
-/// core, one thread per pipe (msprof names; overlapping in-flight ops spill onto
+/// Streams a trace of the run to a file while it goes (docs/cli.md#trace-file), in the
+/// encoding its name asks for: Perfetto's protobuf for ".pftrace" / ".perfetto-trace",
+/// otherwise Chrome trace JSON, gzip-compressed when the path ends in ".gz". Either holds one
+/// process per core, one thread per pipe (msprof names; overlapping in-flight ops spill onto
 /// sub-tracks), flow arrows from each set to its wait, counters for on-chip buffer
-/// allocation. Memory stays constant however long the run. Events are written in the order
-/// the simulator reports them (deterministic, not sorted by time: viewers sort); the track
-/// names come once, at the end. The file appears only when finish() succeeds (written to a
-/// temporary and renamed).
+/// allocation and the run's facts. Memory stays constant however long the run, and the same
+/// run gives a byte-identical file. The file appears only when finish() succeeds (written to
+/// a temporary and renamed).
 class TraceWriter {
  public:
-  /// Throws std::runtime_error naming the path if it cannot be created.
+  /// Throws std::runtime_error naming the path if it cannot be created or its name asks for
+  /// no encoding we write (".pftrace.gz").
   TraceWriter(const std::string& path, TraceOptions opts, const ChipConfig& chip);
   ~TraceWriter();
   TraceWriter(const TraceWriter&) = delete;
   TraceWriter& operator=(const TraceWriter&) = delete;
 
-  /// The program about to run: maps simulated cores to AI cores for `ai_cores`. Events
-  /// before bind() are recorded on every core.
+  /// The program about to run: maps simulated cores to AI cores for `ai_cores` and names
+  /// them. Events before bind() are recorded on every core.
   void bind(const lower::LoweredProgram& prog);
   void instr(const sim::InstrEvent& e);
   void flag(const sim::FlagEvent& e);
   /// Appends the track names, buffer counters and run facts, closes and renames the file.
   void finish(const sim::SimResult& r, const lower::LoweredProgram& prog);
-  int64_t events() const { return events_; }
+  /// Events written: JSON trace events, or TracePackets of a protobuf trace.
+  int64_t events() const;
 
  private:
   struct Track;
   bool keep(int core, double start, double end) const;
-  void emit(const std::string& event);
   int64_t ns(double cycles) const;
-  std::string ts(double cycles) const;
-  std::string dur(double start, double end) const;
   Track& track(int core);
+  int thread(int core, ir::Pipe pipe, int lane);  // the thread's tid, announced on first use
 
-  std::string path_, tmp_;
   TraceOptions opts_;
   const ChipConfig& chip_;
-  void* gz_ = nullptr;  // gzFile
-  std::string buf_;
-  int64_t events_ = 0, flows_ = 0;
-  std::vector<bool> core_kept_;  // per simulated core, after bind()
-  std::vector<Track> tracks_;    // per simulated core
+  std::unique_ptr<trace::Encoder> enc_;
+  std::vector<bool> core_kept_;          // per simulated core, after bind()
+  std::vector<std::string> core_names_;  // per simulated core, after bind()
+  std::vector<Track> tracks_;            // per simulated core
 };
+
+/// Why `path` cannot name a trace file, or "" if it can: ".pftrace.gz" asks for a gzip'd
+/// protobuf trace, which is compressed inside already.
+std::string trace_name_problem(const std::string& path);
 
 struct PipeSummary {
   std::string pipe;  // "M", "V", ...

@@ -134,6 +134,9 @@ struct PipeStats {
   double reloaded_bytes = 0;    // MTE2 bytes of a read-only GM range this core read before
 };
 
+/// A simulated core's name (CoreStats::name): "core3.AIC", "core3.AIV0".
+std::string core_name(int ai_core, ir::CoreKind kind, int vid);
+
 struct CoreStats {
   std::string name;  // "core3.AIC", "core3.AIV0"
   int ai_core = 0;

@@ -457,6 +457,8 @@ def test_profile_trace_report_advice(tmp_path):
     trace = k.trace(tmp_path / "t.json")
     data = json.load(open(trace))
     assert data["traceEvents"]
+    pf = k.trace(tmp_path / "t.pftrace")  # Perfetto's protobuf: a Trace, packets first
+    assert open(pf, "rb").read(1) == b"\x0a" and os.path.getsize(pf) < os.path.getsize(trace)
     html = k.report(tmp_path / "r.html")
     assert open(html).read().startswith("<!DOCTYPE html>")
     assert isinstance(k.advice(), str)

@@ -394,7 +394,8 @@ class JITKernel:
         return json.loads(_ext.summary_json(c.compiled, self.last_run[1]))
 
     def trace(self, path, *args):
-        """Chrome trace (Perfetto) of one timing run, every iteration simulated."""
+        """Trace of one timing run, every iteration simulated: Perfetto's protobuf if `path`
+        ends in .pftrace / .perfetto-trace, else Chrome trace JSON (gzip'd if it ends in .gz)."""
         c, _ = self._run(self._example_inputs(args), mode="timing", record=True, exact=True)
         _ext.write_trace(c.compiled, self.last_run[1], str(path))
         return str(path)

@@ -1,24 +1,23 @@
-// Chrome trace JSON writer, streamed (through zlib: gzip'd or plain) as the simulator
-// reports events. Written by hand (not through a JSON library) because traces reach
-// hundreds of millions of events. Compact on purpose (docs/cli.md#trace-file): no
-// indentation, timestamps in integer nanoseconds printed as microseconds with at most three
-// decimals (Perfetto's own resolution), only non-zero args, track names once at the end.
+// The trace writer: what a trace records of a run, whatever its encoding. It selects the
+// events (window, AI cores), lays slices out on tracks (a thread per pipe, sub-tracks where
+// in-flight ops overlap, a flags thread per pipe), rounds times to whole nanoseconds, turns
+// flag hand-offs into a set and a wait, and hands all of it to the encoding the file name
+// asks for (trace_format.h): Chrome trace JSON (trace_json.cc) or Perfetto's protobuf
+// (perfetto.cc).
 #include <fmt/format.h>
-#include <zlib.h>
-
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
+#include <array>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <stdexcept>
 
 #include "tilepipe/prof.h"
+#include "trace_format.h"
 
 namespace tilepipe::prof {
 namespace {
+
+using trace::kFlagLane;
 
 /// msprof track names.
 const char* track_name(ir::Pipe p) {
@@ -41,27 +40,9 @@ const char* track_name(ir::Pipe p) {
   return "?";
 }
 
-constexpr int kLanes = 16;             // sub-tracks per pipe
-constexpr int kFlagLane = kLanes - 1;  // flag sets/waits of a pipe get a track of their own
-int tid_of(ir::Pipe p, int lane) {
-  return static_cast<int>(p) * kLanes + lane;
-}
-
-std::string esc(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\';
-    if (static_cast<unsigned char>(c) >= 0x20) o += c;
-  }
-  return o;
-}
-
-/// `v` with at most two decimals and no trailing zeros ("12", "12.5").
-std::string num(double v) {
-  std::string s = fmt::format("{:.2f}", v);
-  while (s.back() == '0') s.pop_back();
-  if (s.back() == '.') s.pop_back();
-  return s;
+std::string thread_name(ir::Pipe p, int lane) {
+  if (lane == kFlagLane) return fmt::format("{} flags", track_name(p));
+  return lane ? fmt::format("{} #{}", track_name(p), lane) : track_name(p);
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -69,61 +50,59 @@ bool ends_with(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-/// Nanoseconds as microseconds, with at most three decimals and no trailing zeros.
-std::string us_text(int64_t ns) {
-  if (ns % 1000 == 0) return std::to_string(ns / 1000);
-  std::string s = fmt::format("{}.{:03d}", ns / 1000, ns % 1000);
-  while (s.back() == '0') s.pop_back();
-  return s;
-}
+constexpr std::array<const char*, 2> kPerfettoExtensions = {".pftrace", ".perfetto-trace"};
 
-gzFile as_gz(void* p) {
-  return static_cast<gzFile>(p);
+std::unique_ptr<trace::Encoder> encoder_for(const std::string& path) {
+  if (std::string why = trace_name_problem(path); !why.empty())
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, why));
+  for (const char* ext : kPerfettoExtensions)
+    if (ends_with(path, ext)) return trace::perfetto_encoder(path);
+  return trace::json_encoder(path, ends_with(path, ".gz"));
 }
 
 }  // namespace
 
-/// Sub-tracks in use on one simulated core: per pipe, where each lane's slices end.
+std::string trace_name_problem(const std::string& path) {
+  for (const char* ext : kPerfettoExtensions)
+    if (ends_with(path, std::string(ext) + ".gz"))
+      return fmt::format(
+          "a Perfetto protobuf trace is compressed inside already; drop the '.gz', e.g. "
+          "--trace {}",
+          path.substr(0, path.size() - 3));
+  return "";
+}
+
+/// Tracks in use on one simulated core: per pipe, where each sub-track's slices end.
 struct TraceWriter::Track {
-  std::array<std::array<double, kFlagLane>, ir::kNumPipes> lane_end;
-  std::array<int, ir::kNumPipes> lanes{};   // lanes used per pipe
-  std::array<bool, ir::kNumPipes> flags{};  // the pipe's flag track is used
+  std::array<std::vector<double>, ir::kNumPipes> lane_end;  // per sub-track used
+  std::array<bool, ir::kNumPipes> flags{};                  // the pipe's flag track is used
+  std::vector<bool> announced;                              // by tid
   bool used = false;
-  Track() {
-    for (auto& l : lane_end) l.fill(-1);
-  }
 };
 
 TraceWriter::TraceWriter(const std::string& path, TraceOptions opts, const ChipConfig& chip)
-    : path_(path), opts_(std::move(opts)), chip_(chip) {
-  // A temporary of this process in the same directory, renamed by finish(): an
-  // interrupted run never leaves a truncated trace.
-  static int serial = 0;
-  tmp_ = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), serial++);
-  // "T": transparent (plain JSON) through the same interface. zlib writes a gzip header
-  // without a time stamp, so the same run gives a byte-identical file.
-  gz_ = gzopen(tmp_.c_str(), ends_with(path, ".gz") ? "wb6" : "wbT");
-  if (!gz_)
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
-  gzbuffer(as_gz(gz_), 1 << 20);
-  buf_ = "{\"traceEvents\":[";
-}
+    : opts_(std::move(opts)), chip_(chip), enc_(encoder_for(path)) {}
 
-TraceWriter::~TraceWriter() {
-  if (!gz_) return;
-  gzclose(as_gz(gz_));
-  std::remove(tmp_.c_str());
+TraceWriter::~TraceWriter() = default;
+
+int64_t TraceWriter::events() const {
+  return enc_->events();
 }
 
 void TraceWriter::bind(const lower::LoweredProgram& prog) {
   // SimResult::cores: per AI core its AIC then AIV0, AIV1, each only if it has code.
-  const int per_ai =
-      (prog.aic.empty() ? 0 : 1) + (prog.aiv.empty() ? 0 : std::min(chip_.aiv_per_core, 2));
+  const int aivs = prog.aiv.empty() ? 0 : std::min(chip_.aiv_per_core, 2);
+  const int per_ai = (prog.aic.empty() ? 0 : 1) + aivs;
   const int n = static_cast<int>(std::min<int64_t>(chip_.ai_cores, prog.block_num)) * per_ai;
   core_kept_.assign(static_cast<size_t>(n), opts_.ai_cores.empty());
   for (int ai : opts_.ai_cores)
     for (int i = ai * per_ai; i < (ai + 1) * per_ai && i < n; ++i)
       core_kept_[static_cast<size_t>(i)] = true;
+  core_names_.clear();
+  for (int i = 0; i < n; ++i) {
+    const int ai = i / per_ai, r = i % per_ai - (prog.aic.empty() ? 0 : 1);
+    core_names_.push_back(sim::core_name(ai, r < 0 ? ir::CoreKind::C : ir::CoreKind::V, r));
+  }
 }
 
 bool TraceWriter::keep(int core, double start, double end) const {
@@ -139,47 +118,53 @@ TraceWriter::Track& TraceWriter::track(int core) {
   return t;
 }
 
-void TraceWriter::emit(const std::string& event) {
-  if (events_++ > 0) buf_ += ",\n";
-  buf_ += event;
-  if (buf_.size() < (1 << 20)) return;
-  if (gzwrite(as_gz(gz_), buf_.data(), static_cast<unsigned>(buf_.size())) !=
-      static_cast<int>(buf_.size()))
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path_, std::strerror(errno)));
-  buf_.clear();
+int TraceWriter::thread(int core, ir::Pipe pipe, int lane) {
+  auto& t = track(core);
+  const int tid = trace::tid_of(pipe, lane);
+  if (lane == kFlagLane) {
+    t.flags[static_cast<size_t>(pipe)] = true;
+  } else {
+    auto& ends = t.lane_end[static_cast<size_t>(pipe)];
+    if (ends.size() <= static_cast<size_t>(lane)) ends.resize(static_cast<size_t>(lane) + 1, -1);
+  }
+  if (t.announced.size() <= static_cast<size_t>(tid))
+    t.announced.resize(static_cast<size_t>(tid) + 1);
+  if (!t.announced[static_cast<size_t>(tid)]) {
+    t.announced[static_cast<size_t>(tid)] = true;
+    enc_->track(core,
+                static_cast<size_t>(core) < core_names_.size()
+                    ? core_names_[static_cast<size_t>(core)]
+                    : fmt::format("core{}", core),
+                tid, thread_name(pipe, lane));
+  }
+  return tid;
 }
 
 int64_t TraceWriter::ns(double cycles) const {
+  // Both ends of a slice are rounded, so a slice's end rounds the same way as the next one's
+  // start and nesting on a track survives the rounding.
   return static_cast<int64_t>(std::llround(cycles * 1000.0 / chip_.clock_mhz));
-}
-
-std::string TraceWriter::ts(double cycles) const {
-  return us_text(ns(cycles));
-}
-
-std::string TraceWriter::dur(double start, double end) const {
-  // Both ends rounded to whole nanoseconds, so a slice's end rounds the same way as the next
-  // one's start and nesting on a track survives the rounding.
-  return us_text(ns(end) - ns(start));
 }
 
 void TraceWriter::instr(const sim::InstrEvent& e) {
   if (!keep(e.core, e.start, e.end)) return;
   // Slices on one track must nest: the op goes to the first sub-track whose slices have all
-  // ended by its start (pipes are in order, so this is the first free one).
-  auto& t = track(e.core);
-  const auto p = static_cast<size_t>(e.pipe);
+  // ended by its start (pipes are in order, so this is the first free one), a new one if
+  // none has (as many as are in flight at once).
+  const auto& ends = track(e.core).lane_end[static_cast<size_t>(e.pipe)];
   int lane = 0;
-  while (lane + 1 < kFlagLane && t.lane_end[p][static_cast<size_t>(lane)] > e.start) ++lane;
-  auto& end = t.lane_end[p][static_cast<size_t>(lane)];
+  while (static_cast<size_t>(lane) < ends.size() && ends[static_cast<size_t>(lane)] > e.start)
+    ++lane;
+  const int tid = thread(e.core, e.pipe, lane);
+  auto& end = track(e.core).lane_end[static_cast<size_t>(e.pipe)][static_cast<size_t>(lane)];
   end = std::max(end, e.end);
-  t.lanes[p] = std::max(t.lanes[p], lane + 1);
-  std::string args = fmt::format(R"("line":"{}")", esc(e.op->loc.str()));
-  if (e.bytes) args += fmt::format(R"(,"bytes":{})", e.bytes);
-  if (e.flops > 0) args += fmt::format(R"(,"flops":{:.0f})", e.flops);
-  emit(fmt::format(R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","args":{{{}}}}})",
-                   e.core, tid_of(e.pipe, lane), ts(e.start), dur(e.start, e.end), esc(e.op->name),
-                   args));
+  enc_->slice({.core = e.core,
+               .tid = tid,
+               .ts = ns(e.start),
+               .end = ns(e.end),
+               .op = e.op,
+               .bytes = e.bytes,
+               .flops = e.flops});
 }
 
 void TraceWriter::flag(const sim::FlagEvent& f) {
@@ -191,88 +176,60 @@ void TraceWriter::flag(const sim::FlagEvent& f) {
   bool wait_kept = keep(f.wait_core, wait_begin, f.wait_time);
   if (!set_kept && !wait_kept) return;
   auto tid = [&](int core, ir::Pipe p) {
-    auto& t = track(core);
-    if (p == ir::Pipe::S) {
-      t.lanes[static_cast<size_t>(p)] = std::max(t.lanes[static_cast<size_t>(p)], 1);
-      return tid_of(p, 0);
-    }
-    t.flags[static_cast<size_t>(p)] = true;
-    return tid_of(p, kFlagLane);
+    return thread(core, p, p == ir::Pipe::S ? 0 : kFlagLane);
   };
-  const char* cat = f.cross ? "cross_flag" : "flag";
-  const bool flow = set_kept && wait_kept;
-  if (flow) ++flows_;
-  if (set_kept) {
-    int t = tid(f.set_core, f.set_pipe);
-    emit(fmt::format(
-        R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":0,"name":"{}","args":{{"line":"{}"}}}})",
-        f.set_core, t, ts(f.set_time), esc(f.set_op->name), esc(f.set_op->loc.str())));
-    if (flow)
-      emit(fmt::format(R"({{"ph":"s","pid":{},"tid":{},"ts":{},"id":{},"name":"{}","cat":"{}"}})",
-                       f.set_core, t, ts(f.set_time), flows_, cat, cat));
-  }
-  if (wait_kept) {
-    int t = tid(f.wait_core, f.wait_pipe);
-    emit(fmt::format(
-        R"({{"ph":"X","pid":{},"tid":{},"ts":{},"dur":{},"name":"{}","args":{{"line":"{}","waited_cycles":{}}}}})",
-        f.wait_core, t, ts(wait_begin), dur(wait_begin, f.wait_time), esc(f.wait_op->name),
-        esc(f.wait_op->loc.str()), num(std::max(0.0, f.wait_time - f.wait_issue))));
-    if (flow)
-      emit(fmt::format(
-          R"({{"ph":"f","bp":"e","pid":{},"tid":{},"ts":{},"id":{},"name":"{}","cat":"{}"}})",
-          f.wait_core, t, ts(f.wait_time), flows_, cat, cat));
-  }
+  trace::Slice set, wait;
+  if (set_kept)
+    set = {.core = f.set_core,
+           .tid = tid(f.set_core, f.set_pipe),
+           .ts = ns(f.set_time),
+           .end = ns(f.set_time),
+           .op = f.set_op};
+  if (wait_kept)
+    wait = {.core = f.wait_core,
+            .tid = tid(f.wait_core, f.wait_pipe),
+            .ts = ns(wait_begin),
+            .end = ns(f.wait_time),
+            .op = f.wait_op,
+            // Two decimals, rounded half to even as printf does.
+            .waited = std::nearbyint(std::max(0.0, f.wait_time - f.wait_issue) * 100) / 100};
+  enc_->flag(set_kept ? &set : nullptr, wait_kept ? &wait : nullptr, f.cross);
 }
 
 void TraceWriter::finish(const sim::SimResult& r, const lower::LoweredProgram& prog) {
-  // Metadata: process and thread names of the tracks used, buffer allocation counters
-  // (static in this build: set once at kernel start, shown from the window's start).
+  // Names of the tracks used and buffer allocation counters (static in this build: set once
+  // at kernel start, shown from the window's start).
+  trace::RunFacts facts;
   for (size_t c = 0; c < r.cores.size() && c < tracks_.size(); ++c) {
     const auto& t = tracks_[c];
     if (!t.used) continue;
     const auto& core = r.cores[c];
-    emit(fmt::format(R"({{"ph":"M","pid":{},"name":"process_name","args":{{"name":"{}"}}}})", c,
-                     core.name));
-    emit(fmt::format(
-        R"({{"ph":"M","pid":{},"name":"process_sort_index","args":{{"sort_index":{}}}}})", c, c));
+    auto& fc = facts.cores.emplace_back();
+    fc.index = static_cast<int>(c);
+    fc.name = core.name;
     for (int p = 0; p < ir::kNumPipes; ++p) {
       const auto pipe = static_cast<ir::Pipe>(p);
-      auto thread = [&](int lane, const std::string& name) {
-        emit(fmt::format(
-            R"({{"ph":"M","pid":{},"tid":{},"name":"thread_name","args":{{"name":"{}"}}}})", c,
-            tid_of(pipe, lane), name));
-      };
-      for (int l = 0; l < t.lanes[static_cast<size_t>(p)]; ++l)
-        thread(l, l ? fmt::format("{} #{}", track_name(pipe), l) : track_name(pipe));
+      for (int l = 0; l < static_cast<int>(t.lane_end[static_cast<size_t>(p)].size()); ++l)
+        fc.threads.push_back({trace::tid_of(pipe, l), thread_name(pipe, l)});
       if (t.flags[static_cast<size_t>(p)])
-        thread(kFlagLane, fmt::format("{} flags", track_name(pipe)));
+        fc.threads.push_back({trace::tid_of(pipe, kFlagLane), thread_name(pipe, kFlagLane)});
     }
     const auto& cp = core.kind == ir::CoreKind::C ? prog.aic : prog.aiv;
-    for (int s = 1; s < 6; ++s) {
-      if (cp.scope_bytes[static_cast<size_t>(s)] == 0) continue;
-      emit(fmt::format(
-          R"({{"ph":"C","pid":{},"ts":{},"name":"{} bytes allocated","args":{{"bytes":{}}}}})", c,
-          ts(opts_.window_begin), ir::to_string(static_cast<ir::Scope>(s)),
-          cp.scope_bytes[static_cast<size_t>(s)]));
-    }
+    for (int s = 1; s < 6; ++s)
+      if (cp.scope_bytes[static_cast<size_t>(s)] != 0)
+        fc.counters.push_back(
+            {fmt::format("{} bytes allocated", ir::to_string(static_cast<ir::Scope>(s))),
+             cp.scope_bytes[static_cast<size_t>(s)]});
   }
-  std::string cores =
-      opts_.ai_cores.empty() ? "\"all\"" : fmt::format("[{}]", fmt::join(opts_.ai_cores, ","));
-  buf_ += fmt::format(
-      "],\n\"displayTimeUnit\":\"ns\",\"otherData\":{{\"tool\":\"tilepipe\",\"kernel\":\"{}\","
-      "\"chip\":\"{}\",\"clock_mhz\":{},\"cycles\":{},\"window_cycles\":[{},{}],"
-      "\"ai_cores\":{}}}}}\n",
-      esc(prog.name), esc(chip_.name), num(chip_.clock_mhz), num(r.cycles), num(opts_.window_begin),
-      std::isfinite(opts_.window_end) ? num(opts_.window_end) : num(r.cycles), cores);
-  bool ok = gzwrite(as_gz(gz_), buf_.data(), static_cast<unsigned>(buf_.size())) ==
-            static_cast<int>(buf_.size());
-  ok = gzclose(as_gz(gz_)) == Z_OK && ok;
-  gz_ = nullptr;
-  if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
-    std::string why = std::strerror(errno);
-    std::remove(tmp_.c_str());
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path_, why));
-  }
+  facts.counter_ts = ns(opts_.window_begin);
+  facts.kernel = prog.name;
+  facts.chip = chip_.name;
+  facts.clock_mhz = chip_.clock_mhz;
+  facts.cycles = r.cycles;
+  facts.window_begin = opts_.window_begin;
+  facts.window_end = std::isfinite(opts_.window_end) ? opts_.window_end : r.cycles;
+  facts.ai_cores = opts_.ai_cores;
+  enc_->finish(facts);
 }
 
 }  // namespace tilepipe::prof

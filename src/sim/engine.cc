@@ -432,8 +432,7 @@ class Engine {
     if (functional_ || !prog->loads.empty())
       for (int s = 0; s < 6; ++s)
         c.local[static_cast<size_t>(s)].assign(static_cast<size_t>(prog->scope_bytes[s]), 0);
-    c.stats.name =
-        kind == CoreKind::C ? fmt::format("core{}.AIC", ai) : fmt::format("core{}.AIV{}", ai, vid);
+    c.stats.name = core_name(ai, kind, vid);
     c.stats.ai_core = ai;
     c.role = kind == CoreKind::C ? 0 : 1 + vid;
     c.stats.kind = kind;
@@ -1601,6 +1600,11 @@ class Engine {
 };
 
 }  // namespace
+
+std::string core_name(int ai_core, ir::CoreKind kind, int vid) {
+  return kind == CoreKind::C ? fmt::format("core{}.AIC", ai_core)
+                             : fmt::format("core{}.AIV{}", ai_core, vid);
+}
 
 SimResult simulate(const lower::LoweredProgram& prog, const ChipConfig& chip, HostData* io,
                    const SimOptions& opts) {

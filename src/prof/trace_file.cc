@@ -1,0 +1,65 @@
+// The file a trace is streamed to (trace_format.h): a temporary renamed when complete.
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+
+#include "trace_format.h"
+
+namespace tilepipe::prof::trace {
+namespace {
+
+gzFile as_gz(void* p) {
+  return static_cast<gzFile>(p);
+}
+
+}  // namespace
+
+TraceFile::TraceFile(const std::string& path, bool gzip) : path_(path) {
+  // A temporary of this process in the same directory, renamed by commit().
+  static int serial = 0;
+  tmp_ = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), serial++);
+  // "T": transparent (plain) through the same interface. zlib writes a gzip header without
+  // a time stamp, so the same run gives a byte-identical file.
+  gz_ = gzopen(tmp_.c_str(), gzip ? "wb6" : "wbT");
+  if (!gz_)
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+  gzbuffer(as_gz(gz_), 1 << 20);
+}
+
+TraceFile::~TraceFile() {
+  if (!gz_) return;
+  gzclose(as_gz(gz_));
+  std::remove(tmp_.c_str());
+}
+
+void TraceFile::fail(const std::string& why) {
+  if (gz_) gzclose(as_gz(gz_));
+  gz_ = nullptr;
+  std::remove(tmp_.c_str());
+  throw std::runtime_error(fmt::format("cannot write '{}': {}", path_, why));
+}
+
+void TraceFile::write(std::string_view data) {
+  if (data.empty()) return;
+  if (gzwrite(as_gz(gz_), data.data(), static_cast<unsigned>(data.size())) !=
+      static_cast<int>(data.size()))
+    fail(std::strerror(errno));
+}
+
+void TraceFile::commit() {
+  bool ok = gzclose(as_gz(gz_)) == Z_OK;
+  gz_ = nullptr;
+  if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+    std::string why = std::strerror(errno);
+    std::remove(tmp_.c_str());
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", path_, why));
+  }
+}
+
+}  // namespace tilepipe::prof::trace
