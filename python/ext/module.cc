@@ -519,6 +519,8 @@ struct RunResult {
   std::map<std::string, py::array_t<double>> outputs;
   std::shared_ptr<prof::Recorder> recorder;
   double wall_s = 0;
+  sim::HostData inputs;  // what the run started from (a trace replays it)
+  bool exact = false;
 };
 
 std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dict& inputs,
@@ -530,6 +532,8 @@ std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dic
     io[k.cast<std::string>()] = std::vector<double>(a.data(), a.data() + a.size());
   }
   auto r = std::make_shared<RunResult>();
+  if (record) r->inputs = io;
+  r->exact = exact;
   sim::SimOptions opts;
   opts.mode = mode == "timing" ? sim::Mode::Timing : sim::Mode::Functional;
   opts.detect_races = races;
@@ -578,8 +582,9 @@ std::string advice_text(const std::shared_ptr<Compiled>& c, const RunResult& r, 
 void write_trace(const std::shared_ptr<Compiled>& c, const RunResult& r, const std::string& path) {
   if (!r.recorder) throw std::runtime_error("a trace needs a run with record=True");
   // Traces are streamed while a run goes (prof::TraceWriter): replay the run in timing
-  // mode with the writer attached; the simulator is deterministic, so the cycles are the
-  // same as the recorded run's.
+  // mode with the writer attached, from the same inputs (scalar reads of GM steer the
+  // control flow) and with the same fast-forward setting; the simulator is deterministic,
+  // so the cycles are the same as the recorded run's.
   guarded([&] {
     prof::TraceWriter trace(path, {}, c->chip);
     trace.bind(c->lowered);
@@ -587,7 +592,9 @@ void write_trace(const std::shared_ptr<Compiled>& c, const RunResult& r, const s
     sim::SimOptions opts;
     opts.mode = sim::Mode::Timing;
     opts.observer = &rec;
-    auto res = sim::simulate(c->lowered, c->chip, nullptr, opts);
+    opts.fast_forward.enabled = !r.exact;
+    sim::HostData io = r.inputs;
+    auto res = sim::simulate(c->lowered, c->chip, &io, opts);
     trace.finish(res, c->lowered);
   });
 }
