@@ -233,6 +233,49 @@ TEST(SimFunctional, ExpIsComputedInF32) {
   EXPECT_EQ(y[7], 0.0);  // underflows f32
 }
 
+TEST(SimFunctional, SinCosAndPowAreComputedInF32) {
+  KernelBuilder k("trig", 1);
+  auto X = k.input("X", {8}, f32);
+  auto E = k.input("E", {8}, f32);
+  auto S = k.output("S", {8}, f32);
+  auto C = k.output("C", {8}, f32);
+  auto P = k.output("P", {8}, f32);
+  auto Q = k.output("Q", {8}, f32);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto x = alloc_ub("x", {8}, f32);
+    auto e = alloc_ub("e", {8}, f32);
+    auto y = alloc_ub("y", {8}, f32);
+    auto z = alloc_ub("z", {8}, f32);
+    auto p = alloc_ub("p", {8}, f32);
+    auto q = alloc_ub("q", {8}, f32);
+    if_(vid == 0, [&] {
+      copy(X, x);
+      copy(E, e);
+      handoff(Pipe::MTE2, Pipe::V);
+      tile::sin(y, x);
+      tile::cos(z, x);
+      tile::pow(p, x, e);
+      tile::pow(q, x, 2.0);
+      handoff(Pipe::V, Pipe::MTE3);
+      copy(y, S);
+      copy(z, C);
+      copy(p, P);
+      copy(q, Q);
+    });
+  });
+  std::vector<double> x = {0, 1, 2, 0.5, 3, 4, 1.5, 10};
+  std::vector<double> e = {1, 2, 0.5, -1, 3, -0.5, 2, 0};
+  auto r = run(k.finish(), {{"X", x}, {"E", e}});
+  for (size_t i = 0; i < x.size(); ++i) {
+    float xf = static_cast<float>(x[i]), ef = static_cast<float>(e[i]);
+    EXPECT_FLOAT_EQ(r.io.at("S")[i], std::sin(xf)) << i;
+    EXPECT_FLOAT_EQ(r.io.at("C")[i], std::cos(xf)) << i;
+    EXPECT_FLOAT_EQ(r.io.at("P")[i], std::pow(xf, ef)) << i;
+    EXPECT_FLOAT_EQ(r.io.at("Q")[i], xf * xf) << i;
+  }
+}
+
 TEST(SimFunctional, AxpyAddsScaledSourceIntoDestination) {
   KernelBuilder k("axpy", 1);
   auto A = k.input("A", {8}, f32);
@@ -663,6 +706,30 @@ TEST(SimTiming, IndependentVectorOpsOverlapByOccupancy) {
   double s1 = I, s2 = std::max(2 * I, s1 + occ);  // starts when the pipe frees
   EXPECT_DOUBLE_EQ(r.res.cycles, s2 + occ + lat);
   EXPECT_LT(r.res.cycles, I + 2 * (occ + lat));
+}
+
+/// One f32 [2048] sin (or pow) alone: issue + the library expansion's repeats + exp's latency.
+TEST(SimTiming, SinAndPowCostTheirLibraryExpansionFromTheConfig) {
+  const ChipConfig& c = testing::a3();
+  const double I = c.issue_cycles;
+  const double rep = std::ceil(2048.0 * 4 / c.vector_repeat_bytes);
+  const double epr = c.vector_repeat_bytes / 4.0;
+  for (bool pow : {false, true}) {
+    KernelBuilder k("one", 1);
+    scope_v([&] {
+      auto a = alloc_ub("a", {2048}, f32);
+      auto b = alloc_ub("b", {2048}, f32);
+      if (pow)
+        tile::pow(a, b, b);
+      else
+        tile::sin(a, b);
+    });
+    auto r = run_timing(k.finish());
+    double occ = pow ? rep * (2 * std::max(1.0, epr / c.vector_transcendental_elems_per_cycle) +
+                              c.vector_pow_extra_ops * c.vector_simple_cycles_per_repeat)
+                     : rep * c.vector_sin_cos_ops * c.vector_simple_cycles_per_repeat;
+    EXPECT_DOUBLE_EQ(r.res.cycles, I + occ + c.vector_startup_exp) << (pow ? "pow" : "sin");
+  }
 }
 
 TEST(SimTiming, DependentVectorOpWaitsForTheResult) {

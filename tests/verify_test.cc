@@ -397,6 +397,27 @@ TEST(Verify, TileOpOnMixedDtypesIsADtypeMismatch) {
               {"tile.add: source 'b' is f32 but destination 'a' is f16", "tile::cast", here(-3)});
 }
 
+TEST(Verify, SinOnAnIntegerTileIsADtypeMismatch) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {64}, i32);
+    tile::sin(a, a);
+  });
+  expect_diag(kb.finish(), "dtype-mismatch",
+              {"tile.sin on i32 tile 'a': this op is defined for f16/bf16/f32",
+               "tile::cast to f32 first", here(-4)});
+}
+
+TEST(Verify, PowWithAMismatchedExponentTileIsAShapeMismatch) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {64}, f32);
+    auto e = alloc_ub("e", {32}, f32);
+    tile::pow(a, a, e);
+  });
+  expect_diag(kb.finish(), "shape-mismatch", {"has 32 elements", "has 64", here(-3)});
+}
+
 TEST(Verify, GemmOnMixedInputDtypesIsADtypeMismatch) {
   KernelBuilder kb("k", 1);
   scope_c([&] {

@@ -75,6 +75,8 @@ struct ChipConfig {
   double vector_simple_cycles_per_repeat = 1;
   double vector_transcendental_elems_per_cycle = 32;  // exp, ln, sqrt, div
   double vector_reduce_cycles_per_repeat = 7;
+  double vector_sin_cos_ops = 20;   // vector instructions per repeat of sin / cos
+  double vector_pow_extra_ops = 8;  // simple instructions per repeat of pow beyond exp, ln
 
   // Data movement.
   double mte2_latency = 1400;    // first-byte latency GM -> L1/UB when HBM serves the data

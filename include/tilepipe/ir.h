@@ -272,6 +272,10 @@ enum class TileOpKind : uint8_t {
   BitNot,
   ShiftLeft,   // by a scalar
   ShiftRight,  // by a scalar; arithmetic for signed types
+  // transcendental library ops (expanded to several vector instructions on hardware)
+  Sin,
+  Cos,
+  Pow,  // dst = a ^ b, elementwise; b a tile or a scalar
 };
 const char* to_string(TileOpKind k);
 enum class CmpMode : uint8_t { EQ, NE, GT, GE, LT, LE };
@@ -284,6 +288,7 @@ const char* to_string(CmpMode m);
 ///   select: srcs = {mask, a, b} or {mask, a} + scalar;  gather: srcs = {src, offsets}
 ///   transpose: srcs = {a}, a [R, C] -> dst [C, R]
 ///   bit_and / bit_or / bit_xor: as binary;  bit_not: srcs = {a};  shl / shr: {a} + scalar
+///   sin / cos: srcs = {a};  pow: as binary
 struct TileOpStmt {
   TileOpKind op;
   Region dst;

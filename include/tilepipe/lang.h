@@ -321,6 +321,11 @@ void sqrt(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
 void rsqrt(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
 void reciprocal(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
 void relu(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+/// Elementwise sine / cosine (float tiles).
+void sin(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+void cos(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+/// dst = a ^ b elementwise; b a tile or a scalar (float tiles).
+void pow(Tile dst, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
 /// dst = s * src + dst
 void axpy(Tile dst, Tile src, Scalar s, SrcLoc loc = SrcLoc::current());
 /// UB -> UB with a dtype change (f16 <-> f32 ...).

@@ -296,33 +296,21 @@ ir::ScalarOperand to_scalar(const py::handle& h) {
 
 ir::TileOpKind tile_kind(const std::string& s) {
   static const std::map<std::string, ir::TileOpKind> m = {
-      {"add", ir::TileOpKind::Add},
-      {"sub", ir::TileOpKind::Sub},
-      {"mul", ir::TileOpKind::Mul},
-      {"div", ir::TileOpKind::Div},
-      {"max", ir::TileOpKind::Max},
-      {"min", ir::TileOpKind::Min},
-      {"exp", ir::TileOpKind::Exp},
-      {"ln", ir::TileOpKind::Ln},
-      {"abs", ir::TileOpKind::Abs},
-      {"sqrt", ir::TileOpKind::Sqrt},
-      {"rsqrt", ir::TileOpKind::Rsqrt},
-      {"reciprocal", ir::TileOpKind::Reciprocal},
-      {"relu", ir::TileOpKind::Relu},
-      {"axpy", ir::TileOpKind::Axpy},
-      {"cast", ir::TileOpKind::Cast},
-      {"fill", ir::TileOpKind::Fill},
-      {"broadcast", ir::TileOpKind::Broadcast},
-      {"compare", ir::TileOpKind::Compare},
-      {"select", ir::TileOpKind::SelectOp},
-      {"gather", ir::TileOpKind::Gather},
-      {"transpose", ir::TileOpKind::Transpose},
-      {"bit_and", ir::TileOpKind::BitAnd},
-      {"bit_or", ir::TileOpKind::BitOr},
-      {"bit_xor", ir::TileOpKind::BitXor},
-      {"bit_not", ir::TileOpKind::BitNot},
-      {"shl", ir::TileOpKind::ShiftLeft},
-      {"shr", ir::TileOpKind::ShiftRight}};
+      {"add", ir::TileOpKind::Add},         {"sub", ir::TileOpKind::Sub},
+      {"mul", ir::TileOpKind::Mul},         {"div", ir::TileOpKind::Div},
+      {"max", ir::TileOpKind::Max},         {"min", ir::TileOpKind::Min},
+      {"exp", ir::TileOpKind::Exp},         {"ln", ir::TileOpKind::Ln},
+      {"abs", ir::TileOpKind::Abs},         {"sqrt", ir::TileOpKind::Sqrt},
+      {"rsqrt", ir::TileOpKind::Rsqrt},     {"reciprocal", ir::TileOpKind::Reciprocal},
+      {"relu", ir::TileOpKind::Relu},       {"sin", ir::TileOpKind::Sin},
+      {"cos", ir::TileOpKind::Cos},         {"pow", ir::TileOpKind::Pow},
+      {"axpy", ir::TileOpKind::Axpy},       {"cast", ir::TileOpKind::Cast},
+      {"fill", ir::TileOpKind::Fill},       {"broadcast", ir::TileOpKind::Broadcast},
+      {"compare", ir::TileOpKind::Compare}, {"select", ir::TileOpKind::SelectOp},
+      {"gather", ir::TileOpKind::Gather},   {"transpose", ir::TileOpKind::Transpose},
+      {"bit_and", ir::TileOpKind::BitAnd},  {"bit_or", ir::TileOpKind::BitOr},
+      {"bit_xor", ir::TileOpKind::BitXor},  {"bit_not", ir::TileOpKind::BitNot},
+      {"shl", ir::TileOpKind::ShiftLeft},   {"shr", ir::TileOpKind::ShiftRight}};
   auto it = m.find(s);
   if (it == m.end()) throw std::invalid_argument("unknown tile op " + s);
   return it->second;

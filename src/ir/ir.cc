@@ -167,6 +167,12 @@ const char* to_string(TileOpKind k) {
       return "reciprocal";
     case TileOpKind::Relu:
       return "relu";
+    case TileOpKind::Sin:
+      return "sin";
+    case TileOpKind::Cos:
+      return "cos";
+    case TileOpKind::Pow:
+      return "pow";
     case TileOpKind::Axpy:
       return "axpy";
     case TileOpKind::Cast:

@@ -471,9 +471,15 @@ TP_UN(sqrt, Sqrt)
 TP_UN(rsqrt, Rsqrt)
 TP_UN(reciprocal, Reciprocal)
 TP_UN(relu, Relu)
+TP_UN(sin, Sin)
+TP_UN(cos, Cos)
 TP_UN(cast, Cast)
 TP_UN(broadcast, Broadcast)
 #undef TP_UN
+
+void pow(Tile dst, Tile a, Operand b, SrcLoc loc) {
+  op(ir::TileOpKind::Pow, dst, {a}, b, loc);
+}
 
 void axpy(Tile dst, Tile src, Scalar s, SrcLoc loc) {
   op(ir::TileOpKind::Axpy, dst, {src}, s, loc);

@@ -190,6 +190,8 @@ const std::vector<Group>& schema() {
                            &C::vector_transcendental_elems_per_cycle, 0, 65536),
                      field("reduce_cycles_per_repeat", "cycles",
                            &C::vector_reduce_cycles_per_repeat, 0, 1000),
+                     field("sin_cos_ops", "instructions", &C::vector_sin_cos_ops, 1, 1000),
+                     field("pow_extra_ops", "instructions", &C::vector_pow_extra_ops, 0, 1000),
                  },
                  {}});
     s.push_back({"dma",

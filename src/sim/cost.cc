@@ -41,6 +41,16 @@ static Cost vec_cost(const Instr& in, const ChipConfig& c) {
     case TileOpKind::Rsqrt:
     case TileOpKind::Reciprocal:
       return {rep * c.vector_simple_cycles_per_repeat, c.vector_startup_recip};
+    // Library ops expanded into a sequence of vector instructions (range reduction and a
+    // polynomial for sin / cos; exp(b ln a) with sign fix-ups for pow).
+    case TileOpKind::Sin:
+    case TileOpKind::Cos:
+      return {rep * c.vector_sin_cos_ops * c.vector_simple_cycles_per_repeat, c.vector_startup_exp};
+    case TileOpKind::Pow: {
+      double cpr = std::max(1.0, elems_per_repeat / c.vector_transcendental_elems_per_cycle);
+      return {rep * (2 * cpr + c.vector_pow_extra_ops * c.vector_simple_cycles_per_repeat),
+              c.vector_startup_exp};
+    }
     default:
       return {rep * c.vector_simple_cycles_per_repeat, c.vector_startup};
   }

@@ -66,6 +66,8 @@ double apply_binary(TileOpKind op, double a, double b, bool is_float) {
         return std::fmax(x, y);
       case TileOpKind::Min:
         return std::fmin(x, y);
+      case TileOpKind::Pow:
+        return std::pow(x, y);
       default:
         return 0;
     }
@@ -84,6 +86,13 @@ double apply_binary(TileOpKind op, double a, double b, bool is_float) {
       return static_cast<double>(std::max(x, y));
     case TileOpKind::Min:
       return static_cast<double>(std::min(x, y));
+    case TileOpKind::Pow: {  // exact product; a negative exponent truncates toward zero
+      if (y < 0) return x == 1 ? 1.0 : x == -1 ? (y % 2 ? -1.0 : 1.0) : 0.0;
+      uint64_t r = 1, b = static_cast<uint64_t>(x);  // unsigned: wraps as the store does
+      for (int64_t e = y; e > 0; e >>= 1, b *= b)
+        if (e & 1) r *= b;
+      return static_cast<double>(static_cast<int64_t>(r));
+    }
     default:
       return 0;
   }
@@ -146,6 +155,10 @@ double apply_unary(TileOpKind op, double a) {
       return 1.0f / x;
     case TileOpKind::Relu:
       return a > 0 ? a : 0.0;
+    case TileOpKind::Sin:
+      return std::sin(x);
+    case TileOpKind::Cos:
+      return std::cos(x);
     default:
       return a;
   }
@@ -192,7 +205,8 @@ void exec_vec(const Instr& in) {
     case TileOpKind::Mul:
     case TileOpKind::Div:
     case TileOpKind::Max:
-    case TileOpKind::Min: {
+    case TileOpKind::Min:
+    case TileOpKind::Pow: {
       auto a = read(in.acc[1]);
       if (t.num_acc > 2) {
         auto b = read(in.acc[2]);

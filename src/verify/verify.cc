@@ -786,6 +786,7 @@ class Verifier {
       case TileOpKind::BitAnd:
       case TileOpKind::BitOr:
       case TileOpKind::BitXor:
+      case TileOpKind::Pow:
         want_srcs = n.scalar ? 1 : 2;
         scalar_ok = true;
         break;
@@ -910,10 +911,10 @@ class Verifier {
           if (same_count(r)) same_dtype(r);
         }
     }
-    bool needs_float = n.op == TileOpKind::Exp || n.op == TileOpKind::Ln ||
-                       n.op == TileOpKind::Sqrt || n.op == TileOpKind::Rsqrt ||
-                       n.op == TileOpKind::Reciprocal || n.op == TileOpKind::Div ||
-                       n.op == TileOpKind::Axpy;
+    bool needs_float =
+        n.op == TileOpKind::Exp || n.op == TileOpKind::Ln || n.op == TileOpKind::Sqrt ||
+        n.op == TileOpKind::Rsqrt || n.op == TileOpKind::Reciprocal || n.op == TileOpKind::Div ||
+        n.op == TileOpKind::Axpy || n.op == TileOpKind::Sin || n.op == TileOpKind::Cos;
     if (needs_float && !is_float(dt)) {
       error(s.loc, "dtype-mismatch",
             fmt::format("{} on {} tile '{}': this op is defined for f16/bf16/f32", what,

@@ -67,6 +67,7 @@ mul = _binary("mul")
 div = _binary("div")
 max = _binary("max")  # noqa: A001
 min = _binary("min")  # noqa: A001
+pow = _binary("pow")  # noqa: A001
 
 
 def adds(dst, a, s, *r, **kw):
@@ -119,6 +120,8 @@ sqrt = _unary("sqrt")
 rsqrt = _unary("rsqrt")
 reciprocal = _unary("reciprocal")
 relu = _unary("relu")
+sin = _unary("sin")
+cos = _unary("cos")
 broadcast = _unary("broadcast")
 
 
