@@ -61,6 +61,16 @@ int mem_key(const Access& a) {
   return a.t->scope == ir::Scope::GM ? a.t->gm_index : 1000 + static_cast<int>(a.t->scope);
 }
 
+/// What the issue loop needs of a template, found once per template (Engine::issue_facts):
+/// the templates are large and these facts would come from several of their cache lines.
+struct IssueFacts {
+  // A pipe's queue, or the scalar unit: a wait it blocks on, or a set that fires at issue.
+  enum Route : uint8_t { Queue, ScalarWait, ScalarSet } route = Queue;
+  bool skipped = false;    // a dropped set or barrier is not issued (fetch)
+  bool eval_flag = false;  // the flag id is evaluated per instruction; else it is flag_id
+  int32_t flag_id = 0;
+};
+
 class Engine {
  public:
   Engine(const lower::LoweredProgram& p, const ChipConfig& chip, HostData* io, const SimOptions& o)
@@ -85,6 +95,7 @@ class Engine {
         for (int i = 0; i < t.num_acc; ++i)
           in.acc[static_cast<size_t>(i)].t = &t.acc[static_cast<size_t>(i)];
         costs_[static_cast<size_t>(k)].push_back(instr_cost(in, chip));
+        facts_[static_cast<size_t>(k)].push_back(issue_facts(t));
       }
     }
   }
@@ -98,6 +109,9 @@ class Engine {
   SimResult run() {
     setup_memory();
     setup_cores();
+    for (const auto& m : gm_) values_ |= !m.empty();
+    for (const Core& c : cores_)
+      for (const auto& m : c.local) values_ |= !m.empty();
     setup_fast_forward();
     while (!heap_.empty()) {
       if (jump_check_) try_jump();
@@ -487,12 +501,13 @@ class Engine {
     c.tally.pipes[static_cast<size_t>(Pipe::S)].busy_cycles += cycles;
   }
 
-  /// Walks control flow to the next instruction template; false when the stream ends.
-  const lower::OpTemplate* fetch(Core& c) {
+  /// Walks control flow to the next instruction template: its index, or -1 where the stream
+  /// ends.
+  int fetch(Core& c) {
     const double sc = chip_.scalar_op_cycles;
     for (;;) {
       if (c.stack.empty()) {
-        if (c.next_block >= p_.block_num) return nullptr;
+        if (c.next_block >= p_.block_num) return -1;
         c.slots[lower::kSlotCid] = c.next_block;
         c.next_block += chip_.ai_cores;
         c.stack.push_back({&c.prog->body, 0, nullptr, 0});
@@ -521,11 +536,10 @@ class Engine {
       const lower::Item& it = f.block->items[f.pos++];
       switch (it.kind) {
         case lower::Item::Instr: {
-          const lower::OpTemplate& t = c.prog->instrs[static_cast<size_t>(it.instr)];
           // A dropped set or barrier is not issued (mutation testing); a dropped wait is,
           // to keep the flag counts balanced (consume_dropped).
-          if (t.dropped && t.op != Opcode::WaitFlag && t.op != Opcode::WaitCross) continue;
-          return &t;
+          if (facts(c)[static_cast<size_t>(it.instr)].skipped) continue;
+          return it.instr;
         }
         case lower::Item::Loop: {
           int64_t b = eval(c, it.begin), e = eval(c, it.end);
@@ -572,6 +586,7 @@ class Engine {
 
   /// First byte of an operand's buffer, or null where this run keeps no values.
   uint8_t* memory(Core& c, const lower::AccessTemplate& a) {
+    if (!values_) return nullptr;
     auto& m = a.scope == ir::Scope::GM ? gm_[static_cast<size_t>(a.gm_index)]
                                        : c.local[static_cast<size_t>(a.scope)];
     if (m.empty()) return nullptr;
@@ -648,12 +663,12 @@ class Engine {
   }
 
   /// Fills `in` (possibly a reused queue slot: every field is written) for template t.
-  void instantiate(Core& c, const lower::OpTemplate& t, Instr& in) {
+  void instantiate(Core& c, const lower::OpTemplate& t, const IssueFacts& f, Instr& in) {
     in.t = &t;
     for (int i = 0; i < t.num_acc; ++i)
       in.acc[static_cast<size_t>(i)] = resolve(c, t.acc[static_cast<size_t>(i)], t);
     in.scalar = 0;
-    in.flag_id = 0;
+    in.flag_id = f.flag_id;
     in.issue = 0;
     in.s_clock = -1;
     switch (t.scalar_kind) {
@@ -677,8 +692,7 @@ class Engine {
       case lower::OpTemplate::ScalarKind::None:
         break;
     }
-    if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
-        t.op == Opcode::WaitCross) {
+    if (f.eval_flag) {
       const int64_t id = eval(c, t.flag_id);
       int limit = (t.op == Opcode::SetCross || t.op == Opcode::WaitCross) ? chip_.cross_flag_ids
                                                                           : chip_.event_ids;
@@ -708,24 +722,25 @@ class Engine {
         if (!try_scalar_wait(c, c.pending)) return;  // stays blocked; woken by a cross set
         c.has_pending = false;
       } else {
-        const lower::OpTemplate* t = fetch(c);
-        if (!t) {
+        const int k = fetch(c);
+        if (k < 0) {
           c.stream_done = true;
           return;
         }
+        const lower::OpTemplate* t = &c.prog->instrs[static_cast<size_t>(k)];
+        const IssueFacts& f = facts(c)[static_cast<size_t>(k)];
         // A queued instruction is built in its queue slot; the others where the scalar unit
         // may have to keep it (pending).
-        Instr& in = queued(*t) && !opts_.lower_bound_only
-                        ? c.pipes[static_cast<size_t>(t->pipe)].queue.back_slot()
-                        : c.pending;
-        instantiate(c, *t, in);
-        if (!opts_.lower_bound_only) queue_stall(c, *t);
+        const bool queue = f.route == IssueFacts::Queue && !opts_.lower_bound_only;
+        Instr& in = queue ? c.pipes[static_cast<size_t>(t->pipe)].queue.back_slot() : c.pending;
+        instantiate(c, *t, f, in);
+        if (queue) queue_stall(c, *t);
         if (!t->dropped) scalar(c, chip_.issue_cycles);
         in.issue = c.t;
         ++c.tally.pipes[static_cast<size_t>(Pipe::S)].instructions;
         if (opts_.lower_bound_only) {
           bound_dispatch(c, in);
-        } else if (!dispatch(c, in)) {
+        } else if (!dispatch(c, in, f)) {
           c.has_pending = true;
           return;
         }
@@ -742,17 +757,34 @@ class Engine {
     return costs[static_cast<size_t>(&t - c.prog->instrs.data())];
   }
 
-  /// Instructions that go to a pipe's queue (the others the scalar unit handles itself).
-  static bool queued(const lower::OpTemplate& t) {
-    return t.pipe != Pipe::S && t.op != Opcode::WaitCross &&
-           !(t.op == Opcode::WaitFlag && t.flag_dst == Pipe::S);
+  IssueFacts issue_facts(const lower::OpTemplate& t) const {
+    IssueFacts f;
+    const bool cross = t.op == Opcode::SetCross || t.op == Opcode::WaitCross;
+    if (t.op == Opcode::WaitCross || (t.op == Opcode::WaitFlag && t.flag_dst == Pipe::S))
+      f.route = IssueFacts::ScalarWait;
+    else if (t.pipe == Pipe::S)
+      f.route = IssueFacts::ScalarSet;
+    f.skipped = t.dropped && t.op != Opcode::WaitFlag && t.op != Opcode::WaitCross;
+    if (cross || t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag) {
+      // A constant id in range needs no work per instruction; any other one is checked
+      // where it is evaluated (instantiate), so its error names the loop state.
+      const int64_t limit = cross ? chip_.cross_flag_ids : chip_.event_ids;
+      const bool fixed =
+          t.flag_id.is_const() && t.flag_id.ops[0].value >= 0 && t.flag_id.ops[0].value < limit;
+      f.eval_flag = !fixed;
+      if (fixed) f.flag_id = static_cast<int32_t>(t.flag_id.ops[0].value);
+    }
+    return f;
+  }
+
+  const std::vector<IssueFacts>& facts(const Core& c) const {
+    return facts_[c.kind == CoreKind::C ? 0 : 1];
   }
 
   /// The scalar unit stalls while the target pipe's queue is full: the instruction
   /// pipe_queue_depth places earlier must have started. (One still blocked on a flag has no
   /// start time yet; the queue is then treated as open.)
   void queue_stall(Core& c, const lower::OpTemplate& t) {
-    if (!queued(t)) return;
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
     const int64_t depth = chip_.pipe_queue_depth, k = ps.dispatched - depth;
     if (k < 0 || k >= ps.popped) return;
@@ -976,11 +1008,10 @@ class Engine {
 
   /// Sends an instruction to its pipe (or handles it on the scalar unit). False if the
   /// scalar unit must block on it.
-  bool dispatch(Core& c, Instr& in) {
+  bool dispatch(Core& c, Instr& in, const IssueFacts& f) {
     const auto& t = *in.t;
-    if (t.op == Opcode::WaitCross || (t.op == Opcode::WaitFlag && t.flag_dst == Pipe::S))
-      return try_scalar_wait(c, in);
-    if (t.pipe == Pipe::S) {  // set_flag(S, X) / set_cross_flag(S): fires at issue
+    if (f.route == IssueFacts::ScalarWait) return try_scalar_wait(c, in);
+    if (f.route == IssueFacts::ScalarSet) {  // set_flag(S, X) / set_cross_flag(S): fires at issue
       fire(c, in, c.t);
       return true;
     }
@@ -1597,6 +1628,8 @@ class Engine {
   FastForwardStats jumped_;
   std::unordered_set<const lower::OpTemplate*> free_ops_;
   std::array<std::vector<Cost>, 2> costs_;  // instr_cost per template of the AIC / AIV program
+  std::array<std::vector<IssueFacts>, 2> facts_;  // issue_facts, likewise
+  bool values_ = false;  // the run keeps values somewhere (functional, or scalar reads)
 };
 
 }  // namespace
