@@ -32,7 +32,9 @@ class Ring {
   }
   void pop_front() {
     head_ = (head_ + 1) & mask_;
-    --n_;
+    // An emptied ring starts again at its first slot: most rings (flag queues, pipe queues)
+    // hold a few elements at a time, so they keep reusing the same warm cache lines.
+    if (--n_ == 0) head_ = 0;
   }
   template <class F>
   void for_each(F&& f) {
