@@ -71,7 +71,14 @@ struct CExpr {
       v += term_coef[static_cast<size_t>(i)] * slots[term_slot[static_cast<size_t>(i)]];
     for (int i = 0; i < nposts; ++i) {
       const Post& p = posts[static_cast<size_t>(i)];
-      v = p.reversed ? ir::eval_binop(p.op, p.value, v) : ir::eval_binop(p.op, v, p.value);
+      if (p.reversed)
+        v = ir::eval_binop(p.op, p.value, v);
+      else if (p.op == ir::BinOp::Mod)  // ring-buffer slots and tile indices, without a call
+        v = ir::floor_mod(v, p.value);
+      else if (p.op == ir::BinOp::Div)
+        v = ir::floor_div(v, p.value);
+      else
+        v = ir::eval_binop(p.op, v, p.value);
     }
     return v;
   }
