@@ -1088,10 +1088,13 @@ class Engine {
       else
         x.v2c[v][id].push_back(r);
     }
-    // Wake the peers blocked on a cross wait.
-    for (auto& peer : cores_) {
-      if (peer.ai_core == c.ai_core && peer.kind != c.kind && peer.has_pending && !peer.in_heap)
-        push(peer);
+    // Wake the peers blocked on a cross wait. add_core adds an AI core's cores one after
+    // another (AIC, AIV0, AIV1): they are the run of cores around c with its ai_core.
+    const size_t first = static_cast<size_t>(
+        c.index - (c.kind == CoreKind::C ? 0 : (p_.aic.empty() ? 0 : 1) + c.vid));
+    for (size_t i = first; i < cores_.size() && cores_[i].ai_core == c.ai_core; ++i) {
+      Core& peer = cores_[i];
+      if (peer.kind != c.kind && peer.has_pending && !peer.in_heap) push(peer);
     }
   }
 
