@@ -1,5 +1,5 @@
-// A FIFO on one circular buffer, for the engine's per-instruction queues and the L2's
-// CLOCK list.
+// A FIFO on one circular buffer, for the engine's per-instruction queues, the L2's
+// CLOCK list and the bandwidth ledgers' buckets.
 #pragma once
 
 #include <algorithm>
