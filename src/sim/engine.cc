@@ -1235,16 +1235,14 @@ class Engine {
   /// Starts every queued instruction of pipe p that can start.
   void drain(Core& c, Pipe p) {
     PipeState& ps = c.pipes[static_cast<size_t>(p)];
+    PipeStats& st = c.tally.pipes[static_cast<size_t>(p)];
     while (!ps.queue.empty()) {
       Instr& head = ps.queue.front();
       const auto& t = *head.t;
-      PipeStats& st = c.tally.pipes[static_cast<size_t>(p)];
       switch (t.op) {
         case Opcode::WaitFlag: {
-          if (t.dropped) {  // in pipe order, so it takes the same set the wait would take
-            consume_dropped(c, head);
-            leave_queue(ps, std::max(head.issue, ps.ready));
-            ps.queue.pop_front();
+          if (t.dropped) {
+            drop_wait(c, ps, head);
             break;
           }
           auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)];
@@ -1266,7 +1264,9 @@ class Engine {
         }
         case Opcode::SetFlag:
         case Opcode::SetCross: {
-          Instr in = head;
+          // Popped first (fire may drain this pipe again), yet its slot stays intact: only
+          // run_core pushes to a pipe queue, and fire never gets there.
+          const Instr& in = head;
           ps.queue.pop_front();
           double when = std::max({in.issue, ps.done, ps.ready});
           ps.ready = std::max(ps.ready, in.issue);
@@ -1292,48 +1292,71 @@ class Engine {
           ps.queue.pop_front();
           break;
         }
-        default: {
-          const Instr& in = head;  // popped at the end: nothing here pushes to this queue
-          Cost cost = cost_of(c, t);
-          double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
-          double start = std::max(ready, dep);
-          leave_queue(ps, start);
-          st.wait_dep_cycles += start - ready;
-          if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);
-          if (!free_ops_.empty() && free_ops_.count(in.t)) cost = Cost{};
-          account(c, p, in.issue, start, cost.occupancy, kGapDep);
-          double end = start + cost.occupancy + cost.latency;
-          if (end > opts_.max_cycles)
-            fail(t.loc, "cycle-budget",
-                 fmt::format("{}: {} would end at cycle {:.0f}, past the cycle budget of {:.0f}",
-                             c.stats.name, t.name, end, opts_.max_cycles),
-                 "raise the budget (--max-cycles) or check for a loop that does not end");
-          ps.ready = start + cost.occupancy;
-          ps.done = std::max(ps.done, end);
-          st.busy_cycles += cost.occupancy;
-          ++st.instructions;
-          ++c.tally.executed;
-          const Access& d = in.acc[0];
-          ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(),
-                                                            end};
-          ps.live |= uint32_t{1} << ps.next_recent;
-          ps.next_recent = (ps.next_recent + 1) % static_cast<int>(ps.recent.size());
-          if (race_) {
-            race_->acquire(c.ai_core, RaceDetector::thread(c.role, p),
-                           clocks_[static_cast<size_t>(in.s_clock)]);
-            for (int i = t.num_acc - 1; i >= 0; --i)
-              race_access(c, p, in, in.acc[static_cast<size_t>(i)], i == 0);
-          }
-          if (opts_.observer)
-            opts_.observer->on_instr(
-                InstrEvent{c.index, p, in.t, in.issue, start, end, cost.occupancy,
-                           in.acc[t.num_acc > 1 ? 1 : 0].bytes(),
-                           t.op == Opcode::Mmad ? 2.0 * t.m * t.n * t.k : 0.0});
-          if (functional_ || t.materialise) execute(in);
-          ps.queue.pop_front();
-        }
+        default:
+          start_op(c, p, ps, st, head);
+          ps.queue.pop_front();  // only now: nothing in start_op pushes to this queue
       }
     }
+  }
+
+  /// A dropped wait_flag at the head of its pipe: in pipe order, so it takes the same set
+  /// the wait would take.
+  [[gnu::noinline, gnu::cold]] void drop_wait(Core& c, PipeState& ps, const Instr& head) {
+    consume_dropped(c, head);
+    leave_queue(ps, std::max(head.issue, ps.ready));
+    ps.queue.pop_front();
+  }
+
+  /// Starts a compute or copy instruction at the head of pipe p.
+  void start_op(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Instr& in) {
+    const auto& t = *in.t;
+    Cost cost = cost_of(c, t);
+    double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
+    double start = std::max(ready, dep);
+    leave_queue(ps, start);
+    st.wait_dep_cycles += start - ready;
+    if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);
+    if (!free_ops_.empty() && free_ops_.count(in.t)) cost = Cost{};
+    account(c, p, in.issue, start, cost.occupancy, kGapDep);
+    double end = start + cost.occupancy + cost.latency;
+    if (end > opts_.max_cycles) [[unlikely]]
+      over_budget(c, t, end);
+    ps.ready = start + cost.occupancy;
+    ps.done = std::max(ps.done, end);
+    st.busy_cycles += cost.occupancy;
+    ++st.instructions;
+    ++c.tally.executed;
+    const Access& d = in.acc[0];
+    ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(), end};
+    ps.live |= uint32_t{1} << ps.next_recent;
+    if (++ps.next_recent == static_cast<int>(ps.recent.size())) ps.next_recent = 0;
+    if (race_ || opts_.observer) [[unlikely]]
+      observe_op(c, p, in, start, end, cost.occupancy);
+    if (functional_ || t.materialise) execute(in);
+  }
+
+  [[noreturn, gnu::noinline, gnu::cold]] void over_budget(const Core& c, const lower::OpTemplate& t,
+                                                          double end) {
+    fail(t.loc, "cycle-budget",
+         fmt::format("{}: {} would end at cycle {:.0f}, past the cycle budget of {:.0f}",
+                     c.stats.name, t.name, end, opts_.max_cycles),
+         "raise the budget (--max-cycles) or check for a loop that does not end");
+  }
+
+  /// Race detection and the observer for an instruction that started on pipe p.
+  [[gnu::noinline]] void observe_op(Core& c, Pipe p, const Instr& in, double start, double end,
+                                    double occupancy) {
+    const auto& t = *in.t;
+    if (race_) {
+      race_->acquire(c.ai_core, RaceDetector::thread(c.role, p),
+                     clocks_[static_cast<size_t>(in.s_clock)]);
+      for (int i = t.num_acc - 1; i >= 0; --i)
+        race_access(c, p, in, in.acc[static_cast<size_t>(i)], i == 0);
+    }
+    if (opts_.observer)
+      opts_.observer->on_instr(InstrEvent{c.index, p, in.t, in.issue, start, end, occupancy,
+                                          in.acc[t.num_acc > 1 ? 1 : 0].bytes(),
+                                          t.op == Opcode::Mmad ? 2.0 * t.m * t.n * t.k : 0.0});
   }
 
   // ---- end of run ----
