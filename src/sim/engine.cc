@@ -1008,25 +1008,34 @@ class Engine {
   /// `from` is when the wait reached the front of its pipe (or the scalar unit).
   void consumed(Core& c, Pipe pipe, const Instr& wait, const SetRecord& r, double from, double done,
                 bool cross) {
-    if (race_ && r.vc >= 0) {
-      race_->acquire(c.ai_core, RaceDetector::thread(c.role, pipe),
-                     clocks_[static_cast<size_t>(r.vc)]);
-      if (pipe == Pipe::S) {
-        c.s_clock = -1;
-        if (cross)  // a cross-core wait blocks every pipe of the core (hardware.md)
-          for (int p = 0; p < kPipes; ++p)
-            race_->acquire(c.ai_core, RaceDetector::thread(c.role, static_cast<Pipe>(p)),
-                           clocks_[static_cast<size_t>(r.vc)]);
-      }
-    }
+    if (race_ && r.vc >= 0) [[unlikely]]
+      acquire_set(c, pipe, r, cross);
     double waited = std::max(0.0, done - from);
     auto& site = c.tally.waits[static_cast<size_t>(wait.t - c.prog->instrs.data())];
     site.op = wait.t;
     site.cycles += waited;
     ++site.count;
-    if (opts_.observer)
-      opts_.observer->on_flag(
-          FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done, from, r.op, wait.t, cross});
+    if (opts_.observer) [[unlikely]]
+      observe_flag(c, pipe, wait, r, from, done, cross);
+  }
+
+  /// Race detection: the waiter's threads acquire the clock set `r` released.
+  [[gnu::noinline]] void acquire_set(Core& c, Pipe pipe, const SetRecord& r, bool cross) {
+    race_->acquire(c.ai_core, RaceDetector::thread(c.role, pipe),
+                   clocks_[static_cast<size_t>(r.vc)]);
+    if (pipe == Pipe::S) {
+      c.s_clock = -1;
+      if (cross)  // a cross-core wait blocks every pipe of the core (hardware.md)
+        for (int p = 0; p < kPipes; ++p)
+          race_->acquire(c.ai_core, RaceDetector::thread(c.role, static_cast<Pipe>(p)),
+                         clocks_[static_cast<size_t>(r.vc)]);
+    }
+  }
+
+  [[gnu::noinline]] void observe_flag(const Core& c, Pipe pipe, const Instr& wait,
+                                      const SetRecord& r, double from, double done, bool cross) {
+    opts_.observer->on_flag(
+        FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done, from, r.op, wait.t, cross});
   }
 
   int scalar_clock(Core& c) {
@@ -1143,7 +1152,7 @@ class Engine {
     const lower::AccessTemplate& g = *a.t;
     GmWork w;
     bool track = read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.gm_index)].workspace;
-    auto& seen = ranges[g.gm_index];
+    RangeSet* seen = track ? &ranges[g.gm_index] : nullptr;
     int64_t miss = 0, hit = 0, again = 0;
     // Adjacent runs are one contiguous range: one L2 touch where they meet on a line boundary
     // (L2Residency::touch), one read-range update, one DMA burst.
@@ -1160,7 +1169,7 @@ class Engine {
     double charged = 0;
     auto burst = [&] {
       if (run_len == 0) return;
-      if (track) again += seen.add(run_lo, run_lo + run_len);
+      if (track) again += seen->add(run_lo, run_lo + run_len);
       double b = std::max(static_cast<double>(run_len), chip_.dma_min_burst_bytes);
       if (run_len >= chip_.dma_full_bw_align && run_lo % chip_.dma_full_bw_align != 0)
         b /= chip_.dma_misaligned_factor;
