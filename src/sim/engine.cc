@@ -994,14 +994,15 @@ class Engine {
   }
 
   SetRecord record(Core& c, const Instr& in, double when, double visible) {
-    SetRecord r{visible, &in.t->loc, in.t, c.index, in.t->pipe, when, -1};
-    if (race_) {
-      int tid = RaceDetector::thread(c.role, in.t->pipe);
-      clocks_.push_back(race_->release(c.ai_core, tid));
-      r.vc = static_cast<int>(clocks_.size()) - 1;
-      if (in.t->pipe == Pipe::S) c.s_clock = -1;
-    }
-    return r;
+    return {visible, &in.t->loc, in.t, c.index, in.t->pipe, when, race_ ? release(c, in) : -1};
+  }
+
+  /// Race detection: the clock a set releases (index into clocks_).
+  [[gnu::noinline]] int release(Core& c, const Instr& in) {
+    int tid = RaceDetector::thread(c.role, in.t->pipe);
+    clocks_.push_back(race_->release(c.ai_core, tid));
+    if (in.t->pipe == Pipe::S) c.s_clock = -1;
+    return static_cast<int>(clocks_.size()) - 1;
   }
 
   /// A wait took set `r`: happens-before edge, observer event, waiting statistics.
