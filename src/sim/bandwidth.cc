@@ -133,11 +133,12 @@ std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi, in
       // Room for every missed line, so nothing is evicted: allocate the word at once, the
       // lines joining the CLOCK list in order as allocate would add them.
       l.referenced[static_cast<size_t>(w)] |= mask & res;
-      for (uint64_t bits = missed; bits; bits &= bits - 1) {
-        const int64_t k = (w << 6) + std::countr_zero(bits);
-        miss += std::min(hi, (k + 1) * chunk_) - std::max(lo, k * chunk_);
-        clock_.push_back(clock_key(t, k));
-      }
+      for (uint64_t bits = missed; bits; bits &= bits - 1)
+        clock_.push_back(clock_key(t, (w << 6) + std::countr_zero(bits)));
+      // Whole lines, less the parts of the range's first and last lines outside it.
+      miss += n * chunk_;
+      if (a == k0 && (missed >> (k0 & 63) & 1)) miss -= lo - k0 * chunk_;
+      if (b == k1 && (missed >> ((k1 - 1) & 63) & 1)) miss -= k1 * chunk_ - hi;
       res |= missed;
       resident_ += n * chunk_;
       missing_[static_cast<size_t>(t)] -= n;
