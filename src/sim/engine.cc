@@ -1133,8 +1133,10 @@ class Engine {
       }
       for (int k = first; k < in.t->num_acc; ++k) {
         const Access& a = in.acc[static_cast<size_t>(k)];
-        if (w.mem == mem_key(a) && a.byte_lo() < w.hi && w.lo < a.byte_hi())
+        if (w.mem == mem_key(a) && a.byte_lo() < w.hi && w.lo < a.byte_hi()) {
           start = std::max(start, w.end);
+          break;  // the other operands give the same w.end
+        }
       }
     }
     return start;
