@@ -1131,6 +1131,7 @@ class Engine {
         ps.live &= ~(uint32_t{1} << i);
         continue;
       }
+      if (w.end <= start) continue;  // cannot raise the start
       for (int k = first; k < in.t->num_acc; ++k) {
         const Access& a = in.acc[static_cast<size_t>(k)];
         if (w.mem == mem_key(a) && a.byte_lo() < w.hi && w.lo < a.byte_hi()) {
