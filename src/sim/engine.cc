@@ -967,6 +967,11 @@ class Engine {
   void check_double_set(const Core& c, const Ring<SetRecord>& q, double consumed_at,
                         const Instr& wait) {
     if (q.empty() || q.front().time > consumed_at) return;
+    double_set(c, q, wait);
+  }
+
+  [[noreturn, gnu::noinline, gnu::cold]] void double_set(const Core& c, const Ring<SetRecord>& q,
+                                                         const Instr& wait) {
     const auto& t = *wait.t;
     fail(*q.front().loc, "flag-double-set",
          fmt::format("{}: flag {}->{} #{} set again before its wait at {} consumed the previous "
@@ -1066,13 +1071,15 @@ class Engine {
       return;
     }
     size_t key = flag_key(t.flag_src, t.flag_dst, in.flag_id);
-    SetRecord r = record(c, in, when, when + chip_.flag_latency);
+    Ring<SetRecord>& q = c.flags[key];
+    SetRecord& r = q.back_slot();  // built in place, committed unless a dropped wait took it
+    r = record(c, in, when, when + chip_.flag_latency);
     c.last_set[key] = {r.time, &t.loc};
     if (c.ghost_debt[key] > 0) {  // a dropped wait already took this set
       --c.ghost_debt[key];
       return;
     }
-    c.flags[key].push_back(r);
+    q.commit_back();
     if (t.flag_dst != Pipe::S) drain(c, t.flag_dst);
   }
 
