@@ -42,7 +42,9 @@ class Ring {
  private:
   void grow() {
     std::vector<T> b(std::max<size_t>(4, 2 * buf_.size()));
-    for (size_t i = 0; i < n_; ++i) b[i] = std::move((*this)[i]);
+    // Full: the elements are [head_, end) and then [0, head_).
+    auto mid = std::move(buf_.begin() + static_cast<std::ptrdiff_t>(head_), buf_.end(), b.begin());
+    std::move(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(head_), mid);
     buf_ = std::move(b);
     head_ = 0;
     mask_ = buf_.size() - 1;
