@@ -1080,7 +1080,9 @@ class Engine {
       return;
     }
     q.commit_back();
-    if (t.flag_dst != Pipe::S) drain(c, t.flag_dst);
+    // Mostly the wait is not issued yet and the pipe has nothing to start.
+    if (t.flag_dst != Pipe::S && !c.pipes[static_cast<size_t>(t.flag_dst)].queue.empty())
+      drain(c, t.flag_dst);
   }
 
   void deliver_cross(Core& c, const Instr& in, double when) {
