@@ -1,6 +1,7 @@
 #include "bandwidth.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace tilepipe::sim {
@@ -12,7 +13,10 @@ double BandwidthLedger::transfer(double start, double bytes, double rate) {
   constexpr int64_t kKeep = 1 << 16;  // buckets kept behind the newest request
   double t = start, left = bytes;
   while (left > 1e-9) {
-    auto b = static_cast<int64_t>(std::floor(t / bucket_));
+    // floor(t / bucket_) without a libm call
+    const double q = t / bucket_;
+    auto b = static_cast<int64_t>(q);
+    if (static_cast<double>(b) > q) --b;
     if (b < base_) {  // older than the window: treat as uncontended
       double end = std::min(static_cast<double>(base_) * bucket_, t + left / rate);
       left -= (end - t) * rate;
@@ -121,6 +125,23 @@ std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi, in
     auto& res = l.resident[static_cast<size_t>(w)];
     if ((res & mask) == mask) {  // all hits: one word
       l.referenced[static_cast<size_t>(w)] |= mask;
+      continue;
+    }
+    const uint64_t missed = mask & ~res;
+    const int64_t n = std::popcount(missed);
+    if (resident_ + n * chunk_ <= capacity_) {
+      // Room for every missed line, so nothing is evicted: allocate the word at once, the
+      // lines joining the CLOCK list in order as allocate would add them.
+      l.referenced[static_cast<size_t>(w)] |= mask & res;
+      for (uint64_t bits = missed; bits; bits &= bits - 1)
+        clock_.push_back(clock_key(t, (w << 6) + std::countr_zero(bits)));
+      // Whole lines, less the parts of the range's first and last lines outside it.
+      miss += n * chunk_;
+      if (a == k0 && (missed >> (k0 & 63) & 1)) miss -= lo - k0 * chunk_;
+      if (b == k1 && (missed >> ((k1 - 1) & 63) & 1)) miss -= k1 * chunk_ - hi;
+      res |= missed;
+      resident_ += n * chunk_;
+      missing_[static_cast<size_t>(t)] -= n;
       continue;
     }
     // A miss allocates and may evict (also lines further on): line by line, in order.

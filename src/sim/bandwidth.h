@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -27,7 +26,7 @@ class BandwidthLedger {
   double capacity_;  // bytes per bucket
   double bucket_;
   int64_t base_ = 0;  // bucket index of used_.front()
-  std::deque<double> used_;
+  Ring<double> used_;
 };
 
 /// Which bytes of GM are resident in L2 (128-byte lines): a touch of a line that is not

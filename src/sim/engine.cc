@@ -900,7 +900,9 @@ class Engine {
   /// Accounts pipe p's timeline up to an event that starts at `s` (issued at `issue`) and
   /// occupies the pipe for `occ`; the gap before it is charged to `kind` where the
   /// instruction was already issued, else to what blocked the scalar unit, else to issue.
-  void account(Core& c, Pipe p, double issue, double s, double occ, GapKind kind) {
+  /// Inlined: a call costs about as much as its work, once per instruction.
+  [[gnu::always_inline]] void account(Core& c, Pipe p, double issue, double s, double occ,
+                                      GapKind kind) {
     PipeAcct& pa = c.acct[static_cast<size_t>(p)];
     CycleAccount& ca = c.tally.acct[static_cast<size_t>(p)];
     if (!pa.started) {
@@ -997,6 +999,11 @@ class Engine {
   void check_double_set(const Core& c, const Ring<SetRecord>& q, double consumed_at,
                         const Instr& wait) {
     if (q.empty() || q.front().time > consumed_at) return;
+    double_set(c, q, wait);
+  }
+
+  [[noreturn, gnu::noinline, gnu::cold]] void double_set(const Core& c, const Ring<SetRecord>& q,
+                                                         const Instr& wait) {
     const auto& t = *wait.t;
     fail(*q.front().loc, "flag-double-set",
          fmt::format("{}: flag {}->{} #{} set again before its wait at {} consumed the previous "
@@ -1025,39 +1032,50 @@ class Engine {
   }
 
   SetRecord record(Core& c, const Instr& in, double when, double visible) {
-    SetRecord r{visible, &in.t->loc, in.t, c.index, in.t->pipe, when, -1};
-    if (race_) {
-      int tid = RaceDetector::thread(c.role, in.t->pipe);
-      clocks_.push_back(race_->release(c.ai_core, tid));
-      r.vc = static_cast<int>(clocks_.size()) - 1;
-      if (in.t->pipe == Pipe::S) c.s_clock = -1;
-    }
-    return r;
+    return {visible, &in.t->loc, in.t, c.index, in.t->pipe, when, race_ ? release(c, in) : -1};
+  }
+
+  /// Race detection: the clock a set releases (index into clocks_).
+  [[gnu::noinline]] int release(Core& c, const Instr& in) {
+    int tid = RaceDetector::thread(c.role, in.t->pipe);
+    clocks_.push_back(race_->release(c.ai_core, tid));
+    if (in.t->pipe == Pipe::S) c.s_clock = -1;
+    return static_cast<int>(clocks_.size()) - 1;
   }
 
   /// A wait took set `r`: happens-before edge, observer event, waiting statistics.
-  /// `from` is when the wait reached the front of its pipe (or the scalar unit).
-  void consumed(Core& c, Pipe pipe, const Instr& wait, const SetRecord& r, double from, double done,
-                bool cross) {
-    if (race_ && r.vc >= 0) {
-      race_->acquire(c.ai_core, RaceDetector::thread(c.role, pipe),
-                     clocks_[static_cast<size_t>(r.vc)]);
-      if (pipe == Pipe::S) {
-        c.s_clock = -1;
-        if (cross)  // a cross-core wait blocks every pipe of the core (hardware.md)
-          for (int p = 0; p < kPipes; ++p)
-            race_->acquire(c.ai_core, RaceDetector::thread(c.role, static_cast<Pipe>(p)),
-                           clocks_[static_cast<size_t>(r.vc)]);
-      }
-    }
+  /// `from` is when the wait reached the front of its pipe (or the scalar unit). Inlined: a
+  /// call costs about as much as its work, once per wait.
+  [[gnu::always_inline]] void consumed(Core& c, Pipe pipe, const Instr& wait, const SetRecord& r,
+                                       double from, double done, bool cross) {
+    if (race_ && r.vc >= 0) [[unlikely]]
+      acquire_set(c, pipe, r, cross);
     double waited = std::max(0.0, done - from);
     auto& site = c.tally.waits[static_cast<size_t>(wait.t - c.prog->instrs.data())];
     site.op = wait.t;
     site.cycles += waited;
     ++site.count;
-    if (opts_.observer)
-      opts_.observer->on_flag(
-          FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done, from, r.op, wait.t, cross});
+    if (opts_.observer) [[unlikely]]
+      observe_flag(c, pipe, wait, r, from, done, cross);
+  }
+
+  /// Race detection: the waiter's threads acquire the clock set `r` released.
+  [[gnu::noinline]] void acquire_set(Core& c, Pipe pipe, const SetRecord& r, bool cross) {
+    race_->acquire(c.ai_core, RaceDetector::thread(c.role, pipe),
+                   clocks_[static_cast<size_t>(r.vc)]);
+    if (pipe == Pipe::S) {
+      c.s_clock = -1;
+      if (cross)  // a cross-core wait blocks every pipe of the core (hardware.md)
+        for (int p = 0; p < kPipes; ++p)
+          race_->acquire(c.ai_core, RaceDetector::thread(c.role, static_cast<Pipe>(p)),
+                         clocks_[static_cast<size_t>(r.vc)]);
+    }
+  }
+
+  [[gnu::noinline]] void observe_flag(const Core& c, Pipe pipe, const Instr& wait,
+                                      const SetRecord& r, double from, double done, bool cross) {
+    opts_.observer->on_flag(
+        FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done, from, r.op, wait.t, cross});
   }
 
   int scalar_clock(Core& c) {
@@ -1084,14 +1102,18 @@ class Engine {
       return;
     }
     size_t key = flag_key(t.flag_src, t.flag_dst, in.flag_id);
-    SetRecord r = record(c, in, when, when + chip_.flag_latency);
+    Ring<SetRecord>& q = c.flags[key];
+    SetRecord& r = q.back_slot();  // built in place, committed unless a dropped wait took it
+    r = record(c, in, when, when + chip_.flag_latency);
     c.last_set[key] = {r.time, &t.loc};
     if (c.ghost_debt[key] > 0) {  // a dropped wait already took this set
       --c.ghost_debt[key];
       return;
     }
-    c.flags[key].push_back(r);
-    if (t.flag_dst != Pipe::S) drain(c, t.flag_dst);
+    q.commit_back();
+    // Mostly the wait is not issued yet and the pipe has nothing to start.
+    if (t.flag_dst != Pipe::S && !c.pipes[static_cast<size_t>(t.flag_dst)].queue.empty())
+      drain(c, t.flag_dst);
   }
 
   void deliver_cross(Core& c, const Instr& in, double when) {
@@ -1119,10 +1141,13 @@ class Engine {
       else
         x.v2c[v][id].push_back(r);
     }
-    // Wake the peers blocked on a cross wait.
-    for (auto& peer : cores_) {
-      if (peer.ai_core == c.ai_core && peer.kind != c.kind && peer.has_pending && !peer.in_heap)
-        push(peer);
+    // Wake the peers blocked on a cross wait. add_core adds an AI core's cores one after
+    // another (AIC, AIV0, AIV1): they are the run of cores around c with its ai_core.
+    const size_t first = static_cast<size_t>(
+        c.index - (c.kind == CoreKind::C ? 0 : (p_.aic.empty() ? 0 : 1) + c.vid));
+    for (size_t i = first; i < cores_.size() && cores_[i].ai_core == c.ai_core; ++i) {
+      Core& peer = cores_[i];
+      if (peer.kind != c.kind && peer.has_pending && !peer.in_heap) push(peer);
     }
   }
 
@@ -1147,10 +1172,13 @@ class Engine {
         ps.live &= ~(uint32_t{1} << i);
         continue;
       }
+      if (w.end <= start) continue;  // cannot raise the start
       for (int k = first; k < in.t->num_acc; ++k) {
         const Access& a = in.acc[static_cast<size_t>(k)];
-        if (w.mem == mem_key(a) && a.byte_lo() < w.hi && w.lo < a.byte_hi())
+        if (w.mem == mem_key(a) && a.byte_lo() < w.hi && w.lo < a.byte_hi()) {
           start = std::max(start, w.end);
+          break;  // the other operands give the same w.end
+        }
       }
     }
     return start;
@@ -1171,7 +1199,7 @@ class Engine {
     const lower::AccessTemplate& g = *a.t;
     GmWork w;
     bool track = read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.gm_index)].workspace;
-    auto& seen = ranges[g.gm_index];
+    RangeSet* seen = track ? &ranges[g.gm_index] : nullptr;
     int64_t miss = 0, hit = 0, again = 0;
     // Adjacent runs are one contiguous range: one L2 touch where they meet on a line boundary
     // (L2Residency::touch), one read-range update, one DMA burst.
@@ -1188,7 +1216,7 @@ class Engine {
     double charged = 0;
     auto burst = [&] {
       if (run_len == 0) return;
-      if (track) again += seen.add(run_lo, run_lo + run_len);
+      if (track) again += seen->add(run_lo, run_lo + run_len);
       double b = std::max(static_cast<double>(run_len), chip_.dma_min_burst_bytes);
       if (run_len >= chip_.dma_full_bw_align && run_lo % chip_.dma_full_bw_align != 0)
         b /= chip_.dma_misaligned_factor;
@@ -1263,16 +1291,14 @@ class Engine {
   /// Starts every queued instruction of pipe p that can start.
   void drain(Core& c, Pipe p) {
     PipeState& ps = c.pipes[static_cast<size_t>(p)];
+    PipeStats& st = c.tally.pipes[static_cast<size_t>(p)];
     while (!ps.queue.empty()) {
       Instr& head = ps.queue.front();
       const auto& t = *head.t;
-      PipeStats& st = c.tally.pipes[static_cast<size_t>(p)];
       switch (t.op) {
         case Opcode::WaitFlag: {
-          if (t.dropped) {  // in pipe order, so it takes the same set the wait would take
-            consume_dropped(c, head);
-            leave_queue(ps, std::max(head.issue, ps.ready));
-            ps.queue.pop_front();
+          if (t.dropped) {
+            drop_wait(c, ps, head);
             break;
           }
           auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)];
@@ -1294,7 +1320,9 @@ class Engine {
         }
         case Opcode::SetFlag:
         case Opcode::SetCross: {
-          Instr in = head;
+          // Popped first (fire may drain this pipe again), yet its slot stays intact: only
+          // run_core pushes to a pipe queue, and fire never gets there.
+          const Instr& in = head;
           ps.queue.pop_front();
           double when = std::max({in.issue, ps.done, ps.ready});
           ps.ready = std::max(ps.ready, in.issue);
@@ -1320,48 +1348,71 @@ class Engine {
           ps.queue.pop_front();
           break;
         }
-        default: {
-          const Instr& in = head;  // popped at the end: nothing here pushes to this queue
-          Cost cost = cost_of(c, t);
-          double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
-          double start = std::max(ready, dep);
-          leave_queue(ps, start);
-          st.wait_dep_cycles += start - ready;
-          if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);
-          if (!free_ops_.empty() && free_ops_.count(in.t)) cost = Cost{};
-          account(c, p, in.issue, start, cost.occupancy, kGapDep);
-          double end = start + cost.occupancy + cost.latency;
-          if (end > opts_.max_cycles)
-            fail(t.loc, "cycle-budget",
-                 fmt::format("{}: {} would end at cycle {:.0f}, past the cycle budget of {:.0f}",
-                             c.stats.name, t.name, end, opts_.max_cycles),
-                 "raise the budget (--max-cycles) or check for a loop that does not end");
-          ps.ready = start + cost.occupancy;
-          ps.done = std::max(ps.done, end);
-          st.busy_cycles += cost.occupancy;
-          ++st.instructions;
-          ++c.tally.executed;
-          const Access& d = in.acc[0];
-          ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(),
-                                                            end};
-          ps.live |= uint32_t{1} << ps.next_recent;
-          ps.next_recent = (ps.next_recent + 1) % static_cast<int>(ps.recent.size());
-          if (race_) {
-            race_->acquire(c.ai_core, RaceDetector::thread(c.role, p),
-                           clocks_[static_cast<size_t>(in.s_clock)]);
-            for (int i = t.num_acc - 1; i >= 0; --i)
-              race_access(c, p, in, in.acc[static_cast<size_t>(i)], i == 0);
-          }
-          if (opts_.observer)
-            opts_.observer->on_instr(
-                InstrEvent{c.index, p, in.t, in.issue, start, end, cost.occupancy,
-                           in.acc[t.num_acc > 1 ? 1 : 0].bytes(),
-                           t.op == Opcode::Mmad ? 2.0 * t.m * t.n * t.k : 0.0});
-          if (functional_ || t.materialise) execute(in);
-          ps.queue.pop_front();
-        }
+        default:
+          start_op(c, p, ps, st, head);
+          ps.queue.pop_front();  // only now: nothing in start_op pushes to this queue
       }
     }
+  }
+
+  /// A dropped wait_flag at the head of its pipe: in pipe order, so it takes the same set
+  /// the wait would take.
+  [[gnu::noinline, gnu::cold]] void drop_wait(Core& c, PipeState& ps, const Instr& head) {
+    consume_dropped(c, head);
+    leave_queue(ps, std::max(head.issue, ps.ready));
+    ps.queue.pop_front();
+  }
+
+  /// Starts a compute or copy instruction at the head of pipe p.
+  void start_op(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Instr& in) {
+    const auto& t = *in.t;
+    Cost cost = cost_of(c, t);
+    double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
+    double start = std::max(ready, dep);
+    leave_queue(ps, start);
+    st.wait_dep_cycles += start - ready;
+    if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);
+    if (!free_ops_.empty() && free_ops_.count(in.t)) cost = Cost{};
+    account(c, p, in.issue, start, cost.occupancy, kGapDep);
+    double end = start + cost.occupancy + cost.latency;
+    if (end > opts_.max_cycles) [[unlikely]]
+      over_budget(c, t, end);
+    ps.ready = start + cost.occupancy;
+    ps.done = std::max(ps.done, end);
+    st.busy_cycles += cost.occupancy;
+    ++st.instructions;
+    ++c.tally.executed;
+    const Access& d = in.acc[0];
+    ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(), end};
+    ps.live |= uint32_t{1} << ps.next_recent;
+    if (++ps.next_recent == static_cast<int>(ps.recent.size())) ps.next_recent = 0;
+    if (race_ || opts_.observer) [[unlikely]]
+      observe_op(c, p, in, start, end, cost.occupancy);
+    if (functional_ || t.materialise) execute(in);
+  }
+
+  [[noreturn, gnu::noinline, gnu::cold]] void over_budget(const Core& c, const lower::OpTemplate& t,
+                                                          double end) {
+    fail(t.loc, "cycle-budget",
+         fmt::format("{}: {} would end at cycle {:.0f}, past the cycle budget of {:.0f}",
+                     c.stats.name, t.name, end, opts_.max_cycles),
+         "raise the budget (--max-cycles) or check for a loop that does not end");
+  }
+
+  /// Race detection and the observer for an instruction that started on pipe p.
+  [[gnu::noinline]] void observe_op(Core& c, Pipe p, const Instr& in, double start, double end,
+                                    double occupancy) {
+    const auto& t = *in.t;
+    if (race_) {
+      race_->acquire(c.ai_core, RaceDetector::thread(c.role, p),
+                     clocks_[static_cast<size_t>(in.s_clock)]);
+      for (int i = t.num_acc - 1; i >= 0; --i)
+        race_access(c, p, in, in.acc[static_cast<size_t>(i)], i == 0);
+    }
+    if (opts_.observer)
+      opts_.observer->on_instr(InstrEvent{c.index, p, in.t, in.issue, start, end, occupancy,
+                                          in.acc[t.num_acc > 1 ? 1 : 0].bytes(),
+                                          t.op == Opcode::Mmad ? 2.0 * t.m * t.n * t.k : 0.0});
   }
 
   // ---- end of run ----

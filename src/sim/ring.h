@@ -1,5 +1,5 @@
-// A FIFO on one circular buffer, for the engine's per-instruction queues and the L2's
-// CLOCK list.
+// A FIFO on one circular buffer, for the engine's per-instruction queues, the L2's
+// CLOCK list and the bandwidth ledgers' buckets.
 #pragma once
 
 #include <algorithm>
@@ -44,7 +44,9 @@ class Ring {
  private:
   void grow() {
     std::vector<T> b(std::max<size_t>(4, 2 * buf_.size()));
-    for (size_t i = 0; i < n_; ++i) b[i] = std::move((*this)[i]);
+    // Full: the elements are [head_, end) and then [0, head_).
+    auto mid = std::move(buf_.begin() + static_cast<std::ptrdiff_t>(head_), buf_.end(), b.begin());
+    std::move(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(head_), mid);
     buf_ = std::move(b);
     head_ = 0;
     mask_ = buf_.size() - 1;

@@ -142,7 +142,7 @@ struct Core {
   int role = 0;      // race threads: 0 AIC, 1 AIV0, 2 AIV1
   int s_clock = -1;  // snapshot of the scalar unit's clock, -1 = stale
   // Evidence: scalar-blocked intervals, per-pipe account positions, read-only GM ranges read.
-  std::deque<Blocked> blocked;
+  Ring<Blocked> blocked;
   size_t blocked_base = 0;
   std::array<PipeAcct, kPipes> acct{};
   ReadRanges read_ranges;

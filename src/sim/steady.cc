@@ -448,10 +448,10 @@ void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>
     }
     for (PipeAcct& pa : c.acct)
       if (pa.started) pa.t += dt;
-    for (Blocked& b : c.blocked) {
+    c.blocked.for_each([dt](Blocked& b) {
       b.b += dt;
       b.e += dt;
-    }
+    });
     for (auto& q : c.flags) shift(q, dt);
     for (auto& s : c.last_set) shift(s, dt);
     const size_t n = window(h, o);
