@@ -693,9 +693,7 @@ class Engine {
         break;
     }
     if (f.eval_flag) {
-      const int64_t id = eval(c, t.flag_id);
-      int limit = (t.op == Opcode::SetCross || t.op == Opcode::WaitCross) ? chip_.cross_flag_ids
-                                                                          : chip_.event_ids;
+      const int64_t id = eval(c, t.flag_id), limit = flag_ids(t);
       if (id < 0 || id >= limit)
         fail(t.loc, "flag-id",
              fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, id, loop_state(c),
@@ -757,18 +755,25 @@ class Engine {
     return costs[static_cast<size_t>(&t - c.prog->instrs.data())];
   }
 
+  /// How many ids the flags of a sync instruction have (event ids per pipe pair, or
+  /// cross-core flag ids).
+  int64_t flag_ids(const lower::OpTemplate& t) const {
+    return t.op == Opcode::SetCross || t.op == Opcode::WaitCross ? chip_.cross_flag_ids
+                                                                 : chip_.event_ids;
+  }
+
   IssueFacts issue_facts(const lower::OpTemplate& t) const {
     IssueFacts f;
-    const bool cross = t.op == Opcode::SetCross || t.op == Opcode::WaitCross;
     if (t.op == Opcode::WaitCross || (t.op == Opcode::WaitFlag && t.flag_dst == Pipe::S))
       f.route = IssueFacts::ScalarWait;
     else if (t.pipe == Pipe::S)
       f.route = IssueFacts::ScalarSet;
     f.skipped = t.dropped && t.op != Opcode::WaitFlag && t.op != Opcode::WaitCross;
-    if (cross || t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag) {
+    if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
+        t.op == Opcode::WaitCross) {
       // A constant id in range needs no work per instruction; any other one is checked
       // where it is evaluated (instantiate), so its error names the loop state.
-      const int64_t limit = cross ? chip_.cross_flag_ids : chip_.event_ids;
+      const int64_t limit = flag_ids(t);
       const bool fixed =
           t.flag_id.is_const() && t.flag_id.ops[0].value >= 0 && t.flag_id.ops[0].value < limit;
       f.eval_flag = !fixed;
