@@ -66,8 +66,9 @@ int mem_key(const Access& a) {
 struct IssueFacts {
   // A pipe's queue, or the scalar unit: a wait it blocks on, or a set that fires at issue.
   enum Route : uint8_t { Queue, ScalarWait, ScalarSet } route = Queue;
-  bool skipped = false;    // a dropped set or barrier is not issued (fetch)
-  bool eval_flag = false;  // the flag id is evaluated per instruction; else it is flag_id
+  bool skipped = false;     // a dropped set or barrier is not issued (fetch)
+  double issue_cycles = 0;  // the scalar unit's issue time: none for a dropped instruction
+  bool eval_flag = false;   // the flag id is evaluated per instruction; else it is flag_id
   int32_t flag_id = 0;
 };
 
@@ -97,6 +98,7 @@ class Engine {
         costs_[static_cast<size_t>(k)].push_back(instr_cost(in, chip));
         facts_[static_cast<size_t>(k)].push_back(issue_facts(t));
       }
+      compile_code((k == 0 ? p.aic : p.aiv).body, facts_[static_cast<size_t>(k)]);
     }
   }
 
@@ -121,7 +123,10 @@ class Engine {
       Core& c = cores_[static_cast<size_t>(idx)];
       c.in_heap = false;
       double horizon = heap_.empty() ? 1e300 : heap_.top().first + kQuantum;
-      run_core(c, horizon);
+      if (opts_.lower_bound_only)
+        run_core<true>(c, horizon);
+      else
+        run_core<false>(c, horizon);
     }
     if (!opts_.lower_bound_only) check_finished();
     if (race_ && race_->found()) throw UserError(race_->take_reports());
@@ -503,61 +508,80 @@ class Engine {
 
   /// Walks control flow to the next instruction template: its index, or -1 where the stream
   /// ends.
-  int fetch(Core& c) {
-    const double sc = chip_.scalar_op_cycles;
+  [[gnu::always_inline]] int fetch(Core& c) {
     for (;;) {
-      if (c.stack.empty()) {
+      if (c.stack.empty()) [[unlikely]] {
         if (c.next_block >= p_.block_num) return -1;
         c.slots[lower::kSlotCid] = c.next_block;
         c.next_block += chip_.ai_cores;
-        c.stack.push_back({&c.prog->body, 0, nullptr, 0});
+        c.stack.push_back(frame(&c.prog->body, nullptr, 0));
       }
       Frame& f = c.stack.back();
-      if (f.pos >= f.block->items.size()) {
-        if (f.loop) {
-          int64_t& v = c.slots[static_cast<size_t>(f.loop->slot)];
-          v += f.loop->step;
-          scalar(c, sc);  // increment + compare + branch of the loop
-          if (v < f.end) {
-            f.pos = 0;
-            if (ff_) {
-              if (const OuterLoop* o = outer_loop(f.loop)) {
-                c.history.period = o->period;
-                c.history.gm_moves = o->gm_moves;
-                jump_check_ |= record_backedge(c, f, flags_in_flight(c), opts_.fast_forward);
-              }
-            }
-            continue;
-          }
-        }
-        c.stack.pop_back();
+      if (f.pos < f.size) {
+        const int32_t k = f.code[f.pos++];
+        if (k >= 0) return k;
+        // A dropped set or barrier is not issued (mutation testing); a dropped wait is, to
+        // keep the flag counts balanced (consume_dropped).
+        if (k == kSkipped) continue;
+        enter(c, f.block->items[f.pos - 1]);
         continue;
       }
-      const lower::Item& it = f.block->items[f.pos++];
-      switch (it.kind) {
-        case lower::Item::Instr: {
-          // A dropped set or barrier is not issued (mutation testing); a dropped wait is,
-          // to keep the flag counts balanced (consume_dropped).
-          if (facts(c)[static_cast<size_t>(it.instr)].skipped) continue;
-          return it.instr;
-        }
-        case lower::Item::Loop: {
-          int64_t b = eval(c, it.begin), e = eval(c, it.end);
-          scalar(c, 2 * sc);
-          if (b < e) {
-            c.slots[static_cast<size_t>(it.slot)] = b;
-            c.stack.push_back({it.body.get(), 0, &it, e});
+      if (f.loop) {
+        int64_t& v = c.slots[static_cast<size_t>(f.loop->slot)];
+        v += f.loop->step;
+        scalar(c, chip_.scalar_op_cycles);  // increment + compare + branch of the loop
+        if (v < f.end) {
+          f.pos = 0;
+          if (ff_) {
+            if (const OuterLoop* o = outer_loop(f.loop)) {
+              c.history.period = o->period;
+              c.history.gm_moves = o->gm_moves;
+              jump_check_ |= record_backedge(c, f, flags_in_flight(c), opts_.fast_forward);
+            }
           }
-          break;
-        }
-        case lower::Item::If: {
-          scalar(c, sc);
-          bool cond = eval(c, it.cond) != 0;
-          const lower::Block* b = cond ? it.body.get() : it.else_body.get();
-          if (b && !b->items.empty()) c.stack.push_back({b, 0, nullptr, 0});
-          break;
+          continue;
         }
       }
+      c.stack.pop_back();
+    }
+  }
+
+  /// A loop or if of the control flow: evaluates its bounds or condition and enters the body.
+  void enter(Core& c, const lower::Item& it) {
+    const double sc = chip_.scalar_op_cycles;
+    if (it.kind == lower::Item::Loop) {
+      int64_t b = eval(c, it.begin), e = eval(c, it.end);
+      scalar(c, 2 * sc);
+      if (b < e) {
+        c.slots[static_cast<size_t>(it.slot)] = b;
+        c.stack.push_back(frame(it.body.get(), &it, e));
+      }
+      return;
+    }
+    scalar(c, sc);
+    bool cond = eval(c, it.cond) != 0;
+    const lower::Block* b = cond ? it.body.get() : it.else_body.get();
+    if (b && !b->items.empty()) c.stack.push_back(frame(b, nullptr, 0));
+  }
+
+  // fetch's view of a block: per item, the template to issue, or one of these.
+  static constexpr int32_t kSkipped = -1, kControl = -2;
+
+  Frame frame(const lower::Block* b, const lower::Item* loop, int64_t end) const {
+    return {b, 0, loop, end, code_.at(b).data(), b->items.size()};
+  }
+
+  /// Builds code_ for block b and the blocks inside it.
+  void compile_code(const lower::Block& b, const std::vector<IssueFacts>& facts) {
+    auto& code = code_[&b];
+    for (const auto& it : b.items) {
+      if (it.kind == lower::Item::Instr) {
+        code.push_back(facts[static_cast<size_t>(it.instr)].skipped ? kSkipped : it.instr);
+        continue;
+      }
+      code.push_back(kControl);
+      for (const auto* body : {it.body.get(), it.else_body.get()})
+        if (body) compile_code(*body, facts);
     }
   }
 
@@ -662,15 +686,31 @@ class Engine {
     return s;
   }
 
-  /// Fills `in` (possibly a reused queue slot: every field is written) for template t.
-  void instantiate(Core& c, const lower::OpTemplate& t, const IssueFacts& f, Instr& in) {
+  /// Fills `in` (possibly a reused queue slot: every field but `issue`, which the issue loop
+  /// sets, is written) for template t.
+  [[gnu::always_inline]] void instantiate(Core& c, const lower::OpTemplate& t, const IssueFacts& f,
+                                          Instr& in) {
     in.t = &t;
     for (int i = 0; i < t.num_acc; ++i)
       in.acc[static_cast<size_t>(i)] = resolve(c, t.acc[static_cast<size_t>(i)], t);
     in.scalar = 0;
     in.flag_id = f.flag_id;
-    in.issue = 0;
     in.s_clock = -1;
+    if (t.scalar_kind != lower::OpTemplate::ScalarKind::None) [[unlikely]]
+      scalar_operand(c, t, in);
+    if (f.eval_flag) {
+      const int64_t id = eval(c, t.flag_id), limit = flag_ids(t);
+      if (id < 0 || id >= limit)
+        fail(t.loc, "flag-id",
+             fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, id, loop_state(c),
+                         limit - 1),
+             "keep event ids inside the per-pipe-pair range");
+      in.flag_id = static_cast<int32_t>(id);
+    }
+  }
+
+  /// The scalar operand of a vector instruction (tile ops with a scalar).
+  [[gnu::noinline]] void scalar_operand(Core& c, const lower::OpTemplate& t, Instr& in) {
     switch (t.scalar_kind) {
       case lower::OpTemplate::ScalarKind::Imm:
         in.scalar = t.scalar_imm;
@@ -692,15 +732,6 @@ class Engine {
       case lower::OpTemplate::ScalarKind::None:
         break;
     }
-    if (f.eval_flag) {
-      const int64_t id = eval(c, t.flag_id), limit = flag_ids(t);
-      if (id < 0 || id >= limit)
-        fail(t.loc, "flag-id",
-             fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, id, loop_state(c),
-                         limit - 1),
-             "keep event ids inside the per-pipe-pair range");
-      in.flag_id = static_cast<int32_t>(id);
-    }
   }
 
   size_t flag_key(Pipe s, Pipe d, int64_t id) const {
@@ -709,13 +740,16 @@ class Engine {
            static_cast<size_t>(id);
   }
 
+  /// Issues core c's instructions until it blocks, its stream ends or its clock passes
+  /// `horizon`. kBound: lower-bound mode (no flags, no scheduling).
+  template <bool kBound>
   void run_core(Core& c, double horizon) {
+    check_budget(c);
+    // The budget is checked where the clock passes it or the horizon, whichever comes first:
+    // the clock moves only by issuing.
+    const double stop = std::min(horizon, opts_.max_cycles);
+    const IssueFacts* facts = facts_[c.kind == CoreKind::C ? 0 : 1].data();
     for (;;) {
-      if (c.t > opts_.max_cycles)
-        fail(c.has_pending ? c.pending.t->loc : ir::Loc{}, "cycle-budget",
-             fmt::format("{} passed the cycle budget of {:.0f} cycles", c.stats.name,
-                         opts_.max_cycles),
-             "raise the budget (--max-cycles) or check for a loop that does not end");
       if (c.has_pending) {
         if (!try_scalar_wait(c, c.pending)) return;  // stays blocked; woken by a cross set
         c.has_pending = false;
@@ -725,29 +759,38 @@ class Engine {
           c.stream_done = true;
           return;
         }
-        const lower::OpTemplate* t = &c.prog->instrs[static_cast<size_t>(k)];
-        const IssueFacts& f = facts(c)[static_cast<size_t>(k)];
+        const lower::OpTemplate& t = c.prog->instrs[static_cast<size_t>(k)];
+        const IssueFacts& f = facts[k];
         // A queued instruction is built in its queue slot; the others where the scalar unit
         // may have to keep it (pending).
-        const bool queue = f.route == IssueFacts::Queue && !opts_.lower_bound_only;
-        Instr& in = queue ? c.pipes[static_cast<size_t>(t->pipe)].queue.back_slot() : c.pending;
-        instantiate(c, *t, f, in);
-        if (queue) queue_stall(c, *t);
-        if (!t->dropped) scalar(c, chip_.issue_cycles);
+        const bool queue = !kBound && f.route == IssueFacts::Queue;
+        Instr& in = queue ? c.pipes[static_cast<size_t>(t.pipe)].queue.back_slot() : c.pending;
+        instantiate(c, t, f, in);
+        if (queue) queue_stall(c, t);
+        scalar(c, f.issue_cycles);
         in.issue = c.t;
         ++c.tally.pipes[static_cast<size_t>(Pipe::S)].instructions;
-        if (opts_.lower_bound_only) {
+        if (kBound) {
           bound_dispatch(c, in);
         } else if (!dispatch(c, in, f)) {
           c.has_pending = true;
           return;
         }
       }
-      if (c.t > horizon) {
+      if (c.t > stop) [[unlikely]] {
+        check_budget(c);
         push(c);
         return;
       }
     }
+  }
+
+  void check_budget(const Core& c) {
+    if (c.t > opts_.max_cycles) [[unlikely]]
+      fail(c.has_pending ? c.pending.t->loc : ir::Loc{}, "cycle-budget",
+           fmt::format("{} passed the cycle budget of {:.0f} cycles", c.stats.name,
+                       opts_.max_cycles),
+           "raise the budget (--max-cycles) or check for a loop that does not end");
   }
 
   Cost cost_of(const Core& c, const lower::OpTemplate& t) const {
@@ -769,6 +812,7 @@ class Engine {
     else if (t.pipe == Pipe::S)
       f.route = IssueFacts::ScalarSet;
     f.skipped = t.dropped && t.op != Opcode::WaitFlag && t.op != Opcode::WaitCross;
+    f.issue_cycles = t.dropped ? 0 : chip_.issue_cycles;
     if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
         t.op == Opcode::WaitCross) {
       // A constant id in range needs no work per instruction; any other one is checked
@@ -780,10 +824,6 @@ class Engine {
       if (fixed) f.flag_id = static_cast<int32_t>(t.flag_id.ops[0].value);
     }
     return f;
-  }
-
-  const std::vector<IssueFacts>& facts(const Core& c) const {
-    return facts_[c.kind == CoreKind::C ? 0 : 1];
   }
 
   /// The scalar unit stalls while the target pipe's queue is full: the instruction
@@ -1684,7 +1724,8 @@ class Engine {
   FastForwardStats jumped_;
   std::unordered_set<const lower::OpTemplate*> free_ops_;
   std::array<std::vector<Cost>, 2> costs_;  // instr_cost per template of the AIC / AIV program
-  std::array<std::vector<IssueFacts>, 2> facts_;  // issue_facts, likewise
+  std::array<std::vector<IssueFacts>, 2> facts_;                        // issue_facts, likewise
+  std::unordered_map<const lower::Block*, std::vector<int32_t>> code_;  // fetch's view of blocks
   bool values_ = false;  // the run keeps values somewhere (functional, or scalar reads)
 };
 

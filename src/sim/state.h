@@ -35,6 +35,10 @@ struct Frame {
   size_t pos;
   const lower::Item* loop;  // null for non-loop blocks
   int64_t end;
+  // The engine's fetch reads the block through its code (Engine::code_): per item, the
+  // instruction to issue, or kSkipped / kControl. Null in frames that only walk items.
+  const int32_t* code = nullptr;
+  size_t size = 0;  // items in the block
 };
 
 struct RecentWrite {
