@@ -57,6 +57,9 @@ std::string expr_text(const CExpr& e, const std::map<int64_t, std::string>& slot
         st.push_back(fmt::format("select({}, {}, {})", c, t, f));
         break;
       }
+      case CExpr::Leaf:  // only in the folded program, never in `ops`
+        st.push_back("?");
+        break;
       case CExpr::Load: {
         std::vector<std::string> idx(static_cast<size_t>(CExpr::load_rank(o)));
         for (auto i = idx.rbegin(); i != idx.rend(); ++i) *i = pop();

@@ -57,8 +57,8 @@ TEST(CExpr, RingBufferSlotIsAffineModulo) {
            {CExpr::Bin, BinOp::Mod, 0}};
   c.finalize();
   EXPECT_EQ(c.form, CExpr::Form::Affine);
-  EXPECT_EQ(c.nterms, 2);
-  EXPECT_EQ(c.nposts, 1);
+  EXPECT_EQ(c.aff.nterms, 2);
+  EXPECT_EQ(c.aff.nposts, 1);
   int64_t slots[4] = {0, 0, 5, 2};
   EXPECT_EQ(c.eval(slots), 22 % 3);
 }
@@ -73,7 +73,7 @@ TEST(CExpr, ConstantOperationsChainAfterTheAffinePart) {
            {CExpr::Bin, BinOp::Sub, 0}};
   c.finalize();
   EXPECT_EQ(c.form, CExpr::Form::Affine);
-  EXPECT_EQ(c.nposts, 2);
+  EXPECT_EQ(c.aff.nposts, 2);
   int64_t slots[1] = {-4};
   EXPECT_EQ(c.eval(slots), -1);
 }
@@ -88,6 +88,27 @@ TEST(CExpr, TwoNonLinearOperandsStayOnTheStack) {
   EXPECT_EQ(c.form, CExpr::Form::Stack);
   int64_t slots[2] = {4, 5};
   EXPECT_EQ(c.eval(slots), 3);
+}
+
+TEST(CExpr, AffineSidesOfANonLinearOperationFoldIntoLeaves) {
+  // min(i * 2 + 1, 9 - j % 4): two affine parts and the min, instead of ten ops.
+  CExpr c;
+  c.ops = {
+      {CExpr::Slot, BinOp::Add, 0},  {CExpr::Const, BinOp::Add, 2}, {CExpr::Bin, BinOp::Mul, 0},
+      {CExpr::Const, BinOp::Add, 1}, {CExpr::Bin, BinOp::Add, 0},   {CExpr::Const, BinOp::Add, 9},
+      {CExpr::Slot, BinOp::Add, 1},  {CExpr::Const, BinOp::Add, 4}, {CExpr::Bin, BinOp::Mod, 0},
+      {CExpr::Bin, BinOp::Sub, 0},   {CExpr::Bin, BinOp::Min, 0}};
+  c.finalize();
+  EXPECT_EQ(c.form, CExpr::Form::Stack);
+  ASSERT_EQ(c.folded.size(), 3u);
+  EXPECT_EQ(c.folded[0].kind, CExpr::Leaf);
+  EXPECT_EQ(c.folded[1].kind, CExpr::Leaf);
+  EXPECT_EQ(c.leaves.size(), 2u);
+  for (int64_t i = -3; i < 4; ++i)
+    for (int64_t j = -5; j < 6; ++j) {
+      int64_t slots[2] = {i, j};
+      EXPECT_EQ(c.eval(slots), c.eval_stack(slots, nullptr));
+    }
 }
 
 }  // namespace

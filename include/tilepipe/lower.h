@@ -31,20 +31,22 @@ class ScalarMem {
 /// An integer expression compiled to postfix over a slot array (slot 0 = cid, 1 = vid,
 /// then loop variables). A Load pops its site's rank indices and pushes the element.
 struct CExpr {
-  enum Kind : uint8_t { Const, Slot, Bin, Sel, Load };
+  enum Kind : uint8_t { Const, Slot, Bin, Sel, Load, Leaf };
   struct Op {
     Kind kind;
     ir::BinOp bin;
-    int64_t value;  // constant, slot index or load site
+    int64_t value;  // constant, slot index, load site or (Leaf) index into `leaves`
   };
-  std::vector<Op> ops;
+  std::vector<Op> ops;  // the postfix program: the reference semantics
   bool has_load = false;
+
   /// A Load op packs its index count (high 32 bits) and load site (low 32 bits) in `value`.
   static Op load_op(int rank, int64_t site) {
     return {Load, ir::BinOp::Add, (static_cast<int64_t>(rank) << 32) | site};
   }
   static int load_rank(const Op& o) { return static_cast<int>(o.value >> 32); }
   static int load_site(const Op& o) { return static_cast<int>(o.value & 0xffffffff); }
+
   /// The common shape of index expressions, found once (finalize) so the scalar unit of the
   /// simulator does not interpret them: c0 + sum(coef * slot), then a short chain of
   /// operations with constants (ring-buffer slots `(k * ns + i) % nb`, bounds
@@ -54,36 +56,53 @@ struct CExpr {
     bool reversed;  // constant OP value instead of value OP constant
     int64_t value;
   };
+  struct Affine {
+    int nterms = 0, nposts = 0;
+    std::array<int, 3> term_slot{};
+    std::array<int64_t, 3> term_coef{};
+    int64_t c0 = 0;
+    std::array<Post, 4> posts{};
+    int64_t eval(const int64_t* slots) const {
+      int64_t v = c0;
+      for (int i = 0; i < nterms; ++i)
+        v += term_coef[static_cast<size_t>(i)] * slots[term_slot[static_cast<size_t>(i)]];
+      for (int i = 0; i < nposts; ++i) {
+        const Post& p = posts[static_cast<size_t>(i)];
+        if (p.reversed)
+          v = ir::eval_binop(p.op, p.value, v);
+        else if (p.op == ir::BinOp::Mod)  // ring-buffer slots and tile indices, without a call
+          v = ir::floor_mod(v, p.value);
+        else if (p.op == ir::BinOp::Div)
+          v = ir::floor_div(v, p.value);
+        else
+          v = ir::eval_binop(p.op, v, p.value);
+      }
+      return v;
+    }
+  };
+  /// Affine: the whole expression is `aff`. Stack: `folded` is the postfix program with each
+  /// maximal affine part one Leaf (`min(a, b)` of two affine sides is three ops, not ten).
   enum class Form : uint8_t { Stack, Affine };
   Form form = Form::Stack;
-  int nterms = 0, nposts = 0;
-  std::array<int, 3> term_slot{};
-  std::array<int64_t, 3> term_coef{};
-  int64_t c0 = 0;
-  std::array<Post, 4> posts{};
-  /// Sets `form` from `ops` (the postfix program stays the reference semantics).
+  Affine aff;
+  std::vector<Op> folded;
+  std::vector<Affine> leaves;
+
+  /// Sets `form`, `aff`, `folded` and `leaves` from `ops`.
   void finalize();
   /// `mem` is required when has_load.
   int64_t eval(const int64_t* slots, const ScalarMem* mem = nullptr) const {
-    if (form == Form::Stack) return eval_stack(slots, mem);
-    int64_t v = c0;
-    for (int i = 0; i < nterms; ++i)
-      v += term_coef[static_cast<size_t>(i)] * slots[term_slot[static_cast<size_t>(i)]];
-    for (int i = 0; i < nposts; ++i) {
-      const Post& p = posts[static_cast<size_t>(i)];
-      if (p.reversed)
-        v = ir::eval_binop(p.op, p.value, v);
-      else if (p.op == ir::BinOp::Mod)  // ring-buffer slots and tile indices, without a call
-        v = ir::floor_mod(v, p.value);
-      else if (p.op == ir::BinOp::Div)
-        v = ir::floor_div(v, p.value);
-      else
-        v = ir::eval_binop(p.op, v, p.value);
-    }
-    return v;
+    if (form == Form::Stack) return run(folded.empty() ? ops : folded, slots, mem);
+    return aff.eval(slots);
   }
-  int64_t eval_stack(const int64_t* slots, const ScalarMem* mem) const;
+  /// The reference semantics: the postfix program `ops`, interpreted.
+  int64_t eval_stack(const int64_t* slots, const ScalarMem* mem) const {
+    return run(ops, slots, mem);
+  }
   bool is_const() const { return ops.size() == 1 && ops[0].kind == Const; }
+
+ private:
+  int64_t run(const std::vector<Op>& program, const int64_t* slots, const ScalarMem* mem) const;
 };
 
 inline constexpr int kSlotCid = 0;

@@ -36,10 +36,11 @@ const char* to_string(Opcode op) {
   return "?";
 }
 
-int64_t CExpr::eval_stack(const int64_t* slots, const ScalarMem* mem) const {
+int64_t CExpr::run(const std::vector<Op>& program, const int64_t* slots,
+                   const ScalarMem* mem) const {
   int64_t st[72];  // lowering caps the stack depth at 64, so it never overflows
   int sp = 0;
-  for (const Op& o : ops) {
+  for (const Op& o : program) {
     switch (o.kind) {
       case Load: {
         // The indices are the top `rank` values (pushed by the lowering right before).
@@ -53,6 +54,9 @@ int64_t CExpr::eval_stack(const int64_t* slots, const ScalarMem* mem) const {
         break;
       case Slot:
         st[sp++] = slots[o.value];
+        break;
+      case Leaf:
+        st[sp++] = leaves[static_cast<size_t>(o.value)].eval(slots);
         break;
       case Bin:
         --sp;
@@ -68,8 +72,8 @@ int64_t CExpr::eval_stack(const int64_t* slots, const ScalarMem* mem) const {
 }
 
 void CExpr::finalize() {
-  // Symbolic run of the postfix program: each value is a linear form (constant + slot ->
-  // coefficient) followed by operations with constants, or unknown.
+  // Symbolic run of the postfix program as a tree: each node's value is a linear form
+  // (constant + slot -> coefficient) followed by operations with constants, or unknown.
   struct Val {
     bool ok = false;
     int64_t c = 0;
@@ -77,34 +81,41 @@ void CExpr::finalize() {
     std::vector<Post> posts;
     bool is_const() const { return ok && t.empty() && posts.empty(); }
   };
-  std::vector<Val> st;
-  for (const Op& o : ops) {
+  std::vector<Val> val(ops.size());
+  std::vector<std::vector<size_t>> kids(ops.size());
+  std::vector<size_t> st;
+  auto take = [&](size_t i, size_t n) {
+    kids[i].assign(st.end() - static_cast<std::ptrdiff_t>(n), st.end());
+    st.resize(st.size() - n);
+  };
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const Op& o = ops[i];
+    Val& v = val[i];
     switch (o.kind) {
       case Const:
-        st.push_back({true, o.value, {}, {}});
+        v = {true, o.value, {}, {}};
         break;
       case Slot:
-        st.push_back({true, 0, {{static_cast<int>(o.value), 1}}, {}});
+        v = {true, 0, {{static_cast<int>(o.value), 1}}, {}};
         break;
       case Load:
-        st.resize(st.size() - static_cast<size_t>(load_rank(o)));
-        st.push_back({});
+        take(i, static_cast<size_t>(load_rank(o)));
         break;
       case Sel:
-        st.resize(st.size() - 2);
-        st.back() = {};
+        take(i, 3);
         break;
+      case Leaf:
+        return;  // finalize runs once, on a program the lowering built
       case Bin: {
-        Val b = std::move(st.back());
-        st.pop_back();
-        Val& a = st.back();
+        take(i, 2);
+        Val a = val[kids[i][0]], b = val[kids[i][1]];
         const bool linear = a.ok && b.ok && a.posts.empty() && b.posts.empty();
         if (a.is_const() && b.is_const()) {
           a.c = ir::eval_binop(o.bin, a.c, b.c);
         } else if (linear && (o.bin == BinOp::Add || o.bin == BinOp::Sub)) {
           const int64_t sign = o.bin == BinOp::Add ? 1 : -1;
           a.c += sign * b.c;
-          for (auto [k, v] : b.t) a.t[k] += sign * v;
+          for (auto [k, x] : b.t) a.t[k] += sign * x;
         } else if (linear && o.bin == BinOp::Mul && (a.t.empty() || b.t.empty())) {
           if (a.t.empty()) std::swap(a, b);
           a.c *= b.c;
@@ -117,24 +128,49 @@ void CExpr::finalize() {
         } else {
           a = {};
         }
+        v = std::move(a);
         break;
       }
     }
+    st.push_back(i);
   }
   form = Form::Stack;
-  if (st.size() != 1 || !st.back().ok) return;
-  Val& v = st.back();
-  std::erase_if(v.t, [](const auto& kv) { return kv.second == 0; });
-  if (v.t.size() > term_slot.size() || v.posts.size() > posts.size()) return;
-  form = Form::Affine;
-  c0 = v.c;
-  nterms = 0;
-  for (auto [k, coef] : v.t) {
-    term_slot[static_cast<size_t>(nterms)] = k;
-    term_coef[static_cast<size_t>(nterms++)] = coef;
+  folded.clear();
+  leaves.clear();
+  if (st.size() != 1) return;
+  auto affine = [&](Val& v, Affine& out) {
+    std::erase_if(v.t, [](const auto& kv) { return kv.second == 0; });
+    if (v.t.size() > out.term_slot.size() || v.posts.size() > out.posts.size()) return false;
+    out.c0 = v.c;
+    out.nterms = 0;
+    for (auto [k, coef] : v.t) {
+      out.term_slot[static_cast<size_t>(out.nterms)] = k;
+      out.term_coef[static_cast<size_t>(out.nterms++)] = coef;
+    }
+    out.nposts = static_cast<int>(v.posts.size());
+    std::copy(v.posts.begin(), v.posts.end(), out.posts.begin());
+    return true;
+  };
+  if (val[st[0]].ok && affine(val[st[0]], aff)) {
+    form = Form::Affine;
+    return;
   }
-  nposts = static_cast<int>(v.posts.size());
-  std::copy(v.posts.begin(), v.posts.end(), posts.begin());
+  // Otherwise each maximal affine subtree becomes one Leaf of the folded program.
+  auto emit = [&](auto& self, size_t i) -> void {
+    Affine leaf;
+    if (ops[i].kind == Const || ops[i].kind == Slot) {
+      folded.push_back(ops[i]);
+      return;
+    }
+    if (val[i].ok && affine(val[i], leaf)) {
+      folded.push_back({Leaf, BinOp::Add, static_cast<int64_t>(leaves.size())});
+      leaves.push_back(leaf);
+      return;
+    }
+    for (size_t k : kids[i]) self(self, k);
+    folded.push_back(ops[i]);
+  };
+  emit(emit, st[0]);
 }
 
 namespace {

@@ -100,6 +100,8 @@ int64_t expr_period(const lower::CExpr& e, int slot) {
         if (a.period > kMaxPeriod) return 0;
         break;
       }
+      case lower::CExpr::Leaf:  // only in the folded program, never in `ops`
+        return 0;
       case lower::CExpr::Sel: {
         V c = st.back();
         st.pop_back();
