@@ -9,6 +9,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -55,6 +56,7 @@ struct CExpr {
     ir::BinOp op;
     bool reversed;  // constant OP value instead of value OP constant
     int64_t value;
+    bool pow2 = false;  // value is a power of two: a modulo is a mask, a division a shift
   };
   struct Affine {
     int nterms = 0, nposts = 0;
@@ -71,9 +73,10 @@ struct CExpr {
         if (p.reversed)
           v = ir::eval_binop(p.op, p.value, v);
         else if (p.op == ir::BinOp::Mod)  // ring-buffer slots and tile indices, without a call
-          v = ir::floor_mod(v, p.value);
-        else if (p.op == ir::BinOp::Div)
-          v = ir::floor_div(v, p.value);
+          v = p.pow2 ? v & (p.value - 1) : ir::floor_mod(v, p.value);
+        else if (p.op == ir::BinOp::Div)  // an arithmetic shift floors, as floor_div does
+          v = p.pow2 ? v >> std::countr_zero(static_cast<uint64_t>(p.value))
+                     : ir::floor_div(v, p.value);
         else
           v = ir::eval_binop(p.op, v, p.value);
       }

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <bit>
 #include <map>
 #include <set>
 
@@ -149,6 +150,10 @@ void CExpr::finalize() {
     }
     out.nposts = static_cast<int>(v.posts.size());
     std::copy(v.posts.begin(), v.posts.end(), out.posts.begin());
+    for (int i = 0; i < out.nposts; ++i) {
+      Post& p = out.posts[static_cast<size_t>(i)];
+      p.pow2 = !p.reversed && p.value > 0 && std::has_single_bit(static_cast<uint64_t>(p.value));
+    }
     return true;
   };
   if (val[st[0]].ok && affine(val[st[0]], aff)) {
