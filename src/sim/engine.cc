@@ -514,7 +514,7 @@ class Engine {
         if (c.next_block >= p_.block_num) return -1;
         c.slots[lower::kSlotCid] = c.next_block;
         c.next_block += chip_.ai_cores;
-        c.stack.push_back(frame(&c.prog->body, nullptr, 0));
+        c.stack.push_back(frame(&c.prog->body, code_.at(&c.prog->body), nullptr, 0));
       }
       Frame& f = c.stack.back();
       if (f.pos < f.size) {
@@ -523,7 +523,7 @@ class Engine {
         // A dropped set or barrier is not issued (mutation testing); a dropped wait is, to
         // keep the flag counts balanced (consume_dropped).
         if (k == kSkipped) continue;
-        enter(c, f.block->items[f.pos - 1]);
+        enter(c, controls_[static_cast<size_t>(kControl - k)]);
         continue;
       }
       if (f.loop) {
@@ -546,43 +546,59 @@ class Engine {
     }
   }
 
+  /// A loop or if of a block, with the code of its bodies (compile_code).
+  struct Control {
+    const lower::Item* item;
+    const std::vector<int32_t>* body;
+    const std::vector<int32_t>* else_body;  // null where the item has no such block
+  };
+
   /// A loop or if of the control flow: evaluates its bounds or condition and enters the body.
-  void enter(Core& c, const lower::Item& it) {
+  void enter(Core& c, const Control& ctl) {
+    const lower::Item& it = *ctl.item;
     const double sc = chip_.scalar_op_cycles;
     if (it.kind == lower::Item::Loop) {
       int64_t b = eval(c, it.begin), e = eval(c, it.end);
       scalar(c, 2 * sc);
       if (b < e) {
         c.slots[static_cast<size_t>(it.slot)] = b;
-        c.stack.push_back(frame(it.body.get(), &it, e));
+        c.stack.push_back(frame(it.body.get(), *ctl.body, &it, e));
       }
       return;
     }
     scalar(c, sc);
     bool cond = eval(c, it.cond) != 0;
     const lower::Block* b = cond ? it.body.get() : it.else_body.get();
-    if (b && !b->items.empty()) c.stack.push_back(frame(b, nullptr, 0));
+    if (b && !b->items.empty())
+      c.stack.push_back(frame(b, *(cond ? ctl.body : ctl.else_body), nullptr, 0));
   }
 
-  // fetch's view of a block: per item, the template to issue, or one of these.
+  // fetch's view of a block: per item, the template to issue, kSkipped, or a control item
+  // (kControl - k: controls_[k]).
   static constexpr int32_t kSkipped = -1, kControl = -2;
 
-  Frame frame(const lower::Block* b, const lower::Item* loop, int64_t end) const {
-    return {b, 0, loop, end, code_.at(b).data(), b->items.size()};
+  static Frame frame(const lower::Block* b, const std::vector<int32_t>& code,
+                     const lower::Item* loop, int64_t end) {
+    return {b, 0, loop, end, code.data(), code.size()};
   }
 
-  /// Builds code_ for block b and the blocks inside it.
-  void compile_code(const lower::Block& b, const std::vector<IssueFacts>& facts) {
-    auto& code = code_[&b];
+  /// Builds the code of block b and of the blocks inside it; returns it.
+  const std::vector<int32_t>& compile_code(const lower::Block& b,
+                                           const std::vector<IssueFacts>& facts) {
+    auto& code = code_[&b];  // a node of the map: stays where it is as the map grows
     for (const auto& it : b.items) {
       if (it.kind == lower::Item::Instr) {
         code.push_back(facts[static_cast<size_t>(it.instr)].skipped ? kSkipped : it.instr);
         continue;
       }
-      code.push_back(kControl);
-      for (const auto* body : {it.body.get(), it.else_body.get()})
-        if (body) compile_code(*body, facts);
+      auto sub = [&](const std::shared_ptr<lower::Block>& body) {
+        return body ? &compile_code(*body, facts) : nullptr;
+      };
+      Control ctl{&it, sub(it.body), sub(it.else_body)};
+      code.push_back(kControl - static_cast<int32_t>(controls_.size()));
+      controls_.push_back(ctl);
     }
+    return code;
   }
 
   Access resolve(Core& c, const lower::AccessTemplate& a, const lower::OpTemplate& t) {
@@ -1726,6 +1742,7 @@ class Engine {
   std::array<std::vector<Cost>, 2> costs_;  // instr_cost per template of the AIC / AIV program
   std::array<std::vector<IssueFacts>, 2> facts_;                        // issue_facts, likewise
   std::unordered_map<const lower::Block*, std::vector<int32_t>> code_;  // fetch's view of blocks
+  std::vector<Control> controls_;
   bool values_ = false;  // the run keeps values somewhere (functional, or scalar reads)
 };
 
