@@ -79,6 +79,7 @@ class Engine {
         io_(io),
         opts_(o),
         functional_(o.mode == Mode::Functional),
+        depth_(chip.pipe_queue_depth),
         hbm_(chip.hbm_bw),
         l2_(chip.l2_bw),
         l2res_(tensor_bytes(p), chip.l2_bytes) {
@@ -791,9 +792,10 @@ class Engine {
   /// start time yet; the queue is then treated as open.)
   void queue_stall(Core& c, const lower::OpTemplate& t) {
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
-    const int64_t depth = chip_.pipe_queue_depth, k = ps.dispatched - depth;
-    if (k < 0 || k >= ps.popped) return;
-    const double free = ps.started[static_cast<size_t>(ps.dispatch_slot)];  // k % depth
+    if (ps.queue.size() >= static_cast<size_t>(depth_)) return;
+    // Its slot (dispatched - depth places modulo the depth); before `depth` instructions
+    // were dispatched, a slot no pop wrote yet: 0, shifted like c.t by fast-forward.
+    const double free = ps.started[static_cast<size_t>(ps.dispatch_slot)];
     if (free <= c.t) return;
     c.tally.blocked_queue += free - c.t;
     c.t = free;
@@ -802,8 +804,7 @@ class Engine {
   /// The head of pipe p's queue started at `start`.
   void leave_queue(PipeState& ps, double start) {
     ps.started[static_cast<size_t>(ps.pop_slot)] = start;
-    ++ps.popped;
-    if (++ps.pop_slot == chip_.pipe_queue_depth) ps.pop_slot = 0;
+    if (++ps.pop_slot == depth_) ps.pop_slot = 0;
   }
 
   /// Waits handled by the scalar unit itself; false while the flag is not available.
@@ -894,8 +895,8 @@ class Engine {
     c.blocked.push_back({before, c.t, kind});
     if (c.blocked.size() < 1024) return;
     size_t min_cursor = c.blocked_base + c.blocked.size();
-    for (const auto& pa : c.acct)
-      if (pa.started) min_cursor = std::min(min_cursor, pa.cursor);
+    for (const auto& ps : c.pipes)
+      if (ps.acct.started) min_cursor = std::min(min_cursor, ps.acct.cursor);
     while (c.blocked_base < min_cursor && !c.blocked.empty()) {
       c.blocked.pop_front();
       ++c.blocked_base;
@@ -906,10 +907,10 @@ class Engine {
   /// occupies the pipe for `occ`; the gap before it is charged to `kind` where the
   /// instruction was already issued, else to what blocked the scalar unit, else to issue.
   /// Inlined: a call costs about as much as its work, once per instruction.
-  [[gnu::always_inline]] void account(Core& c, Pipe p, double issue, double s, double occ,
-                                      GapKind kind) {
-    PipeAcct& pa = c.acct[static_cast<size_t>(p)];
-    CycleAccount& ca = c.tally.acct[static_cast<size_t>(p)];
+  [[gnu::always_inline]] void account(Core& c, PipeState& ps, PipeStats& st, double issue, double s,
+                                      double occ, GapKind kind) {
+    PipeAcct& pa = ps.acct;
+    CycleAccount& ca = st.account;
     if (!pa.started) {
       pa.started = true;
       pa.cursor = c.blocked_base;
@@ -1030,8 +1031,7 @@ class Engine {
     if (race_) in.s_clock = scalar_clock(c);
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
     ps.queue.commit_back();  // `in` is its back slot (run_core)
-    ++ps.dispatched;
-    if (++ps.dispatch_slot == chip_.pipe_queue_depth) ps.dispatch_slot = 0;
+    if (++ps.dispatch_slot == depth_) ps.dispatch_slot = 0;
     drain(c, t.pipe);
     return true;
   }
@@ -1169,23 +1169,26 @@ class Engine {
     double start = 0;
     // Back-to-back mmads accumulating into one L0C tile pipeline inside the cube
     // (hardware.md): only their L0A/L0B operands order them.
-    int first = in.t->op == Opcode::Mmad ? 1 : 0;
-    for (uint32_t bits = ps.live; bits; bits &= bits - 1) {
+    const int first = in.t->op == Opcode::Mmad ? 1 : 0, n = in.t->num_acc;
+    const double ready = ps.ready;
+    uint32_t live = ps.live;
+    for (uint32_t bits = live; bits; bits &= bits - 1) {
       const int i = std::countr_zero(bits);
       const RecentWrite& w = ps.recent[static_cast<size_t>(i)];
-      if (w.end <= ps.ready) {
-        ps.live &= ~(uint32_t{1} << i);
+      if (w.end <= ready) {
+        live &= ~(uint32_t{1} << i);
         continue;
       }
       if (w.end <= start) continue;  // cannot raise the start
-      for (int k = first; k < in.t->num_acc; ++k) {
+      for (int k = first; k < n; ++k) {
         const Access& a = in.acc[static_cast<size_t>(k)];
         if (w.mem == mem_key(a) && a.byte_lo() < w.hi && w.lo < a.byte_hi()) {
-          start = std::max(start, w.end);
+          start = w.end;
           break;  // the other operands give the same w.end
         }
       }
     }
+    ps.live = live;
     return start;
   }
 
@@ -1311,7 +1314,7 @@ class Engine {
           double start = std::max({head.issue, ps.ready, q.front().time});
           double from = std::max(head.issue, ps.ready);
           st.wait_flag_cycles += start - from;
-          account(c, p, head.issue, start, 0,
+          account(c, ps, st, head.issue, start, 0,
                   flow_rank(t.flag_dst) < flow_rank(t.flag_src) ? kGapSlot : kGapFlag);
           consumed(c, p, head, q.front(), from, start, false);
           q.pop_front();
@@ -1331,7 +1334,7 @@ class Engine {
           ps.queue.pop_front();
           double when = std::max({in.issue, ps.done, ps.ready});
           ps.ready = std::max(ps.ready, in.issue);
-          account(c, p, in.issue, ps.ready, 0, kGapNone);
+          account(c, ps, st, in.issue, ps.ready, 0, kGapNone);
           ++st.instructions;
           leave_queue(ps, ps.ready);
           fire(c, in, when);
@@ -1345,7 +1348,7 @@ class Engine {
             break;
           }
           double start = std::max(head.issue, ps.done);
-          account(c, p, head.issue, start, 0, kGapBarrier);
+          account(c, ps, st, head.issue, start, 0, kGapBarrier);
           ps.ready = start;
           ps.done = start;
           ++st.instructions;
@@ -1378,7 +1381,7 @@ class Engine {
     st.wait_dep_cycles += start - ready;
     if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);
     if (!free_ops_.empty() && free_ops_.count(in.t)) cost = Cost{};
-    account(c, p, in.issue, start, cost.occupancy, kGapDep);
+    account(c, ps, st, in.issue, start, cost.occupancy, kGapDep);
     double end = start + cost.occupancy + cost.latency;
     if (end > opts_.max_cycles) [[unlikely]]
       over_budget(c, t, end);
@@ -1622,8 +1625,7 @@ class Engine {
             a.tail = std::max(0.0, r.cycles - c.t);
             continue;
           }
-          const PipeAcct& pa = c.acct[static_cast<size_t>(p)];
-          a = c.tally.acct[static_cast<size_t>(p)];
+          const PipeAcct& pa = c.pipes[static_cast<size_t>(p)].acct;  // `a` is tally's account
           if (pa.started)
             a.tail = std::max(0.0, r.cycles - pa.t);
           else
@@ -1671,6 +1673,7 @@ class Engine {
   std::vector<CrossFlags> cross_;
   using HeapItem = std::pair<double, int>;
   std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<>> heap_;
+  int depth_;  // issue.pipe_queue_depth, read for every instruction
   BandwidthLedger hbm_, l2_;
   L2Residency l2res_;
   std::unique_ptr<RaceDetector> race_;

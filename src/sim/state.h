@@ -43,6 +43,13 @@ struct RecentWrite {
   double end = 0;
 };
 
+/// Where the cycle account of one pipe stands: time is accounted up to `t`.
+struct PipeAcct {
+  double t = 0;
+  size_t cursor = 0;  // next Blocked interval (absolute index) that may overlap a gap
+  bool started = false;
+};
+
 struct PipeState {
   double ready = 0;  // earliest start of the next instruction
   double done = 0;   // all work issued so far on this pipe has finished
@@ -55,8 +62,8 @@ struct PipeState {
   // The bounded instruction queue (issue.pipe_queue_depth): start times of the last `depth`
   // instructions that left it, indexed by how many left before them.
   std::vector<double> started;
-  int64_t dispatched = 0, popped = 0;
-  int dispatch_slot = 0, pop_slot = 0;  // dispatched and popped modulo the depth
+  int dispatch_slot = 0, pop_slot = 0;  // instructions dispatched and popped modulo the depth
+  PipeAcct acct;                        // evidence: the pipe's cycle account position
 };
 
 /// Last set of a flag, for deadlock reports.
@@ -71,22 +78,14 @@ struct Blocked {
   int kind = 0;
 };
 
-/// Where the cycle account of one pipe stands: time is accounted up to `t`.
-struct PipeAcct {
-  double t = 0;
-  size_t cursor = 0;  // next Blocked interval (absolute index) that may overlap a gap
-  bool started = false;
-};
-
 /// What a core has done so far: the counters a run reports. Fast-forward extrapolates
 /// them, so every counter of a core lives here.
 struct Tally {
-  std::array<PipeStats, kPipes> pipes{};
-  std::vector<WaitSite> waits;  // per instruction template of the core's program
-  int64_t executed = 0;         // compute and copy instructions
+  std::array<PipeStats, kPipes> pipes{};  // account: evidence, where each pipe's cycles went
+  std::vector<WaitSite> waits;            // per instruction template of the core's program
+  int64_t executed = 0;                   // compute and copy instructions
   double hbm_bytes = 0, l2_bytes = 0;
   double charged_bytes = 0;                    // bandwidth the GM runs cost (GmWork::charged)
-  std::array<CycleAccount, kPipes> acct{};     // evidence: where each pipe's cycles went
   double blocked_cross = 0, blocked_flag = 0;  // scalar unit blocked on cross / X->S waits
   double blocked_queue = 0;                    // scalar unit stalled on a full pipe queue
   ScalarLoadStats scalar_loads;                // scalar reads of GM elements
@@ -141,10 +140,9 @@ struct Core {
   LoopHistory history;
   int role = 0;      // race threads: 0 AIC, 1 AIV0, 2 AIV1
   int s_clock = -1;  // snapshot of the scalar unit's clock, -1 = stale
-  // Evidence: scalar-blocked intervals, per-pipe account positions, read-only GM ranges read.
+  // Evidence: scalar-blocked intervals, read-only GM ranges read.
   Ring<Blocked> blocked;
   size_t blocked_base = 0;
-  std::array<PipeAcct, kPipes> acct{};
   ReadRanges read_ranges;
   ScalarDCache dcache;
 };

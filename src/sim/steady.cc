@@ -21,8 +21,8 @@ void Tally::add_iterations(const Tally& later, const Tally& earlier, int64_t spa
     s.bytes += f * (a.bytes - b.bytes);
     s.transfers += count(a.transfers, b.transfers);
     s.reloaded_bytes += f * (a.reloaded_bytes - b.reloaded_bytes);
-    CycleAccount& x = acct[p];
-    const CycleAccount &xa = later.acct[p], &xb = earlier.acct[p];
+    CycleAccount& x = s.account;
+    const CycleAccount &xa = a.account, &xb = b.account;
     for (auto field :
          {&CycleAccount::busy, &CycleAccount::flag, &CycleAccount::slot, &CycleAccount::dep,
           &CycleAccount::barrier, &CycleAccount::cross, &CycleAccount::issue})
@@ -445,9 +445,8 @@ void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>
       ps.queue.for_each([dt](Instr& in) { in.issue += dt; });
       for (RecentWrite& w : ps.recent) w.end += dt;
       for (double& st : ps.started) st += dt;
+      if (ps.acct.started) ps.acct.t += dt;
     }
-    for (PipeAcct& pa : c.acct)
-      if (pa.started) pa.t += dt;
     c.blocked.for_each([dt](Blocked& b) {
       b.b += dt;
       b.e += dt;
