@@ -180,13 +180,13 @@ class Engine {
   /// Flag sets waiting to be consumed by core c (its own and the cross-core ones).
   int64_t flags_in_flight(const Core& c) const {
     int64_t n = 0;
-    for (const auto& q : c.flags) n += static_cast<int64_t>(q.size());
+    for (const auto& f : c.flags) n += static_cast<int64_t>(f.sets.size());
     const CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
     for (int v = 0; v < 2; ++v) {
       if (c.kind == CoreKind::V && v != c.vid) continue;
       const auto& in =
           c.kind == CoreKind::V ? x.c2v[static_cast<size_t>(v)] : x.v2c[static_cast<size_t>(v)];
-      for (const auto& q : in) n += static_cast<int64_t>(q.size());
+      for (const auto& f : in) n += static_cast<int64_t>(f.sets.size());
     }
     return n;
   }
@@ -437,9 +437,7 @@ class Engine {
     c.slots[lower::kSlotVid] = vid;
     c.next_block = ai;
     c.flags.resize(static_cast<size_t>(kPipes * kPipes * chip_.event_ids));
-    c.last_set.resize(c.flags.size());
     c.tally.waits.resize(prog->instrs.size());
-    c.ghost_debt.assign(c.flags.size(), 0);
     for (auto& ps : c.pipes) ps.started.assign(static_cast<size_t>(chip_.pipe_queue_depth), 0.0);
     if (!prog->loads.empty())
       c.dcache = ScalarDCache(chip_.scalar_dcache_bytes, chip_.scalar_dcache_line,
@@ -462,10 +460,6 @@ class Engine {
       for (int v = 0; v < 2; ++v) {
         x.c2v[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
         x.v2c[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
-        x.last_c2v[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
-        x.last_v2c[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
-        x.debt_c2v[v].assign(static_cast<size_t>(chip_.cross_flag_ids), 0);
-        x.debt_v2c[v].assign(static_cast<size_t>(chip_.cross_flag_ids), 0);
       }
     }
     if (opts_.detect_races) race_ = std::make_unique<RaceDetector>(n);
@@ -821,7 +815,7 @@ class Engine {
       double reached = c.t, before = c.t;
       for (const PipeState& ps : c.pipes) reached = std::max(reached, ps.ready);
       if (c.kind == CoreKind::V) {
-        auto& q = x.c2v[static_cast<size_t>(c.vid)][id];
+        auto& q = x.c2v[static_cast<size_t>(c.vid)][id].sets;
         if (q.empty()) return false;
         c.t = std::max(reached, q.front().time);
         consumed(c, Pipe::S, in, q.front(), in.issue, c.t, true);
@@ -829,8 +823,8 @@ class Engine {
         check_cross_overflow(q, c.t, in, c);
         cross_wait(c, before, c.tally.c2v);
       } else {
-        auto& q0 = x.v2c[0][id];
-        auto& q1 = x.v2c[1][id];
+        auto& q0 = x.v2c[0][id].sets;
+        auto& q1 = x.v2c[1][id].sets;
         bool two = !p_.aiv.empty() && chip_.aiv_per_core >= 2;
         if (q0.empty() || (two && q1.empty())) return false;
         c.t = std::max({reached, q0.front().time, two ? q1.front().time : 0.0});
@@ -844,7 +838,7 @@ class Engine {
       return true;
     }
     // wait_flag(X, S): the scalar unit waits for pipe X.
-    auto& q = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)];
+    auto& q = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)].sets;
     if (q.empty()) return false;
     double before = c.t;
     c.t = std::max(c.t, q.front().time);
@@ -859,26 +853,25 @@ class Engine {
   /// order, without waiting for it and without a happens-before edge; when the set has not
   /// arrived yet, the next set of that flag is swallowed on arrival instead.
   void consume_dropped(Core& c, const Instr& in) {
-    auto take = [](Ring<SetRecord>& q, int& debt) {
-      if (q.empty())
-        ++debt;
+    auto take = [](Flag& f) {
+      if (f.sets.empty())
+        ++f.debt;
       else
-        q.pop_front();
+        f.sets.pop_front();
     };
     size_t id = static_cast<size_t>(in.flag_id);
     if (in.t->op == Opcode::WaitCross) {
       CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
       if (c.kind == CoreKind::V) {
         size_t v = static_cast<size_t>(c.vid);
-        take(x.c2v[v][id], x.debt_c2v[v][id]);
+        take(x.c2v[v][id]);
       } else {
-        take(x.v2c[0][id], x.debt_v2c[0][id]);
-        if (!p_.aiv.empty() && chip_.aiv_per_core >= 2) take(x.v2c[1][id], x.debt_v2c[1][id]);
+        take(x.v2c[0][id]);
+        if (!p_.aiv.empty() && chip_.aiv_per_core >= 2) take(x.v2c[1][id]);
       }
       return;
     }
-    size_t key = flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id);
-    take(c.flags[key], c.ghost_debt[key]);
+    take(c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)]);
   }
 
   void cross_wait(Core& c, double before, CrossStats& st) {
@@ -994,7 +987,7 @@ class Engine {
   void check_cross_overflow(const Ring<SetRecord>& q, double now, const Instr& in, const Core& c) {
     size_t max = static_cast<size_t>(chip_.cross_flag_max);
     if (q.size() >= max && q[max - 1].time <= now)
-      fail(*q[max - 1].loc, "cross-flag",
+      fail(q[max - 1].op->loc, "cross-flag",
            fmt::format("cross-core flag #{} of core {} counts past {} before {} waits ({})",
                        in.flag_id, c.ai_core, chip_.cross_flag_max, c.stats.name, in.t->loc.str()),
            "the counter is 4 bits: wait more often, or signal every cross_interval iterations");
@@ -1011,7 +1004,7 @@ class Engine {
   [[noreturn, gnu::noinline, gnu::cold]] void double_set(const Core& c, const Ring<SetRecord>& q,
                                                          const Instr& wait) {
     const auto& t = *wait.t;
-    fail(*q.front().loc, "flag-double-set",
+    fail(q.front().op->loc, "flag-double-set",
          fmt::format("{}: flag {}->{} #{} set again before its wait at {} consumed the previous "
                      "set (hangs on hardware)",
                      c.stats.name, ir::to_string(t.flag_src), ir::to_string(t.flag_dst),
@@ -1037,7 +1030,7 @@ class Engine {
   }
 
   SetRecord record(Core& c, const Instr& in, double when, double visible) {
-    return {visible, &in.t->loc, in.t, c.index, in.t->pipe, when, race_ ? release(c, in) : -1};
+    return {visible, when, in.t, c.index, race_ ? release(c, in) : -1};
   }
 
   /// Race detection: the clock a set releases (index into clocks_).
@@ -1080,7 +1073,7 @@ class Engine {
   [[gnu::noinline]] void observe_flag(const Core& c, Pipe pipe, const Instr& wait,
                                       const SetRecord& r, double from, double done, bool cross) {
     opts_.observer->on_flag(
-        FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done, from, r.op, wait.t, cross});
+        FlagEvent{r.core, c.index, r.op->pipe, pipe, r.fired, done, from, r.op, wait.t, cross});
   }
 
   int scalar_clock(Core& c) {
@@ -1106,16 +1099,15 @@ class Engine {
       deliver_cross(c, in, when);
       return;
     }
-    size_t key = flag_key(t.flag_src, t.flag_dst, in.flag_id);
-    Ring<SetRecord>& q = c.flags[key];
-    SetRecord& r = q.back_slot();  // built in place, committed unless a dropped wait took it
+    Flag& f = c.flags[flag_key(t.flag_src, t.flag_dst, in.flag_id)];
+    SetRecord& r = f.sets.back_slot();  // built in place, committed unless a dropped wait took it
     r = record(c, in, when, when + chip_.flag_latency);
-    c.last_set[key] = {r.time, &t.loc};
-    if (c.ghost_debt[key] > 0) {  // a dropped wait already took this set
-      --c.ghost_debt[key];
+    f.last = {r.time, &t.loc};
+    if (f.debt > 0) [[unlikely]] {  // a dropped wait already took this set
+      --f.debt;
       return;
     }
-    q.commit_back();
+    f.sets.commit_back();
     // Mostly the wait is not issued yet and the pipe has nothing to start.
     if (t.flag_dst != Pipe::S && !c.pipes[static_cast<size_t>(t.flag_dst)].queue.empty())
       drain(c, t.flag_dst);
@@ -1128,24 +1120,10 @@ class Engine {
     SetRecord r = record(c, in, when, visible);
     CrossStats& cs = c.kind == CoreKind::C ? c.tally.c2v : c.tally.v2c;
     ++cs.sets;
-    if (c.kind == CoreKind::C) {
-      for (size_t v = 0; v < 2; ++v) {
-        x.last_c2v[v][id] = {visible, &in.t->loc};
-        pending(c, x.c2v[v][id].size() + 1);
-        if (x.debt_c2v[v][id] > 0)  // a dropped wait already took this set
-          --x.debt_c2v[v][id];
-        else
-          x.c2v[v][id].push_back(r);
-      }
-    } else {
-      size_t v = static_cast<size_t>(c.vid);
-      x.last_v2c[v][id] = {visible, &in.t->loc};
-      pending(c, x.v2c[v][id].size() + 1);
-      if (x.debt_v2c[v][id] > 0)
-        --x.debt_v2c[v][id];
-      else
-        x.v2c[v][id].push_back(r);
-    }
+    if (c.kind == CoreKind::C)
+      for (size_t v = 0; v < 2; ++v) deliver(c, x.c2v[v][id], r);
+    else
+      deliver(c, x.v2c[static_cast<size_t>(c.vid)][id], r);
     // Wake the peers blocked on a cross wait. add_core adds an AI core's cores one after
     // another (AIC, AIV0, AIV1): they are the run of cores around c with its ai_core.
     const size_t first = static_cast<size_t>(
@@ -1154,6 +1132,16 @@ class Engine {
       Core& peer = cores_[i];
       if (peer.kind != c.kind && peer.has_pending && !peer.in_heap) push(peer);
     }
+  }
+
+  /// Cross-core set `r` of core `c` reaches flag `f`.
+  static void deliver(Core& c, Flag& f, const SetRecord& r) {
+    f.last = {r.time, &r.op->loc};
+    pending(c, f.sets.size() + 1);
+    if (f.debt > 0)  // a dropped wait already took this set
+      --f.debt;
+    else
+      f.sets.push_back(r);
   }
 
   /// A cross-core set of core `c` finds n - 1 sets of its flag id still in flight.
@@ -1309,7 +1297,7 @@ class Engine {
             drop_wait(c, ps, head);
             break;
           }
-          auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)];
+          auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)].sets;
           if (q.empty()) return;  // blocked until the set arrives
           double start = std::max({head.issue, ps.ready, q.front().time});
           double from = std::max(head.issue, ps.ready);
@@ -1473,13 +1461,13 @@ class Engine {
         if (t.op == Opcode::WaitCross) {
           const CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
           size_t id = static_cast<size_t>(c.pending.flag_id);
-          const LastSet& ls = c.kind == CoreKind::V ? x.last_c2v[static_cast<size_t>(c.vid)][id]
-                                                    : x.last_v2c[0][id];
+          const LastSet& ls = c.kind == CoreKind::V ? x.c2v[static_cast<size_t>(c.vid)][id].last
+                                                    : x.v2c[0][id].last;
           what = fmt::format("wait_cross_flag #{} forever; {}", c.pending.flag_id, flag_state(ls));
         } else {
           what = fmt::format(
               "scalar waits {}->S #{} forever; {}", ir::to_string(t.flag_src), c.pending.flag_id,
-              flag_state(c.last_set[flag_key(t.flag_src, t.flag_dst, c.pending.flag_id)]));
+              flag_state(c.flags[flag_key(t.flag_src, t.flag_dst, c.pending.flag_id)].last));
         }
         diags.push_back({t.loc,
                          "deadlock",
@@ -1499,7 +1487,7 @@ class Engine {
                          "queued behind it",
                          c.stats.name, ir::to_string(static_cast<Pipe>(p)),
                          ir::to_string(t.flag_src), ir::to_string(t.flag_dst), h.flag_id,
-                         flag_state(c.last_set[flag_key(t.flag_src, t.flag_dst, h.flag_id)]),
+                         flag_state(c.flags[flag_key(t.flag_src, t.flag_dst, h.flag_id)].last),
                          q.size() - 1),
              {},
              {}});
@@ -1514,29 +1502,29 @@ class Engine {
     // A set that no wait consumed leaves the flag up for the next kernel: report it.
     for (const auto& c : cores_) {
       for (size_t k = 0; k < c.flags.size(); ++k) {
-        if (c.flags[k].empty()) continue;
-        const auto& r = c.flags[k].front();
+        const auto& q = c.flags[k].sets;
+        if (q.empty()) continue;
+        const auto& r = q.front();
         size_t id = k % static_cast<size_t>(chip_.event_ids);
         size_t pair = k / static_cast<size_t>(chip_.event_ids);
-        diags.push_back(
-            {*r.loc,
-             "unmatched-flag",
-             fmt::format("{}: flag {}->{} #{} is still set when the kernel ends ({} "
-                         "set(s) never waited on)",
-                         c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
-                         ir::to_string(static_cast<Pipe>(pair % kPipes)), id, c.flags[k].size()),
-             {},
-             "drain every outstanding set with a matching wait_flag at the end"});
+        diags.push_back({r.op->loc,
+                         "unmatched-flag",
+                         fmt::format("{}: flag {}->{} #{} is still set when the kernel ends ({} "
+                                     "set(s) never waited on)",
+                                     c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
+                                     ir::to_string(static_cast<Pipe>(pair % kPipes)), id, q.size()),
+                         {},
+                         "drain every outstanding set with a matching wait_flag at the end"});
       }
     }
     for (size_t ai = 0; ai < cross_.size(); ++ai) {
       for (int v = 0; v < 2; ++v) {
         for (size_t id = 0; id < cross_[ai].c2v[static_cast<size_t>(v)].size(); ++id) {
-          for (auto* q : {&cross_[ai].c2v[static_cast<size_t>(v)][id],
-                          &cross_[ai].v2c[static_cast<size_t>(v)][id]}) {
+          for (auto* q : {&cross_[ai].c2v[static_cast<size_t>(v)][id].sets,
+                          &cross_[ai].v2c[static_cast<size_t>(v)][id].sets}) {
             if (q->empty() || p_.aiv.empty() || p_.aic.empty()) continue;
-            bool c2v = q == &cross_[ai].c2v[static_cast<size_t>(v)][id];
-            diags.push_back({*q->front().loc,
+            bool c2v = q == &cross_[ai].c2v[static_cast<size_t>(v)][id].sets;
+            diags.push_back({q->front().op->loc,
                              "unmatched-flag",
                              fmt::format("core{}: cross-core flag #{} ({} AIV{}) has {} set(s) "
                                          "never waited on at kernel end",

@@ -21,13 +21,11 @@ namespace tilepipe::sim {
 constexpr int kPipes = ir::kNumPipes;
 
 struct SetRecord {
-  double time = 0;  // cycle the flag becomes visible to the waiter
-  const ir::Loc* loc = nullptr;
+  double time = 0;   // cycle the flag becomes visible to the waiter
+  double fired = 0;  // cycle the set fired on its pipe
   const lower::OpTemplate* op = nullptr;
   int core = 0;  // setter
-  ir::Pipe pipe = ir::Pipe::S;
-  double fired = 0;  // cycle the set fired on its pipe
-  int vc = -1;       // race detection: released clock (index into the engine's clocks)
+  int vc = -1;   // race detection: released clock (index into the engine's clocks)
 };
 
 struct Frame {
@@ -70,6 +68,14 @@ struct PipeState {
 struct LastSet {
   double time = -1;
   const ir::Loc* loc = nullptr;
+};
+
+/// One flag (intra-core: a pipe pair and id; cross-core: a direction, AIV and id), kept
+/// together because a set and a wait touch all of it.
+struct Flag {
+  Ring<SetRecord> sets;  // in flight, oldest first
+  LastSet last;
+  int debt = 0;  // dropped waits that found no set: swallow the next sets
 };
 
 /// An interval in which the scalar unit was blocked (kind 0: cross-core wait, 1: X->S flag).
@@ -131,9 +137,7 @@ struct Core {
   Instr pending;
   bool in_heap = false;
   std::array<PipeState, kPipes> pipes;
-  std::vector<Ring<SetRecord>> flags;  // [(src * 7 + dst) * ids + id]
-  std::vector<int> ghost_debt;         // dropped waits that found no set: swallow the next sets
-  std::vector<LastSet> last_set;
+  std::vector<Flag> flags;                    // [(src * 7 + dst) * ids + id]
   std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
   CoreStats stats;                            // identity; counters are in `tally`
   Tally tally;
@@ -149,9 +153,7 @@ struct Core {
 
 /// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
 struct CrossFlags {
-  std::array<std::vector<Ring<SetRecord>>, 2> c2v, v2c;
-  std::array<std::vector<LastSet>, 2> last_c2v, last_v2c;
-  std::array<std::vector<int>, 2> debt_c2v, debt_v2c;  // dropped cross waits (see Core)
+  std::array<std::vector<Flag>, 2> c2v, v2c;
 };
 
 }  // namespace tilepipe::sim

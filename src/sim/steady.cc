@@ -417,15 +417,12 @@ Jump plan_jump(const std::vector<Core>& cores, size_t ai_cores, const FastForwar
 
 namespace {
 
-void shift(Ring<SetRecord>& q, double dt) {
-  q.for_each([dt](SetRecord& r) {
+void shift(Flag& f, double dt) {
+  f.sets.for_each([dt](SetRecord& r) {
     r.time += dt;
     r.fired += dt;
   });
-}
-
-void shift(LastSet& s, double dt) {
-  if (s.time >= 0) s.time += dt;
+  if (f.last.time >= 0) f.last.time += dt;
 }
 
 }  // namespace
@@ -451,8 +448,7 @@ void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>
       b.b += dt;
       b.e += dt;
     });
-    for (auto& q : c.flags) shift(q, dt);
-    for (auto& s : c.last_set) shift(s, dt);
+    for (auto& f : c.flags) shift(f, dt);
     const size_t n = window(h, o);
     c.tally.add_iterations(h.snaps.back().tally, window_start(h, n).tally, static_cast<int64_t>(n),
                            j.iterations);
@@ -462,10 +458,8 @@ void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>
     const double dt = j.cycles[a];
     CrossFlags& x = cross[a];
     for (int v = 0; v < 2; ++v) {
-      for (auto& q : x.c2v[static_cast<size_t>(v)]) shift(q, dt);
-      for (auto& q : x.v2c[static_cast<size_t>(v)]) shift(q, dt);
-      for (auto& s : x.last_c2v[static_cast<size_t>(v)]) shift(s, dt);
-      for (auto& s : x.last_v2c[static_cast<size_t>(v)]) shift(s, dt);
+      for (auto& f : x.c2v[static_cast<size_t>(v)]) shift(f, dt);
+      for (auto& f : x.v2c[static_cast<size_t>(v)]) shift(f, dt);
     }
   }
 }
