@@ -1023,8 +1023,10 @@ class Engine {
     }
     if (race_) in.s_clock = scalar_clock(c);
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
-    ps.queue.commit_back();  // `in` is its back slot (run_core)
     if (++ps.dispatch_slot == depth_) ps.dispatch_slot = 0;
+    // Mostly the queue is empty: an instruction that would be its head starts here.
+    if (ps.queue.empty() && start_now(c, ps, in)) return true;
+    ps.queue.commit_back();  // `in` is its back slot (run_core)
     drain(c, t.pipe);
     return true;
   }
@@ -1298,20 +1300,7 @@ class Engine {
             drop_wait(c, ps, head);
             break;
           }
-          auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)].sets;
-          if (q.empty()) return;  // blocked until the set arrives
-          double start = std::max({head.issue, ps.ready, q.front().time});
-          double from = std::max(head.issue, ps.ready);
-          st.wait_flag_cycles += start - from;
-          account(c, ps, st, head.issue, start, 0,
-                  flow_rank(t.flag_dst) < flow_rank(t.flag_src) ? kGapSlot : kGapFlag);
-          consumed(c, p, head, q.front(), from, start, false);
-          q.pop_front();
-          check_double_set(c, q, start, head);
-          ps.ready = start;
-          ps.done = std::max(ps.done, start);
-          ++st.instructions;
-          leave_queue(ps, start);
+          if (!start_wait(c, p, ps, st, head)) return;  // blocked until the set arrives
           ps.queue.pop_front();
           break;
         }
@@ -1319,14 +1308,8 @@ class Engine {
         case Opcode::SetCross: {
           // Popped first (fire may drain this pipe again), yet its slot stays intact: only
           // run_core pushes to a pipe queue, and fire never gets there.
-          const Instr& in = head;
           ps.queue.pop_front();
-          double when = std::max({in.issue, ps.done, ps.ready});
-          ps.ready = std::max(ps.ready, in.issue);
-          account(c, ps, st, in.issue, ps.ready, 0, kGapNone);
-          ++st.instructions;
-          leave_queue(ps, ps.ready);
-          fire(c, in, when);
+          start_set(c, ps, st, head);
           break;
         }
         case Opcode::Barrier: {
@@ -1349,6 +1332,59 @@ class Engine {
           start_op(c, p, ps, st, head);
           ps.queue.pop_front();  // only now: nothing in start_op pushes to this queue
       }
+    }
+  }
+
+  /// A wait_flag at the head of pipe p takes its set; false while the set has not arrived.
+  [[gnu::always_inline]] bool start_wait(Core& c, Pipe p, PipeState& ps, PipeStats& st,
+                                         const Instr& head) {
+    const auto& t = *head.t;
+    auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)].sets;
+    if (q.empty()) return false;
+    double start = std::max({head.issue, ps.ready, q.front().time});
+    double from = std::max(head.issue, ps.ready);
+    st.wait_flag_cycles += start - from;
+    account(c, ps, st, head.issue, start, 0,
+            flow_rank(t.flag_dst) < flow_rank(t.flag_src) ? kGapSlot : kGapFlag);
+    consumed(c, p, head, q.front(), from, start, false);
+    q.pop_front();
+    check_double_set(c, q, start, head);
+    ps.ready = start;
+    ps.done = std::max(ps.done, start);
+    ++st.instructions;
+    leave_queue(ps, start);
+    return true;
+  }
+
+  /// A set_flag / set_cross_flag at the head of its pipe (already popped) fires once the
+  /// pipe's earlier work is done.
+  [[gnu::always_inline]] void start_set(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
+    double when = std::max({in.issue, ps.done, ps.ready});
+    ps.ready = std::max(ps.ready, in.issue);
+    account(c, ps, st, in.issue, ps.ready, 0, kGapNone);
+    ++st.instructions;
+    leave_queue(ps, ps.ready);
+    fire(c, in, when);
+  }
+
+  /// Starts an instruction that would be the head of its empty pipe queue, without the
+  /// queue; false if it must queue (a wait whose set has not arrived, a dropped wait, a
+  /// barrier: drain handles those).
+  [[gnu::noinline]] bool start_now(Core& c, PipeState& ps, const Instr& in) {
+    const auto& t = *in.t;
+    PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
+    switch (t.op) {
+      case Opcode::WaitFlag:
+        return !t.dropped && start_wait(c, t.pipe, ps, st, in);
+      case Opcode::SetFlag:
+      case Opcode::SetCross:
+        start_set(c, ps, st, in);
+        return true;
+      case Opcode::Barrier:
+        return false;
+      default:
+        start_op(c, t.pipe, ps, st, in);
+        return true;
     }
   }
 
