@@ -1025,7 +1025,14 @@ class Engine {
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
     if (++ps.dispatch_slot == depth_) ps.dispatch_slot = 0;
     // Mostly the queue is empty: an instruction that would be its head starts here.
-    if (ps.queue.empty() && start_now(c, ps, in)) return true;
+    if (ps.queue.empty()) {
+      if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross) {
+        if (start_sync(c, ps, in)) return true;
+      } else if (t.op != Opcode::Barrier) {
+        start_op(c, t.pipe, ps, c.tally.pipes[static_cast<size_t>(t.pipe)], in);
+        return true;
+      }
+    }
     ps.queue.commit_back();  // `in` is its back slot (run_core)
     drain(c, t.pipe);
     return true;
@@ -1367,25 +1374,16 @@ class Engine {
     fire(c, in, when);
   }
 
-  /// Starts an instruction that would be the head of its empty pipe queue, without the
-  /// queue; false if it must queue (a wait whose set has not arrived, a dropped wait, a
-  /// barrier: drain handles those).
-  [[gnu::noinline]] bool start_now(Core& c, PipeState& ps, const Instr& in) {
+  /// Starts a set or wait that would be the head of its empty pipe queue, without the
+  /// queue; false if it must queue (a wait whose set has not arrived, a dropped wait).
+  [[gnu::noinline]] bool start_sync(Core& c, PipeState& ps, const Instr& in) {
     const auto& t = *in.t;
     PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
-    switch (t.op) {
-      case Opcode::WaitFlag:
-        return !t.dropped && start_wait(c, t.pipe, ps, st, in);
-      case Opcode::SetFlag:
-      case Opcode::SetCross:
-        start_set(c, ps, st, in);
-        return true;
-      case Opcode::Barrier:
-        return false;
-      default:
-        start_op(c, t.pipe, ps, st, in);
-        return true;
+    if (t.op != Opcode::WaitFlag) {
+      start_set(c, ps, st, in);
+      return true;
     }
+    return !t.dropped && start_wait(c, t.pipe, ps, st, in);
   }
 
   /// A dropped wait_flag at the head of its pipe: in pipe order, so it takes the same set
@@ -1397,7 +1395,7 @@ class Engine {
   }
 
   /// Starts a compute or copy instruction at the head of pipe p.
-  void start_op(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Instr& in) {
+  [[gnu::noinline]] void start_op(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Instr& in) {
     const auto& t = *in.t;
     Cost cost = cost_of(c, t);
     double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
