@@ -22,7 +22,8 @@ class Ring {
   const T& operator[](size_t i) const { return buf_[(head_ + i) & mask_]; }
   /// The slot behind the last element, to be filled in place and then committed.
   T& back_slot() {
-    if (n_ == buf_.size()) grow();
+    if (n_ == buf_.size()) [[unlikely]]
+      grow();
     return buf_[(head_ + n_) & mask_];
   }
   void commit_back() { ++n_; }
@@ -42,7 +43,7 @@ class Ring {
   }
 
  private:
-  void grow() {
+  [[gnu::noinline]] void grow() {  // keeps back_slot small enough to inline
     std::vector<T> b(std::max<size_t>(4, 2 * buf_.size()));
     // Full: the elements are [head_, end) and then [0, head_).
     auto mid = std::move(buf_.begin() + static_cast<std::ptrdiff_t>(head_), buf_.end(), b.begin());
