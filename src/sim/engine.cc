@@ -786,10 +786,14 @@ class Engine {
   /// start time yet; the queue is then treated as open.)
   void queue_stall(Core& c, const lower::OpTemplate& t) {
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
-    if (ps.queue.size() >= static_cast<size_t>(depth_)) return;
-    // Its slot (dispatched - depth places modulo the depth); before `depth` instructions
-    // were dispatched, a slot no pop wrote yet: 0, shifted like c.t by fast-forward.
-    const double free = ps.started[static_cast<size_t>(ps.dispatch_slot)];
+    const size_t queued = ps.queue.size();
+    if (queued >= static_cast<size_t>(depth_)) return;
+    // Its slot: dispatched - depth places, which is popped + queued, modulo the depth. Before
+    // `depth` instructions were dispatched, a slot no pop wrote yet: 0, shifted like c.t by
+    // fast-forward.
+    size_t slot = static_cast<size_t>(ps.pop_slot) + queued;
+    if (slot >= static_cast<size_t>(depth_)) slot -= static_cast<size_t>(depth_);
+    const double free = ps.started[slot];
     if (free <= c.t) return;
     c.tally.blocked_queue += free - c.t;
     c.t = free;
@@ -1023,7 +1027,6 @@ class Engine {
     }
     if (race_) in.s_clock = scalar_clock(c);
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
-    if (++ps.dispatch_slot == depth_) ps.dispatch_slot = 0;
     // Mostly the queue is empty: an instruction that would be its head starts here.
     if (ps.queue.empty()) {
       if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross) {

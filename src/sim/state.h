@@ -60,8 +60,8 @@ struct PipeState {
   // The bounded instruction queue (issue.pipe_queue_depth): start times of the last `depth`
   // instructions that left it, indexed by how many left before them.
   std::vector<double> started;
-  int dispatch_slot = 0, pop_slot = 0;  // instructions dispatched and popped modulo the depth
-  PipeAcct acct;                        // evidence: the pipe's cycle account position
+  int pop_slot = 0;  // instructions popped modulo the depth
+  PipeAcct acct;     // evidence: the pipe's cycle account position
 };
 
 /// Last set of a flag, for deadlock reports.
