@@ -33,7 +33,7 @@ using lower::Opcode;
 enum GapKind { kGapNone, kGapFlag, kGapSlot, kGapDep, kGapBarrier };
 
 /// Position of a pipe in its core's dataflow; a flag against the flow is a credit.
-int flow_rank(Pipe p) {
+constexpr int flow_rank(Pipe p) {
   switch (p) {
     case Pipe::MTE2:
       return 0;
@@ -50,6 +50,17 @@ int flow_rank(Pipe p) {
   }
   return -1;
 }
+
+/// What a pipe's head waiting on the flag src -> dst waits for, by src * kPipes + dst: a
+/// table, since every wait_flag asks.
+constexpr auto kWaitGap = [] {
+  std::array<GapKind, ir::kNumPipes * ir::kNumPipes> g{};
+  for (int s = 0; s < ir::kNumPipes; ++s)
+    for (int d = 0; d < ir::kNumPipes; ++d)
+      g[static_cast<size_t>(s * ir::kNumPipes + d)] =
+          flow_rank(static_cast<Pipe>(d)) < flow_rank(static_cast<Pipe>(s)) ? kGapSlot : kGapFlag;
+  return g;
+}();
 
 bool has_pipe(CoreKind k, Pipe p) {
   if (p == Pipe::S || p == Pipe::MTE2) return true;
@@ -1355,7 +1366,8 @@ class Engine {
     double from = std::max(head.issue, ps.ready);
     st.wait_flag_cycles += start - from;
     account(c, ps, st, head.issue, start, 0,
-            flow_rank(t.flag_dst) < flow_rank(t.flag_src) ? kGapSlot : kGapFlag);
+            kWaitGap[static_cast<size_t>(t.flag_src) * ir::kNumPipes +
+                     static_cast<size_t>(t.flag_dst)]);
     consumed(c, p, head, q.front(), from, start, false);
     q.pop_front();
     check_double_set(c, q, start, head);
