@@ -1177,17 +1177,18 @@ class Engine {
     ++c.tally.pending_n[d];
   }
 
-  double hazard_start(PipeState& ps, const Instr& in) const {
-    double start = 0;
+  /// When `in`, ready at `ready` (issued and its pipe free), starts: later where an operand
+  /// overlaps a recent write of the pipe that ends later.
+  double hazard_start(PipeState& ps, const Instr& in, double ready) const {
+    double start = ready;
     // Back-to-back mmads accumulating into one L0C tile pipeline inside the cube
     // (hardware.md): only their L0A/L0B operands order them.
     const int first = in.t->op == Opcode::Mmad ? 1 : 0, n = in.t->num_acc;
-    const double ready = ps.ready;
     uint32_t live = ps.live;
     for (uint32_t bits = live; bits; bits &= bits - 1) {
       const int i = std::countr_zero(bits);
       const RecentWrite& w = ps.recent[static_cast<size_t>(i)];
-      if (w.end <= ready) {
+      if (w.end <= ready) {  // later instructions are ready no earlier
         live &= ~(uint32_t{1} << i);
         continue;
       }
@@ -1413,8 +1414,7 @@ class Engine {
   [[gnu::noinline]] void start_op(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Instr& in) {
     const auto& t = *in.t;
     Cost cost = cost_of(c, t);
-    double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
-    double start = std::max(ready, dep);
+    const double ready = std::max(in.issue, ps.ready), start = hazard_start(ps, in, ready);
     leave_queue(ps, start);
     st.wait_dep_cycles += start - ready;
     if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);

@@ -54,8 +54,9 @@ struct PipeState {
   Ring<Instr> queue;
   std::array<RecentWrite, 16> recent{};  // same-pipe RAW/WAW window (docs/simulator.md)
   int next_recent = 0;
-  // Bit i: recent[i] ends after `ready`, so it may still delay an instruction; the others
-  // never will again (ready only grows), and the hazard check skips them.
+  // Bit i: recent[i] ends after `ready` and the last instruction's issue, so it may still
+  // delay an instruction; the others never will again (both only grow), and the hazard
+  // check skips them.
   uint32_t live = 0;
   // The bounded instruction queue (issue.pipe_queue_depth): start times of the last `depth`
   // instructions that left it, indexed by how many left before them.
