@@ -444,6 +444,7 @@ class Engine {
     c.ai_core = ai;
     c.vid = vid;
     c.prog = prog;
+    c.costs = costs_[kind == CoreKind::C ? 0 : 1].data();
     c.slots.assign(static_cast<size_t>(prog->num_slots), 0);
     c.slots[lower::kSlotVid] = vid;
     c.next_block = ai;
@@ -757,8 +758,7 @@ class Engine {
   }
 
   Cost cost_of(const Core& c, const lower::OpTemplate& t) const {
-    const auto& costs = costs_[c.kind == CoreKind::C ? 0 : 1];
-    return costs[static_cast<size_t>(&t - c.prog->instrs.data())];
+    return c.costs[&t - c.prog->instrs.data()];
   }
 
   /// How many ids the flags of a sync instruction have (event ids per pipe pair, or

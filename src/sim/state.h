@@ -129,6 +129,7 @@ struct Core {
   int ai_core = 0;
   int vid = 0;
   const lower::CoreProgram* prog = nullptr;
+  const Cost* costs = nullptr;  // instr_cost of each template of prog (the engine's)
   std::vector<int64_t> slots;
   std::vector<Frame> stack;
   int64_t next_block = 0;
