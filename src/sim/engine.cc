@@ -1040,11 +1040,20 @@ class Engine {
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
     // Mostly the queue is empty: an instruction that would be its head starts here.
     if (ps.queue.empty()) {
-      if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross) {
-        if (start_sync(c, ps, in)) return true;
-      } else if (t.op != Opcode::Barrier) {
-        start_op(c, t.pipe, ps, c.tally.pipes[static_cast<size_t>(t.pipe)], in);
-        return true;
+      PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
+      switch (t.op) {
+        case Opcode::SetFlag:
+        case Opcode::SetCross:
+          set_now(c, ps, st, in);
+          return true;
+        case Opcode::WaitFlag:  // unless its set has not arrived (or it is dropped)
+          if (!t.dropped && wait_now(c, ps, st, in)) return true;
+          break;
+        case Opcode::Barrier:
+          break;
+        default:
+          start_op(c, t.pipe, ps, st, in);
+          return true;
       }
     }
     ps.queue.commit_back();  // `in` is its back slot (run_core)
@@ -1390,16 +1399,13 @@ class Engine {
     fire(c, in, when);
   }
 
-  /// Starts a set or wait that would be the head of its empty pipe queue, without the
-  /// queue; false if it must queue (a wait whose set has not arrived, a dropped wait).
-  [[gnu::noinline]] bool start_sync(Core& c, PipeState& ps, const Instr& in) {
-    const auto& t = *in.t;
-    PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
-    if (t.op != Opcode::WaitFlag) {
-      start_set(c, ps, st, in);
-      return true;
-    }
-    return !t.dropped && start_wait(c, t.pipe, ps, st, in);
+  // start_set and start_wait for an instruction dispatched to an empty pipe queue: out of
+  // line, since inlined into dispatch (so run_core) they cost more than the call.
+  [[gnu::noinline]] void set_now(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
+    start_set(c, ps, st, in);
+  }
+  [[gnu::noinline]] bool wait_now(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
+    return start_wait(c, in.t->pipe, ps, st, in);
   }
 
   /// A dropped wait_flag at the head of its pipe: in pipe order, so it takes the same set
