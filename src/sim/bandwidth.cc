@@ -23,10 +23,12 @@ double BandwidthLedger::transfer(double start, double bytes, double rate) {
       t = end;
       continue;
     }
-    while (b - base_ >= static_cast<int64_t>(used_.size())) used_.push_back(0);
-    while (static_cast<int64_t>(used_.size()) > 2 * kKeep) {
-      used_.pop_front();
-      ++base_;
+    if (b - base_ >= static_cast<int64_t>(used_.size())) {  // a bucket past the window
+      while (b - base_ >= static_cast<int64_t>(used_.size())) used_.push_back(0);
+      while (static_cast<int64_t>(used_.size()) > 2 * kKeep) {
+        used_.pop_front();
+        ++base_;
+      }
     }
     double& used = used_[static_cast<size_t>(b - base_)];
     double bucket_end = static_cast<double>(b + 1) * bucket_;
