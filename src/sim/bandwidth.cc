@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <numeric>
 
 namespace tilepipe::sim {
 
@@ -64,6 +65,9 @@ L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capac
     missing_.push_back(l.count);
     lines_.push_back(std::move(l));
   }
+  // The CLOCK list holds each resident line once: at most what fits, or what there is.
+  clock_.reserve(static_cast<size_t>(
+      std::min(capacity / chunk, std::accumulate(missing_.begin(), missing_.end(), int64_t{0}))));
 }
 
 namespace {

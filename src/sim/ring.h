@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <vector>
 
@@ -27,6 +28,11 @@ class Ring {
     return buf_[(head_ + n_) & mask_];
   }
   void commit_back() { ++n_; }
+  /// Room for n elements without growing (an empty ring only).
+  void reserve(size_t n) {
+    buf_.resize(std::bit_ceil(std::max<size_t>(n, 4)));
+    mask_ = buf_.size() - 1;
+  }
   void push_back(const T& v) {
     back_slot() = v;
     ++n_;
