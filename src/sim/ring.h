@@ -23,7 +23,7 @@ class Ring {
   const T& operator[](size_t i) const { return buf_[(head_ + i) & mask_]; }
   /// The slot behind the last element, to be filled in place and then committed.
   T& back_slot() {
-    if (n_ == buf_.size()) [[unlikely]]
+    if (n_ == cap_) [[unlikely]]
       grow();
     return buf_[(head_ + n_) & mask_];
   }
@@ -31,7 +31,8 @@ class Ring {
   /// Room for n elements without growing (an empty ring only).
   void reserve(size_t n) {
     buf_.resize(std::bit_ceil(std::max<size_t>(n, 4)));
-    mask_ = buf_.size() - 1;
+    cap_ = buf_.size();
+    mask_ = cap_ - 1;
   }
   void push_back(const T& v) {
     back_slot() = v;
@@ -56,10 +57,12 @@ class Ring {
     std::move(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(head_), mid);
     buf_ = std::move(b);
     head_ = 0;
-    mask_ = buf_.size() - 1;
+    cap_ = buf_.size();
+    mask_ = cap_ - 1;
   }
   std::vector<T> buf_;
   size_t head_ = 0, n_ = 0, mask_ = 0;
+  size_t cap_ = 0;  // buf_.size(), kept: back_slot reads it for every push
 };
 
 }  // namespace tilepipe::sim
