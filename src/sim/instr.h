@@ -34,7 +34,9 @@ void for_each_span(const Access& a, F&& f) {
   const int64_t row = t.rank ? t.extent[t.rank - 1] * t.stride[t.rank - 1] * eb : eb;
   int64_t run = row;
   int inner = std::max(0, t.rank - 1);  // dims [inner, rank) make one span
-  while (Merge && inner > 0 && t.stride[inner - 1] * eb == run) run *= t.extent[--inner];
+  // A dim joins the span where it continues it in memory, or has extent 1 (no offset).
+  while (Merge && inner > 0 && (t.extent[inner - 1] == 1 || t.stride[inner - 1] * eb == run))
+    run *= t.extent[--inner];
   if (inner == 0) {  // one span, as is every contiguous tile: no loops
     f(a.byte_lo(), run, row);
     return;
