@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <numeric>
 
 namespace tilepipe::sim {
 
@@ -23,10 +24,12 @@ double BandwidthLedger::transfer(double start, double bytes, double rate) {
       t = end;
       continue;
     }
-    while (b - base_ >= static_cast<int64_t>(used_.size())) used_.push_back(0);
-    while (static_cast<int64_t>(used_.size()) > 2 * kKeep) {
-      used_.pop_front();
-      ++base_;
+    if (b - base_ >= static_cast<int64_t>(used_.size())) {  // a bucket past the window
+      while (b - base_ >= static_cast<int64_t>(used_.size())) used_.push_back(0);
+      while (static_cast<int64_t>(used_.size()) > 2 * kKeep) {
+        used_.pop_front();
+        ++base_;
+      }
     }
     double& used = used_[static_cast<size_t>(b - base_)];
     double bucket_end = static_cast<double>(b + 1) * bucket_;
@@ -62,6 +65,9 @@ L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capac
     missing_.push_back(l.count);
     lines_.push_back(std::move(l));
   }
+  // The CLOCK list holds each resident line once: at most what fits, or what there is.
+  clock_.reserve(static_cast<size_t>(
+      std::min(capacity / chunk, std::accumulate(missing_.begin(), missing_.end(), int64_t{0}))));
 }
 
 namespace {
@@ -159,16 +165,23 @@ std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi, in
 
 int64_t RangeSet::add(int64_t lo, int64_t hi) {
   int64_t overlap = 0;
-  for (int64_t page = lo / kPage; page * kPage < hi; ++page) {
+  const int64_t last_page = (hi - 1) / kPage;
+  for (int64_t page = lo / kPage; page <= last_page; ++page) {
+    const auto word = static_cast<size_t>(page / 64);
+    if (word < full_.size()) {
+      // The run of pages read whole from here, within the word: all of it overlaps.
+      const int64_t n = std::countr_one(full_[word] >> (page % 64));
+      if (n > 0) {
+        const int64_t end = std::min(page + n, last_page + 1);
+        overlap += std::min(hi, end * kPage) - std::max(lo, page * kPage);
+        page = end - 1;
+        continue;
+      }
+    }
     const int64_t base = page * kPage;
     const auto a = static_cast<int32_t>(std::max(lo, base) - base);
     const auto b = static_cast<int32_t>(std::min(hi, base + kPage) - base);
-    const auto word = static_cast<size_t>(page / 64);
     const uint64_t bit = uint64_t{1} << (page % 64);
-    if (word < full_.size() && (full_[word] & bit)) {
-      overlap += b - a;
-      continue;
-    }
     auto& v = pages_[page];
     // Ranges that overlap or touch [a, b) merge with it.
     auto first = std::lower_bound(

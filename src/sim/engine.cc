@@ -33,7 +33,7 @@ using lower::Opcode;
 enum GapKind { kGapNone, kGapFlag, kGapSlot, kGapDep, kGapBarrier };
 
 /// Position of a pipe in its core's dataflow; a flag against the flow is a credit.
-int flow_rank(Pipe p) {
+constexpr int flow_rank(Pipe p) {
   switch (p) {
     case Pipe::MTE2:
       return 0;
@@ -50,6 +50,17 @@ int flow_rank(Pipe p) {
   }
   return -1;
 }
+
+/// What a pipe's head waiting on the flag src -> dst waits for, by src * kPipes + dst: a
+/// table, since every wait_flag asks.
+constexpr auto kWaitGap = [] {
+  std::array<GapKind, ir::kNumPipes * ir::kNumPipes> g{};
+  for (int s = 0; s < ir::kNumPipes; ++s)
+    for (int d = 0; d < ir::kNumPipes; ++d)
+      g[static_cast<size_t>(s * ir::kNumPipes + d)] =
+          flow_rank(static_cast<Pipe>(d)) < flow_rank(static_cast<Pipe>(s)) ? kGapSlot : kGapFlag;
+  return g;
+}();
 
 bool has_pipe(CoreKind k, Pipe p) {
   if (p == Pipe::S || p == Pipe::MTE2) return true;
@@ -80,6 +91,7 @@ class Engine {
         io_(io),
         opts_(o),
         functional_(o.mode == Mode::Functional),
+        depth_(chip.pipe_queue_depth),
         hbm_(chip.hbm_bw),
         l2_(chip.l2_bw),
         l2res_(tensor_bytes(p), chip.l2_bytes) {
@@ -184,13 +196,13 @@ class Engine {
   /// Flag sets waiting to be consumed by core c (its own and the cross-core ones).
   int64_t flags_in_flight(const Core& c) const {
     int64_t n = 0;
-    for (const auto& q : c.flags) n += static_cast<int64_t>(q.size());
+    for (const auto& f : c.flags) n += static_cast<int64_t>(f.sets.size());
     const CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
     for (int v = 0; v < 2; ++v) {
       if (c.kind == CoreKind::V && v != c.vid) continue;
       const auto& in =
           c.kind == CoreKind::V ? x.c2v[static_cast<size_t>(v)] : x.v2c[static_cast<size_t>(v)];
-      for (const auto& q : in) n += static_cast<int64_t>(q.size());
+      for (const auto& f : in) n += static_cast<int64_t>(f.sets.size());
     }
     return n;
   }
@@ -437,13 +449,12 @@ class Engine {
     c.ai_core = ai;
     c.vid = vid;
     c.prog = prog;
+    c.costs = costs_[kind == CoreKind::C ? 0 : 1].data();
     c.slots.assign(static_cast<size_t>(prog->num_slots), 0);
     c.slots[lower::kSlotVid] = vid;
     c.next_block = ai;
     c.flags.resize(static_cast<size_t>(kPipes * kPipes * chip_.event_ids));
-    c.last_set.resize(c.flags.size());
     c.tally.waits.resize(prog->instrs.size());
-    c.ghost_debt.assign(c.flags.size(), 0);
     for (auto& ps : c.pipes) ps.started.assign(static_cast<size_t>(chip_.pipe_queue_depth), 0.0);
     if (!prog->loads.empty())
       c.dcache = ScalarDCache(chip_.scalar_dcache_bytes, chip_.scalar_dcache_line,
@@ -466,10 +477,6 @@ class Engine {
       for (int v = 0; v < 2; ++v) {
         x.c2v[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
         x.v2c[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
-        x.last_c2v[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
-        x.last_v2c[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
-        x.debt_c2v[v].assign(static_cast<size_t>(chip_.cross_flag_ids), 0);
-        x.debt_v2c[v].assign(static_cast<size_t>(chip_.cross_flag_ids), 0);
       }
     }
     if (opts_.detect_races) race_ = std::make_unique<RaceDetector>(n);
@@ -810,8 +817,7 @@ class Engine {
   }
 
   Cost cost_of(const Core& c, const lower::OpTemplate& t) const {
-    const auto& costs = costs_[c.kind == CoreKind::C ? 0 : 1];
-    return costs[static_cast<size_t>(&t - c.prog->instrs.data())];
+    return c.costs[&t - c.prog->instrs.data()];
   }
 
   /// How many ids the flags of a sync instruction have (event ids per pipe pair, or
@@ -847,9 +853,14 @@ class Engine {
   /// start time yet; the queue is then treated as open.)
   void queue_stall(Core& c, const lower::OpTemplate& t) {
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
-    const int64_t depth = chip_.pipe_queue_depth, k = ps.dispatched - depth;
-    if (k < 0 || k >= ps.popped) return;
-    const double free = ps.started[static_cast<size_t>(ps.dispatch_slot)];  // k % depth
+    const size_t queued = ps.queue.size();
+    if (queued >= static_cast<size_t>(depth_)) return;
+    // Its slot: dispatched - depth places, which is popped + queued, modulo the depth. Before
+    // `depth` instructions were dispatched, a slot no pop wrote yet: 0, shifted like c.t by
+    // fast-forward.
+    size_t slot = static_cast<size_t>(ps.pop_slot) + queued;
+    if (slot >= static_cast<size_t>(depth_)) slot -= static_cast<size_t>(depth_);
+    const double free = ps.started[slot];
     if (free <= c.t) return;
     c.tally.blocked_queue += free - c.t;
     c.t = free;
@@ -858,8 +869,7 @@ class Engine {
   /// The head of pipe p's queue started at `start`.
   void leave_queue(PipeState& ps, double start) {
     ps.started[static_cast<size_t>(ps.pop_slot)] = start;
-    ++ps.popped;
-    if (++ps.pop_slot == chip_.pipe_queue_depth) ps.pop_slot = 0;
+    if (++ps.pop_slot == depth_) ps.pop_slot = 0;
   }
 
   /// Waits handled by the scalar unit itself; false while the flag is not available.
@@ -876,7 +886,7 @@ class Engine {
       double reached = c.t, before = c.t;
       for (const PipeState& ps : c.pipes) reached = std::max(reached, ps.ready);
       if (c.kind == CoreKind::V) {
-        auto& q = x.c2v[static_cast<size_t>(c.vid)][id];
+        auto& q = x.c2v[static_cast<size_t>(c.vid)][id].sets;
         if (q.empty()) return false;
         c.t = std::max(reached, q.front().time);
         consumed(c, Pipe::S, in, q.front(), in.issue, c.t, true);
@@ -884,8 +894,8 @@ class Engine {
         check_cross_overflow(q, c.t, in, c);
         cross_wait(c, before, c.tally.c2v);
       } else {
-        auto& q0 = x.v2c[0][id];
-        auto& q1 = x.v2c[1][id];
+        auto& q0 = x.v2c[0][id].sets;
+        auto& q1 = x.v2c[1][id].sets;
         bool two = !p_.aiv.empty() && chip_.aiv_per_core >= 2;
         if (q0.empty() || (two && q1.empty())) return false;
         c.t = std::max({reached, q0.front().time, two ? q1.front().time : 0.0});
@@ -899,7 +909,7 @@ class Engine {
       return true;
     }
     // wait_flag(X, S): the scalar unit waits for pipe X.
-    auto& q = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)];
+    auto& q = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)].sets;
     if (q.empty()) return false;
     double before = c.t;
     c.t = std::max(c.t, q.front().time);
@@ -914,26 +924,25 @@ class Engine {
   /// order, without waiting for it and without a happens-before edge; when the set has not
   /// arrived yet, the next set of that flag is swallowed on arrival instead.
   void consume_dropped(Core& c, const Instr& in) {
-    auto take = [](Ring<SetRecord>& q, int& debt) {
-      if (q.empty())
-        ++debt;
+    auto take = [](Flag& f) {
+      if (f.sets.empty())
+        ++f.debt;
       else
-        q.pop_front();
+        f.sets.pop_front();
     };
     size_t id = static_cast<size_t>(in.flag_id);
     if (in.t->op == Opcode::WaitCross) {
       CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
       if (c.kind == CoreKind::V) {
         size_t v = static_cast<size_t>(c.vid);
-        take(x.c2v[v][id], x.debt_c2v[v][id]);
+        take(x.c2v[v][id]);
       } else {
-        take(x.v2c[0][id], x.debt_v2c[0][id]);
-        if (!p_.aiv.empty() && chip_.aiv_per_core >= 2) take(x.v2c[1][id], x.debt_v2c[1][id]);
+        take(x.v2c[0][id]);
+        if (!p_.aiv.empty() && chip_.aiv_per_core >= 2) take(x.v2c[1][id]);
       }
       return;
     }
-    size_t key = flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id);
-    take(c.flags[key], c.ghost_debt[key]);
+    take(c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)]);
   }
 
   void cross_wait(Core& c, double before, CrossStats& st) {
@@ -950,8 +959,8 @@ class Engine {
     c.blocked.push_back({before, c.t, kind});
     if (c.blocked.size() < 1024) return;
     size_t min_cursor = c.blocked_base + c.blocked.size();
-    for (const auto& pa : c.acct)
-      if (pa.started) min_cursor = std::min(min_cursor, pa.cursor);
+    for (const auto& ps : c.pipes)
+      if (ps.acct.started) min_cursor = std::min(min_cursor, ps.acct.cursor);
     while (c.blocked_base < min_cursor && !c.blocked.empty()) {
       c.blocked.pop_front();
       ++c.blocked_base;
@@ -962,10 +971,10 @@ class Engine {
   /// occupies the pipe for `occ`; the gap before it is charged to `kind` where the
   /// instruction was already issued, else to what blocked the scalar unit, else to issue.
   /// Inlined: a call costs about as much as its work, once per instruction.
-  [[gnu::always_inline]] void account(Core& c, Pipe p, double issue, double s, double occ,
-                                      GapKind kind) {
-    PipeAcct& pa = c.acct[static_cast<size_t>(p)];
-    CycleAccount& ca = c.tally.acct[static_cast<size_t>(p)];
+  [[gnu::always_inline]] void account(Core& c, PipeState& ps, PipeStats& st, double issue, double s,
+                                      double occ, GapKind kind) {
+    PipeAcct& pa = ps.acct;
+    CycleAccount& ca = st.account;
     if (!pa.started) {
       pa.started = true;
       pa.cursor = c.blocked_base;
@@ -1049,7 +1058,7 @@ class Engine {
   void check_cross_overflow(const Ring<SetRecord>& q, double now, const Instr& in, const Core& c) {
     size_t max = static_cast<size_t>(chip_.cross_flag_max);
     if (q.size() >= max && q[max - 1].time <= now)
-      fail(*q[max - 1].loc, "cross-flag",
+      fail(q[max - 1].op->loc, "cross-flag",
            fmt::format("cross-core flag #{} of core {} counts past {} before {} waits ({})",
                        in.flag_id, c.ai_core, chip_.cross_flag_max, c.stats.name, in.t->loc.str()),
            "the counter is 4 bits: wait more often, or signal every cross_interval iterations");
@@ -1066,7 +1075,7 @@ class Engine {
   [[noreturn, gnu::noinline, gnu::cold]] void double_set(const Core& c, const Ring<SetRecord>& q,
                                                          const Instr& wait) {
     const auto& t = *wait.t;
-    fail(*q.front().loc, "flag-double-set",
+    fail(q.front().op->loc, "flag-double-set",
          fmt::format("{}: flag {}->{} #{} set again before its wait at {} consumed the previous "
                      "set (hangs on hardware)",
                      c.stats.name, ir::to_string(t.flag_src), ir::to_string(t.flag_dst),
@@ -1085,15 +1094,31 @@ class Engine {
     }
     if (race_) in.s_clock = scalar_clock(c);
     PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
+    // Mostly the queue is empty: an instruction that would be its head starts here.
+    if (ps.queue.empty()) {
+      PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
+      switch (t.op) {
+        case Opcode::SetFlag:
+        case Opcode::SetCross:
+          set_now(c, ps, st, in);
+          return true;
+        case Opcode::WaitFlag:  // unless its set has not arrived (or it is dropped)
+          if (!t.dropped && wait_now(c, ps, st, in)) return true;
+          break;
+        case Opcode::Barrier:
+          break;
+        default:
+          start_op(c, t.pipe, ps, st, in);
+          return true;
+      }
+    }
     ps.queue.commit_back();  // `in` is its back slot (run_core)
-    ++ps.dispatched;
-    if (++ps.dispatch_slot == chip_.pipe_queue_depth) ps.dispatch_slot = 0;
     drain(c, t.pipe);
     return true;
   }
 
   SetRecord record(Core& c, const Instr& in, double when, double visible) {
-    return {visible, &in.t->loc, in.t, c.index, in.t->pipe, when, race_ ? release(c, in) : -1};
+    return {visible, when, in.t, c.index, race_ ? release(c, in) : -1};
   }
 
   /// Race detection: the clock a set releases (index into clocks_).
@@ -1136,7 +1161,7 @@ class Engine {
   [[gnu::noinline]] void observe_flag(const Core& c, Pipe pipe, const Instr& wait,
                                       const SetRecord& r, double from, double done, bool cross) {
     opts_.observer->on_flag(
-        FlagEvent{r.core, c.index, r.pipe, pipe, r.fired, done, from, r.op, wait.t, cross});
+        FlagEvent{r.core, c.index, r.op->pipe, pipe, r.fired, done, from, r.op, wait.t, cross});
   }
 
   int scalar_clock(Core& c) {
@@ -1156,52 +1181,38 @@ class Engine {
     });
   }
 
-  void fire(Core& c, const Instr& in, double when) {
+  /// A set fires. Inlined: the intra-core set is a few stores, about the cost of a call.
+  [[gnu::always_inline]] void fire(Core& c, const Instr& in, double when) {
     const auto& t = *in.t;
     if (t.op == Opcode::SetCross) {
       deliver_cross(c, in, when);
       return;
     }
-    size_t key = flag_key(t.flag_src, t.flag_dst, in.flag_id);
-    Ring<SetRecord>& q = c.flags[key];
-    SetRecord& r = q.back_slot();  // built in place, committed unless a dropped wait took it
+    Flag& f = c.flags[flag_key(t.flag_src, t.flag_dst, in.flag_id)];
+    SetRecord& r = f.sets.back_slot();  // built in place, committed unless a dropped wait took it
     r = record(c, in, when, when + chip_.flag_latency);
-    c.last_set[key] = {r.time, &t.loc};
-    if (c.ghost_debt[key] > 0) {  // a dropped wait already took this set
-      --c.ghost_debt[key];
+    f.last = {r.time, &t.loc};
+    if (f.debt > 0) [[unlikely]] {  // a dropped wait already took this set
+      --f.debt;
       return;
     }
-    q.commit_back();
+    f.sets.commit_back();
     // Mostly the wait is not issued yet and the pipe has nothing to start.
     if (t.flag_dst != Pipe::S && !c.pipes[static_cast<size_t>(t.flag_dst)].queue.empty())
       drain(c, t.flag_dst);
   }
 
-  void deliver_cross(Core& c, const Instr& in, double when) {
+  [[gnu::noinline]] void deliver_cross(Core& c, const Instr& in, double when) {
     CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
     size_t id = static_cast<size_t>(in.flag_id);
     double visible = when + chip_.cross_flag_latency;
     SetRecord r = record(c, in, when, visible);
     CrossStats& cs = c.kind == CoreKind::C ? c.tally.c2v : c.tally.v2c;
     ++cs.sets;
-    if (c.kind == CoreKind::C) {
-      for (size_t v = 0; v < 2; ++v) {
-        x.last_c2v[v][id] = {visible, &in.t->loc};
-        pending(c, x.c2v[v][id].size() + 1);
-        if (x.debt_c2v[v][id] > 0)  // a dropped wait already took this set
-          --x.debt_c2v[v][id];
-        else
-          x.c2v[v][id].push_back(r);
-      }
-    } else {
-      size_t v = static_cast<size_t>(c.vid);
-      x.last_v2c[v][id] = {visible, &in.t->loc};
-      pending(c, x.v2c[v][id].size() + 1);
-      if (x.debt_v2c[v][id] > 0)
-        --x.debt_v2c[v][id];
-      else
-        x.v2c[v][id].push_back(r);
-    }
+    if (c.kind == CoreKind::C)
+      for (size_t v = 0; v < 2; ++v) deliver(c, x.c2v[v][id], r);
+    else
+      deliver(c, x.v2c[static_cast<size_t>(c.vid)][id], r);
     // Wake the peers blocked on a cross wait. add_core adds an AI core's cores one after
     // another (AIC, AIV0, AIV1): they are the run of cores around c with its ai_core.
     const size_t first = static_cast<size_t>(
@@ -1210,6 +1221,16 @@ class Engine {
       Core& peer = cores_[i];
       if (peer.kind != c.kind && peer.has_pending && !peer.in_heap) push(peer);
     }
+  }
+
+  /// Cross-core set `r` of core `c` reaches flag `f`.
+  static void deliver(Core& c, Flag& f, const SetRecord& r) {
+    f.last = {r.time, &r.op->loc};
+    pending(c, f.sets.size() + 1);
+    if (f.debt > 0)  // a dropped wait already took this set
+      --f.debt;
+    else
+      f.sets.push_back(r);
   }
 
   /// A cross-core set of core `c` finds n - 1 sets of its flag id still in flight.
@@ -1221,27 +1242,31 @@ class Engine {
     ++c.tally.pending_n[d];
   }
 
-  double hazard_start(PipeState& ps, const Instr& in) const {
-    double start = 0;
+  /// When `in`, ready at `ready` (issued and its pipe free), starts: later where an operand
+  /// overlaps a recent write of the pipe that ends later.
+  double hazard_start(PipeState& ps, const Instr& in, double ready) const {
+    double start = ready;
     // Back-to-back mmads accumulating into one L0C tile pipeline inside the cube
     // (hardware.md): only their L0A/L0B operands order them.
-    int first = in.t->op == Opcode::Mmad ? 1 : 0;
-    for (uint32_t bits = ps.live; bits; bits &= bits - 1) {
+    const int first = in.t->op == Opcode::Mmad ? 1 : 0, n = in.t->num_acc;
+    uint32_t live = ps.live;
+    for (uint32_t bits = live; bits; bits &= bits - 1) {
       const int i = std::countr_zero(bits);
       const RecentWrite& w = ps.recent[static_cast<size_t>(i)];
-      if (w.end <= ps.ready) {
-        ps.live &= ~(uint32_t{1} << i);
+      if (w.end <= ready) {  // later instructions are ready no earlier
+        live &= ~(uint32_t{1} << i);
         continue;
       }
       if (w.end <= start) continue;  // cannot raise the start
-      for (int k = first; k < in.t->num_acc; ++k) {
+      for (int k = first; k < n; ++k) {
         const Access& a = in.acc[static_cast<size_t>(k)];
         if (w.mem == mem_key(a) && a.byte_lo() < w.hi && w.lo < a.byte_hi()) {
-          start = std::max(start, w.end);
+          start = w.end;
           break;  // the other operands give the same w.end
         }
       }
     }
+    ps.live = live;
     return start;
   }
 
@@ -1362,20 +1387,7 @@ class Engine {
             drop_wait(c, ps, head);
             break;
           }
-          auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)];
-          if (q.empty()) return;  // blocked until the set arrives
-          double start = std::max({head.issue, ps.ready, q.front().time});
-          double from = std::max(head.issue, ps.ready);
-          st.wait_flag_cycles += start - from;
-          account(c, p, head.issue, start, 0,
-                  flow_rank(t.flag_dst) < flow_rank(t.flag_src) ? kGapSlot : kGapFlag);
-          consumed(c, p, head, q.front(), from, start, false);
-          q.pop_front();
-          check_double_set(c, q, start, head);
-          ps.ready = start;
-          ps.done = std::max(ps.done, start);
-          ++st.instructions;
-          leave_queue(ps, start);
+          if (!start_wait(c, p, ps, st, head)) return;  // blocked until the set arrives
           ps.queue.pop_front();
           break;
         }
@@ -1383,14 +1395,8 @@ class Engine {
         case Opcode::SetCross: {
           // Popped first (fire may drain this pipe again), yet its slot stays intact: only
           // run_core pushes to a pipe queue, and fire never gets there.
-          const Instr& in = head;
           ps.queue.pop_front();
-          double when = std::max({in.issue, ps.done, ps.ready});
-          ps.ready = std::max(ps.ready, in.issue);
-          account(c, p, in.issue, ps.ready, 0, kGapNone);
-          ++st.instructions;
-          leave_queue(ps, ps.ready);
-          fire(c, in, when);
+          start_set(c, ps, st, head);
           break;
         }
         case Opcode::Barrier: {
@@ -1401,7 +1407,7 @@ class Engine {
             break;
           }
           double start = std::max(head.issue, ps.done);
-          account(c, p, head.issue, start, 0, kGapBarrier);
+          account(c, ps, st, head.issue, start, 0, kGapBarrier);
           ps.ready = start;
           ps.done = start;
           ++st.instructions;
@@ -1416,6 +1422,48 @@ class Engine {
     }
   }
 
+  /// A wait_flag at the head of pipe p takes its set; false while the set has not arrived.
+  [[gnu::always_inline]] bool start_wait(Core& c, Pipe p, PipeState& ps, PipeStats& st,
+                                         const Instr& head) {
+    const auto& t = *head.t;
+    auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)].sets;
+    if (q.empty()) return false;
+    double start = std::max({head.issue, ps.ready, q.front().time});
+    double from = std::max(head.issue, ps.ready);
+    st.wait_flag_cycles += start - from;
+    account(c, ps, st, head.issue, start, 0,
+            kWaitGap[static_cast<size_t>(t.flag_src) * ir::kNumPipes +
+                     static_cast<size_t>(t.flag_dst)]);
+    consumed(c, p, head, q.front(), from, start, false);
+    q.pop_front();
+    check_double_set(c, q, start, head);
+    ps.ready = start;
+    ps.done = std::max(ps.done, start);
+    ++st.instructions;
+    leave_queue(ps, start);
+    return true;
+  }
+
+  /// A set_flag / set_cross_flag at the head of its pipe (already popped) fires once the
+  /// pipe's earlier work is done.
+  [[gnu::always_inline]] void start_set(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
+    double when = std::max({in.issue, ps.done, ps.ready});
+    ps.ready = std::max(ps.ready, in.issue);
+    account(c, ps, st, in.issue, ps.ready, 0, kGapNone);
+    ++st.instructions;
+    leave_queue(ps, ps.ready);
+    fire(c, in, when);
+  }
+
+  // start_set and start_wait for an instruction dispatched to an empty pipe queue: out of
+  // line, since inlined into dispatch (so run_core) they cost more than the call.
+  [[gnu::noinline]] void set_now(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
+    start_set(c, ps, st, in);
+  }
+  [[gnu::noinline]] bool wait_now(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
+    return start_wait(c, in.t->pipe, ps, st, in);
+  }
+
   /// A dropped wait_flag at the head of its pipe: in pipe order, so it takes the same set
   /// the wait would take.
   [[gnu::noinline, gnu::cold]] void drop_wait(Core& c, PipeState& ps, const Instr& head) {
@@ -1425,16 +1473,15 @@ class Engine {
   }
 
   /// Starts a compute or copy instruction at the head of pipe p.
-  void start_op(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Instr& in) {
+  [[gnu::noinline]] void start_op(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Instr& in) {
     const auto& t = *in.t;
     Cost cost = cost_of(c, t);
-    double ready = std::max(in.issue, ps.ready), dep = hazard_start(ps, in);
-    double start = std::max(ready, dep);
+    const double ready = std::max(in.issue, ps.ready), start = hazard_start(ps, in, ready);
     leave_queue(ps, start);
     st.wait_dep_cycles += start - ready;
     if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);
     if (!free_ops_.empty() && free_ops_.count(in.t)) cost = Cost{};
-    account(c, p, in.issue, start, cost.occupancy, kGapDep);
+    account(c, ps, st, in.issue, start, cost.occupancy, kGapDep);
     double end = start + cost.occupancy + cost.latency;
     if (end > opts_.max_cycles) [[unlikely]]
       over_budget(c, t, end);
@@ -1526,13 +1573,13 @@ class Engine {
         if (t.op == Opcode::WaitCross) {
           const CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
           size_t id = static_cast<size_t>(c.pending.flag_id);
-          const LastSet& ls = c.kind == CoreKind::V ? x.last_c2v[static_cast<size_t>(c.vid)][id]
-                                                    : x.last_v2c[0][id];
+          const LastSet& ls = c.kind == CoreKind::V ? x.c2v[static_cast<size_t>(c.vid)][id].last
+                                                    : x.v2c[0][id].last;
           what = fmt::format("wait_cross_flag #{} forever; {}", c.pending.flag_id, flag_state(ls));
         } else {
           what = fmt::format(
               "scalar waits {}->S #{} forever; {}", ir::to_string(t.flag_src), c.pending.flag_id,
-              flag_state(c.last_set[flag_key(t.flag_src, t.flag_dst, c.pending.flag_id)]));
+              flag_state(c.flags[flag_key(t.flag_src, t.flag_dst, c.pending.flag_id)].last));
         }
         diags.push_back({t.loc,
                          "deadlock",
@@ -1552,7 +1599,7 @@ class Engine {
                          "queued behind it",
                          c.stats.name, ir::to_string(static_cast<Pipe>(p)),
                          ir::to_string(t.flag_src), ir::to_string(t.flag_dst), h.flag_id,
-                         flag_state(c.last_set[flag_key(t.flag_src, t.flag_dst, h.flag_id)]),
+                         flag_state(c.flags[flag_key(t.flag_src, t.flag_dst, h.flag_id)].last),
                          q.size() - 1),
              {},
              {}});
@@ -1567,29 +1614,29 @@ class Engine {
     // A set that no wait consumed leaves the flag up for the next kernel: report it.
     for (const auto& c : cores_) {
       for (size_t k = 0; k < c.flags.size(); ++k) {
-        if (c.flags[k].empty()) continue;
-        const auto& r = c.flags[k].front();
+        const auto& q = c.flags[k].sets;
+        if (q.empty()) continue;
+        const auto& r = q.front();
         size_t id = k % static_cast<size_t>(chip_.event_ids);
         size_t pair = k / static_cast<size_t>(chip_.event_ids);
-        diags.push_back(
-            {*r.loc,
-             "unmatched-flag",
-             fmt::format("{}: flag {}->{} #{} is still set when the kernel ends ({} "
-                         "set(s) never waited on)",
-                         c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
-                         ir::to_string(static_cast<Pipe>(pair % kPipes)), id, c.flags[k].size()),
-             {},
-             "drain every outstanding set with a matching wait_flag at the end"});
+        diags.push_back({r.op->loc,
+                         "unmatched-flag",
+                         fmt::format("{}: flag {}->{} #{} is still set when the kernel ends ({} "
+                                     "set(s) never waited on)",
+                                     c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
+                                     ir::to_string(static_cast<Pipe>(pair % kPipes)), id, q.size()),
+                         {},
+                         "drain every outstanding set with a matching wait_flag at the end"});
       }
     }
     for (size_t ai = 0; ai < cross_.size(); ++ai) {
       for (int v = 0; v < 2; ++v) {
         for (size_t id = 0; id < cross_[ai].c2v[static_cast<size_t>(v)].size(); ++id) {
-          for (auto* q : {&cross_[ai].c2v[static_cast<size_t>(v)][id],
-                          &cross_[ai].v2c[static_cast<size_t>(v)][id]}) {
+          for (auto* q : {&cross_[ai].c2v[static_cast<size_t>(v)][id].sets,
+                          &cross_[ai].v2c[static_cast<size_t>(v)][id].sets}) {
             if (q->empty() || p_.aiv.empty() || p_.aic.empty()) continue;
-            bool c2v = q == &cross_[ai].c2v[static_cast<size_t>(v)][id];
-            diags.push_back({*q->front().loc,
+            bool c2v = q == &cross_[ai].c2v[static_cast<size_t>(v)][id].sets;
+            diags.push_back({q->front().op->loc,
                              "unmatched-flag",
                              fmt::format("core{}: cross-core flag #{} ({} AIV{}) has {} set(s) "
                                          "never waited on at kernel end",
@@ -1678,8 +1725,7 @@ class Engine {
             a.tail = std::max(0.0, r.cycles - c.t);
             continue;
           }
-          const PipeAcct& pa = c.acct[static_cast<size_t>(p)];
-          a = c.tally.acct[static_cast<size_t>(p)];
+          const PipeAcct& pa = c.pipes[static_cast<size_t>(p)].acct;  // `a` is tally's account
           if (pa.started)
             a.tail = std::max(0.0, r.cycles - pa.t);
           else
@@ -1727,6 +1773,7 @@ class Engine {
   std::vector<CrossFlags> cross_;
   using HeapItem = std::pair<double, int>;
   std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<>> heap_;
+  int depth_;  // issue.pipe_queue_depth, read for every instruction
   BandwidthLedger hbm_, l2_;
   L2Residency l2res_;
   std::unique_ptr<RaceDetector> race_;

@@ -30,11 +30,17 @@ struct Access {
 template <bool Merge, class F>
 void for_each_span(const Access& a, F&& f) {
   const auto& t = *a.t;
-  const int eb = ir::dtype_bytes(t.dtype);
+  const int64_t eb = t.elem_bytes;
   const int64_t row = t.rank ? t.extent[t.rank - 1] * t.stride[t.rank - 1] * eb : eb;
   int64_t run = row;
   int inner = std::max(0, t.rank - 1);  // dims [inner, rank) make one span
-  while (Merge && inner > 0 && t.stride[inner - 1] * eb == run) run *= t.extent[--inner];
+  // A dim joins the span where it continues it in memory, or has extent 1 (no offset).
+  while (Merge && inner > 0 && (t.extent[inner - 1] == 1 || t.stride[inner - 1] * eb == run))
+    run *= t.extent[--inner];
+  if (inner == 0) {  // one span, as is every contiguous tile: no loops
+    f(a.byte_lo(), run, row);
+    return;
+  }
   int64_t outer[3] = {1, 1, 1}, os[3] = {0, 0, 0};
   for (int d = 0; d < inner; ++d) {
     outer[3 - inner + d] = t.extent[d];

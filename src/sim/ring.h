@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <vector>
 
@@ -22,10 +23,17 @@ class Ring {
   const T& operator[](size_t i) const { return buf_[(head_ + i) & mask_]; }
   /// The slot behind the last element, to be filled in place and then committed.
   T& back_slot() {
-    if (n_ == buf_.size()) grow();
+    if (n_ == cap_) [[unlikely]]
+      grow();
     return buf_[(head_ + n_) & mask_];
   }
   void commit_back() { ++n_; }
+  /// Room for n elements without growing (an empty ring only).
+  void reserve(size_t n) {
+    buf_.resize(std::bit_ceil(std::max<size_t>(n, 4)));
+    cap_ = buf_.size();
+    mask_ = cap_ - 1;
+  }
   void push_back(const T& v) {
     back_slot() = v;
     ++n_;
@@ -42,17 +50,19 @@ class Ring {
   }
 
  private:
-  void grow() {
+  [[gnu::noinline]] void grow() {  // keeps back_slot small enough to inline
     std::vector<T> b(std::max<size_t>(4, 2 * buf_.size()));
     // Full: the elements are [head_, end) and then [0, head_).
     auto mid = std::move(buf_.begin() + static_cast<std::ptrdiff_t>(head_), buf_.end(), b.begin());
     std::move(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(head_), mid);
     buf_ = std::move(b);
     head_ = 0;
-    mask_ = buf_.size() - 1;
+    cap_ = buf_.size();
+    mask_ = cap_ - 1;
   }
   std::vector<T> buf_;
   size_t head_ = 0, n_ = 0, mask_ = 0;
+  size_t cap_ = 0;  // buf_.size(), kept: back_slot reads it for every push
 };
 
 }  // namespace tilepipe::sim

@@ -21,13 +21,11 @@ namespace tilepipe::sim {
 constexpr int kPipes = ir::kNumPipes;
 
 struct SetRecord {
-  double time = 0;  // cycle the flag becomes visible to the waiter
-  const ir::Loc* loc = nullptr;
+  double time = 0;   // cycle the flag becomes visible to the waiter
+  double fired = 0;  // cycle the set fired on its pipe
   const lower::OpTemplate* op = nullptr;
   int core = 0;  // setter
-  ir::Pipe pipe = ir::Pipe::S;
-  double fired = 0;  // cycle the set fired on its pipe
-  int vc = -1;       // race detection: released clock (index into the engine's clocks)
+  int vc = -1;   // race detection: released clock (index into the engine's clocks)
 };
 
 struct Frame {
@@ -47,20 +45,28 @@ struct RecentWrite {
   double end = 0;
 };
 
+/// Where the cycle account of one pipe stands: time is accounted up to `t`.
+struct PipeAcct {
+  double t = 0;
+  size_t cursor = 0;  // next Blocked interval (absolute index) that may overlap a gap
+  bool started = false;
+};
+
 struct PipeState {
   double ready = 0;  // earliest start of the next instruction
   double done = 0;   // all work issued so far on this pipe has finished
   Ring<Instr> queue;
   std::array<RecentWrite, 16> recent{};  // same-pipe RAW/WAW window (docs/simulator.md)
   int next_recent = 0;
-  // Bit i: recent[i] ends after `ready`, so it may still delay an instruction; the others
-  // never will again (ready only grows), and the hazard check skips them.
+  // Bit i: recent[i] ends after `ready` and the last instruction's issue, so it may still
+  // delay an instruction; the others never will again (both only grow), and the hazard
+  // check skips them.
   uint32_t live = 0;
   // The bounded instruction queue (issue.pipe_queue_depth): start times of the last `depth`
   // instructions that left it, indexed by how many left before them.
   std::vector<double> started;
-  int64_t dispatched = 0, popped = 0;
-  int dispatch_slot = 0, pop_slot = 0;  // dispatched and popped modulo the depth
+  int pop_slot = 0;  // instructions popped modulo the depth
+  PipeAcct acct;     // evidence: the pipe's cycle account position
 };
 
 /// Last set of a flag, for deadlock reports.
@@ -69,28 +75,28 @@ struct LastSet {
   const ir::Loc* loc = nullptr;
 };
 
+/// One flag (intra-core: a pipe pair and id; cross-core: a direction, AIV and id), kept
+/// together because a set and a wait touch all of it.
+struct Flag {
+  Ring<SetRecord> sets;  // in flight, oldest first
+  LastSet last;
+  int debt = 0;  // dropped waits that found no set: swallow the next sets
+};
+
 /// An interval in which the scalar unit was blocked (kind 0: cross-core wait, 1: X->S flag).
 struct Blocked {
   double b = 0, e = 0;
   int kind = 0;
 };
 
-/// Where the cycle account of one pipe stands: time is accounted up to `t`.
-struct PipeAcct {
-  double t = 0;
-  size_t cursor = 0;  // next Blocked interval (absolute index) that may overlap a gap
-  bool started = false;
-};
-
 /// What a core has done so far: the counters a run reports. Fast-forward extrapolates
 /// them, so every counter of a core lives here.
 struct Tally {
-  std::array<PipeStats, kPipes> pipes{};
-  std::vector<WaitSite> waits;  // per instruction template of the core's program
-  int64_t executed = 0;         // compute and copy instructions
+  std::array<PipeStats, kPipes> pipes{};  // account: evidence, where each pipe's cycles went
+  std::vector<WaitSite> waits;            // per instruction template of the core's program
+  int64_t executed = 0;                   // compute and copy instructions
   double hbm_bytes = 0, l2_bytes = 0;
   double charged_bytes = 0;                    // bandwidth the GM runs cost (GmWork::charged)
-  std::array<CycleAccount, kPipes> acct{};     // evidence: where each pipe's cycles went
   double blocked_cross = 0, blocked_flag = 0;  // scalar unit blocked on cross / X->S waits
   double blocked_queue = 0;                    // scalar unit stalled on a full pipe queue
   ScalarLoadStats scalar_loads;                // scalar reads of GM elements
@@ -127,6 +133,7 @@ struct Core {
   int ai_core = 0;
   int vid = 0;
   const lower::CoreProgram* prog = nullptr;
+  const Cost* costs = nullptr;  // instr_cost of each template of prog (the engine's)
   std::vector<int64_t> slots;
   std::vector<Frame> stack;
   int64_t next_block = 0;
@@ -136,28 +143,23 @@ struct Core {
   Instr pending;
   bool in_heap = false;
   std::array<PipeState, kPipes> pipes;
-  std::vector<Ring<SetRecord>> flags;  // [(src * 7 + dst) * ids + id]
-  std::vector<int> ghost_debt;         // dropped waits that found no set: swallow the next sets
-  std::vector<LastSet> last_set;
+  std::vector<Flag> flags;                    // [(src * 7 + dst) * ids + id]
   std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
   CoreStats stats;                            // identity; counters are in `tally`
   Tally tally;
   LoopHistory history;
   int role = 0;      // race threads: 0 AIC, 1 AIV0, 2 AIV1
   int s_clock = -1;  // snapshot of the scalar unit's clock, -1 = stale
-  // Evidence: scalar-blocked intervals, per-pipe account positions, read-only GM ranges read.
+  // Evidence: scalar-blocked intervals, read-only GM ranges read.
   Ring<Blocked> blocked;
   size_t blocked_base = 0;
-  std::array<PipeAcct, kPipes> acct{};
   ReadRanges read_ranges;
   ScalarDCache dcache;
 };
 
 /// Cross-core counting semaphores of one AI core (mode 2): C->V per AIV and V->C per AIV.
 struct CrossFlags {
-  std::array<std::vector<Ring<SetRecord>>, 2> c2v, v2c;
-  std::array<std::vector<LastSet>, 2> last_c2v, last_v2c;
-  std::array<std::vector<int>, 2> debt_c2v, debt_v2c;  // dropped cross waits (see Core)
+  std::array<std::vector<Flag>, 2> c2v, v2c;
 };
 
 }  // namespace tilepipe::sim

@@ -21,8 +21,8 @@ void Tally::add_iterations(const Tally& later, const Tally& earlier, int64_t spa
     s.bytes += f * (a.bytes - b.bytes);
     s.transfers += count(a.transfers, b.transfers);
     s.reloaded_bytes += f * (a.reloaded_bytes - b.reloaded_bytes);
-    CycleAccount& x = acct[p];
-    const CycleAccount &xa = later.acct[p], &xb = earlier.acct[p];
+    CycleAccount& x = s.account;
+    const CycleAccount &xa = a.account, &xb = b.account;
     for (auto field :
          {&CycleAccount::busy, &CycleAccount::flag, &CycleAccount::slot, &CycleAccount::dep,
           &CycleAccount::barrier, &CycleAccount::cross, &CycleAccount::issue})
@@ -419,15 +419,12 @@ Jump plan_jump(const std::vector<Core>& cores, size_t ai_cores, const FastForwar
 
 namespace {
 
-void shift(Ring<SetRecord>& q, double dt) {
-  q.for_each([dt](SetRecord& r) {
+void shift(Flag& f, double dt) {
+  f.sets.for_each([dt](SetRecord& r) {
     r.time += dt;
     r.fired += dt;
   });
-}
-
-void shift(LastSet& s, double dt) {
-  if (s.time >= 0) s.time += dt;
+  if (f.last.time >= 0) f.last.time += dt;
 }
 
 }  // namespace
@@ -447,15 +444,13 @@ void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>
       ps.queue.for_each([dt](Instr& in) { in.issue += dt; });
       for (RecentWrite& w : ps.recent) w.end += dt;
       for (double& st : ps.started) st += dt;
+      if (ps.acct.started) ps.acct.t += dt;
     }
-    for (PipeAcct& pa : c.acct)
-      if (pa.started) pa.t += dt;
     c.blocked.for_each([dt](Blocked& b) {
       b.b += dt;
       b.e += dt;
     });
-    for (auto& q : c.flags) shift(q, dt);
-    for (auto& s : c.last_set) shift(s, dt);
+    for (auto& f : c.flags) shift(f, dt);
     const size_t n = window(h, o);
     c.tally.add_iterations(h.snaps.back().tally, window_start(h, n).tally, static_cast<int64_t>(n),
                            j.iterations);
@@ -465,10 +460,8 @@ void apply_jump(const Jump& j, std::vector<Core>& cores, std::vector<CrossFlags>
     const double dt = j.cycles[a];
     CrossFlags& x = cross[a];
     for (int v = 0; v < 2; ++v) {
-      for (auto& q : x.c2v[static_cast<size_t>(v)]) shift(q, dt);
-      for (auto& q : x.v2c[static_cast<size_t>(v)]) shift(q, dt);
-      for (auto& s : x.last_c2v[static_cast<size_t>(v)]) shift(s, dt);
-      for (auto& s : x.last_v2c[static_cast<size_t>(v)]) shift(s, dt);
+      for (auto& f : x.c2v[static_cast<size_t>(v)]) shift(f, dt);
+      for (auto& f : x.v2c[static_cast<size_t>(v)]) shift(f, dt);
     }
   }
 }
