@@ -182,6 +182,18 @@ int64_t RangeSet::add(int64_t lo, int64_t hi) {
     const auto a = static_cast<int32_t>(std::max(lo, base) - base);
     const auto b = static_cast<int32_t>(std::min(hi, base + kPage) - base);
     const uint64_t bit = uint64_t{1} << (page % 64);
+    if (a == 0 && b == kPage) {
+      // Read whole (most pages of a long run): all that was read of it before overlaps, and
+      // it goes straight to full_ without a list to allocate.
+      if (!pages_.empty())
+        if (auto it = pages_.find(page); it != pages_.end()) {
+          for (const auto& [x, y] : it->second) overlap += y - x;
+          pages_.erase(it);
+        }
+      if (word >= full_.size()) full_.resize(word + 1, 0);
+      full_[word] |= bit;
+      continue;
+    }
     auto& v = pages_[page];
     // Ranges that overlap or touch [a, b) merge with it.
     auto first = std::lower_bound(
