@@ -108,9 +108,7 @@ void L2Residency::allocate(int t, int64_t line) {
   clock_.push_back(clock_key(t, line));
 }
 
-std::pair<int64_t, int64_t> L2Residency::touch(int t, int64_t lo, int64_t hi, int64_t row) {
-  // A wholly resident tensor needs no reference bits until the first eviction.
-  if (missing_[static_cast<size_t>(t)] == 0 && !evicted_) return {0, hi - lo};
+std::pair<int64_t, int64_t> L2Residency::touch_lines(int t, int64_t lo, int64_t hi, int64_t row) {
   Lines& l = lines_[static_cast<size_t>(t)];
   const int64_t k0 = lo / chunk_, k1 = std::min(l.count, (hi + chunk_ - 1) / chunk_);
   if (!evicted_ && missing_[static_cast<size_t>(t)] <= k1 - k0 && row < hi - lo) {

@@ -41,10 +41,16 @@ class L2Residency {
   /// Splits [lo, hi) of tensor `t` into (missed, hit) bytes and makes the range resident.
   /// The range is consecutive rows of `row` bytes starting on line boundaries (row a
   /// multiple of the line, or the whole range): the result is that of touching each row.
-  std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi, int64_t row);
+  std::pair<int64_t, int64_t> touch(int t, int64_t lo, int64_t hi, int64_t row) {
+    // A wholly resident tensor needs no reference bits until the first eviction: most
+    // touches of a run, inline.
+    if (missing_[static_cast<size_t>(t)] == 0 && !evicted_) return {0, hi - lo};
+    return touch_lines(t, lo, hi, row);
+  }
   int64_t line_bytes() const { return chunk_; }
 
  private:
+  std::pair<int64_t, int64_t> touch_lines(int t, int64_t lo, int64_t hi, int64_t row);
   /// One bit per line, 64 lines a word: the inner loop of every GM copy works on words.
   struct Lines {
     std::vector<uint64_t> resident, referenced;
