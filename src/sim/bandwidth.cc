@@ -13,15 +13,19 @@ BandwidthLedger::BandwidthLedger(double bytes_per_cycle, double bucket_cycles)
 double BandwidthLedger::transfer(double start, double bytes, double rate) {
   constexpr int64_t kKeep = 1 << 16;  // buckets kept behind the newest request
   double t = start, left = bytes;
-  while (left > 1e-9) {
-    // floor(t / bucket_) without a libm call
-    const double q = t / bucket_;
+  // floor(t / bucket_) without a libm call
+  auto bucket_of = [this](double x) {
+    const double q = x / bucket_;
     auto b = static_cast<int64_t>(q);
-    if (static_cast<double>(b) > q) --b;
+    return static_cast<double>(b) > q ? b - 1 : b;
+  };
+  int64_t b = bucket_of(t);
+  while (left > 1e-9) {
     if (b < base_) {  // older than the window: treat as uncontended
       double end = std::min(static_cast<double>(base_) * bucket_, t + left / rate);
       left -= (end - t) * rate;
       t = end;
+      b = bucket_of(t);
       continue;
     }
     if (b - base_ >= static_cast<int64_t>(used_.size())) {  // a bucket past the window
@@ -46,6 +50,9 @@ double BandwidthLedger::transfer(double start, double bytes, double rate) {
       used += can;
       left -= can;
       t = bucket_end;
+      // bucket_of(t) without the divide: it is b + 1, or t would stay at the end of bucket b
+      // with dt = 0 and the loop never end.
+      ++b;
     }
   }
   return t;
