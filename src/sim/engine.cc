@@ -1493,7 +1493,7 @@ class Engine {
     const Access& d = in.acc[0];
     ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(), end};
     ps.live |= uint32_t{1} << ps.next_recent;
-    if (++ps.next_recent == static_cast<int>(ps.recent.size())) ps.next_recent = 0;
+    ps.next_recent = (ps.next_recent + 1) & (PipeState::kRecent - 1);
     if (race_ || opts_.observer) [[unlikely]]
       observe_op(c, p, in, start, end, cost.occupancy);
     if (functional_ || t.materialise) execute(in);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -56,7 +57,9 @@ struct PipeState {
   double ready = 0;  // earliest start of the next instruction
   double done = 0;   // all work issued so far on this pipe has finished
   Ring<Instr> queue;
-  std::array<RecentWrite, 16> recent{};  // same-pipe RAW/WAW window (docs/simulator.md)
+  static constexpr int kRecent = 16;  // a power of two: next_recent wraps by a mask
+  static_assert(std::has_single_bit(static_cast<unsigned>(kRecent)));
+  std::array<RecentWrite, kRecent> recent{};  // same-pipe RAW/WAW window (docs/simulator.md)
   int next_recent = 0;
   // Bit i: recent[i] ends after `ready` and the last instruction's issue, so it may still
   // delay an instruction; the others never will again (both only grow), and the hazard
