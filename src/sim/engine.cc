@@ -1260,7 +1260,8 @@ class Engine {
       if (w.end <= start) continue;  // cannot raise the start
       for (int k = first; k < n; ++k) {
         const Access& a = in.acc[static_cast<size_t>(k)];
-        if (w.mem == mem_key(a) && a.byte_lo() < w.hi && w.lo < a.byte_hi()) {
+        // Most operands share the write's memory: the byte ranges filter first.
+        if (w.lo < a.byte_hi() && a.byte_lo() < w.hi && w.mem == mem_key(a)) {
           start = w.end;
           break;  // the other operands give the same w.end
         }
