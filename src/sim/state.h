@@ -79,12 +79,13 @@ struct LastSet {
 };
 
 /// One flag (intra-core: a pipe pair and id; cross-core: a direction, AIV and id), kept
-/// together because a set and a wait touch all of it.
-struct Flag {
+/// together because a set and a wait touch all of it: one cache line.
+struct alignas(64) Flag {
   Ring<SetRecord> sets;  // in flight, oldest first
   LastSet last;
   int debt = 0;  // dropped waits that found no set: swallow the next sets
 };
+static_assert(sizeof(Flag) == 64);
 
 /// An interval in which the scalar unit was blocked (kind 0: cross-core wait, 1: X->S flag).
 struct Blocked {
