@@ -480,6 +480,7 @@ class Engine {
       }
     }
     if (opts_.detect_races) race_ = std::make_unique<RaceDetector>(n);
+    op_hooks_ = race_ || opts_.observer || functional_;
     for (int ai = 0; ai < n; ++ai) {
       if (!p_.aic.empty()) add_core(CoreKind::C, ai, 0, &p_.aic);
       if (!p_.aiv.empty())
@@ -1495,9 +1496,15 @@ class Engine {
     ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(), end};
     ps.live |= uint32_t{1} << ps.next_recent;
     ps.next_recent = (ps.next_recent + 1) & (PipeState::kRecent - 1);
-    if (race_ || opts_.observer) [[unlikely]]
-      observe_op(c, p, in, start, end, cost.occupancy);
-    if (functional_ || t.materialise) execute(in);
+    if (op_hooks_ || t.materialise) [[unlikely]]
+      after_op(c, p, in, start, end, cost.occupancy);
+  }
+
+  /// What start_op does besides timing: race detection and the observer, values.
+  [[gnu::noinline]] void after_op(Core& c, Pipe p, const Instr& in, double start, double end,
+                                  double occupancy) {
+    if (race_ || opts_.observer) observe_op(c, p, in, start, end, occupancy);
+    if (functional_ || in.t->materialise) execute(in);
   }
 
   [[noreturn, gnu::noinline, gnu::cold]] void over_budget(const Core& c, const lower::OpTemplate& t,
@@ -1778,6 +1785,7 @@ class Engine {
   BandwidthLedger hbm_, l2_;
   L2Residency l2res_;
   std::unique_ptr<RaceDetector> race_;
+  bool op_hooks_ = false;            // race_, an observer or functional_: start_op calls after_op
   std::vector<VectorClock> clocks_;  // released / snapshot clocks referenced by index
   // Fast-forward (steady.h): enabled for this run, outermost loops of the programs, a
   // back-edge found a steady core since the last look, what was skipped.
