@@ -81,6 +81,16 @@ struct IssueFacts {
   double issue_cycles = 0;  // the scalar unit's issue time: none for a dropped instruction
   bool eval_flag = false;   // the flag id is evaluated per instruction; else it is flag_id
   int32_t flag_id = 0;
+  uint32_t first_start = 0, num_starts = 0;  // its StartCode entries (Engine::starts_)
+};
+
+/// A start the scalar unit evaluates per instruction (a variable dimension of an operand),
+/// with what its bounds check and offset need: the templates' var_dim lists flattened, so
+/// instantiate walks one array instead of each operand's scattered fields.
+struct StartCode {
+  const lower::CExpr* x;
+  int64_t extent, dim, stride;
+  int32_t acc, d;  // operand and dimension
 };
 
 class Engine {
@@ -108,7 +118,7 @@ class Engine {
         for (int i = 0; i < t.num_acc; ++i)
           in.acc[static_cast<size_t>(i)].t = &t.acc[static_cast<size_t>(i)];
         costs_[static_cast<size_t>(k)].push_back(instr_cost(in, chip));
-        facts_[static_cast<size_t>(k)].push_back(issue_facts(t));
+        facts_[static_cast<size_t>(k)].push_back(issue_facts(t, starts_[static_cast<size_t>(k)]));
       }
       compile_code((k == 0 ? p.aic : p.aiv).body, facts_[static_cast<size_t>(k)]);
     }
@@ -618,7 +628,7 @@ class Engine {
         slice_out_of_bounds(c, a, t, d, s);
       off += s * a.stride[d];
     }
-    return Access{&a, memory(c, a), off};
+    return Access{&a, nullptr, off};  // mem: with_values, where values are kept
   }
 
   [[noreturn, gnu::cold, gnu::noinline]] void slice_out_of_bounds(const Core& c,
@@ -713,10 +723,18 @@ class Engine {
   /// Fills `in` (possibly a reused queue slot: every field but `issue`, which the issue loop
   /// sets, is written) for template t.
   [[gnu::always_inline]] void instantiate(Core& c, const lower::OpTemplate& t, const IssueFacts& f,
-                                          Instr& in) {
+                                          const StartCode* starts, Instr& in) {
     in.t = &t;
-    for (int i = 0; i < t.num_acc; ++i)
-      in.acc[static_cast<size_t>(i)] = resolve(c, t.acc[static_cast<size_t>(i)], t);
+    for (int i = 0; i < t.num_acc; ++i) {
+      const lower::AccessTemplate& a = t.acc[static_cast<size_t>(i)];
+      in.acc[static_cast<size_t>(i)] = Access{&a, nullptr, a.const_off};
+    }
+    for (const StartCode *s = starts + f.first_start, *e = s + f.num_starts; s != e; ++s) {
+      const int64_t v = eval(c, *s->x);
+      if (v < 0 || v + s->extent > s->dim) [[unlikely]]
+        slice_out_of_bounds(c, t.acc[static_cast<size_t>(s->acc)], t, s->d, v);
+      in.acc[static_cast<size_t>(s->acc)].offset += v * s->stride;
+    }
     in.scalar = 0;
     in.flag_id = f.flag_id;
     in.s_clock = -1;
@@ -750,7 +768,8 @@ class Engine {
           scalar(c, chip_.scalar_op_cycles);
           if (race_) race_access(c, Pipe::S, in, r, false);
           if (functional_)
-            in.scalar = load_elem(t.scalar_read.dtype, r.mem + r.offset * t.scalar_read.elem_bytes);
+            in.scalar = load_elem(t.scalar_read.dtype,
+                                  memory(c, t.scalar_read) + r.offset * t.scalar_read.elem_bytes);
           break;
         }
       case lower::OpTemplate::ScalarKind::None:
@@ -773,6 +792,7 @@ class Engine {
     // the clock moves only by issuing.
     const double stop = std::min(horizon, opts_.max_cycles);
     const IssueFacts* facts = facts_[c.kind == CoreKind::C ? 0 : 1].data();
+    const StartCode* starts = starts_[c.kind == CoreKind::C ? 0 : 1].data();
     for (;;) {
       if (c.has_pending) {
         if (!try_scalar_wait(c, c.pending)) return;  // stays blocked; woken by a cross set
@@ -789,7 +809,7 @@ class Engine {
         // may have to keep it (pending).
         const bool queue = !kBound && f.route == IssueFacts::Queue;
         Instr& in = queue ? c.pipes[static_cast<size_t>(t.pipe)].queue.back_slot() : c.pending;
-        instantiate(c, t, f, in);
+        instantiate(c, t, f, starts, in);
         if (queue) queue_stall(c, t);
         scalar(c, f.issue_cycles);
         in.issue = c.t;
@@ -828,8 +848,18 @@ class Engine {
                                                                  : chip_.event_ids;
   }
 
-  IssueFacts issue_facts(const lower::OpTemplate& t) const {
+  IssueFacts issue_facts(const lower::OpTemplate& t, std::vector<StartCode>& starts) const {
     IssueFacts f;
+    f.first_start = static_cast<uint32_t>(starts.size());
+    for (int i = 0; i < t.num_acc; ++i) {
+      const lower::AccessTemplate& a = t.acc[static_cast<size_t>(i)];
+      for (int k = 0; k < a.nvar; ++k) {
+        const int d = a.var_dim[static_cast<size_t>(k)];
+        starts.push_back({&a.start[static_cast<size_t>(d)], a.extent[static_cast<size_t>(d)],
+                          a.dim[static_cast<size_t>(d)], a.stride[static_cast<size_t>(d)], i, d});
+      }
+    }
+    f.num_starts = static_cast<uint32_t>(starts.size()) - f.first_start;
     if (t.op == Opcode::WaitCross || (t.op == Opcode::WaitFlag && t.flag_dst == Pipe::S))
       f.route = IssueFacts::ScalarWait;
     else if (t.pipe == Pipe::S)
@@ -1053,7 +1083,7 @@ class Engine {
     st.busy_cycles += cost.occupancy;
     ++st.instructions;
     ++c.tally.executed;
-    if (t.materialise) execute(in);
+    if (t.materialise) execute_values(c, in);
   }
 
   void check_cross_overflow(const Ring<SetRecord>& q, double now, const Instr& in, const Core& c) {
@@ -1504,7 +1534,18 @@ class Engine {
   [[gnu::noinline]] void after_op(Core& c, Pipe p, const Instr& in, double start, double end,
                                   double occupancy) {
     if (race_ || opts_.observer) observe_op(c, p, in, start, end, occupancy);
-    if (functional_ || in.t->materialise) execute(in);
+    if (functional_ || in.t->materialise) execute_values(c, in);
+  }
+
+  /// Applies an instruction's effect on the values (execute), its operands' memory found
+  /// here: resolve leaves it out, since most runs keep no values.
+  void execute_values(Core& c, const Instr& in) {
+    Instr v = in;
+    for (int i = 0; i < in.t->num_acc; ++i) {
+      Access& a = v.acc[static_cast<size_t>(i)];
+      a.mem = memory(c, *a.t);
+    }
+    execute(v);
   }
 
   [[noreturn, gnu::noinline, gnu::cold]] void over_budget(const Core& c, const lower::OpTemplate& t,
@@ -1797,6 +1838,7 @@ class Engine {
   std::unordered_set<const lower::OpTemplate*> free_ops_;
   std::array<std::vector<Cost>, 2> costs_;  // instr_cost per template of the AIC / AIV program
   std::array<std::vector<IssueFacts>, 2> facts_;                        // issue_facts, likewise
+  std::array<std::vector<StartCode>, 2> starts_;                        // issue_facts' starts
   std::unordered_map<const lower::Block*, std::vector<int32_t>> code_;  // fetch's view of blocks
   std::vector<Control> controls_;
   bool values_ = false;  // the run keeps values somewhere (functional, or scalar reads)

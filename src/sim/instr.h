@@ -14,7 +14,7 @@ namespace tilepipe::sim {
 /// A resolved operand: element offset into its memory plus the template's static shape.
 struct Access {
   const lower::AccessTemplate* t = nullptr;
-  uint8_t* mem = nullptr;  // functional mode: the buffer's first byte
+  uint8_t* mem = nullptr;  // where values are kept: the buffer's first byte, set for execute
   int64_t offset = 0;      // element offset of the first element within the buffer
   int64_t bytes() const { return t->num_elements * t->elem_bytes; }
   int64_t span_elems() const { return t->span; }  // first to last touched, inclusive
