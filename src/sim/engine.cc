@@ -75,8 +75,11 @@ int mem_key(const Access& a) {
 /// What the issue loop needs of a template, found once per template (Engine::issue_facts):
 /// the templates are large and these facts would come from several of their cache lines.
 struct IssueFacts {
-  // A pipe's queue, or the scalar unit: a wait it blocks on, or a set that fires at issue.
-  enum Route : uint8_t { Queue, ScalarWait, ScalarSet } route = Queue;
+  // Through a pipe's queue: a compute or copy op, a set, a wait, or what always queues (a
+  // barrier, a dropped wait). On the scalar unit: a wait it blocks on, a set that fires at
+  // issue.
+  enum Route : uint8_t { Op, Set, Wait, Queued, ScalarWait, ScalarSet } route = Op;
+  ir::Pipe pipe = ir::Pipe::S;
   bool skipped = false;     // a dropped set or barrier is not issued (fetch)
   double issue_cycles = 0;  // the scalar unit's issue time: none for a dropped instruction
   bool eval_flag = false;   // the flag id is evaluated per instruction; else it is flag_id
@@ -807,10 +810,10 @@ class Engine {
         const IssueFacts& f = facts[k];
         // A queued instruction is built in its queue slot; the others where the scalar unit
         // may have to keep it (pending).
-        const bool queue = !kBound && f.route == IssueFacts::Queue;
-        Instr& in = queue ? c.pipes[static_cast<size_t>(t.pipe)].queue.back_slot() : c.pending;
+        const bool queue = !kBound && f.route < IssueFacts::ScalarWait;
+        Instr& in = queue ? c.pipes[static_cast<size_t>(f.pipe)].queue.back_slot() : c.pending;
         instantiate(c, t, f, starts, in);
-        if (queue) queue_stall(c, t);
+        if (queue) queue_stall(c, c.pipes[static_cast<size_t>(f.pipe)]);
         scalar(c, f.issue_cycles);
         in.issue = c.t;
         ++c.tally.pipes[static_cast<size_t>(Pipe::S)].instructions;
@@ -860,10 +863,17 @@ class Engine {
       }
     }
     f.num_starts = static_cast<uint32_t>(starts.size()) - f.first_start;
+    f.pipe = t.pipe;
     if (t.op == Opcode::WaitCross || (t.op == Opcode::WaitFlag && t.flag_dst == Pipe::S))
       f.route = IssueFacts::ScalarWait;
     else if (t.pipe == Pipe::S)
       f.route = IssueFacts::ScalarSet;
+    else if (t.op == Opcode::SetFlag || t.op == Opcode::SetCross)
+      f.route = IssueFacts::Set;
+    else if (t.op == Opcode::WaitFlag && !t.dropped)
+      f.route = IssueFacts::Wait;
+    else if (t.op == Opcode::WaitFlag || t.op == Opcode::Barrier)
+      f.route = IssueFacts::Queued;
     f.skipped = t.dropped && t.op != Opcode::WaitFlag && t.op != Opcode::WaitCross;
     f.issue_cycles = t.dropped ? 0 : chip_.issue_cycles;
     if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
@@ -882,8 +892,7 @@ class Engine {
   /// The scalar unit stalls while the target pipe's queue is full: the instruction
   /// pipe_queue_depth places earlier must have started. (One still blocked on a flag has no
   /// start time yet; the queue is then treated as open.)
-  void queue_stall(Core& c, const lower::OpTemplate& t) {
-    PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
+  void queue_stall(Core& c, const PipeState& ps) {
     const size_t queued = ps.queue.size();
     if (queued >= static_cast<size_t>(depth_)) return;
     // Its slot: dispatched - depth places, which is popped + queued, modulo the depth. Before
@@ -1117,34 +1126,32 @@ class Engine {
   /// Sends an instruction to its pipe (or handles it on the scalar unit). False if the
   /// scalar unit must block on it.
   bool dispatch(Core& c, Instr& in, const IssueFacts& f) {
-    const auto& t = *in.t;
     if (f.route == IssueFacts::ScalarWait) return try_scalar_wait(c, in);
     if (f.route == IssueFacts::ScalarSet) {  // set_flag(S, X) / set_cross_flag(S): fires at issue
       fire(c, in, c.t);
       return true;
     }
     if (race_) in.s_clock = scalar_clock(c);
-    PipeState& ps = c.pipes[static_cast<size_t>(t.pipe)];
+    PipeState& ps = c.pipes[static_cast<size_t>(f.pipe)];
     // Mostly the queue is empty: an instruction that would be its head starts here.
     if (ps.queue.empty()) {
-      PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
-      switch (t.op) {
-        case Opcode::SetFlag:
-        case Opcode::SetCross:
+      PipeStats& st = c.tally.pipes[static_cast<size_t>(f.pipe)];
+      switch (f.route) {
+        case IssueFacts::Op:
+          start_op(c, f.pipe, ps, st, in);
+          return true;
+        case IssueFacts::Set:
           set_now(c, ps, st, in);
           return true;
-        case Opcode::WaitFlag:  // unless its set has not arrived (or it is dropped)
-          if (!t.dropped && wait_now(c, ps, st, in)) return true;
-          break;
-        case Opcode::Barrier:
+        case IssueFacts::Wait:  // unless its set has not arrived
+          if (wait_now(c, ps, st, in)) return true;
           break;
         default:
-          start_op(c, t.pipe, ps, st, in);
-          return true;
+          break;
       }
     }
     ps.queue.commit_back();  // `in` is its back slot (run_core)
-    drain(c, t.pipe);
+    drain(c, f.pipe);
     return true;
   }
 
