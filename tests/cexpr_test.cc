@@ -78,6 +78,33 @@ TEST(CExpr, ConstantOperationsChainAfterTheAffinePart) {
   EXPECT_EQ(c.eval(slots), -1);
 }
 
+TEST(CExpr, PowerOfTwoPostsRunAsUniformSteps) {
+  // 5 - ((i * 3 + j) % 4) * 8, then / 2: the modulo with what follows it is one step, the
+  // division a second.
+  CExpr c;
+  c.ops = {
+      {CExpr::Const, BinOp::Add, 5}, {CExpr::Slot, BinOp::Add, 0}, {CExpr::Const, BinOp::Add, 3},
+      {CExpr::Bin, BinOp::Mul, 0},   {CExpr::Slot, BinOp::Add, 1}, {CExpr::Bin, BinOp::Add, 0},
+      {CExpr::Const, BinOp::Add, 4}, {CExpr::Bin, BinOp::Mod, 0},  {CExpr::Const, BinOp::Add, 8},
+      {CExpr::Bin, BinOp::Mul, 0},   {CExpr::Bin, BinOp::Sub, 0},  {CExpr::Const, BinOp::Add, 2},
+      {CExpr::Bin, BinOp::Div, 0}};
+  c.finalize();
+  ASSERT_EQ(c.form, CExpr::Form::Affine);
+  EXPECT_EQ(c.aff.nposts, 4);
+  EXPECT_EQ(c.aff.nsteps, 2);
+  for (int64_t i = -6; i < 7; ++i)
+    for (int64_t j = -6; j < 7; ++j) {
+      int64_t slots[2] = {i, j};
+      EXPECT_EQ(c.eval(slots), c.eval_stack(slots, nullptr)) << i << " " << j;
+    }
+  // A modulo by 3 has no step: the posts run one by one.
+  CExpr d;
+  d.ops = {
+      {CExpr::Slot, BinOp::Add, 0}, {CExpr::Const, BinOp::Add, 3}, {CExpr::Bin, BinOp::Mod, 0}};
+  d.finalize();
+  EXPECT_EQ(d.aff.nsteps, -1);
+}
+
 TEST(CExpr, TwoNonLinearOperandsStayOnTheStack) {
   // i % 3 + j % 3
   CExpr c;

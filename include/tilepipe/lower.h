@@ -58,16 +58,35 @@ struct CExpr {
     int64_t value;
     bool pow2 = false;  // value is a power of two: a modulo is a mask, a division a shift
   };
+  /// Posts of the common shapes as one uniform step each, v = ((v >> shift) & mask) * mul +
+  /// add: a modulo or floor division by a power of two, with the additions, subtractions
+  /// and multiplications by constants that follow it folded in. No branch per post.
+  struct Step {
+    int shift = 0;
+    int64_t mask = -1, mul = 1, add = 0;
+  };
   struct Affine {
     int nterms = 0, nposts = 0;
     std::array<int, 3> term_slot{};
     std::array<int64_t, 3> term_coef{};
     int64_t c0 = 0;
     std::array<Post, 4> posts{};
+    int nsteps = -1;  // the posts as `steps`, or -1 where one is of another kind
+    std::array<Step, 4> steps{};
     int64_t eval(const int64_t* slots) const {
       int64_t v = c0;
       for (int i = 0; i < nterms; ++i)
         v += term_coef[static_cast<size_t>(i)] * slots[term_slot[static_cast<size_t>(i)]];
+      if (nsteps >= 0) {
+        for (int i = 0; i < nsteps; ++i) {
+          const Step& s = steps[static_cast<size_t>(i)];
+          // Unsigned: wraps where the posts' own arithmetic would.
+          v = static_cast<int64_t>(static_cast<uint64_t>((v >> s.shift) & s.mask) *
+                                       static_cast<uint64_t>(s.mul) +
+                                   static_cast<uint64_t>(s.add));
+        }
+        return v;
+      }
       for (int i = 0; i < nposts; ++i) {
         const Post& p = posts[static_cast<size_t>(i)];
         if (p.reversed)

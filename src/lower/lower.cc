@@ -72,6 +72,43 @@ int64_t CExpr::run(const std::vector<Op>& program, const int64_t* slots,
   return sp ? st[0] : 0;
 }
 
+/// The posts of `a` as uniform steps (Affine::steps): their count, or -1 if one post has
+/// another shape.
+static int steps(CExpr::Affine& a) {
+  int n = 0;
+  for (int i = 0; i < a.nposts; ++i) {
+    const CExpr::Post& p = a.posts[static_cast<size_t>(i)];
+    CExpr::Step s;
+    bool linear = true;  // folds into the step before it
+    if (p.pow2 && p.op == BinOp::Mod) {
+      s.mask = p.value - 1;
+      linear = false;
+    } else if (p.pow2 && p.op == BinOp::Div) {
+      s.shift = std::countr_zero(static_cast<uint64_t>(p.value));
+      linear = false;
+    } else if (p.op == BinOp::Add) {
+      s.add = p.value;
+    } else if (p.op == BinOp::Sub) {
+      s.mul = p.reversed ? -1 : 1;
+      s.add = p.reversed ? p.value : -p.value;
+    } else if (p.op == BinOp::Mul) {
+      s.mul = p.value;
+    } else {
+      return -1;
+    }
+    if (linear && n > 0) {
+      CExpr::Step& last = a.steps[static_cast<size_t>(n - 1)];
+      // (x * m + c) * s.mul + s.add, in the ring of 64-bit integers like the steps.
+      const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+      last.mul = static_cast<int64_t>(u(last.mul) * u(s.mul));
+      last.add = static_cast<int64_t>(u(last.add) * u(s.mul) + u(s.add));
+    } else {
+      a.steps[static_cast<size_t>(n++)] = s;
+    }
+  }
+  return n;
+}
+
 void CExpr::finalize() {
   // Symbolic run of the postfix program as a tree: each node's value is a linear form
   // (constant + slot -> coefficient) followed by operations with constants, or unknown.
@@ -154,6 +191,7 @@ void CExpr::finalize() {
       Post& p = out.posts[static_cast<size_t>(i)];
       p.pow2 = !p.reversed && p.value > 0 && std::has_single_bit(static_cast<uint64_t>(p.value));
     }
+    out.nsteps = steps(out);
     return true;
   };
   if (val[st[0]].ok && affine(val[st[0]], aff)) {
