@@ -73,28 +73,43 @@ int mem_key(const Access& a) {
 }
 
 /// What the issue loop needs of a template, found once per template (Engine::issue_facts):
-/// the templates are large and these facts would come from several of their cache lines.
-struct IssueFacts {
+/// one cache line, where the template's own fields would come from several (and the
+/// cores' state evicts them between two instructions of the same template).
+struct alignas(64) IssueFacts {
   // Through a pipe's queue: a compute or copy op, a set, a wait, or what always queues (a
   // barrier, a dropped wait). On the scalar unit: a wait it blocks on, a set that fires at
   // issue.
   enum Route : uint8_t { Op, Set, Wait, Queued, ScalarWait, ScalarSet } route = Op;
   ir::Pipe pipe = ir::Pipe::S;
   bool skipped = false;     // a dropped set or barrier is not issued (fetch)
-  double issue_cycles = 0;  // the scalar unit's issue time: none for a dropped instruction
   bool eval_flag = false;   // the flag id is evaluated per instruction; else it is flag_id
+  bool has_scalar = false;  // a tile op with a scalar operand (scalar_operand)
+  uint8_t num_acc = 0;
   int32_t flag_id = 0;
-  uint32_t first_start = 0, num_starts = 0;  // its StartCode entries (Engine::starts_)
+  // Its StartCode entries (Engine::starts_): the operands' variable starts, then the flag
+  // id where eval_flag.
+  uint32_t first_start = 0, num_starts = 0;
+  double issue_cycles = 0;  // the scalar unit's issue time: none for a dropped instruction
+  std::array<int64_t, 4> const_off{};  // per operand (OpTemplate::acc)
 };
+static_assert(sizeof(IssueFacts) == 64);
 
-/// A start the scalar unit evaluates per instruction (a variable dimension of an operand),
-/// with what its bounds check and offset need: the templates' var_dim lists flattened, so
-/// instantiate walks one array instead of each operand's scattered fields.
-struct StartCode {
-  const lower::CExpr* x;
-  int64_t extent, dim, stride;
-  int32_t acc, d;  // operand and dimension
+/// A value the scalar unit computes per instruction from the loop slots: the start of a
+/// variable dimension of an operand (checked against [0, hi], times stride into the
+/// operand's offset) or a flag id (checked against [0, hi]). The common affine shape (two
+/// terms, one step: CExpr::Affine) is copied in, so an instruction's values come from a few
+/// adjacent cache lines instead of its template's scattered CExprs (a D1 miss each).
+struct alignas(64) StartCode {
+  int64_t c0 = 0;
+  int64_t mul = 1, add = 0;  // the step (CExpr::Step); mask and shift below
+  int64_t hi = 0, stride = 0;
+  int32_t coef0 = 0, coef1 = 0;
+  int32_t mask = -1;
+  uint8_t slot0 = 0, slot1 = 0, shift = 0;
+  bool generic = false;   // another shape: evaluated through the template's CExpr
+  int8_t acc = 0, d = 0;  // operand and dimension; d = -1: the flag id
 };
+static_assert(sizeof(StartCode) == 64);
 
 class Engine {
  public:
@@ -728,30 +743,82 @@ class Engine {
   [[gnu::always_inline]] void instantiate(Core& c, const lower::OpTemplate& t, const IssueFacts& f,
                                           const StartCode* starts, Instr& in) {
     in.t = &t;
-    for (int i = 0; i < t.num_acc; ++i) {
-      const lower::AccessTemplate& a = t.acc[static_cast<size_t>(i)];
-      in.acc[static_cast<size_t>(i)] = Access{&a, nullptr, a.const_off};
-    }
-    for (const StartCode *s = starts + f.first_start, *e = s + f.num_starts; s != e; ++s) {
-      const int64_t v = eval(c, *s->x);
-      if (v < 0 || v + s->extent > s->dim) [[unlikely]]
+    for (int i = 0; i < f.num_acc; ++i)
+      in.acc[static_cast<size_t>(i)] =
+          Access{&t.acc[static_cast<size_t>(i)], nullptr, f.const_off[static_cast<size_t>(i)]};
+    const StartCode* s = starts + f.first_start;
+    for (const StartCode* e = s + f.num_starts; s != e; ++s) {
+      const int64_t v = value(c, *s, t);
+      if (v < 0 || v > s->hi) [[unlikely]]
         slice_out_of_bounds(c, t.acc[static_cast<size_t>(s->acc)], t, s->d, v);
       in.acc[static_cast<size_t>(s->acc)].offset += v * s->stride;
     }
     in.scalar = 0;
     in.flag_id = f.flag_id;
     in.s_clock = -1;
-    if (t.scalar_kind != lower::OpTemplate::ScalarKind::None) [[unlikely]]
+    if (f.has_scalar) [[unlikely]]
       scalar_operand(c, t, in);
     if (f.eval_flag) {
-      const int64_t id = eval(c, t.flag_id), limit = flag_ids(t);
-      if (id < 0 || id >= limit)
-        fail(t.loc, "flag-id",
-             fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, id, loop_state(c),
-                         limit - 1),
-             "keep event ids inside the per-pipe-pair range");
+      const int64_t id = value(c, *s, t);  // the entry after the starts
+      if (id < 0 || id > s->hi) [[unlikely]]
+        bad_flag_id(c, t, id);
       in.flag_id = static_cast<int32_t>(id);
     }
+  }
+
+  /// A StartCode's value for core c.
+  [[gnu::always_inline]] int64_t value(Core& c, const StartCode& s, const lower::OpTemplate& t) {
+    if (s.generic) [[unlikely]]
+      return eval(c, s.d < 0 ? t.flag_id : t.acc[static_cast<size_t>(s.acc)].start[s.d]);
+    const int64_t* slots = c.slots.data();
+    const int64_t v = s.c0 + int64_t{s.coef0} * slots[s.slot0] + int64_t{s.coef1} * slots[s.slot1];
+    // Unsigned like CExpr::Affine's steps.
+    return static_cast<int64_t>(static_cast<uint64_t>((v >> s.shift) & s.mask) *
+                                    static_cast<uint64_t>(s.mul) +
+                                static_cast<uint64_t>(s.add));
+  }
+
+  /// The StartCode of expression x, checked against [0, hi].
+  static StartCode start_code(const lower::CExpr& x, int64_t hi, int64_t stride, int acc, int d) {
+    StartCode s;
+    s.hi = hi;
+    s.stride = stride;
+    s.acc = static_cast<int8_t>(acc);
+    s.d = static_cast<int8_t>(d);
+    const auto& a = x.aff;
+    auto fits = [](int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; };
+    s.generic = x.has_load || x.form != lower::CExpr::Form::Affine || a.nterms > 2 ||
+                a.nsteps < 0 || a.nsteps > 1;
+    for (int i = 0; i < a.nterms && !s.generic; ++i)
+      s.generic = !fits(a.term_coef[static_cast<size_t>(i)]) ||
+                  a.term_slot[static_cast<size_t>(i)] > UINT8_MAX;
+    if (a.nsteps == 1 && !s.generic) {
+      const lower::CExpr::Step& st = a.steps[0];
+      s.generic = !fits(st.mask);
+      s.mask = static_cast<int32_t>(st.mask);
+      s.shift = static_cast<uint8_t>(st.shift);
+      s.mul = st.mul;
+      s.add = st.add;
+    }
+    if (s.generic) return s;
+    s.c0 = a.c0;
+    if (a.nterms > 0) {
+      s.coef0 = static_cast<int32_t>(a.term_coef[0]);
+      s.slot0 = static_cast<uint8_t>(a.term_slot[0]);
+    }
+    if (a.nterms > 1) {
+      s.coef1 = static_cast<int32_t>(a.term_coef[1]);
+      s.slot1 = static_cast<uint8_t>(a.term_slot[1]);
+    }
+    return s;
+  }
+
+  [[noreturn, gnu::cold, gnu::noinline]] void bad_flag_id(const Core& c, const lower::OpTemplate& t,
+                                                          int64_t id) {
+    fail(t.loc, "flag-id",
+         fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, id, loop_state(c),
+                     flag_ids(t) - 1),
+         "keep event ids inside the per-pipe-pair range");
   }
 
   /// The scalar operand of a vector instruction (tile ops with a scalar).
@@ -854,15 +921,18 @@ class Engine {
   IssueFacts issue_facts(const lower::OpTemplate& t, std::vector<StartCode>& starts) const {
     IssueFacts f;
     f.first_start = static_cast<uint32_t>(starts.size());
+    f.num_acc = static_cast<uint8_t>(t.num_acc);
     for (int i = 0; i < t.num_acc; ++i) {
       const lower::AccessTemplate& a = t.acc[static_cast<size_t>(i)];
+      f.const_off[static_cast<size_t>(i)] = a.const_off;
       for (int k = 0; k < a.nvar; ++k) {
-        const int d = a.var_dim[static_cast<size_t>(k)];
-        starts.push_back({&a.start[static_cast<size_t>(d)], a.extent[static_cast<size_t>(d)],
-                          a.dim[static_cast<size_t>(d)], a.stride[static_cast<size_t>(d)], i, d});
+        const size_t d = static_cast<size_t>(a.var_dim[static_cast<size_t>(k)]);
+        starts.push_back(
+            start_code(a.start[d], a.dim[d] - a.extent[d], a.stride[d], i, static_cast<int>(d)));
       }
     }
     f.num_starts = static_cast<uint32_t>(starts.size()) - f.first_start;
+    f.has_scalar = t.scalar_kind != lower::OpTemplate::ScalarKind::None;
     f.pipe = t.pipe;
     if (t.op == Opcode::WaitCross || (t.op == Opcode::WaitFlag && t.flag_dst == Pipe::S))
       f.route = IssueFacts::ScalarWait;
@@ -885,6 +955,7 @@ class Engine {
           t.flag_id.is_const() && t.flag_id.ops[0].value >= 0 && t.flag_id.ops[0].value < limit;
       f.eval_flag = !fixed;
       if (fixed) f.flag_id = static_cast<int32_t>(t.flag_id.ops[0].value);
+      if (!fixed) starts.push_back(start_code(t.flag_id, limit - 1, 0, 0, -1));
     }
     return f;
   }
