@@ -875,10 +875,11 @@ class Engine {
         }
         const lower::OpTemplate& t = c.prog->instrs[static_cast<size_t>(k)];
         const IssueFacts& f = facts[k];
-        // A queued instruction is built in its queue slot; the others where the scalar unit
-        // may have to keep it (pending).
+        // An instruction for a pipe is built in the engine's scratch slot, which stays in
+        // cache (mostly it starts at once; dispatch queues a copy otherwise); a scalar-unit
+        // one where the scalar unit may have to keep it (pending).
         const bool queue = !kBound && f.route < IssueFacts::ScalarWait;
-        Instr& in = queue ? c.pipes[static_cast<size_t>(f.pipe)].queue.back_slot() : c.pending;
+        Instr& in = queue ? scratch_ : c.pending;
         instantiate(c, t, f, starts, in);
         if (queue) queue_stall(c, c.pipes[static_cast<size_t>(f.pipe)]);
         scalar(c, f.issue_cycles);
@@ -1221,7 +1222,7 @@ class Engine {
           break;
       }
     }
-    ps.queue.commit_back();  // `in` is its back slot (run_core)
+    ps.queue.push_back(in);
     drain(c, f.pipe);
     return true;
   }
@@ -1915,8 +1916,9 @@ class Engine {
   FastForwardStats jumped_;
   std::unordered_set<const lower::OpTemplate*> free_ops_;
   std::array<std::vector<Cost>, 2> costs_;  // instr_cost per template of the AIC / AIV program
-  std::array<std::vector<IssueFacts>, 2> facts_;                        // issue_facts, likewise
-  std::array<std::vector<StartCode>, 2> starts_;                        // issue_facts' starts
+  std::array<std::vector<IssueFacts>, 2> facts_;  // issue_facts, likewise
+  Instr scratch_;                                 // the pipe instruction being issued (run_core)
+  std::array<std::vector<StartCode>, 2> starts_;  // issue_facts' starts
   std::unordered_map<const lower::Block*, std::vector<int32_t>> code_;  // fetch's view of blocks
   std::vector<Control> controls_;
   bool values_ = false;  // the run keeps values somewhere (functional, or scalar reads)
