@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <queue>
+#include <span>
 #include <unordered_set>
 
 #include "bandwidth.h"
@@ -62,10 +63,15 @@ constexpr auto kWaitGap = [] {
   return g;
 }();
 
+/// The pipes each core kind has.
+constexpr std::array kAicPipes = {Pipe::S, Pipe::MTE2, Pipe::MTE1, Pipe::M, Pipe::FIX};
+constexpr std::array kAivPipes = {Pipe::S, Pipe::MTE2, Pipe::V, Pipe::MTE3};
+std::span<const Pipe> pipes_of(CoreKind k) {
+  return k == CoreKind::C ? std::span<const Pipe>(kAicPipes) : std::span<const Pipe>(kAivPipes);
+}
+
 bool has_pipe(CoreKind k, Pipe p) {
-  if (p == Pipe::S || p == Pipe::MTE2) return true;
-  if (k == CoreKind::C) return p == Pipe::M || p == Pipe::MTE1 || p == Pipe::FIX;
-  return p == Pipe::V || p == Pipe::MTE3;
+  return std::ranges::count(pipes_of(k), p) > 0;
 }
 
 int mem_key(const Access& a) {
@@ -995,8 +1001,10 @@ class Engine {
       size_t id = static_cast<size_t>(in.flag_id);
       // The wait blocks every pipe of the core (hardware.md): it takes effect only once every
       // pipe has reached it, so the core's pipes drain at each cross-core wait.
+      // The pipes of the other core kind never run here (their ready stays at most c.t).
       double reached = c.t, before = c.t;
-      for (const PipeState& ps : c.pipes) reached = std::max(reached, ps.ready);
+      for (Pipe p : pipes_of(c.kind))
+        reached = std::max(reached, c.pipes[static_cast<size_t>(p)].ready);
       if (c.kind == CoreKind::V) {
         auto& q = x.c2v[static_cast<size_t>(c.vid)][id].sets;
         if (q.empty()) return false;
