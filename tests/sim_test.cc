@@ -1128,6 +1128,33 @@ TEST(SimErrors, SliceOutOfRangeOnlyAtRunTimeNamesTheLoopState) {
                    {"'X'", "[32, 48)", "32 elements", loop_at + "=2", "cid=0", copy_line});
 }
 
+TEST(SimErrors, FlagIdOutOfRangeAtRunTimeNamesTheLoopState) {
+  // The verifier proves ids in range; the simulator still checks each evaluated id (a
+  // lowered program may come from elsewhere). Here set_flag's id becomes i + 1 after
+  // lowering: 8 at i = 7.
+  KernelBuilder k("ids", 1);
+  std::string set_line;
+  scope_v([&] {
+    serial(8, [&](Ex i) {
+      set_line = next_line();
+      set_flag(Pipe::V, Pipe::MTE2, i);
+      wait_flag(Pipe::V, Pipe::MTE2, i);
+    });
+  });
+  const ChipConfig& chip = testing::a3();
+  ir::Program p = k.finish();
+  verify_or_throw(p, chip);
+  lower::LoweredProgram low = lower::lower(p, chip);
+  for (auto& t : low.aiv.instrs) {
+    if (t.op != lower::Opcode::SetFlag) continue;
+    t.flag_id.ops.push_back({lower::CExpr::Const, ir::BinOp::Add, 1});
+    t.flag_id.ops.push_back({lower::CExpr::Bin, ir::BinOp::Add, 0});
+    t.flag_id.finalize();
+  }
+  expect_sim_error([&] { sim::simulate(low, chip, nullptr, options(sim::Mode::Timing)); },
+                   "flag-id", {"id evaluates to 8", "ids are 0..7", "=7", set_line});
+}
+
 TEST(SimErrors, CycleBudgetStopsALongLoop) {
   KernelBuilder k("budget", 1);
   scope_v([&] {
