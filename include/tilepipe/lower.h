@@ -134,10 +134,15 @@ inline constexpr int kMaxRank = 4;
 /// Where an operand lives: a GM tensor (by index into LoweredProgram::gm) or a per-core
 /// on-chip scope.
 struct AccessTemplate {
+  // What the simulator reads per instruction comes first (one cache line with the shape's
+  // extents): memory, byte range and element count.
   ir::Scope scope = ir::Scope::GM;
   int gm_index = -1;  // GM only
   ir::DType dtype = ir::DType::F32;
-  int64_t base_bytes = 0;  // on-chip: allocation offset within the core's scope memory
+  int elem_bytes = 4;
+  int64_t base_bytes = 0;    // on-chip: allocation offset within the core's scope memory
+  int64_t num_elements = 1;  // product of the extents
+  int64_t span = 1;          // elements from the first touched to the last, inclusive
   int rank = 0;
   // The dimensions whose start the simulator evaluates per instruction, in order; the others
   // start at an in-bounds constant, folded into const_off (elements).
@@ -149,10 +154,6 @@ struct AccessTemplate {
   std::array<int64_t, kMaxRank> dim{};     // buffer dimension sizes (bounds checks)
   std::array<CExpr, kMaxRank> start;
   const ir::BufferNode* buffer = nullptr;  // for diagnostics
-  // Static facts the simulator reads per instruction, set with the shape (Lowerer::access).
-  int elem_bytes = 4;
-  int64_t num_elements = 1;  // product of the extents
-  int64_t span = 1;          // elements from the first touched to the last, inclusive
   int64_t elements() const { return num_elements; }
 };
 
@@ -182,6 +183,7 @@ struct OpTemplate {
   /// balanced) but neither waits for it nor orders anything after it.
   bool dropped = false;
   enum class ScalarKind : uint8_t { None, Imm, Expr, UbRead } scalar_kind = ScalarKind::None;
+  bool materialise = false;  // Copy into a scalar-loaded UB buffer: runs in timing mode too
   std::array<AccessTemplate, 4> acc;
   // Vec / Reduce
   ir::TileOpKind tile_op = ir::TileOpKind::Add;
@@ -194,7 +196,6 @@ struct OpTemplate {
   AccessTemplate scalar_read;  // UbRead
   // Copy / Mmad
   bool transpose = false;
-  bool materialise = false;  // Copy into a scalar-loaded UB buffer: runs in timing mode too
   bool transpose_a = false, transpose_b = false, init = true;
   int64_t m = 0, n = 0, k = 0;  // Mmad dims, Copy/Vec matrix view [m rows, n cols]
   CExpr flag_id;                // flags
