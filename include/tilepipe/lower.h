@@ -140,6 +140,7 @@ struct AccessTemplate {
   int gm_index = -1;  // GM only
   ir::DType dtype = ir::DType::F32;
   int elem_bytes = 4;
+  int memory = -1;           // one number per memory: gm_index in GM, 1000 + scope on chip
   int64_t base_bytes = 0;    // on-chip: allocation offset within the core's scope memory
   int64_t num_elements = 1;  // product of the extents
   int64_t span = 1;          // elements from the first touched to the last, inclusive

@@ -366,6 +366,7 @@ class Lowerer {
              "allocate the buffer before the first op that uses it");
       a.base_bytes = it->second;
     }
+    a.memory = b.scope == Scope::GM ? a.gm_index : 1000 + static_cast<int>(b.scope);
     int64_t stride = 1;
     for (int d = a.rank - 1; d >= 0; --d) {
       a.extent[d] = r.extent[d];

@@ -75,7 +75,7 @@ bool has_pipe(CoreKind k, Pipe p) {
 }
 
 int mem_key(const Access& a) {
-  return a.t->scope == ir::Scope::GM ? a.t->gm_index : 1000 + static_cast<int>(a.t->scope);
+  return a.t->memory;
 }
 
 /// What the issue loop needs of a template, found once per template (Engine::issue_facts):
