@@ -72,9 +72,11 @@ L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capac
     missing_.push_back(l.count);
     lines_.push_back(std::move(l));
   }
+  const int64_t lines = std::accumulate(missing_.begin(), missing_.end(), int64_t{0});
+  // Where every line fits, none is ever evicted and the CLOCK list would never be read.
+  evicts_ = lines * chunk > capacity;
   // The CLOCK list holds each resident line once: at most what fits, or what there is.
-  clock_.reserve(static_cast<size_t>(
-      std::min(capacity / chunk, std::accumulate(missing_.begin(), missing_.end(), int64_t{0}))));
+  if (evicts_) clock_.reserve(static_cast<size_t>(std::min(capacity / chunk, lines)));
 }
 
 namespace {
@@ -112,15 +114,15 @@ void L2Residency::allocate(int t, int64_t line) {
   put(l.resident, line, true);
   resident_ += chunk_;
   --missing_[static_cast<size_t>(t)];
-  clock_.push_back(clock_key(t, line));
+  if (evicts_) clock_.push_back(clock_key(t, line));
 }
 
 std::pair<int64_t, int64_t> L2Residency::touch_lines(int t, int64_t lo, int64_t hi, int64_t row) {
   Lines& l = lines_[static_cast<size_t>(t)];
   const int64_t k0 = lo / chunk_, k1 = std::min(l.count, (hi + chunk_ - 1) / chunk_);
-  if (!evicted_ && missing_[static_cast<size_t>(t)] <= k1 - k0 && row < hi - lo) {
+  if (evicts_ && !evicted_ && missing_[static_cast<size_t>(t)] <= k1 - k0 && row < hi - lo) {
     // The tensor may become wholly resident inside the range, and the rows after that point
-    // skip their reference bits: row by row.
+    // skip their reference bits (which matter only where a line may be evicted): row by row.
     std::pair<int64_t, int64_t> sum{0, 0};
     for (int64_t a = lo; a < hi; a += row) {
       auto [mi, h] = touch(t, a, std::min(hi, a + row), row);
@@ -144,8 +146,9 @@ std::pair<int64_t, int64_t> L2Residency::touch_lines(int t, int64_t lo, int64_t 
       // Room for every missed line, so nothing is evicted: allocate the word at once, the
       // lines joining the CLOCK list in order as allocate would add them.
       l.referenced[static_cast<size_t>(w)] |= mask & res;
-      for (uint64_t bits = missed; bits; bits &= bits - 1)
-        clock_.push_back(clock_key(t, (w << 6) + std::countr_zero(bits)));
+      if (evicts_)
+        for (uint64_t bits = missed; bits; bits &= bits - 1)
+          clock_.push_back(clock_key(t, (w << 6) + std::countr_zero(bits)));
       // Whole lines, less the parts of the range's first and last lines outside it.
       miss += n * chunk_;
       if (a == k0 && (missed >> (k0 & 63) & 1)) miss -= lo - k0 * chunk_;

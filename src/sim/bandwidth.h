@@ -62,6 +62,7 @@ class L2Residency {
   std::vector<Lines> lines_;
   std::vector<int64_t> missing_;  // lines of each tensor not resident
   bool evicted_ = false;
+  bool evicts_ = true;   // some line may be evicted: the tensors do not all fit
   Ring<int64_t> clock_;  // resident lines in allocation order: tensor << 48 | line
 };
 
