@@ -652,7 +652,7 @@ class Engine {
         slice_out_of_bounds(c, a, t, d, s);
       off += s * a.stride[d];
     }
-    return Access{&a, nullptr, off};  // mem: with_values, where values are kept
+    return Access{&a, nullptr, off};  // mem: execute_values, where values are kept
   }
 
   [[noreturn, gnu::cold, gnu::noinline]] void slice_out_of_bounds(const Core& c,
@@ -744,8 +744,8 @@ class Engine {
     return s;
   }
 
-  /// Fills `in` (possibly a reused queue slot: every field but `issue`, which the issue loop
-  /// sets, is written) for template t.
+  /// Fills `in` (the reused scratch slot or the pending slot: every field but `issue`, which
+  /// the issue loop sets, is written) for template t.
   [[gnu::always_inline]] void instantiate(Core& c, const lower::OpTemplate& t, const IssueFacts& f,
                                           const StartCode* starts, Instr& in) {
     in.t = &t;
