@@ -24,6 +24,7 @@ import sys
 import tempfile
 
 import pytest
+from hypothesis.control import currently_in_test_context
 from hypothesis import HealthCheck, Phase, event, example, given, settings, strategies as st
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -57,7 +58,8 @@ def examples(ci, long=None):
 def pick(draw, good, bad, p_bad=0.2):
     """A value from `good`, or with probability p_bad a hostile one from `bad`: hostile
     values everywhere at once would stop nearly every case at the first check."""
-    if bad and draw(st.integers(0, 99)) < p_bad * 100:
+    # The hostile branch is the high end: hypothesis starts from the simplest draw (0).
+    if bad and draw(st.integers(0, 99)) >= 100 - p_bad * 100:
         return draw(st.sampled_from(bad))
     return draw(st.sampled_from(good))
 
@@ -151,6 +153,7 @@ class Violation:
 
 
 RAW_ERROR = re.compile(r"Traceback \(most recent|what\(\)|terminate called|"
+                       r"incompatible function arguments|"
                        r"\[json\.exception|Segmentation|Aborted|AddressSanitizer")
 PIPE_ROW = re.compile(r"^\s*(M|V|MTE1|MTE2|MTE3|FIX|S)\s+(-?[\d.]+)\s+(-?[\d.]+)\s+"
                       r"(-?[\d.]+)\s+\d+\s*$", re.M)
@@ -310,7 +313,11 @@ def settle(o, known=(), context="", log=None):
     it in `log` (a fuzz_test keeps exploring, then xfails) or, without a log, xfails.
 
     known: (predicate(violation) -> bool, reason) pairs, one per defect of issue 26."""
-    event(f"exit {o.rc}")  # shown by --hypothesis-show-statistics
+    if currently_in_test_context():
+        event(f"exit {o.rc}")  # shown by --hypothesis-show-statistics
+    if os.environ.get("TILEPIPE_FUZZ_VERBOSE") == "2":
+        first = (o.stderr.strip().splitlines() or [""])[-1][:150]
+        print(f"\nexit {o.rc}: {shlex.join(o.argv[1:])[:200]} | {first}", file=sys.stderr)
     if not o.violations:
         return
     unexplained, reasons = [], []

@@ -258,7 +258,7 @@ def known_for(argv):
     return KNOWN + fz.NEW_DEFECTS
 
 
-@fz.fuzz_test(vectors(), ci=60)
+@fz.fuzz_test(vectors(), ci=100)
 def test_cli_vectors(vec, log):
     """Any argument vector: exit 0 or 2 (3 from check), a clear error, valid --json, the
     invariants of the timed results, no file but the requested outputs written."""

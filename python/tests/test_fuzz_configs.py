@@ -50,7 +50,11 @@ def chip_configs(draw):
     muts = []
     for _ in range(draw(st.integers(1, 3))):
         path = draw(st.sampled_from(LEAVES))
+        if not isinstance(cfg.get(path[0]), dict):
+            continue  # its section was replaced by an earlier mutation
         obj = at(cfg, path)
+        if not isinstance(obj, dict):
+            continue  # dropped or made bare by an earlier mutation
         how = fz.pick(draw, ["number"], ["type", "drop", "bare", "extra", "unit", "conf",
                                          "section"], 0.35)
         key = ".".join(path)
