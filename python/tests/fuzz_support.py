@@ -296,7 +296,7 @@ def file_changes(before, after, rc, outputs, inputs, prefix_outputs):
         if b == a or (b and a and stat.S_ISDIR(b["kind"]) and b["kind"] == a["kind"]
                       and b["mode"] == a["mode"]):
             continue  # a directory's mtime changes when a file in it is written
-        if any(p.startswith(d.rstrip("/") + "/") for d in prefix_outputs):
+        if any(p == d or p.startswith(d.rstrip("/") + "/") for d in prefix_outputs):
             continue
         ok = (rc == 0 and (p in allowed or p in lexical) and p not in inputs
               and kind_name(b) in ("absent", "file") and kind_name(a) == "file")
