@@ -100,6 +100,7 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   sim::SimOptions opts;
   opts.mode = req.mode;
   opts.max_cycles = req.max_cycles;
+  opts.max_wall_s = req.max_wall_s;
   opts.observer = req.observer;
   opts.detect_races = req.detect_races;
   opts.whatif_no_barriers = req.whatif_no_barriers;

@@ -20,6 +20,7 @@ struct RunRequest {
   sim::Mode mode = sim::Mode::Functional;
   uint64_t seed = 1;
   double max_cycles = 1e13;
+  double max_wall_s = 0;  // wall-clock budget of the simulation (0: none)
   bool detect_races = false;
   sim::FastForwardOptions fast_forward;  // timing mode: skip steady loop iterations
   sim::Observer* observer = nullptr;

@@ -151,12 +151,7 @@ tune::Callbacks tune_callbacks(const KernelDef& k, const RunRequest& base, const
 }
 
 std::string chip_config_text(const std::string& name_or_path) {
-  std::string path = name_or_path;
-  if (path.size() < 5 || path.substr(path.size() - 5) != ".json") {
-    const char* env = std::getenv("TILEPIPE_CONFIG_DIR");
-    path = std::string(env && *env ? env : TILEPIPE_CONFIG_DIR) + "/" + name_or_path + ".json";
-  }
-  std::ifstream in(path);
+  std::ifstream in(chip_config_path(name_or_path));
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();

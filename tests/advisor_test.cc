@@ -406,7 +406,8 @@ TEST(Tune, GridPrunesRejectsAndFindsTheBest) {
   FakeTune f;
   auto r = tune::run({{"a", 1}, {"b", 1}}, tune_opts(1), f.callbacks());
   EXPECT_EQ(r.best, (tune::Point{{"a", 1}, {"b", 1}}));
-  EXPECT_DOUBLE_EQ(r.best_time_us, 250);
+  ASSERT_TRUE(r.best_time_us);
+  EXPECT_DOUBLE_EQ(*r.best_time_us, 250);
   EXPECT_EQ(r.configs.size(), 6u);
   EXPECT_EQ(r.rejected, 2);  // a=3 (prepare)
   EXPECT_EQ(r.simulated, 1);

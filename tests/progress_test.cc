@@ -1,5 +1,5 @@
-// Long runs say so on a terminal, and only there: a progress bar on stderr when it is a
-// terminal (a pseudo-terminal from util-linux `script` here), nothing when it is not, and
+// Long runs say so: a progress bar on stderr when it is a terminal (a pseudo-terminal from
+// util-linux `script` here), whole lines at an interval when it is not (a CI log), and
 // `--json` stdout stays one JSON object either way; a functional run that will take minutes
 // says so early, with the time, and suggests `--mode timing`.
 #include <gtest/gtest.h>
@@ -56,14 +56,23 @@ TEST(Progress, ShownOnATerminalNeverInJsonStdout) {
   EXPECT_GT(j.at("cycles").get<double>(), 0);
 }
 
-TEST(Progress, NothingWhenStderrIsNotATerminal) {
+TEST(Progress, NotATerminalGetsWholeLinesAtAnIntervalAndAShortRunNothing) {
+  // A CI log: after the delay, one plain line per interval, never a bar or a carriage return.
   setenv("TILEPIPE_PROGRESS_DELAY", "0", 1);
-  CliResult r =
-      clitest::cli("run fa --variant expert --mode timing --exact --param S=2048 --param H=4");
+  setenv("TILEPIPE_PROGRESS_INTERVAL", "0.05", 1);
+  CliResult r = clitest::cli(
+      "run fa --variant expert --mode timing --exact --param S=8192 --param H=4 --json");
+  unsetenv("TILEPIPE_PROGRESS_INTERVAL");
   unsetenv("TILEPIPE_PROGRESS_DELAY");
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(r.err.find("simulating"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tilepipe: simulating "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" cycles"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\r'), std::string::npos);
+  EXPECT_EQ(json::parse(r.out).at("cycles").get<double>() > 0, true);  // stdout: the JSON only
+  // With the default delay (30 s) a short run prints no progress at all.
+  CliResult quick = clitest::cli("run gemm --param M=256 --param N=256 --param K=256");
+  ASSERT_EQ(quick.code, 0) << quick.err;
+  EXPECT_EQ(quick.err.find("simulating"), std::string::npos) << quick.err;
 }
 
 TEST(Progress, AFunctionalRunOfMinutesSaysSoAndSuggestsTimingMode) {

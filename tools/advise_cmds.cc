@@ -7,6 +7,7 @@
 #include <iostream>
 #include <thread>
 
+#include "outputs.h"
 #include "profile.h"
 #include "tilepipe/advisor.h"
 #include "tilepipe/html.h"
@@ -88,6 +89,21 @@ json profile_json(const kernels::KernelDef& k, const kernels::ProfileReport& rep
   return out;
 }
 
+/// Why a search found no config: how many were rejected or skipped, and the first
+/// rejection's diagnostic (usually the same for all).
+std::string no_config_ran(const tune::Result& r) {
+  std::string msg =
+      fmt::format("tune: no config could be simulated ({} rejected, {} skipped of {})", r.rejected,
+                  r.skipped, r.configs.size());
+  for (const auto& c : r.configs)
+    if (c.status == "rejected") {
+      std::string reason = c.reason;
+      if (auto nl = reason.find('\n'); nl != std::string::npos) reason.resize(nl);
+      return msg + fmt::format("; the first rejected, {}: {}", json(c.params).dump(), reason);
+    }
+  return msg + "; raise --max-evals or widen the --space";
+}
+
 }  // namespace
 
 int cmd_profile(const ProfileArgs& a) {
@@ -98,6 +114,8 @@ int cmd_profile(const ProfileArgs& a) {
   req.mode = a.mode == "functional" ? sim::Mode::Functional : sim::Mode::Timing;
   req.seed = a.seed;
   req.max_cycles = a.max_cycles;
+  req.max_wall_s = a.max_wall_s;
+  check_outputs({{"--html", a.html}}, a.chip, a.rules);
   ChipConfig chip = load_chip_config(a.chip);
   prof::RuleSet rules = rules_from(a.rules);
   auto t0 = std::chrono::steady_clock::now();
@@ -126,6 +144,7 @@ int cmd_profile(const ProfileArgs& a) {
 
 int cmd_tune(const TuneArgs& a) {
   const auto& k = kernels::find_kernel(a.kernel);
+  check_outputs({{"--html", a.html}}, a.chip);
   ChipConfig chip = load_chip_config(a.chip);
   kernels::RunRequest base;
   base.variant = kernels::resolve_variant(k, a.variant);
@@ -142,6 +161,12 @@ int cmd_tune(const TuneArgs& a) {
         throw std::invalid_argument(
             fmt::format("--space '{}': kernel '{}' has no parameter '{}' (see `tilepipe list`)", s,
                         k.name, dim.first));
+      for (const auto& [name, values] : o.space)
+        if (name == dim.first)
+          throw std::invalid_argument(fmt::format(
+              "--space '{}': parameter '{}' is already searched (--space {}={}); give all its "
+              "values in one --space",
+              s, name, name, fmt::join(values, ",")));
       o.space.push_back(dim);
     } catch (const std::invalid_argument& e) {
       throw kernels::ParamError{e.what()};
@@ -168,9 +193,13 @@ int cmd_tune(const TuneArgs& a) {
   } catch (const std::filesystem::filesystem_error& e) {
     throw kernels::ParamError{fmt::format("tune cache '{}': {}", o.cache_dir, e.what())};
   }
-  // The default: the given parameters, without the space's values (through the cache).
+  if (!r.best_time_us) throw kernels::ParamError{no_config_ran(r)};
+  // The default: the given parameters alone, always evaluated (through the cache), whatever
+  // the strategy and --max-evals.
   tune::Options d = o;
   d.space.clear();
+  d.strategy = "grid";
+  d.max_evals = 0;
   d.progress = false;
   tune::Result def = tune::run(start, d, cb);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -187,22 +216,27 @@ int cmd_tune(const TuneArgs& a) {
   out["best"] = body["best"];
   out["best_time_us"] = body["best_time_us"];
   out["default"] = {{"params", start},
-                    {"time_us", def.best_time_us},
+                    {"time_us", def.best_time_us ? json(*def.best_time_us) : json(nullptr)},
                     {"status", def.configs.empty() ? "" : def.configs[0].status},
                     {"reason", def.configs.empty() ? "" : def.configs[0].reason}};
+  // Without a default time (its config is rejected) there is no speedup to state.
   out["speedup_vs_default"] =
-      r.best_time_us > 0 && def.best_time_us > 0 ? def.best_time_us / r.best_time_us : 0.0;
+      def.best_time_us ? json(*def.best_time_us / *r.best_time_us) : json(nullptr);
   out["error_band_pct"] = o.error_band_pct;
   for (auto it = body.begin(); it != body.end(); ++it)
     if (it.key() != "best" && it.key() != "best_time_us") out[it.key()] = it.value();
   out["cache_dir"] = o.cache_dir;
   out["wall_s"] = wall;
+  std::string vs_default =
+      def.best_time_us ? fmt::format("default {:.1f} us; speedup {:.3f}x", *def.best_time_us,
+                                     *def.best_time_us / *r.best_time_us)
+                       : fmt::format("default rejected ({})",
+                                     def.configs.empty() ? "not evaluated" : def.configs[0].reason);
   std::string text = fmt::format(
-      "{} [{}] tune ({}, {} configs): best {} = {:.1f} us; default {:.1f} us; speedup {:.3f}x\n"
+      "{} [{}] tune ({}, {} configs): best {} = {:.1f} us; {}\n"
       "  simulated {}, cached {}, pruned {}, rejected {}, skipped {}; {:.1f} s\n",
-      k.name, base.variant, o.strategy, r.configs.size(), json(r.best).dump(), r.best_time_us,
-      def.best_time_us, out["speedup_vs_default"].get<double>(), r.simulated, r.cached, r.pruned,
-      r.rejected, r.skipped, wall);
+      k.name, base.variant, o.strategy, r.configs.size(), json(r.best).dump(), *r.best_time_us,
+      vs_default, r.simulated, r.cached, r.pruned, r.rejected, r.skipped, wall);
   if (!a.html.empty()) {
     json doc = {{"title", fmt::format("{} [{}] tuning", k.name, base.variant)}, {"tune", out}};
     write(a.html, prof::html_report(doc));

@@ -16,7 +16,7 @@ struct ProfileArgs {
   std::string kernel, variant, chip = "a3", mode = "timing";
   std::map<std::string, std::string> params;
   uint64_t seed = 1;
-  double max_cycles = 1e13;
+  double max_cycles = 1e13, max_wall_s = 0;
   bool json = false, no_verify = false;
   std::string html, rules;
 };

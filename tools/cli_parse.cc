@@ -19,14 +19,32 @@ uint64_t parse_seed(const std::string& s) {
   return v;
 }
 
-double parse_max_cycles(const std::string& s) {
+namespace {
+
+/// A finite number > 0 filling all of `s`, or 0.
+double positive(const std::string& s) {
   const char* begin = s.c_str();
   char* end = nullptr;
   double v =
       s.empty() || std::isspace(static_cast<unsigned char>(s[0])) ? 0 : std::strtod(begin, &end);
-  if (s.empty() || end != begin + s.size() || !(v > 0) || !std::isfinite(v))
+  return !s.empty() && end == begin + s.size() && v > 0 && std::isfinite(v) ? v : 0;
+}
+
+}  // namespace
+
+double parse_max_cycles(const std::string& s) {
+  double v = positive(s);
+  if (v == 0)
     throw ArgError{fmt::format(
         "--max-cycles '{}': expected a number of cycles > 0 (finite), e.g. --max-cycles 1e9", s)};
+  return v;
+}
+
+double parse_max_wall_s(const std::string& s) {
+  double v = positive(s);
+  if (v == 0)
+    throw ArgError{fmt::format(
+        "--max-wall-s '{}': expected a number of seconds > 0 (finite), e.g. --max-wall-s 600", s)};
   return v;
 }
 

@@ -19,6 +19,8 @@ struct ArgError {
 uint64_t parse_seed(const std::string& s);
 /// `--max-cycles`: a finite number > 0 (1e9, 2500000, ...).
 double parse_max_cycles(const std::string& s);
+/// `--max-wall-s`: a finite number of seconds > 0.
+double parse_max_wall_s(const std::string& s);
 /// `--trace-window START:END`: each bound in cycles, or in microseconds with a `us` suffix
 /// (converted at `cycles_per_us`); 0 <= START < END. Returns [START, END) in cycles.
 std::pair<double, double> parse_trace_window(const std::string& s, double cycles_per_us);

@@ -23,17 +23,30 @@ std::string human_duration(double seconds) {
   return fmt::format("{}:{:02d}", s / 60, s % 60);
 }
 
-bool Progress::wanted() {
+bool Progress::on_terminal() {
   return ::isatty(STDERR_FILENO) == 1;
 }
 
-Progress::Progress(double estimate_cycles, bool functional)
-    : estimate_(estimate_cycles), functional_(functional), start_(Clock::now()) {
-  const char* d = std::getenv("TILEPIPE_PROGRESS_DELAY");
+namespace {
+
+/// Seconds from environment variable `name`, or `def` when unset or not a number >= 0.
+double seconds_from_env(const char* name, double def) {
+  const char* d = std::getenv(name);
+  if (!d) return def;
   char* end = nullptr;
-  delay_s_ = d ? std::strtod(d, &end) : 2.0;
-  if (d && (end == d || !(delay_s_ >= 0))) delay_s_ = 2.0;
+  double v = std::strtod(d, &end);
+  return end == d || !(v >= 0) ? def : v;
 }
+
+}  // namespace
+
+Progress::Progress(double estimate_cycles, bool functional)
+    : estimate_(estimate_cycles),
+      functional_(functional),
+      tty_(on_terminal()),
+      delay_s_(seconds_from_env("TILEPIPE_PROGRESS_DELAY", tty_ ? 2.0 : 30.0)),
+      interval_s_(tty_ ? 0.2 : seconds_from_env("TILEPIPE_PROGRESS_INTERVAL", 30.0)),
+      start_(Clock::now()) {}
 
 Progress::~Progress() {
   if (drawn_) std::fputs("\r\033[K", stderr);
@@ -46,7 +59,9 @@ void Progress::update(double cycles) {
     sim_start_ = now;
   }
   double elapsed = std::chrono::duration<double>(now - start_).count();
-  if (elapsed < delay_s_ || (drawn_ && now - last_draw_ < std::chrono::milliseconds(200))) return;
+  if (elapsed < delay_s_ ||
+      (shown_ && std::chrono::duration<double>(now - last_draw_).count() < interval_s_))
+    return;
   last_draw_ = now;
   const double sim_s = std::chrono::duration<double>(now - sim_start_).count();
   const double rate = cycles / std::max(sim_s, 1e-9);  // cycles per wall second
@@ -78,9 +93,18 @@ void Progress::update(double cycles) {
     line = fmt::format("{} cycles", human_count(cycles));
   }
   line += fmt::format("  {} elapsed", human_duration(elapsed));
-  std::fputs(("\r\033[Ksimulating " + line).c_str(), stderr);
+  if (tty_) {
+    std::fputs(("\r\033[Ksimulating " + line).c_str(), stderr);
+    drawn_ = true;
+  } else {
+    // One whole line each time: a log keeps every report, and nothing needs clearing.
+    std::fputs(fmt::format("tilepipe: simulating {}, {}/s\n", line,
+                           human_count(cycles / std::max(sim_s, 1e-9)))
+                   .c_str(),
+               stderr);
+  }
+  shown_ = true;
   std::fflush(stderr);
-  drawn_ = true;
 }
 
 }  // namespace tilepipe::cli

@@ -1,8 +1,9 @@
-// Progress of a long simulation on a terminal (docs/cli.md#progress): after a delay (2 s,
+// Progress of a long simulation (docs/cli.md#progress). On a terminal: after a delay (2 s,
 // or $TILEPIPE_PROGRESS_DELAY seconds) a one-line bar on stderr with the cycles simulated,
 // the per cent of an estimate and the time left; a functional run that will take minutes
-// says so once, with the time, and suggests `--mode timing`. Nothing at all when stderr is
-// not a terminal, so logs, pipes and `--json` output never see it.
+// says so once, with the time, and suggests `--mode timing`. When stderr is not a terminal
+// (a CI log, a pipe): a plain line every 30 s ($TILEPIPE_PROGRESS_INTERVAL) once the run
+// has taken that long, so a long run is seen to be alive; stdout is never touched.
 #pragma once
 
 #include <chrono>
@@ -19,8 +20,8 @@ class Progress {
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  /// True when stderr is a terminal: the only case where a Progress is worth making.
-  static bool wanted();
+  /// True when stderr is a terminal: a bar against an estimate (worth its cost).
+  static bool on_terminal();
   /// The simulator's callback (sim::SimOptions::progress): cycles simulated so far.
   void update(double cycles);
 
@@ -28,9 +29,10 @@ class Progress {
   using Clock = std::chrono::steady_clock;
   double estimate_;
   bool functional_;
-  double delay_s_;
+  bool tty_;
+  double delay_s_, interval_s_;
   Clock::time_point start_, sim_start_, last_draw_;
-  bool sim_started_ = false, drawn_ = false, warned_ = false;
+  bool sim_started_ = false, shown_ = false, drawn_ = false, warned_ = false;
 };
 
 /// "1.2 M", "340 k": a count for humans.

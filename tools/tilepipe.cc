@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "check_syncs.h"
 #include "cli_parse.h"
 #include "harness.h"
+#include "outputs.h"
 #include "progress.h"
 #include "registry.h"
 #include "tilepipe/chip.h"
@@ -48,6 +50,7 @@ struct RunArgs {
   std::vector<std::string> params;
   std::string seed = "1";
   std::string max_cycles = "1e13";
+  std::string max_wall_s;
   bool json = false;
   bool print_ir = false;
   bool exact = false;
@@ -71,6 +74,8 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
   cmd->add_option("--seed", a.seed, "seed of the generated inputs (0 .. 2^64-1)");
   cmd->add_option("--max-cycles", a.max_cycles,
                   "stop a run that passes this many cycles (> 0, default 1e13)");
+  cmd->add_option("--max-wall-s", a.max_wall_s,
+                  "stop a simulation that runs longer than this many seconds (default: no limit)");
   cmd->add_flag("--json", a.json, "print one JSON object on stdout");
   cmd->add_flag("--print-ir", a.print_ir, "print the kernel's tile IR on stderr");
   if (with_mode)
@@ -122,32 +127,6 @@ double estimate_cycles(const kernels::KernelDef& k, kernels::RunRequest req,
   } catch (const UserError&) {
     return 0;  // the run itself reports the error
   }
-}
-
-/// Output files are checked before the run, so a bad path fails at once, not after a long
-/// simulation: the directory must exist and be writable, the path must not be a directory.
-void check_output_path(const std::string& flag, const std::string& path, bool is_dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::path p(path);
-  fs::path dir = is_dir ? p : p.parent_path();
-  if (dir.empty()) dir = ".";
-  if (!fs::is_directory(dir, ec))
-    throw UsageError{fmt::format("{} '{}': the directory '{}' does not exist; create it first",
-                                 flag, path, dir.string())};
-  if (!is_dir && fs::is_directory(p, ec))
-    throw UsageError{fmt::format(
-        "{} '{}': is a directory; expected a file path, e.g. {}/trace.json", flag, path, path)};
-  if (!is_dir && fs::exists(p, ec) && ::access(path.c_str(), W_OK) != 0)
-    throw UsageError{
-        fmt::format("{} '{}': the file is read-only ({}); remove it or choose "
-                    "another path",
-                    flag, path, std::strerror(errno))};
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw UsageError{
-        fmt::format("{} '{}': the directory '{}' is not writable ({}); choose "
-                    "another directory",
-                    flag, path, dir.string(), std::strerror(errno))};
 }
 
 std::map<std::string, std::string> parse_params(const std::vector<std::string>& raw) {
@@ -212,12 +191,13 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   req.mode = (is_check || a.mode == "functional") ? sim::Mode::Functional : sim::Mode::Timing;
   req.seed = cli::parse_seed(a.seed);
   req.max_cycles = cli::parse_max_cycles(a.max_cycles);
-  if (!a.trace.empty()) {
-    check_output_path("--trace", a.trace, false);
+  if (!a.max_wall_s.empty()) req.max_wall_s = cli::parse_max_wall_s(a.max_wall_s);
+  if (!a.trace.empty())
     if (std::string why = prof::trace_name_problem(a.trace); !why.empty())
       throw UsageError{fmt::format("--trace '{}': {}", a.trace, why)};
-  }
-  if (!a.csv_dir.empty()) check_output_path("--csv-dir", a.csv_dir, true);
+  cli::check_outputs(
+      {{"--trace", a.trace}, {"--csv-dir", a.csv_dir, {"pipe_utilization.csv", "code_exe.csv"}}},
+      a.chip);
   req.detect_races = is_check;
   req.fast_forward.enabled = !a.exact;
   req.print.after = {a.print_after.begin(), a.print_after.end()};
@@ -243,9 +223,11 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
     req.fast_forward.observed_to = topts.window_end;
   }
   std::unique_ptr<cli::Progress> progress;
-  if (cli::Progress::wanted() && !(sync && sync->any())) {
-    progress = std::make_unique<cli::Progress>(estimate_cycles(k, req, chip),
-                                               req.mode == sim::Mode::Functional);
+  if (!(sync && sync->any())) {
+    // The estimate costs a walk of the program: only a terminal's bar shows it.
+    progress = std::make_unique<cli::Progress>(
+        cli::Progress::on_terminal() ? estimate_cycles(k, req, chip) : 0,
+        req.mode == sim::Mode::Functional);
     req.progress = [&](double cycles) { progress->update(cycles); };
   }
 
@@ -288,6 +270,12 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   if (is_check) out["ok"] = rep.correct;
 
   if (trace) {
+    if (topts.window_begin >= rep.sim.cycles)
+      throw UsageError{fmt::format(
+          "--trace-window '{}' starts at cycle {:.0f}, after the run ended at cycle {:.0f} "
+          "({:.2f} us): the trace would be empty; choose a window that starts before the end",
+          a.trace_window, topts.window_begin, rep.sim.cycles,
+          rep.sim.cycles * chip.us_per_cycle())};
     try {
       trace->finish(rep.sim, rep.lowered);
     } catch (const std::runtime_error& e) {
@@ -332,6 +320,7 @@ struct LadderArgs {
 
 int cmd_ladder(const LadderArgs& a) {
   const auto& k = kernels::find_kernel(a.kernel);
+  cli::check_outputs({{"--html", a.html}}, a.chip);
   ChipConfig chip = load_chip_config(a.chip);
   int jobs =
       a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -422,6 +411,7 @@ int cmd_run_py(int argc, char** argv) {
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "run-py") return cmd_run_py(argc, argv);
   for (int i = 1; i < argc; ++i) g_json = g_json || std::string(argv[i]) == "--json";
+  prof::install_temp_cleanup();
   CLI::App app{"tilepipe: tile-level kernels for Ascend A2/A3, compiled and simulated"};
   app.require_subcommand(1);
   bool list_json = false;
@@ -493,6 +483,15 @@ int main(int argc, char** argv) {
                      "run a TileLang-Ascend Python script: tilepipe run-py FILE.py [args...]")
       ->allow_extras();
 
+  if (argc >= 2 && argv[1][0] != '-') {
+    std::vector<std::string> names;
+    for (const auto* sub : app.get_subcommands([](CLI::App*) { return true; }))
+      names.push_back(sub->get_name());
+    if (std::find(names.begin(), names.end(), argv[1]) == names.end())
+      return fail(kExitBadInput, fmt::format("tilepipe: unknown command '{}'; expected one of {} "
+                                             "(see `tilepipe --help`)",
+                                             argv[1], fmt::join(names, ", ")));
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -509,6 +508,21 @@ int main(int argc, char** argv) {
     if (check->parsed()) return cmd_run(check_args, true, &sync_args);
     if (ladder->parsed()) return cmd_ladder(ladder_args);
     if (profile->parsed()) {
+      // The run flags profile does not use yet are refused, never silently ignored.
+      for (const auto& [flag, given] : {std::pair{"--trace", !profile_args.trace.empty()},
+                                        {"--trace-window", !profile_args.trace_window.empty()},
+                                        {"--trace-cores", !profile_args.trace_cores.empty()},
+                                        {"--csv-dir", !profile_args.csv_dir.empty()},
+                                        {"--print-ir", profile_args.print_ir},
+                                        {"--print-after", !profile_args.print_after.empty()},
+                                        {"--print-after-all", profile_args.print_after_all},
+                                        {"--no-pass", !profile_args.no_pass.empty()},
+                                        {"--exact", profile_args.exact}})
+        if (given)
+          throw UsageError{fmt::format(
+              "profile does not take {} yet; use `tilepipe run KERNEL ... {}` for it, and "
+              "profile for the summary and advice",
+              flag, flag)};
       cli::ProfileArgs pa = prof_extra;
       pa.kernel = profile_args.kernel;
       pa.variant = profile_args.variant;
@@ -517,6 +531,8 @@ int main(int argc, char** argv) {
       pa.params = parse_params(profile_args.params);
       pa.seed = cli::parse_seed(profile_args.seed);
       pa.max_cycles = cli::parse_max_cycles(profile_args.max_cycles);
+      if (!profile_args.max_wall_s.empty())
+        pa.max_wall_s = cli::parse_max_wall_s(profile_args.max_wall_s);
       pa.json = profile_args.json;
       return cli::cmd_profile(pa);
     }

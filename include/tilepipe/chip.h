@@ -113,4 +113,8 @@ ChipConfig parse_chip_config(const std::string& json_text, const std::string& or
 /// ends in ".json". Throws ConfigError.
 ChipConfig load_chip_config(const std::string& name_or_path);
 
+/// The file `load_chip_config(name_or_path)` reads (the path itself, or the named config in
+/// the configs directory); no check that it exists.
+std::string chip_config_path(const std::string& name_or_path);
+
 }  // namespace tilepipe

@@ -169,9 +169,17 @@ struct BufferNode {
   std::vector<int64_t> shape;
   TensorRole role = TensorRole::None;
   Loc loc;
+  /// Saturate at kMaxBufferBytes + 1 instead of overflowing, so a hostile shape reaches the
+  /// verifier's `bad-shape` check as "too large" rather than as a wrapped (small) size.
   int64_t elements() const;
-  int64_t bytes() const { return elements() * dtype_bytes(dtype); }
+  int64_t bytes() const;
 };
+/// The largest buffer or slice, in bytes, any layer accepts (256 TiB: far above any
+/// device's memory, and small enough that byte offsets and sums of a few such sizes cannot
+/// overflow int64 anywhere downstream).
+inline constexpr int64_t kMaxBufferBytes = int64_t{1} << 48;
+/// The product of `dims` (times `scale`), saturated at kMaxBufferBytes + 1.
+int64_t checked_extent_product(const std::vector<int64_t>& dims, int64_t scale = 1);
 Buffer make_buffer(const std::string& name, Scope scope, DType dtype, std::vector<int64_t> shape,
                    TensorRole role, Loc loc);
 
@@ -344,11 +352,15 @@ Stmt make_stmt(T node, Loc loc) {
 // ---------------------------------------------------------------------------------------
 // Program
 
+/// What a knob sets: the versions in flight of a pipeline, or the iterations between
+/// cross-core signals.
+inline constexpr const char* kKnobRoles[] = {"pipeline_stages", "sync_interval"};
+
 /// A tuning knob the kernel declares: a kernel parameter and the loop it shapes. The
 /// advisor and the tuner name knobs from this metadata, never from a kernel's name.
 struct Knob {
   std::string param;  // kernel parameter, e.g. "num_stages"
-  std::string role;   // "pipeline_stages" (versions in flight) or "sync_interval"
+  std::string role;   // one of kKnobRoles
   int64_t value = 0;  // value in effect for this build
   int64_t min = 0, max = 0;
   int64_t trip_count = 0;              // iterations of the loop it shapes

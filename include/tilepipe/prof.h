@@ -204,14 +204,50 @@ Evidence gather_evidence(const sim::SimResult& r, const lower::LoweredProgram& p
 nlohmann::ordered_json to_json(const Evidence& e);
 /// Flat metric table (name -> value) the advice rules test.
 std::map<std::string, double> metrics(const Summary& s, const Evidence& e);
+/// Whether `metrics` can produce `name` (for some program): rules files name only these.
+bool is_metric_name(const std::string& name);
 
 /// msprof-style per-core pipe utilisation (pipe_utilization.csv).
 std::string pipe_utilization_csv(const sim::SimResult& r, const ChipConfig& chip);
 /// Cycles per DSL source line (code_exe.csv).
 std::string code_exe_csv(const Recorder& rec, const ChipConfig& chip);
 
+// ---- Output files (output.cc): every file a command writes goes through here ----
+
 /// Writes `content` to `path` through a temporary file and a rename, so an interrupted
-/// run never leaves a truncated file. Throws std::runtime_error naming the path.
+/// run never leaves a truncated file. A symlink at `path` is followed: its target is
+/// replaced, the link stays. Throws std::runtime_error naming the path.
 void write_file_atomic(const std::string& path, const std::string& content);
+
+/// One output a command will write: a file, or a directory and the file names it writes.
+struct OutputSpec {
+  std::string flag;  // how the user named it, for messages: "--trace"
+  std::string path;  // "" when the flag was not given
+  bool is_dir = false;
+  std::vector<std::string> files;  // is_dir: the names written inside it
+  OutputSpec(std::string f, std::string file) : flag(std::move(f)), path(std::move(file)) {}
+  OutputSpec(std::string f, std::string dir, std::vector<std::string> names)
+      : flag(std::move(f)), path(std::move(dir)), is_dir(true), files(std::move(names)) {}
+};
+
+/// Checks every output before any work is done, so a bad path fails at once, not after a
+/// long run: the directory exists and a file can be created in it; an existing target (a
+/// symlink's target) is a regular, writable file — never a device, FIFO, socket or
+/// directory, which a rename would replace; no two outputs, and no output and an input
+/// (`inputs`: flag -> path, e.g. the chip config), are one file. Throws
+/// std::runtime_error with a one-line message naming the flag and a fix.
+void check_outputs(const std::vector<OutputSpec>& outputs,
+                   const std::vector<std::pair<std::string, std::string>>& inputs = {});
+
+/// The file a write to `path` replaces (a symlink's target, made absolute), after checking
+/// that it is a regular file or absent. Throws std::runtime_error naming `flag`.
+std::string resolve_output(const std::string& path, const std::string& flag = "");
+
+/// Temporaries of this process being written, removed when it is stopped by SIGINT,
+/// SIGTERM or SIGHUP (install_temp_cleanup, called once by a program's main: a library
+/// never takes over signals) and on every normal exit path by their owners.
+int register_temp(const std::string& path);  // a slot for unregister_temp, or -1
+void unregister_temp(int slot);
+void install_temp_cleanup();
 
 }  // namespace tilepipe::prof

@@ -89,6 +89,7 @@ struct FastForwardOptions {
 struct SimOptions {
   Mode mode = Mode::Functional;
   double max_cycles = 1e13;  // budget: a run past it stops with an error
+  double max_wall_s = 0;     // wall-clock budget in seconds (0: none); past it, an error
   Observer* observer = nullptr;
   /// Record byte ranges of every access and report unsynchronised conflicting accesses
   /// (functional or timing mode; slower).

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -52,8 +53,8 @@ struct ConfigResult {
 
 struct Result {
   Point best;
-  double best_time_us = -1;
-  std::vector<ConfigResult> configs;  // enumeration order
+  std::optional<double> best_time_us;  // empty: no config was simulated successfully
+  std::vector<ConfigResult> configs;   // enumeration order
   int simulated = 0, pruned = 0, rejected = 0, cached = 0, skipped = 0;
   std::vector<Point> within_error_band;  // configs within the simulator's error of the best
 };

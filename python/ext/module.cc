@@ -612,6 +612,7 @@ void write_report(const std::shared_ptr<Compiled>& c, const RunResult& r, const 
 PYBIND11_MODULE(_tilepipe, m) {
   m.doc() = "tilepipe's C++ IR, passes and simulator for the tilelang Python front end";
   g_tilepipe_error = py::none();
+  m.attr("MAX_BUFFER_BYTES") = ir::kMaxBufferBytes;
 
   py::class_<PyExpr>(m, "Expr")
       .def("__add__", [](py::object a, py::object b) { return bin(ir::BinOp::Add, a, b); })

@@ -84,6 +84,19 @@ def dtype_bytes(d):
             "u32": 4}[_DTYPES[dtype_name(d)]]
 
 
+def check_buffer_size(name, shape, dtype, loc=None):
+    """The C++ layers take int64 extents and buffers of at most MAX_BUFFER_BYTES: a larger
+    shape is this `bad-shape` error, never an overflow or a binding's TypeError."""
+    nbytes = dtype_bytes(dtype)
+    for d in shape:
+        if isinstance(d, int):
+            nbytes *= d
+    if nbytes > _ext.MAX_BUFFER_BYTES:
+        raise err(f"bad-shape: buffer '{name}' has shape {list(shape)} of {dtype_name(dtype)}: "
+                  f"{nbytes} bytes, more than the limit of 2^48 bytes (256 TiB) for one buffer",
+                  hint="check the sizes that shape this buffer", loc=loc)
+
+
 def dtype_name(d):
     """Canonical tilelang name of a dtype given as a string, T.float16, a numpy or torch dtype."""
     s = getattr(d, "_tl_name", None)

@@ -196,6 +196,7 @@ class JITKernel:
                 shape = [resolve(d) for d in spec.shape]
                 if name in pads:
                     shape = pads[name][0]
+                _core.check_buffer_size(name, shape, spec.dtype, loc)
                 params.append((name, shape, spec.dtype, loc))
             info = _KernelInfo(self.name, params, roles)
             ctx.kernel = info
@@ -311,6 +312,11 @@ class JITKernel:
             if list(a.shape) != list(shape):
                 raise TilelangError(f"argument '{name}' has shape {tuple(a.shape)}; expected "
                                     f"{tuple(shape)}", loc=loc)
+            if a.dtype.kind not in "biuf":  # object, complex, strings: no tensor dtype
+                raise TilelangError(
+                    f"argument '{name}' has dtype {a.dtype}; expected a numeric array of "
+                    f"{spec.dtype}", loc=loc,
+                    hint=f"convert it first, e.g. np.asarray(x, dtype=np.{numpy_dtype(spec.dtype)})")
             v = np.asarray(a, dtype=np.float64)
             if name in c.pads:
                 pshape, pad = c.pads[name]

@@ -14,13 +14,27 @@ SHIM_DIR = os.path.join(_HERE, "_shim")
 USAGE = "usage: tilepipe run-py FILE.py [script args...]   (python3 -m tilepipe FILE.py ...)"
 
 
+def _script_problem(path):
+    """Why `path` cannot be run as a script, or None."""
+    if not os.path.exists(path):
+        return "no such file; give the path of a Python script, e.g. examples/gemm/example_gemm.py"
+    if os.path.isdir(path):
+        return "is a directory; give the path of a Python script inside it"
+    if not os.path.isfile(path):
+        return "is not a regular file (a device, FIFO or socket); give the path of a Python script"
+    if not os.access(path, os.R_OK):
+        return "cannot be read (permission denied)"
+    return None
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if argv else 2
     path = argv[0]
-    if not os.path.isfile(path):
-        print(f"tilepipe run-py: {path}: no such file", file=sys.stderr)
+    problem = _script_problem(path)
+    if problem:
+        print(f"tilepipe run-py: {path}: {problem}", file=sys.stderr)
         return 2
     if os.environ.get("TILEPIPE_REAL_TORCH") != "1":
         for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")

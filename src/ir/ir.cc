@@ -295,10 +295,22 @@ std::optional<int64_t> as_const(const Expr& e) {
   return std::nullopt;
 }
 
+int64_t checked_extent_product(const std::vector<int64_t>& dims, int64_t scale) {
+  constexpr int64_t kSaturated = kMaxBufferBytes + 1;
+  __int128 n = scale;
+  for (auto d : dims) {
+    n *= d;
+    if (n > kSaturated || n < -kSaturated) return n > 0 ? kSaturated : -kSaturated;
+  }
+  return static_cast<int64_t>(n);
+}
+
 int64_t BufferNode::elements() const {
-  int64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
+  return checked_extent_product(shape);
+}
+
+int64_t BufferNode::bytes() const {
+  return checked_extent_product(shape, dtype_bytes(dtype));
 }
 
 Buffer make_buffer(const std::string& name, Scope scope, DType dtype, std::vector<int64_t> shape,
@@ -308,9 +320,7 @@ Buffer make_buffer(const std::string& name, Scope scope, DType dtype, std::vecto
 }
 
 int64_t Region::elements() const {
-  int64_t n = 1;
-  for (auto d : extent) n *= d;
-  return n;
+  return checked_extent_product(extent);
 }
 
 std::vector<int64_t> Region::squeezed() const {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <stdexcept>
@@ -16,6 +17,8 @@ namespace {
 double r2(double v) {
   return std::round(v * 100) / 100;
 }
+
+const std::set<std::string> kOps = {">=", ">", "<=", "<", "==", "!="};
 
 bool holds(double v, const std::string& op, double t) {
   if (op == ">=") return v >= t;
@@ -63,6 +66,31 @@ std::vector<int64_t> candidates(const ir::Knob& k, bool raise) {
   return {c.begin(), c.end()};
 }
 
+/// The names a rule may use: anything else is a typo and the rule would never fire.
+void check_rule_names(const Rule& x) {
+  auto one_of = [&](const char* field, const std::string& v, const std::set<std::string>& ok) {
+    if (v.empty() || ok.count(v)) return;
+    throw std::runtime_error(fmt::format("advice rule '{}': unknown {} '{}'; expected one of {}",
+                                         x.id, field, v, fmt::join(ok, ", ")));
+  };
+  one_of("knob_role", x.knob_role, {std::begin(ir::kKnobRoles), std::end(ir::kKnobRoles)});
+  one_of("where", x.where,
+         {"knob", "barrier", "scalar_loop", "unfused", "largest_buffer", "bound_line"});
+  std::set<std::string> whatifs = {"no_barriers", "zero_sync", "zero_issue", "vectorise", "fuse"};
+  for (int p = 0; p < ir::kNumPipes; ++p)
+    whatifs.insert(std::string("faster:") + ir::to_string(static_cast<ir::Pipe>(p)));
+  one_of("whatif", x.whatif, whatifs);
+  if ((x.action == "raise_knob" || x.action == "lower_knob" || x.where == "knob") &&
+      x.knob_role.empty())
+    throw std::runtime_error(fmt::format(
+        "advice rule '{}': action '{}' (where '{}') needs a knob_role: one of {}", x.id, x.action,
+        x.where, fmt::join(std::begin(ir::kKnobRoles), std::end(ir::kKnobRoles), ", ")));
+  if (x.action == "whatif" && x.whatif.empty())
+    throw std::runtime_error(
+        fmt::format("advice rule '{}': action 'whatif' needs a whatif: one of {}", x.id,
+                    fmt::join(whatifs, ", ")));
+}
+
 }  // namespace
 
 RuleSet parse_rules(const nlohmann::json& j) {
@@ -70,6 +98,12 @@ RuleSet parse_rules(const nlohmann::json& j) {
   rs.min_verified_gain_pct = j.value("min_verified_gain_pct", 3.0);
   rs.error_band_pct = j.value("error_band_pct", 12.0);
   rs.core_first_min_gain_pct = j.value("core_first_min_gain_pct", 5.0);
+  for (const auto& [name, v] : {std::pair{"min_verified_gain_pct", rs.min_verified_gain_pct},
+                                {"error_band_pct", rs.error_band_pct},
+                                {"core_first_min_gain_pct", rs.core_first_min_gain_pct}})
+    if (!(v >= 0 && v <= 100))
+      throw std::runtime_error(
+          fmt::format("advice rules: {} is {}; expected a percentage in [0, 100]", name, v));
   static const std::set<std::string> actions = {"info",   "raise_knob", "lower_knob",
                                                 "whatif", "roof",       "unverified"};
   for (const auto& r : j.at("rules")) {
@@ -77,6 +111,11 @@ RuleSet parse_rules(const nlohmann::json& j) {
     x.id = r.at("id").get<std::string>();
     x.title = r.at("title").get<std::string>();
     x.severity = r.value("severity", "medium");
+    static const std::set<std::string> severities = {"high", "medium", "low", "info"};
+    if (!severities.count(x.severity))
+      throw std::runtime_error(
+          fmt::format("advice rule '{}': unknown severity '{}'; expected high, medium, low or info",
+                      x.id, x.severity));
     x.action = r.value("action", "info");
     if (!actions.count(x.action))
       throw std::runtime_error(
@@ -85,14 +124,34 @@ RuleSet parse_rules(const nlohmann::json& j) {
     x.whatif = r.value("whatif", "");
     x.text = r.value("text", "");
     x.where = r.value("where", "");
+    check_rule_names(x);
     x.scope = r.value("scope", "core");
     if (r.contains("predict")) {
       x.predict_metric = r["predict"].at("metric").get<std::string>();
       x.predict_factor = r["predict"].at("factor").get<double>();
     }
-    for (const auto& c : r.value("when", nlohmann::json::array()))
-      x.when.push_back({c.at("metric").get<std::string>(), c.at("op").get<std::string>(),
-                        c.at("value").get<double>()});
+    for (const auto& c : r.value("when", nlohmann::json::array())) {
+      Condition cond{c.at("metric").get<std::string>(), c.at("op").get<std::string>(),
+                     c.at("value").get<double>()};
+      // A condition the run can never satisfy is a typo: the rule would never fire.
+      if (!is_metric_name(cond.metric))
+        throw std::runtime_error(fmt::format(
+            "advice rule '{}': unknown metric '{}'; metrics are the names `tilepipe profile "
+            "--json` prints under \"metrics\" (e.g. MTE2.busy_pct, cross.wait_pct)",
+            x.id, cond.metric));
+      if (!kOps.count(cond.op))
+        throw std::runtime_error(
+            fmt::format("advice rule '{}': unknown operator '{}' on '{}'; expected one of >=, >, "
+                        "<=, <, ==, !=",
+                        x.id, cond.op, cond.metric));
+      if (!std::isfinite(cond.threshold))
+        throw std::runtime_error(fmt::format(
+            "advice rule '{}': the threshold of '{}' must be a finite number", x.id, cond.metric));
+      x.when.push_back(std::move(cond));
+    }
+    if (!x.predict_metric.empty() && !is_metric_name(x.predict_metric))
+      throw std::runtime_error(
+          fmt::format("advice rule '{}': unknown predict metric '{}'", x.id, x.predict_metric));
     rs.rules.push_back(std::move(x));
   }
   return rs;
@@ -104,12 +163,37 @@ RuleSet load_rules(const std::string& path) {
     const char* env = std::getenv("TILEPIPE_CONFIG_DIR");
     p = std::string(env && *env ? env : TILEPIPE_CONFIG_DIR) + "/advice_rules.json";
   }
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec))
+    throw std::runtime_error(
+        fmt::format("cannot read the advice rules '{}': not a regular file; pass a rules file like "
+                    "configs/advice_rules.json",
+                    p));
   std::ifstream in(p);
   if (!in) throw std::runtime_error(fmt::format("cannot read the advice rules '{}'", p));
+  nlohmann::json j;
   try {
-    return parse_rules(nlohmann::json::parse(in));
+    j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& ex) {
-    throw std::runtime_error(fmt::format("advice rules '{}': {}", p, ex.what()));
+    std::string detail = ex.what();
+    if (auto pos = detail.find("] "); pos != std::string::npos) detail = detail.substr(pos + 2);
+    throw std::runtime_error(fmt::format("advice rules '{}': malformed JSON: {}", p, detail));
+  }
+  if (!j.is_object() || !j.contains("rules") || !j["rules"].is_array())
+    throw std::runtime_error(fmt::format(
+        "advice rules '{}': expected an object with a \"rules\" array (the format of "
+        "configs/advice_rules.json){}",
+        p,
+        j.is_object() && j.contains("die") ? "; this is a chip config: pass it with --chip" : ""));
+  try {
+    return parse_rules(j);
+  } catch (const nlohmann::json::exception& ex) {
+    std::string detail = ex.what();
+    if (auto pos = detail.find("] "); pos != std::string::npos) detail = detail.substr(pos + 2);
+    throw std::runtime_error(fmt::format(
+        "advice rules '{}': {}; every rule needs \"id\" and \"title\" strings, and every "
+        "\"when\" condition \"metric\", \"op\" and a numeric \"value\"",
+        p, detail));
   }
 }
 
@@ -177,12 +261,23 @@ std::vector<Advice> advise(const Summary& s, const Evidence& e, const RuleSet& r
       }
     }
     if (rule.where == "bound_line") {
+      const Evidence::Line* line = nullptr;
       for (const auto& l : e.lines)
         if (l.pipe == s.bound) {
-          where = l.where;
-          vars["what"] = l.op;
+          line = &l;
           break;
         }
+      // The scalar unit issues every instruction: when it is the bound pipe, the line that
+      // issues the most instructions is where its time goes.
+      if (!line)
+        for (const auto& l : e.lines)
+          if (!line || l.instructions > line->instructions) line = &l;
+      vars["heaviest"] = "";
+      if (line) {
+        where = line->where;
+        vars["what"] = line->op;
+        vars["heaviest"] = fmt::format("; its heaviest line is {} ({})", line->where, line->op);
+      }
     }
     vars["where"] = where;
     split_where(where, a);

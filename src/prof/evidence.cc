@@ -378,4 +378,23 @@ std::map<std::string, double> metrics(const Summary& s, const Evidence& e) {
   return m;
 }
 
+bool is_metric_name(const std::string& name) {
+  // Every name metrics() can produce: it run on evidence with every pipe of both core kinds
+  // and every knob role.
+  static const std::set<std::string> names = [] {
+    Summary s;
+    Evidence e;
+    for (int p = 0; p < ir::kNumPipes; ++p) {
+      std::string pipe = ir::to_string(static_cast<ir::Pipe>(p));
+      s.pipes.push_back({pipe});
+      for (const char* kind : {"AIC", "AIV"}) e.accounts.push_back({kind, pipe, 1, {}, 0});
+    }
+    for (const char* role : ir::kKnobRoles) e.knobs.push_back({"", role, 0, 0, 0, 0, {}, {}});
+    std::set<std::string> out;
+    for (const auto& [n, v] : metrics(s, e)) out.insert(n);
+    return out;
+  }();
+  return names.count(name) > 0;
+}
+
 }  // namespace tilepipe::prof

@@ -347,11 +347,15 @@ std::string ladder_sections(const json& l) {
 std::string tune_sections(const json& t) {
   std::string o = "<h2>Tuning</h2>\n";
   o += fmt::format(
-      "<div class=\"verdict\">best <code>{}</code>: <b>{:.1f} us</b>; default {:.1f} us; "
-      "speedup {:.3f}x; {} simulated, {} cached, {} pruned, {} rejected ({} strategy)</div>\n",
-      esc(t["best"]["params"].dump()), d(t, "best_time_us"), d(t["default"], "time_us"),
-      d(t, "speedup_vs_default"), t.value("simulated", 0), t.value("cached", 0),
-      t.value("pruned", 0), t.value("rejected", 0), esc(s(t, "strategy")));
+      "<div class=\"verdict\">best <code>{}</code>: <b>{:.1f} us</b>; {}; {} simulated, {} "
+      "cached, {} pruned, {} rejected ({} strategy)</div>\n",
+      esc(t["best"]["params"].dump()), d(t, "best_time_us"),
+      t["default"]["time_us"].is_number()
+          ? fmt::format("default {:.1f} us; speedup {:.3f}x", d(t["default"], "time_us"),
+                        d(t, "speedup_vs_default"))
+          : "default rejected",
+      t.value("simulated", 0), t.value("cached", 0), t.value("pruned", 0), t.value("rejected", 0),
+      esc(s(t, "strategy")));
   std::vector<std::string> dims;
   for (auto it = t["space"].begin(); it != t["space"].end(); ++it) dims.push_back(it.key());
   double best = d(t, "best_time_us", 1), worst = best;

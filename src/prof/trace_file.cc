@@ -4,11 +4,13 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
+#include "tilepipe/prof.h"
 #include "trace_format.h"
 
 namespace tilepipe::prof::trace {
@@ -20,22 +22,28 @@ gzFile as_gz(void* p) {
 
 }  // namespace
 
-TraceFile::TraceFile(const std::string& path, bool gzip) : path_(path) {
-  // A temporary of this process in the same directory, renamed by commit().
-  static int serial = 0;
-  tmp_ = fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), serial++);
+TraceFile::TraceFile(const std::string& path, bool gzip)
+    : path_(path), target_(resolve_output(path)) {
+  // A temporary of this process beside the target, renamed by commit().
+  static std::atomic<int> serial{0};
+  tmp_ = fmt::format("{}.tmp.{}.{}", target_, static_cast<long>(::getpid()), serial++);
+  temp_slot_ = register_temp(tmp_);
   // "T": transparent (plain) through the same interface. zlib writes a gzip header without
   // a time stamp, so the same run gives a byte-identical file.
   gz_ = gzopen(tmp_.c_str(), gzip ? "wb6" : "wbT");
-  if (!gz_)
+  if (!gz_) {
+    unregister_temp(temp_slot_);
     throw std::runtime_error(fmt::format("cannot write '{}': {}", path, std::strerror(errno)));
+  }
   gzbuffer(as_gz(gz_), 1 << 20);
 }
 
 TraceFile::~TraceFile() {
-  if (!gz_) return;
-  gzclose(as_gz(gz_));
-  std::remove(tmp_.c_str());
+  if (gz_) {
+    gzclose(as_gz(gz_));
+    std::remove(tmp_.c_str());
+  }
+  unregister_temp(temp_slot_);
 }
 
 void TraceFile::fail(const std::string& why) {
@@ -55,7 +63,7 @@ void TraceFile::write(std::string_view data) {
 void TraceFile::commit() {
   bool ok = gzclose(as_gz(gz_)) == Z_OK;
   gz_ = nullptr;
-  if (!ok || std::rename(tmp_.c_str(), path_.c_str()) != 0) {
+  if (!ok || std::rename(tmp_.c_str(), target_.c_str()) != 0) {
     std::string why = std::strerror(errno);
     std::remove(tmp_.c_str());
     throw std::runtime_error(fmt::format("cannot write '{}': {}", path_, why));

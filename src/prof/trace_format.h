@@ -76,8 +76,9 @@ class TraceFile {
 
  private:
   [[noreturn]] void fail(const std::string& why);
-  std::string path_, tmp_;
-  void* gz_ = nullptr;  // gzFile
+  std::string path_, target_, tmp_;  // target_: path_ with its symlink resolved
+  int temp_slot_ = -1;               // register_temp's slot: removed on a signal
+  void* gz_ = nullptr;               // gzFile
 };
 
 /// One encoding of a trace. The writer calls track() before the first slice of a track,

@@ -10,7 +10,7 @@ namespace tilepipe::sim {
 BandwidthLedger::BandwidthLedger(double bytes_per_cycle, double bucket_cycles)
     : capacity_(bytes_per_cycle * bucket_cycles), bucket_(bucket_cycles) {}
 
-double BandwidthLedger::transfer(double start, double bytes, double rate) {
+double BandwidthLedger::transfer(double start, double bytes, double rate, double limit) {
   constexpr int64_t kKeep = 1 << 16;  // buckets kept behind the newest request
   double t = start, left = bytes;
   // floor(t / bucket_) without a libm call
@@ -50,6 +50,8 @@ double BandwidthLedger::transfer(double start, double bytes, double rate) {
       used += can;
       left -= can;
       t = bucket_end;
+      if (t > limit) [[unlikely]]
+        return t + left / rate;
       // bucket_of(t) without the divide: it is b + 1, or t would stay at the end of bucket b
       // with dt = 0 and the loop never end.
       ++b;
@@ -202,7 +204,17 @@ int64_t RangeSet::add(int64_t lo, int64_t hi) {
       full_[word] |= bit;
       continue;
     }
-    auto& v = pages_[page];
+    auto [slot, added] = pages_.try_emplace(page);
+    if (added) {
+      // Pages that filled up since stay in the order (they leave pages_ only): forgetting
+      // one of those frees nothing, and the order itself stays bounded.
+      partial_order_.push_back(page);
+      if (partial_order_.size() > kMaxPartialPages) {
+        pages_.erase(partial_order_.front());
+        partial_order_.pop_front();
+      }
+    }
+    auto& v = slot->second;
     // Ranges that overlap or touch [a, b) merge with it.
     auto first = std::lower_bound(
         v.begin(), v.end(), a,

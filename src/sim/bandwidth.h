@@ -18,7 +18,9 @@ class BandwidthLedger {
  public:
   explicit BandwidthLedger(double bytes_per_cycle, double bucket_cycles = 256);
   /// Moves `bytes` from cycle `start` at up to `rate` bytes/cycle; returns the end cycle.
-  double transfer(double start, double bytes, double rate);
+  /// Stops walking buckets once past `limit` (the run's cycle budget) and returns a time
+  /// past it: a starved transfer (a die bandwidth near zero) must not walk forever.
+  double transfer(double start, double bytes, double rate, double limit);
   /// Moves every reservation `cycles` later (rounded to whole buckets): fast-forward.
   void shift(double cycles);
 
@@ -76,9 +78,15 @@ class RangeSet {
 
  private:
   static constexpr int64_t kPage = 4096;
+  /// Partly read pages kept at most: past it the oldest is forgotten, so memory stays
+  /// bounded on a long streaming kernel whose cores read scattered pieces (a re-read of a
+  /// forgotten piece counts as new: `reloaded` is evidence only, never timing).
+  static constexpr size_t kMaxPartialPages = 16384;
   // Pages read whole are one bit each (most re-reads find their page here) and leave the map.
   std::vector<uint64_t> full_;
   std::unordered_map<int64_t, std::vector<std::pair<int32_t, int32_t>>> pages_;
+  Ring<int64_t> partial_order_;  // pages as they became partial, oldest first (a superset
+                                 // of pages_: filled pages are not taken out)
 };
 
 /// What one core has read of each tensor (by GM index).

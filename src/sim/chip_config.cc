@@ -114,6 +114,10 @@ const std::vector<Group>& schema() {
   static const std::vector<Group> sections = [] {
     using C = ChipConfig;
     const bool kClosed = false;  // lo itself is allowed (zero is a meaningful value)
+    // Bandwidths below these are not a chip but a typo (1e-9 for 1e9): the smallest Ascend
+    // part (310, ~25 GB/s at 1 GHz) moves 25 B/cycle on the die, and no DMA engine of any
+    // part moves less than a few bytes per cycle.
+    const double kMinDieBw = 8, kMinCoreBw = 1;
     std::vector<Group> s;
     s.push_back({"die",
                  {
@@ -122,9 +126,9 @@ const std::vector<Group>& schema() {
                      field("clock_mhz", "MHz", &C::clock_mhz, 100, 10000, kClosed),
                      field("launch_us", "us", &C::launch_us, 0, 10000, kClosed),
                      field("hbm_bytes", "B", &C::hbm_bytes, 16 * kMiB, 16384 * kGiB),
-                     field("hbm_bw", "B/cycle", &C::hbm_bw, 0, 100000),
+                     field("hbm_bw", "B/cycle", &C::hbm_bw, kMinDieBw, 100000, kClosed),
                      field("l2_bytes", "B", &C::l2_bytes, 0, 16 * kGiB),
-                     field("l2_bw", "B/cycle", &C::l2_bw, 0, 1000000),
+                     field("l2_bw", "B/cycle", &C::l2_bw, kMinDieBw, 1000000, kClosed),
                  },
                  {}});
     s.push_back({"memory",
@@ -198,15 +202,15 @@ const std::vector<Group>& schema() {
                  {
                      field("mte2_latency", "cycles", &C::mte2_latency, 0, 1000000),
                      field("mte2_latency_l2", "cycles", &C::mte2_latency_l2, 0, 1000000),
-                     field("mte2_bw_l2", "B/cycle", &C::mte2_bw_l2, 0, 100000),
-                     field("mte2_bw_hbm", "B/cycle", &C::mte2_bw_hbm, 0, 100000),
+                     field("mte2_bw_l2", "B/cycle", &C::mte2_bw_l2, kMinCoreBw, 100000, kClosed),
+                     field("mte2_bw_hbm", "B/cycle", &C::mte2_bw_hbm, kMinCoreBw, 100000, kClosed),
                      field("mte3_latency", "cycles", &C::mte3_latency, 0, 1000000),
-                     field("mte3_bw", "B/cycle", &C::mte3_bw, 0, 100000),
+                     field("mte3_bw", "B/cycle", &C::mte3_bw, kMinCoreBw, 100000, kClosed),
                      field("mte1_latency", "cycles", &C::mte1_latency, 0, 1000000),
-                     field("mte1_bw_l0a", "B/cycle", &C::mte1_bw_l0a, 0, 100000),
-                     field("mte1_bw_l0b", "B/cycle", &C::mte1_bw_l0b, 0, 100000),
+                     field("mte1_bw_l0a", "B/cycle", &C::mte1_bw_l0a, kMinCoreBw, 100000, kClosed),
+                     field("mte1_bw_l0b", "B/cycle", &C::mte1_bw_l0b, kMinCoreBw, 100000, kClosed),
                      field("fix_latency", "cycles", &C::fix_latency, 0, 1000000),
-                     field("fix_bw", "B/cycle", &C::fix_bw, 0, 100000),
+                     field("fix_bw", "B/cycle", &C::fix_bw, kMinCoreBw, 100000, kClosed),
                      field("full_bw_align", "B", &C::dma_full_bw_align, 0, 1 << 20, true, true),
                      field("min_burst_bytes", "B", &C::dma_min_burst_bytes, 0, 1 << 20, false),
                      field("nd2nz_efficiency", "x", &C::dma_nd2nz_efficiency, 0, 1),
@@ -588,7 +592,15 @@ std::string config_dir() {
   return TILEPIPE_CONFIG_DIR;
 }
 
-/// The chip names available in `dir` (the stems of its *.json files), sorted.
+/// Whether the JSON file at `p` looks like a chip config (an object with a "die" section):
+/// the configs directory also holds other data (advice_rules.json).
+bool looks_like_chip(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  json j = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("die");
+}
+
+/// The chip names available in `dir` (the stems of its chip config files), sorted.
 std::vector<std::string> available_chips(const std::string& dir) {
   namespace fs = std::filesystem;
   std::vector<std::string> names;
@@ -597,7 +609,7 @@ std::vector<std::string> available_chips(const std::string& dir) {
   for (; !ec && it != end; it.increment(ec)) {
     const fs::path& p = it->path();
     std::error_code type_ec;
-    if (p.extension() == ".json" && fs::is_regular_file(p, type_ec)) {
+    if (p.extension() == ".json" && fs::is_regular_file(p, type_ec) && looks_like_chip(p)) {
       names.push_back(p.stem().string());
     }
   }
@@ -689,8 +701,13 @@ ChipConfig load_chip_config(const std::string& name_or_path) {
     throw ConfigError{one_line(fmt::format("unknown chip '{}': expected {}, found '{}'; {}",
                                            clip(name_or_path), expected, clip(name_or_path), fix))};
   }
-  std::string path = fmt::format("{}/{}.json", dir, name_or_path);
+  std::string path = chip_config_path(name_or_path);
   return parse_chip_config(read_file(path), path);
+}
+
+std::string chip_config_path(const std::string& name_or_path) {
+  if (ends_with(name_or_path, ".json")) return name_or_path;
+  return fmt::format("{}/{}.json", config_dir(), name_or_path);
 }
 
 }  // namespace tilepipe

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <chrono>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -161,10 +162,15 @@ class Engine {
     for (const Core& c : cores_)
       for (const auto& m : c.local) values_ |= !m.empty();
     setup_fast_forward();
+    const auto started = std::chrono::steady_clock::now();
+    uint32_t steps = 0;
     while (!heap_.empty()) {
       if (jump_check_) try_jump();
       auto [t, idx] = heap_.top();
       if (opts_.progress) opts_.progress(t);
+      // A step runs one core for at most a quantum; the clock is read every 4096 of them.
+      if (opts_.max_wall_s > 0 && (++steps & 4095) == 0) [[unlikely]]
+        check_wall_budget(started, t);
       heap_.pop();
       Core& c = cores_[static_cast<size_t>(idx)];
       c.in_heap = false;
@@ -906,6 +912,16 @@ class Engine {
     }
   }
 
+  [[gnu::cold]] void check_wall_budget(std::chrono::steady_clock::time_point started, double t) {
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    if (wall > opts_.max_wall_s)
+      fail({}, "wall-budget",
+           fmt::format("the simulation ran {:.1f} s of wall-clock time, past its budget of {:g} "
+                       "s, at cycle {:.0f}",
+                       wall, opts_.max_wall_s, t),
+           "raise the budget (--max-wall-s), run a smaller shape, or use --mode timing");
+  }
+
   void check_budget(const Core& c) {
     if (c.t > opts_.max_cycles) [[unlikely]]
       fail(c.has_pending ? c.pending.t->loc : ir::Loc{}, "cycle-budget",
@@ -1481,8 +1497,8 @@ class Engine {
     // The bandwidth the runs cost, split like the bytes between HBM and L2.
     const double scale = w.charged / (w.hbm + w.l2);
     double end = start;
-    if (w.hbm > 0) end = hbm_.transfer(end, w.hbm * scale, chip_.mte2_bw_hbm);
-    if (w.l2 > 0) end = l2_.transfer(end, w.l2 * scale, core_rate);
+    if (w.hbm > 0) end = hbm_.transfer(end, w.hbm * scale, chip_.mte2_bw_hbm, opts_.max_cycles);
+    if (w.l2 > 0) end = l2_.transfer(end, w.l2 * scale, core_rate, opts_.max_cycles);
     c.tally.hbm_bytes += w.hbm;
     c.tally.charged_bytes += w.charged;
     c.tally.l2_bytes += w.l2;

@@ -44,20 +44,33 @@ class Cache {
     if (dir_.empty()) return false;
     std::ifstream in(path(e.prep.key));
     if (!in) return false;
+    // A damaged or edited entry is recomputed: it must be this config's, and its numbers
+    // must hold the simulator's invariants (finite, a run no faster than its lower bound).
     try {
       auto j = json::parse(in);
-      e.lb = j.at("lb_cycles").get<double>();
+      if (j.at("key").get<std::string>() != e.prep.key) return false;
+      double lb = j.at("lb_cycles").get<double>();
+      if (!std::isfinite(lb) || lb < 0) return false;
+      Simulated sim;
+      bool have_sim = j.contains("cycles");
+      if (have_sim) {
+        sim.ok = j.at("ok").get<bool>();
+        sim.cycles = j.at("cycles").get<double>();
+        sim.bound = j.at("bound").get<std::string>();
+        sim.reason = j.at("reason").get<std::string>();
+        if (sim.ok &&
+            !(std::isfinite(sim.cycles) && sim.cycles > 0 && sim.cycles >= lb * (1 - 1e-9)))
+          return false;
+      }
+      e.lb = lb;
       e.have_lb = true;
-      if (j.contains("cycles")) {
-        e.sim.ok = j.at("ok").get<bool>();
-        e.sim.cycles = j.at("cycles").get<double>();
-        e.sim.bound = j.at("bound").get<std::string>();
-        e.sim.reason = j.at("reason").get<std::string>();
+      if (have_sim) {
+        e.sim = sim;
         e.have_sim = e.from_cache = true;
       }
       return true;
     } catch (const std::exception&) {
-      return false;  // a damaged entry is recomputed
+      return false;
     }
   }
   void store(const Entry& e) const {
@@ -357,7 +370,7 @@ Result run(const Point& base, const Options& o, const Callbacks& cb) {
     r.best = best->params;
     r.best_time_us = best->sim.cycles * o.us_per_cycle;
     for (const auto& c : r.configs)
-      if (c.time_us > 0 && c.time_us <= r.best_time_us * (1 + o.error_band_pct / 100))
+      if (c.time_us > 0 && c.time_us <= *r.best_time_us * (1 + o.error_band_pct / 100))
         r.within_error_band.push_back(c.params);
   }
   return r;
@@ -372,8 +385,9 @@ nlohmann::ordered_json to_json(const Result& r) {
     j["bound"] = c.bound;
     configs.push_back(j);
   }
-  return {{"best", {{"params", r.best}, {"time_us", r.best_time_us}}},
-          {"best_time_us", r.best_time_us},
+  json best_us = r.best_time_us ? json(*r.best_time_us) : json(nullptr);
+  return {{"best", {{"params", r.best}, {"time_us", best_us}}},
+          {"best_time_us", best_us},
           {"configs", configs},
           {"within_error_band", r.within_error_band},
           {"simulated", r.simulated},

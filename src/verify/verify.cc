@@ -152,6 +152,14 @@ class Verifier {
             "give it at least one dimension, e.g. {1}");
       return false;
     }
+    if (b->bytes() > ir::kMaxBufferBytes) {
+      error(b->loc, "bad-shape",
+            fmt::format("buffer '{}' has shape {} of {}: more than 2^48 bytes (256 TiB), the "
+                        "limit for one buffer",
+                        b->name, shape_str(b->shape), ir::to_string(b->dtype)),
+            "check the kernel parameters that size this buffer");
+      return false;
+    }
     return true;
   }
 

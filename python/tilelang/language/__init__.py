@@ -208,6 +208,7 @@ def _alloc(scope, shape, dtype, name=None):
     ctx.names.add(name)
     dt = dtype_name(dtype)
     loc = _core.current_loc()
+    _core.check_buffer_size(name, shape, dt)
     core = "C" if scope in _CUBE else "V"
     if ctx.split is not None and ctx.split != core:
         # the other core's buffer: visible to this pass's Python, never allocated
