@@ -78,8 +78,10 @@ TEST(Progress, NotATerminalGetsWholeLinesAtAnIntervalAndAShortRunNothing) {
 TEST(Progress, AFunctionalRunOfMinutesSaysSoAndSuggestsTimingMode) {
   // Stopped once the warning is shown: it comes as soon as the rate is measured.
   const fs::path out = scratch().file("slow.txt");
-  std::string screen = on_terminal("run gemm --param M=8192 --param N=8192 --param K=8192", out,
-                                   0.3, "usually in seconds");
+  // FA at S=16K, H=16: about 2.2 TFLOP of simulated math, minutes at the functional
+  // engine's rate.
+  std::string screen = on_terminal("run fa --variant expert --param S=16384 --param H=16", out, 0.3,
+                                   "usually in seconds");
   EXPECT_NE(screen.find("this functional run needs about"), std::string::npos) << screen;
   EXPECT_NE(screen.find("`--mode timing` gives the same cycles"), std::string::npos) << screen;
 }

@@ -94,6 +94,10 @@ struct SimOptions {
   /// Record byte ranges of every access and report unsynchronised conflicting accesses
   /// (functional or timing mode; slower).
   bool detect_races = false;
+  /// Functional mode: worker threads that apply the instructions' values, one AI core on
+  /// one worker (-1: one per hardware thread; 0: the engine's own thread). The values are
+  /// the same for every count.
+  int value_threads = -1;
   FastForwardOptions fast_forward;
   /// What-if runs (timing only; the advisor's verification): pipe barriers cost nothing and
   /// order nothing, and instructions of these source sites ("file:line") take no time.

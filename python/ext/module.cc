@@ -541,6 +541,7 @@ std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dic
       py::array_t<double> a(static_cast<py::ssize_t>(vals.size()));
       std::copy(vals.begin(), vals.end(), a.mutable_data());
       r->outputs[name] = a;
+      std::vector<double>().swap(vals);  // one tensor in two copies at a time, not all
     }
   }
   return r;

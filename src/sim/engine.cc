@@ -13,6 +13,7 @@
 #include <memory>
 #include <queue>
 #include <span>
+#include <thread>
 #include <unordered_set>
 
 #include "bandwidth.h"
@@ -23,6 +24,7 @@
 #include "tilepipe/numeric.h"
 #include "tilepipe/sim.h"
 #include "tilepipe/verify.h"
+#include "values.h"
 
 namespace tilepipe::sim {
 namespace {
@@ -161,6 +163,7 @@ class Engine {
     for (const auto& m : gm_) values_ |= !m.empty();
     for (const Core& c : cores_)
       for (const auto& m : c.local) values_ |= !m.empty();
+    setup_values();
     setup_fast_forward();
     const auto started = std::chrono::steady_clock::now();
     uint32_t steps = 0;
@@ -456,6 +459,24 @@ class Engine {
   }
 
   // ---- setup ----
+  /// Where functional values are applied: on worker threads (values.h), or in line.
+  void setup_values() {
+    int threads = 0;
+    if (functional_) {
+      threads = opts_.value_threads;
+      if (threads < 0)
+        threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    }
+    std::vector<int64_t> written(p_.gm.size(), 0);
+    for (const auto* prog : {&p_.aic, &p_.aiv})
+      for (const auto& t : prog->instrs)
+        if (t.num_acc > 0 && t.acc[0].scope == ir::Scope::GM)
+          written[static_cast<size_t>(t.acc[0].gm_index)] =
+              p_.gm[static_cast<size_t>(t.acc[0].gm_index)].buffer->bytes();
+    values_exec_ =
+        std::make_unique<ValueExecutor>(static_cast<int>(cross_.size()), threads, written);
+  }
+
   void setup_memory() {
     gm_.resize(p_.gm.size());
     for (size_t i = 0; i < p_.gm.size(); ++i) {
@@ -479,6 +500,9 @@ class Engine {
       int eb = ir::dtype_bytes(b.dtype);
       for (size_t e = 0; e < it->second.size(); ++e)
         store_elem(b.dtype, gm_[i].data() + e * static_cast<size_t>(eb), it->second[e]);
+      // collect() writes every tensor back: the host copy is not needed until then (at
+      // 8 bytes a value it is the run's largest memory).
+      if (functional_) std::vector<double>().swap(it->second);
     }
   }
 
@@ -731,6 +755,7 @@ class Engine {
     acc.t = &a;
     acc.offset = off;
     acc.mem = memory(c, a);
+    if (!gm) values_exec_->drain(c.ai_core);  // GM loads read inputs, which nothing writes
     if (race_ && !gm) {  // GM loads read inputs, which the verifier keeps read-only
       Instr in;
       in.t = &site.op;
@@ -849,6 +874,7 @@ class Engine {
           const Access r = resolve(c, t.scalar_read, t);
           scalar(c, chip_.scalar_op_cycles);
           if (race_) race_access(c, Pipe::S, in, r, false);
+          if (functional_) values_exec_->drain(c.ai_core);
           if (functional_)
             in.scalar = load_elem(t.scalar_read.dtype,
                                   memory(c, t.scalar_read) + r.offset * t.scalar_read.elem_bytes);
@@ -1648,7 +1674,7 @@ class Engine {
       Access& a = v.acc[static_cast<size_t>(i)];
       a.mem = memory(c, *a.t);
     }
-    execute(v);
+    values_exec_->submit(c.ai_core, v);
   }
 
   [[noreturn, gnu::noinline, gnu::cold]] void over_budget(const Core& c, const lower::OpTemplate& t,
@@ -1902,6 +1928,7 @@ class Engine {
     }
     if (pn[0]) r.c2v.mean_pending = psum[0] / static_cast<double>(pn[0]);
     if (pn[1]) r.v2c.mean_pending = psum[1] / static_cast<double>(pn[1]);
+    values_exec_->drain_all();
     if (functional_ && io_) {
       for (size_t i = 0; i < p_.gm.size(); ++i) {
         const auto& b = *p_.gm[i].buffer;
@@ -1946,6 +1973,8 @@ class Engine {
   std::unordered_map<const lower::Block*, std::vector<int32_t>> code_;  // fetch's view of blocks
   std::vector<Control> controls_;
   bool values_ = false;  // the run keeps values somewhere (functional, or scalar reads)
+  // Last: destroyed first, its workers stopped before the memories they write go.
+  std::unique_ptr<ValueExecutor> values_exec_;
 };
 
 }  // namespace

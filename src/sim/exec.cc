@@ -1,8 +1,18 @@
 // Functional semantics of each instruction: reads operands in logical row-major order,
 // computes as the hardware does (f32 math for float types, rounding on store to the
 // destination dtype; f32 accumulation in the cube), writes the destination.
+//
+// Speed: values go through per-thread scratch buffers (no allocation per instruction), in
+// float where every operand is a float type (each such value is exactly a float, and the
+// math is f32 anyway) and in double otherwise; each loop is compiled per dtype and op, so
+// no element pays a switch; the cube's matmul is one sgemm (OpenBLAS, one thread).
+#include <cblas.h>
+
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "instr.h"
@@ -10,15 +20,70 @@
 
 namespace tilepipe::sim {
 
+using ir::DType;
 using ir::TileOpKind;
 
 namespace {
 
-/// Calls f(byte pointer) for each element of the access in logical row-major order.
+constexpr int elem_bytes(DType d) {
+  switch (d) {
+    case DType::F32:
+    case DType::I32:
+    case DType::U32:
+      return 4;
+    case DType::F16:
+    case DType::BF16:
+    case DType::I16:
+    case DType::U16:
+      return 2;
+    case DType::I8:
+    case DType::U8:
+      return 1;
+  }
+  return 1;
+}
+
+/// Calls f.template operator()<D>() with the dtype as a constant, so a loop's element
+/// conversions compile to one conversion each.
 template <class F>
-void for_each(const Access& a, F&& f) {
+void with_dtype(DType dt, F&& f) {
+  switch (dt) {
+    case DType::F16:
+      return f.template operator()<DType::F16>();
+    case DType::BF16:
+      return f.template operator()<DType::BF16>();
+    case DType::F32:
+      return f.template operator()<DType::F32>();
+    case DType::I32:
+      return f.template operator()<DType::I32>();
+    case DType::I8:
+      return f.template operator()<DType::I8>();
+    case DType::U8:
+      return f.template operator()<DType::U8>();
+    case DType::I16:
+      return f.template operator()<DType::I16>();
+    case DType::U16:
+      return f.template operator()<DType::U16>();
+    case DType::U32:
+      return f.template operator()<DType::U32>();
+  }
+}
+
+/// f16 -> float for every bit pattern: a lookup where f16_to_float branches per element.
+const float* f16_table() {
+  static const std::vector<float> t = [] {
+    std::vector<float> v(1 << 16);
+    for (uint32_t h = 0; h < v.size(); ++h) v[h] = f16_to_float(static_cast<uint16_t>(h));
+    return v;
+  }();
+  return t.data();
+}
+
+/// Calls f(byte pointer, run length, element stride in bytes) for each innermost run of
+/// the access in logical row-major order.
+template <class F>
+void for_each_row(const Access& a, int eb, F&& f) {
   const auto& t = *a.t;
-  int eb = ir::dtype_bytes(t.dtype);
   uint8_t* base = a.mem + a.offset * eb;
   int64_t e[lower::kMaxRank] = {1, 1, 1, 1}, s[lower::kMaxRank] = {0, 0, 0, 0};
   int off = lower::kMaxRank - t.rank;  // right-align dims into 4
@@ -28,73 +93,163 @@ void for_each(const Access& a, F&& f) {
   }
   for (int64_t i0 = 0; i0 < e[0]; ++i0)
     for (int64_t i1 = 0; i1 < e[1]; ++i1)
-      for (int64_t i2 = 0; i2 < e[2]; ++i2) {
-        uint8_t* p = base + i0 * s[0] + i1 * s[1] + i2 * s[2];
-        for (int64_t i3 = 0; i3 < e[3]; ++i3) f(p + i3 * s[3]);
+      for (int64_t i2 = 0; i2 < e[2]; ++i2) f(base + i0 * s[0] + i1 * s[1] + i2 * s[2], e[3], s[3]);
+}
+
+/// Reads the access into out (its elements in logical order) as T.
+template <class T>
+T* read(const Access& a, T* out) {
+  with_dtype(a.t->dtype, [&]<DType D>() {
+    constexpr int eb = elem_bytes(D);
+    T* o = out;
+    for_each_row(a, eb, [&](const uint8_t* p, int64_t n, int64_t s) {
+      if constexpr (D == DType::F16) {
+        const float* tab = f16_table();
+        for (int64_t i = 0; i < n; ++i) {
+          uint16_t h;
+          std::memcpy(&h, p + i * s, 2);
+          o[i] = static_cast<T>(tab[h]);
+        }
+      } else if constexpr (D == DType::F32 && std::is_same_v<T, float>) {
+        if (s == 4)
+          std::memcpy(o, p, static_cast<size_t>(n) * 4);
+        else
+          for (int64_t i = 0; i < n; ++i) std::memcpy(o + i, p + i * s, 4);
+      } else {
+        for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(load_elem(D, p + i * s));
       }
+      o += n;
+    });
+  });
+  return out;
 }
 
-std::vector<double> read(const Access& a) {
-  std::vector<double> v;
-  v.reserve(static_cast<size_t>(a.t->elements()));
-  ir::DType dt = a.t->dtype;
-  for_each(a, [&](const uint8_t* p) { v.push_back(load_elem(dt, p)); });
-  return v;
+/// Writes v (logical order) to the access, rounding to its dtype (store_elem).
+template <class T>
+void write(const Access& a, const T* v) {
+  with_dtype(a.t->dtype, [&]<DType D>() {
+    constexpr int eb = elem_bytes(D);
+    for_each_row(a, eb, [&](uint8_t* p, int64_t n, int64_t s) {
+      if constexpr (D == DType::F32 && std::is_same_v<T, float>) {
+        if (s == 4)
+          std::memcpy(p, v, static_cast<size_t>(n) * 4);
+        else
+          for (int64_t i = 0; i < n; ++i) std::memcpy(p + i * s, v + i, 4);
+      } else {
+        for (int64_t i = 0; i < n; ++i) store_elem(D, p + i * s, static_cast<double>(v[i]));
+      }
+      v += n;
+    });
+  });
 }
 
-void write(const Access& a, const std::vector<double>& v) {
-  size_t i = 0;
-  ir::DType dt = a.t->dtype;
-  for_each(a, [&](uint8_t* p) { store_elem(dt, p, v[i++]); });
+/// Moves the access's elements between memories without converting them: a DMA copy keeps
+/// the bits (NaN payloads included).
+void copy_raw(const Access& dst, const Access& src) {
+  const int eb = dst.t->elem_bytes;
+  const auto& sd = *src.t;
+  // Source rows in order: each destination run takes the next elements of the source.
+  int64_t e[lower::kMaxRank] = {1, 1, 1, 1}, s[lower::kMaxRank] = {0, 0, 0, 0};
+  int off = lower::kMaxRank - sd.rank;
+  for (int d = 0; d < sd.rank; ++d) {
+    e[off + d] = sd.extent[d];
+    s[off + d] = sd.stride[d] * eb;
+  }
+  const uint8_t* sbase = src.mem + src.offset * eb;
+  int64_t row = 0, col = 0;  // position in the source: row (flattened outer dims), column
+  auto src_at = [&](int64_t r, int64_t c) {
+    int64_t i2 = r % e[2], i1 = (r / e[2]) % e[1], i0 = r / (e[2] * e[1]);
+    return sbase + i0 * s[0] + i1 * s[1] + i2 * s[2] + c * s[3];
+  };
+  for_each_row(dst, eb, [&](uint8_t* p, int64_t n, int64_t ds) {
+    while (n > 0) {
+      int64_t k = std::min(n, e[3] - col);
+      const uint8_t* q = src_at(row, col);
+      if (ds == eb && s[3] == eb) {
+        std::memcpy(p, q, static_cast<size_t>(k * eb));
+      } else {
+        for (int64_t i = 0; i < k; ++i)
+          std::memcpy(p + i * ds, q + i * s[3], static_cast<size_t>(eb));
+      }
+      p += k * ds;
+      n -= k;
+      col += k;
+      if (col == e[3]) {
+        col = 0;
+        ++row;
+      }
+    }
+  });
+}
+
+/// The two accesses may share bytes (an in-place copy must read everything first).
+bool overlap(const Access& a, const Access& b) {
+  const uint8_t *alo = a.mem + a.offset * a.t->elem_bytes,
+                *blo = b.mem + b.offset * b.t->elem_bytes;
+  return alo < blo + b.t->span * b.t->elem_bytes && blo < alo + a.t->span * a.t->elem_bytes;
+}
+
+/// Per-thread value buffers, grown to the largest operand seen and then reused.
+template <class T>
+T* scratch(int i, size_t n) {
+  thread_local std::array<std::vector<T>, 4> bufs;
+  auto& b = bufs[static_cast<size_t>(i)];
+  if (b.size() < n) b.resize(n);
+  return b.data();
 }
 
 /// Float ops run in f32 (what the vector unit computes for f32; for f16/bf16 the f32 result
 /// rounded on store equals the correctly rounded narrow result for + - * / sqrt).
-double apply_binary(TileOpKind op, double a, double b, bool is_float) {
-  if (is_float) {
+template <TileOpKind Op, bool Float>
+double apply_binary(double a, double b) {
+  if constexpr (Float) {
     float x = static_cast<float>(a), y = static_cast<float>(b);
-    switch (op) {
-      case TileOpKind::Add:
-        return x + y;
-      case TileOpKind::Sub:
-        return x - y;
-      case TileOpKind::Mul:
-        return x * y;
-      case TileOpKind::Div:
-        return x / y;
-      case TileOpKind::Max:
-        return std::fmax(x, y);
-      case TileOpKind::Min:
-        return std::fmin(x, y);
-      case TileOpKind::Pow:
-        return std::pow(x, y);
-      default:
-        return 0;
-    }
-  }
-  int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
-  switch (op) {
-    case TileOpKind::Add:
-      return static_cast<double>(x + y);
-    case TileOpKind::Sub:
-      return static_cast<double>(x - y);
-    case TileOpKind::Mul:
-      return static_cast<double>(x * y);
-    case TileOpKind::Div:
-      return y == 0 ? 0.0 : static_cast<double>(x / y);
-    case TileOpKind::Max:
-      return static_cast<double>(std::max(x, y));
-    case TileOpKind::Min:
-      return static_cast<double>(std::min(x, y));
-    case TileOpKind::Pow: {  // exact product; a negative exponent truncates toward zero
+    if constexpr (Op == TileOpKind::Add) return x + y;
+    if constexpr (Op == TileOpKind::Sub) return x - y;
+    if constexpr (Op == TileOpKind::Mul) return x * y;
+    if constexpr (Op == TileOpKind::Div) return x / y;
+    if constexpr (Op == TileOpKind::Max) return std::fmax(x, y);
+    if constexpr (Op == TileOpKind::Min) return std::fmin(x, y);
+    if constexpr (Op == TileOpKind::Pow) return std::pow(x, y);
+  } else {
+    int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+    if constexpr (Op == TileOpKind::Add) return static_cast<double>(x + y);
+    if constexpr (Op == TileOpKind::Sub) return static_cast<double>(x - y);
+    if constexpr (Op == TileOpKind::Mul) return static_cast<double>(x * y);
+    if constexpr (Op == TileOpKind::Div) return y == 0 ? 0.0 : static_cast<double>(x / y);
+    if constexpr (Op == TileOpKind::Max) return static_cast<double>(std::max(x, y));
+    if constexpr (Op == TileOpKind::Min) return static_cast<double>(std::min(x, y));
+    if constexpr (Op == TileOpKind::Pow) {  // exact product; a negative exponent truncates
       if (y < 0) return x == 1 ? 1.0 : x == -1 ? (y % 2 ? -1.0 : 1.0) : 0.0;
       uint64_t r = 1, b = static_cast<uint64_t>(x);  // unsigned: wraps as the store does
       for (int64_t e = y; e > 0; e >>= 1, b *= b)
         if (e & 1) r *= b;
       return static_cast<double>(static_cast<int64_t>(r));
     }
+  }
+  return 0;
+}
+
+/// Calls f.template operator()<Op>() for a binary tile op; false for another op.
+template <class F>
+bool with_binary(TileOpKind op, F&& f) {
+  switch (op) {
+    case TileOpKind::Add:
+      return f.template operator()<TileOpKind::Add>(), true;
+    case TileOpKind::Sub:
+      return f.template operator()<TileOpKind::Sub>(), true;
+    case TileOpKind::Mul:
+      return f.template operator()<TileOpKind::Mul>(), true;
+    case TileOpKind::Div:
+      return f.template operator()<TileOpKind::Div>(), true;
+    case TileOpKind::Max:
+      return f.template operator()<TileOpKind::Max>(), true;
+    case TileOpKind::Min:
+      return f.template operator()<TileOpKind::Min>(), true;
+    case TileOpKind::Pow:
+      return f.template operator()<TileOpKind::Pow>(), true;
     default:
-      return 0;
+      return false;
   }
 }
 
@@ -138,29 +293,45 @@ double apply_bits(TileOpKind op, ir::DType dt, double a, double b) {
   return static_cast<double>(r);
 }
 
-double apply_unary(TileOpKind op, double a) {
+template <TileOpKind Op>
+double apply_unary(double a) {
   float x = static_cast<float>(a);
+  if constexpr (Op == TileOpKind::Exp) return std::exp(x);
+  if constexpr (Op == TileOpKind::Ln) return std::log(x);
+  if constexpr (Op == TileOpKind::Abs) return std::fabs(a);
+  if constexpr (Op == TileOpKind::Sqrt) return std::sqrt(x);
+  if constexpr (Op == TileOpKind::Rsqrt) return 1.0f / std::sqrt(x);
+  if constexpr (Op == TileOpKind::Reciprocal) return 1.0f / x;
+  if constexpr (Op == TileOpKind::Relu) return a > 0 ? a : 0.0;
+  if constexpr (Op == TileOpKind::Sin) return std::sin(x);
+  if constexpr (Op == TileOpKind::Cos) return std::cos(x);
+  return a;
+}
+
+/// Calls f.template operator()<Op>() for a unary tile op (any other op: the identity).
+template <class F>
+void with_unary(TileOpKind op, F&& f) {
   switch (op) {
     case TileOpKind::Exp:
-      return std::exp(x);
+      return f.template operator()<TileOpKind::Exp>();
     case TileOpKind::Ln:
-      return std::log(x);
+      return f.template operator()<TileOpKind::Ln>();
     case TileOpKind::Abs:
-      return std::fabs(a);
+      return f.template operator()<TileOpKind::Abs>();
     case TileOpKind::Sqrt:
-      return std::sqrt(x);
+      return f.template operator()<TileOpKind::Sqrt>();
     case TileOpKind::Rsqrt:
-      return 1.0f / std::sqrt(x);
+      return f.template operator()<TileOpKind::Rsqrt>();
     case TileOpKind::Reciprocal:
-      return 1.0f / x;
+      return f.template operator()<TileOpKind::Reciprocal>();
     case TileOpKind::Relu:
-      return a > 0 ? a : 0.0;
+      return f.template operator()<TileOpKind::Relu>();
     case TileOpKind::Sin:
-      return std::sin(x);
+      return f.template operator()<TileOpKind::Sin>();
     case TileOpKind::Cos:
-      return std::cos(x);
+      return f.template operator()<TileOpKind::Cos>();
     default:
-      return a;
+      return f.template operator()<TileOpKind::Fill>();  // apply_unary's identity
   }
 }
 
@@ -192,65 +363,90 @@ bool broadcast_per_row(const lower::AccessTemplate& src, int64_t rows) {
   return !row_shaped;
 }
 
+/// Every operand a float type: each value is exactly a float, so T = float loses nothing.
+bool all_float(const Instr& in) {
+  for (int i = 0; i < in.t->num_acc; ++i)
+    if (!ir::is_float(in.acc[static_cast<size_t>(i)].t->dtype)) return false;
+  return true;
+}
+
+/// Vector ops; T is float or double (all_float). A scalar operand stays a double where the
+/// op compares it (it is not rounded before the comparison).
+template <class T>
 void exec_vec(const Instr& in) {
   const auto& t = *in.t;
   const Access& dst = in.acc[0];
-  ir::DType dt = dst.t->dtype;
-  bool fl = ir::is_float(dt);
-  size_t n = static_cast<size_t>(dst.t->elements());
-  std::vector<double> out(n);
+  const bool fl = ir::is_float(dst.t->dtype);
+  const size_t n = static_cast<size_t>(dst.t->elements());
+  T* out = scratch<T>(0, n);
+  auto operand = [&](int i) {
+    const Access& a = in.acc[static_cast<size_t>(i)];
+    return read(a, scratch<T>(i, std::max(n, static_cast<size_t>(a.t->elements()))));
+  };
+  // The second operand of a binary op: a tile, or the scalar for every element.
+  auto second = [&](int i) {
+    if (t.num_acc > i) return operand(i);
+    T* b = scratch<T>(i, n);
+    std::fill(b, b + n, static_cast<T>(in.scalar));
+    return b;
+  };
+  if (with_binary(t.tile_op, [&]<TileOpKind Op>() {
+        const T* a = operand(1);
+        auto loop = [&]<bool F>(const auto& b) {
+          for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(apply_binary<Op, F>(a[i], b(i)));
+        };
+        auto run = [&](const auto& b) {
+          if (fl)
+            loop.template operator()<true>(b);
+          else
+            loop.template operator()<false>(b);
+        };
+        if (t.num_acc > 2) {
+          const T* b = operand(2);
+          run([b](size_t i) { return b[i]; });
+        } else {
+          const double s = in.scalar;
+          run([s](size_t) { return s; });
+        }
+      })) {
+    write(dst, out);
+    return;
+  }
   switch (t.tile_op) {
-    case TileOpKind::Add:
-    case TileOpKind::Sub:
-    case TileOpKind::Mul:
-    case TileOpKind::Div:
-    case TileOpKind::Max:
-    case TileOpKind::Min:
-    case TileOpKind::Pow: {
-      auto a = read(in.acc[1]);
-      if (t.num_acc > 2) {
-        auto b = read(in.acc[2]);
-        for (size_t i = 0; i < n; ++i) out[i] = apply_binary(t.tile_op, a[i], b[i], fl);
-      } else {
-        for (size_t i = 0; i < n; ++i) out[i] = apply_binary(t.tile_op, a[i], in.scalar, fl);
-      }
-      break;
-    }
     case TileOpKind::Axpy: {
-      auto x = read(in.acc[1]);
-      auto y = read(dst);
+      const T *x = operand(1), *y = read(dst, scratch<T>(2, n));
       float s = static_cast<float>(in.scalar);
       for (size_t i = 0; i < n; ++i)
         out[i] = static_cast<float>(s * static_cast<float>(x[i])) + static_cast<float>(y[i]);
       break;
     }
-    case TileOpKind::Cast: {
-      out = read(in.acc[1]);
+    case TileOpKind::Cast:
+      out = operand(1);
       break;
-    }
-    case TileOpKind::Fill: {
-      for (auto& v : out) v = in.scalar;
+    case TileOpKind::Fill:
+      std::fill(out, out + n, static_cast<T>(in.scalar));
       break;
-    }
     case TileOpKind::Broadcast: {
-      auto src = read(in.acc[1]);
+      const T* src = operand(1);
       int64_t rows = t.m, cols = t.n;
-      bool per_row = broadcast_per_row(*in.acc[1].t, rows);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c)
-          out[static_cast<size_t>(r * cols + c)] = src[static_cast<size_t>(per_row ? r : c)];
+      if (broadcast_per_row(*in.acc[1].t, rows))
+        for (int64_t r = 0; r < rows; ++r) std::fill(out + r * cols, out + (r + 1) * cols, src[r]);
+      else
+        for (int64_t r = 0; r < rows; ++r) std::copy(src, src + cols, out + r * cols);
       break;
     }
     case TileOpKind::Compare: {
-      auto a = read(in.acc[1]);
-      std::vector<double> b = t.num_acc > 2 ? read(in.acc[2]) : std::vector<double>(n, in.scalar);
-      for (size_t i = 0; i < n; ++i) out[i] = compare(t.cmp, a[i], b[i]) ? 1 : 0;
+      const T* a = operand(1);
+      if (t.num_acc > 2) {
+        const T* b = operand(2);
+        for (size_t i = 0; i < n; ++i) out[i] = compare(t.cmp, a[i], b[i]) ? 1 : 0;
+      } else {
+        for (size_t i = 0; i < n; ++i) out[i] = compare(t.cmp, a[i], in.scalar) ? 1 : 0;
+      }
       break;
     }
     case TileOpKind::SelectOp: {
-      auto m = read(in.acc[1]);
-      auto a = read(in.acc[2]);
-      std::vector<double> b = t.num_acc > 3 ? read(in.acc[3]) : std::vector<double>(n, in.scalar);
+      const T *m = operand(1), *a = operand(2), *b = second(3);
       for (size_t i = 0; i < n; ++i) out[i] = m[i] != 0 ? a[i] : b[i];
       break;
     }
@@ -260,139 +456,125 @@ void exec_vec(const Instr& in) {
     case TileOpKind::BitNot:
     case TileOpKind::ShiftLeft:
     case TileOpKind::ShiftRight: {
-      auto a = read(in.acc[1]);
-      std::vector<double> b = t.num_acc > 2 ? read(in.acc[2]) : std::vector<double>(n, in.scalar);
-      for (size_t i = 0; i < n; ++i) out[i] = apply_bits(t.tile_op, dt, a[i], b[i]);
+      const T *a = operand(1), *b = second(2);
+      for (size_t i = 0; i < n; ++i)
+        out[i] = static_cast<T>(apply_bits(t.tile_op, dst.t->dtype, a[i], b[i]));
       break;
     }
     case TileOpKind::Transpose: {  // dst [m, n] from src [n, m]
-      auto src = read(in.acc[1]);
+      const T* src = operand(1);
       for (int64_t i = 0; i < t.m; ++i)
-        for (int64_t j = 0; j < t.n; ++j)
-          out[static_cast<size_t>(i * t.n + j)] = src[static_cast<size_t>(j * t.m + i)];
+        for (int64_t j = 0; j < t.n; ++j) out[i * t.n + j] = src[j * t.m + i];
       break;
     }
     case TileOpKind::Gather: {
-      auto src = read(in.acc[1]);
-      auto off = read(in.acc[2]);
+      const T* src = operand(1);
+      const T* off = operand(2);
+      const auto len = in.acc[1].t->elements();
       for (size_t i = 0; i < n; ++i) {
         auto o = static_cast<int64_t>(off[i]);
-        out[i] =
-            (o >= 0 && o < static_cast<int64_t>(src.size())) ? src[static_cast<size_t>(o)] : 0.0;
+        out[i] = (o >= 0 && o < len) ? src[o] : T(0);
       }
       break;
     }
-    default: {  // unary
-      auto a = read(in.acc[1]);
-      for (size_t i = 0; i < n; ++i) out[i] = apply_unary(t.tile_op, a[i]);
-    }
+    default:  // unary
+      with_unary(t.tile_op, [&]<TileOpKind Op>() {
+        const T* a = operand(1);
+        for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(apply_unary<Op>(a[i]));
+      });
   }
   write(dst, out);
 }
 
+template <class T>
 void exec_reduce(const Instr& in) {
   const auto& t = *in.t;
-  auto src = read(in.acc[1]);
   const Access& dst = in.acc[0];
+  const size_t n_src = static_cast<size_t>(in.acc[1].t->elements());
+  const T* src = read(in.acc[1], scratch<T>(1, n_src));
   int64_t rows = t.m, cols = t.n;
   bool per_row = t.reduce_dim == 1;
   int64_t outs = per_row ? rows : cols, len = per_row ? cols : rows;
-  if (src.size() == static_cast<size_t>(cols) && rows == 1) {
+  if (n_src == static_cast<size_t>(cols) && rows == 1) {
     outs = 1;
     len = cols;
   }
-  std::vector<double> old = t.reduce_clear ? std::vector<double>() : read(dst);
-  std::vector<double> out(static_cast<size_t>(outs));
+  const size_t n_dst = static_cast<size_t>(dst.t->elements());
+  const T* old = t.reduce_clear ? nullptr : read(dst, scratch<T>(2, n_dst));
+  T* out = scratch<T>(0, std::max(n_dst, static_cast<size_t>(outs)));
+  auto combine = [&](float acc, float v) {
+    if (t.reduce == ir::ReduceKind::Sum) return acc + v;
+    if (t.reduce == ir::ReduceKind::Max) return std::fmax(acc, v);
+    return std::fmin(acc, v);
+  };
   for (int64_t o = 0; o < outs; ++o) {
-    float acc = 0;
-    for (int64_t j = 0; j < len; ++j) {
-      size_t idx = static_cast<size_t>(per_row || outs == 1 ? o * len + j : j * cols + o);
-      float v = static_cast<float>(src[idx]);
-      if (j == 0)
-        acc = v;
-      else if (t.reduce == ir::ReduceKind::Sum)
-        acc += v;
-      else if (t.reduce == ir::ReduceKind::Max)
-        acc = std::fmax(acc, v);
-      else
-        acc = std::fmin(acc, v);
-    }
-    if (!t.reduce_clear) {
-      float prev = static_cast<float>(old[static_cast<size_t>(o)]);
-      if (t.reduce == ir::ReduceKind::Sum)
-        acc += prev;
-      else if (t.reduce == ir::ReduceKind::Max)
-        acc = std::fmax(acc, prev);
-      else
-        acc = std::fmin(acc, prev);
-    }
-    out[static_cast<size_t>(o)] = acc;
+    const bool row = per_row || outs == 1;
+    const T* p = src + (row ? o * len : o);
+    const int64_t step = row ? 1 : cols;
+    float acc = static_cast<float>(p[0]);
+    for (int64_t j = 1; j < len; ++j) acc = combine(acc, static_cast<float>(p[j * step]));
+    if (old) acc = combine(acc, static_cast<float>(old[o]));
+    out[o] = acc;
   }
   write(dst, out);
 }
 
+template <class T>
 void exec_copy(const Instr& in) {
-  auto v = read(in.acc[1]);
+  const Access &dst = in.acc[0], &src = in.acc[1];
+  if (!in.t->transpose && dst.t->dtype == src.t->dtype && !overlap(dst, src))
+    return copy_raw(dst, src);
+  const size_t n = static_cast<size_t>(src.t->elements());
+  const T* v = read(src, scratch<T>(1, n));
   if (in.t->transpose) {
     int64_t rows = in.t->m, cols = in.t->n;
-    std::vector<double> tr(v.size());
+    T* tr = scratch<T>(2, n);
     for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c)
-        tr[static_cast<size_t>(c * rows + r)] = v[static_cast<size_t>(r * cols + c)];
-    v.swap(tr);
+      for (int64_t c = 0; c < cols; ++c) tr[c * rows + r] = v[r * cols + c];
+    v = tr;
   }
-  write(in.acc[0], v);
+  write(dst, v);
 }
 
+/// C = A B in f32 (every operand type converts exactly or is rounded to f32 as the cube
+/// reads it); with init false the product is added to the old C.
 void exec_mmad(const Instr& in) {
   const auto& t = *in.t;
-  int64_t M = t.m, N = t.n, K = t.k;
-  auto a = read(in.acc[1]), b = read(in.acc[2]);
-  std::vector<float> af(static_cast<size_t>(M * K)), bf(static_cast<size_t>(K * N));
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t k = 0; k < K; ++k)
-      af[static_cast<size_t>(i * K + k)] =
-          static_cast<float>(a[static_cast<size_t>(t.transpose_a ? k * M + i : i * K + k)]);
-  for (int64_t k = 0; k < K; ++k)
-    for (int64_t j = 0; j < N; ++j)
-      bf[static_cast<size_t>(k * N + j)] =
-          static_cast<float>(b[static_cast<size_t>(t.transpose_b ? j * K + k : k * N + j)]);
-  std::vector<float> c(static_cast<size_t>(M * N), 0.0f);
-  for (int64_t i = 0; i < M; ++i) {
-    float* crow = &c[static_cast<size_t>(i * N)];
-    for (int64_t k = 0; k < K; ++k) {
-      float av = af[static_cast<size_t>(i * K + k)];
-      const float* brow = &bf[static_cast<size_t>(k * N)];
-      for (int64_t j = 0; j < N; ++j) crow[j] += av * brow[j];
-    }
-  }
-  std::vector<double> out(c.begin(), c.end());
+  const int M = static_cast<int>(t.m), N = static_cast<int>(t.n), K = static_cast<int>(t.k);
+  const size_t mn = static_cast<size_t>(M) * static_cast<size_t>(N);
+  const float* a = read(in.acc[1], scratch<float>(1, static_cast<size_t>(in.acc[1].t->elements())));
+  const float* b = read(in.acc[2], scratch<float>(2, static_cast<size_t>(in.acc[2].t->elements())));
+  float* c = scratch<float>(0, mn);
+  // Single-threaded: the simulator runs cores on its own threads, and a fixed thread count
+  // keeps the summation order, so the result, the same from run to run.
+  static const bool one_thread = (openblas_set_num_threads(1), true);
+  (void)one_thread;
+  cblas_sgemm(CblasRowMajor, t.transpose_a ? CblasTrans : CblasNoTrans,
+              t.transpose_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, a, t.transpose_a ? M : K, b,
+              t.transpose_b ? K : N, 0.0f, c, N);
   if (!t.init) {
-    auto old = read(in.acc[0]);
-    for (size_t i = 0; i < out.size(); ++i)
-      out[i] = static_cast<float>(static_cast<float>(old[i]) + c[i]);
+    const float* old = read(in.acc[0], scratch<float>(3, mn));
+    for (size_t i = 0; i < mn; ++i) c[i] = old[i] + c[i];
   }
-  write(in.acc[0], out);
+  write(in.acc[0], c);
 }
 
 }  // namespace
 
 void execute(const Instr& in) {
+  const bool f = all_float(in);
   switch (in.t->op) {
     case lower::Opcode::Copy:
-      exec_copy(in);
-      break;
+      return f ? exec_copy<float>(in) : exec_copy<double>(in);
     case lower::Opcode::Mmad:
-      exec_mmad(in);
-      break;
+      return exec_mmad(in);
     case lower::Opcode::Vec:
-      exec_vec(in);
-      break;
+      // Compare and select keep their scalar operand unrounded: double.
+      return f && in.t->tile_op != TileOpKind::Compare ? exec_vec<float>(in) : exec_vec<double>(in);
     case lower::Opcode::Reduce:
-      exec_reduce(in);
-      break;
+      return f ? exec_reduce<float>(in) : exec_reduce<double>(in);
     default:
-      break;  // flags and barriers move no data
+      return;  // flags and barriers move no data
   }
 }
 

@@ -19,17 +19,29 @@ def scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_caus
     qa, ka, va = (t.a.astype(_np.float32) for t in (q, k, v))
     d = qa.shape[-1]
     s = scale if scale is not None else 1.0 / math.sqrt(d)
-    scores = _np.matmul(qa, _np.swapaxes(ka, -1, -2)) * s
-    if is_causal:
-        L, S = scores.shape[-2], scores.shape[-1]
-        scores = _np.where(_np.tril(_np.ones((L, S), dtype=bool)), scores, -_np.inf)
-    if attn_mask is not None:
-        m = attn_mask.a
-        scores = _np.where(m, scores, -_np.inf) if m.dtype == bool else scores + m
-    scores = scores - scores.max(axis=-1, keepdims=True)
-    p = _np.exp(scores)
-    p /= p.sum(axis=-1, keepdims=True)
-    return Tensor(_np.matmul(p, va), q.dtype if q.dtype is not None else float32)
+    lead = _np.broadcast_shapes(qa.shape[:-2], ka.shape[:-2], va.shape[:-2])
+    qa, ka, va = (_np.broadcast_to(a, lead + a.shape[-2:]) for a in (qa, ka, va))
+    mask = None if attn_mask is None else _np.broadcast_to(
+        attn_mask.a, lead + (qa.shape[-2], ka.shape[-2]))
+    out = None
+    # One (batch, head) at a time: the scores of all of them at once are B*H*L*S floats
+    # (4 GiB for the FA expert example's defaults).
+    for i in _np.ndindex(*lead):
+        scores = _np.matmul(qa[i], _np.swapaxes(ka[i], -1, -2)) * s
+        if is_causal:
+            L, S = scores.shape[-2], scores.shape[-1]
+            scores = _np.where(_np.tril(_np.ones((L, S), dtype=bool)), scores, -_np.inf)
+        if mask is not None:
+            m = mask[i]
+            scores = _np.where(m, scores, -_np.inf) if m.dtype == bool else scores + m
+        scores = scores - scores.max(axis=-1, keepdims=True)
+        p = _np.exp(scores)
+        p /= p.sum(axis=-1, keepdims=True)
+        r = _np.matmul(p, va[i])
+        if out is None:  # the dtype of the math (a float64 mask makes it float64)
+            out = _np.empty(lead + r.shape, dtype=r.dtype)
+        out[i] = r
+    return Tensor(out, q.dtype if q.dtype is not None else float32)
 
 
 def relu(x):

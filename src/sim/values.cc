@@ -1,0 +1,103 @@
+#include "values.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace tilepipe::sim {
+
+ValueExecutor::ValueExecutor(int groups, int threads, const std::vector<int64_t>& written_bytes)
+    : groups_(static_cast<size_t>(groups)) {
+  threads = std::min(threads, groups);
+  if (threads <= 0) return;
+  pages_.resize(written_bytes.size());
+  for (size_t i = 0; i < written_bytes.size(); ++i)
+    pages_[i].resize(static_cast<size_t>((written_bytes[i] + kPage - 1) / kPage));
+  for (int i = 0; i < threads; ++i) workers_.push_back(std::make_unique<Worker>());
+  for (int g = 0; g < groups; ++g)
+    groups_[static_cast<size_t>(g)].worker = workers_[static_cast<size_t>(g % threads)].get();
+  for (auto& w : workers_) w->thread = std::thread([this, p = w.get()] { run(*p); });
+}
+
+ValueExecutor::~ValueExecutor() {
+  for (auto& w : workers_) {
+    {
+      std::lock_guard lk(w->m);
+      w->stop = true;  // an engine error ends the run: queued values no longer matter
+    }
+    w->more.notify_one();
+  }
+  for (auto& w : workers_) w->thread.join();
+}
+
+void ValueExecutor::run(Worker& w) {
+  std::deque<Job> batch;
+  for (;;) {
+    {
+      std::unique_lock lk(w.m);
+      w.more.wait(lk, [&] { return w.stop || !w.jobs.empty(); });
+      if (w.stop) return;
+      batch.swap(w.jobs);
+    }
+    for (const Job& j : batch) {
+      execute(j.in);
+      auto& done = groups_[static_cast<size_t>(j.group)].done;
+      done.fetch_add(1, std::memory_order_release);
+      done.notify_all();
+    }
+    batch.clear();
+  }
+}
+
+void ValueExecutor::wait_for(int group, uint64_t seq) {
+  auto& done = groups_[static_cast<size_t>(group)].done;
+  for (uint64_t d; (d = done.load(std::memory_order_acquire)) < seq;)
+    done.wait(d, std::memory_order_acquire);
+}
+
+void ValueExecutor::drain(int group) {
+  if (!workers_.empty()) wait_for(group, groups_[static_cast<size_t>(group)].submitted);
+}
+
+void ValueExecutor::drain_all() {
+  for (int g = 0; g < static_cast<int>(groups_.size()); ++g) drain(g);
+}
+
+void ValueExecutor::order_gm(int group, const Access& a, bool write, uint64_t seq) {
+  auto& pages = pages_[static_cast<size_t>(a.t->gm_index)];
+  if (pages.empty()) return;  // never written: reads in any order see the same bytes
+  const uint64_t self = uint64_t{1} << group;
+  for_each_run(a, [&](int64_t lo, int64_t len) {
+    for (int64_t p = lo / kPage; p <= (lo + len - 1) / kPage; ++p) {
+      Page& pg = pages[static_cast<size_t>(p)];
+      if (pg.writer >= 0 && pg.writer != group) wait_for(pg.writer, pg.write_seq);
+      if (!write) {
+        pg.readers |= self;
+        continue;
+      }
+      for (uint64_t r = pg.readers & ~self; r; r &= r - 1) drain(std::countr_zero(r));
+      pg = {group, seq, 0};
+    }
+  });
+}
+
+void ValueExecutor::submit(int group, const Instr& in) {
+  if (workers_.empty()) {
+    execute(in);
+    return;
+  }
+  Group& g = groups_[static_cast<size_t>(group)];
+  const uint64_t seq = g.submitted + 1;
+  for (int i = 0; i < in.t->num_acc; ++i) {
+    const Access& a = in.acc[static_cast<size_t>(i)];
+    if (a.t->scope == ir::Scope::GM) order_gm(group, a, i == 0, seq);
+  }
+  g.submitted = seq;
+  {
+    std::lock_guard lk(g.worker->m);
+    g.worker->jobs.push_back({group, in});
+  }
+  g.worker->more.notify_one();
+  if (seq > kBehind) wait_for(group, seq - kBehind);
+}
+
+}  // namespace tilepipe::sim

@@ -1,0 +1,79 @@
+// The functional engine's value work on threads: the engine (one thread) decides the order
+// of every instruction, as in a sequential run; the executor applies the instructions'
+// values on worker threads, one AI core's instructions in that order on one worker. The
+// result is the sequential run's, whatever the thread count:
+// - the three cores of an AI core share local memories with no one and their GM workspace
+//   only through the cross-core flags, so their order within the AI core is all they need;
+// - instructions of different AI cores touching the same GM bytes (one writes) keep the
+//   engine's order: a page table of the GM tensors some instruction writes makes the later
+//   one wait for the earlier one's AI core to have applied it;
+// - the engine's own reads of values (a UB scalar, the outputs) wait for the AI core first.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "instr.h"
+
+namespace tilepipe::sim {
+
+class ValueExecutor {
+ public:
+  /// `groups` AI cores (at most 64) on `threads` workers (0: execute on the calling thread
+  /// at submit). `written_bytes[i]`: the size of GM tensor i where some instruction writes
+  /// it, else 0 (only those are ordered).
+  ValueExecutor(int groups, int threads, const std::vector<int64_t>& written_bytes);
+  ~ValueExecutor();
+  ValueExecutor(const ValueExecutor&) = delete;
+  ValueExecutor& operator=(const ValueExecutor&) = delete;
+
+  /// Applies `in` (operand memories resolved) after every earlier instruction it depends on.
+  void submit(int group, const Instr& in);
+  /// Returns once every instruction submitted for the group has been applied.
+  void drain(int group);
+  void drain_all();
+
+ private:
+  struct Job {
+    int group;
+    Instr in;
+  };
+  struct Worker {
+    std::mutex m;
+    std::condition_variable more;  // jobs were queued or the executor stops
+    std::deque<Job> jobs;
+    bool stop = false;
+    std::thread thread;
+  };
+  struct Group {
+    Worker* worker = nullptr;
+    uint64_t submitted = 0;          // engine thread only
+    std::atomic<uint64_t> done = 0;  // applied, in submission order
+  };
+  /// Last GM access of a page of a written tensor (kPage bytes).
+  struct Page {
+    int writer = -1;         // AI core of the last write
+    uint64_t write_seq = 0;  // its `submitted` count after that write
+    uint64_t readers = 0;    // AI cores that read since, a bit each (groups <= 64)
+  };
+  static constexpr int64_t kPage = 1024;
+  // Instructions an AI core may have submitted and not yet applied: bounds the queues'
+  // memory where the engine runs ahead of the values.
+  static constexpr uint64_t kBehind = 1024;
+
+  void run(Worker& w);
+  void wait_for(int group, uint64_t seq);
+  void order_gm(int group, const Access& a, bool write, uint64_t seq);
+
+  std::vector<Group> groups_;
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<std::vector<Page>> pages_;  // per GM tensor; empty where never written
+};
+
+}  // namespace tilepipe::sim
