@@ -75,6 +75,12 @@ namespace {
 std::string kib(int64_t bytes) {
   return fmt::format("{:.1f} KiB", bytes / 1024.0);
 }
+std::string human_bytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (int64_t{1} << 30)) return fmt::format("{:.1f} GiB", b / (1 << 30));
+  if (bytes >= (int64_t{1} << 20)) return fmt::format("{:.1f} MiB", b / (1 << 20));
+  return kib(bytes);
+}
 std::string shape_str(const std::vector<int64_t>& s) {
   return fmt::format("[{}]", fmt::join(s, ", "));
 }
@@ -118,6 +124,7 @@ class Verifier {
     }
     for (const auto& b : p_.params) declare_gm(b);
     for (const auto& b : p_.workspaces) declare_gm(b);
+    check_gm_capacity();
     stmt(p_.body);
     check_load_sources();
     if (opts_.capacity) check_capacity();
@@ -1047,6 +1054,31 @@ class Verifier {
       return;
     }
     event_id(n.flag_id, chip_.cross_flag_ids, s.loc, "wait_cross_flag");
+  }
+
+  /// The kernel's GM tensors (parameters and workspaces) must fit in the die's HBM: a
+  /// larger program describes no run the chip can make, however few cycles it is given.
+  void check_gm_capacity() {
+    std::vector<Buffer> gm(p_.params.begin(), p_.params.end());
+    gm.insert(gm.end(), p_.workspaces.begin(), p_.workspaces.end());
+    int64_t total = 0;
+    for (const auto& b : gm) {
+      if (!b || b->bytes() > ir::kMaxBufferBytes) return;  // reported by check_shape
+      total += b->bytes();
+    }
+    if (total <= chip_.hbm_bytes || gm.empty()) return;
+    std::stable_sort(gm.begin(), gm.end(),
+                     [](const Buffer& a, const Buffer& b) { return a->bytes() > b->bytes(); });
+    std::vector<std::string> notes;
+    for (size_t i = 0; i < gm.size() && i < 6; ++i)
+      notes.push_back(fmt::format("{:<12} {:>10}  shape {}  {}", gm[i]->name,
+                                  human_bytes(gm[i]->bytes()), shape_str(gm[i]->shape),
+                                  gm[i]->loc.str()));
+    error(gm[0]->loc, "capacity",
+          fmt::format("GM overflow: the kernel's tensors need {} ({} bytes), the chip's HBM "
+                      "holds {} (die.hbm_bytes = {})",
+                      human_bytes(total), total, human_bytes(chip_.hbm_bytes), chip_.hbm_bytes),
+          "use smaller shapes (batch, heads or sequence length)", std::move(notes));
   }
 
   void check_capacity() {
