@@ -128,8 +128,8 @@ class Engine {
         depth_(chip.pipe_queue_depth),
         launch_(chip.launch_cycles()),
         block_start_(chip.block_start_cycles()),
-        hbm_(chip.hbm_bw),
-        l2_(chip.l2_bw),
+        hbm_(chip.hbm_bw, launch_),
+        l2_(chip.l2_bw, launch_),
         l2res_(tensor_bytes(p), chip.l2_bytes) {
     for (const auto* cp : {&p.aic, &p.aiv})
       for (const auto& t : cp->instrs)
