@@ -90,8 +90,7 @@ TEST(Blocks, EveryCoreStartsAfterTheLaunch) {
   ASSERT_GT(c.launch_cycles(), 0);
   const sim::SimResult r = run(scale_rows(24), sim::Mode::Timing);
   for (const auto& core : r.cores) {
-    EXPECT_DOUBLE_EQ(core.pipes[static_cast<size_t>(ir::Pipe::S)].account.head,
-                     c.launch_cycles());
+    EXPECT_DOUBLE_EQ(core.pipes[static_cast<size_t>(ir::Pipe::S)].account.head, c.launch_cycles());
     EXPECT_GE(core.pipes[static_cast<size_t>(ir::Pipe::MTE2)].account.head, c.launch_cycles());
   }
   // The launch moves the whole run, the 48 AIVs' contention for HBM included.
@@ -131,9 +130,7 @@ TEST(Blocks, AFlagLeftSetAtTheEndOfABlockDoesNotCarryOver) {
       if_(cid >= 24, [&] { wait_flag(Pipe::V, Pipe::MTE2, 1); });
       tile::fill(x, 1.0);
       line = testing::here(2) + ":";
-      if_(cid < 24, [&] {
-        set_flag(Pipe::V, Pipe::MTE2, 1);
-      });
+      if_(cid < 24, [&] { set_flag(Pipe::V, Pipe::MTE2, 1); });
     });
     return k.finish();
   };

@@ -89,7 +89,7 @@ struct FuzzCase {
   ir::Program program;
   Defect defect = Defect::None;
   sim::HostData inputs;
-  sim::HostData expected;  // outputs by name (valid programs)
+  sim::HostData expected;   // outputs by name (valid programs)
   double max_cycles = 1e9;  // after the launch (die.launch_us)
 };
 

@@ -650,7 +650,7 @@ class SimTimingMte2Copy : public ::testing::TestWithParam<int64_t> {
  protected:
   const ChipConfig& c = testing::a3();
   const int64_t bytes = GetParam() * kLargeTransfer;
-  const double I = c.issue_cycles;  // the copy is the first instruction: issued at L + I
+  const double I = c.issue_cycles;     // the copy is the first instruction: issued at L + I
   const double L = c.launch_cycles();  // every time below counts from the launch
   void SetUp() override {
     // Two concurrent streams stay below the die's bandwidth: no sharing effects.
@@ -729,7 +729,8 @@ TEST(SimTiming, SinAndPowCostTheirLibraryExpansionFromTheConfig) {
     double occ = pow ? rep * (2 * std::max(1.0, epr / c.vector_transcendental_elems_per_cycle) +
                               c.vector_pow_extra_ops * c.vector_simple_cycles_per_repeat)
                      : rep * c.vector_sin_cos_ops * c.vector_simple_cycles_per_repeat;
-    EXPECT_DOUBLE_EQ(r.res.cycles, c.launch_cycles() + I + occ + c.vector_startup_exp) << (pow ? "pow" : "sin");
+    EXPECT_DOUBLE_EQ(r.res.cycles, c.launch_cycles() + I + occ + c.vector_startup_exp)
+        << (pow ? "pow" : "sin");
   }
 }
 
@@ -873,8 +874,7 @@ TEST(SimTiming, CrossCoreWaitTakesEffectWhenEveryPipeOfTheCoreReachesIt) {
   const double I = c.issue_cycles;
   double first_leaves = I + bytes / c.mte2_bw_hbm;  // after the launch
   ASSERT_GT(first_leaves, I + c.cross_flag_latency) << "the flag must be visible earlier";
-  double want =
-      c.launch_cycles() + first_leaves + I + c.mte2_latency + 4 * bytes / c.mte2_bw_hbm;
+  double want = c.launch_cycles() + first_leaves + I + c.mte2_latency + 4 * bytes / c.mte2_bw_hbm;
   for (const auto& core : r.res.cores) {
     if (core.kind == ir::CoreKind::V) {
       EXPECT_NEAR(core.end_cycle, want, 1e-9 * want) << core.name;

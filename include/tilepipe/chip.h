@@ -25,10 +25,10 @@ struct ChipConfig {
   std::string description;
 
   // Die.
-  int ai_cores = 24;          // each = 1 AIC (Cube) + 2 AIV (Vector)
-  int aiv_per_core = 2;       // Vector cores per AI core
-  double clock_mhz = 1850.0;  // cube clock = vector clock
-  double launch_us = 0.0;     // fixed cost per kernel launch: the first blocks start after it
+  int ai_cores = 24;            // each = 1 AIC (Cube) + 2 AIV (Vector)
+  int aiv_per_core = 2;         // Vector cores per AI core
+  double clock_mhz = 1850.0;    // cube clock = vector clock
+  double launch_us = 0.0;       // fixed cost per kernel launch: the first blocks start after it
   double block_start_us = 0.0;  // a core starts its next block this long after the last ended
 
   // Per-core memories.

@@ -601,7 +601,7 @@ class Engine {
   /// groups of AIC + AIVs), die.block_start_us later; flags do not carry over. False while
   /// c waits for the others: it leaves the schedule, and the last one to finish starts the
   /// next block on every core of the group.
-  bool next_block(Core& c) {
+  [[gnu::noinline, gnu::cold]] bool next_block(Core& c) {
     if (c.next_block == c.ai_core) {  // its first block: starts at the launch
       enter_block(c);
       return true;
@@ -1819,22 +1819,23 @@ class Engine {
 
   /// Core c's flags that are still set at `when` ("the kernel ends", or the end of a block:
   /// flags do not carry over to the next one).
-  void unmatched_flags(const Core& c, const std::string& when, std::vector<Diagnostic>& diags) const {
+  void unmatched_flags(const Core& c, const std::string& when,
+                       std::vector<Diagnostic>& diags) const {
     for (size_t k = 0; k < c.flags.size(); ++k) {
       const auto& q = c.flags[k].sets;
       if (q.empty()) continue;
       const auto& r = q.front();
       size_t id = k % static_cast<size_t>(chip_.event_ids);
       size_t pair = k / static_cast<size_t>(chip_.event_ids);
-      diags.push_back({r.op->loc,
-                       "unmatched-flag",
-                       fmt::format("{}: flag {}->{} #{} is still set when {} ({} set(s) never "
-                                   "waited on)",
-                                   c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
-                                   ir::to_string(static_cast<Pipe>(pair % kPipes)), id, when,
-                                   q.size()),
-                       {},
-                       "drain every outstanding set with a matching wait_flag at the end"});
+      diags.push_back(
+          {r.op->loc,
+           "unmatched-flag",
+           fmt::format("{}: flag {}->{} #{} is still set when {} ({} set(s) never "
+                       "waited on)",
+                       c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
+                       ir::to_string(static_cast<Pipe>(pair % kPipes)), id, when, q.size()),
+           {},
+           "drain every outstanding set with a matching wait_flag at the end"});
     }
   }
 
@@ -1987,7 +1988,7 @@ class Engine {
   std::vector<CrossFlags> cross_;
   using HeapItem = std::pair<double, int>;
   std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<>> heap_;
-  int depth_;  // issue.pipe_queue_depth, read for every instruction
+  int depth_;                    // issue.pipe_queue_depth, read for every instruction
   double launch_, block_start_;  // die.launch_us, die.block_start_us in cycles
   // Block boundaries (next_block): per AI core, its cores that have finished the current
   // block and the latest end among them; the cores per AI core.
