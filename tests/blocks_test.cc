@@ -129,7 +129,7 @@ TEST(Blocks, AFlagLeftSetAtTheEndOfABlockDoesNotCarryOver) {
       auto x = alloc_ub("x", {64}, f32);
       if_(cid >= 24, [&] { wait_flag(Pipe::V, Pipe::MTE2, 1); });
       tile::fill(x, 1.0);
-      line = testing::here(2) + ":";
+      line = testing::here(1) + ":";
       if_(cid < 24, [&] { set_flag(Pipe::V, Pipe::MTE2, 1); });
     });
     return k.finish();
