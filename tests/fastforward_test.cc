@@ -109,6 +109,24 @@ TEST(FastForward, JumpsLandOnTheSamePhaseOfABufferRing) {
   expect_same_run(exact, ff, 1e-3);
 }
 
+TEST(FastForward, JumpsInsideEachBlockOfACoreThatRunsSeveral) {
+  // Two AI cores, two blocks each: a jump never crosses a block boundary, and every block's
+  // loop jumps on its own.
+  ChipConfig chip = testing::a3();
+  chip.ai_cores = 2;
+  const auto& k = kernels::find_kernel("elementwise");
+  kernels::RunRequest req;
+  req.params = kernels::resolve_params(
+      k, {{"N", "2097152"}, {"tile", "8192"}, {"block_num", "4"}, {"buffers", "2"}});
+  req.mode = sim::Mode::Timing;
+  req.fast_forward = off();
+  auto exact = kernels::run_kernel(k, req, chip);
+  req.fast_forward = eager();
+  auto ff = kernels::run_kernel(k, req, chip);
+  EXPECT_GE(ff.sim.fast_forward.jumps, 2);
+  expect_same_run(exact, ff, 1e-3);
+}
+
 TEST(FastForward, NeverJumpsOverTheIterationThatFillsTheL2) {
   // The baseline re-reads its Q block from GM for every KV tile: hits while the block is
   // L2-resident, misses once the L2 is full (nothing new becomes resident). The L2 here

@@ -89,8 +89,8 @@ struct FuzzCase {
   ir::Program program;
   Defect defect = Defect::None;
   sim::HostData inputs;
-  sim::HostData expected;  // outputs by name (valid programs)
-  double max_cycles = 1e9;
+  sim::HostData expected;   // outputs by name (valid programs)
+  double max_cycles = 1e9;  // after the launch (die.launch_us)
 };
 
 class Rng {
@@ -483,7 +483,7 @@ inline FuzzResult run_fuzz_case(uint64_t seed, const ChipConfig& chip) {
     sim::HostData io = fc.inputs;
     sim::SimOptions o;
     o.mode = sim::Mode::Functional;
-    o.max_cycles = fc.max_cycles;
+    o.max_cycles = chip.launch_cycles() + fc.max_cycles;
     o.detect_races = true;
     sim::simulate(lp, chip, &io, o);
     for (const auto& [name, want] : fc.expected) {

@@ -650,7 +650,8 @@ class SimTimingMte2Copy : public ::testing::TestWithParam<int64_t> {
  protected:
   const ChipConfig& c = testing::a3();
   const int64_t bytes = GetParam() * kLargeTransfer;
-  const double I = c.issue_cycles;  // the copy is the first instruction: issued at I
+  const double I = c.issue_cycles;     // the copy is the first instruction: issued at L + I
+  const double L = c.launch_cycles();  // every time below counts from the launch
   void SetUp() override {
     // Two concurrent streams stay below the die's bandwidth: no sharing effects.
     ASSERT_LE(2 * c.mte2_bw_hbm, c.hbm_bw);
@@ -660,7 +661,7 @@ class SimTimingMte2Copy : public ::testing::TestWithParam<int64_t> {
 
 TEST_P(SimTimingMte2Copy, FirstReadCostsLatencyPlusBytesOverHbmBandwidthAfterIssue) {
   auto r = run_timing(build_mte2_reads(bytes, false));
-  double want = I + c.mte2_latency + bytes / c.mte2_bw_hbm;
+  double want = L + I + c.mte2_latency + bytes / c.mte2_bw_hbm;
   EXPECT_NEAR(r.res.cycles, want, 1e-9 * want);
   EXPECT_DOUBLE_EQ(r.res.gm_bytes_hbm, 2.0 * bytes);
 }
@@ -669,7 +670,7 @@ TEST_P(SimTimingMte2Copy, RepeatReadHitsL2AndCostsLatencyPlusBytesOverL2Bandwidt
   auto r = run_timing(build_mte2_reads(bytes, true));
   double first_end = I + c.mte2_latency + bytes / c.mte2_bw_hbm;
   double second_start = std::max(3 * I, first_end);  // behind the barrier
-  double want = second_start + c.mte2_latency_l2 + bytes / c.mte2_bw_l2;
+  double want = L + second_start + c.mte2_latency_l2 + bytes / c.mte2_bw_l2;
   EXPECT_NEAR(r.res.cycles, want, 1e-9 * want);
   EXPECT_DOUBLE_EQ(r.res.gm_bytes_l2, 2.0 * bytes);
 }
@@ -704,8 +705,8 @@ TEST(SimTiming, IndependentVectorOpsOverlapByOccupancy) {
   const double I = c.issue_cycles, occ = add_occupancy(c), lat = c.vector_startup_add;
   auto r = run_timing(build_two_adds(false, false));
   double s1 = I, s2 = std::max(2 * I, s1 + occ);  // starts when the pipe frees
-  EXPECT_DOUBLE_EQ(r.res.cycles, s2 + occ + lat);
-  EXPECT_LT(r.res.cycles, I + 2 * (occ + lat));
+  EXPECT_DOUBLE_EQ(r.res.cycles, c.launch_cycles() + s2 + occ + lat);
+  EXPECT_LT(r.res.cycles, c.launch_cycles() + I + 2 * (occ + lat));
 }
 
 /// One f32 [2048] sin (or pow) alone: issue + the library expansion's repeats + exp's latency.
@@ -728,7 +729,8 @@ TEST(SimTiming, SinAndPowCostTheirLibraryExpansionFromTheConfig) {
     double occ = pow ? rep * (2 * std::max(1.0, epr / c.vector_transcendental_elems_per_cycle) +
                               c.vector_pow_extra_ops * c.vector_simple_cycles_per_repeat)
                      : rep * c.vector_sin_cos_ops * c.vector_simple_cycles_per_repeat;
-    EXPECT_DOUBLE_EQ(r.res.cycles, I + occ + c.vector_startup_exp) << (pow ? "pow" : "sin");
+    EXPECT_DOUBLE_EQ(r.res.cycles, c.launch_cycles() + I + occ + c.vector_startup_exp)
+        << (pow ? "pow" : "sin");
   }
 }
 
@@ -737,7 +739,7 @@ TEST(SimTiming, DependentVectorOpWaitsForTheResult) {
   const double I = c.issue_cycles, occ = add_occupancy(c), lat = c.vector_startup_add;
   auto r = run_timing(build_two_adds(true, false));
   double s2 = std::max(2 * I, I + occ + lat);
-  EXPECT_DOUBLE_EQ(r.res.cycles, s2 + occ + lat);
+  EXPECT_DOUBLE_EQ(r.res.cycles, c.launch_cycles() + s2 + occ + lat);
 }
 
 TEST(SimTiming, PipeBarrierMakesTheNextOpWaitForTheResult) {
@@ -745,7 +747,7 @@ TEST(SimTiming, PipeBarrierMakesTheNextOpWaitForTheResult) {
   const double I = c.issue_cycles, occ = add_occupancy(c), lat = c.vector_startup_add;
   auto r = run_timing(build_two_adds(false, true));
   double s2 = std::max(3 * I, I + occ + lat);  // the barrier is issued in between
-  EXPECT_DOUBLE_EQ(r.res.cycles, s2 + occ + lat);
+  EXPECT_DOUBLE_EQ(r.res.cycles, c.launch_cycles() + s2 + occ + lat);
 }
 
 /// Collects every executed instruction.
@@ -811,7 +813,7 @@ TEST(SimTiming, WaitFlagDelaysConsumerPipeUntilSetPlusFlagLatency) {
   double add_start = std::max(4 * I, visible);
   double occ = std::ceil(static_cast<double>(bytes) / c.vector_repeat_bytes) *
                c.vector_simple_cycles_per_repeat;
-  double want = add_start + occ + c.vector_startup_add;
+  double want = c.launch_cycles() + add_start + occ + c.vector_startup_add;
   EXPECT_NEAR(r.res.cycles, want, 1e-9 * want);
 }
 
@@ -837,11 +839,11 @@ TEST(SimTiming, CrossCoreFlagAddsCrossFlagLatency) {
   const ChipConfig& c = testing::a3();
   const int64_t bytes = kLargeTransfer;
   auto r = run_timing(build_cross_timing(bytes));
-  const double I = c.issue_cycles;
+  const double I = c.issue_cycles, L = c.launch_cycles();  // times below count from L
   // GM -> L1 converts ND to NZ on the way: dma.nd2nz_efficiency of the bandwidth.
-  double aic_copy_end = I + c.mte2_latency + bytes / c.dma_nd2nz_efficiency / c.mte2_bw_hbm;
-  double set_fires = std::max(2 * I, aic_copy_end);
-  double aiv_resumes = std::max(I, set_fires + c.cross_flag_latency);
+  double aic_copy_end = L + I + c.mte2_latency + bytes / c.dma_nd2nz_efficiency / c.mte2_bw_hbm;
+  double set_fires = std::max(L + 2 * I, aic_copy_end);
+  double aiv_resumes = std::max(L + I, set_fires + c.cross_flag_latency);
   double aiv_end = aiv_resumes + I + c.mte2_latency_l2 + bytes / c.mte2_bw_l2;
   EXPECT_NEAR(r.res.cycles, aiv_end, 1e-9 * aiv_end);
   ASSERT_EQ(r.res.cores.size(), 3u);
@@ -870,9 +872,9 @@ TEST(SimTiming, CrossCoreWaitTakesEffectWhenEveryPipeOfTheCoreReachesIt) {
   });
   auto r = run_timing(k.finish());
   const double I = c.issue_cycles;
-  double first_leaves = I + bytes / c.mte2_bw_hbm;
+  double first_leaves = I + bytes / c.mte2_bw_hbm;  // after the launch
   ASSERT_GT(first_leaves, I + c.cross_flag_latency) << "the flag must be visible earlier";
-  double want = first_leaves + I + c.mte2_latency + 4 * bytes / c.mte2_bw_hbm;
+  double want = c.launch_cycles() + first_leaves + I + c.mte2_latency + 4 * bytes / c.mte2_bw_hbm;
   for (const auto& core : r.res.cores) {
     if (core.kind == ir::CoreKind::V) {
       EXPECT_NEAR(core.end_cycle, want, 1e-9 * want) << core.name;

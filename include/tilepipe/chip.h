@@ -25,10 +25,11 @@ struct ChipConfig {
   std::string description;
 
   // Die.
-  int ai_cores = 24;          // each = 1 AIC (Cube) + 2 AIV (Vector)
-  int aiv_per_core = 2;       // Vector cores per AI core
-  double clock_mhz = 1850.0;  // cube clock = vector clock
-  double launch_us = 0.0;     // fixed cost per kernel launch
+  int ai_cores = 24;            // each = 1 AIC (Cube) + 2 AIV (Vector)
+  int aiv_per_core = 2;         // Vector cores per AI core
+  double clock_mhz = 1850.0;    // cube clock = vector clock
+  double launch_us = 0.0;       // fixed cost per kernel launch: the first blocks start after it
+  double block_start_us = 0.0;  // a core starts its next block this long after the last ended
 
   // Per-core memories.
   ScopeCapacity l1, l0a, l0b, l0c, ub;
@@ -103,6 +104,8 @@ struct ChipConfig {
   std::map<std::string, std::string> sources;
 
   double us_per_cycle() const { return 1.0 / clock_mhz; }
+  double launch_cycles() const { return launch_us * clock_mhz; }
+  double block_start_cycles() const { return block_start_us * clock_mhz; }
 };
 
 /// Parses a chip config from JSON text; `origin` names the file in errors.

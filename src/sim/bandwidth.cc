@@ -7,12 +7,12 @@
 
 namespace tilepipe::sim {
 
-BandwidthLedger::BandwidthLedger(double bytes_per_cycle, double bucket_cycles)
-    : capacity_(bytes_per_cycle * bucket_cycles), bucket_(bucket_cycles) {}
+BandwidthLedger::BandwidthLedger(double bytes_per_cycle, double origin, double bucket_cycles)
+    : capacity_(bytes_per_cycle * bucket_cycles), origin_(origin), bucket_(bucket_cycles) {}
 
 double BandwidthLedger::transfer(double start, double bytes, double rate, double limit) {
   constexpr int64_t kKeep = 1 << 16;  // buckets kept behind the newest request
-  double t = start, left = bytes;
+  double t = start - origin_, left = bytes;
   // floor(t / bucket_) without a libm call
   auto bucket_of = [this](double x) {
     const double q = x / bucket_;
@@ -50,14 +50,14 @@ double BandwidthLedger::transfer(double start, double bytes, double rate, double
       used += can;
       left -= can;
       t = bucket_end;
-      if (t > limit) [[unlikely]]
-        return t + left / rate;
+      if (t + origin_ > limit) [[unlikely]]
+        return t + origin_ + left / rate;
       // bucket_of(t) without the divide: it is b + 1, or t would stay at the end of bucket b
       // with dt = 0 and the loop never end.
       ++b;
     }
   }
-  return t;
+  return t + origin_;
 }
 
 void BandwidthLedger::shift(double cycles) {

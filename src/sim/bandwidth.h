@@ -16,7 +16,9 @@ namespace tilepipe::sim {
 
 class BandwidthLedger {
  public:
-  explicit BandwidthLedger(double bytes_per_cycle, double bucket_cycles = 256);
+  /// Buckets count from `origin`, where the kernel's traffic can begin (the launch): the
+  /// launch moves a run without moving its transfers against the bucket edges.
+  explicit BandwidthLedger(double bytes_per_cycle, double origin = 0, double bucket_cycles = 256);
   /// Moves `bytes` from cycle `start` at up to `rate` bytes/cycle; returns the end cycle.
   /// Stops walking buckets once past `limit` (the run's cycle budget) and returns a time
   /// past it: a starved transfer (a die bandwidth near zero) must not walk forever.
@@ -26,6 +28,7 @@ class BandwidthLedger {
 
  private:
   double capacity_;  // bytes per bucket
+  double origin_;
   double bucket_;
   int64_t base_ = 0;  // bucket index of used_.front()
   Ring<double> used_;

@@ -125,6 +125,7 @@ const std::vector<Group>& schema() {
                      field("aiv_per_core", "count", &C::aiv_per_core, 0, 8),
                      field("clock_mhz", "MHz", &C::clock_mhz, 100, 10000, kClosed),
                      field("launch_us", "us", &C::launch_us, 0, 10000, kClosed),
+                     field("block_start_us", "us", &C::block_start_us, 0, 100, kClosed),
                      field("hbm_bytes", "B", &C::hbm_bytes, 16 * kMiB, 16384 * kGiB),
                      field("hbm_bw", "B/cycle", &C::hbm_bw, kMinDieBw, 100000, kClosed),
                      field("l2_bytes", "B", &C::l2_bytes, 0, 16 * kGiB),

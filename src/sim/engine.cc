@@ -129,8 +129,10 @@ class Engine {
         opts_(o),
         functional_(o.mode == Mode::Functional),
         depth_(chip.pipe_queue_depth),
-        hbm_(chip.hbm_bw),
-        l2_(chip.l2_bw),
+        launch_(chip.launch_cycles()),
+        block_start_(chip.block_start_cycles()),
+        hbm_(chip.hbm_bw, launch_),
+        l2_(chip.l2_bw, launch_),
         l2res_(tensor_bytes(p), chip.l2_bytes) {
     for (const auto* cp : {&p.aic, &p.aiv})
       for (const auto& t : cp->instrs)
@@ -517,6 +519,7 @@ class Engine {
     c.slots.assign(static_cast<size_t>(prog->num_slots), 0);
     c.slots[lower::kSlotVid] = vid;
     c.next_block = ai;
+    c.t = launch_;  // the kernel's first blocks start after the launch
     c.flags.resize(static_cast<size_t>(kPipes * kPipes * chip_.event_ids));
     c.tally.waits.resize(prog->instrs.size());
     for (auto& ps : c.pipes) ps.started.assign(static_cast<size_t>(chip_.pipe_queue_depth), 0.0);
@@ -543,6 +546,7 @@ class Engine {
         x.v2c[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
       }
     }
+    block_ends_.resize(static_cast<size_t>(n));
     if (opts_.detect_races) race_ = std::make_unique<RaceDetector>(n);
     op_hooks_ = race_ || opts_.observer || functional_;
     for (int ai = 0; ai < n; ++ai) {
@@ -550,6 +554,7 @@ class Engine {
       if (!p_.aiv.empty())
         for (int v = 0; v < chip_.aiv_per_core && v < 2; ++v) add_core(CoreKind::V, ai, v, &p_.aiv);
     }
+    members_ = n > 0 ? static_cast<int>(cores_.size()) / n : 0;
     for (auto& c : cores_) push(c);
   }
 
@@ -578,15 +583,17 @@ class Engine {
     c.tally.pipes[static_cast<size_t>(Pipe::S)].busy_cycles += cycles;
   }
 
-  /// Walks control flow to the next instruction template: its index, or -1 where the stream
-  /// ends.
+  /// fetch's answers besides a template index: the core's stream has ended, or the core
+  /// waits at a block boundary (next_block).
+  static constexpr int kStreamEnd = -1, kBlockWait = -2;
+
+  /// Walks control flow to the next instruction template: its index, kStreamEnd or
+  /// kBlockWait.
   [[gnu::always_inline]] int fetch(Core& c) {
     for (;;) {
       if (c.stack.empty()) [[unlikely]] {
-        if (c.next_block >= p_.block_num) return -1;
-        c.slots[lower::kSlotCid] = c.next_block;
-        c.next_block += chip_.ai_cores;
-        c.stack.push_back(frame(&c.prog->body, code_.at(&c.prog->body), nullptr, 0));
+        if (c.next_block >= p_.block_num) return kStreamEnd;
+        if (!next_block(c)) return kBlockWait;
       }
       Frame& f = c.stack.back();
       if (f.pos < f.size) {
@@ -616,6 +623,59 @@ class Engine {
       }
       c.stack.pop_back();
     }
+  }
+
+  /// Core c has issued its block and its AI core has another. As on the hardware, a block
+  /// starts only once the previous block on the AI core has finished on every core of it
+  /// (the kernel function's end waits for every pipe; a Cube/Vector kernel's blocks run on
+  /// groups of AIC + AIVs), die.block_start_us later; flags do not carry over. False while
+  /// c waits for the others: it leaves the schedule, and the last one to finish starts the
+  /// next block on every core of the group.
+  [[gnu::noinline, gnu::cold]] bool next_block(Core& c) {
+    if (c.next_block == c.ai_core) {  // its first block: starts at the launch
+      enter_block(c);
+      return true;
+    }
+    if (opts_.lower_bound_only) {  // no scheduling: only the start's cost
+      c.t += block_start_;
+      enter_block(c);
+      return true;
+    }
+    double end = c.t;
+    for (const auto& ps : c.pipes) {
+      if (!ps.queue.empty()) return false;  // a wait that never ends: check_finished reports it
+      end = std::max(end, ps.done);
+    }
+    BlockEnd& b = block_ends_[static_cast<size_t>(c.ai_core)];
+    b.end = std::max(b.end, end);
+    if (++b.arrived < members_) return false;
+    const double start = b.end + block_start_;
+    b = {};
+    const std::span<Core> group(cores_.data() + static_cast<ptrdiff_t>(c.ai_core) * members_,
+                                static_cast<size_t>(members_));
+    std::vector<Diagnostic> diags;
+    const std::string when = fmt::format("block cid={} ends", c.slots[lower::kSlotCid]);
+    for (const Core& m : group) unmatched_flags(m, when, diags);
+    unmatched_cross(static_cast<size_t>(c.ai_core), when, diags);
+    if (!diags.empty()) throw UserError(merge_across_cores(std::move(diags)));
+    if (race_) race_->barrier(c.ai_core);
+    for (Core& m : group) {
+      const double before = m.t;
+      m.t = start;
+      block(m, before, kBlockedBarrier);
+      m.s_clock = -1;
+      m.history.snaps.clear();  // a new loop instance: fast-forward starts a new history
+      enter_block(m);
+      if (&m != &c) push(m);
+    }
+    return true;
+  }
+
+  /// Core c starts its next block.
+  void enter_block(Core& c) {
+    c.slots[lower::kSlotCid] = c.next_block;
+    c.next_block += chip_.ai_cores;
+    c.stack.push_back(frame(&c.prog->body, code_.at(&c.prog->body), nullptr, 0));
   }
 
   /// A loop or if of a block, with the code of its bodies (compile_code).
@@ -908,8 +968,8 @@ class Engine {
       } else {
         const int k = fetch(c);
         if (k < 0) {
-          c.stream_done = true;
-          return;
+          c.stream_done = k == kStreamEnd;
+          return;  // done, or waiting at a block boundary (next_block pushes it back)
         }
         const lower::OpTemplate& t = c.prog->instrs[static_cast<size_t>(k)];
         const IssueFacts& f = facts[k];
@@ -1078,7 +1138,7 @@ class Engine {
     consumed(c, Pipe::S, in, q.front(), in.issue, c.t, false);
     q.pop_front();
     check_double_set(c, q, c.t, in);
-    block(c, before, 1);
+    block(c, before, kBlockedFlag);
     return true;
   }
 
@@ -1110,14 +1170,16 @@ class Engine {
   void cross_wait(Core& c, double before, CrossStats& st) {
     ++st.waits;
     st.wait_cycles += c.t - before;
-    block(c, before, 0);
+    block(c, before, kBlockedCross);
   }
 
   /// The scalar unit was blocked from `before` to now: pipes that starve meanwhile wait on
-  /// this (cross-core or flag) rather than on issue.
-  void block(Core& c, double before, int kind) {
+  /// this (a BlockedKind) rather than on issue.
+  void block(Core& c, double before, BlockedKind kind) {
     if (c.t <= before) return;
-    (kind == 0 ? c.tally.blocked_cross : c.tally.blocked_flag) += c.t - before;
+    (kind == kBlockedCross  ? c.tally.blocked_cross
+     : kind == kBlockedFlag ? c.tally.blocked_flag
+                            : c.tally.blocked_barrier) += c.t - before;
     c.blocked.push_back({before, c.t, kind});
     if (c.blocked.size() < 1024) return;
     size_t min_cursor = c.blocked_base + c.blocked.size();
@@ -1156,7 +1218,9 @@ class Engine {
           }
           if (iv.b >= lim) break;
           double o = std::min(iv.e, lim) - std::max(iv.b, a);
-          (iv.kind == 0 ? ca.cross : ca.flag) += o;
+          (iv.kind == kBlockedCross  ? ca.cross
+           : iv.kind == kBlockedFlag ? ca.flag
+                                     : ca.barrier) += o;
           covered += o;
           if (iv.e > lim) break;
           ++pa.cursor;
@@ -1790,43 +1854,52 @@ class Engine {
       throw UserError(std::move(diags));
     }
     // A set that no wait consumed leaves the flag up for the next kernel: report it.
-    for (const auto& c : cores_) {
-      for (size_t k = 0; k < c.flags.size(); ++k) {
-        const auto& q = c.flags[k].sets;
-        if (q.empty()) continue;
-        const auto& r = q.front();
-        size_t id = k % static_cast<size_t>(chip_.event_ids);
-        size_t pair = k / static_cast<size_t>(chip_.event_ids);
-        diags.push_back({r.op->loc,
-                         "unmatched-flag",
-                         fmt::format("{}: flag {}->{} #{} is still set when the kernel ends ({} "
-                                     "set(s) never waited on)",
-                                     c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
-                                     ir::to_string(static_cast<Pipe>(pair % kPipes)), id, q.size()),
-                         {},
-                         "drain every outstanding set with a matching wait_flag at the end"});
-      }
+    for (const auto& c : cores_) unmatched_flags(c, "the kernel ends", diags);
+    for (size_t ai = 0; ai < cross_.size(); ++ai) unmatched_cross(ai, "the kernel ends", diags);
+    if (!diags.empty()) throw UserError(merge_across_cores(std::move(diags)));
+  }
+
+  /// Core c's flags that are still set at `when` ("the kernel ends", or the end of a block:
+  /// flags do not carry over to the next one).
+  void unmatched_flags(const Core& c, const std::string& when,
+                       std::vector<Diagnostic>& diags) const {
+    for (size_t k = 0; k < c.flags.size(); ++k) {
+      const auto& q = c.flags[k].sets;
+      if (q.empty()) continue;
+      const auto& r = q.front();
+      size_t id = k % static_cast<size_t>(chip_.event_ids);
+      size_t pair = k / static_cast<size_t>(chip_.event_ids);
+      diags.push_back(
+          {r.op->loc,
+           "unmatched-flag",
+           fmt::format("{}: flag {}->{} #{} is still set when {} ({} set(s) never "
+                       "waited on)",
+                       c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
+                       ir::to_string(static_cast<Pipe>(pair % kPipes)), id, when, q.size()),
+           {},
+           "drain every outstanding set with a matching wait_flag at the end"});
     }
-    for (size_t ai = 0; ai < cross_.size(); ++ai) {
-      for (int v = 0; v < 2; ++v) {
-        for (size_t id = 0; id < cross_[ai].c2v[static_cast<size_t>(v)].size(); ++id) {
-          for (auto* q : {&cross_[ai].c2v[static_cast<size_t>(v)][id].sets,
-                          &cross_[ai].v2c[static_cast<size_t>(v)][id].sets}) {
-            if (q->empty() || p_.aiv.empty() || p_.aic.empty()) continue;
-            bool c2v = q == &cross_[ai].c2v[static_cast<size_t>(v)][id].sets;
-            diags.push_back({q->front().op->loc,
-                             "unmatched-flag",
-                             fmt::format("core{}: cross-core flag #{} ({} AIV{}) has {} set(s) "
-                                         "never waited on at kernel end",
-                                         ai, id, c2v ? "AIC ->" : "AIC <-", v, q->size()),
-                             {},
-                             "make the number of set_cross_flag and wait_cross_flag calls equal "
-                             "on every path"});
-          }
+  }
+
+  /// AI core ai's cross-core sets that no wait consumed by `when`.
+  void unmatched_cross(size_t ai, const std::string& when, std::vector<Diagnostic>& diags) const {
+    if (p_.aiv.empty() || p_.aic.empty()) return;
+    for (size_t v = 0; v < 2; ++v) {
+      for (size_t id = 0; id < cross_[ai].c2v[v].size(); ++id) {
+        for (bool c2v : {true, false}) {
+          const auto& q = (c2v ? cross_[ai].c2v[v] : cross_[ai].v2c[v])[id].sets;
+          if (q.empty()) continue;
+          diags.push_back({q.front().op->loc,
+                           "unmatched-flag",
+                           fmt::format("core{}: cross-core flag #{} ({} AIV{}) has {} set(s) "
+                                       "never waited on when {}",
+                                       ai, id, c2v ? "AIC ->" : "AIC <-", v, q.size(), when),
+                           {},
+                           "make the number of set_cross_flag and wait_cross_flag calls equal "
+                           "on every path"});
         }
       }
     }
-    if (!diags.empty()) throw UserError(merge_across_cores(std::move(diags)));
   }
 
   /// One diagnostic per source site and message: the same unmatched flag on 48 cores is
@@ -1883,8 +1956,12 @@ class Engine {
     for (auto& c : cores_) {
       double end = c.t;
       for (const auto& ps : c.pipes) end = std::max(end, ps.done);
-      if (opts_.lower_bound_only)
-        for (const auto& st : c.tally.pipes) end = std::max(end, st.busy_cycles);
+      if (opts_.lower_bound_only) {
+        // Every pipe works after the launch and outside the starts of the core's later blocks.
+        const int64_t blocks = (p_.block_num - c.ai_core + chip_.ai_cores - 1) / chip_.ai_cores;
+        const double overhead = launch_ + static_cast<double>(blocks - 1) * block_start_;
+        for (const auto& st : c.tally.pipes) end = std::max(end, overhead + st.busy_cycles);
+      }
       c.stats.end_cycle = end;
       c.stats.pipes = c.tally.pipes;
       r.cycles = std::max(r.cycles, end);
@@ -1897,8 +1974,10 @@ class Engine {
           CycleAccount& a = c.stats.pipes[static_cast<size_t>(p)].account;
           if (pp == Pipe::S) {
             a.busy = c.stats.pipes[static_cast<size_t>(p)].busy_cycles;
+            a.head = launch_;
             a.cross = c.tally.blocked_cross;
             a.flag = c.tally.blocked_flag;
+            a.barrier = c.tally.blocked_barrier;
             a.dep = c.tally.blocked_queue;
             a.tail = std::max(0.0, r.cycles - c.t);
             continue;
@@ -1952,7 +2031,16 @@ class Engine {
   std::vector<CrossFlags> cross_;
   using HeapItem = std::pair<double, int>;
   std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<>> heap_;
-  int depth_;  // issue.pipe_queue_depth, read for every instruction
+  int depth_;                    // issue.pipe_queue_depth, read for every instruction
+  double launch_, block_start_;  // die.launch_us, die.block_start_us in cycles
+  // Block boundaries (next_block): per AI core, its cores that have finished the current
+  // block and the latest end among them; the cores per AI core.
+  struct BlockEnd {
+    int arrived = 0;
+    double end = 0;
+  };
+  std::vector<BlockEnd> block_ends_;
+  int members_ = 0;
   BandwidthLedger hbm_, l2_;
   L2Residency l2res_;
   std::unique_ptr<RaceDetector> race_;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tilepipe::sim {
 
 RaceDetector::RaceDetector(int ai_cores) : clocks_(static_cast<size_t>(ai_cores * kRaceThreads)) {
@@ -21,6 +23,16 @@ VectorClock RaceDetector::release(int ai, int tid) {
 void RaceDetector::acquire(int ai, int tid, const VectorClock& vc) {
   VectorClock& mine = clock(ai, tid);
   for (size_t i = 0; i < mine.size(); ++i) mine[i] = std::max(mine[i], vc[i]);
+}
+
+void RaceDetector::barrier(int ai) {
+  VectorClock all{};
+  for (int t = 0; t < kRaceThreads; ++t)
+    for (size_t i = 0; i < all.size(); ++i) all[i] = std::max(all[i], clock(ai, t)[i]);
+  for (int t = 0; t < kRaceThreads; ++t) {
+    clock(ai, t) = all;
+    ++clock(ai, t)[static_cast<size_t>(t)];
+  }
 }
 
 bool RaceDetector::ordered(const Epoch& prev, int ai, int tid) const {

@@ -44,6 +44,9 @@ class RaceDetector {
   VectorClock release(int ai, int tid);
   /// Acquire: joins a released clock into the thread's clock.
   void acquire(int ai, int tid, const VectorClock& vc);
+  /// Every thread of AI core `ai` has reached a common point (a block boundary): each
+  /// acquires all the others' clocks, then advances.
+  void barrier(int ai);
 
   /// Records an access and checks it against earlier conflicting ones. `mem` identifies the
   /// memory (GM tensor or one core's scope); `site` is built lazily only on a report.

@@ -87,10 +87,14 @@ struct alignas(64) Flag {
 };
 static_assert(sizeof(Flag) == 64);
 
-/// An interval in which the scalar unit was blocked (kind 0: cross-core wait, 1: X->S flag).
+/// What blocked the scalar unit in a Blocked interval.
+enum BlockedKind { kBlockedCross, kBlockedFlag, kBlockedBarrier };
+
+/// An interval in which the scalar unit was blocked: a cross-core wait, an X->S flag, or a
+/// block boundary (the core's previous block draining, the next one starting).
 struct Blocked {
   double b = 0, e = 0;
-  int kind = 0;
+  int kind = kBlockedCross;
 };
 
 /// What a core has done so far: the counters a run reports. Fast-forward extrapolates
@@ -102,6 +106,7 @@ struct Tally {
   double hbm_bytes = 0, l2_bytes = 0;
   double charged_bytes = 0;                    // bandwidth the GM runs cost (GmWork::charged)
   double blocked_cross = 0, blocked_flag = 0;  // scalar unit blocked on cross / X->S waits
+  double blocked_barrier = 0;                  // ... at block boundaries
   double blocked_queue = 0;                    // scalar unit stalled on a full pipe queue
   ScalarLoadStats scalar_loads;                // scalar reads of GM elements
   CrossStats c2v, v2c;                         // sets counted by the setter, waits by the waiter

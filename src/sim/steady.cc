@@ -30,6 +30,7 @@ void Tally::add_iterations(const Tally& later, const Tally& earlier, int64_t spa
   }
   blocked_cross += f * (later.blocked_cross - earlier.blocked_cross);
   blocked_flag += f * (later.blocked_flag - earlier.blocked_flag);
+  blocked_barrier += f * (later.blocked_barrier - earlier.blocked_barrier);
   blocked_queue += f * (later.blocked_queue - earlier.blocked_queue);
   scalar_loads.reads += count(later.scalar_loads.reads, earlier.scalar_loads.reads);
   scalar_loads.misses += count(later.scalar_loads.misses, earlier.scalar_loads.misses);
