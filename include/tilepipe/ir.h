@@ -108,22 +108,26 @@ Expr make_load(Buffer b, std::vector<Expr> index, Loc loc = {});
 /// Python; x / 0 and x % 0 give 0 and are rejected by the verifier where they can be seen).
 inline int64_t floor_div(int64_t a, int64_t b) {
   if (b == 0) return 0;
+  if (b == -1) return static_cast<int64_t>(0 - static_cast<uint64_t>(a));  // INT64_MIN wraps
   int64_t q = a / b;
   return (a % b != 0) && ((a < 0) != (b < 0)) ? q - 1 : q;
 }
 inline int64_t floor_mod(int64_t a, int64_t b) {
-  if (b == 0) return 0;
+  if (b == 0 || b == -1) return 0;
   int64_t r = a % b;
   return r != 0 && ((r < 0) != (b < 0)) ? r + b : r;
 }
+/// Add, Sub and Mul wrap (two's complement) instead of overflowing, which C++ leaves
+/// undefined; constant folding refuses to fold where they would (binop_overflows).
 inline int64_t eval_binop(BinOp op, int64_t a, int64_t b) {
+  const auto ua = static_cast<uint64_t>(a), ub = static_cast<uint64_t>(b);
   switch (op) {
     case BinOp::Add:
-      return a + b;
+      return static_cast<int64_t>(ua + ub);
     case BinOp::Sub:
-      return a - b;
+      return static_cast<int64_t>(ua - ub);
     case BinOp::Mul:
-      return a * b;
+      return static_cast<int64_t>(ua * ub);
     case BinOp::Div:
       return floor_div(a, b);
     case BinOp::Mod:
@@ -150,6 +154,22 @@ inline int64_t eval_binop(BinOp op, int64_t a, int64_t b) {
       return (a != 0) || (b != 0);
   }
   return 0;
+}
+/// Whether eval_binop(op, a, b) wraps: the exact result is outside int64.
+inline bool binop_overflows(BinOp op, int64_t a, int64_t b) {
+  int64_t r = 0;
+  switch (op) {
+    case BinOp::Add:
+      return __builtin_add_overflow(a, b, &r);
+    case BinOp::Sub:
+      return __builtin_sub_overflow(a, b, &r);
+    case BinOp::Mul:
+      return __builtin_mul_overflow(a, b, &r);
+    case BinOp::Div:
+      return b == -1 && a == INT64_MIN;
+    default:
+      return false;
+  }
 }
 /// The constant value of an expression, if it folds without variables.
 std::optional<int64_t> as_const(const Expr& e);

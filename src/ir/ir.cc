@@ -283,7 +283,10 @@ Expr make_load(Buffer b, std::vector<Expr> index, Loc loc) {
 Expr make_binary(BinOp op, Expr a, Expr b, Loc loc) {
   // Fold constants so slices like rows(vid * 64, 64) stay readable in printed IR.
   auto ca = as_const(a), cb = as_const(b);
-  if (ca && cb && !((op == BinOp::Div || op == BinOp::Mod) && *cb == 0)) {
+  // No fold where the result would leave int64: the expression stays, and the verifier's
+  // wide interval arithmetic reports what it reaches.
+  if (ca && cb && !((op == BinOp::Div || op == BinOp::Mod) && *cb == 0) &&
+      !binop_overflows(op, *ca, *cb)) {
     return make_int(eval_binop(op, *ca, *cb), std::move(loc));
   }
   return mk(Binary{op, std::move(a), std::move(b)}, std::move(loc));
