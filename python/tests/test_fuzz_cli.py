@@ -207,21 +207,6 @@ def expand_outputs(argv, outputs):
     return files
 
 
-# Open defects of issue 26 this fuzzer hits; each predicate matches that defect only.
-KNOWN = [
-    (fz.replaced_special_output, "issue 26 item 2: outputs renamed over devices, fifos, "
-                                 "symlinks and input files"),
-    (lambda v: v.kind == "accepted" and "one path" in v.detail,
-     "issue 26 item 2: two outputs on one path accepted"),
-    (lambda v: v.kind == "message" and "json.exception" in v.detail,
-     "issue 26 item 6: raw json exception for a rules file that is a chip config"),
-    (lambda v: v.kind == "message" and "no such file" in v.detail,
-     "issue 26 item 6: 'no such file' for a path that exists"),
-    (lambda v: v.kind == "accepted" and "empty trace" in v.detail,
-     "issue 26 item 7: --trace-window past the end writes an empty trace silently"),
-]
-
-
 def extra_checks(o, argv, outputs):
     v = []
     codes_ok = o.rc == 0
@@ -244,20 +229,6 @@ def extra_checks(o, argv, outputs):
     return v
 
 
-def known_for(argv):
-    """KNOWN, plus the defects that belong to one verb."""
-    if argv[1] == "profile":
-        return KNOWN + fz.NEW_DEFECTS + [(
-            lambda v: v.kind == "accepted" and v.path is not None and (
-                os.path.basename(v.path) in ("pipe_utilization.csv", "code_exe.csv")
-                or "--trace" in argv and v.path == argv[argv.index("--trace") + 1]),
-            "new: profile accepts --trace / --csv-dir and writes nothing")]
-    if argv[1] == "tune":
-        return KNOWN + fz.NEW_DEFECTS + [(fz.is_kind("negative"), "issue 26 item 4: tune prints its -1 "
-                                                 "sentinel when every config is rejected")]
-    return KNOWN + fz.NEW_DEFECTS
-
-
 @fz.fuzz_test(vectors(), ci=100)
 def test_cli_vectors(vec, log):
     """Any argument vector: exit 0 or 2 (3 from check), a clear error, valid --json, the
@@ -271,7 +242,7 @@ def test_cli_vectors(vec, log):
         o = fz.run(argv, box, outputs=expand_outputs(argv, outputs), inputs=inputs, codes=codes,
                    prefix_outputs=[box.path("cache"), box.path(".cache")])
         o.violations += extra_checks(o, argv, outputs)
-        fz.settle(o, known_for(argv), context=f"case: {case}", log=log)
+        fz.settle(o, fz.NEW_DEFECTS, context=f"case: {case}", log=log)
 
 
 # --- targeted properties the random vectors reach too rarely ----------------------------
@@ -300,9 +271,7 @@ def test_outputs_checked_before_the_run(vec, flag, kind):
                                       flag, path]
         o = fz.run(argv, box)
         fz.settle(o, context="")
-        if o.rc == 2 and "cycle budget" in o.stderr:
-            if flag in ("--html",) or (flag == "--csv-dir" and vec[0] == "profile"):
-                pytest.xfail("issue 26 item 5: --html / --csv-dir checked only after the run")
+        if o.rc == 2 and "cycle budget" in o.stderr:  # issue 26 item 5
             pytest.fail(f"{flag} {path} ({kind}) was not checked before the run:\n{o.stderr}"
                         f"\nreproduce: {o.repro()}")
         assert o.rc == 2, o.repro()
@@ -319,9 +288,8 @@ def test_error_names_the_culprit(argv, must_name):
         o = fz.run([fz.TILEPIPE] + argv, box)
         fz.settle(o)
         assert o.rc == 2
-        bad = must_name not in o.stderr or "advice_rules" in o.stderr
-        if bad:
-            pytest.xfail(f"issue 26 item 6: unclear message: {o.stderr.strip()}")
+        # issue 26 item 6: the culprit named, and no rules file offered as a chip
+        assert must_name in o.stderr and "advice_rules" not in o.stderr, o.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
@@ -348,6 +316,5 @@ def test_signal_leaves_no_temporary(sig):
             os.killpg(p.pid, signal.SIGKILL)
             pytest.fail(f"no exit within {fz.HANG_S} s of {sig.name}")
         left = [n for n in os.listdir(box.dir) if ".tmp." in n]
-        if left:
-            pytest.xfail(f"issue 26 item 8: {sig.name} left {left}")
+        assert not left, f"issue 26 item 8: {sig.name} left {left}"
         assert not os.path.exists(box.path("t.json")), "an interrupted run left a trace"
