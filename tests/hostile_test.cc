@@ -141,6 +141,21 @@ TEST(Hostile, TraceThroughASymlinkReplacesItsTargetAndKeepsTheLink) {
   EXPECT_TRUE(temporaries(dir).empty());
 }
 
+TEST(Hostile, TraceThroughADanglingSymlinkCreatesItsTargetAndKeepsTheLink) {
+  // Issue 26 #2: a link whose target does not exist yet was replaced by a regular file.
+  fs::path dir = fresh_dir("dangling");
+  fs::create_symlink("later.json", dir / "link.json");
+  CliResult r = cli(kGemm + " --trace " + q(dir / "link.json"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json")) << "the symlink was replaced";
+  EXPECT_TRUE(json::parse(read_text(dir / "later.json"), nullptr, false).is_object());
+  // A link into a directory that does not exist is refused before the run, not after it.
+  fs::create_symlink("nowhere/x.json", dir / "lost.json");
+  expect_bad_input(kGemm + " --max-cycles 1 --trace " + q(dir / "lost.json"),
+                   {"--trace", "nowhere", "does not exist"});
+  EXPECT_TRUE(fs::is_symlink(dir / "lost.json"));
+}
+
 TEST(Hostile, TraceOverTheInputChipConfigIsRefused) {
   // Issue 26 #2: `--chip cfg/self.json --trace cfg/self.json` overwrote the input config.
   fs::path dir = fresh_dir("selfcfg");
@@ -186,7 +201,8 @@ TEST(Hostile, WallClockBudgetStopsALongRun) {
       "run fa --variant expert --mode timing --exact --param S=8192 --param H=4 --max-wall-s 0.05",
       20);
   EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_TRUE(has(r.err, "wall-budget")) << r.err;
+  EXPECT_TRUE(has(r.err, "wall-clock time, past its budget of 0.05 s")) << r.err;
+  EXPECT_TRUE(has(r.err, "--max-wall-s")) << r.err;
   expect_bad_input(kGemm + " --max-wall-s 0", {"--max-wall-s '0'", "> 0"});
 }
 
