@@ -40,8 +40,9 @@ def k():
 try:
     kern = k()
     x = np.ones((M, N), dtype=dtype)
-    if ARG == "object":
+    if ARG == "object":  # what a list of mixed Python values becomes
         x = x.astype(object)
+        x[0, 0] = object()
     c = kern(x)
 except tilelang.TilelangError as e:
     print(str(e).splitlines()[0], file=sys.stderr)
