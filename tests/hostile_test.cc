@@ -40,7 +40,10 @@ fs::path fresh_dir(const std::string& name) {
 }
 
 std::string q(const fs::path& p) {
-  return "'" + p.string() + "'";
+  std::string s = "'";  // built with += : gcc 12 warns (-Wrestrict) on "'" + std::string
+  s += p.string();
+  s += "'";
+  return s;
 }
 
 void write_text(const fs::path& p, const std::string& text) {
@@ -50,11 +53,14 @@ void write_text(const fs::path& p, const std::string& text) {
 /// Like cli(), but a run still going after `seconds` is killed: code -1 or 137 then.
 CliResult cli_within(const std::string& args, int seconds) {
   static int n = 0;
-  const std::string id = "w" + std::to_string(n++);
+  std::string id = "w";
+  id += std::to_string(n++);
   const fs::path out = scratch().file(id + ".out"), err = scratch().file(id + ".err");
-  const std::string cmd = "timeout -s KILL " + std::to_string(seconds) + " '" +
-                          std::string(TILEPIPE_CLI) + "' " + args + " >" + q(out) + " 2>" + q(err) +
-                          " </dev/null";
+  std::string cmd = "timeout -s KILL ";
+  cmd += std::to_string(seconds);
+  cmd += " ";
+  cmd += q(TILEPIPE_CLI);
+  cmd += " " + args + " >" + q(out) + " 2>" + q(err) + " </dev/null";
   int status = std::system(cmd.c_str());
   CliResult r;
   r.code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
@@ -255,8 +261,11 @@ TEST(Hostile, TuneRecomputesANegativeCacheEntry) {
   ASSERT_EQ(again.code, 0) << again.err;
   json j = json::parse(again.out);
   EXPECT_DOUBLE_EQ(j.at("best_time_us").get<double>(), best) << again.err;
-  for (const auto& c : j.at("configs"))
-    if (c["time_us"].is_number()) EXPECT_GT(c["time_us"].get<double>(), 0) << c.dump();
+  for (const auto& c : j.at("configs")) {
+    if (c["time_us"].is_number()) {
+      EXPECT_GT(c["time_us"].get<double>(), 0) << c.dump();
+    }
+  }
 }
 
 TEST(Hostile, TuneRepeatedSpaceForOneParameterIsAnError) {
