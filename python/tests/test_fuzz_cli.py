@@ -195,15 +195,16 @@ def materialise(box, argv):
     return out, outputs
 
 
-def expand_outputs(argv, outputs):
-    """The files each output flag writes (a CSV directory writes two)."""
+def expand_outputs(argv, cwd):
+    """The files each output flag writes (a CSV directory writes two), relative paths taken
+    from `cwd` (the sandbox the case runs in)."""
     files = []
     for i, a in enumerate(argv[:-1]):
         if a == "--csv-dir":
-            d = argv[i + 1]
+            d = os.path.join(cwd, argv[i + 1])
             files += [os.path.join(d, "pipe_utilization.csv"), os.path.join(d, "code_exe.csv")]
         elif a in ("--trace", "--html"):
-            files.append(argv[i + 1])
+            files.append(os.path.join(cwd, argv[i + 1]))
     return files
 
 
@@ -220,7 +221,7 @@ def extra_checks(o, argv, outputs):
         if named:
             v.append(fz.Violation("message", f"no such file for {named[0]}, which exists"))
     if o.rc == 0:  # an accepted output flag must write its file
-        for f in expand_outputs(argv, outputs):
+        for f in expand_outputs(argv, o.cwd):
             if not os.path.isfile(f):
                 v.append(fz.Violation("accepted", f"{argv[1]}: exit 0 but the requested "
                                       f"output {f} was not written", path=f))
@@ -239,7 +240,7 @@ def test_cli_vectors(vec, log):
         argv, outputs = materialise(box, [fz.TILEPIPE] + raw)
         codes = (0, 2, 3) if case["verb"] == "check" else (0, 2)
         inputs = [box.path(a) for a in argv if a in ("chip.json", "rules.json")]
-        o = fz.run(argv, box, outputs=expand_outputs(argv, outputs), inputs=inputs, codes=codes,
+        o = fz.run(argv, box, outputs=expand_outputs(argv, box.dir), inputs=inputs, codes=codes,
                    prefix_outputs=[box.path("cache"), box.path(".cache")])
         o.violations += extra_checks(o, argv, outputs)
         fz.settle(o, fz.NEW_DEFECTS, context=f"case: {case}", log=log)
