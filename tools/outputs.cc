@@ -9,8 +9,7 @@ namespace tilepipe::cli {
 
 void check_outputs(const std::vector<prof::OutputSpec>& outputs, const std::string& chip,
                    const std::string& rules) {
-  std::vector<std::pair<std::string, std::string>> inputs = {
-      {"--chip", chip_config_path(chip)}};
+  std::vector<std::pair<std::string, std::string>> inputs = {{"--chip", chip_config_path(chip)}};
   if (!rules.empty()) inputs.push_back({"--rules", rules});
   try {
     prof::check_outputs(outputs, inputs);
