@@ -52,9 +52,12 @@ def chip_configs(draw):
         path = draw(st.sampled_from(LEAVES))
         if not isinstance(cfg.get(path[0]), dict):
             continue  # its section was replaced by an earlier mutation
-        obj = at(cfg, path)
+        try:
+            obj = at(cfg, path)
+        except (KeyError, TypeError):
+            continue  # dropped by an earlier mutation
         if not isinstance(obj, dict):
-            continue  # dropped or made bare by an earlier mutation
+            continue  # made bare by an earlier mutation
         how = fz.pick(draw, ["number"], ["type", "drop", "bare", "extra", "unit", "conf",
                                          "section"], 0.35)
         key = ".".join(path)
