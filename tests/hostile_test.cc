@@ -201,6 +201,21 @@ TEST(Hostile, AbsurdlySmallBandwidthIsRefusedNotAHang) {
   EXPECT_EQ(count_lines(r.err), 1u) << r.err;
 }
 
+TEST(Hostile, AbsurdlySlowComputeIsNotAHangOfTheBandwidthLedger) {
+  // Issue 26 #3, the same walk after a long idle gap: vector exp at 1e-9 elements/cycle puts
+  // the next DMA ~5e11 cycles later, and the HBM ledger pushed (and held) every bucket
+  // between: no exit, memory growing (found by the long config fuzzer on 85ae6a7).
+  fs::path dir = fresh_dir("gap");
+  json cfg = json::parse(read_text(kConfigs + "/a3.json"));
+  cfg["vector"]["transcendental_elems_per_cycle"]["value"] = 1e-9;
+  write_text(dir / "slowexp.json", cfg.dump(1));
+  CliResult r = cli_within(
+      "run softmax --param R=16 --param C=64 --mode timing --chip " + q(dir / "slowexp.json"), 20);
+  ASSERT_NE(r.code, -1) << "no exit within 20 s (hang)";
+  ASSERT_NE(r.code, 137) << "no exit within 20 s (hang)";
+  EXPECT_TRUE(r.code == 0 || r.code == 2) << r.code << r.err;
+}
+
 TEST(Hostile, WallClockBudgetStopsALongRun) {
   // Issue 26 #3: every loop bounded by a wall-clock budget (--max-wall-s, error wall-budget).
   CliResult r = cli_within(
