@@ -195,31 +195,17 @@ def materialise(box, argv):
     return out, outputs
 
 
-def expand_outputs(argv, outputs):
-    """The files each output flag writes (a CSV directory writes two)."""
+def expand_outputs(argv, cwd):
+    """The files each output flag writes (a CSV directory writes two), relative paths taken
+    from `cwd` (the sandbox the case runs in)."""
     files = []
     for i, a in enumerate(argv[:-1]):
         if a == "--csv-dir":
-            d = argv[i + 1]
+            d = os.path.join(cwd, argv[i + 1])
             files += [os.path.join(d, "pipe_utilization.csv"), os.path.join(d, "code_exe.csv")]
         elif a in ("--trace", "--html"):
-            files.append(argv[i + 1])
+            files.append(os.path.join(cwd, argv[i + 1]))
     return files
-
-
-# Open defects of issue 26 this fuzzer hits; each predicate matches that defect only.
-KNOWN = [
-    (fz.replaced_special_output, "issue 26 item 2: outputs renamed over devices, fifos, "
-                                 "symlinks and input files"),
-    (lambda v: v.kind == "accepted" and "one path" in v.detail,
-     "issue 26 item 2: two outputs on one path accepted"),
-    (lambda v: v.kind == "message" and "json.exception" in v.detail,
-     "issue 26 item 6: raw json exception for a rules file that is a chip config"),
-    (lambda v: v.kind == "message" and "no such file" in v.detail,
-     "issue 26 item 6: 'no such file' for a path that exists"),
-    (lambda v: v.kind == "accepted" and "empty trace" in v.detail,
-     "issue 26 item 7: --trace-window past the end writes an empty trace silently"),
-]
 
 
 def extra_checks(o, argv, outputs):
@@ -235,27 +221,13 @@ def extra_checks(o, argv, outputs):
         if named:
             v.append(fz.Violation("message", f"no such file for {named[0]}, which exists"))
     if o.rc == 0:  # an accepted output flag must write its file
-        for f in expand_outputs(argv, outputs):
+        for f in expand_outputs(argv, o.cwd):
             if not os.path.isfile(f):
                 v.append(fz.Violation("accepted", f"{argv[1]}: exit 0 but the requested "
                                       f"output {f} was not written", path=f))
     if o.doc and o.doc.get("trace_events") == 0 and "window" not in o.stderr.lower():
         v.append(fz.Violation("accepted", "an empty trace written with no word on stderr"))
     return v
-
-
-def known_for(argv):
-    """KNOWN, plus the defects that belong to one verb."""
-    if argv[1] == "profile":
-        return KNOWN + fz.NEW_DEFECTS + [(
-            lambda v: v.kind == "accepted" and v.path is not None and (
-                os.path.basename(v.path) in ("pipe_utilization.csv", "code_exe.csv")
-                or "--trace" in argv and v.path == argv[argv.index("--trace") + 1]),
-            "new: profile accepts --trace / --csv-dir and writes nothing")]
-    if argv[1] == "tune":
-        return KNOWN + fz.NEW_DEFECTS + [(fz.is_kind("negative"), "issue 26 item 4: tune prints its -1 "
-                                                 "sentinel when every config is rejected")]
-    return KNOWN + fz.NEW_DEFECTS
 
 
 @fz.fuzz_test(vectors(), ci=100)
@@ -268,10 +240,10 @@ def test_cli_vectors(vec, log):
         argv, outputs = materialise(box, [fz.TILEPIPE] + raw)
         codes = (0, 2, 3) if case["verb"] == "check" else (0, 2)
         inputs = [box.path(a) for a in argv if a in ("chip.json", "rules.json")]
-        o = fz.run(argv, box, outputs=expand_outputs(argv, outputs), inputs=inputs, codes=codes,
+        o = fz.run(argv, box, outputs=expand_outputs(argv, box.dir), inputs=inputs, codes=codes,
                    prefix_outputs=[box.path("cache"), box.path(".cache")])
         o.violations += extra_checks(o, argv, outputs)
-        fz.settle(o, known_for(argv), context=f"case: {case}", log=log)
+        fz.settle(o, fz.NEW_DEFECTS, context=f"case: {case}", log=log)
 
 
 # --- targeted properties the random vectors reach too rarely ----------------------------
@@ -300,9 +272,7 @@ def test_outputs_checked_before_the_run(vec, flag, kind):
                                       flag, path]
         o = fz.run(argv, box)
         fz.settle(o, context="")
-        if o.rc == 2 and "cycle budget" in o.stderr:
-            if flag in ("--html",) or (flag == "--csv-dir" and vec[0] == "profile"):
-                pytest.xfail("issue 26 item 5: --html / --csv-dir checked only after the run")
+        if o.rc == 2 and "cycle budget" in o.stderr:  # issue 26 item 5
             pytest.fail(f"{flag} {path} ({kind}) was not checked before the run:\n{o.stderr}"
                         f"\nreproduce: {o.repro()}")
         assert o.rc == 2, o.repro()
@@ -319,9 +289,8 @@ def test_error_names_the_culprit(argv, must_name):
         o = fz.run([fz.TILEPIPE] + argv, box)
         fz.settle(o)
         assert o.rc == 2
-        bad = must_name not in o.stderr or "advice_rules" in o.stderr
-        if bad:
-            pytest.xfail(f"issue 26 item 6: unclear message: {o.stderr.strip()}")
+        # issue 26 item 6: the culprit named, and no rules file offered as a chip
+        assert must_name in o.stderr and "advice_rules" not in o.stderr, o.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
@@ -348,6 +317,5 @@ def test_signal_leaves_no_temporary(sig):
             os.killpg(p.pid, signal.SIGKILL)
             pytest.fail(f"no exit within {fz.HANG_S} s of {sig.name}")
         left = [n for n in os.listdir(box.dir) if ".tmp." in n]
-        if left:
-            pytest.xfail(f"issue 26 item 8: {sig.name} left {left}")
+        assert not left, f"issue 26 item 8: {sig.name} left {left}"
         assert not os.path.exists(box.path("t.json")), "an interrupted run left a trace"

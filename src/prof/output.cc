@@ -72,8 +72,16 @@ void install_temp_cleanup() {
 
 std::string resolve_output(const std::string& path, const std::string& flag) {
   std::error_code ec;
-  // weakly_canonical follows every symlink that exists, the link at `path` included.
-  fs::path target = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  fs::path link = fs::absolute(path, ec);
+  // Links at `path` are followed by hand first: weakly_canonical stops at a link whose
+  // target does not exist yet (a dangling link), and the rename would replace the link.
+  std::error_code link_ec;
+  for (int hops = 0; !ec && hops < 40 && fs::is_symlink(link, link_ec); ++hops) {
+    fs::path to = fs::read_symlink(link, ec);
+    link = to.is_absolute() ? to : link.parent_path() / to;
+  }
+  // weakly_canonical follows every symlink that exists, those in the directories included.
+  fs::path target = ec ? link : fs::weakly_canonical(link, ec);
   if (ec)
     throw std::runtime_error(
         fmt::format("{}: cannot resolve the path ({})", named(flag, path), ec.message()));
@@ -88,6 +96,26 @@ std::string resolve_output(const std::string& path, const std::string& flag) {
   }
   return target.string();
 }
+
+namespace {
+
+/// Creates a file where the outputs will be written: the only test that holds on every file
+/// system (read-only mounts, /proc, permissions as root).
+void writable_dir(const std::string& flag, const std::string& path, const fs::path& dir) {
+  std::string probe = (dir / fmt::format(".tilepipe-probe.{}", ::getpid())).string();
+  int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  if (fd < 0)
+    // ENOENT in a directory that exists: a file system without files of its own (/proc).
+    throw std::runtime_error(fmt::format(
+        "{}: the directory '{}' is not writable: no file can be created there ({}); choose "
+        "a writable directory",
+        named(flag, path), dir.string(),
+        errno == ENOENT ? "its file system does not hold regular files" : std::strerror(errno)));
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
+}  // namespace
 
 void check_outputs(const std::vector<OutputSpec>& outputs,
                    const std::vector<std::pair<std::string, std::string>>& inputs) {
@@ -108,26 +136,25 @@ void check_outputs(const std::vector<OutputSpec>& outputs,
       throw std::runtime_error(fmt::format("{}: the directory '{}' does not exist; create it first",
                                            named(o.flag, o.path), dir.string()));
     }
-    // Create a file where the outputs will be written: the only test that holds on every
-    // file system (read-only mounts, /proc, permissions as root).
-    std::string probe = (dir / fmt::format(".tilepipe-probe.{}", ::getpid())).string();
-    int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-    if (fd < 0)
-      // ENOENT in a directory that exists: a file system without files of its own (/proc).
-      throw std::runtime_error(fmt::format(
-          "{}: the directory '{}' is not writable: no file can be created there ({}); choose "
-          "a writable directory",
-          named(o.flag, o.path), dir.string(),
-          errno == ENOENT ? "its file system does not hold regular files" : std::strerror(errno)));
-    ::close(fd);
-    ::unlink(probe.c_str());
-    if (o.is_dir) {
-      for (const auto& f : o.files) {
-        std::string path = (p / f).string();
-        files.push_back({o.flag, path, resolve_output(path, o.flag)});
+    writable_dir(o.flag, o.path, dir);
+    auto add = [&](const std::string& path) {
+      std::string resolved = resolve_output(path, o.flag);
+      // A link into another directory (a dangling one too): its target's directory is the
+      // one written, so it must exist and take new files as well.
+      fs::path target_dir = fs::path(resolved).parent_path();
+      if (!fs::equivalent(target_dir, dir, ec)) {
+        if (!fs::is_directory(target_dir, ec))
+          throw std::runtime_error(
+              fmt::format("{}: links to '{}', whose directory '{}' does not exist; create it first",
+                          named(o.flag, path), resolved, target_dir.string()));
+        writable_dir(o.flag, path, target_dir);
       }
+      files.push_back({o.flag, path, resolved});
+    };
+    if (o.is_dir) {
+      for (const auto& f : o.files) add((p / f).string());
     } else {
-      files.push_back({o.flag, o.path, resolve_output(o.path, o.flag)});
+      add(o.path);
     }
   }
   for (const auto& f : files) {

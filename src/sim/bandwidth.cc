@@ -29,6 +29,12 @@ double BandwidthLedger::transfer(double start, double bytes, double rate, double
       continue;
     }
     if (b - base_ >= static_cast<int64_t>(used_.size())) {  // a bucket past the window
+      // Far past it (a start after a long idle gap): everything kept would be trimmed below,
+      // so start the window afresh instead of pushing, and holding, every bucket between.
+      if (b - base_ - static_cast<int64_t>(used_.size()) >= 2 * kKeep) {
+        while (!used_.empty()) used_.pop_front();
+        base_ = b - 2 * kKeep + 1;
+      }
       while (b - base_ >= static_cast<int64_t>(used_.size())) used_.push_back(0);
       while (static_cast<int64_t>(used_.size()) > 2 * kKeep) {
         used_.pop_front();
