@@ -14,7 +14,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 prefix="$tmp/prefix"
 configs="$prefix/share/tilepipe/configs"
-fail() { echo "check.sh: $*" >&2; exit 1; }
+fail() {
+  [ -s run.err ] && tail -n 5 run.err >&2
+  echo "check.sh: $*" >&2
+  exit 1
+}
 
 "$cmake_exe" --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/tilepipe lib/cmake/tilepipe/tilepipeConfig.cmake include/tilepipe/lang.h \
@@ -43,10 +47,10 @@ grep -q "^tune best " <<<"$out" || fail "vadd: no tune result"
 # The installed binary from another directory: --chip by path (relative and absolute), by
 # name, and `list` showing the installed configs directory.
 cp "$configs/a3.json" my.json
-"$prefix/bin/tilepipe" run gemm --chip ./my.json --json >my.out || fail "run gemm --chip ./my.json"
-"$prefix/bin/tilepipe" run gemm --chip "$configs/a3.json" --json >abs.out ||
+"$prefix/bin/tilepipe" run gemm --chip ./my.json --json >my.out 2>run.err || fail "run gemm --chip ./my.json"
+"$prefix/bin/tilepipe" run gemm --chip "$configs/a3.json" --json >abs.out 2>run.err ||
   fail "run gemm --chip $configs/a3.json"
-"$prefix/bin/tilepipe" run gemm --chip a3 --json >name.out || fail "run gemm --chip a3"
+"$prefix/bin/tilepipe" run gemm --chip a3 --json >name.out 2>run.err || fail "run gemm --chip a3"
 "$prefix/bin/tilepipe" list | tail -n 1
 "$prefix/bin/tilepipe" list --json >list.json
 python3 - "$configs" <<'PY' || fail "run/list results"
