@@ -158,6 +158,9 @@ int cmd_list(bool as_json) {
     out["kernels"].push_back(
         {{"name", k.name}, {"summary", k.summary}, {"variants", k.variants}, {"params", params}});
   }
+  // The chips --chip NAME accepts and where they were found (docs/cli.md, "--chip").
+  out["chips"] = chip_names();
+  out["configs"] = config_dir();
   if (as_json) {
     std::cout << out.dump(2) << "\n";
     return 0;
@@ -169,6 +172,7 @@ int cmd_list(bool as_json) {
       std::cout << fmt::format("{:<12}   {}={} [{}..{}] {}\n", "", p.name, p.def, p.min, p.max,
                                p.help);
   }
+  std::cout << fmt::format("chips: {} (in {})\n", fmt::join(chip_names(), ", "), config_dir());
   return 0;
 }
 
@@ -384,14 +388,23 @@ int fail(int code, const std::string& message) {
 }
 
 /// `tilepipe run-py FILE.py [args]`: runs a TileLang-Ascend script with the Python front end
-/// (python/tilelang) on Debian's python3, the package and the extension module found in the
-/// source and build trees (no installation). Everything after FILE.py is the script's.
+/// (python/tilelang) on Debian's python3, the package and the extension module found next to
+/// the installed binary (<prefix>/lib/python3.N/dist-packages), else in the source and build
+/// trees. Everything after FILE.py is the script's.
 int cmd_run_py(int argc, char** argv) {
 #ifdef TILEPIPE_PYTHON_EXE
-  std::string path = std::string(TILEPIPE_PYTHON_DIR) + ":" + TILEPIPE_PYMODULE_DIR;
+  std::string package_dir = TILEPIPE_PYTHON_DIR, module_dir = TILEPIPE_PYMODULE_DIR;
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path installed = exe.parent_path() / TILEPIPE_BIN_TO_PYTHON;
+    if (std::filesystem::is_regular_file(installed / "tilelang" / "__init__.py", ec))
+      package_dir = module_dir = installed.lexically_normal().string();
+  }
+  std::string path = package_dir + ":" + module_dir;
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
   setenv("PYTHONPATH", path.c_str(), 1);
-  setenv("TILEPIPE_BUILD_DIR", TILEPIPE_PYMODULE_DIR, 1);
+  setenv("TILEPIPE_BUILD_DIR", module_dir.c_str(), 1);
   std::vector<char*> args = {const_cast<char*>(TILEPIPE_PYTHON_EXE), const_cast<char*>("-m"),
                              const_cast<char*>("tilepipe")};
   for (int i = 2; i < argc; ++i) args.push_back(argv[i]);

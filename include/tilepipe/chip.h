@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace tilepipe {
 
@@ -115,6 +116,14 @@ ChipConfig parse_chip_config(const std::string& json_text, const std::string& or
 /// Loads a chip by name ("a2", "a3") from the configs directory, or by path if `name_or_path`
 /// ends in ".json". Throws ConfigError.
 ChipConfig load_chip_config(const std::string& name_or_path);
+
+/// The configs directory (chip configs by name, advice_rules.json): $TILEPIPE_CONFIG_DIR if
+/// set; else <prefix>/share/tilepipe/configs of the install this library (or the running
+/// binary) belongs to; else the source tree's configs/ (a build tree). Implemented in sim.
+std::string config_dir();
+
+/// The chip names load_chip_config accepts (the chip configs in config_dir()), sorted.
+std::vector<std::string> chip_names();
 
 /// The file `load_chip_config(name_or_path)` reads (the path itself, or the named config in
 /// the configs directory); no check that it exists.

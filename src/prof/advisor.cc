@@ -159,10 +159,7 @@ RuleSet parse_rules(const nlohmann::json& j) {
 
 RuleSet load_rules(const std::string& path) {
   std::string p = path;
-  if (p.empty()) {
-    const char* env = std::getenv("TILEPIPE_CONFIG_DIR");
-    p = std::string(env && *env ? env : TILEPIPE_CONFIG_DIR) + "/advice_rules.json";
-  }
+  if (p.empty()) p = config_dir() + "/advice_rules.json";
   std::error_code ec;
   if (!std::filesystem::is_regular_file(p, ec))
     throw std::runtime_error(

@@ -25,10 +25,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#ifndef TILEPIPE_CONFIG_DIR
-#define TILEPIPE_CONFIG_DIR "configs"
-#endif
-
 namespace tilepipe {
 namespace {
 
@@ -587,12 +583,6 @@ bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-std::string config_dir() {
-  const char* env = std::getenv("TILEPIPE_CONFIG_DIR");
-  if (env != nullptr && *env != '\0') return env;
-  return TILEPIPE_CONFIG_DIR;
-}
-
 /// Whether the JSON file at `p` looks like a chip config (an object with a "die" section):
 /// the configs directory also holds other data (advice_rules.json).
 bool looks_like_chip(const std::filesystem::path& p) {
@@ -704,6 +694,10 @@ ChipConfig load_chip_config(const std::string& name_or_path) {
   }
   std::string path = chip_config_path(name_or_path);
   return parse_chip_config(read_file(path), path);
+}
+
+std::vector<std::string> chip_names() {
+  return available_chips(config_dir());
 }
 
 std::string chip_config_path(const std::string& name_or_path) {
