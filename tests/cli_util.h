@@ -55,13 +55,12 @@ struct CliResult {
   std::string out, err;
 };
 
-/// Runs `tilepipe ARGS` with stdout and stderr captured (a hang is cut off by `timeout`).
-inline CliResult cli(const std::string& args) {
+/// Runs the shell command `command` with stdout and stderr captured (stdin empty).
+inline CliResult run_captured(const std::string& command) {
   static int n = 0;
   const std::string id = std::to_string(n++);
   const fs::path out = scratch().file(id + ".out"), err = scratch().file(id + ".err");
-  const std::string cmd = "timeout 300 '" + std::string(TILEPIPE_CLI) + "' " + args + " >'" +
-                          out.string() + "' 2>'" + err.string() + "' </dev/null";
+  const std::string cmd = command + " >'" + out.string() + "' 2>'" + err.string() + "' </dev/null";
   int status = std::system(cmd.c_str());
   CliResult r;
   r.code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
@@ -70,6 +69,11 @@ inline CliResult cli(const std::string& args) {
   fs::remove(out);
   fs::remove(err);
   return r;
+}
+
+/// Runs `tilepipe ARGS` with stdout and stderr captured (a hang is cut off by `timeout`).
+inline CliResult cli(const std::string& args) {
+  return run_captured("timeout 300 '" + std::string(TILEPIPE_CLI) + "' " + args);
 }
 
 inline size_t count_lines(const std::string& s) {

@@ -52,21 +52,8 @@ void write_text(const fs::path& p, const std::string& text) {
 
 /// Like cli(), but a run still going after `seconds` is killed: code -1 or 137 then.
 CliResult cli_within(const std::string& args, int seconds) {
-  static int n = 0;
-  std::string id = "w";
-  id += std::to_string(n++);
-  const fs::path out = scratch().file(id + ".out"), err = scratch().file(id + ".err");
-  std::string cmd = "timeout -s KILL ";
-  cmd += std::to_string(seconds);
-  cmd += " ";
-  cmd += q(TILEPIPE_CLI);
-  cmd += " " + args + " >" + q(out) + " 2>" + q(err) + " </dev/null";
-  int status = std::system(cmd.c_str());
-  CliResult r;
-  r.code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
-  r.out = read_text(out);
-  r.err = read_text(err);
-  return r;
+  return run_captured("timeout -s KILL " + std::to_string(seconds) + " " + q(TILEPIPE_CLI) + " " +
+                      args);
 }
 
 bool has(const std::string& text, const std::string& part) {
@@ -399,13 +386,16 @@ TEST(Hostile, RulesWithAnUnknownMetricOrOperatorAreRefused) {
   expect_bad_input(prof + q(rules_with("op", "op", "=~")), {"unknown operator '=~'"});
 }
 
-TEST(Hostile, TraceWindowPastTheEndOfTheRunIsAnError) {
-  // Issue 26 #7: an empty trace was written without a word.
+TEST(Hostile, TraceWindowOutsideTheRunIsAnError) {
+  // Issue 26 #7: an empty trace was written without a word; past the end, and before the
+  // first instruction (the launch), alike.
   fs::path dir = fresh_dir("window");
-  expect_bad_input(kGemm + " --trace " + q(dir / "t.json") + " --trace-window 1e12:1e13",
-                   {"--trace-window", "after the run ended"});
-  EXPECT_FALSE(fs::exists(dir / "t.json"));
-  EXPECT_TRUE(temporaries(dir).empty());
+  for (const char* window : {"1e12:1e13", "0:100"}) {
+    expect_bad_input(kGemm + " --trace " + q(dir / "t.json") + " --trace-window " + window,
+                     {"--trace-window", "selects no instruction", "after the", "launch"});
+    EXPECT_FALSE(fs::exists(dir / "t.json"));
+    EXPECT_TRUE(temporaries(dir).empty());
+  }
 }
 
 // ---------------------------------------------------------------------------------------

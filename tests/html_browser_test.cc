@@ -18,19 +18,11 @@ CliResult chromium(const fs::path& page, const std::string& extra) {
   static int n = 0;
   const fs::path profile = scratch().file("chromium_profile_" + std::to_string(n++));
   fs::create_directories(profile);
-  const fs::path out = scratch().file("chromium.out"), err = scratch().file("chromium.err");
-  const std::string cmd =
+  return run_captured(
       "timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
       "--disable-background-networking --disable-component-update --disable-sync "
       "--user-data-dir='" +
-      profile.string() + "' " + extra + " 'file://" + page.string() + "' >'" + out.string() +
-      "' 2>'" + err.string() + "' </dev/null";
-  int status = std::system(cmd.c_str());
-  CliResult r;
-  r.code = (status != -1 && WIFEXITED(status)) ? WEXITSTATUS(status) : -1;
-  r.out = read_text(out);
-  r.err = read_text(err);
-  return r;
+      profile.string() + "' " + extra + " 'file://" + page.string() + "'");
 }
 
 bool have_chromium() {

@@ -274,11 +274,16 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   if (is_check) out["ok"] = rep.correct;
 
   if (trace) {
-    if (topts.window_begin >= rep.sim.cycles)
+    // A selection that keeps no instruction would write an empty timeline: say why instead.
+    if (trace->instructions_kept() == 0 && !(a.trace_window.empty() && a.trace_cores.empty()))
       throw UsageError{fmt::format(
-          "--trace-window '{}' starts at cycle {:.0f}, after the run ended at cycle {:.0f} "
-          "({:.2f} us): the trace would be empty; choose a window that starts before the end",
-          a.trace_window, topts.window_begin, rep.sim.cycles,
+          "{}{}{} selects no instruction: the kernel's instructions run from cycle {:.0f} "
+          "(after the {:g} us launch) to cycle {:.0f} ({:.2f} us); choose a window or cores "
+          "inside that",
+          a.trace_window.empty() ? "" : fmt::format("--trace-window '{}'", a.trace_window),
+          !a.trace_window.empty() && !a.trace_cores.empty() ? " with " : "",
+          a.trace_cores.empty() ? "" : fmt::format("--trace-cores '{}'", a.trace_cores),
+          chip.launch_cycles(), chip.launch_us, rep.sim.cycles,
           rep.sim.cycles * chip.us_per_cycle())};
     try {
       trace->finish(rep.sim, rep.lowered);

@@ -96,8 +96,11 @@ class TraceWriter {
   void finish(const sim::SimResult& r, const lower::LoweredProgram& prog);
   /// Events written: JSON trace events, or TracePackets of a protobuf trace.
   int64_t events() const;
+  /// Instructions the selection (window, cores) kept: 0 means an empty timeline.
+  int64_t instructions_kept() const { return kept_; }
 
  private:
+  int64_t kept_ = 0;
   struct Track;
   bool keep(int core, double start, double end) const;
   int64_t ns(double cycles) const;

@@ -20,12 +20,7 @@ import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path[:0] = [os.path.join(ROOT, "python"), os.path.join(ROOT, "python", "tilepipe", "_shim"),
-                os.environ.get("TILEPIPE_BUILD_DIR", os.path.join(ROOT, "build"))]
-CORPUS = os.environ.get("TILELANG_CORPUS",
-                        os.path.join(os.path.dirname(ROOT), "shared", "tilelang-ascend", "examples"))
+from _paths import CORPUS  # noqa: E402  (importing it sets sys.path)
 
 
 def load(rel, name):

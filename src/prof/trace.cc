@@ -148,6 +148,7 @@ int64_t TraceWriter::ns(double cycles) const {
 
 void TraceWriter::instr(const sim::InstrEvent& e) {
   if (!keep(e.core, e.start, e.end)) return;
+  ++kept_;
   // Slices on one track must nest: the op goes to the first sub-track whose slices have all
   // ended by its start (pipes are in order, so this is the first free one), a new one if
   // none has (as many as are in flight at once).

@@ -114,6 +114,9 @@ const std::vector<Group>& schema() {
     // part (310, ~25 GB/s at 1 GHz) moves 25 B/cycle on the die, and no DMA engine of any
     // part moves less than a few bytes per cycle.
     const double kMinDieBw = 8, kMinCoreBw = 1;
+    // Likewise compute rates (A3: 1 fractal/cycle, 32 transcendental elements/cycle) and
+    // efficiency factors (0.25-2 and 0.7-0.94): no part is 16x slower or 64x less efficient.
+    const double kMinRate = 1.0 / 16, kMinFactor = 1.0 / 64;
     std::vector<Group> s;
     s.push_back({"die",
                  {
@@ -164,15 +167,15 @@ const std::vector<Group>& schema() {
              field("pipe_queue_depth", "count", &C::pipe_queue_depth, 0, 4096),
          },
          {}});
-    s.push_back(
-        {"cube",
-         {
-             field("head", "cycles", &C::cube_head, 0, 100000),
-             field("fractals_per_cycle", "fractals/cycle", &C::cube_fractals_per_cycle, 0, 1024),
-             field("int8_rate", "x", &C::cube_int8_rate, 0, 64),
-             field("fp32_rate", "x", &C::cube_fp32_rate, 0, 64),
-         },
-         {}});
+    s.push_back({"cube",
+                 {
+                     field("head", "cycles", &C::cube_head, 0, 100000),
+                     field("fractals_per_cycle", "fractals/cycle", &C::cube_fractals_per_cycle,
+                           kMinRate, 1024, kClosed),
+                     field("int8_rate", "x", &C::cube_int8_rate, kMinFactor, 64, kClosed),
+                     field("fp32_rate", "x", &C::cube_fp32_rate, kMinFactor, 64, kClosed),
+                 },
+                 {}});
     s.push_back({"vector",
                  {
                      field("repeat_bytes", "B", &C::vector_repeat_bytes, 0, 65536, true, true),
@@ -188,32 +191,33 @@ const std::vector<Group>& schema() {
                      field("simple_cycles_per_repeat", "cycles",
                            &C::vector_simple_cycles_per_repeat, 0, 1000),
                      field("transcendental_elems_per_cycle", "elements/cycle",
-                           &C::vector_transcendental_elems_per_cycle, 0, 65536),
+                           &C::vector_transcendental_elems_per_cycle, kMinRate, 65536, kClosed),
                      field("reduce_cycles_per_repeat", "cycles",
                            &C::vector_reduce_cycles_per_repeat, 0, 1000),
                      field("sin_cos_ops", "instructions", &C::vector_sin_cos_ops, 1, 1000),
                      field("pow_extra_ops", "instructions", &C::vector_pow_extra_ops, 0, 1000),
                  },
                  {}});
-    s.push_back({"dma",
-                 {
-                     field("mte2_latency", "cycles", &C::mte2_latency, 0, 1000000),
-                     field("mte2_latency_l2", "cycles", &C::mte2_latency_l2, 0, 1000000),
-                     field("mte2_bw_l2", "B/cycle", &C::mte2_bw_l2, kMinCoreBw, 100000, kClosed),
-                     field("mte2_bw_hbm", "B/cycle", &C::mte2_bw_hbm, kMinCoreBw, 100000, kClosed),
-                     field("mte3_latency", "cycles", &C::mte3_latency, 0, 1000000),
-                     field("mte3_bw", "B/cycle", &C::mte3_bw, kMinCoreBw, 100000, kClosed),
-                     field("mte1_latency", "cycles", &C::mte1_latency, 0, 1000000),
-                     field("mte1_bw_l0a", "B/cycle", &C::mte1_bw_l0a, kMinCoreBw, 100000, kClosed),
-                     field("mte1_bw_l0b", "B/cycle", &C::mte1_bw_l0b, kMinCoreBw, 100000, kClosed),
-                     field("fix_latency", "cycles", &C::fix_latency, 0, 1000000),
-                     field("fix_bw", "B/cycle", &C::fix_bw, kMinCoreBw, 100000, kClosed),
-                     field("full_bw_align", "B", &C::dma_full_bw_align, 0, 1 << 20, true, true),
-                     field("min_burst_bytes", "B", &C::dma_min_burst_bytes, 0, 1 << 20, false),
-                     field("nd2nz_efficiency", "x", &C::dma_nd2nz_efficiency, 0, 1),
-                     field("misaligned_factor", "x", &C::dma_misaligned_factor, 0, 1),
-                 },
-                 {}});
+    s.push_back(
+        {"dma",
+         {
+             field("mte2_latency", "cycles", &C::mte2_latency, 0, 1000000),
+             field("mte2_latency_l2", "cycles", &C::mte2_latency_l2, 0, 1000000),
+             field("mte2_bw_l2", "B/cycle", &C::mte2_bw_l2, kMinCoreBw, 100000, kClosed),
+             field("mte2_bw_hbm", "B/cycle", &C::mte2_bw_hbm, kMinCoreBw, 100000, kClosed),
+             field("mte3_latency", "cycles", &C::mte3_latency, 0, 1000000),
+             field("mte3_bw", "B/cycle", &C::mte3_bw, kMinCoreBw, 100000, kClosed),
+             field("mte1_latency", "cycles", &C::mte1_latency, 0, 1000000),
+             field("mte1_bw_l0a", "B/cycle", &C::mte1_bw_l0a, kMinCoreBw, 100000, kClosed),
+             field("mte1_bw_l0b", "B/cycle", &C::mte1_bw_l0b, kMinCoreBw, 100000, kClosed),
+             field("fix_latency", "cycles", &C::fix_latency, 0, 1000000),
+             field("fix_bw", "B/cycle", &C::fix_bw, kMinCoreBw, 100000, kClosed),
+             field("full_bw_align", "B", &C::dma_full_bw_align, 0, 1 << 20, true, true),
+             field("min_burst_bytes", "B", &C::dma_min_burst_bytes, 0, 1 << 20, false),
+             field("nd2nz_efficiency", "x", &C::dma_nd2nz_efficiency, kMinFactor, 1, kClosed),
+             field("misaligned_factor", "x", &C::dma_misaligned_factor, kMinFactor, 1, kClosed),
+         },
+         {}});
     return s;
   }();
   return sections;
