@@ -14,8 +14,11 @@ namespace tilepipe {
 using namespace ir;
 
 std::string Diagnostic::str() const {
-  std::string out = fmt::format("{}:{}:{}: error: {}", loc.file.empty() ? "<unknown>" : loc.file,
-                                loc.line, loc.column, message);
+  // Without a source location (a whole-run budget) the kind says which error it is.
+  std::string out = loc.file.empty()
+                        ? fmt::format("error: {} ({})", message, kind)
+                        : fmt::format("{}:{}:{}: error: {}", loc.file, loc.line, loc.column,
+                                      message);
   for (const auto& n : notes) out += "\n  " + n;
   if (!hint.empty()) out += "\n  hint: " + hint;
   return out;
