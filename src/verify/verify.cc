@@ -15,10 +15,9 @@ using namespace ir;
 
 std::string Diagnostic::str() const {
   // Without a source location (a whole-run budget) the kind says which error it is.
-  std::string out = loc.file.empty()
-                        ? fmt::format("error: {} ({})", message, kind)
-                        : fmt::format("{}:{}:{}: error: {}", loc.file, loc.line, loc.column,
-                                      message);
+  std::string out = loc.file.empty() ? fmt::format("error: {} ({})", message, kind)
+                                     : fmt::format("{}:{}:{}: error: {}", loc.file, loc.line,
+                                                   loc.column, message);
   for (const auto& n : notes) out += "\n  " + n;
   if (!hint.empty()) out += "\n  hint: " + hint;
   return out;
