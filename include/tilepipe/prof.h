@@ -249,6 +249,9 @@ std::string resolve_output(const std::string& path, const std::string& flag = ""
 /// Temporaries of this process being written, removed when it is stopped by SIGINT,
 /// SIGTERM or SIGHUP (install_temp_cleanup, called once by a program's main: a library
 /// never takes over signals) and on every normal exit path by their owners.
+/// A name for a temporary of this process beside `target` (a rename stays atomic within a
+/// directory), unique across every writer of the process.
+std::string temp_beside(const std::string& target);
 int register_temp(const std::string& path);  // a slot for unregister_temp, or -1
 void unregister_temp(int slot);
 void install_temp_cleanup();

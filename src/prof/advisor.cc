@@ -66,6 +66,13 @@ std::vector<int64_t> candidates(const ir::Knob& k, bool raise) {
   return {c.begin(), c.end()};
 }
 
+/// A json exception's message without its "[json.exception.type_error.302] " prefix.
+std::string json_error_detail(const nlohmann::json::exception& ex) {
+  std::string detail = ex.what();
+  if (auto pos = detail.find("] "); pos != std::string::npos) detail = detail.substr(pos + 2);
+  return detail;
+}
+
 /// The names a rule may use: anything else is a typo and the rule would never fire.
 void check_rule_names(const Rule& x) {
   auto one_of = [&](const char* field, const std::string& v, const std::set<std::string>& ok) {
@@ -172,9 +179,8 @@ RuleSet load_rules(const std::string& path) {
   try {
     j = nlohmann::json::parse(in);
   } catch (const nlohmann::json::exception& ex) {
-    std::string detail = ex.what();
-    if (auto pos = detail.find("] "); pos != std::string::npos) detail = detail.substr(pos + 2);
-    throw std::runtime_error(fmt::format("advice rules '{}': malformed JSON: {}", p, detail));
+    throw std::runtime_error(
+        fmt::format("advice rules '{}': malformed JSON: {}", p, json_error_detail(ex)));
   }
   if (!j.is_object() || !j.contains("rules") || !j["rules"].is_array())
     throw std::runtime_error(fmt::format(
@@ -185,12 +191,10 @@ RuleSet load_rules(const std::string& path) {
   try {
     return parse_rules(j);
   } catch (const nlohmann::json::exception& ex) {
-    std::string detail = ex.what();
-    if (auto pos = detail.find("] "); pos != std::string::npos) detail = detail.substr(pos + 2);
     throw std::runtime_error(fmt::format(
         "advice rules '{}': {}; every rule needs \"id\" and \"title\" strings, and every "
         "\"when\" condition \"metric\", \"op\" and a numeric \"value\"",
-        p, detail));
+        p, json_error_detail(ex)));
   }
 }
 

@@ -50,6 +50,11 @@ extern "C" void remove_temps_and_die(int sig) {
 
 }  // namespace
 
+std::string temp_beside(const std::string& target) {
+  static std::atomic<int> serial{0};
+  return fmt::format("{}.tmp.{}.{}", target, static_cast<long>(::getpid()), serial++);
+}
+
 int register_temp(const std::string& path) {
   char* copy = ::strdup(path.c_str());
   if (!copy) return -1;
@@ -183,11 +188,9 @@ void check_outputs(const std::vector<OutputSpec>& outputs,
 }
 
 void write_file_atomic(const std::string& path, const std::string& content) {
-  // A temporary of this process beside the target (rename stays atomic in one directory);
-  // an interrupted run leaves neither it nor a truncated target.
-  static std::atomic<int> serial{0};
+  // Through a temporary: an interrupted run leaves neither it nor a truncated target.
   const std::string target = resolve_output(path);
-  std::string tmp = fmt::format("{}.tmp.{}.{}", target, static_cast<long>(::getpid()), serial++);
+  const std::string tmp = temp_beside(target);
   int slot = register_temp(tmp);
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) {

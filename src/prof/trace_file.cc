@@ -2,9 +2,6 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
-#include <unistd.h>
-
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -25,8 +22,7 @@ gzFile as_gz(void* p) {
 TraceFile::TraceFile(const std::string& path, bool gzip)
     : path_(path), target_(resolve_output(path)) {
   // A temporary of this process beside the target, renamed by commit().
-  static std::atomic<int> serial{0};
-  tmp_ = fmt::format("{}.tmp.{}.{}", target_, static_cast<long>(::getpid()), serial++);
+  tmp_ = temp_beside(target_);
   temp_slot_ = register_temp(tmp_);
   // "T": transparent (plain) through the same interface. zlib writes a gzip header without
   // a time stamp, so the same run gives a byte-identical file.
