@@ -97,9 +97,14 @@ std::string no_config_ran(const tune::Result& r) {
                   r.skipped, r.configs.size());
   for (const auto& c : r.configs)
     if (c.status == "rejected") {
-      std::string reason = c.reason;
+      // The diagnostic's first line (where and what) and its hint (the fix), on one line.
+      std::string reason = c.reason, hint;
+      if (auto h = reason.find("\n  hint: "); h != std::string::npos)
+        hint = "; " + reason.substr(h + 3);
       if (auto nl = reason.find('\n'); nl != std::string::npos) reason.resize(nl);
-      return msg + fmt::format("; the first rejected, {}: {}", json(c.params).dump(), reason);
+      if (auto nl = hint.find('\n'); nl != std::string::npos) hint.resize(nl);
+      return msg +
+             fmt::format("; the first rejected, {}: {}{}", json(c.params).dump(), reason, hint);
     }
   return msg + "; raise --max-evals or widen the --space";
 }
