@@ -9,7 +9,8 @@
 #include <fmt/ranges.h>
 
 #include "differential.h"
-#include "harness.h"
+#include "registry.h"
+#include "tilepipe/driver.h"
 
 namespace {
 
@@ -20,15 +21,15 @@ const ChipConfig& chip() {
   return c;
 }
 
-kernels::RunReport run(const std::string& name, const std::map<std::string, std::string>& p,
-                       sim::Mode mode, const std::string& variant = "", bool fast_forward = true) {
+driver::RunReport run(const std::string& name, const std::map<std::string, std::string>& p,
+                      sim::Mode mode, const std::string& variant = "", bool fast_forward = true) {
   const auto& k = kernels::find_kernel(name);
-  kernels::RunRequest req;
-  req.params = kernels::resolve_params(k, p);
+  driver::RunRequest req;
+  req.params = driver::resolve_params(k, p);
   req.mode = mode;
   req.variant = variant;
   req.fast_forward.enabled = fast_forward;
-  return kernels::run_kernel(k, req, chip());
+  return driver::run_kernel(k, req, chip());
 }
 
 void BM_GemmFunctional(benchmark::State& st) {
@@ -172,8 +173,8 @@ void BM_FastForwardVsExact(benchmark::State& st, const std::string& kernel,
   const auto& k = kernels::find_kernel(kernel);
   const auto shapes = kernels::differential_shapes(kernel, true);
   const auto& p = shapes[static_cast<size_t>(st.range(0))];
-  kernels::Differential d;
-  for (auto _ : st) d = kernels::run_differential(k, variant, p, chip());
+  driver::Differential d;
+  for (auto _ : st) d = driver::run_differential(k, variant, p, chip());
   st.SetLabel(fmt::format("{}", fmt::join(p, " ")));
   st.counters["err_pct"] = 100 * d.cycles_err;
   st.counters["counters_equal"] = d.counters.empty();

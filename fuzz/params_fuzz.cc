@@ -1,6 +1,6 @@
 // libFuzzer target: the command line's value parsers: `--seed`, `--max-cycles`,
 // `--trace-window`, `--trace-cores` (tools/cli_parse.cc) and `--param NAME=VALUE` lists
-// (kernels/params.cc). Every input must parse or throw ArgError / ParamError with a message;
+// (src/driver/params.cc). Every input must parse or throw ArgError / ParamError with a message;
 // never a crash, a sanitizer report or another exception. Input lines: seed, max-cycles,
 // trace window, trace cores, then NAME=VALUE lines.
 #include <cstddef>
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "cli_parse.h"
-#include "params.h"
+#include "tilepipe/kernel_params.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace tilepipe;
@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (e.message.empty()) std::abort();
   }
   // The shapes of the real catalogue: small and huge ranges, negative-free minimums.
-  static const std::vector<kernels::ParamSpec> specs = {
+  static const std::vector<driver::ParamSpec> specs = {
       {"M", 256, 16, 65536, "rows"},
       {"S", 1024, 128, 1 << 20, "sequence length"},
       {"num_stages", 0, 0, 1024, "stages"},
@@ -58,10 +58,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     raw[line.substr(0, eq)] = line.substr(eq + 1);
   }
   try {
-    kernels::Params p = kernels::parse_param_values("fuzz", specs, raw);
+    driver::Params p = driver::parse_param_values("fuzz", specs, raw);
     for (const auto& s : specs)
       if (p.at(s.name) < s.min || p.at(s.name) > s.max) std::abort();  // ranges are enforced
-  } catch (const kernels::ParamError& e) {
+  } catch (const driver::ParamError& e) {
     if (e.message.empty()) std::abort();
   }
   return 0;

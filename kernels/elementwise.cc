@@ -76,8 +76,8 @@ sim::HostData reference(const Params&, const std::string& variant, const sim::Ho
 
 }  // namespace
 
-KernelDef elementwise_kernel() {
-  return KernelDef{
+KernelSource elementwise_kernel() {
+  return KernelSource{
       "elementwise",
       "Z = X + Y (or X * Y) on fp16 vectors with 1-3 UB buffers (multi-buffering demo)",
       {"add", "mul"},

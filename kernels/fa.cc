@@ -553,8 +553,8 @@ std::string validate(const Params& p) {
 
 }  // namespace
 
-KernelDef fa_kernel() {
-  return KernelDef{
+KernelSource fa_kernel() {
+  return KernelSource{
       "fa",
       "Flash Attention forward (Cube QK^T / PV, Vector online softmax), GQA; the ladder in "
       "expert mode, and `auto` written as dataflow only",

@@ -290,8 +290,8 @@ std::string validate(const Params& p) {
 
 }  // namespace
 
-KernelDef gemm_kernel() {
-  return KernelDef{
+KernelSource gemm_kernel() {
+  return KernelSource{
       "gemm",
       "C = A x B, fp16 in, fp32 accumulate, tiled through L1 and L0 on the Cube cores; the "
       "AscendC matmul optimisation ladder",

@@ -794,8 +794,8 @@ std::string validate(const Params& p) {
 
 }  // namespace
 
-KernelDef sfa_kernel() {
-  return KernelDef{
+KernelSource sfa_kernel() {
+  return KernelSource{
       "sfa",
       "Sparse Flash Attention (DeepSeek-V3.2 sparse MLA decode): topk KV rows gathered through "
       "a paged-KV block table, fixed-core launch; `auto` written as dataflow only",

@@ -92,8 +92,8 @@ sim::HostData reference(const Params& p, const std::string&, const sim::HostData
 
 }  // namespace
 
-KernelDef softmax_kernel() {
-  return KernelDef{
+KernelSource softmax_kernel() {
+  return KernelSource{
       "softmax",
       "row-wise softmax of an fp16 [R, C] matrix on the Vector cores (f32 math)",
       {"tile"},

@@ -11,11 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "harness.h"
-#include "profile.h"
 #include "registry.h"
 #include "test_util.h"
 #include "tilepipe/advisor.h"
+#include "tilepipe/driver.h"
 #include "tilepipe/html.h"
 #include "tilepipe/prof.h"
 #include "tilepipe/tune.h"
@@ -26,16 +25,16 @@ namespace {
 using nlohmann::json;
 using testing::a3;
 
-kernels::RunReport run_timing(const std::string& kernel, const std::string& variant,
-                              const std::map<std::string, std::string>& raw,
-                              bool lower_bound = false) {
+driver::RunReport run_timing(const std::string& kernel, const std::string& variant,
+                             const std::map<std::string, std::string>& raw,
+                             bool lower_bound = false) {
   const auto& k = kernels::find_kernel(kernel);
-  kernels::RunRequest req;
+  driver::RunRequest req;
   req.variant = variant;
-  req.params = kernels::resolve_params(k, raw);
+  req.params = driver::resolve_params(k, raw);
   req.mode = sim::Mode::Timing;
   req.lower_bound_only = lower_bound;
-  return kernels::run_kernel(k, req, a3());
+  return driver::run_kernel(k, req, a3());
 }
 
 bool has_pipe(ir::CoreKind k, ir::Pipe p) {
@@ -116,12 +115,12 @@ TEST(Evidence, ProgramPatternsAndKnobMetadata) {
   const auto& k = kernels::find_kernel("fa");
   auto evidence = [&](const std::string& v) {
     prof::Recorder rec;
-    kernels::RunRequest req;
+    driver::RunRequest req;
     req.variant = v;
-    req.params = kernels::resolve_params(k, {{"S", "512"}, {"H", "2"}});
+    req.params = driver::resolve_params(k, {{"S", "512"}, {"H", "2"}});
     req.mode = sim::Mode::Timing;
     req.observer = &rec;
-    auto rep = kernels::run_kernel(k, req, a3());
+    auto rep = driver::run_kernel(k, req, a3());
     return prof::gather_evidence(rep.sim, rep.lowered, a3(), rec);
   };
   auto base = evidence("baseline");

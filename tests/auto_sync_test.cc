@@ -8,9 +8,9 @@
 
 #include <algorithm>
 
-#include "harness.h"
 #include "registry.h"
 #include "test_util.h"
+#include "tilepipe/driver.h"
 #include "tilepipe/lang.h"
 #include "tilepipe/lower.h"
 #include "tilepipe/sim.h"
@@ -493,10 +493,10 @@ TEST(AutoSync, RunningOutOfEventIdsIsAnErrorAtTheConsumer) {
 TEST(AutoSync, HandSyncedKernelsAreLeftUnchanged) {
   int checked = 0;
   for (const auto& k : kernels::all_kernels()) {
-    auto params = kernels::resolve_params(k, {});
+    auto params = driver::resolve_params(k, {});
     for (const auto& v : k.variants) {
       SCOPED_TRACE(k.name + " " + v);
-      auto p = k.build(params, v);
+      auto p = k.build(params, v).program;
       EXPECT_TRUE(ir::equal(passes::auto_sync(p, testing::a3(), {}), p));
       ++checked;
     }
@@ -535,14 +535,14 @@ class AutoSyncOnStrippedKernel : public ::testing::TestWithParam<Stripped> {};
 
 TEST_P(AutoSyncOnStrippedKernel, MatchesReferenceRaceFree) {
   const auto& k = kernels::find_kernel(GetParam().kernel);
-  auto params = kernels::resolve_params(k, GetParam().params);
-  auto p = synced(strip_intra_flags(k.build(params, GetParam().variant)));
+  auto params = driver::resolve_params(k, GetParam().params);
+  auto p = synced(strip_intra_flags(k.build(params, GetParam().variant).program));
   auto in = k.inputs(params, 1);
   auto r = run(p, in);
   for (const auto& [name, ref] : k.reference(params, GetParam().variant, in)) {
-    kernels::RunReport rep;
+    driver::RunReport rep;
     rep.correct = true;
-    kernels::compare(r.io.at(name), ref, k.tol, name, rep);
+    driver::compare(r.io.at(name), ref, k.tol, name, rep);
     EXPECT_TRUE(rep.correct) << rep.mismatch;
   }
 }
@@ -569,8 +569,8 @@ namespace {
 // the hand kernel: 3.3 % at S=2048 with depth 32, 0.4 % with unbounded queues.
 TEST(AutoSyncTiming, StrippedFaExpertRunsWithinFourPercentOfTheHandSyncedKernel) {
   const auto& k = kernels::find_kernel("fa");
-  auto params = kernels::resolve_params(k, {{"S", "2048"}});
-  auto hand = k.build(params, "expert");
+  auto params = driver::resolve_params(k, {{"S", "2048"}});
+  auto hand = k.build(params, "expert").program;
   auto autos = synced(strip_intra_flags(hand));
   double t_hand = run(hand, {}, sim::Mode::Timing).cycles;
   double t_auto = run(autos, {}, sim::Mode::Timing).cycles;

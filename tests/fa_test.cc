@@ -3,8 +3,9 @@
 // fewer tiles than stages and odd cross intervals; the ladder orders as it should.
 #include <gtest/gtest.h>
 
-#include "harness.h"
 #include "kernel_check.h"
+#include "registry.h"
+#include "tilepipe/driver.h"
 
 namespace tilepipe {
 namespace {
@@ -52,21 +53,21 @@ TEST(FaTolerance, CatchesAWrongRescale) {
   // The tolerance must fail a kernel whose online-softmax rescale is off: emulate one by
   // comparing the reference at two different scales of the same inputs.
   const auto& k = kernels::find_kernel("fa");
-  auto p = kernels::resolve_params(k, {{"S", "256"}, {"H", "1"}});
+  auto p = driver::resolve_params(k, {{"S", "256"}, {"H", "1"}});
   auto in = k.inputs(p, 1);
   auto ref = k.reference(p, "expert", in).at("O");
   auto wrong = ref;
   for (size_t r = 0; r < wrong.size(); r += 256)  // rows 0, 2, 4 ... scaled by 0.9
     for (size_t d = 0; d < 128 && r + d < wrong.size(); ++d) wrong[r + d] *= 0.9;
-  kernels::RunReport rep;
+  driver::RunReport rep;
   rep.correct = true;
-  kernels::compare(wrong, ref, k.tol, "O", rep);
+  driver::compare(wrong, ref, k.tol, "O", rep);
   EXPECT_FALSE(rep.correct);
 }
 
 TEST(FaLadder, StepsGetFasterAndReportPercentOfReference) {
   const auto& k = kernels::find_kernel("fa");
-  auto lad = kernels::run_ladder(k, {{"S", "2048"}, {"H", "4"}}, testing::a3(), 2);
+  auto lad = driver::run_ladder(k, {{"S", "2048"}, {"H", "4"}}, testing::a3(), 2);
   ASSERT_EQ(lad.steps.size(), 6u);
   EXPECT_EQ(lad.steps.front().name, "baseline");
   EXPECT_EQ(lad.steps.back().name, "expert");
@@ -83,24 +84,24 @@ TEST(FaLadder, StepsGetFasterAndReportPercentOfReference) {
 
 TEST(FaLadder, ResultsDoNotDependOnParallelism) {
   const auto& k = kernels::find_kernel("fa");
-  auto a = kernels::run_ladder(k, {{"S", "1024"}, {"H", "2"}}, testing::a3(), 1);
-  auto b = kernels::run_ladder(k, {{"S", "1024"}, {"H", "2"}}, testing::a3(), 2);
+  auto a = driver::run_ladder(k, {{"S", "1024"}, {"H", "2"}}, testing::a3(), 1);
+  auto b = driver::run_ladder(k, {{"S", "1024"}, {"H", "2"}}, testing::a3(), 2);
   for (size_t i = 0; i < a.steps.size(); ++i)
     EXPECT_EQ(a.steps[i].run.sim.cycles, b.steps[i].run.sim.cycles) << a.steps[i].name;
 }
 
 TEST(FaParams, RejectsShapesTheKernelIsNotWrittenFor) {
   const auto& k = kernels::find_kernel("fa");
-  EXPECT_THROW(kernels::resolve_params(k, {{"S", "1000"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"H", "3"}, {"KV_H", "2"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"num_stages", "1025"}}), kernels::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"S", "1000"}}), driver::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"H", "3"}, {"KV_H", "2"}}), driver::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"num_stages", "1025"}}), driver::ParamError);
   // 16 stages signal 16 times per batch with one signal per tile (pipelined): the 4-bit
   // cross-core counter overflows; with a signal every 2 tiles (expert) it fits.
-  auto p16 = kernels::resolve_params(k, {{"num_stages", "16"}});
-  EXPECT_THROW(k.build(p16, "pipelined"), kernels::ParamError);
+  auto p16 = driver::resolve_params(k, {{"num_stages", "16"}});
+  EXPECT_THROW(k.build(p16, "pipelined"), driver::ParamError);
   EXPECT_NO_THROW(k.build(p16, "expert"));
-  EXPECT_THROW(kernels::run_ladder(kernels::find_kernel("softmax"), {}, testing::a3(), 1),
-               kernels::ParamError);
+  EXPECT_THROW(driver::run_ladder(kernels::find_kernel("softmax"), {}, testing::a3(), 1),
+               driver::ParamError);
 }
 
 }  // namespace
@@ -111,7 +112,7 @@ namespace {
 
 TEST(FaAuto, IsWrittenAsDataflowOnly) {
   const auto& k = kernels::find_kernel("fa");
-  auto p = k.build(kernels::resolve_params(k, {{"S", "256"}, {"H", "1"}}), "auto");
+  auto p = k.build(driver::resolve_params(k, {{"S", "256"}, {"H", "1"}}), "auto").program;
   std::string ir = ir::print(p);
   for (const char* word : {"scope", "flag", "barrier", "workspace", "vid"})
     EXPECT_EQ(ir.find(word), std::string::npos) << word << " in\n" << ir;
@@ -124,13 +125,13 @@ TEST(FaAuto, NumStagesTwoToSixteenFitOrStopWithTheCapacityDiagnostic) {
   for (int ns = 2; ns <= 16; ++ns) {
     SCOPED_TRACE(ns);
     auto params =
-        kernels::resolve_params(k, {{"S", "2048"}, {"H", "1"}, {"num_stages", std::to_string(ns)}});
-    kernels::RunRequest req;
+        driver::resolve_params(k, {{"S", "2048"}, {"H", "1"}, {"num_stages", std::to_string(ns)}});
+    driver::RunRequest req;
     req.variant = "auto";
     req.params = params;
     req.mode = sim::Mode::Timing;
     try {
-      auto rep = kernels::run_kernel(k, req, testing::a3());
+      auto rep = driver::run_kernel(k, req, testing::a3());
       EXPECT_GT(rep.sim.cycles, 0);
       ++fit;
     } catch (const UserError& e) {
@@ -147,11 +148,11 @@ TEST(FaAuto, NumStagesTwoToSixteenFitOrStopWithTheCapacityDiagnostic) {
 TEST(FaAuto, KeepsUpWithTheExpertKernel) {
   const auto& k = kernels::find_kernel("fa");
   auto cycles = [&](const std::string& variant) {
-    kernels::RunRequest req;
+    driver::RunRequest req;
     req.variant = variant;
-    req.params = kernels::resolve_params(k, {{"S", "4096"}});
+    req.params = driver::resolve_params(k, {{"S", "4096"}});
     req.mode = sim::Mode::Timing;
-    return kernels::run_kernel(k, req, testing::a3()).sim.cycles;
+    return driver::run_kernel(k, req, testing::a3()).sim.cycles;
   };
   const double expert = cycles("expert"), automatic = cycles("auto");
   EXPECT_LT(automatic, 1.02 * expert) << "auto " << automatic << " vs expert " << expert;

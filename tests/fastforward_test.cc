@@ -4,8 +4,9 @@
 // iterations are not alike or where every event is wanted.
 #include <gtest/gtest.h>
 
-#include "harness.h"
+#include "registry.h"
 #include "test_util.h"
+#include "tilepipe/driver.h"
 #include "tilepipe/lang.h"
 #include "tilepipe/lower.h"
 #include "tilepipe/prof.h"
@@ -25,18 +26,18 @@ sim::FastForwardOptions eager() {
 }
 
 /// The whole report: its lowered program owns the ops the result points to.
-kernels::RunReport fa(std::map<std::string, std::string> p, sim::FastForwardOptions ff,
-                      sim::Mode mode = sim::Mode::Timing, sim::Observer* obs = nullptr,
-                      const ChipConfig& chip = testing::a3(),
-                      const std::string& variant = "expert") {
+driver::RunReport fa(std::map<std::string, std::string> p, sim::FastForwardOptions ff,
+                     sim::Mode mode = sim::Mode::Timing, sim::Observer* obs = nullptr,
+                     const ChipConfig& chip = testing::a3(),
+                     const std::string& variant = "expert") {
   const auto& k = kernels::find_kernel("fa");
-  kernels::RunRequest req;
+  driver::RunRequest req;
   req.variant = variant;
-  req.params = kernels::resolve_params(k, p);
+  req.params = driver::resolve_params(k, p);
   req.mode = mode;
   req.fast_forward = ff;
   req.observer = obs;
-  return kernels::run_kernel(k, req, chip);
+  return driver::run_kernel(k, req, chip);
 }
 
 sim::FastForwardOptions off() {
@@ -45,7 +46,7 @@ sim::FastForwardOptions off() {
   return o;
 }
 
-void expect_same_run(const kernels::RunReport& full, const kernels::RunReport& fast, double tol) {
+void expect_same_run(const driver::RunReport& full, const driver::RunReport& fast, double tol) {
   const sim::SimResult &exact = full.sim, &ff = fast.sim;
   EXPECT_NEAR(ff.cycles, exact.cycles, tol * exact.cycles);
   // Every iteration does the same instructions: extrapolated counts are exact.
@@ -96,14 +97,14 @@ TEST(FastForward, JumpsLandOnTheSamePhaseOfABufferRing) {
   // Tile i uses UB slot i % 3 and flags i % 3: a jump of a non-multiple of 3 iterations
   // would pair the wrong flags (a deadlock); whole turns of the ring match exactly.
   const auto& k = kernels::find_kernel("elementwise");
-  kernels::RunRequest req;
-  req.params = kernels::resolve_params(
+  driver::RunRequest req;
+  req.params = driver::resolve_params(
       k, {{"N", "2097152"}, {"tile", "8192"}, {"block_num", "1"}, {"buffers", "3"}});
   req.mode = sim::Mode::Timing;
   req.fast_forward = off();
-  auto exact = kernels::run_kernel(k, req, testing::a3());
+  auto exact = driver::run_kernel(k, req, testing::a3());
   req.fast_forward = eager();
-  auto ff = kernels::run_kernel(k, req, testing::a3());
+  auto ff = driver::run_kernel(k, req, testing::a3());
   ASSERT_EQ(ff.sim.fast_forward.jumps, 1);
   EXPECT_EQ(ff.sim.fast_forward.iterations % 3, 0);
   expect_same_run(exact, ff, 1e-3);
@@ -115,14 +116,14 @@ TEST(FastForward, JumpsInsideEachBlockOfACoreThatRunsSeveral) {
   ChipConfig chip = testing::a3();
   chip.ai_cores = 2;
   const auto& k = kernels::find_kernel("elementwise");
-  kernels::RunRequest req;
-  req.params = kernels::resolve_params(
+  driver::RunRequest req;
+  req.params = driver::resolve_params(
       k, {{"N", "2097152"}, {"tile", "8192"}, {"block_num", "4"}, {"buffers", "2"}});
   req.mode = sim::Mode::Timing;
   req.fast_forward = off();
-  auto exact = kernels::run_kernel(k, req, chip);
+  auto exact = driver::run_kernel(k, req, chip);
   req.fast_forward = eager();
-  auto ff = kernels::run_kernel(k, req, chip);
+  auto ff = driver::run_kernel(k, req, chip);
   EXPECT_GE(ff.sim.fast_forward.jumps, 2);
   expect_same_run(exact, ff, 1e-3);
 }
@@ -198,11 +199,11 @@ TEST(FastForward, AnObservedWindowIsSimulatedInFullAndTheRestJumps) {
 TEST(FastForward, NeverJumpsWhenAddressesDependOnData) {
   // SFA's KV rows come from an index table read by scalar loads.
   const auto& k = kernels::find_kernel("sfa");
-  kernels::RunRequest req;
-  req.params = kernels::resolve_params(k, {});
+  driver::RunRequest req;
+  req.params = driver::resolve_params(k, {});
   req.mode = sim::Mode::Timing;
   req.fast_forward = eager();
-  EXPECT_EQ(kernels::run_kernel(k, req, testing::a3()).sim.fast_forward.jumps, 0);
+  EXPECT_EQ(driver::run_kernel(k, req, testing::a3()).sim.fast_forward.jumps, 0);
 }
 
 TEST(FastForward, DefaultWindowLeavesShortRunsExact) {

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "differential.h"
+#include "registry.h"
 #include "test_util.h"
 
 namespace tilepipe {
@@ -28,7 +29,7 @@ TEST_P(FastForwardVsExact, CyclesWithinHalfAPercentAndCountersExact) {
   ASSERT_GE(shapes.size(), 5u);
   for (const auto& p : shapes) {
     SCOPED_TRACE(::testing::PrintToString(p));
-    auto d = kernels::run_differential(k, GetParam().variant, p, testing::a3());
+    auto d = driver::run_differential(k, GetParam().variant, p, testing::a3());
     EXPECT_LE(std::abs(d.cycles_err), 0.005)
         << "fast-forward " << d.fast.sim.cycles << " vs exact " << d.exact.sim.cycles << " ("
         << d.fast.sim.fast_forward.jumps << " jumps)";
@@ -45,10 +46,10 @@ TEST(FastForwardVsExact, JumpsOnLongSteadyLoops) {
   // The suite above proves nothing about jumps that never happen: these shapes must jump.
   // (FA jumps from S=32K on, too slow for this suite: bench BM_FastForwardVsExact.)
   for (auto [kernel, variant, p] :
-       std::vector<std::tuple<std::string, std::string, kernels::RawParams>>{
+       std::vector<std::tuple<std::string, std::string, driver::RawParams>>{
            {"softmax", "tile", {{"R", "65536"}, {"C", "512"}}},
            {"softmax", "tile", {{"R", "100000"}, {"C", "128"}}}}) {
-    auto d = kernels::run_differential(kernels::find_kernel(kernel), variant, p, testing::a3());
+    auto d = driver::run_differential(kernels::find_kernel(kernel), variant, p, testing::a3());
     EXPECT_GE(d.fast.sim.fast_forward.jumps, 1) << kernel;
     EXPECT_LE(std::abs(d.cycles_err), 0.005) << kernel;
   }
@@ -57,8 +58,8 @@ TEST(FastForwardVsExact, JumpsOnLongSteadyLoops) {
 TEST(FastForwardVsExact, NeverJumpsWhenTheL2TrafficChangesPhase) {
   // GEMM's tile loop re-reads panels that the L2 holds or has evicted depending on where the
   // walk is: the window's traffic does not repeat, so the run stays exact.
-  auto d = kernels::run_differential(kernels::find_kernel("gemm"), "expert",
-                                     {{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}, testing::a3());
+  auto d = driver::run_differential(kernels::find_kernel("gemm"), "expert",
+                                    {{"M", "2048"}, {"N", "2048"}, {"K", "2048"}}, testing::a3());
   EXPECT_EQ(d.fast.sim.cycles, d.exact.sim.cycles);
 }
 

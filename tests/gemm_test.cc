@@ -55,11 +55,11 @@ std::vector<Case> cases() {
 /// reference only by summation order; the fp16 C of `expert` by its rounding (2^-11 |ref|).
 void expect_matches(const std::string& variant, const std::map<std::string, std::string>& raw) {
   const auto& k = kernels::find_kernel("gemm");
-  kernels::RunRequest req;
+  driver::RunRequest req;
   req.variant = variant;
-  req.params = kernels::resolve_params(k, raw);
+  req.params = driver::resolve_params(k, raw);
   req.detect_races = true;
-  auto rep = kernels::run_kernel(k, req, testing::a3());
+  auto rep = driver::run_kernel(k, req, testing::a3());
   ASSERT_TRUE(rep.checked);
   EXPECT_TRUE(rep.correct) << rep.mismatch;
   if (variant != "expert") {
@@ -77,20 +77,20 @@ INSTANTIATE_TEST_SUITE_P(Ladder, GemmStep, ::testing::ValuesIn(cases()), [](cons
   return info.param.variant + "_" + info.param.shape.name;
 });
 
-kernels::RunReport timing(const std::string& variant, int64_t n,
-                          const ChipConfig& chip = testing::a3()) {
+driver::RunReport timing(const std::string& variant, int64_t n,
+                         const ChipConfig& chip = testing::a3()) {
   const auto& k = kernels::find_kernel("gemm");
-  kernels::RunRequest req;
+  driver::RunRequest req;
   req.variant = variant;
-  req.params = kernels::resolve_params(
+  req.params = driver::resolve_params(
       k, {{"M", std::to_string(n)}, {"N", std::to_string(n)}, {"K", std::to_string(n)}});
   req.mode = sim::Mode::Timing;
   req.fast_forward.enabled = false;  // exact: every iteration simulated
-  return kernels::run_kernel(k, req, chip);
+  return driver::run_kernel(k, req, chip);
 }
 
 /// Share of the Cube peak: M*N*K multiply-adds over 24 cores x 4096 per cycle.
-double cube_pct(const kernels::RunReport& r, int64_t n) {
+double cube_pct(const driver::RunReport& r, int64_t n) {
   return 100.0 * static_cast<double>(n * n * n) / (24.0 * 4096.0) / r.sim.cycles;
 }
 
@@ -136,9 +136,9 @@ TEST(GemmLadder, ExpertOverlapsEveryPipeWhenGmIsNotTheLimit) {
 }
 
 TEST(GemmLadder, RunsThroughTheLadderDriverInOrder) {
-  auto rep = kernels::run_ladder(kernels::find_kernel("gemm"),
-                                 {{"M", "512"}, {"N", "512"}, {"K", "512"}}, testing::a3(), 2,
-                                 /*fast_forward=*/false);
+  auto rep = driver::run_ladder(kernels::find_kernel("gemm"),
+                                {{"M", "512"}, {"N", "512"}, {"K", "512"}}, testing::a3(), 2,
+                                /*fast_forward=*/false);
   ASSERT_EQ(rep.steps.size(), kSteps.size());
   for (size_t i = 0; i < kSteps.size(); ++i) {
     EXPECT_EQ(rep.steps[i].name, kSteps[i]);
@@ -149,9 +149,9 @@ TEST(GemmLadder, RunsThroughTheLadderDriverInOrder) {
 
 TEST(GemmParams, BaseBlocksMustBeWholeFractals) {
   const auto& k = kernels::find_kernel("gemm");
-  EXPECT_THROW(kernels::resolve_params(k, {{"base_m", "48"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"base_k", "40"}}), kernels::ParamError);
-  EXPECT_NO_THROW(kernels::resolve_params(k, {{"base_m", "64"}, {"base_n", "128"}}));
+  EXPECT_THROW(driver::resolve_params(k, {{"base_m", "48"}}), driver::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"base_k", "40"}}), driver::ParamError);
+  EXPECT_NO_THROW(driver::resolve_params(k, {{"base_m", "64"}, {"base_n", "128"}}));
 }
 
 TEST(GemmParams, AnL1BlockThatDoesNotFitIsACapacityErrorAtTheKernelLine) {

@@ -1,20 +1,21 @@
 // Correctness: every kernel against its plain C++ reference, in functional mode.
 #include <gtest/gtest.h>
 
-#include "harness.h"
+#include "registry.h"
 #include "test_util.h"
+#include "tilepipe/driver.h"
 
 namespace tilepipe {
 namespace {
 
-kernels::RunReport run(const std::string& name, std::map<std::string, std::string> params,
-                       const std::string& variant = "", sim::Mode mode = sim::Mode::Functional) {
+driver::RunReport run(const std::string& name, std::map<std::string, std::string> params,
+                      const std::string& variant = "", sim::Mode mode = sim::Mode::Functional) {
   const auto& k = kernels::find_kernel(name);
-  kernels::RunRequest req;
+  driver::RunRequest req;
   req.variant = variant;
-  req.params = kernels::resolve_params(k, params);
+  req.params = driver::resolve_params(k, params);
   req.mode = mode;
-  return kernels::run_kernel(k, req, testing::a3());
+  return driver::run_kernel(k, req, testing::a3());
 }
 
 struct Case {
@@ -55,11 +56,11 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(Kernels, WrongReferenceIsCaught) {
   // The comparison must be able to fail: perturb one output value past the tolerance.
-  kernels::RunReport rep;
+  driver::RunReport rep;
   rep.correct = true;
   std::vector<double> ref = {1.0, 2.0, 3.0};
   std::vector<double> out = {1.0, 2.01, 3.0};
-  kernels::compare(out, ref, {1e-3, 1e-3}, "Z", rep);
+  driver::compare(out, ref, {1e-3, 1e-3}, "Z", rep);
   EXPECT_FALSE(rep.correct);
   EXPECT_NE(rep.mismatch.find("Z[1]"), std::string::npos);
 }
@@ -104,12 +105,12 @@ TEST(Kernels, MoreBuffersOverlapMoreOnOneCore) {
 
 TEST(Params, OutOfRangeNonNumericUnknownAreRejected) {
   const auto& k = kernels::find_kernel("gemm");
-  EXPECT_THROW(kernels::resolve_params(k, {{"M", "-1"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"M", "12x"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"Q", "1"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"M", "24"}}), kernels::ParamError);  // not % 16
-  EXPECT_THROW(kernels::find_kernel("nope"), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_variant(k, "nope"), kernels::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"M", "-1"}}), driver::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"M", "12x"}}), driver::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"Q", "1"}}), driver::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"M", "24"}}), driver::ParamError);  // not % 16
+  EXPECT_THROW(kernels::find_kernel("nope"), driver::ParamError);
+  EXPECT_THROW(driver::resolve_variant(k, "nope"), driver::ParamError);
 }
 
 TEST(Params, SoftmaxRowsUpToTheStatedLimitRunAndWiderOnesAreOutOfRange) {
@@ -119,7 +120,7 @@ TEST(Params, SoftmaxRowsUpToTheStatedLimitRunAndWiderOnesAreOutOfRange) {
   try {
     run("softmax", {{"R", "64"}, {"C", "16368"}});
     FAIL() << "C=16368 was accepted";
-  } catch (const kernels::ParamError& e) {
+  } catch (const driver::ParamError& e) {
     EXPECT_NE(e.message.find("allowed [16, 16352]"), std::string::npos) << e.message;
   }
 }

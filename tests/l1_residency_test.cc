@@ -5,8 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "harness.h"
+#include "registry.h"
 #include "test_util.h"
+#include "tilepipe/driver.h"
 #include "tilepipe/lang.h"
 
 namespace tilepipe {
@@ -56,13 +57,13 @@ TEST(L1Residency, LoadsThatChangeStay) {
 
 TEST(L1Residency, FaAutoKeepsQResidentWithTheSameValuesAndLessTraffic) {
   const auto& k = kernels::find_kernel("fa");
-  kernels::RunRequest req;
+  driver::RunRequest req;
   req.variant = "auto";
-  req.params = kernels::resolve_params(k, {{"S", "512"}, {"H", "1"}});
+  req.params = driver::resolve_params(k, {{"S", "512"}, {"H", "1"}});
   req.detect_races = true;
-  auto on = kernels::run_kernel(k, req, testing::a3());
+  auto on = driver::run_kernel(k, req, testing::a3());
   req.pass_options.l1_residency = false;
-  auto off = kernels::run_kernel(k, req, testing::a3());
+  auto off = driver::run_kernel(k, req, testing::a3());
   EXPECT_TRUE(on.correct) << on.mismatch;
   EXPECT_EQ(on.outputs.at("O"), off.outputs.at("O"));
   // Q (32 KiB per task) is read once instead of once per KV tile (4 tiles, 4 tasks).
@@ -73,10 +74,10 @@ TEST(L1Residency, FaAutoKeepsQResidentWithTheSameValuesAndLessTraffic) {
   // load at each task start, no longer overlapped by multi-buffering, costs more).
   req.mode = sim::Mode::Timing;
   req.detect_races = false;
-  req.params = kernels::resolve_params(k, {{"S", "4096"}, {"H", "1"}});
-  double off_cycles = kernels::run_kernel(k, req, testing::a3()).sim.cycles;
+  req.params = driver::resolve_params(k, {{"S", "4096"}, {"H", "1"}});
+  double off_cycles = driver::run_kernel(k, req, testing::a3()).sim.cycles;
   req.pass_options.l1_residency = true;
-  EXPECT_LT(kernels::run_kernel(k, req, testing::a3()).sim.cycles, off_cycles);
+  EXPECT_LT(driver::run_kernel(k, req, testing::a3()).sim.cycles, off_cycles);
 }
 
 }  // namespace

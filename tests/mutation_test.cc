@@ -8,13 +8,14 @@
 #include <ostream>
 #include <string>
 
-#include "mutate.h"
+#include "registry.h"
 #include "test_util.h"
+#include "tilepipe/driver_syncs.h"
 
 namespace tilepipe {
 namespace {
 
-using kernels::DropOutcome;
+using driver::DropOutcome;
 
 struct MutationCase {
   std::string kernel, variant;
@@ -26,11 +27,11 @@ void PrintTo(const MutationCase& c, std::ostream* os) {
   *os << c.name;
 }
 
-kernels::RunRequest request(const MutationCase& c) {
+driver::RunRequest request(const MutationCase& c) {
   const auto& k = kernels::find_kernel(c.kernel);
-  kernels::RunRequest req;
+  driver::RunRequest req;
   req.variant = c.variant;
-  req.params = kernels::resolve_params(k, c.params);
+  req.params = driver::resolve_params(k, c.params);
   return req;
 }
 
@@ -47,16 +48,16 @@ class DropEverySync : public ::testing::TestWithParam<MutationCase> {};
 TEST_P(DropEverySync, IsCaughtByRaceOrDeadlockDetectionOrIsRedundant) {
   const MutationCase& c = GetParam();
   const auto& k = kernels::find_kernel(c.kernel);
-  kernels::RunRequest req = request(c);
-  kernels::RunReport base = kernels::baseline_check(k, req, testing::a3());
-  auto syncs = kernels::list_syncs(base.lowered);
+  driver::RunRequest req = request(c);
+  driver::RunReport base = driver::baseline_check(k, req, testing::a3());
+  auto syncs = driver::list_syncs(base.lowered);
   ASSERT_FALSE(syncs.empty());
   std::map<DropOutcome, int> counts;
   for (size_t i = 0; i < syncs.size(); i += kStride) {
     const auto& s = syncs[i];
     SCOPED_TRACE("drop sync " + std::to_string(s.index) + ": " + s.kind + " " + s.pipes + " #" +
                  s.event_id + " at " + s.source);
-    auto r = kernels::drop_and_check(k, req, testing::a3(), syncs, {s.index}, base);
+    auto r = driver::drop_and_check(k, req, testing::a3(), syncs, {s.index}, base);
     ++counts[r.outcome];
     switch (r.outcome) {
       case DropOutcome::Race:
@@ -69,7 +70,7 @@ TEST_P(DropEverySync, IsCaughtByRaceOrDeadlockDetectionOrIsRedundant) {
         EXPECT_EQ(r.saved_cycles, base.sim.cycles - r.cycles);
         break;
       default:
-        ADD_FAILURE() << "outcome " << kernels::to_string(r.outcome) << ": "
+        ADD_FAILURE() << "outcome " << driver::to_string(r.outcome) << ": "
                       << (r.diagnostics.empty() ? r.mismatch : r.diagnostics.front().str());
     }
     // A set that is gone leaves its wait blocked, or lets the next set pair up early: it is
@@ -110,9 +111,9 @@ class FaExpertSyncs : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     k_ = &kernels::find_kernel("fa");
-    req_ = new kernels::RunRequest(request({"fa", "expert", {{"S", "512"}, {"H", "1"}}, ""}));
-    base_ = new kernels::RunReport(kernels::baseline_check(*k_, *req_, testing::a3()));
-    syncs_ = new std::vector<kernels::SyncOp>(kernels::list_syncs(base_->lowered));
+    req_ = new driver::RunRequest(request({"fa", "expert", {{"S", "512"}, {"H", "1"}}, ""}));
+    base_ = new driver::RunReport(driver::baseline_check(*k_, *req_, testing::a3()));
+    syncs_ = new std::vector<driver::SyncOp>(driver::list_syncs(base_->lowered));
   }
   static void TearDownTestSuite() {
     delete req_;
@@ -120,20 +121,20 @@ class FaExpertSyncs : public ::testing::Test {
     delete syncs_;
   }
   /// The first (or last) sync of `kind` on `pipes` of core kind `core`, or null.
-  static const kernels::SyncOp* find(ir::CoreKind core, const std::string& kind,
-                                     const std::string& pipes, bool last = false) {
-    const kernels::SyncOp* hit = nullptr;
+  static const driver::SyncOp* find(ir::CoreKind core, const std::string& kind,
+                                    const std::string& pipes, bool last = false) {
+    const driver::SyncOp* hit = nullptr;
     for (const auto& s : *syncs_)
       if (s.core == core && s.kind == kind && s.pipes == pipes && (!hit || last)) hit = &s;
     return hit;
   }
-  static kernels::DropResult drop(std::vector<int> which) {
-    return kernels::drop_and_check(*k_, *req_, testing::a3(), *syncs_, which, *base_);
+  static driver::DropResult drop(std::vector<int> which) {
+    return driver::drop_and_check(*k_, *req_, testing::a3(), *syncs_, which, *base_);
   }
-  static inline const kernels::KernelDef* k_ = nullptr;
-  static inline kernels::RunRequest* req_ = nullptr;
-  static inline kernels::RunReport* base_ = nullptr;
-  static inline std::vector<kernels::SyncOp>* syncs_ = nullptr;
+  static inline const driver::KernelSource* k_ = nullptr;
+  static inline driver::RunRequest* req_ = nullptr;
+  static inline driver::RunReport* base_ = nullptr;
+  static inline std::vector<driver::SyncOp>* syncs_ = nullptr;
 };
 
 TEST_F(FaExpertSyncs, ListIsInProgramOrderAicFirstWithSources) {
@@ -153,7 +154,7 @@ TEST_F(FaExpertSyncs, ListIsInProgramOrderAicFirstWithSources) {
   }
   EXPECT_TRUE(seen_aiv);
   // Listing is deterministic: a second lowering gives the same list.
-  auto again = kernels::kernel_syncs(*k_, *req_, testing::a3());
+  auto again = driver::kernel_syncs(*k_, *req_, testing::a3());
   ASSERT_EQ(again.size(), syncs_->size());
   for (size_t i = 0; i < again.size(); ++i) {
     EXPECT_EQ(again[i].kind, (*syncs_)[i].kind);
@@ -193,7 +194,7 @@ TEST_F(FaExpertSyncs, DrainWaitAtKernelEndIsRedundantWithIdenticalOutputs) {
   auto* w = find(ir::CoreKind::C, "wait_flag", "M->MTE1", /*last=*/true);
   ASSERT_NE(w, nullptr);
   auto r = drop({w->index});
-  EXPECT_EQ(r.outcome, DropOutcome::Redundant) << kernels::to_string(r.outcome);
+  EXPECT_EQ(r.outcome, DropOutcome::Redundant) << driver::to_string(r.outcome);
   EXPECT_TRUE(r.diagnostics.empty());
   EXPECT_TRUE(r.mismatch.empty());
 }
@@ -201,23 +202,23 @@ TEST_F(FaExpertSyncs, DrainWaitAtKernelEndIsRedundantWithIdenticalOutputs) {
 TEST(RedundantSyncFinder, CombinesOnlySyncsThatAreRedundantTogether) {
   const auto& k = kernels::find_kernel("gemm");
   auto req = request({"gemm", "expert", {{"M", "128"}, {"N", "128"}, {"K", "256"}}, ""});
-  auto base = kernels::baseline_check(k, req, testing::a3());
-  auto syncs = kernels::list_syncs(base.lowered);
-  auto rep = kernels::find_redundant(k, req, testing::a3(), syncs, base);
+  auto base = driver::baseline_check(k, req, testing::a3());
+  auto syncs = driver::list_syncs(base.lowered);
+  auto rep = driver::find_redundant(k, req, testing::a3(), syncs, base);
   ASSERT_EQ(rep.single.size(), syncs.size());
   ASSERT_FALSE(rep.combined.dropped.empty());
   for (int i : rep.combined.dropped)
     EXPECT_EQ(rep.single[static_cast<size_t>(i)].outcome, DropOutcome::Redundant) << i;
   // Re-check the combination independently: still redundant, same cycles.
-  auto again = kernels::drop_and_check(k, req, testing::a3(), syncs, rep.combined.dropped, base);
+  auto again = driver::drop_and_check(k, req, testing::a3(), syncs, rep.combined.dropped, base);
   EXPECT_EQ(again.outcome, DropOutcome::Redundant);
   EXPECT_EQ(again.cycles, rep.combined.cycles);
   EXPECT_EQ(base.sim.cycles - rep.combined.cycles, again.saved_cycles);
 }
 
 TEST_F(FaExpertSyncs, IndexOutOfRangeIsAParamError) {
-  EXPECT_THROW(drop({static_cast<int>(syncs_->size())}), kernels::ParamError);
-  EXPECT_THROW(drop({-1}), kernels::ParamError);
+  EXPECT_THROW(drop({static_cast<int>(syncs_->size())}), driver::ParamError);
+  EXPECT_THROW(drop({-1}), driver::ParamError);
 }
 
 }  // namespace

@@ -11,8 +11,9 @@
 #include <regex>
 #include <set>
 
-#include "harness.h"
+#include "registry.h"
 #include "test_util.h"
+#include "tilepipe/driver.h"
 #include "tilepipe/lang.h"
 
 namespace tilepipe {
@@ -35,7 +36,7 @@ int64_t gm_bytes(const lower::LoweredProgram& p) {
 
 /// One value of `s`: log-uniform over the range, or uniform (1 in 4), and rounded down to a
 /// multiple of 16 .. 128 half the time, since sizes are often asked to be such multiples.
-int64_t draw(const kernels::ParamSpec& s, std::mt19937_64& rng) {
+int64_t draw(const driver::ParamSpec& s, std::mt19937_64& rng) {
   if (s.min == s.max) return s.min;
   std::uniform_real_distribution<double> u(std::log(std::max<double>(1, s.min)),
                                            std::log(static_cast<double>(s.max) + 1));
@@ -52,20 +53,20 @@ int64_t draw(const kernels::ParamSpec& s, std::mt19937_64& rng) {
 /// Parameters the cross-checks and the variant's build accept (up to 500 draws), else the
 /// last draw. Every other draw stays at or below the defaults, so that some runs are small
 /// enough to simulate.
-std::map<std::string, std::string> draw_params(const kernels::KernelDef& k,
+std::map<std::string, std::string> draw_params(const driver::KernelSource& k,
                                                const std::string& variant, bool small,
                                                std::mt19937_64& rng) {
   std::map<std::string, std::string> raw;
   for (int tries = 0; tries < 500; ++tries) {
     for (const auto& s : k.params) {
-      kernels::ParamSpec range = s;
+      driver::ParamSpec range = s;
       if (small) range.max = std::max(s.min, s.def);
       raw[s.name] = std::to_string(draw(range, rng));
     }
     try {
-      k.build(kernels::resolve_params(k, raw), variant);
+      k.build(driver::resolve_params(k, raw), variant);
       return raw;
-    } catch (const kernels::ParamError&) {
+    } catch (const driver::ParamError&) {
     }
   }
   return raw;
@@ -89,7 +90,7 @@ struct Tally {
   int lowered = 0, timed = 0, checked = 0, rejected = 0;
 };
 
-void expect_hint_names_own_knobs(const UserError& e, const kernels::KernelDef& k,
+void expect_hint_names_own_knobs(const UserError& e, const driver::KernelSource& k,
                                  const std::string& what) {
   static const std::set<std::string> names = all_param_names();
   std::set<std::string> own;
@@ -107,10 +108,10 @@ void expect_hint_names_own_knobs(const UserError& e, const kernels::KernelDef& k
   }
 }
 
-void try_one(const kernels::KernelDef& k, const std::string& variant,
+void try_one(const driver::KernelSource& k, const std::string& variant,
              const std::map<std::string, std::string>& raw, Tally& t) {
   const std::string what = "tilepipe run " + k.name + " --variant " + variant + describe(raw);
-  kernels::RunRequest req;
+  driver::RunRequest req;
   req.variant = variant;
   req.mode = sim::Mode::Timing;
   req.max_cycles = kTimingBudget;
@@ -120,21 +121,21 @@ void try_one(const kernels::KernelDef& k, const std::string& variant,
     if (bytes > kMaxRunGmBytes) throw TooLargeToRun{};
   };
   try {
-    req.params = kernels::resolve_params(k, raw);
-    auto rep = kernels::run_kernel(k, req, testing::a3());
+    req.params = driver::resolve_params(k, raw);
+    auto rep = driver::run_kernel(k, req, testing::a3());
     ++t.lowered;
     ++t.timed;
     if (rep.sim.cycles > kFunctionalCycles || bytes > kMaxFunctionalGmBytes) return;
     req.mode = sim::Mode::Functional;
-    rep = kernels::run_kernel(k, req, testing::a3());
+    rep = driver::run_kernel(k, req, testing::a3());
     ++t.checked;
     EXPECT_TRUE(rep.correct) << what << ": " << rep.mismatch;
   } catch (const TooLargeToRun&) {
     ++t.lowered;
-  } catch (const kernels::ParamError& e) {
+  } catch (const driver::ParamError& e) {
     ++t.rejected;
     EXPECT_FALSE(e.message.empty()) << what;
-  } catch (const kernels::SimFailure& e) {
+  } catch (const driver::SimFailure& e) {
     // Only the test's own cycle budget may stop a run: anything else is a kernel bug.
     ++t.lowered;
     ASSERT_FALSE(e.diagnostics().empty()) << what;
@@ -165,9 +166,9 @@ TEST(ParamRanges, EveryDrawInRangeRunsOrGivesADocumentedError) {
 
 TEST(ParamRanges, SoftmaxAtFourThousandColumnsRuns) {
   const auto& k = kernels::find_kernel("softmax");
-  kernels::RunRequest req;
-  req.params = kernels::resolve_params(k, {{"R", "64"}, {"C", "4096"}});
-  auto rep = kernels::run_kernel(k, req, testing::a3());
+  driver::RunRequest req;
+  req.params = driver::resolve_params(k, {{"R", "64"}, {"C", "4096"}});
+  auto rep = driver::run_kernel(k, req, testing::a3());
   EXPECT_TRUE(rep.correct) << rep.mismatch;
 }
 

@@ -339,10 +339,10 @@ TEST(PlanMemory, ReservedTailAdmitsTheAuthorsLayoutUpToThePhysicalSize) {
 
 TEST(PlanMemory, HandSyncedKernelsKeepTheSequentialLayout) {
   for (const auto& k : kernels::all_kernels()) {
-    auto params = kernels::resolve_params(k, {});
+    auto params = driver::resolve_params(k, {});
     for (const auto& v : k.variants) {
       SCOPED_TRACE(k.name + " " + v);
-      auto p = k.build(params, v);
+      auto p = k.build(params, v).program;
       if (!passes::has_hand_sync(p.body)) continue;  // automatic kernels (fa auto)
       EXPECT_TRUE(ir::equal(passes::plan_memory(p, testing::a3(), {}), p));
     }

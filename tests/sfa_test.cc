@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <chrono>
 
-#include "harness.h"
 #include "kernel_check.h"
+#include "registry.h"
+#include "tilepipe/driver.h"
 
 namespace tilepipe {
 namespace {
@@ -61,7 +62,7 @@ INSTANTIATE_TEST_SUITE_P(Sfa, SfaMatchesReference, ::testing::ValuesIn(cases()),
 
 TEST(SfaInputs, BlockTableIsAScatteredPermutationAndIndicesHaveInvalidEntries) {
   const auto& k = kernels::find_kernel("sfa");
-  auto p = kernels::resolve_params(k, {{"KV_S", "2560"}, {"act_kv", "2000"}});
+  auto p = driver::resolve_params(k, {{"KV_S", "2560"}, {"act_kv", "2000"}});
   auto in = k.inputs(p, 1);
   auto bt = in.at("block_table");
   ASSERT_EQ(bt.size(), 20u);
@@ -86,14 +87,14 @@ TEST(SfaTolerance, CatchesADroppedMask) {
   // position they are redirected to (0): its output is the reference of inputs where
   // those entries are 0. The tolerance must reject it.
   const auto& k = kernels::find_kernel("sfa");
-  auto p = kernels::resolve_params(
+  auto p = driver::resolve_params(
       k, {{"H", "16"}, {"KV_S", "1024"}, {"topk", "256"}, {"act_kv", "900"}});
   auto in = k.inputs(p, 3);
-  kernels::RunRequest req;
+  driver::RunRequest req;
   req.variant = "pa";
   req.params = p;
   req.seed = 3;
-  auto rep = kernels::run_kernel(k, req, testing::a3());
+  auto rep = driver::run_kernel(k, req, testing::a3());
   ASSERT_TRUE(rep.correct) << rep.mismatch;
   auto unmasked = in;
   for (auto& v : unmasked["sparse_indices"])
@@ -104,9 +105,9 @@ TEST(SfaTolerance, CatchesADroppedMask) {
   auto low = rep.lowered;
   sim::SimOptions o;
   sim::simulate(low, testing::a3(), &io, o);
-  kernels::RunReport cmp;
+  driver::RunReport cmp;
   cmp.correct = true;
-  kernels::compare(io.at("out"), ref, k.tol, "out", cmp);
+  driver::compare(io.at("out"), ref, k.tol, "out", cmp);
   EXPECT_FALSE(cmp.correct);
   EXPECT_GT(cmp.max_abs_err, 5 * k.tol.atol);
 }
@@ -114,12 +115,12 @@ TEST(SfaTolerance, CatchesADroppedMask) {
 TEST(SfaTiming, TimingModeFollowsTheRealIndicesAndMatchesFunctionalCycles) {
   const auto& k = kernels::find_kernel("sfa");
   for (const char* v : {"baseline", "no_cv_pipeline"}) {
-    kernels::RunRequest req;
+    driver::RunRequest req;
     req.variant = v;
-    req.params = kernels::resolve_params(k, kSmall);
-    auto functional = kernels::run_kernel(k, req, testing::a3());
+    req.params = driver::resolve_params(k, kSmall);
+    auto functional = driver::run_kernel(k, req, testing::a3());
     req.mode = sim::Mode::Timing;
-    auto timing = kernels::run_kernel(k, req, testing::a3());
+    auto timing = driver::run_kernel(k, req, testing::a3());
     EXPECT_EQ(functional.sim.cycles, timing.sim.cycles) << v;
   }
 }
@@ -127,7 +128,7 @@ TEST(SfaTiming, TimingModeFollowsTheRealIndicesAndMatchesFunctionalCycles) {
 TEST(SfaLadder, PublishedShapeRunsFastAndEachVersionIsFaster) {
   const auto& k = kernels::find_kernel("sfa");
   auto t0 = std::chrono::steady_clock::now();
-  auto lad = kernels::run_ladder(k, {{"KV_S", "2560"}}, testing::a3(), 2);
+  auto lad = driver::run_ladder(k, {{"KV_S", "2560"}}, testing::a3(), 2);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(wall, 10.0);
   ASSERT_EQ(lad.steps.size(), 4u);
@@ -142,12 +143,12 @@ TEST(SfaLadder, PublishedShapeRunsFastAndEachVersionIsFaster) {
 
 TEST(SfaParams, RejectsShapesTheKernelIsNotWrittenFor) {
   const auto& k = kernels::find_kernel("sfa");
-  EXPECT_THROW(kernels::resolve_params(k, {{"topk", "100"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"T", "3"}, {"B", "2"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"KV_S", "1000"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"act_kv", "3000"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"m_base", "24"}}), kernels::ParamError);
-  EXPECT_THROW(kernels::resolve_params(k, {{"H", "24"}}), kernels::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"topk", "100"}}), driver::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"T", "3"}, {"B", "2"}}), driver::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"KV_S", "1000"}}), driver::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"act_kv", "3000"}}), driver::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"m_base", "24"}}), driver::ParamError);
+  EXPECT_THROW(driver::resolve_params(k, {{"H", "24"}}), driver::ParamError);
 }
 
 }  // namespace
@@ -158,7 +159,7 @@ namespace {
 
 TEST(SfaAuto, IsWrittenAsDataflowOnly) {
   const auto& k = kernels::find_kernel("sfa");
-  auto p = k.build(kernels::resolve_params(k, kSmall), "auto");
+  auto p = k.build(driver::resolve_params(k, kSmall), "auto").program;
   std::string ir = ir::print(p);
   for (const char* word : {"scope", "flag", "barrier", "workspace", "vid"})
     EXPECT_EQ(ir.find(word), std::string::npos) << word << " in\n" << ir;
@@ -167,9 +168,10 @@ TEST(SfaAuto, IsWrittenAsDataflowOnly) {
 TEST(SfaAuto, PartialChunksAreAParameterError) {
   const auto& k = kernels::find_kernel("sfa");
   try {
-    k.build(kernels::resolve_params(k, {{"H", "16"}, {"KV_S", "1024"}, {"topk", "200"}}), "auto");
+    k.build(driver::resolve_params(k, {{"H", "16"}, {"KV_S", "1024"}, {"topk", "200"}}), "auto")
+        .program;
     ADD_FAILURE() << "topk 200 in chunks of 128 was accepted";
-  } catch (const kernels::ParamError& e) {
+  } catch (const driver::ParamError& e) {
     EXPECT_NE(e.message.find("n_base=128 must divide topk=200"), std::string::npos) << e.message;
   }
 }

@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "harness.h"
+#include "registry.h"
 #include "test_util.h"
+#include "tilepipe/driver.h"
 #include "tilepipe/lang.h"
 #include "tilepipe/lower.h"
 #include "tilepipe/sim.h"
@@ -1225,8 +1226,8 @@ TEST(SimDeterminism, TwoRunsGiveIdenticalCyclesAndValues) {
 
 TEST(SimDeterminism, ManyCoreGemmRunsIdenticallyTwice) {
   const auto& g = kernels::find_kernel("gemm");
-  auto params = kernels::resolve_params(g, {{"M", "256"}, {"N", "384"}, {"K", "128"}});
-  ir::Program p = g.build(params, "expert");
+  auto params = driver::resolve_params(g, {{"M", "256"}, {"N", "384"}, {"K", "128"}});
+  ir::Program p = g.build(params, "expert").program;
   auto in = g.inputs(params, 7);
   auto a = run(p, in);
   auto b = run(p, in);

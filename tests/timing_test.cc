@@ -3,8 +3,9 @@
 
 #include <algorithm>
 
-#include "harness.h"
+#include "registry.h"
 #include "test_util.h"
+#include "tilepipe/driver.h"
 
 namespace tilepipe {
 namespace {
@@ -12,11 +13,11 @@ namespace {
 sim::SimResult timing(const std::string& kernel, std::map<std::string, std::string> params,
                       const std::string& variant = "") {
   const auto& k = kernels::find_kernel(kernel);
-  kernels::RunRequest req;
+  driver::RunRequest req;
   req.variant = variant;
-  req.params = kernels::resolve_params(k, params);
+  req.params = driver::resolve_params(k, params);
   req.mode = sim::Mode::Timing;
-  return kernels::run_kernel(k, req, testing::a3()).sim;
+  return driver::run_kernel(k, req, testing::a3()).sim;
 }
 
 /// The busiest pipe of the busiest core: no schedule can beat it.

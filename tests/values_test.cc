@@ -4,7 +4,8 @@
 
 #include <random>
 
-#include "harness.h"
+#include "registry.h"
+#include "tilepipe/driver.h"
 #include "tilepipe/sim.h"
 
 namespace {
@@ -17,8 +18,8 @@ void expect_same_for_every_thread_count(const std::string& name,
                                         const std::map<std::string, std::string>& params) {
   const ChipConfig chip = load_chip_config("a3");
   const auto& k = kernels::find_kernel(name);
-  kernels::RunRequest req;
-  req.params = kernels::resolve_params(k, params);
+  driver::RunRequest req;
+  req.params = driver::resolve_params(k, params);
   req.mode = sim::Mode::Timing;
   bool ran = false;
   req.on_lowered = [&](const lower::LoweredProgram& p) {
@@ -42,7 +43,7 @@ void expect_same_for_every_thread_count(const std::string& name,
     EXPECT_EQ(outs[0], outs[2]);
     ran = true;
   };
-  kernels::run_kernel(k, req, chip);
+  driver::run_kernel(k, req, chip);
   EXPECT_TRUE(ran);
 }
 

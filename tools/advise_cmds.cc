@@ -8,8 +8,8 @@
 #include <thread>
 
 #include "outputs.h"
-#include "profile.h"
 #include "tilepipe/advisor.h"
+#include "tilepipe/driver.h"
 #include "tilepipe/html.h"
 #include "tilepipe/tune.h"
 
@@ -22,7 +22,7 @@ void write(const std::string& path, const std::string& content) {
   try {
     prof::write_file_atomic(path, content);
   } catch (const std::runtime_error& e) {
-    throw kernels::ParamError{e.what()};
+    throw driver::ParamError{e.what()};
   }
 }
 
@@ -30,63 +30,8 @@ prof::RuleSet rules_from(const std::string& path) {
   try {
     return prof::load_rules(path);
   } catch (const std::runtime_error& e) {
-    throw kernels::ParamError{e.what()};
+    throw driver::ParamError{e.what()};
   }
-}
-
-json timeline_json(const prof::Timeline& t, const std::vector<std::string>& names) {
-  json rows = json::array();
-  for (size_t c = 0; c < t.busy.size() && c < names.size(); ++c) {
-    for (int p = 0; p < ir::kNumPipes; ++p) {
-      json bins = json::array();
-      bool any = false;
-      for (const auto& b : t.busy[c]) {
-        double v = std::round(1000.0 * b[static_cast<size_t>(p)] / t.bin_cycles) / 1000.0;
-        any = any || v > 0;
-        bins.push_back(v);
-      }
-      if (any)
-        rows.push_back({{"core", names[c]},
-                        {"pipe", ir::to_string(static_cast<ir::Pipe>(p))},
-                        {"busy", bins}});
-    }
-  }
-  return {{"bin_cycles", t.bin_cycles}, {"rows", rows}};
-}
-
-/// The JSON of `run --json` plus evidence, advice and the model's limits.
-json profile_json(const kernels::KernelDef& k, const kernels::ProfileReport& rep,
-                  const kernels::RunRequest& req, const ChipConfig& chip) {
-  json out;
-  out["kernel"] = k.name;
-  out["variant"] = rep.run.variant;
-  out["chip"] = chip.name;
-  out["mode"] = req.mode == sim::Mode::Functional ? "functional" : "timing";
-  out["params"] = req.params;
-  out["cycles"] = rep.run.sim.cycles;
-  out["time_us"] = rep.run.sim.cycles * chip.us_per_cycle();
-  if (rep.run.checked) {
-    out["correct"] = rep.run.correct;
-    out["max_abs_err"] = rep.run.max_abs_err;
-    out["max_rel_err"] = rep.run.max_rel_err;
-  }
-  json s = prof::to_json(rep.summary);
-  for (auto it = s.begin(); it != s.end(); ++it) out[it.key()] = it.value();
-  out["instructions"] = rep.run.sim.instructions;
-  out["sim_wall_s"] = rep.run.sim_wall_s;
-  out["evidence"] = prof::to_json(rep.evidence);
-  json metrics = json::object();
-  for (const auto& [n, v] : prof::metrics(rep.summary, rep.evidence))
-    metrics[n] = std::round(v * 1000) / 1000;
-  out["metrics"] = metrics;
-  out["advice"] = prof::to_json(rep.advice);
-  json dropped = json::array();
-  for (const auto& a : rep.dropped)
-    dropped.push_back(
-        {{"id", a.id}, {"verified_gain_pct", a.verified_gain_pct}, {"what_if", a.tried}});
-  out["advice_dropped"] = dropped;
-  out["model_limits"] = prof::model_limits();
-  return out;
 }
 
 /// Why a search found no config: how many were rejected or skipped, and the first
@@ -112,10 +57,10 @@ std::string no_config_ran(const tune::Result& r) {
 }  // namespace
 
 int cmd_profile(const ProfileArgs& a) {
-  const auto& k = kernels::find_kernel(a.kernel);
-  kernels::RunRequest req;
+  const driver::KernelSource k = driver::find_kernel(a.kernel);
+  driver::RunRequest req;
   req.variant = a.variant;
-  req.params = kernels::resolve_params(k, a.params);
+  req.params = driver::resolve_params(k, a.params);
   req.mode = a.mode == "functional" ? sim::Mode::Functional : sim::Mode::Timing;
   req.seed = a.seed;
   req.max_cycles = a.max_cycles;
@@ -124,17 +69,14 @@ int cmd_profile(const ProfileArgs& a) {
   ChipConfig chip = load_chip_config(a.chip);
   prof::RuleSet rules = rules_from(a.rules);
   auto t0 = std::chrono::steady_clock::now();
-  auto rep = kernels::profile_kernel(k, req, chip, rules, !a.no_verify);
-  json out = profile_json(k, rep, req, chip);
+  auto rep = driver::profile_kernel(k, req, chip, rules, !a.no_verify);
+  json out = driver::profile_json(k, rep, req, chip);
   out["advise_wall_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
       rep.run.sim_wall_s;
   std::string text = prof::to_text(rep.summary) + prof::to_text(rep.advice);
   if (!a.html.empty()) {
-    json doc = {{"title", fmt::format("{} [{}] profile", k.name, rep.run.variant)},
-                {"profile", out}};
-    doc["profile"]["timeline"] = timeline_json(rep.timeline, rep.core_names);
-    write(a.html, prof::html_report(doc));
+    write(a.html, driver::profile_html(k, rep, req, chip));
     out["html"] = a.html;
   }
   std::cerr << text;
@@ -148,15 +90,15 @@ int cmd_profile(const ProfileArgs& a) {
 }
 
 int cmd_tune(const TuneArgs& a) {
-  const auto& k = kernels::find_kernel(a.kernel);
+  const driver::KernelSource k = driver::find_kernel(a.kernel);
   check_outputs({{"--html", a.html}}, a.chip);
   ChipConfig chip = load_chip_config(a.chip);
-  kernels::RunRequest base;
-  base.variant = kernels::resolve_variant(k, a.variant);
-  base.params = kernels::resolve_params(k, a.params);
+  driver::RunRequest base;
+  base.variant = driver::resolve_variant(k, a.variant);
+  base.params = driver::resolve_params(k, a.params);
   base.mode = sim::Mode::Timing;
   tune::Options o;
-  if (a.space.empty()) throw kernels::ParamError{"tune: give at least one --space NAME=V1,V2,..."};
+  if (a.space.empty()) throw driver::ParamError{"tune: give at least one --space NAME=V1,V2,..."};
   for (const auto& s : a.space) {
     try {
       auto dim = tune::parse_space(s);
@@ -174,21 +116,20 @@ int cmd_tune(const TuneArgs& a) {
               s, name, name, fmt::join(values, ",")));
       o.space.push_back(dim);
     } catch (const std::invalid_argument& e) {
-      throw kernels::ParamError{e.what()};
+      throw driver::ParamError{e.what()};
     }
   }
   if (a.strategy != "grid" && a.strategy != "coord")
-    throw kernels::ParamError{fmt::format("--strategy '{}': expected grid or coord", a.strategy)};
+    throw driver::ParamError{fmt::format("--strategy '{}': expected grid or coord", a.strategy)};
   o.strategy = a.strategy;
   o.jobs =
       a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.max_evals = a.max_evals;
-  o.cache_dir =
-      a.no_cache ? "" : (a.cache_dir.empty() ? kernels::default_cache_dir() : a.cache_dir);
+  o.cache_dir = a.no_cache ? "" : (a.cache_dir.empty() ? driver::default_cache_dir() : a.cache_dir);
   o.us_per_cycle = chip.us_per_cycle();
   o.error_band_pct = rules_from("").error_band_pct;
   o.progress = true;
-  auto cb = kernels::tune_callbacks(k, base, chip, kernels::chip_config_text(a.chip));
+  auto cb = driver::tune_callbacks(k, base, chip, driver::chip_config_text(a.chip));
   auto t0 = std::chrono::steady_clock::now();
   tune::Point start;
   for (const auto& [n, v] : base.params) start[n] = v;
@@ -196,9 +137,9 @@ int cmd_tune(const TuneArgs& a) {
   try {
     r = tune::run(start, o, cb);
   } catch (const std::filesystem::filesystem_error& e) {
-    throw kernels::ParamError{fmt::format("tune cache '{}': {}", o.cache_dir, e.what())};
+    throw driver::ParamError{fmt::format("tune cache '{}': {}", o.cache_dir, e.what())};
   }
-  if (!r.best_time_us) throw kernels::ParamError{no_config_ran(r)};
+  if (!r.best_time_us) throw driver::ParamError{no_config_ran(r)};
   // The default: the given parameters alone, always evaluated (through the cache), whatever
   // the strategy and --max-evals.
   tune::Options d = o;
@@ -256,20 +197,9 @@ int cmd_tune(const TuneArgs& a) {
   return 0;
 }
 
-json ladder_advice(const kernels::KernelDef& k, const kernels::LadderReport& rep,
+json ladder_advice(const driver::KernelSource& k, const driver::LadderReport& rep,
                    const ChipConfig& chip, const json& ladder, const std::string& html, int jobs) {
-  prof::RuleSet rules = rules_from("");
-  std::vector<json> steps(rep.steps.size());
-  kernels::for_each_parallel(rep.steps.size(), jobs, [&](size_t i) {
-    kernels::RunRequest req;
-    req.variant = rep.steps[i].name;
-    req.params = rep.params;
-    req.mode = sim::Mode::Timing;
-    auto p = kernels::profile_kernel(k, req, chip, rules, true);
-    json j = profile_json(k, p, req, chip);
-    j["timeline"] = timeline_json(p.timeline, p.core_names);
-    steps[i] = j;
-  });
+  std::vector<json> steps = driver::ladder_profiles(k, rep, chip, jobs);
   json advice = json::array();
   for (size_t i = 0; i < steps.size(); ++i)
     advice.push_back({{"step", rep.steps[i].name}, {"advice", steps[i]["advice"]}});

@@ -1,6 +1,6 @@
 // `tilepipe profile`, `tilepipe tune` and the ladder's --html / --advise: command logic
-// kept out of tilepipe.cc (which only registers the flags). Bad input throws
-// kernels::ParamError (exit 2).
+// kept out of cli.cc (which only registers the flags). Bad input throws
+// driver::ParamError (exit 2).
 #pragma once
 
 #include <map>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "harness.h"
+#include "tilepipe/driver.h"
 
 namespace tilepipe::cli {
 
@@ -33,7 +33,7 @@ int cmd_tune(const TuneArgs& a);
 
 /// Per-step profiles with verified advice for a ladder; writes `html` if not empty and
 /// returns the steps' advice as JSON (added to the ladder's JSON under "advice").
-nlohmann::ordered_json ladder_advice(const kernels::KernelDef& k, const kernels::LadderReport& rep,
+nlohmann::ordered_json ladder_advice(const driver::KernelSource& k, const driver::LadderReport& rep,
                                      const ChipConfig& chip, const nlohmann::ordered_json& ladder,
                                      const std::string& html, int jobs);
 

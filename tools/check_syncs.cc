@@ -5,15 +5,15 @@
 #include <iostream>
 #include <map>
 
-#include "mutate.h"
+#include "tilepipe/driver_syncs.h"
 
 namespace tilepipe::cli {
 namespace {
 
 using json = nlohmann::ordered_json;
-using kernels::DropOutcome;
-using kernels::DropResult;
-using kernels::SyncOp;
+using driver::DropOutcome;
+using driver::DropResult;
+using driver::SyncOp;
 
 json sync_json(const SyncOp& s) {
   return {{"index", s.index},
@@ -61,9 +61,9 @@ std::string outcome_text(const DropResult& r, double baseline) {
   return "?";
 }
 
-int list(const kernels::KernelDef& k, const kernels::RunRequest& req, const ChipConfig& chip,
+int list(const driver::KernelSource& k, const driver::RunRequest& req, const ChipConfig& chip,
          bool as_json, json out) {
-  auto syncs = kernels::kernel_syncs(k, req, chip);
+  auto syncs = driver::kernel_syncs(k, req, chip);
   out["syncs"] = json::array();
   std::string text = fmt::format("{} [{}]: {} sync op(s)\n", k.name,
                                  out["variant"].get<std::string>(), syncs.size());
@@ -83,19 +83,19 @@ int list(const kernels::KernelDef& k, const kernels::RunRequest& req, const Chip
   return 0;
 }
 
-int drop(const std::vector<int>& which, const kernels::KernelDef& k, const kernels::RunRequest& req,
-         const ChipConfig& chip, bool as_json, json out) {
-  auto syncs = kernels::kernel_syncs(k, req, chip);
+int drop(const std::vector<int>& which, const driver::KernelSource& k,
+         const driver::RunRequest& req, const ChipConfig& chip, bool as_json, json out) {
+  auto syncs = driver::kernel_syncs(k, req, chip);
   // Index errors before the (slower) runs.
   for (int w : which)
     if (w < 0 || w >= static_cast<int>(syncs.size()))
-      throw kernels::ParamError{fmt::format(
+      throw driver::ParamError{fmt::format(
           "--drop-sync {}: expected a sync index in [0, {}] ({} [{}] has {} sync op(s)); list "
           "them with --list-syncs",
           w, static_cast<int>(syncs.size()) - 1, k.name, out["variant"].get<std::string>(),
           syncs.size())};
-  kernels::RunReport base = kernels::baseline_check(k, req, chip);
-  DropResult r = kernels::drop_and_check(k, req, chip, syncs, which, base);
+  driver::RunReport base = driver::baseline_check(k, req, chip);
+  DropResult r = driver::drop_and_check(k, req, chip, syncs, which, base);
   out["dropped"] = json::array();
   std::vector<std::string> names;
   for (int w : which) {
@@ -103,7 +103,7 @@ int drop(const std::vector<int>& which, const kernels::KernelDef& k, const kerne
     names.push_back(fmt::format("{} ({})", w, sync_text(syncs[static_cast<size_t>(w)])));
   }
   const bool redundant = r.outcome == DropOutcome::Redundant;
-  out["outcome"] = kernels::to_string(r.outcome);
+  out["outcome"] = driver::to_string(r.outcome);
   out["redundant"] = redundant;
   out["ok"] = redundant;
   out["baseline_cycles"] = base.sim.cycles;
@@ -123,11 +123,11 @@ int drop(const std::vector<int>& which, const kernels::KernelDef& k, const kerne
   return redundant ? 0 : 3;
 }
 
-int find(const kernels::KernelDef& k, const kernels::RunRequest& req, const ChipConfig& chip,
+int find(const driver::KernelSource& k, const driver::RunRequest& req, const ChipConfig& chip,
          bool as_json, json out) {
-  kernels::RunReport base = kernels::baseline_check(k, req, chip);
-  auto syncs = kernels::list_syncs(base.lowered);
-  auto rep = kernels::find_redundant(k, req, chip, syncs, base);
+  driver::RunReport base = driver::baseline_check(k, req, chip);
+  auto syncs = driver::list_syncs(base.lowered);
+  auto rep = driver::find_redundant(k, req, chip, syncs, base);
   std::map<std::string, int> counts;
   out["baseline_cycles"] = base.sim.cycles;
   out["syncs"] = json::array();
@@ -135,9 +135,9 @@ int find(const kernels::KernelDef& k, const kernels::RunRequest& req, const Chip
   std::string table;
   for (const auto& s : syncs) {
     const DropResult& r = rep.single[static_cast<size_t>(s.index)];
-    ++counts[kernels::to_string(r.outcome)];
+    ++counts[driver::to_string(r.outcome)];
     json j = sync_json(s);
-    j["outcome"] = kernels::to_string(r.outcome);
+    j["outcome"] = driver::to_string(r.outcome);
     if (r.cycles >= 0) j["saved_cycles"] = r.saved_cycles;
     if (!r.diagnostics.empty()) j["first_error"] = r.diagnostics.front().loc.str();
     out["syncs"].push_back(j);
@@ -182,8 +182,9 @@ int find(const kernels::KernelDef& k, const kernels::RunRequest& req, const Chip
 
 }  // namespace
 
-int run_sync_command(const SyncArgs& a, const kernels::KernelDef& k, const kernels::RunRequest& req,
-                     const ChipConfig& chip, bool as_json, json header) {
+int run_sync_command(const SyncArgs& a, const driver::KernelSource& k,
+                     const driver::RunRequest& req, const ChipConfig& chip, bool as_json,
+                     json header) {
   if (a.list) return list(k, req, chip, as_json, header);
   if (a.find_redundant) return find(k, req, chip, as_json, header);
   return drop(a.drop, k, req, chip, as_json, header);

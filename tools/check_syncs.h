@@ -1,13 +1,12 @@
 // `tilepipe check --list-syncs / --drop-sync K / --find-redundant` (docs/cli.md): the sync
-// inventory and mutation commands, kept out of tools/tilepipe.cc.
+// inventory and mutation commands, kept out of tools/cli.cc.
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "harness.h"
-#include "registry.h"
 #include "tilepipe/chip.h"
+#include "tilepipe/driver.h"
 
 namespace tilepipe::cli {
 
@@ -21,7 +20,8 @@ struct SyncArgs {
 /// Runs the requested sync command; `header` holds kernel, variant, chip and params. Returns
 /// the exit code (0, or 3 when a dropped sync is caught / the check fails). Throws
 /// ParamError for a bad index, UserError / SimFailure when the unmutated kernel fails.
-int run_sync_command(const SyncArgs& a, const kernels::KernelDef& k, const kernels::RunRequest& req,
-                     const ChipConfig& chip, bool as_json, nlohmann::ordered_json header);
+int run_sync_command(const SyncArgs& a, const driver::KernelSource& k,
+                     const driver::RunRequest& req, const ChipConfig& chip, bool as_json,
+                     nlohmann::ordered_json header);
 
 }  // namespace tilepipe::cli

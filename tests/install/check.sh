@@ -22,7 +22,7 @@ fail() {
 
 "$cmake_exe" --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/tilepipe lib/cmake/tilepipe/tilepipeConfig.cmake include/tilepipe/lang.h \
-         include/tilepipe/kernels/harness.h share/tilepipe/configs/a3.json \
+         include/tilepipe/driver.h include/tilepipe/cli.h include/tilepipe/kernels/registry.h share/tilepipe/configs/a3.json \
          share/tilepipe/configs/advice_rules.json; do
   [ -e "$prefix/$f" ] || fail "missing $f in the installed tree"
 done
@@ -43,6 +43,14 @@ grep -qxF "configs $configs" <<<"$out" || fail "vadd did not find the installed 
 grep -q "^functional correct" <<<"$out" || fail "vadd: functional run not correct"
 grep -q "^cycles " <<<"$out" || fail "vadd: no cycles"
 grep -q "^tune best " <<<"$out" || fail "vadd: no tune result"
+# The same kernel through the installed command line (registered, not in the built-in list).
+"$tmp/vadd/vadd" list >list.out && grep -q "^vadd " list.out || fail "vadd list: no vadd"
+"$tmp/vadd/vadd" check vadd --param N=65536 >check.out 2>run.err || fail "vadd check vadd"
+grep -q "correct" check.out || fail "vadd check vadd: $(cat check.out)"
+"$tmp/vadd/vadd" tune vadd --param N=65536 --space tile=1024,2048 --no-cache --json >tune.out \
+  2>run.err || fail "vadd tune vadd"
+python3 -c "import json,sys; j=json.load(open('tune.out')); assert j['best_time_us'] > 0, j" ||
+  fail "vadd tune vadd: no best time"
 
 # The installed binary from another directory: --chip by path (relative and absolute), by
 # name, and `list` showing the installed configs directory.

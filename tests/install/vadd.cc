@@ -1,5 +1,5 @@
 // A kernel of its own, outside the tilepipe tree: README's vector add written in the DSL,
-// described as a kernels::KernelDef (no registry), then run (functional, checked against a
+// described as a driver::KernelSource (no registry), then run (functional, checked against a
 // C++ reference; timing), profiled (evidence + verified advice) and tuned over its tile size
 // through the installed library. Prints one line per step; exits non-zero on any failure.
 #include <cstdio>
@@ -7,7 +7,9 @@
 #include <string>
 
 #include "tilepipe/chip.h"
-#include "tilepipe/kernels/profile.h"
+#include "tilepipe/cli.h"
+#include "tilepipe/driver.h"
+#include "tilepipe/kernels/registry.h"
 #include "tilepipe/lang.h"
 
 using namespace tilepipe;
@@ -16,7 +18,7 @@ using namespace tilepipe::lang;
 namespace {
 
 // Z = X + Y on the Vector cores, one `tile`-element tile per step, single-buffered.
-ir::Program vadd(const kernels::Params& p, const std::string&) {
+ir::Program vadd(const driver::Params& p, const std::string&) {
   const int64_t n = p.at("N"), T = p.at("tile");
   KernelBuilder k("vadd", /*block_num=*/24);
   auto X = k.input("X", {n}, f16), Y = k.input("Y", {n}, f16);
@@ -41,22 +43,22 @@ ir::Program vadd(const kernels::Params& p, const std::string&) {
   return k.finish();
 }
 
-kernels::KernelDef vadd_kernel() {
-  kernels::KernelDef k;
+driver::KernelSource vadd_kernel() {
+  driver::KernelSource k;
   k.name = "vadd";
   k.summary = "Z = X + Y (outside project)";
   k.variants = {"default"};
   k.params = {{"N", 1 << 18, 16, 1 << 26, "elements"},
               {"tile", 4096, 16, 16384, "elements per tile"}};
-  k.validate = [](const kernels::Params& p) -> std::string {
+  k.validate = [](const driver::Params& p) -> std::string {
     return p.at("N") % p.at("tile") == 0 ? "" : "tile must divide N";
   };
   k.build = vadd;
-  k.inputs = [](const kernels::Params& p, uint64_t seed) -> sim::HostData {
-    return {{"X", kernels::random_tensor(p.at("N"), f16, seed)},
-            {"Y", kernels::random_tensor(p.at("N"), f16, seed + 1)}};
+  k.inputs = [](const driver::Params& p, uint64_t seed) -> sim::HostData {
+    return {{"X", driver::random_tensor(p.at("N"), f16, seed)},
+            {"Y", driver::random_tensor(p.at("N"), f16, seed + 1)}};
   };
-  k.reference = [](const kernels::Params&, const std::string&, const sim::HostData& in) {
+  k.reference = [](const driver::Params&, const std::string&, const sim::HostData& in) {
     const auto &x = in.at("X"), &y = in.at("Y");
     std::vector<double> z(x.size());
     for (size_t i = 0; i < x.size(); ++i) z[i] = x[i] + y[i];
@@ -68,25 +70,30 @@ kernels::KernelDef vadd_kernel() {
 
 }  // namespace
 
-int main() try {
-  const kernels::KernelDef k = vadd_kernel();
+int main(int argc, char** argv) try {
+  driver::register_kernel(vadd_kernel());
+  if (argc > 1) {
+    kernels::register_all();
+    return cli::main(argc, argv);
+  }
+  const driver::KernelSource k = driver::find_kernel("vadd");
   ChipConfig chip = load_chip_config("a3");  // found in <prefix>/share/tilepipe/configs
   std::printf("configs %s\n", config_dir().c_str());
 
   // run: functional (values checked against the reference), then timing.
-  kernels::RunRequest req;
-  req.params = kernels::resolve_params(k, {});
+  driver::RunRequest req;
+  req.params = driver::resolve_params(k, {});
   req.variant = "default";
-  kernels::RunReport f = kernels::run_kernel(k, req, chip);
+  driver::RunReport f = driver::run_kernel(k, req, chip);
   std::printf("functional %s (max abs err %g)\n", f.correct ? "correct" : "WRONG", f.max_abs_err);
   if (!f.checked || !f.correct) return 1;
   req.mode = sim::Mode::Timing;
-  kernels::RunReport t = kernels::run_kernel(k, req, chip);
+  driver::RunReport t = driver::run_kernel(k, req, chip);
   std::printf("cycles %.0f  time %.2f us on %s\n", t.sim.cycles, t.sim.cycles * chip.us_per_cycle(),
               chip.name.c_str());
 
   // profile: the advice rules shipped in the configs directory, what-if verified.
-  kernels::ProfileReport prof = kernels::profile_kernel(k, req, chip, prof::load_rules());
+  driver::ProfileReport prof = driver::profile_kernel(k, req, chip, prof::load_rules());
   std::printf("profile %.0f cycles, %zu advice item(s)\n", prof.run.sim.cycles, prof.advice.size());
 
   // tune: the tile size, no cache.
@@ -94,7 +101,7 @@ int main() try {
   o.space = {{"tile", {1024, 2048, 4096, 8192}}};
   o.us_per_cycle = chip.us_per_cycle();
   tune::Result r =
-      tune::run({{"N", 1 << 18}, {"tile", 4096}}, o, kernels::tune_callbacks(k, req, chip, "a3"));
+      tune::run({{"N", 1 << 18}, {"tile", 4096}}, o, driver::tune_callbacks(k, req, chip, "a3"));
   if (!r.best_time_us) return 1;
   std::printf("tune best tile=%lld %.2f us (%d simulated)\n",
               static_cast<long long>(r.best.at("tile")), *r.best_time_us, r.simulated);
@@ -102,7 +109,7 @@ int main() try {
 } catch (const std::exception& e) {
   std::fprintf(stderr, "vadd: %s\n", e.what());
   return 1;
-} catch (const kernels::ParamError& e) {
+} catch (const driver::ParamError& e) {
   std::fprintf(stderr, "vadd: %s\n", e.message.c_str());
   return 1;
 }

@@ -15,14 +15,15 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cli.h"
+
 #include "advise_cmds.h"
 #include "check_syncs.h"
 #include "cli_parse.h"
-#include "harness.h"
 #include "outputs.h"
 #include "progress.h"
-#include "registry.h"
 #include "tilepipe/chip.h"
+#include "tilepipe/driver.h"
 #include "tilepipe/ir.h"
 #include "tilepipe/lang.h"
 #include "tilepipe/prof.h"
@@ -32,10 +33,7 @@ namespace {
 
 using namespace tilepipe;
 using json = nlohmann::ordered_json;
-
-constexpr int kExitInternal = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitCheckFailed = 3;
+using namespace tilepipe::cli;
 
 /// A bad command line: reported as one line, exit 2.
 struct UsageError {
@@ -112,23 +110,6 @@ prof::TraceOptions trace_options(const RunArgs& a, const ChipConfig& chip) {
   return t;
 }
 
-/// The simulated cycles a run will take, for the progress bar: the simulator's lower-bound
-/// mode (a walk of the program without timing, far cheaper than the run); 0 if unknown.
-double estimate_cycles(const kernels::KernelDef& k, kernels::RunRequest req,
-                       const ChipConfig& chip) {
-  req.mode = sim::Mode::Timing;
-  req.lower_bound_only = true;
-  req.observer = nullptr;
-  req.on_lowered = {};
-  req.detect_races = false;
-  req.print = {};
-  try {
-    return kernels::run_kernel(k, req, chip).sim.cycles;
-  } catch (const UserError&) {
-    return 0;  // the run itself reports the error
-  }
-}
-
 std::map<std::string, std::string> parse_params(const std::vector<std::string>& raw) {
   std::map<std::string, std::string> out;
   for (const auto& kv : raw) {
@@ -150,7 +131,7 @@ void write_output(const std::string& path, const std::string& content) {
 
 int cmd_list(bool as_json) {
   json out = {{"kernels", json::array()}};
-  for (const auto& k : kernels::all_kernels()) {
+  for (const auto& k : driver::kernels()) {
     json params = json::array();
     for (const auto& p : k.params)
       params.push_back(
@@ -165,7 +146,7 @@ int cmd_list(bool as_json) {
     std::cout << out.dump(2) << "\n";
     return 0;
   }
-  for (const auto& k : kernels::all_kernels()) {
+  for (const auto& k : driver::kernels()) {
     std::cout << fmt::format("{:<12} {}\n", k.name, k.summary);
     std::cout << fmt::format("{:<12} variants: {}\n", "", fmt::join(k.variants, ", "));
     for (const auto& p : k.params)
@@ -177,7 +158,7 @@ int cmd_list(bool as_json) {
 }
 
 /// check: a program error found at run time (race, deadlock, flag misuse) is a finding.
-int report_check_failure(const kernels::SimFailure& e, bool as_json, json out) {
+int report_check_failure(const driver::SimFailure& e, bool as_json, json out) {
   out["ok"] = false;
   out["errors"] = json::array();
   for (const auto& d : e.diagnostics())
@@ -188,10 +169,10 @@ int report_check_failure(const kernels::SimFailure& e, bool as_json, json out) {
 }
 
 int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr) {
-  const auto& k = kernels::find_kernel(a.kernel);
-  kernels::RunRequest req;
+  const driver::KernelSource k = driver::find_kernel(a.kernel);
+  driver::RunRequest req;
   req.variant = a.variant;
-  req.params = kernels::resolve_params(k, parse_params(a.params));
+  req.params = driver::resolve_params(k, parse_params(a.params));
   req.mode = (is_check || a.mode == "functional") ? sim::Mode::Functional : sim::Mode::Timing;
   req.seed = cli::parse_seed(a.seed);
   req.max_cycles = cli::parse_max_cycles(a.max_cycles);
@@ -206,7 +187,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   req.fast_forward.enabled = !a.exact;
   req.print.after = {a.print_after.begin(), a.print_after.end()};
   req.print.after_all = a.print_after_all;
-  for (const auto& name : a.no_pass) passes::switch_off(req.pass_options, name);
+  req.no_pass = a.no_pass;
   ChipConfig chip = load_chip_config(a.chip);
   prof::TraceOptions topts = trace_options(a, chip);
   std::unique_ptr<prof::TraceWriter> trace;
@@ -230,23 +211,23 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   if (!(sync && sync->any())) {
     // The estimate costs a walk of the program: only a terminal's bar shows it.
     progress = std::make_unique<cli::Progress>(
-        cli::Progress::on_terminal() ? estimate_cycles(k, req, chip) : 0,
+        cli::Progress::on_terminal() ? driver::estimate_cycles(k, req, chip) : 0,
         req.mode == sim::Mode::Functional);
     req.progress = [&](double cycles) { progress->update(cycles); };
   }
 
   json out;
   out["kernel"] = k.name;
-  out["variant"] = kernels::resolve_variant(k, a.variant);
+  out["variant"] = driver::resolve_variant(k, a.variant);
   out["chip"] = chip.name;
   out["mode"] = req.mode == sim::Mode::Functional ? "functional" : "timing";
   out["params"] = req.params;
 
-  kernels::RunReport rep;
+  driver::RunReport rep;
   try {
     if (sync && sync->any()) return cli::run_sync_command(*sync, k, req, chip, a.json, out);
-    rep = kernels::run_kernel(k, req, chip);
-  } catch (const kernels::SimFailure& e) {
+    rep = driver::run_kernel(k, req, chip);
+  } catch (const driver::SimFailure& e) {
     if (!is_check) throw;
     return report_check_failure(e, a.json, out);
   }
@@ -328,12 +309,12 @@ struct LadderArgs {
 };
 
 int cmd_ladder(const LadderArgs& a) {
-  const auto& k = kernels::find_kernel(a.kernel);
+  const driver::KernelSource k = driver::find_kernel(a.kernel);
   cli::check_outputs({{"--html", a.html}}, a.chip);
   ChipConfig chip = load_chip_config(a.chip);
   int jobs =
       a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto rep = kernels::run_ladder(k, parse_params(a.params), chip, jobs, !a.exact);
+  auto rep = driver::run_ladder(k, parse_params(a.params), chip, jobs, !a.exact);
   json out;
   out["kernel"] = k.name;
   out["chip"] = chip.name;
@@ -384,51 +365,23 @@ std::string one_line(const std::string& s) {
 
 }  // namespace
 
-/// With --json, failures still print exactly one JSON object on stdout.
-bool g_json = false;
-int fail(int code, const std::string& message) {
+bool tilepipe::cli::json_requested(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--json") return true;
+  return false;
+}
+
+int tilepipe::cli::fail(int code, const std::string& message, bool json) {
   std::cerr << message << "\n";
-  if (g_json) std::cout << json{{"error", message}, {"exit_code", code}}.dump() << "\n";
+  if (json) std::cout << nlohmann::json{{"error", message}, {"exit_code", code}}.dump() << "\n";
   return code;
 }
 
-/// `tilepipe run-py FILE.py [args]`: runs a TileLang-Ascend script with the Python front end
-/// (python/tilelang) on Debian's python3, the package and the extension module found next to
-/// the installed binary (<prefix>/lib/python3.N/dist-packages), else in the source and build
-/// trees. Everything after FILE.py is the script's.
-int cmd_run_py(int argc, char** argv) {
-#ifdef TILEPIPE_PYTHON_EXE
-  std::string package_dir = TILEPIPE_PYTHON_DIR, module_dir = TILEPIPE_PYMODULE_DIR;
-  std::error_code ec;
-  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    std::filesystem::path installed = exe.parent_path() / TILEPIPE_BIN_TO_PYTHON;
-    if (std::filesystem::is_regular_file(installed / "tilelang" / "__init__.py", ec))
-      package_dir = module_dir = installed.lexically_normal().string();
-  }
-  std::string path = package_dir + ":" + module_dir;
-  if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
-  setenv("PYTHONPATH", path.c_str(), 1);
-  setenv("TILEPIPE_BUILD_DIR", module_dir.c_str(), 1);
-  std::vector<char*> args = {const_cast<char*>(TILEPIPE_PYTHON_EXE), const_cast<char*>("-m"),
-                             const_cast<char*>("tilepipe")};
-  for (int i = 2; i < argc; ++i) args.push_back(argv[i]);
-  args.push_back(nullptr);
-  execv(TILEPIPE_PYTHON_EXE, args.data());
-  return fail(kExitInternal, fmt::format("tilepipe run-py: cannot run {}: {}", TILEPIPE_PYTHON_EXE,
-                                         std::strerror(errno)));
-#else
-  (void)argc;
-  (void)argv;
-  return fail(kExitBadInput,
-              "tilepipe run-py: this build has no Python front end (configure with "
-              "-DTILEPIPE_PYTHON=ON after scripts/setup.sh)");
-#endif
-}
-
-int main(int argc, char** argv) {
-  if (argc >= 2 && std::string(argv[1]) == "run-py") return cmd_run_py(argc, argv);
-  for (int i = 1; i < argc; ++i) g_json = g_json || std::string(argv[i]) == "--json";
+int tilepipe::cli::main(int argc, char** argv) {
+  const bool as_json = json_requested(argc, argv);
+  auto fail = [as_json](int code, const std::string& message) {
+    return cli::fail(code, message, as_json);
+  };
   prof::install_temp_cleanup();
   CLI::App app{"tilepipe: tile-level kernels for Ascend A2/A3, compiled and simulated"};
   app.require_subcommand(1);
@@ -562,7 +515,7 @@ int main(int argc, char** argv) {
     return fail(kExitBadInput, "tilepipe: " + e.message);
   } catch (const cli::ArgError& e) {
     return fail(kExitBadInput, "tilepipe: " + e.message);
-  } catch (const kernels::ParamError& e) {
+  } catch (const driver::ParamError& e) {
     return fail(kExitBadInput, "tilepipe: " + e.message);
   } catch (const ConfigError& e) {
     return fail(kExitBadInput, "tilepipe: " + one_line(e.message));

@@ -1,4 +1,6 @@
-#include "profile.h"
+// Profile (run + evidence + verified advice), its JSON and HTML report, and the tuner's
+// callbacks: what-ifs and tuning configs are compiled and simulated like any run.
+#include "tilepipe/driver.h"
 
 #include <fmt/format.h>
 
@@ -8,14 +10,8 @@
 
 #include "tilepipe/lang.h"
 
-namespace tilepipe::kernels {
+namespace tilepipe::driver {
 namespace {
-
-std::string first_reason(const UserError& e) {
-  if (e.diagnostics().empty()) return e.what();
-  const auto& d = e.diagnostics().front();
-  return fmt::format("{} at {}: {}", d.kind, d.loc.str(), d.message);
-}
 
 std::map<std::string, std::string> raw_params(const Params& p) {
   std::map<std::string, std::string> raw;
@@ -48,7 +44,8 @@ void speed_up(ChipConfig& c, const std::string& pipe) {
 
 }  // namespace
 
-prof::Simulate what_if_runner(const KernelDef& k, const RunRequest& base, const ChipConfig& chip) {
+prof::Simulate what_if_runner(const KernelSource& k, const RunRequest& base,
+                              const ChipConfig& chip) {
   return [&k, base, chip](const prof::WhatIf& w) -> prof::WhatIfResult {
     RunRequest r = base;
     r.mode = sim::Mode::Timing;
@@ -76,7 +73,7 @@ prof::Simulate what_if_runner(const KernelDef& k, const RunRequest& base, const 
   };
 }
 
-ProfileReport profile_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig& chip,
+ProfileReport profile_kernel(const KernelSource& k, const RunRequest& req, const ChipConfig& chip,
                              const prof::RuleSet& rules, bool verify) {
   ProfileReport rep;
   prof::Recorder rec;
@@ -96,8 +93,8 @@ ProfileReport profile_kernel(const KernelDef& k, const RunRequest& req, const Ch
   return rep;
 }
 
-tune::Callbacks tune_callbacks(const KernelDef& k, const RunRequest& base, const ChipConfig& chip,
-                               const std::string& chip_text) {
+tune::Callbacks tune_callbacks(const KernelSource& k, const RunRequest& base,
+                               const ChipConfig& chip, const std::string& chip_text) {
   tune::Callbacks cb;
   auto request = [&k, base](const tune::Point& p) {
     RunRequest r = base;
@@ -112,14 +109,13 @@ tune::Callbacks tune_callbacks(const KernelDef& k, const RunRequest& base, const
   cb.prepare = [&k, &chip, request, chip_text](const tune::Point& p) -> tune::Prepared {
     try {
       RunRequest r = request(p);
-      std::string variant = resolve_variant(k, r.variant);
-      ir::Program prog = k.build(r.params, variant);
-      verify_or_throw(prog, chip);
-      lower::LoweredProgram low = lower::lower(prog, chip);
+      Compiled c = compile(k, r, chip);
       std::ostringstream key;
-      key << sim::kSimVersion << "\n" << k.name << "/" << variant << "\n";
+      key << sim::kSimVersion << "\n" << k.name << "/" << c.variant << "\n";
       for (const auto& [n, v] : r.params) key << n << "=" << v << ";";
-      key << "\n" << chip_text << "\n" << ir::print(prog) << "\nblocks=" << low.block_num;
+      key << "\n"
+          << chip_text << "\n"
+          << ir::print(c.program) << "\nblocks=" << c.lowered.block_num;
       return {true, "", tune::hash_hex(key.str())};
     } catch (const ParamError& e) {
       return {false, e.message, ""};
@@ -163,4 +159,4 @@ std::string default_cache_dir() {
   return "out/.tune-cache";
 }
 
-}  // namespace tilepipe::kernels
+}  // namespace tilepipe::driver

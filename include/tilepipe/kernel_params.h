@@ -1,5 +1,6 @@
-// Kernel parameters: specs, values and their parsing from command-line text. No IR or
-// simulator dependency, so the parameter parser can be fuzzed on its own (fuzz/).
+// Kernel parameters (driver layer): specs, values and their parsing from command-line
+// text. No IR or simulator dependency, so the parameter parser can be fuzzed on its own
+// (fuzz/).
 #pragma once
 
 #include <cstdint>
@@ -7,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace tilepipe::kernels {
+namespace tilepipe::driver {
 
 using Params = std::map<std::string, int64_t>;
 
@@ -28,4 +29,4 @@ struct ParamError {
 Params parse_param_values(const std::string& kernel, const std::vector<ParamSpec>& specs,
                           const std::map<std::string, std::string>& raw);
 
-}  // namespace tilepipe::kernels
+}  // namespace tilepipe::driver

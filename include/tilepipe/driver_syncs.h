@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "harness.h"
+#include "tilepipe/driver.h"
 
-namespace tilepipe::kernels {
+namespace tilepipe::driver {
 
 struct SyncOp {
   int index = 0;  // position in list_syncs (AIC program order, then AIV)
@@ -31,8 +31,9 @@ struct SyncOp {
 /// then the AIV program's.
 std::vector<SyncOp> list_syncs(const lower::LoweredProgram& p);
 
-/// Builds, verifies and lowers the kernel (no run) and lists its syncs.
-std::vector<SyncOp> kernel_syncs(const KernelDef& k, const RunRequest& req, const ChipConfig& chip);
+/// Compiles the kernel (passes included; no run) and lists its syncs.
+std::vector<SyncOp> kernel_syncs(const KernelSource& k, const RunRequest& req,
+                                 const ChipConfig& chip);
 
 enum class DropOutcome {
   Redundant,  // no race, no deadlock, no error, outputs bit-identical to the unmutated run
@@ -55,11 +56,11 @@ struct DropResult {
 
 /// The unmutated functional check: throws SimFailure / UserError like run_kernel, and
 /// ParamError when its result is wrong (a kernel must pass before syncs can be dropped).
-RunReport baseline_check(const KernelDef& k, RunRequest req, const ChipConfig& chip);
+RunReport baseline_check(const KernelSource& k, RunRequest req, const ChipConfig& chip);
 
 /// Drops `which` (indices into `syncs`; ParamError when out of range) and runs the
 /// functional check with race detection; compares outputs with `baseline` bit for bit.
-DropResult drop_and_check(const KernelDef& k, RunRequest req, const ChipConfig& chip,
+DropResult drop_and_check(const KernelSource& k, RunRequest req, const ChipConfig& chip,
                           const std::vector<SyncOp>& syncs, const std::vector<int>& which,
                           const RunReport& baseline);
 
@@ -71,7 +72,7 @@ struct RedundantReport {
 };
 
 /// Drops each sync on its own, then greedily combines the redundant ones.
-RedundantReport find_redundant(const KernelDef& k, const RunRequest& req, const ChipConfig& chip,
+RedundantReport find_redundant(const KernelSource& k, const RunRequest& req, const ChipConfig& chip,
                                const std::vector<SyncOp>& syncs, const RunReport& baseline);
 
-}  // namespace tilepipe::kernels
+}  // namespace tilepipe::driver

@@ -1,10 +1,10 @@
-#include "params.h"
+#include "tilepipe/kernel_params.h"
 
 #include <fmt/format.h>
 
 #include <charconv>
 
-namespace tilepipe::kernels {
+namespace tilepipe::driver {
 
 Params parse_param_values(const std::string& kernel, const std::vector<ParamSpec>& specs,
                           const std::map<std::string, std::string>& raw) {
@@ -35,4 +35,4 @@ Params parse_param_values(const std::string& kernel, const std::vector<ParamSpec
   return p;
 }
 
-}  // namespace tilepipe::kernels
+}  // namespace tilepipe::driver

@@ -1,4 +1,4 @@
-#include "mutate.h"
+#include "tilepipe/driver_syncs.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <cmath>
 #include <map>
 
-namespace tilepipe::kernels {
+namespace tilepipe::driver {
 namespace {
 
 using lower::CExpr;
@@ -153,19 +153,17 @@ std::vector<SyncOp> list_syncs(const lower::LoweredProgram& p) {
   return out;
 }
 
-std::vector<SyncOp> kernel_syncs(const KernelDef& k, const RunRequest& req,
+std::vector<SyncOp> kernel_syncs(const KernelSource& k, const RunRequest& req,
                                  const ChipConfig& chip) {
-  ir::Program prog = k.build(req.params, resolve_variant(k, req.variant));
-  verify_or_throw(prog, chip);
-  return list_syncs(lower::lower(prog, chip));
+  return list_syncs(compile(k, req, chip).lowered);
 }
 
-RunReport baseline_check(const KernelDef& k, RunRequest req, const ChipConfig& chip) {
+RunReport baseline_check(const KernelSource& k, RunRequest req, const ChipConfig& chip) {
   req.mode = sim::Mode::Functional;
   req.detect_races = true;
   req.mutate = {};
   RunReport rep = run_kernel(k, req, chip);
-  if (!rep.correct)
+  if (rep.checked && !rep.correct)
     throw ParamError{fmt::format(
         "kernel '{}' [{}] does not match its reference even with every sync in place ({}); "
         "fix the kernel before dropping syncs",
@@ -173,7 +171,7 @@ RunReport baseline_check(const KernelDef& k, RunRequest req, const ChipConfig& c
   return rep;
 }
 
-DropResult drop_and_check(const KernelDef& k, RunRequest req, const ChipConfig& chip,
+DropResult drop_and_check(const KernelSource& k, RunRequest req, const ChipConfig& chip,
                           const std::vector<SyncOp>& syncs, const std::vector<int>& which,
                           const RunReport& baseline) {
   for (int w : which)
@@ -204,7 +202,7 @@ DropResult drop_and_check(const KernelDef& k, RunRequest req, const ChipConfig& 
   return r;
 }
 
-RedundantReport find_redundant(const KernelDef& k, const RunRequest& req, const ChipConfig& chip,
+RedundantReport find_redundant(const KernelSource& k, const RunRequest& req, const ChipConfig& chip,
                                const std::vector<SyncOp>& syncs, const RunReport& baseline) {
   RedundantReport rep;
   std::vector<int> candidates;
@@ -236,4 +234,4 @@ RedundantReport find_redundant(const KernelDef& k, const RunRequest& req, const 
   return rep;
 }
 
-}  // namespace tilepipe::kernels
+}  // namespace tilepipe::driver

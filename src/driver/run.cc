@@ -1,15 +1,19 @@
-#include "harness.h"
+// Compile (build, verify, passes, lower), run and compare with the reference; the ladder.
+#include "tilepipe/driver.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
+#include <mutex>
+#include <thread>
 
 #include "tilepipe/lower.h"
 #include "tilepipe/verify.h"
 
-namespace tilepipe::kernels {
+namespace tilepipe::driver {
 
 void compare(const std::vector<double>& out, const std::vector<double>& ref, Tolerance tol,
              const std::string& name, RunReport& rep) {
@@ -36,9 +40,10 @@ void compare(const std::vector<double>& out, const std::vector<double>& ref, Tol
 
 namespace {
 
-bool fits(const KernelDef& k, const Params& p, const std::string& variant, const ChipConfig& chip) {
+bool fits(const KernelSource& k, const Params& p, const std::string& variant,
+          const ChipConfig& chip) {
   try {
-    for (const auto& d : verify(k.build(p, variant), chip))
+    for (const auto& d : verify(k.build(p, variant).program, chip))
       if (d.kind == "capacity") return false;
     return true;
   } catch (...) {  // ParamError, BuildError: not a configuration that fits
@@ -50,9 +55,10 @@ bool fits(const KernelDef& k, const Params& p, const std::string& variant, const
 /// "pipeline_stages") among the kernel's parameters: the hint names the largest value of
 /// that parameter that fits (binary search over build + verify, no simulation). Kernels
 /// without such a knob keep the verifier's hint, which names no parameter.
-UserError with_stages_hint(const UserError& e, const KernelDef& k, const ir::Program& prog,
-                           const Params& params, const std::string& variant,
+UserError with_stages_hint(const UserError& e, const KernelSource& k, const ir::Program& prog,
+                           const CompileRequest& req, const std::string& variant,
                            const ChipConfig& chip) {
+  const Params& params = req.params;
   auto diags = e.diagnostics();
   auto cap = std::find_if(diags.begin(), diags.end(),
                           [](const Diagnostic& d) { return d.kind == "capacity"; });
@@ -77,17 +83,29 @@ UserError with_stages_hint(const UserError& e, const KernelDef& k, const ir::Pro
 
 }  // namespace
 
-RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig& chip) {
-  RunReport rep;
-  rep.variant = resolve_variant(k, req.variant);
-  rep.program = k.build(req.params, rep.variant);
+Compiled compile(const KernelSource& k, const CompileRequest& req, const ChipConfig& chip) {
+  Compiled c;
+  c.variant = resolve_variant(k, req.variant);
+  Built built = k.build(req.params, c.variant);
+  c.source = std::move(built.program);
+  c.pass_options = built.pass_options.value_or(req.pass_options);
+  for (const auto& name : req.no_pass) passes::switch_off(c.pass_options, name);
   try {
-    verify_or_throw(rep.program, chip, passes::verify_options(req.pass_options));
-    rep.program = passes::run_passes(rep.program, chip, req.pass_options, req.print);
+    verify_or_throw(c.source, chip, passes::verify_options(c.pass_options));
+    c.program = passes::run_passes(c.source, chip, c.pass_options, req.print);
   } catch (const UserError& e) {
-    throw with_stages_hint(e, k, rep.program, req.params, rep.variant, chip);
+    throw with_stages_hint(e, k, c.source, req, c.variant, chip);
   }
-  rep.lowered = lower::lower(rep.program, chip);
+  c.lowered = lower::lower(c.program, chip);
+  return c;
+}
+
+RunReport run_kernel(const KernelSource& k, const RunRequest& req, const ChipConfig& chip) {
+  Compiled c = compile(k, req, chip);
+  RunReport rep;
+  rep.variant = c.variant;
+  rep.program = std::move(c.program);
+  rep.lowered = std::move(c.lowered);
   if (req.mutate) req.mutate(rep.lowered);
   if (req.on_lowered) req.on_lowered(rep.lowered);
 
@@ -95,8 +113,8 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   // Timing mode needs the values of what scalar loads read (index / page tables).
   bool loads = false;
   for (const auto& g : rep.lowered.gm) loads = loads || g.scalar_read;
-  if (req.mode == sim::Mode::Functional || loads) io = k.inputs(req.params, req.seed);
-  sim::HostData in = io;
+  if ((req.mode == sim::Mode::Functional || loads) && k.inputs) io = k.inputs(req.params, req.seed);
+  sim::HostData in = k.reference && req.mode == sim::Mode::Functional ? io : sim::HostData{};
   sim::SimOptions opts;
   opts.mode = req.mode;
   opts.max_cycles = req.max_cycles;
@@ -118,24 +136,41 @@ RunReport run_kernel(const KernelDef& k, const RunRequest& req, const ChipConfig
   }
   rep.sim_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  if (req.mode == sim::Mode::Functional) {
-    rep.checked = true;
-    rep.correct = true;
-    for (const auto& [name, ref] : k.reference(req.params, rep.variant, in)) {
-      compare(io.at(name), ref, k.tol, name, rep);
-      rep.outputs[name] = io.at(name);
-    }
+  if (req.mode != sim::Mode::Functional) return rep;
+  if (!k.reference) {
+    // No reference: the values are the run's result (compared bit for bit by sync
+    // mutation), every GM tensor but the workspaces.
+    for (const auto& b : rep.program.params) rep.outputs[b->name] = std::move(io[b->name]);
+    return rep;
+  }
+  rep.checked = true;
+  rep.correct = true;
+  for (const auto& [name, ref] : k.reference(req.params, rep.variant, in)) {
+    compare(io.at(name), ref, k.tol, name, rep);
+    rep.outputs[name] = io.at(name);
   }
   return rep;
 }
 
-}  // namespace tilepipe::kernels
+double estimate_cycles(const KernelSource& k, RunRequest req, const ChipConfig& chip) {
+  req.mode = sim::Mode::Timing;
+  req.lower_bound_only = true;
+  req.observer = nullptr;
+  req.on_lowered = {};
+  req.detect_races = false;
+  req.print = {};
+  try {
+    return run_kernel(k, req, chip).sim.cycles;
+  } catch (const UserError&) {
+    return 0;  // the run itself reports the error
+  }
+}
 
-#include <exception>
-#include <mutex>
-#include <thread>
-
-namespace tilepipe::kernels {
+std::string first_reason(const UserError& e) {
+  if (e.diagnostics().empty()) return e.what();
+  const auto& d = e.diagnostics().front();
+  return fmt::format("{} at {}: {}", d.kind, d.loc.str(), d.message);
+}
 
 void for_each_parallel(size_t n, int jobs, const std::function<void(size_t)>& task) {
   std::vector<std::exception_ptr> errors(n);
@@ -163,11 +198,11 @@ void for_each_parallel(size_t n, int jobs, const std::function<void(size_t)>& ta
     if (e) std::rethrow_exception(e);
 }
 
-LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::string>& raw,
-                        const ChipConfig& chip, int jobs, bool fast_forward) {
+LadderReport run_ladder(const KernelSource& k, const RawParams& raw, const ChipConfig& chip,
+                        int jobs, bool fast_forward) {
   if (k.ladder.empty()) {
     std::vector<std::string> with;
-    for (const auto& other : all_kernels())
+    for (const auto& other : kernels())
       if (!other.ladder.empty()) with.push_back(other.name);
     throw ParamError{fmt::format("kernel '{}' has no optimisation ladder; kernels with one: {}",
                                  k.name, fmt::join(with, ", "))};
@@ -200,4 +235,4 @@ LadderReport run_ladder(const KernelDef& k, const std::map<std::string, std::str
   return rep;
 }
 
-}  // namespace tilepipe::kernels
+}  // namespace tilepipe::driver

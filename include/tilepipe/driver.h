@@ -1,0 +1,261 @@
+// The driver: every verb of the product (compile, run, check, profile, report, ladder,
+// tune, differential) written once, over a *kernel source* — anything that builds an
+// ir::Program from named integer parameters. The C++ kernels (kernels/registry.cc), a
+// Python file (python/ext, `FILE.py[:kernel]`) and a user's own C++ kernel registered with
+// register_kernel() are three kinds of source; the CLI and the Python module are thin
+// clients of this header (docs/architecture.md).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tilepipe/advisor.h"
+#include "tilepipe/chip.h"
+#include "tilepipe/kernel_params.h"
+#include "tilepipe/lower.h"
+#include "tilepipe/passes.h"
+#include "tilepipe/prof.h"
+#include "tilepipe/sim.h"
+#include "tilepipe/tune.h"
+#include "tilepipe/verify.h"
+
+namespace tilepipe::driver {
+
+using RawParams = std::map<std::string, std::string>;
+
+struct Tolerance {
+  double rtol, atol;
+};
+
+/// What a source builds: the program as written, and the pass configs it carries (a Python
+/// kernel's pass_configs and T.func_attr; none: the request's options apply).
+struct Built {
+  Built(ir::Program p) : program(std::move(p)) {}  // NOLINT: a plain program is a Built
+  Built(ir::Program p, passes::PassOptions o) : program(std::move(p)), pass_options(o) {}
+  ir::Program program;
+  std::optional<passes::PassOptions> pass_options;
+};
+
+/// A kernel source. Only `name` and `build` are required; a source without `reference`
+/// is checked for races, deadlocks and flag misuse but has no values to compare.
+struct KernelSource {
+  std::string name;
+  std::string summary;
+  std::vector<std::string> variants = {""};  // first is the default
+  std::vector<ParamSpec> params;
+  /// Cross-parameter checks beyond each range; returns "" when fine.
+  std::function<std::string(const Params&)> validate = {};
+  std::function<Built(const Params&, const std::string& variant)> build;
+  /// Input tensors by name, generated from `seed` (values representable in their dtype).
+  /// Empty: every input is zero.
+  std::function<sim::HostData(const Params&, uint64_t seed)> inputs = {};
+  /// Expected output tensors by name, computed from the inputs (empty: no value check).
+  std::function<sim::HostData(const Params&, const std::string& variant, const sim::HostData&)>
+      reference = {};
+  Tolerance tol = {1e-3, 1e-3};
+  /// Optimisation ladder: variants in order (empty = none) and parameter defaults for it.
+  std::vector<std::string> ladder = {};
+  Params ladder_defaults = {};
+  /// Published reference time in us for these parameters (hand-written AscendC), or < 0.
+  std::function<double(const Params&)> reference_us = {};
+  std::string reference_name = {};
+  /// Where it comes from, for messages: "built-in", a file path, "registered".
+  std::string origin = "registered";
+};
+
+// ---- the catalogue ----------------------------------------------------------------------
+
+/// Adds (or replaces, by name) a source every verb can reach by name.
+void register_kernel(KernelSource k);
+/// Kernel specs a resolver understands (e.g. "model.py:attn") become sources on demand; a
+/// resolver returns nullopt for specs that are not its kind and throws ParamError for a
+/// spec of its kind that cannot be loaded.
+using Resolver = std::function<std::optional<KernelSource>(const std::string& spec)>;
+void register_resolver(Resolver r);
+/// Registered sources in registration order.
+std::vector<KernelSource> kernels();
+/// A registered name, else the first resolver that accepts `spec`; throws ParamError
+/// listing the known kernels.
+KernelSource find_kernel(const std::string& spec);
+/// Defaults overlaid with `raw` (name -> decimal text); throws ParamError on an unknown name,
+/// non-numeric or out-of-range value, or a failed cross-check.
+Params resolve_params(const KernelSource& k, const RawParams& raw);
+/// Throws ParamError if `variant` is not one of k's ("" is the default).
+std::string resolve_variant(const KernelSource& k, const std::string& variant);
+
+/// Deterministic uniform values in [lo, hi), rounded to `dtype` (platform-independent).
+std::vector<double> random_tensor(int64_t n, ir::DType dtype, uint64_t seed, double lo = -1.0,
+                                  double hi = 1.0);
+
+// ---- compile and run --------------------------------------------------------------------
+
+/// A program error found while simulating (deadlock, race, flag misuse, run-time slice out
+/// of range), as opposed to one the verifier rejects before the run.
+class SimFailure : public UserError {
+ public:
+  explicit SimFailure(const UserError& e) : UserError(e.diagnostics()) {}
+};
+
+struct CompileRequest {
+  std::string variant;               // empty = the kernel's default
+  Params params;                     // already resolved (resolve_params)
+  passes::PassOptions pass_options;  // used when the source carries none
+  std::vector<std::string> no_pass;  // passes switched off on top (--no-pass)
+  passes::PrintOptions print;        // --print-after / --print-after-all
+};
+
+struct Compiled {
+  std::string variant;
+  ir::Program source;                // as built, before the passes
+  ir::Program program;               // after the passes: what was lowered
+  passes::PassOptions pass_options;  // what the pipeline ran with
+  lower::LoweredProgram lowered;
+};
+
+/// Build, verify, the pass pipeline (re-verified), lower. Throws ParamError, UserError (a
+/// capacity error's hint names the largest pipeline-stages knob value that fits) or
+/// lang::BuildError.
+Compiled compile(const KernelSource& k, const CompileRequest& req, const ChipConfig& chip);
+
+struct RunRequest : CompileRequest {
+  sim::Mode mode = sim::Mode::Functional;
+  uint64_t seed = 1;
+  double max_cycles = 1e13;
+  double max_wall_s = 0;  // wall-clock budget of the simulation (0: none)
+  bool detect_races = false;
+  sim::FastForwardOptions fast_forward;  // timing mode: skip steady loop iterations
+  sim::Observer* observer = nullptr;
+  /// Applied to the lowered program before the run (sync mutation, driver_syncs.h).
+  std::function<void(lower::LoweredProgram&)> mutate = {};
+  /// Told the program about to be simulated (after `mutate`), e.g. to bind a trace writer.
+  std::function<void(const lower::LoweredProgram&)> on_lowered = {};
+  /// Passed to the simulator (sim::SimOptions::progress).
+  std::function<void(double cycles)> progress = {};
+  /// What-if / lower-bound switches passed to the simulator (timing mode only).
+  bool whatif_no_barriers = false;
+  std::vector<std::string> whatif_free_sites;
+  bool lower_bound_only = false;
+};
+
+struct RunReport {
+  std::string variant;
+  ir::Program program;  // after the passes: what was lowered
+  lower::LoweredProgram lowered;
+  sim::SimResult sim;
+  double sim_wall_s = 0;
+  bool checked = false;  // functional mode compared outputs with the reference
+  bool correct = false;
+  double max_abs_err = 0;
+  double max_rel_err = 0;
+  std::string mismatch;   // first failing element, when !correct
+  sim::HostData outputs;  // functional mode: the tensors the kernel wrote (reference-checked
+                          // ones when the source has a reference)
+};
+
+/// Throws UserError (rejected program), SimFailure (found while running) or ParamError.
+RunReport run_kernel(const KernelSource& k, const RunRequest& req, const ChipConfig& chip);
+
+/// The simulated cycles of a run from the simulator's lower-bound walk (no timing, far
+/// cheaper than the run): for progress bars; 0 if the program is rejected.
+double estimate_cycles(const KernelSource& k, RunRequest req, const ChipConfig& chip);
+
+/// Compares `out` with `ref` elementwise: ok when |out - ref| <= atol + rtol * |ref|.
+void compare(const std::vector<double>& out, const std::vector<double>& ref, Tolerance tol,
+             const std::string& name, RunReport& rep);
+
+/// Runs task(0) .. task(n - 1) on `jobs` worker threads (at least one), each index once;
+/// rethrows the first failure (by index) after all have finished. Tasks write only their
+/// own slots, so results do not depend on `jobs`.
+void for_each_parallel(size_t n, int jobs, const std::function<void(size_t)>& task);
+
+/// "kind at file:line: message" of a rejection's first diagnostic.
+std::string first_reason(const UserError& e);
+
+// ---- ladder -----------------------------------------------------------------------------
+
+struct LadderStep {
+  std::string name;
+  RunReport run;
+  double time_us = 0;
+  double speedup_vs_prev = 1;
+  double pct_of_reference = 0;  // reference time / this time, in %
+};
+
+struct LadderReport {
+  Params params;
+  double reference_us = -1;
+  std::vector<LadderStep> steps;
+};
+
+/// Runs every ladder step of `k` in timing mode (up to `jobs` at once; results do not
+/// depend on `jobs`). `raw` overrides the ladder's parameter defaults. Throws ParamError
+/// if the kernel has no ladder.
+LadderReport run_ladder(const KernelSource& k, const RawParams& raw, const ChipConfig& chip,
+                        int jobs, bool fast_forward = true);
+
+// ---- profile, advice, report ------------------------------------------------------------
+
+/// Re-simulates `base` (timing mode) with a what-if applied; never throws for program or
+/// parameter errors (they come back as a rejection with the reason).
+prof::Simulate what_if_runner(const KernelSource& k, const RunRequest& base,
+                              const ChipConfig& chip);
+
+struct ProfileReport {
+  RunReport run;
+  prof::Summary summary;
+  prof::Evidence evidence;
+  std::vector<prof::Advice> advice;
+  std::vector<prof::Advice> dropped;  // verified gain under the threshold
+  prof::Timeline timeline;
+  std::vector<std::string> core_names;
+};
+
+/// Runs `req` with a recorder attached (req.observer, if set, must be a prof::Recorder),
+/// gathers evidence and (with `verify`) verified advice. Throws like run_kernel.
+ProfileReport profile_kernel(const KernelSource& k, const RunRequest& req, const ChipConfig& chip,
+                             const prof::RuleSet& rules, bool verify = true);
+
+/// The JSON of `run --json` plus evidence, metrics, advice and the model's limits.
+nlohmann::ordered_json profile_json(const KernelSource& k, const ProfileReport& rep,
+                                    const RunRequest& req, const ChipConfig& chip);
+/// The report's per-core, per-pipe busy fractions by time bin.
+nlohmann::ordered_json timeline_json(const prof::Timeline& t,
+                                     const std::vector<std::string>& names);
+/// The self-contained HTML profile report (summary, timeline, evidence, advice).
+std::string profile_html(const KernelSource& k, const ProfileReport& rep, const RunRequest& req,
+                         const ChipConfig& chip);
+
+/// Per-step profiles with verified advice for a ladder: each step's profile_json with its
+/// timeline, in step order.
+std::vector<nlohmann::ordered_json> ladder_profiles(const KernelSource& k, const LadderReport& rep,
+                                                    const ChipConfig& chip, int jobs);
+
+// ---- tune -------------------------------------------------------------------------------
+
+/// The tuner's callbacks for one kernel, variant and chip. `chip_text` identifies the chip
+/// config in cache keys (the file's contents).
+tune::Callbacks tune_callbacks(const KernelSource& k, const RunRequest& base,
+                               const ChipConfig& chip, const std::string& chip_text);
+
+/// Text of a chip config (by name from the configs directory or a .json path), for keys.
+std::string chip_config_text(const std::string& name_or_path);
+
+/// Default cache directory: $XDG_CACHE_HOME/tilepipe/tune if set, else out/.tune-cache.
+std::string default_cache_dir();
+
+// ---- fast-forward against exact ---------------------------------------------------------
+
+struct Differential {
+  RunReport fast, exact;
+  double cycles_err = 0;  // (fast - exact) / exact
+  std::string counters;   // "" if every instruction count and byte count matches, else which
+};
+
+/// Timing runs of one config with and without fast-forward, and how they differ.
+Differential run_differential(const KernelSource& k, const std::string& variant,
+                              const RawParams& params, const ChipConfig& chip);
+
+}  // namespace tilepipe::driver

@@ -1,0 +1,93 @@
+// The profile as data: the JSON every client prints (CLI `--json`, Python summary()) and the
+// HTML report built from it, so the CLI and the Python module give the same report.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "tilepipe/driver.h"
+#include "tilepipe/html.h"
+
+namespace tilepipe::driver {
+
+using json = nlohmann::ordered_json;
+
+json timeline_json(const prof::Timeline& t, const std::vector<std::string>& names) {
+  json rows = json::array();
+  for (size_t c = 0; c < t.busy.size() && c < names.size(); ++c) {
+    for (int p = 0; p < ir::kNumPipes; ++p) {
+      json bins = json::array();
+      bool any = false;
+      for (const auto& b : t.busy[c]) {
+        double v = std::round(1000.0 * b[static_cast<size_t>(p)] / t.bin_cycles) / 1000.0;
+        any = any || v > 0;
+        bins.push_back(v);
+      }
+      if (any)
+        rows.push_back({{"core", names[c]},
+                        {"pipe", ir::to_string(static_cast<ir::Pipe>(p))},
+                        {"busy", bins}});
+    }
+  }
+  return {{"bin_cycles", t.bin_cycles}, {"rows", rows}};
+}
+
+json profile_json(const KernelSource& k, const ProfileReport& rep, const RunRequest& req,
+                  const ChipConfig& chip) {
+  json out;
+  out["kernel"] = k.name;
+  out["variant"] = rep.run.variant;
+  out["chip"] = chip.name;
+  out["mode"] = req.mode == sim::Mode::Functional ? "functional" : "timing";
+  out["params"] = req.params;
+  out["cycles"] = rep.run.sim.cycles;
+  out["time_us"] = rep.run.sim.cycles * chip.us_per_cycle();
+  if (rep.run.checked) {
+    out["correct"] = rep.run.correct;
+    out["max_abs_err"] = rep.run.max_abs_err;
+    out["max_rel_err"] = rep.run.max_rel_err;
+  }
+  json s = prof::to_json(rep.summary);
+  for (auto it = s.begin(); it != s.end(); ++it) out[it.key()] = it.value();
+  out["instructions"] = rep.run.sim.instructions;
+  out["sim_wall_s"] = rep.run.sim_wall_s;
+  out["evidence"] = prof::to_json(rep.evidence);
+  json metrics = json::object();
+  for (const auto& [n, v] : prof::metrics(rep.summary, rep.evidence))
+    metrics[n] = std::round(v * 1000) / 1000;
+  out["metrics"] = metrics;
+  out["advice"] = prof::to_json(rep.advice);
+  json dropped = json::array();
+  for (const auto& a : rep.dropped)
+    dropped.push_back(
+        {{"id", a.id}, {"verified_gain_pct", a.verified_gain_pct}, {"what_if", a.tried}});
+  out["advice_dropped"] = dropped;
+  out["model_limits"] = prof::model_limits();
+  return out;
+}
+
+std::string profile_html(const KernelSource& k, const ProfileReport& rep, const RunRequest& req,
+                         const ChipConfig& chip) {
+  json doc = {{"title", fmt::format("{} [{}] profile", k.name, rep.run.variant)},
+              {"profile", profile_json(k, rep, req, chip)}};
+  doc["profile"]["timeline"] = timeline_json(rep.timeline, rep.core_names);
+  return prof::html_report(doc);
+}
+
+std::vector<json> ladder_profiles(const KernelSource& k, const LadderReport& rep,
+                                  const ChipConfig& chip, int jobs) {
+  prof::RuleSet rules = prof::load_rules();
+  std::vector<json> steps(rep.steps.size());
+  for_each_parallel(rep.steps.size(), jobs, [&](size_t i) {
+    RunRequest req;
+    req.variant = rep.steps[i].name;
+    req.params = rep.params;
+    req.mode = sim::Mode::Timing;
+    auto p = profile_kernel(k, req, chip, rules, true);
+    json j = profile_json(k, p, req, chip);
+    j["timeline"] = timeline_json(p.timeline, p.core_names);
+    steps[i] = j;
+  });
+  return steps;
+}
+
+}  // namespace tilepipe::driver

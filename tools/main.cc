@@ -1,0 +1,79 @@
+// The `tilepipe` binary: the built-in kernels registered with the driver, then the command
+// line (tools/cli.cc). Two kinds of command run in Python (Debian's python3, the package and
+// extension module found next to the installed binary, <prefix>/lib/python3.N/dist-packages,
+// else in the source and build trees):
+//   tilepipe run-py FILE.py [args...]    the script itself (python3 -m tilepipe FILE.py ...)
+//   tilepipe VERB FILE.py[:kernel] ...   the same command line with a Python file as the
+//                                        kernel source (python3 -m tilepipe.cli VERB ...)
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "cli.h"
+#include "registry.h"
+
+namespace {
+
+using namespace tilepipe;
+
+/// FILE.py or FILE.py:kernel.
+bool is_python_source(const std::string& arg) {
+  static const std::regex spec(R"(.*\.py(:[A-Za-z_][A-Za-z_0-9]*)?)");
+  return !arg.empty() && arg[0] != '-' && std::regex_match(arg, spec);
+}
+
+/// Replaces this process with `python3 -m MODULE args...`; returns only on failure.
+int exec_python(const char* module, const std::vector<char*>& rest, const std::string& what,
+                bool as_json) {
+#ifdef TILEPIPE_PYTHON_EXE
+  std::string package_dir = TILEPIPE_PYTHON_DIR, module_dir = TILEPIPE_PYMODULE_DIR;
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    std::filesystem::path installed = exe.parent_path() / TILEPIPE_BIN_TO_PYTHON;
+    if (std::filesystem::is_regular_file(installed / "tilelang" / "__init__.py", ec))
+      package_dir = module_dir = installed.lexically_normal().string();
+  }
+  std::string path = package_dir + ":" + module_dir;
+  if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
+  setenv("PYTHONPATH", path.c_str(), 1);
+  setenv("TILEPIPE_BUILD_DIR", module_dir.c_str(), 1);
+  std::vector<char*> args = {const_cast<char*>(TILEPIPE_PYTHON_EXE), const_cast<char*>("-m"),
+                             const_cast<char*>(module)};
+  args.insert(args.end(), rest.begin(), rest.end());
+  args.push_back(nullptr);
+  execv(TILEPIPE_PYTHON_EXE, args.data());
+  return cli::fail(cli::kExitInternal,
+                   fmt::format("tilepipe {}: cannot run {}: {}", what, TILEPIPE_PYTHON_EXE,
+                               std::strerror(errno)),
+                   as_json);
+#else
+  (void)module;
+  (void)rest;
+  return cli::fail(cli::kExitBadInput,
+                   fmt::format("tilepipe {}: this build has no Python front end (configure with "
+                               "-DTILEPIPE_PYTHON=ON after scripts/setup.sh)",
+                               what),
+                   as_json);
+#endif
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "run-py")
+    return exec_python("tilepipe", {argv + 2, argv + argc}, "run-py", false);
+  for (int i = 2; i < argc; ++i)
+    if (is_python_source(argv[i]))
+      return exec_python("tilepipe.cli", {argv + 1, argv + argc},
+                         fmt::format("{} {}", argv[1], argv[i]), cli::json_requested(argc, argv));
+  kernels::register_all();
+  return cli::main(argc, argv);
+}
