@@ -83,8 +83,8 @@ int cmd_profile(const ProfileArgs& a) {
   if (a.json)
     std::cout << out.dump(2) << "\n";
   else
-    std::cout << fmt::format("{} [{}] on {}: {:.0f} cycles ({:.2f} us), {} advice item(s)\n",
-                             k.name, rep.run.variant, chip.name, rep.run.sim.cycles,
+    std::cout << fmt::format("{} on {}: {:.0f} cycles ({:.2f} us), {} advice item(s)\n",
+                             driver::label(k, rep.run.variant), chip.name, rep.run.sim.cycles,
                              rep.run.sim.cycles * chip.us_per_cycle(), rep.advice.size());
   return 0;
 }
@@ -179,12 +179,12 @@ int cmd_tune(const TuneArgs& a) {
                        : fmt::format("default rejected ({})",
                                      def.configs.empty() ? "not evaluated" : def.configs[0].reason);
   std::string text = fmt::format(
-      "{} [{}] tune ({}, {} configs): best {} = {:.1f} us; {}\n"
+      "{} tune ({}, {} configs): best {} = {:.1f} us; {}\n"
       "  simulated {}, cached {}, pruned {}, rejected {}, skipped {}; {:.1f} s\n",
-      k.name, base.variant, o.strategy, r.configs.size(), json(r.best).dump(), *r.best_time_us,
-      vs_default, r.simulated, r.cached, r.pruned, r.rejected, r.skipped, wall);
+      driver::label(k, base.variant), o.strategy, r.configs.size(), json(r.best).dump(),
+      *r.best_time_us, vs_default, r.simulated, r.cached, r.pruned, r.rejected, r.skipped, wall);
   if (!a.html.empty()) {
-    json doc = {{"title", fmt::format("{} [{}] tuning", k.name, base.variant)}, {"tune", out}};
+    json doc = {{"title", driver::label(k, base.variant) + " tuning"}, {"tune", out}};
     write(a.html, prof::html_report(doc));
     out["html"] = a.html;
   }

@@ -65,8 +65,8 @@ int list(const driver::KernelSource& k, const driver::RunRequest& req, const Chi
          bool as_json, json out) {
   auto syncs = driver::kernel_syncs(k, req, chip);
   out["syncs"] = json::array();
-  std::string text = fmt::format("{} [{}]: {} sync op(s)\n", k.name,
-                                 out["variant"].get<std::string>(), syncs.size());
+  std::string text = fmt::format("{}: {} sync op(s)\n",
+                                 driver::label(k, out["variant"].get<std::string>()), syncs.size());
   text += fmt::format("  {:>4}  {:<4} {:<16} {:<11} {:<18} {}\n", "#", "core", "kind", "pipes",
                       "event_id", "source");
   for (const auto& s : syncs) {
@@ -90,10 +90,10 @@ int drop(const std::vector<int>& which, const driver::KernelSource& k,
   for (int w : which)
     if (w < 0 || w >= static_cast<int>(syncs.size()))
       throw driver::ParamError{fmt::format(
-          "--drop-sync {}: expected a sync index in [0, {}] ({} [{}] has {} sync op(s)); list "
+          "--drop-sync {}: expected a sync index in [0, {}] ({} has {} sync op(s)); list "
           "them with --list-syncs",
-          w, static_cast<int>(syncs.size()) - 1, k.name, out["variant"].get<std::string>(),
-          syncs.size())};
+          w, static_cast<int>(syncs.size()) - 1,
+          driver::label(k, out["variant"].get<std::string>()), syncs.size())};
   driver::RunReport base = driver::baseline_check(k, req, chip);
   DropResult r = driver::drop_and_check(k, req, chip, syncs, which, base);
   out["dropped"] = json::array();
@@ -153,9 +153,9 @@ int find(const driver::KernelSource& k, const driver::RunRequest& req, const Chi
                      {"saved_cycles", base.sim.cycles - rep.combined.cycles}};
   std::vector<std::string> cs;
   for (const auto& [name, n] : counts) cs.push_back(fmt::format("{} {}", name, n));
-  std::string text =
-      fmt::format("{} [{}] on {}: {} sync op(s), {:.0f} cycles with all of them\n", k.name,
-                  out["variant"].get<std::string>(), chip.name, syncs.size(), base.sim.cycles);
+  std::string text = fmt::format("{} on {}: {} sync op(s), {:.0f} cycles with all of them\n",
+                                 driver::label(k, out["variant"].get<std::string>()), chip.name,
+                                 syncs.size(), base.sim.cycles);
   text += fmt::format("  dropping one at a time: {}\n", fmt::join(cs, ", "));
   if (out["redundant"].empty()) {
     text += "  no redundant sync: every one is needed\n";

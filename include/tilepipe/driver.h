@@ -86,6 +86,9 @@ Params resolve_params(const KernelSource& k, const RawParams& raw);
 /// Throws ParamError if `variant` is not one of k's ("" is the default).
 std::string resolve_variant(const KernelSource& k, const std::string& variant);
 
+/// "name [variant]", or the name alone for a source with one unnamed variant (messages).
+std::string label(const KernelSource& k, const std::string& variant);
+
 /// Deterministic uniform values in [lo, hi), rounded to `dtype` (platform-independent).
 std::vector<double> random_tensor(int64_t n, ir::DType dtype, uint64_t seed, double lo = -1.0,
                                   double hi = 1.0);

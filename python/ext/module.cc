@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "ext.h"
 #include "tilepipe/advisor.h"
 #include "tilepipe/chip.h"
 #include "tilepipe/html.h"
@@ -30,46 +31,12 @@
 
 namespace py = pybind11;
 using namespace tilepipe;
+using tilepipe::ext::bind_driver;
+using tilepipe::ext::guarded;
+using tilepipe::ext::raise_diags;
+using tilepipe::ext::tilepipe_error;
 
 namespace {
-
-// ---- Python exceptions carrying diagnostics ----
-
-py::object g_tilepipe_error;  // tilelang's TilepipeError (set from Python at import)
-
-[[noreturn]] void raise_diags(const std::vector<Diagnostic>& diags) {
-  std::string msg;
-  py::list items;
-  for (const auto& d : diags) {
-    if (!msg.empty()) msg += "\n";
-    msg += d.str();
-    py::dict item;
-    item["file"] = d.loc.file;
-    item["line"] = d.loc.line;
-    item["kind"] = d.kind;
-    item["message"] = d.message;
-    item["hint"] = d.hint;
-    item["notes"] = d.notes;
-    items.append(item);
-  }
-  if (g_tilepipe_error.is_none() || !g_tilepipe_error) throw std::runtime_error(msg);
-  py::object exc = g_tilepipe_error(msg, items);
-  PyErr_SetObject(g_tilepipe_error.ptr(), exc.ptr());
-  throw py::error_already_set();
-}
-
-template <class F>
-auto guarded(F&& f) -> decltype(f()) {
-  try {
-    return f();
-  } catch (const UserError& e) {
-    raise_diags(e.diagnostics());
-  } catch (const lang::BuildError& e) {
-    raise_diags({Diagnostic{e.loc, "build", e.message, {}, ""}});
-  } catch (const ConfigError& e) {
-    throw std::runtime_error(e.message);
-  }
-}
 
 ir::Loc make_loc(const py::object& loc) {
   if (loc.is_none()) return {};
@@ -450,169 +417,11 @@ class Builder {
   ir::Loc loc_;
 };
 
-// ---- compile and run ----
-
-struct Compiled {
-  ir::Program program;  // after the passes
-  lower::LoweredProgram lowered;
-  ChipConfig chip;
-  double compile_wall_s = 0;
-};
-
-passes::PassOptions pass_options(const py::dict& opts) {
-  passes::PassOptions o;
-  for (auto [k, v] : opts) {
-    std::string key = k.cast<std::string>();
-    bool on = v.cast<bool>();
-    if (key == "auto_sync")
-      o.auto_sync = on;
-    else if (key == "memory_planning")
-      o.memory_planning = on;
-    else if (key == "cv_split")
-      o.cv_split = on;
-    else if (key == "multibuffer")
-      o.multibuffer = on;
-    else if (key == "vectorize")
-      o.vectorize = on;
-    else if (key == "fuse")
-      o.fuse = on;
-    else if (key == "l1_residency")
-      o.l1_residency = on;
-    else if (key == "reserved_tail")
-      o.reserved_tail = on;
-    else
-      throw std::invalid_argument("unknown pass option " + key);
-  }
-  return o;
-}
-
-std::shared_ptr<Compiled> compile(const ir::Program& p, const std::string& chip_name,
-                                  const py::dict& opts) {
-  return guarded([&] {
-    auto t0 = std::chrono::steady_clock::now();
-    auto c = std::make_shared<Compiled>();
-    c->chip = load_chip_config(chip_name);
-    passes::PassOptions o = pass_options(opts);
-    verify_or_throw(p, c->chip, passes::verify_options(o));
-    c->program = passes::run_passes(p, c->chip, o);
-    c->lowered = lower::lower(c->program, c->chip);
-    c->compile_wall_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    return c;
-  });
-}
-
-struct RunResult {
-  sim::SimResult sim;
-  std::map<std::string, py::array_t<double>> outputs;
-  std::shared_ptr<prof::Recorder> recorder;
-  double wall_s = 0;
-  sim::HostData inputs;  // what the run started from (a trace replays it)
-  bool exact = false;
-};
-
-std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dict& inputs,
-                               const std::string& mode, bool races, bool record, bool exact) {
-  sim::HostData io;
-  for (auto [k, v] : inputs) {
-    auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(v);
-    if (!a) throw py::type_error("input must be convertible to a float64 array");
-    io[k.cast<std::string>()] = std::vector<double>(a.data(), a.data() + a.size());
-  }
-  auto r = std::make_shared<RunResult>();
-  if (record) r->inputs = io;
-  r->exact = exact;
-  sim::SimOptions opts;
-  opts.mode = mode == "timing" ? sim::Mode::Timing : sim::Mode::Functional;
-  opts.detect_races = races;
-  opts.fast_forward.enabled = !exact;
-  if (record) {
-    r->recorder = std::make_shared<prof::Recorder>();
-    opts.observer = r->recorder.get();
-  }
-  guarded([&] {
-    py::gil_scoped_release nogil;
-    auto t0 = std::chrono::steady_clock::now();
-    r->sim = sim::simulate(c->lowered, c->chip, &io, opts);
-    r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  });
-  if (opts.mode == sim::Mode::Functional) {
-    for (auto& [name, vals] : io) {
-      py::array_t<double> a(static_cast<py::ssize_t>(vals.size()));
-      std::copy(vals.begin(), vals.end(), a.mutable_data());
-      r->outputs[name] = a;
-      std::vector<double>().swap(vals);  // one tensor in two copies at a time, not all
-    }
-  }
-  return r;
-}
-
-std::string summary_json(const std::shared_ptr<Compiled>& c, const RunResult& r) {
-  auto s = prof::summarize(r.sim, c->lowered, c->chip);
-  nlohmann::ordered_json j;
-  j["cycles"] = r.sim.cycles;
-  j["time_us"] = r.sim.cycles * c->chip.us_per_cycle();
-  nlohmann::ordered_json sj = prof::to_json(s);
-  for (auto it = sj.begin(); it != sj.end(); ++it) j[it.key()] = it.value();
-  j["instructions"] = r.sim.instructions;
-  j["sim_wall_s"] = r.wall_s;
-  return j.dump();
-}
-
-std::string advice_text(const std::shared_ptr<Compiled>& c, const RunResult& r, bool as_json) {
-  if (!r.recorder) throw std::runtime_error("advice needs a run with record=True");
-  auto s = prof::summarize(r.sim, c->lowered, c->chip);
-  auto e = prof::gather_evidence(r.sim, c->lowered, c->chip, *r.recorder);
-  auto a = prof::advise(s, e, prof::load_rules(), nullptr);
-  if (as_json) return prof::to_json(a).dump();
-  return prof::to_text(a);
-}
-
-void write_trace(const std::shared_ptr<Compiled>& c, const RunResult& r, const std::string& path) {
-  if (!r.recorder) throw std::runtime_error("a trace needs a run with record=True");
-  // Traces are streamed while a run goes (prof::TraceWriter): replay the run in timing
-  // mode with the writer attached, from the same inputs (scalar reads of GM steer the
-  // control flow) and with the same fast-forward setting; the simulator is deterministic,
-  // so the cycles are the same as the recorded run's.
-  guarded([&] {
-    prof::TraceWriter trace(path, {}, c->chip);
-    trace.bind(c->lowered);
-    prof::Recorder rec(&trace);
-    sim::SimOptions opts;
-    opts.mode = sim::Mode::Timing;
-    opts.observer = &rec;
-    opts.fast_forward.enabled = !r.exact;
-    sim::HostData io = r.inputs;
-    auto res = sim::simulate(c->lowered, c->chip, &io, opts);
-    trace.finish(res, c->lowered);
-  });
-}
-
-void write_report(const std::shared_ptr<Compiled>& c, const RunResult& r, const std::string& title,
-                  const std::string& path) {
-  if (!r.recorder) throw std::runtime_error("a report needs a run with record=True");
-  auto s = prof::summarize(r.sim, c->lowered, c->chip);
-  auto e = prof::gather_evidence(r.sim, c->lowered, c->chip, *r.recorder);
-  auto a = prof::advise(s, e, prof::load_rules(), nullptr);
-  nlohmann::ordered_json prof_json = prof::to_json(s);
-  prof_json["evidence"] = prof::to_json(e);
-  prof_json["advice"] = prof::to_json(a);
-  const auto& tl = r.recorder->timeline();
-  nlohmann::ordered_json timeline;
-  timeline["bin_cycles"] = tl.bin_cycles;
-  timeline["cores"] = tl.core_names;
-  prof_json["timeline"] = timeline;
-  nlohmann::ordered_json doc = {{"title", title}, {"profile", prof_json}};
-  std::string html;
-  guarded([&] { html = prof::html_report(doc); });
-  prof::write_file_atomic(path, html);
-}
-
 }  // namespace
 
 PYBIND11_MODULE(_tilepipe, m) {
   m.doc() = "tilepipe's C++ IR, passes and simulator for the tilelang Python front end";
-  g_tilepipe_error = py::none();
+  tilepipe_error() = py::none();
   m.attr("MAX_BUFFER_BYTES") = ir::kMaxBufferBytes;
 
   py::class_<PyExpr>(m, "Expr")
@@ -674,7 +483,7 @@ PYBIND11_MODULE(_tilepipe, m) {
           return PyBuffer{ir::make_buffer(name, scopes.at(scope), dtype_of(dtype), std::move(shape),
                                           ir::TensorRole::None, make_loc(loc))};
         });
-  m.def("set_error_type", [](py::object t) { g_tilepipe_error = t; });
+  m.def("set_error_type", [](py::object t) { tilepipe_error() = t; });
 
   py::class_<PyBuffer>(m, "Buffer")
       .def_property_readonly("name", [](const PyBuffer& b) { return b.b->name; })
@@ -739,28 +548,5 @@ PYBIND11_MODULE(_tilepipe, m) {
         return out;
       });
 
-  py::class_<Compiled, std::shared_ptr<Compiled>>(m, "Compiled")
-      .def("print", [](const Compiled& c) { return ir::print(c.program); })
-      .def_property_readonly("us_per_cycle",
-                             [](const Compiled& c) { return c.chip.us_per_cycle(); })
-      .def_property_readonly("chip", [](const Compiled& c) { return c.chip.name; })
-      .def_property_readonly("compile_wall_s", [](const Compiled& c) { return c.compile_wall_s; });
-  m.def("compile", &compile, py::arg("program"), py::arg("chip"), py::arg("options"));
-
-  py::class_<RunResult, std::shared_ptr<RunResult>>(m, "RunResult")
-      .def_property_readonly("cycles", [](const RunResult& r) { return r.sim.cycles; })
-      .def_property_readonly("instructions", [](const RunResult& r) { return r.sim.instructions; })
-      .def_property_readonly("wall_s", [](const RunResult& r) { return r.wall_s; })
-      .def_property_readonly("outputs", [](const RunResult& r) { return r.outputs; });
-  m.def("run", &run, py::arg("compiled"), py::arg("inputs"), py::arg("mode"),
-        py::arg("races") = false, py::arg("record") = false, py::arg("exact") = false);
-  m.def("summary_json", [](const std::shared_ptr<Compiled>& c,
-                           const std::shared_ptr<RunResult>& r) { return summary_json(c, *r); });
-  m.def("advice", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r,
-                     bool as_json) { return advice_text(c, *r, as_json); });
-  m.def("write_trace", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r,
-                          const std::string& path) { write_trace(c, *r, path); });
-  m.def("write_report", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r,
-                           const std::string& title,
-                           const std::string& path) { write_report(c, *r, title, path); });
+  bind_driver(m);
 }

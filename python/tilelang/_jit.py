@@ -126,9 +126,10 @@ def _to_numpy(x):
 
 
 class Compiled:
-    def __init__(self, ext, program, compiled, info, pads, lower_s):
+    def __init__(self, ext, program, opts, compiled, info, pads, lower_s):
         self.ext = ext
-        self.program = program
+        self.program = program  # as the front end built it, before tilepipe's passes
+        self.opts = opts  # the pass options of pass_configs and T.func_attr
         self.compiled = compiled
         self.info = info
         self.pads = pads  # name -> (padded shape, pad value)
@@ -252,7 +253,7 @@ class JITKernel:
         lower_s = time.perf_counter() - t0
         opts = pass_options(self.pass_configs, info.func_attrs)
         compiled = _ext.compile(program, CHIP, opts)
-        return Compiled(self, program, compiled, info, pads, lower_s)
+        return Compiled(self, program, opts, compiled, info, pads, lower_s)
 
     def _bind(self, arrays):
         """Symbolic dims from the shapes of the arrays the caller passed."""
@@ -296,7 +297,9 @@ class JITKernel:
                 hint="outputs (out_idx) and workspaces (workspace_idx) are allocated by the kernel")
         return [_to_numpy(a) for a in args], len(args) == n_all
 
-    def _run(self, args, mode="functional", races=False, record=False, exact=False):
+    def _host(self, args):
+        """The compiled kernel for these arrays, its inputs as the simulator takes them
+        (float64, padded, flat, by name) and the caller's objects by parameter index."""
         arrays, with_outs = self._inputs(args)
         c = self._compile(self._bind(arrays) if self._syms else {})
         host = {}
@@ -324,7 +327,10 @@ class JITKernel:
                 full[tuple(slice(0, s) for s in v.shape)] = v
                 v = full
             host[name] = v.reshape(-1)
-        self._last_host = host
+        return c, host, given
+
+    def _run(self, args, mode="functional", races=False, record=False, exact=False):
+        c, host, given = self._host(args)
         for hook in _call_hooks:
             hook((c, host))
         r = _ext.run(c.compiled, host, mode, races, record, exact)
@@ -368,12 +374,12 @@ class JITKernel:
                 hint="call it (or pass example arrays) before asking for its source")
         return self._compile({})
 
-    def _example_inputs(self, args):
+    def _example_inputs(self, args, seed=0):
         if args:
             return args
         if self._syms:
             raise TilelangError("profile() of a kernel with symbolic dims needs example arrays")
-        rng = np.random.default_rng(0)
+        rng = np.random.default_rng(seed)
         out = []
         for i, (name, spec, _) in enumerate(self.specs):
             if i in self.out_idx or i in self.workspace_idx:
@@ -406,16 +412,21 @@ class JITKernel:
         _ext.write_trace(c.compiled, self.last_run[1], str(path))
         return str(path)
 
+    def _profile(self, args, html=""):
+        """Profile through the driver, as `tilepipe profile` does: (JSON text, advice text)."""
+        c, host, _ = self._host(self._example_inputs(args))
+        return _ext.profile(c.compiled, host, True, html)
+
     def report(self, path, *args):
-        """The HTML profile report (summary, evidence, advice) of one timing run."""
-        c, _ = self._run(self._example_inputs(args), mode="timing", record=True, exact=True)
-        _ext.write_report(c.compiled, self.last_run[1], self.name, str(path))
+        """The HTML profile report (summary, timeline, evidence, verified advice) of one
+        timing run: the report `tilepipe profile --html` writes."""
+        self._profile(args, html=str(path))
         return str(path)
 
     def advice(self, *args, as_json=False):
-        c, _ = self._run(self._example_inputs(args), mode="timing", record=True, exact=True)
-        text = _ext.advice(c.compiled, self.last_run[1], as_json)
-        return json.loads(text) if as_json else text
+        """Advice with each gain verified by a what-if re-simulation (`tilepipe profile`)."""
+        j, text = self._profile(args)
+        return json.loads(j)["advice"] if as_json else text
 
     def check(self, *args):
         """Functional run with race detection; raises TilepipeError on a race or deadlock."""

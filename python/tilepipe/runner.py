@@ -14,7 +14,7 @@ SHIM_DIR = os.path.join(_HERE, "_shim")
 USAGE = "usage: tilepipe run-py FILE.py [script args...]   (python3 -m tilepipe FILE.py ...)"
 
 
-def _script_problem(path):
+def script_problem(path):
     """Why `path` cannot be run as a script, or None."""
     if not os.path.exists(path):
         return "no such file; give the path of a Python script, e.g. examples/gemm/example_gemm.py"
@@ -27,20 +27,26 @@ def _script_problem(path):
     return None
 
 
-def main(argv):
-    if not argv or argv[0] in ("-h", "--help"):
-        print(USAGE)
-        return 0 if argv else 2
-    path = argv[0]
-    problem = _script_problem(path)
-    if problem:
-        print(f"tilepipe run-py: {path}: {problem}", file=sys.stderr)
-        return 2
+def use_host_torch():
+    """`import torch` / `import torch_npu` in scripts run from here resolve to the host side
+    in _shim/."""
     if os.environ.get("TILEPIPE_REAL_TORCH") != "1":
         for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")
                      or m == "torch_npu"]:
             del sys.modules[name]
         sys.path.insert(0, SHIM_DIR)
+
+
+def main(argv):
+    if not argv or argv[0] in ("-h", "--help"):
+        print(USAGE)
+        return 0 if argv else 2
+    path = argv[0]
+    problem = script_problem(path)
+    if problem:
+        print(f"tilepipe run-py: {path}: {problem}", file=sys.stderr)
+        return 2
+    use_host_torch()
     script_dir = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, script_dir)
     sys.argv = [path] + list(argv[1:])

@@ -67,7 +67,7 @@ json profile_json(const KernelSource& k, const ProfileReport& rep, const RunRequ
 
 std::string profile_html(const KernelSource& k, const ProfileReport& rep, const RunRequest& req,
                          const ChipConfig& chip) {
-  json doc = {{"title", fmt::format("{} [{}] profile", k.name, rep.run.variant)},
+  json doc = {{"title", label(k, rep.run.variant) + " profile"},
               {"profile", profile_json(k, rep, req, chip)}};
   doc["profile"]["timeline"] = timeline_json(rep.timeline, rep.core_names);
   return prof::html_report(doc);

@@ -77,6 +77,10 @@ std::string resolve_variant(const KernelSource& k, const std::string& variant) {
                                fmt::join(k.variants, ", "))};
 }
 
+std::string label(const KernelSource& k, const std::string& variant) {
+  return variant.empty() ? k.name : fmt::format("{} [{}]", k.name, variant);
+}
+
 Params resolve_params(const KernelSource& k, const RawParams& raw) {
   Params p = parse_param_values(k.name, k.params, raw);
   if (k.validate) {

@@ -164,10 +164,10 @@ RunReport baseline_check(const KernelSource& k, RunRequest req, const ChipConfig
   req.mutate = {};
   RunReport rep = run_kernel(k, req, chip);
   if (rep.checked && !rep.correct)
-    throw ParamError{fmt::format(
-        "kernel '{}' [{}] does not match its reference even with every sync in place ({}); "
-        "fix the kernel before dropping syncs",
-        k.name, rep.variant, rep.mismatch)};
+    throw ParamError{
+        fmt::format("kernel '{}' does not match its reference even with every sync in place ({}); "
+                    "fix the kernel before dropping syncs",
+                    label(k, rep.variant), rep.mismatch)};
   return rep;
 }
 

@@ -1,0 +1,254 @@
+"""Python files as kernel sources of the tilepipe command line (docs/cli.md, "Python files").
+
+`tilepipe VERB FILE.py:NAME` takes NAME from the file (imported, not run as a script): a
+`@tilelang.jit` factory (its integer arguments are the kernel's parameters, `--param
+M=1024`), a compiled kernel, or a `@T.prim_func`. `tilepipe VERB FILE.py` runs the file as a
+script up to its first kernel launch and takes that kernel with the arrays the script passed;
+the script's integer argparse options are the parameters (`--param S=2048` runs it with
+`--S 2048`). `FILE.py:NAME` naming no object of the file picks the first launch of the
+kernel called NAME. The C++ driver calls `build`, `inputs` and `validate` (python/ext/driver.cc)."""
+
+import argparse
+import contextlib
+import inspect
+import os
+import re
+import runpy
+import sys
+import threading
+
+from .runner import script_problem
+
+_SPEC = re.compile(r"(.*\.py)(?::([A-Za-z_][A-Za-z_0-9]*))?")
+_LIMIT = 2**62
+_REQUIRED = -(2**63)  # the default of a parameter that has none: it must be given
+
+
+class SourceError(Exception):
+    """A file that cannot be a kernel source; the message says why and what to do."""
+
+
+class _Launch(BaseException):
+    """Stops a script at the kernel launch it was run for (BaseException: scripts' own
+    `except Exception` does not swallow it)."""
+
+    def __init__(self, compiled, host):
+        super().__init__()
+        self.compiled, self.host = compiled, host
+
+
+class _Parsed(BaseException):
+    """Stops a script at its argparse call: the parser holds the script's options."""
+
+    def __init__(self, parser):
+        super().__init__()
+        self.parser = parser
+
+
+def resolve(spec):
+    """The source for `spec` (FILE.py or FILE.py:NAME), or None for other specs."""
+    m = _SPEC.fullmatch(spec)
+    if not m:
+        return None
+    path, name = m.group(1), m.group(2)
+    problem = script_problem(path)
+    if problem:
+        raise SourceError(f"{path}: {problem}")
+    return FileSource(spec, path, name)
+
+
+# The front end's builder state is global: one build at a time, whatever thread asks.
+_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def _as_script(path, argv):
+    """Runs code as the script would run: argv, its directory first on sys.path and as the
+    working directory; its prints go to stderr (stdout carries the command's JSON)."""
+    old_argv, old_cwd, old_path = sys.argv, os.getcwd(), list(sys.path)
+    here = os.path.dirname(os.path.abspath(path))
+    sys.argv = [path] + list(argv)
+    sys.path.insert(0, here)
+    try:
+        os.chdir(here)
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.argv = old_argv
+        sys.path[:] = old_path
+        os.chdir(old_cwd)
+
+
+class FileSource:
+    def __init__(self, spec, path, name):
+        self.name = spec
+        self.path = os.path.abspath(path)
+        self.origin = self.path
+        self.kernel = name  # the object or kernel NAME, or None
+        self.params = []
+        self._flags = {}  # parameter -> the script's option string
+        self._captures = {}  # (params, seed or None) -> (Compiled, host)
+        self._make = None  # params, seed -> (Compiled, host)
+        self._seeded = True
+        with _LOCK:
+            self._load()
+
+    # ---- what the driver calls ----
+
+    def validate(self, params):
+        missing = [n for n, v in params.items() if v == _REQUIRED]
+        if missing:
+            return (f"{self.name} has no default for {', '.join(missing)}: give "
+                    + " ".join(f"--param {n}=VALUE" for n in missing))
+        return ""
+
+    def build(self, params, variant):
+        c, _ = self._capture(params, 1)
+        return c.program, c.opts
+
+    def inputs(self, params, seed):
+        return self._capture(params, seed)[1]
+
+    # ---- loading ----
+
+    def _load(self):
+        from tilelang._jit import JITKernel
+        from tilelang._interp import PrimFunc
+
+        obj = self._namespace().get(self.kernel) if self.kernel else None
+        if isinstance(obj, PrimFunc):
+            import tilelang
+
+            obj = tilelang.compile(obj)
+        if isinstance(obj, JITKernel):
+            self.summary = f"kernel {obj.name} of {self.path}"
+            self._make = lambda params, seed: self._launch_of(obj, seed)
+        elif obj is not None and callable(obj):
+            self._factory_params(obj)
+            self.summary = f"@tilelang.jit factory {self.kernel} of {self.path}"
+            self._make = lambda params, seed: self._launch_of(self._call(obj, params), seed)
+        elif obj is not None:
+            raise SourceError(
+                f"{self.path}:{self.kernel} is a {type(obj).__name__}; expected a @tilelang.jit "
+                "factory, a compiled kernel or a @T.prim_func")
+        else:
+            self._seeded = False
+            self._script_params()
+            which = f"kernel {self.kernel}" if self.kernel else "first kernel"
+            self.summary = f"the {which} {self.path} launches"
+            self._make = lambda params, seed: self._script_launch(params)
+
+    def _namespace(self):
+        """The file's top-level names, defined by running it as a module (not as __main__) up
+        to its first kernel launch, if it launches one at import."""
+        from tilelang import _jit
+
+        def stop(launch):
+            raise _Launch(*launch)
+
+        ns = {"__name__": "__tilepipe_source__", "__file__": self.path, "__builtins__": __builtins__}
+        with open(self.path, encoding="utf-8") as f:
+            code = compile(f.read(), self.path, "exec")
+        _jit._call_hooks.append(stop)
+        try:
+            with _as_script(self.path, []):
+                exec(code, ns)  # noqa: S102 - the user's own file, run as the script would run
+        except _Launch:
+            pass
+        except SystemExit:
+            pass
+        finally:
+            _jit._call_hooks.remove(stop)
+        return ns
+
+    def _factory_params(self, factory):
+        for p in inspect.signature(factory).parameters.values():
+            if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY):
+                continue
+            d = p.default
+            if d is p.empty:
+                self.params.append((p.name, _REQUIRED, -_LIMIT, _LIMIT, f"argument of {self.kernel}"))
+            elif isinstance(d, int) and not isinstance(d, bool):
+                self.params.append((p.name, d, -_LIMIT, _LIMIT, f"argument of {self.kernel}"))
+
+    def _script_params(self):
+        """The script's integer options, from its parser (run up to parse_args)."""
+        parser = None
+        saved = argparse.ArgumentParser.parse_known_args
+
+        def stop(parser_self, *a, **kw):
+            raise _Parsed(parser_self)
+
+        argparse.ArgumentParser.parse_known_args = stop
+        try:
+            # No parser: the script ran to its first launch, which is the default's.
+            self._captures[((), None)] = self._run_script([])
+        except _Parsed as p:
+            parser = p.parser
+        finally:
+            argparse.ArgumentParser.parse_known_args = saved
+        for a in parser._actions if parser else []:
+            d = a.default
+            longs = [o for o in a.option_strings if o.startswith("--")] or a.option_strings
+            if not longs or a.dest == "help" or isinstance(d, bool):
+                continue
+            if a.type is int or (a.type is None and isinstance(d, int)):
+                default = d if isinstance(d, int) else _REQUIRED
+                self.params.append((a.dest, default, -_LIMIT, _LIMIT, a.help or longs[0]))
+                self._flags[a.dest] = longs[0]
+
+    # ---- launching ----
+
+    def _capture(self, params, seed):
+        # A script passes its own arrays (the seed is not used); factories get seeded ones.
+        key = (tuple(sorted(params.items())), seed if self._seeded else None)
+        with _LOCK:
+            if key not in self._captures:
+                self._captures[key] = self._make(params, seed)
+            return self._captures[key]
+
+    def _call(self, factory, params):
+        missing = self.validate(params)
+        if missing:
+            raise SourceError(missing)
+        return factory(**params)
+
+    def _launch_of(self, kernel, seed):
+        from tilelang._jit import JITKernel
+
+        if not isinstance(kernel, JITKernel):
+            raise SourceError(f"{self.path}:{self.kernel}(...) returned a "
+                              f"{type(kernel).__name__}; expected a @tilelang.jit kernel")
+        c, host, _ = kernel._host(kernel._example_inputs((), seed))
+        return c, host
+
+    def _script_launch(self, params):
+        defaults = {n: d for n, d, *_ in self.params}
+        argv = []
+        for n, v in params.items():
+            if v != defaults[n]:
+                argv += [self._flags[n], str(v)]
+        return self._run_script(argv)
+
+    def _run_script(self, argv):
+        from tilelang import _jit
+
+        def hook(launch):
+            c, host = launch
+            if self.kernel is None or c.ext.name == self.kernel:
+                raise _Launch(c, host)
+
+        _jit._call_hooks.append(hook)
+        which = f"kernel '{self.kernel}'" if self.kernel else "a kernel"
+        try:
+            with _as_script(self.path, argv):
+                runpy.run_path(self.path, run_name="__main__")
+        except _Launch as launch:
+            return launch.compiled, launch.host
+        except SystemExit as e:
+            raise SourceError(f"{self.path} exited (status {e.code}) before launching {which}"
+                              ) from None
+        finally:
+            _jit._call_hooks.remove(hook)
+        raise SourceError(f"{self.path} ran to its end without launching {which}; name a "
+                          f"@tilelang.jit factory instead: {self.path}:FACTORY")
