@@ -95,7 +95,6 @@ int cmd_tune(const TuneArgs& a) {
   ChipConfig chip = load_chip_config(a.chip);
   driver::RunRequest base;
   base.variant = driver::resolve_variant(k, a.variant);
-  base.params = driver::resolve_params(k, a.params);
   base.mode = sim::Mode::Timing;
   tune::Options o;
   if (a.space.empty()) throw driver::ParamError{"tune: give at least one --space NAME=V1,V2,..."};
@@ -118,6 +117,15 @@ int cmd_tune(const TuneArgs& a) {
     } catch (const std::invalid_argument& e) {
       throw driver::ParamError{e.what()};
     }
+  }
+  try {
+    base.params = driver::resolve_params(k, a.params);
+  } catch (const driver::ParamError&) {
+    // A searched parameter without a default (a Python factory's argument) starts at its
+    // first value; any other problem stays.
+    driver::RawParams raw = a.params;
+    for (const auto& [name, values] : o.space) raw.try_emplace(name, std::to_string(values[0]));
+    base.params = driver::resolve_params(k, raw);
   }
   if (a.strategy != "grid" && a.strategy != "coord")
     throw driver::ParamError{fmt::format("--strategy '{}': expected grid or coord", a.strategy)};

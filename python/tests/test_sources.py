@@ -117,6 +117,10 @@ def test_tune_and_the_sync_list_reach_python_files(user_file):
     t = cli_json("tune", user_file + ":matmul", "--param", "M=256", "--param", "N=256",
                  "--param", "K=256", "--space", "bn=64,128", "--no-cache")
     assert t["best_time_us"] > 0 and t["simulated"] == 2
+    # A searched argument without a default starts the search at its first value.
+    t = cli_json("tune", user_file + ":matmul", "--param", "N=128", "--param", "K=128",
+                 "--space", "M=128,256", "--no-cache")
+    assert t["default"]["params"]["M"] == 128 and t["simulated"] == 2
     s = cli_json("check", user_file + ":matmul", "--param", "M=128", "--param", "N=128",
                  "--param", "K=128", "--list-syncs")
     assert {x["kind"] for x in s["syncs"]} >= {"pipe_barrier"}
