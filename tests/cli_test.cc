@@ -110,6 +110,17 @@ TEST(CliRun, TimingModeGivesTheSameCyclesAsFunctional) {
   }
 }
 
+TEST(CliDifferential, FastForwardAgreesWithExactAndSaysSoInJson) {
+  auto r = cli("differential fa --variant expert --param S=2048 --param H=2 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  json j = json::parse(r.out);
+  EXPECT_EQ(j.value("counters", ""), "identical");
+  EXPECT_LE(std::abs(j["cycles_err_pct"].get<double>()), 0.5);
+  EXPECT_GT(j["exact_cycles"].get<double>(), 0);
+  EXPECT_TRUE(j.value("ok", false));
+  EXPECT_EQ(cli("differential nosuch").code, 2);
+}
+
 TEST(CliRun, ChipGivenAsJsonPathIsUsed) {
   json j = run_json("gemm --chip '" + std::string(TILEPIPE_CONFIG_DIR) + "/a2.json'");
   EXPECT_EQ(j.value("chip", ""), "a2");

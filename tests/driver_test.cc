@@ -4,10 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "registry.h"
+#include "test_util.h"
 #include "tilepipe/driver.h"
 #include "tilepipe/driver_syncs.h"
 #include "tilepipe/lang.h"
-#include "test_util.h"
 
 namespace tilepipe {
 namespace {

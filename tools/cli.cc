@@ -309,6 +309,51 @@ struct LadderArgs {
   bool advise = false;  // add per-step advice to the JSON
 };
 
+struct DifferentialArgs {
+  std::string kernel, variant, chip = "a3";
+  std::vector<std::string> params;
+  double tolerance_pct = 0.5;
+  bool json = false;
+};
+
+/// Fast-forward against exact simulation for one config: exit 3 when the cycles differ by
+/// more than the tolerance or an instruction or byte count differs.
+int cmd_differential(const DifferentialArgs& a) {
+  const driver::KernelSource k = driver::find_kernel(a.kernel);
+  ChipConfig chip = load_chip_config(a.chip);
+  auto d = driver::run_differential(k, a.variant, parse_params(a.params), chip);
+  const double err_pct = 100.0 * d.cycles_err;
+  const bool ok = std::abs(err_pct) <= a.tolerance_pct && d.counters.empty();
+  json out;
+  out["kernel"] = k.name;
+  out["variant"] = d.fast.variant;
+  out["chip"] = chip.name;
+  out["params"] = driver::resolve_params(k, parse_params(a.params));
+  out["fast_cycles"] = d.fast.sim.cycles;
+  out["exact_cycles"] = d.exact.sim.cycles;
+  out["cycles_err_pct"] = err_pct;
+  out["tolerance_pct"] = a.tolerance_pct;
+  out["jumps"] = d.fast.sim.fast_forward.jumps;
+  out["skipped_iterations"] = d.fast.sim.fast_forward.iterations;
+  out["counters"] = d.counters.empty() ? "identical" : d.counters;
+  out["fast_wall_s"] = d.fast.sim_wall_s;
+  out["exact_wall_s"] = d.exact.sim_wall_s;
+  out["ok"] = ok;
+  std::string line = fmt::format(
+      "{} on {}: fast-forward {:.0f} cycles ({} jumps, {} iterations skipped, {:.2f} s), exact "
+      "{:.0f} ({:.2f} s): {:+.3f} % (tolerance {} %), counters {}",
+      driver::label(k, d.fast.variant), chip.name, d.fast.sim.cycles, d.fast.sim.fast_forward.jumps,
+      d.fast.sim.fast_forward.iterations, d.fast.sim_wall_s, d.exact.sim.cycles, d.exact.sim_wall_s,
+      err_pct, a.tolerance_pct, d.counters.empty() ? "identical" : d.counters);
+  if (a.json) {
+    std::cerr << line << "\n";
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << line << "\n";
+  }
+  return ok ? 0 : kExitCheckFailed;
+}
+
 int cmd_ladder(const LadderArgs& a) {
   const driver::KernelSource k = driver::find_kernel(a.kernel);
   cli::check_outputs({{"--html", a.html}}, a.chip);
@@ -433,6 +478,19 @@ int tilepipe::cli::main(int argc, char** argv) {
 
   cli::TuneArgs tune_args;
   std::vector<std::string> tune_params;
+  DifferentialArgs diff_args;
+  auto* differential = app.add_subcommand(
+      "differential", "time one config with and without fast-forward; exit 3 if they differ");
+  differential->add_option("kernel", diff_args.kernel, "kernel name or FILE.py[:NAME]")->required();
+  differential->add_option("--variant", diff_args.variant, "kernel variant");
+  differential->add_option("--chip", diff_args.chip, "chip config: a2, a3, or a .json path");
+  differential->add_option("--param", diff_args.params, "kernel parameter k=v (repeatable)");
+  differential
+      ->add_option("--tolerance-pct", diff_args.tolerance_pct,
+                   "largest |fast - exact| / exact in % (default 0.5)")
+      ->check(CLI::Range(0.0, 100.0));
+  differential->add_flag("--json", diff_args.json, "print one JSON object on stdout");
+
   auto* tune = app.add_subcommand("tune", "search kernel parameters for the fastest config");
   tune->add_option("kernel", tune_args.kernel, "kernel name (see `tilepipe list`)")->required();
   tune->add_option("--variant", tune_args.variant, "kernel variant");
@@ -508,6 +566,7 @@ int tilepipe::cli::main(int argc, char** argv) {
       pa.json = profile_args.json;
       return cli::cmd_profile(pa);
     }
+    if (differential->parsed()) return cmd_differential(diff_args);
     if (tune->parsed()) {
       tune_args.params = parse_params(tune_params);
       return cli::cmd_tune(tune_args);
