@@ -196,12 +196,7 @@ int cmd_tune(const TuneArgs& a) {
     write(a.html, prof::html_report(doc));
     out["html"] = a.html;
   }
-  if (a.json) {
-    std::cerr << text;
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << text;
-  }
+  print_result(a.json, out, text);
   return 0;
 }
 

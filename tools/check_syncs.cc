@@ -5,6 +5,7 @@
 #include <iostream>
 #include <map>
 
+#include "outputs.h"
 #include "tilepipe/driver_syncs.h"
 
 namespace tilepipe::cli {
@@ -114,12 +115,7 @@ int drop(const std::vector<int>& which, const driver::KernelSource& k,
   std::string line =
       fmt::format("drop sync {}: {}", fmt::join(names, ", "), outcome_text(r, base.sim.cycles));
   if (!r.diagnostics.empty()) std::cerr << UserError(r.diagnostics).what() << "\n";
-  if (as_json) {
-    std::cerr << line << "\n";
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << line << "\n";
-  }
+  print_result(as_json, out, line + "\n");
   return redundant ? 0 : 3;
 }
 
@@ -171,12 +167,7 @@ int find(const driver::KernelSource& k, const driver::RunRequest& req, const Chi
     if (rep.single[static_cast<size_t>(s.index)].outcome == DropOutcome::Mismatch)
       text +=
           fmt::format("  warning: dropping {} changes the result without a race report\n", s.index);
-  if (as_json) {
-    std::cerr << text;
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << text;
-  }
+  print_result(as_json, out, text);
   return 0;
 }
 

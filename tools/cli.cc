@@ -287,13 +287,8 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
                   : is_check  ? ", no race or deadlock (the source has no reference to compare)"
                               : "");
   std::cerr << prof::to_text(summary);
-  if (a.json) {
-    std::cerr << line << "\n";
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << line << "\n";
-    if (!rep.correct && rep.checked) std::cout << "  first mismatch: " << rep.mismatch << "\n";
-  }
+  if (!rep.correct && rep.checked) line += "\n  first mismatch: " + rep.mismatch;
+  print_result(a.json, out, line + "\n");
   if (is_check && rep.checked && !rep.correct) return kExitCheckFailed;
   return 0;
 }
@@ -345,12 +340,7 @@ int cmd_differential(const DifferentialArgs& a) {
       driver::label(k, d.fast.variant), chip.name, d.fast.sim.cycles, d.fast.sim.fast_forward.jumps,
       d.fast.sim.fast_forward.iterations, d.fast.sim_wall_s, d.exact.sim.cycles, d.exact.sim_wall_s,
       err_pct, a.tolerance_pct, d.counters.empty() ? "identical" : d.counters);
-  if (a.json) {
-    std::cerr << line << "\n";
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << line << "\n";
-  }
+  print_result(a.json, out, line + "\n");
   return ok ? 0 : kExitCheckFailed;
 }
 
@@ -395,12 +385,7 @@ int cmd_ladder(const LadderArgs& a) {
     if (a.advise) out["advice"] = advice;
     if (!a.html.empty()) out["html"] = a.html;
   }
-  if (a.json) {
-    std::cerr << text;
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << text;
-  }
+  print_result(a.json, out, text);
   return 0;
 }
 

@@ -1,5 +1,6 @@
 #include "outputs.h"
 
+#include <iostream>
 #include <stdexcept>
 
 #include "cli_parse.h"
@@ -15,6 +16,15 @@ void check_outputs(const std::vector<prof::OutputSpec>& outputs, const std::stri
     prof::check_outputs(outputs, inputs);
   } catch (const std::runtime_error& e) {
     throw ArgError{e.what()};
+  }
+}
+
+void print_result(bool as_json, const nlohmann::ordered_json& out, const std::string& text) {
+  if (as_json) {
+    std::cerr << text;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << text;
   }
 }
 

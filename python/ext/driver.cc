@@ -266,6 +266,17 @@ struct PyRef {
   throw driver::ParamError{spec + ": " + type + ": " + what};
 }
 
+/// Runs `f` (calls into Python) holding the GIL, with rethrow()'s error mapping.
+template <class F>
+auto in_python(const std::string& spec, F&& f) -> decltype(f()) {
+  py::gil_scoped_acquire gil;
+  try {
+    return f();
+  } catch (const py::error_already_set& e) {
+    rethrow(e, spec);
+  }
+}
+
 /// The driver's view of a Python source object (python/tilepipe/sources.py): name, summary,
 /// origin, params [(name, default, min, max, help)], build(params, variant) -> (Program,
 /// pass options), inputs(params, seed) -> {name: array}.
@@ -281,30 +292,18 @@ driver::KernelSource make_source(const py::object& src) {
   }
   auto ref = std::make_shared<PyRef>(src);
   std::string spec = k.name;
-  k.validate = [ref, spec](const driver::Params& p) -> std::string {
-    py::gil_scoped_acquire gil;
-    try {
-      return ref->obj.attr("validate")(p).cast<std::string>();
-    } catch (const py::error_already_set& e) {
-      rethrow(e, spec);
-    }
+  k.validate = [ref, spec](const driver::Params& p) {
+    return in_python(spec, [&] { return ref->obj.attr("validate")(p).cast<std::string>(); });
   };
-  k.build = [ref, spec](const driver::Params& p, const std::string& variant) -> driver::Built {
-    py::gil_scoped_acquire gil;
-    try {
+  k.build = [ref, spec](const driver::Params& p, const std::string& variant) {
+    return in_python(spec, [&] {
       auto t = ref->obj.attr("build")(p, variant).cast<py::tuple>();
       return driver::Built(t[0].cast<ir::Program>(), pass_options(t[1].cast<py::dict>()));
-    } catch (const py::error_already_set& e) {
-      rethrow(e, spec);
-    }
+    });
   };
-  k.inputs = [ref, spec](const driver::Params& p, uint64_t seed) -> sim::HostData {
-    py::gil_scoped_acquire gil;
-    try {
-      return host_data(ref->obj.attr("inputs")(p, seed).cast<py::dict>());
-    } catch (const py::error_already_set& e) {
-      rethrow(e, spec);
-    }
+  k.inputs = [ref, spec](const driver::Params& p, uint64_t seed) {
+    return in_python(spec,
+                     [&] { return host_data(ref->obj.attr("inputs")(p, seed).cast<py::dict>()); });
   };
   return k;
 }
@@ -312,15 +311,12 @@ driver::KernelSource make_source(const py::object& src) {
 /// `resolve(spec)` returns a source object or None (a spec that is not its kind).
 void register_resolver(const py::object& resolve) {
   auto ref = std::make_shared<PyRef>(resolve);
-  driver::register_resolver([ref](const std::string& spec) -> std::optional<driver::KernelSource> {
-    py::gil_scoped_acquire gil;
-    try {
+  driver::register_resolver([ref](const std::string& spec) {
+    return in_python(spec, [&]() -> std::optional<driver::KernelSource> {
       py::object src = ref->obj(spec);
       if (src.is_none()) return std::nullopt;
       return make_source(src);
-    } catch (const py::error_already_set& e) {
-      rethrow(e, spec);
-    }
+    });
   });
 }
 

@@ -13,36 +13,15 @@ from conftest import CORPUS, ROOT
 BUILD = os.environ.get("TILEPIPE_BUILD_DIR", os.path.join(ROOT, "build"))
 TILEPIPE = os.path.join(BUILD, "tilepipe")
 
+# A script of its own around the suite's matmul factory (python/tests/kernels.py).
 USER_FILE = textwrap.dedent('''
     import argparse
+    import sys
 
     import numpy as np
-    import tilelang
-    import tilelang.language as T
 
-
-    @tilelang.jit(out_idx=[-1])
-    def matmul(M, N, K, bm=64, bn=64, bk=64, dtype="float16", accum="float"):
-        n_num = N // bn
-
-        @T.prim_func
-        def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
-                 C: T.Tensor((M, N), dtype)):
-            with T.Kernel((M // bm) * n_num, is_npu=True) as (cid, _):
-                bx, by = cid // n_num, cid % n_num
-                a_l1 = T.alloc_L1((bm, bk), dtype)
-                b_l1 = T.alloc_L1((bk, bn), dtype)
-                c_l0 = T.alloc_L0C((bm, bn), accum)
-                with T.Scope("C"):
-                    for k in T.serial(T.ceildiv(K, bk)):
-                        T.copy(A[bx * bm, k * bk], a_l1)
-                        T.copy(B[k * bk, by * bn], b_l1)
-                        T.barrier_all()
-                        T.gemm_v0(a_l1, b_l1, c_l0, init=(k == 0))
-                        T.barrier_all()
-                    T.copy(c_l0, C[bx * bm, by * bn])
-
-        return main
+    sys.path.insert(0, {tests!r})
+    from kernels import matmul
 
 
     if __name__ == "__main__":
@@ -53,10 +32,12 @@ USER_FILE = textwrap.dedent('''
         print("running")  # a script's prints must not reach the command's JSON
         a = np.random.rand(args.m, 128).astype(np.float16)
         b = np.random.rand(128, args.n).astype(np.float16)
-        c = matmul(args.m, args.n, 128)(a, b)
+        c = matmul(args.m, args.n, 128, 64, 64, 64)(a, b)
         assert np.allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-2, atol=1e-2)
         print("ok")
-''')
+''').format(tests=os.path.dirname(os.path.abspath(__file__)))
+BLOCKS = ["--param", "bm=64", "--param", "bn=64", "--param", "bk=64"]
+
 
 
 @pytest.fixture()
@@ -80,14 +61,11 @@ def cli_json(*args):
 
 
 def test_a_factory_is_profiled_as_the_kernel_object_profiles_itself(user_file, tmp_path):
-    import importlib.util
+    import kernels
 
     j = cli_json("profile", user_file + ":matmul", "--param", "M=128", "--param", "N=256",
-                 "--param", "K=128", "--html", str(tmp_path / "cli.html"))
-    spec = importlib.util.spec_from_file_location("mm_user", user_file)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    k = mod.matmul(128, 256, 128)
+                 "--param", "K=128", *BLOCKS, "--html", str(tmp_path / "cli.html"))
+    k = kernels.matmul(128, 256, 128, 64, 64, 64)
     advice = k.advice(as_json=True)
     assert [a["id"] for a in advice] == [a["id"] for a in j["advice"]]
     assert [a.get("verified_gain_pct") for a in advice] == \
@@ -105,7 +83,7 @@ def test_a_script_runs_to_its_launch_with_params_as_its_options(user_file):
     # The script's own --m / --n are the parameters: the same program as the factory's.
     script = cli_json("run", user_file, "--mode", "timing", "--param", "m=128", "--param", "n=256")
     factory = cli_json("run", user_file + ":matmul", "--mode", "timing", "--param", "M=128",
-                       "--param", "N=256", "--param", "K=128")
+                       "--param", "N=256", "--param", "K=128", *BLOCKS)
     assert script["params"] == {"m": 128, "n": 256}
     assert script["cycles"] == factory["cycles"]
     # check: functional with race detection; the file has no reference values to compare.
@@ -115,20 +93,21 @@ def test_a_script_runs_to_its_launch_with_params_as_its_options(user_file):
 
 def test_tune_and_the_sync_list_reach_python_files(user_file):
     t = cli_json("tune", user_file + ":matmul", "--param", "M=256", "--param", "N=256",
-                 "--param", "K=256", "--space", "bn=64,128", "--no-cache")
+                 "--param", "K=256", "--param", "bm=64", "--param", "bk=64", "--space",
+                 "bn=64,128", "--no-cache")
     assert t["best_time_us"] > 0 and t["simulated"] == 2
     # A searched argument without a default starts the search at its first value.
     t = cli_json("tune", user_file + ":matmul", "--param", "N=128", "--param", "K=128",
-                 "--space", "M=128,256", "--no-cache")
+                 *BLOCKS, "--space", "M=128,256", "--no-cache")
     assert t["default"]["params"]["M"] == 128 and t["simulated"] == 2
     s = cli_json("check", user_file + ":matmul", "--param", "M=128", "--param", "N=128",
-                 "--param", "K=128", "--list-syncs")
+                 "--param", "K=128", *BLOCKS, "--list-syncs")
     assert {x["kind"] for x in s["syncs"]} >= {"pipe_barrier"}
 
 
 @pytest.mark.parametrize("spec,needle", [
     ("nosuch.py", "no such file"),
-    (":matmul", "has no default for K, M, N: give --param K=VALUE"),
+    (":matmul", "has no default for K, M, N, bk, bm, bn: give --param K=VALUE"),
     (":nothing", "ran to its end without launching kernel 'nothing'"),
 ])
 def test_bad_python_sources_are_clear_errors(user_file, spec, needle):
