@@ -167,15 +167,18 @@ class Engine {
       for (const auto& m : c.local) values_ |= !m.empty();
     setup_values();
     setup_fast_forward();
+    if (cancelled()) interrupted(0);
     const auto started = std::chrono::steady_clock::now();
+    const bool limits = opts_.max_wall_s > 0 || opts_.cancel;
     uint32_t steps = 0;
     while (!heap_.empty()) {
       if (jump_check_) try_jump();
       auto [t, idx] = heap_.top();
       if (opts_.progress) opts_.progress(t);
-      // A step runs one core for at most a quantum; the clock is read every 4096 of them.
-      if (opts_.max_wall_s > 0 && (++steps & 4095) == 0) [[unlikely]]
-        check_wall_budget(started, t);
+      // A step runs one core for at most a quantum; the clock and the cancel flag are read
+      // every 4096 of them.
+      if (limits && (++steps & 4095) == 0) [[unlikely]]
+        check_limits(started, t);
       heap_.pop();
       Core& c = cores_[static_cast<size_t>(idx)];
       c.in_heap = false;
@@ -440,6 +443,7 @@ class Engine {
         walks.emplace_back(i, Replay(*this, cores_[i], m));
     std::vector<GmWork> head(walks.size());
     for (int64_t k = 0; k < m; ++k) {
+      if (cancelled()) return 0;  // no jump: the run loop stops at its next check
       for (size_t w = 0; w < walks.size(); ++w) {
         auto& [i, walk] = walks[w];
         GmWork got = walk.segment(l2, ranges[i]);
@@ -475,8 +479,8 @@ class Engine {
         if (t.num_acc > 0 && t.acc[0].scope == ir::Scope::GM)
           written[static_cast<size_t>(t.acc[0].gm_index)] =
               p_.gm[static_cast<size_t>(t.acc[0].gm_index)].buffer->bytes();
-    values_exec_ =
-        std::make_unique<ValueExecutor>(static_cast<int>(cross_.size()), threads, written);
+    values_exec_ = std::make_unique<ValueExecutor>(static_cast<int>(cross_.size()), threads,
+                                                   written, opts_.cancel);
   }
 
   void setup_memory() {
@@ -815,8 +819,8 @@ class Engine {
     acc.t = &a;
     acc.offset = off;
     acc.mem = memory(c, a);
-    if (!gm) values_exec_->drain(c.ai_core);  // GM loads read inputs, which nothing writes
-    if (race_ && !gm) {  // GM loads read inputs, which the verifier keeps read-only
+    if (!gm) drain_values(c);  // GM loads read inputs, which nothing writes
+    if (race_ && !gm) {        // GM loads read inputs, which the verifier keeps read-only
       Instr in;
       in.t = &site.op;
       in.s_clock = -1;
@@ -934,7 +938,7 @@ class Engine {
           const Access r = resolve(c, t.scalar_read, t);
           scalar(c, chip_.scalar_op_cycles);
           if (race_) race_access(c, Pipe::S, in, r, false);
-          if (functional_) values_exec_->drain(c.ai_core);
+          if (functional_) drain_values(c);
           if (functional_)
             in.scalar = load_elem(t.scalar_read.dtype,
                                   memory(c, t.scalar_read) + r.offset * t.scalar_read.elem_bytes);
@@ -998,7 +1002,22 @@ class Engine {
     }
   }
 
-  [[gnu::cold]] void check_wall_budget(std::chrono::steady_clock::time_point started, double t) {
+  /// Waits until core c's AI core has applied its values, which the engine then reads.
+  void drain_values(const Core& c) {
+    values_exec_->drain(c.ai_core);
+    if (values_exec_->skipped()) interrupted(c.t);  // cancelled: the values are not the run's
+  }
+
+  bool cancelled() const { return opts_.cancel && opts_.cancel->load(std::memory_order_relaxed); }
+
+  [[noreturn, gnu::cold, gnu::noinline]] void interrupted(double t) {
+    fail({}, "interrupted", fmt::format("simulation interrupted (Ctrl-C) at cycle {:.0f}", t), "");
+  }
+
+  /// The run's limits outside simulated time: the cancel flag, the wall-clock budget.
+  [[gnu::cold]] void check_limits(std::chrono::steady_clock::time_point started, double t) {
+    if (cancelled()) interrupted(t);
+    if (opts_.max_wall_s <= 0) return;
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (wall > opts_.max_wall_s)
       fail({}, "wall-budget",
@@ -2008,6 +2027,7 @@ class Engine {
     if (pn[0]) r.c2v.mean_pending = psum[0] / static_cast<double>(pn[0]);
     if (pn[1]) r.v2c.mean_pending = psum[1] / static_cast<double>(pn[1]);
     values_exec_->drain_all();
+    if (values_exec_->skipped()) interrupted(r.cycles);
     if (functional_ && io_) {
       for (size_t i = 0; i < p_.gm.size(); ++i) {
         const auto& b = *p_.gm[i].buffer;
