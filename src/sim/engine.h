@@ -6,6 +6,7 @@
 //
 // One class, its member functions defined by section:
 //   engine.cc              the run loop, control flow, instruction issue, the pipes (hot)
+//   engine_fastforward.cc  steady-state jumps and their GM address replay (steady.h)
 //   (in engine.cc until they move to their own files: the other sections below)
 // What every instruction touches is defined here or in engine.cc, so it inlines.
 #pragma once
@@ -299,7 +300,7 @@ class Engine {
   [[gnu::noinline]] void observe_op(Core& c, Pipe p, const Instr& in, double start, double end,
                                     double occupancy);
 
-  // ---- engine.cc: jumps, address replay ----
+  // ---- engine_fastforward.cc: jumps, address replay ----
   inline const GmSkeleton& skeleton(const Core& c) const;
   inline void find_outer_loops(const lower::CoreProgram& prog, const lower::Block& b);
   void setup_fast_forward();
