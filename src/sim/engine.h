@@ -6,6 +6,7 @@
 //
 // One class, its member functions defined by section:
 //   engine.cc              the run loop, control flow, instruction issue, the pipes (hot)
+//   engine_flags.cc        scalar-unit waits, dropped waits, cross-core flags
 //   engine_fastforward.cc  steady-state jumps and their GM address replay (steady.h)
 //   (in engine.cc until they move to their own files: the other sections below)
 // What every instruction touches is defined here or in engine.cc, so it inlines.
@@ -277,7 +278,7 @@ class Engine {
   GmWork touch_gm(const lower::OpTemplate& t, const Access& a, L2Residency& l2, ReadRanges& ranges);
   void execute_values(Core& c, const Instr& in);
 
-  // ---- engine.cc: scalar waits, cross-core flags ----
+  // ---- engine_flags.cc: scalar waits, cross-core flags ----
   bool try_scalar_wait(Core& c, const Instr& in);
   void consume_dropped(Core& c, const Instr& in);
   inline void cross_wait(Core& c, double before, CrossStats& st);
