@@ -6,6 +6,7 @@
 //
 // One class, its member functions defined by section:
 //   engine.cc              the run loop, control flow, instruction issue, the pipes (hot)
+//   engine_memory.cc       GM and local memories, values, GM copies through L2/HBM
 //   engine_flags.cc        scalar-unit waits, dropped waits, cross-core flags
 //   engine_fastforward.cc  steady-state jumps and their GM address replay (steady.h)
 //   (in engine.cc until they move to their own files: the other sections below)
@@ -269,7 +270,7 @@ class Engine {
   inline IssueFacts issue_facts(const lower::OpTemplate& t, std::vector<StartCode>& starts) const;
   SimResult collect();
 
-  // ---- engine.cc: memories, values, GM traffic ----
+  // ---- engine_memory.cc: memories, values, GM traffic ----
   void setup_memory();
   void setup_values();
   uint8_t* memory(Core& c, const lower::AccessTemplate& a);
