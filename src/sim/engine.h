@@ -8,6 +8,7 @@
 //   engine.cc              the run loop, control flow, instruction issue, the pipes (hot)
 //   engine_memory.cc       GM and local memories, values, GM copies through L2/HBM
 //   engine_flags.cc        scalar-unit waits, dropped waits, cross-core flags
+//   engine_observe.cc      race detection and observers
 //   engine_fastforward.cc  steady-state jumps and their GM address replay (steady.h)
 //   (in engine.cc until they move to their own files: the other sections below)
 // What every instruction touches is defined here or in engine.cc, so it inlines.
@@ -292,7 +293,7 @@ class Engine {
   static inline void deliver(Core& c, Flag& f, const SetRecord& r);
   static inline void pending(Core& c, size_t n);
 
-  // ---- engine.cc: race detection, observers ----
+  // ---- engine_observe.cc: race detection, observers ----
   [[gnu::noinline]] int release(Core& c, const Instr& in);
   [[gnu::noinline]] void acquire_set(Core& c, Pipe pipe, const SetRecord& r, bool cross);
   [[gnu::noinline]] void observe_flag(const Core& c, Pipe pipe, const Instr& wait,
