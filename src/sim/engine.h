@@ -10,6 +10,7 @@
 //   engine_flags.cc        scalar-unit waits, dropped waits, cross-core flags
 //   engine_observe.cc      race detection and observers
 //   engine_fastforward.cc  steady-state jumps and their GM address replay (steady.h)
+//   engine_checks.cc       run-time errors, deadlocks, unmatched flags, invariants
 //   (in engine.cc until they move to their own files: the other sections below)
 // What every instruction touches is defined here or in engine.cc, so it inlines.
 #pragma once
@@ -313,7 +314,7 @@ class Engine {
   inline bool prove_traffic(Jump& j);
   inline int64_t replay(int64_t m, L2Residency& l2, std::vector<ReadRanges>& ranges);
 
-  // ---- engine.cc: errors, end-of-run checks ----
+  // ---- engine_checks.cc: errors, end-of-run checks ----
   [[noreturn]] void fail(const ir::Loc& loc, const std::string& kind, std::string msg,
                          std::string hint);
   inline std::string where(const Core& c) const;
