@@ -6,12 +6,12 @@
 //
 // One class, its member functions defined by section:
 //   engine.cc              the run loop, control flow, instruction issue, the pipes (hot)
+//   engine_setup.cc        per-template facts and fetch code, the cores; the SimResult
 //   engine_memory.cc       GM and local memories, values, GM copies through L2/HBM
 //   engine_flags.cc        scalar-unit waits, dropped waits, cross-core flags
 //   engine_observe.cc      race detection and observers
 //   engine_fastforward.cc  steady-state jumps and their GM address replay (steady.h)
 //   engine_checks.cc       run-time errors, deadlocks, unmatched flags, invariants
-//   (in engine.cc until they move to their own files: the other sections below)
 // What every instruction touches is defined here or in engine.cc, so it inlines.
 #pragma once
 
@@ -260,7 +260,7 @@ class Engine {
   [[gnu::noinline]] inline void after_op(Core& c, Pipe p, const Instr& in, double start, double end,
                                          double occupancy);
 
-  // ---- engine.cc: templates, cores, the result ----
+  // ---- engine_setup.cc: templates, cores, the result ----
   static inline std::vector<int64_t> tensor_bytes(const lower::LoweredProgram& p);
   void setup_cores();
   inline void add_core(CoreKind kind, int ai, int vid, const lower::CoreProgram* prog);
