@@ -7,7 +7,7 @@
 // One class, its member functions defined by section:
 //   engine.cc              the run loop, control flow, instruction issue, the pipes (hot)
 //   engine_setup.cc        per-template facts and fetch code, the cores; the SimResult
-//   engine_memory.cc       GM and local memories, values, GM copies through L2/HBM
+//   engine_memory.cc       GM and local memories, values, a GM copy's L2/HBM bytes
 //   engine_flags.cc        scalar-unit waits, dropped waits, cross-core flags
 //   engine_observe.cc      race detection and observers
 //   engine_fastforward.cc  steady-state jumps and their GM address replay (steady.h)
