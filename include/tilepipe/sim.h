@@ -15,6 +15,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -110,6 +111,10 @@ struct SimOptions {
   /// Called at every scheduling step (a core resumes for up to a quantum of cycles) with the
   /// simulated time reached, in cycles: progress display. Keep it cheap; must not throw.
   std::function<void(double cycles)> progress;
+  /// When set and it becomes true (e.g. from a SIGINT handler or another thread), the run
+  /// stops within well under a second with a UserError of kind "interrupted". Read, never
+  /// written; must outlive the run.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 /// Where each cycle of a pipe went, from cycle 0 to the kernel's span (the fields sum to
@@ -203,7 +208,8 @@ inline constexpr const char* kSimVersion = "tilepipe-sim-4";
 
 /// Runs `prog`. In functional mode `io` supplies every input tensor (missing = zeros) and
 /// receives every GM tensor after the run. Throws UserError for run-time errors in the
-/// program (out-of-range slice, flag misuse, deadlock, cycle budget).
+/// program (out-of-range slice, flag misuse, deadlock, cycle budget) and for a run stopped
+/// by SimOptions::cancel (kind "interrupted").
 SimResult simulate(const lower::LoweredProgram& prog, const ChipConfig& chip, HostData* io,
                    const SimOptions& opts = {});
 

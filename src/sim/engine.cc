@@ -1,40 +1,20 @@
-// The engine: cores as cooperative tasks, scoreboarded pipes, intra- and cross-core flags.
-// Contract in include/tilepipe/sim.h. Reads ChipConfig for issue/flag latencies, costs
-// (through instr_cost, once per template), the die's HBM/L2 bandwidth (bandwidth.h) and the
-// DMA burst/alignment efficiency of GM copies (touch_gm); ignores UB bank conflicts.
+// The engine's run loop and issue core (class Engine, engine.h): the schedule of cores,
+// each core's scalar unit walking its control flow and issuing instructions, and the pipes
+// starting them (queues, hazards, a GM copy's time through the die's shared bandwidth, the
+// cycle account, intra-core sets and waits). The hot path of every instruction; the other
+// sections are in engine_*.cc.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
 #include <chrono>
-#include <cmath>
-#include <deque>
-#include <map>
-#include <memory>
-#include <queue>
-#include <span>
-#include <thread>
-#include <unordered_set>
 
-#include "bandwidth.h"
-#include "instr.h"
-#include "race.h"
-#include "state.h"
-#include "steady.h"
+#include "engine.h"
 #include "tilepipe/numeric.h"
-#include "tilepipe/sim.h"
-#include "tilepipe/verify.h"
-#include "values.h"
 
 namespace tilepipe::sim {
+
 namespace {
-
-using ir::CoreKind;
-using ir::Pipe;
-using lower::Opcode;
-
-/// Gap kinds of the cycle account (what a pipe's head waited on).
-enum GapKind { kGapNone, kGapFlag, kGapSlot, kGapDep, kGapBarrier };
 
 /// Position of a pipe in its core's dataflow; a flag against the flow is a credit.
 constexpr int flow_rank(Pipe p) {
@@ -66,2006 +46,647 @@ constexpr auto kWaitGap = [] {
   return g;
 }();
 
-/// The pipes each core kind has.
-constexpr std::array kAicPipes = {Pipe::S, Pipe::MTE2, Pipe::MTE1, Pipe::M, Pipe::FIX};
-constexpr std::array kAivPipes = {Pipe::S, Pipe::MTE2, Pipe::V, Pipe::MTE3};
-std::span<const Pipe> pipes_of(CoreKind k) {
-  return k == CoreKind::C ? std::span<const Pipe>(kAicPipes) : std::span<const Pipe>(kAivPipes);
-}
-
-bool has_pipe(CoreKind k, Pipe p) {
-  return std::ranges::count(pipes_of(k), p) > 0;
-}
-
 int mem_key(const Access& a) {
   return a.t->memory;
 }
 
-/// What the issue loop needs of a template, found once per template (Engine::issue_facts):
-/// one cache line, where the template's own fields would come from several (and the
-/// cores' state evicts them between two instructions of the same template).
-struct alignas(64) IssueFacts {
-  // Through a pipe's queue: a compute or copy op, a set, a wait, or what always queues (a
-  // barrier, a dropped wait). On the scalar unit: a wait it blocks on, a set that fires at
-  // issue.
-  enum Route : uint8_t { Op, Set, Wait, Queued, ScalarWait, ScalarSet } route = Op;
-  ir::Pipe pipe = ir::Pipe::S;
-  bool skipped = false;     // a dropped set or barrier is not issued (fetch)
-  bool eval_flag = false;   // the flag id is evaluated per instruction; else it is flag_id
-  bool has_scalar = false;  // a tile op with a scalar operand (scalar_operand)
-  uint8_t num_acc = 0;
-  int32_t flag_id = 0;
-  // Its StartCode entries (Engine::starts_): the operands' variable starts, then the flag
-  // id where eval_flag.
-  uint32_t first_start = 0, num_starts = 0;
-  double issue_cycles = 0;  // the scalar unit's issue time: none for a dropped instruction
-  std::array<int64_t, 4> const_off{};  // per operand (OpTemplate::acc)
-};
-static_assert(sizeof(IssueFacts) == 64);
-
-/// A value the scalar unit computes per instruction from the loop slots: the start of a
-/// variable dimension of an operand (checked against [0, hi], times stride into the
-/// operand's offset) or a flag id (checked against [0, hi]). The common affine shape (two
-/// terms, one step: CExpr::Affine) is copied in, so an instruction's values come from a few
-/// adjacent cache lines instead of its template's scattered CExprs (a D1 miss each).
-struct alignas(64) StartCode {
-  int64_t c0 = 0;
-  int64_t mul = 1, add = 0;  // the step (CExpr::Step); mask and shift below
-  int64_t hi = 0, stride = 0;
-  int32_t coef0 = 0, coef1 = 0;
-  int32_t mask = -1;
-  uint8_t slot0 = 0, slot1 = 0, shift = 0;
-  bool generic = false;   // another shape: evaluated through the template's CExpr
-  int8_t acc = 0, d = 0;  // operand and dimension; d = -1: the flag id
-};
-static_assert(sizeof(StartCode) == 64);
-
-class Engine {
- public:
-  Engine(const lower::LoweredProgram& p, const ChipConfig& chip, HostData* io, const SimOptions& o)
-      : p_(p),
-        chip_(chip),
-        io_(io),
-        opts_(o),
-        functional_(o.mode == Mode::Functional),
-        depth_(chip.pipe_queue_depth),
-        launch_(chip.launch_cycles()),
-        block_start_(chip.block_start_cycles()),
-        hbm_(chip.hbm_bw, launch_),
-        l2_(chip.l2_bw, launch_),
-        l2res_(tensor_bytes(p), chip.l2_bytes) {
-    for (const auto* cp : {&p.aic, &p.aiv})
-      for (const auto& t : cp->instrs)
-        for (const auto& site : o.whatif_free_sites)
-          if (t.loc.str() == site) free_ops_.insert(&t);
-    // An instruction's cost depends on its template only (static shapes): once per template.
-    for (int k = 0; k < 2; ++k) {
-      const auto& instrs = (k == 0 ? p.aic : p.aiv).instrs;
-      for (const auto& t : instrs) {
-        Instr in;
-        in.t = &t;
-        for (int i = 0; i < t.num_acc; ++i)
-          in.acc[static_cast<size_t>(i)].t = &t.acc[static_cast<size_t>(i)];
-        costs_[static_cast<size_t>(k)].push_back(instr_cost(in, chip));
-        facts_[static_cast<size_t>(k)].push_back(issue_facts(t, starts_[static_cast<size_t>(k)]));
-      }
-      compile_code((k == 0 ? p.aic : p.aiv).body, facts_[static_cast<size_t>(k)]);
-    }
-  }
-
-  static std::vector<int64_t> tensor_bytes(const lower::LoweredProgram& p) {
-    std::vector<int64_t> b;
-    for (const auto& g : p.gm) b.push_back(g.buffer->bytes());
-    return b;
-  }
-
-  SimResult run() {
-    setup_memory();
-    setup_cores();
-    for (const auto& m : gm_) values_ |= !m.empty();
-    for (const Core& c : cores_)
-      for (const auto& m : c.local) values_ |= !m.empty();
-    setup_values();
-    setup_fast_forward();
-    const auto started = std::chrono::steady_clock::now();
-    uint32_t steps = 0;
-    while (!heap_.empty()) {
-      if (jump_check_) try_jump();
-      auto [t, idx] = heap_.top();
-      if (opts_.progress) opts_.progress(t);
-      // A step runs one core for at most a quantum; the clock is read every 4096 of them.
-      if (opts_.max_wall_s > 0 && (++steps & 4095) == 0) [[unlikely]]
-        check_wall_budget(started, t);
-      heap_.pop();
-      Core& c = cores_[static_cast<size_t>(idx)];
-      c.in_heap = false;
-      double horizon = heap_.empty() ? 1e300 : heap_.top().first + kQuantum;
-      if (opts_.lower_bound_only)
-        run_core<true>(c, horizon);
-      else
-        run_core<false>(c, horizon);
-    }
-    if (!opts_.lower_bound_only) check_finished();
-    if (race_ && race_->found()) throw UserError(race_->take_reports());
-    SimResult r = collect();
-    if (!opts_.lower_bound_only) check_invariants(r);
-    return r;
-  }
-
- private:
-  static constexpr double kQuantum = 2000;  // cycles a core may run ahead before yielding
-
-  // ---- fast-forward (steady.h) ----
-  struct OuterLoop {
-    const lower::Item* loop;
-    int64_t period;  // iteration_period
-    bool gm_moves;   // its GM addresses move: jumps replay them
-  };
-
-  /// The outermost loop that can jump, or null.
-  const OuterLoop* outer_loop(const lower::Item* loop) const {
-    for (const auto& o : outer_loops_)
-      if (o.loop == loop) return &o;
-    return nullptr;
-  }
-
-  const GmSkeleton& skeleton(const Core& c) const {
-    return c.kind == CoreKind::C ? skeleton_aic_ : skeleton_aiv_;
-  }
-
-  void find_outer_loops(const lower::CoreProgram& prog, const lower::Block& b) {
-    for (const auto& it : b.items) {
-      if (it.kind == lower::Item::Loop) {
-        int64_t p = iteration_period(prog, it);
-        if (p > 0) outer_loops_.push_back({&it, p, gm_moves(prog, it)});
-      }
-      if (it.kind == lower::Item::If) {
-        if (it.body) find_outer_loops(prog, *it.body);
-        if (it.else_body) find_outer_loops(prog, *it.else_body);
-      }
-    }
-  }
-
-  void setup_fast_forward() {
-    const auto& o = opts_.fast_forward;
-    const bool observed_part = o.observed_from > 0 || std::isfinite(o.observed_to);
-    ff_ = o.enabled && !functional_ && (!opts_.observer || observed_part) && !opts_.detect_races &&
-          p_.aic.loads.empty() && p_.aiv.loads.empty();
-    if (!ff_) return;
-    find_outer_loops(p_.aic, p_.aic.body);
-    find_outer_loops(p_.aiv, p_.aiv.body);
-    skeleton_aic_ = gm_skeleton(p_.aic);
-    skeleton_aiv_ = gm_skeleton(p_.aiv);
-  }
-
-  /// Flag sets waiting to be consumed by core c (its own and the cross-core ones).
-  int64_t flags_in_flight(const Core& c) const {
-    int64_t n = 0;
-    for (const auto& f : c.flags) n += static_cast<int64_t>(f.sets.size());
-    const CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
-    for (int v = 0; v < 2; ++v) {
-      if (c.kind == CoreKind::V && v != c.vid) continue;
-      const auto& in =
-          c.kind == CoreKind::V ? x.c2v[static_cast<size_t>(v)] : x.v2c[static_cast<size_t>(v)];
-      for (const auto& f : in) n += static_cast<int64_t>(f.sets.size());
-    }
-    return n;
-  }
-
-  /// Between two core runs every core is at an instruction boundary: if all are steady and
-  /// the replay of the skipped iterations' GM addresses proves their traffic, shift the die
-  /// and the schedule forward.
-  void try_jump() {
-    jump_check_ = false;
-    Jump j = plan_jump(cores_, cross_.size(), opts_.fast_forward);
-    if (j.iterations == 0) return;
-    if (opts_.observer && !outside_observed(j)) return;
-    if (!prove_traffic(j)) return;
-    apply_jump(j, cores_, cross_, opts_.fast_forward);
-    hbm_.shift(j.mean_cycles);
-    l2_.shift(j.mean_cycles);
-    std::vector<HeapItem> items;
-    for (; !heap_.empty(); heap_.pop()) items.push_back(heap_.top());
-    for (auto& [t, idx] : items)
-      heap_.push(
-          {t + j.cycles[static_cast<size_t>(cores_[static_cast<size_t>(idx)].ai_core)], idx});
-    ++jumped_.jumps;
-    for (const Core& c : cores_)
-      if (!c.stream_done) jumped_.iterations += j.iterations;
-    jumped_.cycles += j.mean_cycles;
-  }
-
-  /// An observer sees only [observed_from, observed_to): a jump may skip iterations after
-  /// that window (every running core's next event starts at or after its end) or before it
-  /// (shortened so every core's skipped work ends by its start); never inside it.
-  bool outside_observed(Jump& j) const {
-    const auto& o = opts_.fast_forward;
-    double next = 1e300, room = 1.0;  // earliest next event; fraction of the jump that fits
-    for (const Core& c : cores_) {
-      if (c.stream_done) continue;
-      double first = c.t, last = c.t;
-      for (const auto& ps : c.pipes) {
-        if (!ps.queue.empty()) first = std::min(first, ps.ready);
-        last = std::max(last, ps.done);
-      }
-      next = std::min(next, first);
-      const double dt = j.cycles[static_cast<size_t>(c.ai_core)];
-      if (dt > 0) room = std::min(room, (o.observed_from - last) / dt);
-    }
-    if (next >= o.observed_to) return true;
-    if (room >= 1.0) return true;
-    int64_t m = room > 0 ? static_cast<int64_t>(room * static_cast<double>(j.iterations)) : 0;
-    m -= m % j.period;
-    if (m < o.min_jump) return false;
-    j.shorten(m);
-    return true;
-  }
-
-  /// Replays the GM addresses of the iterations `j` skips and keeps the L2 state they leave;
-  /// shortens `j` to the iterations whose traffic is proven, false if too few are. Cores
-  /// whose GM addresses repeat every iteration need no replay (the window proved them).
-  bool prove_traffic(Jump& j) {
-    bool moves = false;
-    for (const Core& c : cores_) moves |= !c.stream_done && c.history.gm_moves;
-    if (!moves) return true;
-    // Replay on copies first: the first iteration whose traffic differs from the window's
-    // (a phase change of the L2 hits) limits the jump.
-    L2Residency l2 = l2res_;
-    std::vector<ReadRanges> ranges;
-    for (const Core& c : cores_) ranges.push_back(c.read_ranges);
-    int64_t m = replay(j.iterations, l2, ranges);
-    m -= m % j.period;
-    if (m < opts_.fast_forward.min_jump) return false;
-    if (m != j.iterations) {  // replay exactly the shorter jump on the real state
-      j.shorten(m);
-      l2 = l2res_;
-      for (size_t i = 0; i < cores_.size(); ++i) ranges[i] = cores_[i].read_ranges;
-      if (replay(m, l2, ranges) != m) return false;
-    }
-    l2res_ = std::move(l2);
-    for (size_t i = 0; i < cores_.size(); ++i) cores_[i].read_ranges = std::move(ranges[i]);
-    return true;
-  }
-
-  /// Walks one core's control flow from its current position through the GM copies of the
-  /// iterations a jump would skip, without timing: the address replay of fast-forward. It
-  /// visits only the items of the program's GM skeleton (steady.h).
-  class Replay {
-   public:
-    Replay(Engine& e, Core& c, int64_t iterations)
-        : e_(&e), c_(&c), skel_(&e.skeleton(c)), slots_(c.slots), outer_(c.history.loop) {
-      // The frames down to the first one the skeleton skips (a loop or branch without GM
-      // copies): the walk resumes after the item that holds the core's position.
-      for (size_t i = 0; i < c.stack.size(); ++i) {
-        const Frame& f = c.stack[i];
-        if (i > 0 && stack_.back().pos == 0) break;
-        const auto& keep = skel_->at(f.block);
-        size_t k =
-            static_cast<size_t>(std::lower_bound(keep.begin(), keep.end(), f.pos) - keep.begin());
-        if (i > 0) {
-          const Frame& parent = c.stack[i - 1];
-          const auto& pk = skel_->at(parent.block);
-          if (stack_.back().pos > pk.size() || pk[stack_.back().pos - 1] != parent.pos - 1) break;
-        }
-        stack_.push_back({f.block, k, f.loop, f.end});
-        if (f.loop == outer_) outer_depth_ = stack_.size();
-      }
-      start_ = stack_;
-      target_ = c.slots[static_cast<size_t>(outer_->slot)] + iterations * outer_->step;
-    }
-
-    /// GM traffic up to the next back-edge of the outer loop, or, once the loop variable has
-    /// reached the target, up to the position the core is at now (the end of the jump).
-    GmWork segment(L2Residency& l2, ReadRanges& ranges) {
-      GmWork w;
-      std::swap(c_->slots, slots_);  // expressions read the core's slots
-      while (!at_end()) {
-        Frame& f = stack_.back();
-        const auto& keep = skel_->at(f.block);
-        if (f.pos >= keep.size()) {
-          if (f.loop) {
-            int64_t& v = c_->slots[static_cast<size_t>(f.loop->slot)];
-            v += f.loop->step;
-            if (v < f.end) {
-              f.pos = 0;
-              if (f.loop == outer_) break;
-              continue;
-            }
-          }
-          if (stack_.size() == outer_depth_) {  // the loop ended: plan_jump keeps a tail
-            failed_ = true;
-            break;
-          }
-          stack_.pop_back();
-          continue;
-        }
-        const lower::Item& it = f.block->items[keep[f.pos++]];
-        if (it.kind == lower::Item::Loop) {
-          int64_t b = e_->eval(*c_, it.begin), end = e_->eval(*c_, it.end);
-          if (b < end) {
-            c_->slots[static_cast<size_t>(it.slot)] = b;
-            stack_.push_back({it.body.get(), 0, &it, end});
-          }
-        } else if (it.kind == lower::Item::If) {
-          bool cond = e_->eval(*c_, it.cond) != 0;
-          const lower::Block* b = cond ? it.body.get() : it.else_body.get();
-          if (b) stack_.push_back({b, 0, nullptr, 0});
-        } else {
-          const lower::OpTemplate& t = c_->prog->instrs[static_cast<size_t>(it.instr)];
-          if (t.dropped) continue;
-          const auto& a = t.acc[static_cast<size_t>(gm_operand(t))];
-          w += e_->touch_gm(t, e_->resolve(*c_, a, t), l2, ranges);
-        }
-      }
-      std::swap(c_->slots, slots_);
-      return w;
-    }
-
-   private:
-    /// Back at the core's current position, target_ - start iterations later.
-    bool at_end() const {
-      if (c_->slots[static_cast<size_t>(outer_->slot)] != target_ || stack_.size() != start_.size())
-        return false;
-      for (size_t i = 0; i < stack_.size(); ++i) {
-        const Frame &a = stack_[i], &b = start_[i];
-        if (a.block != b.block || a.pos != b.pos) return false;
-        if (a.loop && a.loop != outer_ &&
-            c_->slots[static_cast<size_t>(a.loop->slot)] !=
-                slots_[static_cast<size_t>(a.loop->slot)])
-          return false;
-      }
-      return true;
-    }
-
-    Engine* e_;
-    Core* c_;
-    const GmSkeleton* skel_;
-    std::vector<int64_t> slots_;  // the core's own slots while not walking
-    const lower::Item* outer_;
-    std::vector<Frame> stack_, start_;  // Frame::pos indexes the skeleton's positions
-    int64_t target_;
-    size_t outer_depth_ = 0;
-
-   public:
-    bool failed_ = false;  // walked out of the outer loop
-  };
-
-  /// Replays the GM addresses of the next `m` iterations of every running core, in
-  /// round-robin order, against `l2` and the cores' `ranges`; returns how many iterations
-  /// from the start are proven to move exactly the traffic of their window iteration.
-  int64_t replay(int64_t m, L2Residency& l2, std::vector<ReadRanges>& ranges) {
-    std::vector<std::pair<size_t, Replay>> walks;
-    for (size_t i = 0; i < cores_.size(); ++i)
-      if (!cores_[i].stream_done && cores_[i].history.gm_moves)
-        walks.emplace_back(i, Replay(*this, cores_[i], m));
-    std::vector<GmWork> head(walks.size());
-    for (int64_t k = 0; k < m; ++k) {
-      for (size_t w = 0; w < walks.size(); ++w) {
-        auto& [i, walk] = walks[w];
-        GmWork got = walk.segment(l2, ranges[i]);
-        if (walk.failed_) return 0;
-        // The first segment is the rest of the current iteration: checked with the end.
-        if (k == 0)
-          head[w] = got;
-        else if (!(got == expected_gm_work(cores_[i], k)))
-          return k - 1;
-      }
-    }
-    for (size_t w = 0; w < walks.size(); ++w) {
-      auto& [i, walk] = walks[w];
-      head[w] += walk.segment(l2, ranges[i]);
-      if (walk.failed_) return 0;
-      if (!(head[w] == expected_gm_work(cores_[i], 0))) return 0;
-    }
-    return m;
-  }
-
-  // ---- setup ----
-  /// Where functional values are applied: on worker threads (values.h), or in line.
-  void setup_values() {
-    int threads = 0;
-    if (functional_) {
-      threads = opts_.value_threads;
-      if (threads < 0)
-        threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    }
-    std::vector<int64_t> written(p_.gm.size(), 0);
-    for (const auto* prog : {&p_.aic, &p_.aiv})
-      for (const auto& t : prog->instrs)
-        if (t.num_acc > 0 && t.acc[0].scope == ir::Scope::GM)
-          written[static_cast<size_t>(t.acc[0].gm_index)] =
-              p_.gm[static_cast<size_t>(t.acc[0].gm_index)].buffer->bytes();
-    values_exec_ =
-        std::make_unique<ValueExecutor>(static_cast<int>(cross_.size()), threads, written);
-  }
-
-  void setup_memory() {
-    gm_.resize(p_.gm.size());
-    for (size_t i = 0; i < p_.gm.size(); ++i) {
-      const auto& b = *p_.gm[i].buffer;
-      // Timing mode carries no values, except what scalar loads read: addresses and
-      // branches that depend on data must follow the real data.
-      if (!functional_ && !p_.gm[i].scalar_read) continue;
-      gm_[i].assign(static_cast<size_t>(b.bytes()), 0);
-      if (!io_) continue;
-      auto it = io_->find(b.name);
-      if (it == io_->end()) continue;
-      if (static_cast<int64_t>(it->second.size()) != b.elements()) {
-        throw UserError(
-            Diagnostic{b.loc,
-                       "host-data",
-                       fmt::format("host data for '{}' has {} values; the tensor has {}", b.name,
-                                   it->second.size(), b.elements()),
-                       {},
-                       "pass exactly one value per element"});
-      }
-      int eb = ir::dtype_bytes(b.dtype);
-      for (size_t e = 0; e < it->second.size(); ++e)
-        store_elem(b.dtype, gm_[i].data() + e * static_cast<size_t>(eb), it->second[e]);
-      // collect() writes every tensor back: the host copy is not needed until then (at
-      // 8 bytes a value it is the run's largest memory).
-      if (functional_) std::vector<double>().swap(it->second);
-    }
-  }
-
-  void add_core(CoreKind kind, int ai, int vid, const lower::CoreProgram* prog) {
-    Core c;
-    c.index = static_cast<int>(cores_.size());
-    c.kind = kind;
-    c.ai_core = ai;
-    c.vid = vid;
-    c.prog = prog;
-    c.costs = costs_[kind == CoreKind::C ? 0 : 1].data();
-    c.slots.assign(static_cast<size_t>(prog->num_slots), 0);
-    c.slots[lower::kSlotVid] = vid;
-    c.next_block = ai;
-    c.t = launch_;  // the kernel's first blocks start after the launch
-    c.flags.resize(static_cast<size_t>(kPipes * kPipes * chip_.event_ids));
-    c.tally.waits.resize(prog->instrs.size());
-    for (auto& ps : c.pipes) ps.started.assign(static_cast<size_t>(chip_.pipe_queue_depth), 0.0);
-    if (!prog->loads.empty())
-      c.dcache = ScalarDCache(chip_.scalar_dcache_bytes, chip_.scalar_dcache_line,
-                              chip_.scalar_dcache_ways);
-    if (functional_ || !prog->loads.empty())
-      for (int s = 0; s < 6; ++s)
-        c.local[static_cast<size_t>(s)].assign(static_cast<size_t>(prog->scope_bytes[s]), 0);
-    c.stats.name = core_name(ai, kind, vid);
-    c.stats.ai_core = ai;
-    c.role = kind == CoreKind::C ? 0 : 1 + vid;
-    c.stats.kind = kind;
-    c.stats.vid = vid;
-    cores_.push_back(std::move(c));
-  }
-
-  void setup_cores() {
-    int n = static_cast<int>(std::min<int64_t>(chip_.ai_cores, p_.block_num));
-    cross_.resize(static_cast<size_t>(n));
-    for (auto& x : cross_) {
-      for (int v = 0; v < 2; ++v) {
-        x.c2v[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
-        x.v2c[v].resize(static_cast<size_t>(chip_.cross_flag_ids));
-      }
-    }
-    block_ends_.resize(static_cast<size_t>(n));
-    if (opts_.detect_races) race_ = std::make_unique<RaceDetector>(n);
-    op_hooks_ = race_ || opts_.observer || functional_;
-    for (int ai = 0; ai < n; ++ai) {
-      if (!p_.aic.empty()) add_core(CoreKind::C, ai, 0, &p_.aic);
-      if (!p_.aiv.empty())
-        for (int v = 0; v < chip_.aiv_per_core && v < 2; ++v) add_core(CoreKind::V, ai, v, &p_.aiv);
-    }
-    members_ = n > 0 ? static_cast<int>(cores_.size()) / n : 0;
-    for (auto& c : cores_) push(c);
-  }
-
-  void push(Core& c) {
-    if (c.in_heap) return;
-    c.in_heap = true;
-    heap_.push({c.t, c.index});
-  }
-
-  // ---- errors ----
-  [[noreturn]] void fail(const ir::Loc& loc, const std::string& kind, std::string msg,
-                         std::string hint) {
-    throw UserError(Diagnostic{loc, kind, std::move(msg), {}, std::move(hint)});
-  }
-
-  std::string where(const Core& c) const {
-    std::string s = c.stats.name;
-    if (c.prog->num_slots > 2 || p_.block_num > 0) s += fmt::format(" (cid={})", c.slots[0]);
-    return s;
-  }
-
-  // ---- the scalar unit ----
-  /// Scalar-unit work: advances the issue clock and counts as S-pipe busy time.
-  static void scalar(Core& c, double cycles) {
-    c.t += cycles;
-    c.tally.pipes[static_cast<size_t>(Pipe::S)].busy_cycles += cycles;
-  }
-
-  /// fetch's answers besides a template index: the core's stream has ended, or the core
-  /// waits at a block boundary (next_block).
-  static constexpr int kStreamEnd = -1, kBlockWait = -2;
-
-  /// Walks control flow to the next instruction template: its index, kStreamEnd or
-  /// kBlockWait.
-  [[gnu::always_inline]] int fetch(Core& c) {
-    for (;;) {
-      if (c.stack.empty()) [[unlikely]] {
-        if (c.next_block >= p_.block_num) return kStreamEnd;
-        if (!next_block(c)) return kBlockWait;
-      }
-      Frame& f = c.stack.back();
-      if (f.pos < f.size) {
-        const int32_t k = f.code[f.pos++];
-        if (k >= 0) return k;
-        // A dropped set or barrier is not issued (mutation testing); a dropped wait is, to
-        // keep the flag counts balanced (consume_dropped).
-        if (k == kSkipped) continue;
-        enter(c, controls_[static_cast<size_t>(kControl - k)]);
-        continue;
-      }
-      if (f.loop) {
-        int64_t& v = c.slots[static_cast<size_t>(f.loop->slot)];
-        v += f.loop->step;
-        scalar(c, chip_.scalar_op_cycles);  // increment + compare + branch of the loop
-        if (v < f.end) {
-          f.pos = 0;
-          if (ff_) {
-            if (const OuterLoop* o = outer_loop(f.loop)) {
-              c.history.period = o->period;
-              c.history.gm_moves = o->gm_moves;
-              jump_check_ |= record_backedge(c, f, flags_in_flight(c), opts_.fast_forward);
-            }
-          }
-          continue;
-        }
-      }
-      c.stack.pop_back();
-    }
-  }
-
-  /// Core c has issued its block and its AI core has another. As on the hardware, a block
-  /// starts only once the previous block on the AI core has finished on every core of it
-  /// (the kernel function's end waits for every pipe; a Cube/Vector kernel's blocks run on
-  /// groups of AIC + AIVs), die.block_start_us later; flags do not carry over. False while
-  /// c waits for the others: it leaves the schedule, and the last one to finish starts the
-  /// next block on every core of the group.
-  [[gnu::noinline, gnu::cold]] bool next_block(Core& c) {
-    if (c.next_block == c.ai_core) {  // its first block: starts at the launch
-      enter_block(c);
-      return true;
-    }
-    if (opts_.lower_bound_only) {  // no scheduling: only the start's cost
-      c.t += block_start_;
-      enter_block(c);
-      return true;
-    }
-    double end = c.t;
-    for (const auto& ps : c.pipes) {
-      if (!ps.queue.empty()) return false;  // a wait that never ends: check_finished reports it
-      end = std::max(end, ps.done);
-    }
-    BlockEnd& b = block_ends_[static_cast<size_t>(c.ai_core)];
-    b.end = std::max(b.end, end);
-    if (++b.arrived < members_) return false;
-    const double start = b.end + block_start_;
-    b = {};
-    const std::span<Core> group(cores_.data() + static_cast<ptrdiff_t>(c.ai_core) * members_,
-                                static_cast<size_t>(members_));
-    std::vector<Diagnostic> diags;
-    const std::string when = fmt::format("block cid={} ends", c.slots[lower::kSlotCid]);
-    for (const Core& m : group) unmatched_flags(m, when, diags);
-    unmatched_cross(static_cast<size_t>(c.ai_core), when, diags);
-    if (!diags.empty()) throw UserError(merge_across_cores(std::move(diags)));
-    if (race_) race_->barrier(c.ai_core);
-    for (Core& m : group) {
-      const double before = m.t;
-      m.t = start;
-      block(m, before, kBlockedBarrier);
-      m.s_clock = -1;
-      m.history.snaps.clear();  // a new loop instance: fast-forward starts a new history
-      enter_block(m);
-      if (&m != &c) push(m);
-    }
-    return true;
-  }
-
-  /// Core c starts its next block.
-  void enter_block(Core& c) {
-    c.slots[lower::kSlotCid] = c.next_block;
-    c.next_block += chip_.ai_cores;
-    c.stack.push_back(frame(&c.prog->body, code_.at(&c.prog->body), nullptr, 0));
-  }
-
-  /// A loop or if of a block, with the code of its bodies (compile_code).
-  struct Control {
-    const lower::Item* item;
-    const std::vector<int32_t>* body;
-    const std::vector<int32_t>* else_body;  // null where the item has no such block
-  };
-
-  /// A loop or if of the control flow: evaluates its bounds or condition and enters the body.
-  void enter(Core& c, const Control& ctl) {
-    const lower::Item& it = *ctl.item;
-    const double sc = chip_.scalar_op_cycles;
-    if (it.kind == lower::Item::Loop) {
-      int64_t b = eval(c, it.begin), e = eval(c, it.end);
-      scalar(c, 2 * sc);
-      if (b < e) {
-        c.slots[static_cast<size_t>(it.slot)] = b;
-        c.stack.push_back(frame(it.body.get(), *ctl.body, &it, e));
-      }
-      return;
-    }
-    scalar(c, sc);
-    bool cond = eval(c, it.cond) != 0;
-    const lower::Block* b = cond ? it.body.get() : it.else_body.get();
-    if (b && !b->items.empty())
-      c.stack.push_back(frame(b, *(cond ? ctl.body : ctl.else_body), nullptr, 0));
-  }
-
-  // fetch's view of a block: per item, the template to issue, kSkipped, or a control item
-  // (kControl - k: controls_[k]).
-  static constexpr int32_t kSkipped = -1, kControl = -2;
-
-  static Frame frame(const lower::Block* b, const std::vector<int32_t>& code,
-                     const lower::Item* loop, int64_t end) {
-    return {b, 0, loop, end, code.data(), code.size()};
-  }
-
-  /// Builds the code of block b and of the blocks inside it; returns it.
-  const std::vector<int32_t>& compile_code(const lower::Block& b,
-                                           const std::vector<IssueFacts>& facts) {
-    auto& code = code_[&b];  // a node of the map: stays where it is as the map grows
-    for (const auto& it : b.items) {
-      if (it.kind == lower::Item::Instr) {
-        code.push_back(facts[static_cast<size_t>(it.instr)].skipped ? kSkipped : it.instr);
-        continue;
-      }
-      auto sub = [&](const std::shared_ptr<lower::Block>& body) {
-        return body ? &compile_code(*body, facts) : nullptr;
-      };
-      Control ctl{&it, sub(it.body), sub(it.else_body)};
-      code.push_back(kControl - static_cast<int32_t>(controls_.size()));
-      controls_.push_back(ctl);
-    }
-    return code;
-  }
-
-  Access resolve(Core& c, const lower::AccessTemplate& a, const lower::OpTemplate& t) {
-    int64_t off = a.const_off;
-    for (int k = 0; k < a.nvar; ++k) {
-      const int d = a.var_dim[static_cast<size_t>(k)];
-      const int64_t s = eval(c, a.start[d]);
-      if (s < 0 || s + a.extent[d] > a.dim[d]) [[unlikely]]
-        slice_out_of_bounds(c, a, t, d, s);
-      off += s * a.stride[d];
-    }
-    return Access{&a, nullptr, off};  // mem: execute_values, where values are kept
-  }
-
-  [[noreturn, gnu::cold, gnu::noinline]] void slice_out_of_bounds(const Core& c,
-                                                                  const lower::AccessTemplate& a,
-                                                                  const lower::OpTemplate& t, int d,
-                                                                  int64_t s) {
-    fail(t.loc, "slice-bounds",
-         fmt::format("{}: slice of '{}' dimension {} covers [{}, {}) but the dimension has {} "
-                     "elements (at {})",
-                     t.name, a.buffer->name, d, s, s + a.extent[d], a.dim[d], loop_state(c)),
-         "clamp the start or the loop bounds so every tile stays inside the buffer");
-  }
-
-  /// First byte of an operand's buffer, or null where this run keeps no values.
-  uint8_t* memory(Core& c, const lower::AccessTemplate& a) {
-    if (!values_) return nullptr;
-    auto& m = a.scope == ir::Scope::GM ? gm_[static_cast<size_t>(a.gm_index)]
-                                       : c.local[static_cast<size_t>(a.scope)];
-    if (m.empty()) return nullptr;
-    return m.data() + (a.scope == ir::Scope::GM ? 0 : a.base_bytes);
-  }
-
-  /// The scalar unit's reads of tensor elements inside expressions (ir::Load): bounds
-  /// checked like slices, charged to S (GM: through the core's data cache, dcache.h; UB:
-  /// scalar_op_cycles).
-  class Loader : public lower::ScalarMem {
-   public:
-    Loader(Engine& e, Core& c) : e_(e), c_(c) {}
-    int64_t load(int site, const int64_t* index) const override {
-      return e_.scalar_load(c_, c_.prog->loads[static_cast<size_t>(site)], index);
-    }
-
-   private:
-    Engine& e_;
-    Core& c_;
-  };
-
-  int64_t eval(Core& c, const lower::CExpr& x) {
-    if (!x.has_load) return x.eval(c.slots.data());
-    Loader ld(*this, c);
-    return x.eval(c.slots.data(), &ld);
-  }
-
-  int64_t scalar_load(Core& c, const lower::LoadSite& site, const int64_t* index) {
-    const auto& a = site.acc;
-    int64_t off = 0;
-    for (int d = 0; d < a.rank; ++d) {
-      if (index[d] < 0 || index[d] >= a.dim[d]) {
-        std::vector<int64_t> idx(index, index + a.rank);
-        fail(
-            site.op.loc, "slice-bounds",
-            fmt::format("load of '{}' at [{}]: index {} of dimension {} is outside [0, {}) (at "
-                        "{})",
-                        a.buffer->name, fmt::join(idx, ", "), index[d], d, a.dim[d], loop_state(c)),
-            "guard the load with the index's validity (e.g. select(idx >= 0, idx, 0)) or "
-            "clamp it into the tensor");
-      }
-      off += index[d] * a.stride[d];
-    }
-    bool gm = a.scope == ir::Scope::GM;
-    if (gm) {
-      bool hit = c.dcache.read(a.gm_index, off * ir::dtype_bytes(a.dtype));
-      ++c.tally.scalar_loads.reads;
-      c.tally.scalar_loads.misses += hit ? 0 : 1;
-      scalar(c, hit ? chip_.scalar_dcache_hit_cycles : chip_.scalar_load_cycles);
-    } else {
-      scalar(c, chip_.scalar_op_cycles);
-    }
-    Access acc;
-    acc.t = &a;
-    acc.offset = off;
-    acc.mem = memory(c, a);
-    if (!gm) values_exec_->drain(c.ai_core);  // GM loads read inputs, which nothing writes
-    if (race_ && !gm) {  // GM loads read inputs, which the verifier keeps read-only
-      Instr in;
-      in.t = &site.op;
-      in.s_clock = -1;
-      race_access(c, Pipe::S, in, acc, false);
-    }
-    return static_cast<int64_t>(
-        load_elem(a.dtype, acc.mem + acc.offset * ir::dtype_bytes(a.dtype)));
-  }
-
-  std::string loop_state(const Core& c) const {
-    std::string s = fmt::format("{}, cid={}", c.stats.name, c.slots[0]);
-    for (const auto& f : c.stack)
-      if (f.loop)
-        s += fmt::format(", loop@{}={}", f.loop->loc.line,
-                         c.slots[static_cast<size_t>(f.loop->slot)]);
-    return s;
-  }
-
-  /// Fills `in` (the reused scratch slot or the pending slot: every field but `issue`, which
-  /// the issue loop sets, is written) for template t.
-  [[gnu::always_inline]] void instantiate(Core& c, const lower::OpTemplate& t, const IssueFacts& f,
-                                          const StartCode* starts, Instr& in) {
-    in.t = &t;
-    for (int i = 0; i < f.num_acc; ++i)
-      in.acc[static_cast<size_t>(i)] =
-          Access{&t.acc[static_cast<size_t>(i)], nullptr, f.const_off[static_cast<size_t>(i)]};
-    const StartCode* s = starts + f.first_start;
-    for (const StartCode* e = s + f.num_starts; s != e; ++s) {
-      const int64_t v = value(c, *s, t);
-      if (v < 0 || v > s->hi) [[unlikely]]
-        slice_out_of_bounds(c, t.acc[static_cast<size_t>(s->acc)], t, s->d, v);
-      in.acc[static_cast<size_t>(s->acc)].offset += v * s->stride;
-    }
-    in.scalar = 0;
-    in.flag_id = f.flag_id;
-    in.s_clock = -1;
-    if (f.has_scalar) [[unlikely]]
-      scalar_operand(c, t, in);
-    if (f.eval_flag) {
-      const int64_t id = value(c, *s, t);  // the entry after the starts
-      if (id < 0 || id > s->hi) [[unlikely]]
-        bad_flag_id(c, t, id);
-      in.flag_id = static_cast<int32_t>(id);
-    }
-  }
-
-  /// A StartCode's value for core c.
-  [[gnu::always_inline]] int64_t value(Core& c, const StartCode& s, const lower::OpTemplate& t) {
-    if (s.generic) [[unlikely]]
-      return eval(c, s.d < 0 ? t.flag_id : t.acc[static_cast<size_t>(s.acc)].start[s.d]);
-    const int64_t* slots = c.slots.data();
-    const int64_t v = s.c0 + int64_t{s.coef0} * slots[s.slot0] + int64_t{s.coef1} * slots[s.slot1];
-    // Unsigned like CExpr::Affine's steps.
-    return static_cast<int64_t>(static_cast<uint64_t>((v >> s.shift) & s.mask) *
-                                    static_cast<uint64_t>(s.mul) +
-                                static_cast<uint64_t>(s.add));
-  }
-
-  /// The StartCode of expression x, checked against [0, hi].
-  static StartCode start_code(const lower::CExpr& x, int64_t hi, int64_t stride, int acc, int d) {
-    StartCode s;
-    s.hi = hi;
-    s.stride = stride;
-    s.acc = static_cast<int8_t>(acc);
-    s.d = static_cast<int8_t>(d);
-    const auto& a = x.aff;
-    auto fits = [](int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; };
-    s.generic = x.has_load || x.form != lower::CExpr::Form::Affine || a.nterms > 2 ||
-                a.nsteps < 0 || a.nsteps > 1;
-    for (int i = 0; i < a.nterms && !s.generic; ++i)
-      s.generic = !fits(a.term_coef[static_cast<size_t>(i)]) ||
-                  a.term_slot[static_cast<size_t>(i)] > UINT8_MAX;
-    if (a.nsteps == 1 && !s.generic) {
-      const lower::CExpr::Step& st = a.steps[0];
-      s.generic = !fits(st.mask);
-      s.mask = static_cast<int32_t>(st.mask);
-      s.shift = static_cast<uint8_t>(st.shift);
-      s.mul = st.mul;
-      s.add = st.add;
-    }
-    if (s.generic) return s;
-    s.c0 = a.c0;
-    if (a.nterms > 0) {
-      s.coef0 = static_cast<int32_t>(a.term_coef[0]);
-      s.slot0 = static_cast<uint8_t>(a.term_slot[0]);
-    }
-    if (a.nterms > 1) {
-      s.coef1 = static_cast<int32_t>(a.term_coef[1]);
-      s.slot1 = static_cast<uint8_t>(a.term_slot[1]);
-    }
-    return s;
-  }
-
-  [[noreturn, gnu::cold, gnu::noinline]] void bad_flag_id(const Core& c, const lower::OpTemplate& t,
-                                                          int64_t id) {
-    fail(t.loc, "flag-id",
-         fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, id, loop_state(c),
-                     flag_ids(t) - 1),
-         "keep event ids inside the per-pipe-pair range");
-  }
-
-  /// The scalar operand of a vector instruction (tile ops with a scalar).
-  [[gnu::noinline]] void scalar_operand(Core& c, const lower::OpTemplate& t, Instr& in) {
-    switch (t.scalar_kind) {
-      case lower::OpTemplate::ScalarKind::Imm:
-        in.scalar = t.scalar_imm;
-        break;
-      case lower::OpTemplate::ScalarKind::Expr:
-        in.scalar = static_cast<double>(eval(c, t.scalar_expr));
-        break;
-      case lower::OpTemplate::ScalarKind::UbRead:
-        // The scalar unit reads UB now, at issue; a read not ordered after the V write by a
-        // V->S flag is a race (reported by check), whatever value it happens to see here.
-        {
-          const Access r = resolve(c, t.scalar_read, t);
-          scalar(c, chip_.scalar_op_cycles);
-          if (race_) race_access(c, Pipe::S, in, r, false);
-          if (functional_) values_exec_->drain(c.ai_core);
-          if (functional_)
-            in.scalar = load_elem(t.scalar_read.dtype,
-                                  memory(c, t.scalar_read) + r.offset * t.scalar_read.elem_bytes);
-          break;
-        }
-      case lower::OpTemplate::ScalarKind::None:
-        break;
-    }
-  }
-
-  size_t flag_key(Pipe s, Pipe d, int64_t id) const {
-    return (static_cast<size_t>(s) * kPipes + static_cast<size_t>(d)) *
-               static_cast<size_t>(chip_.event_ids) +
-           static_cast<size_t>(id);
-  }
-
-  /// Issues core c's instructions until it blocks, its stream ends or its clock passes
-  /// `horizon`. kBound: lower-bound mode (no flags, no scheduling).
-  template <bool kBound>
-  void run_core(Core& c, double horizon) {
-    check_budget(c);
-    // The budget is checked where the clock passes it or the horizon, whichever comes first:
-    // the clock moves only by issuing.
-    const double stop = std::min(horizon, opts_.max_cycles);
-    const IssueFacts* facts = facts_[c.kind == CoreKind::C ? 0 : 1].data();
-    const StartCode* starts = starts_[c.kind == CoreKind::C ? 0 : 1].data();
-    for (;;) {
-      if (c.has_pending) {
-        if (!try_scalar_wait(c, c.pending)) return;  // stays blocked; woken by a cross set
-        c.has_pending = false;
-      } else {
-        const int k = fetch(c);
-        if (k < 0) {
-          c.stream_done = k == kStreamEnd;
-          return;  // done, or waiting at a block boundary (next_block pushes it back)
-        }
-        const lower::OpTemplate& t = c.prog->instrs[static_cast<size_t>(k)];
-        const IssueFacts& f = facts[k];
-        // An instruction for a pipe is built in the engine's scratch slot, which stays in
-        // cache (mostly it starts at once; dispatch queues a copy otherwise); a scalar-unit
-        // one where the scalar unit may have to keep it (pending).
-        const bool queue = !kBound && f.route < IssueFacts::ScalarWait;
-        Instr& in = queue ? scratch_ : c.pending;
-        instantiate(c, t, f, starts, in);
-        if (queue) queue_stall(c, c.pipes[static_cast<size_t>(f.pipe)]);
-        scalar(c, f.issue_cycles);
-        in.issue = c.t;
-        ++c.tally.pipes[static_cast<size_t>(Pipe::S)].instructions;
-        if (kBound) {
-          bound_dispatch(c, in);
-        } else if (!dispatch(c, in, f)) {
-          c.has_pending = true;
-          return;
-        }
-      }
-      if (c.t > stop) [[unlikely]] {
-        check_budget(c);
-        push(c);
-        return;
-      }
-    }
-  }
-
-  [[gnu::cold]] void check_wall_budget(std::chrono::steady_clock::time_point started, double t) {
-    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    if (wall > opts_.max_wall_s)
-      fail({}, "wall-budget",
-           fmt::format("the simulation ran {:.1f} s of wall-clock time, past its budget of {:g} "
-                       "s, at cycle {:.0f}",
-                       wall, opts_.max_wall_s, t),
-           "raise the budget (--max-wall-s), run a smaller shape, or use --mode timing");
-  }
-
-  void check_budget(const Core& c) {
-    if (c.t > opts_.max_cycles) [[unlikely]]
-      fail(c.has_pending ? c.pending.t->loc : ir::Loc{}, "cycle-budget",
-           fmt::format("{} passed the cycle budget of {:.0f} cycles", c.stats.name,
-                       opts_.max_cycles),
-           "raise the budget (--max-cycles) or check for a loop that does not end");
-  }
-
-  Cost cost_of(const Core& c, const lower::OpTemplate& t) const {
-    return c.costs[&t - c.prog->instrs.data()];
-  }
-
-  /// How many ids the flags of a sync instruction have (event ids per pipe pair, or
-  /// cross-core flag ids).
-  int64_t flag_ids(const lower::OpTemplate& t) const {
-    return t.op == Opcode::SetCross || t.op == Opcode::WaitCross ? chip_.cross_flag_ids
-                                                                 : chip_.event_ids;
-  }
-
-  IssueFacts issue_facts(const lower::OpTemplate& t, std::vector<StartCode>& starts) const {
-    IssueFacts f;
-    f.first_start = static_cast<uint32_t>(starts.size());
-    f.num_acc = static_cast<uint8_t>(t.num_acc);
-    for (int i = 0; i < t.num_acc; ++i) {
-      const lower::AccessTemplate& a = t.acc[static_cast<size_t>(i)];
-      f.const_off[static_cast<size_t>(i)] = a.const_off;
-      for (int k = 0; k < a.nvar; ++k) {
-        const size_t d = static_cast<size_t>(a.var_dim[static_cast<size_t>(k)]);
-        starts.push_back(
-            start_code(a.start[d], a.dim[d] - a.extent[d], a.stride[d], i, static_cast<int>(d)));
-      }
-    }
-    f.num_starts = static_cast<uint32_t>(starts.size()) - f.first_start;
-    f.has_scalar = t.scalar_kind != lower::OpTemplate::ScalarKind::None;
-    f.pipe = t.pipe;
-    if (t.op == Opcode::WaitCross || (t.op == Opcode::WaitFlag && t.flag_dst == Pipe::S))
-      f.route = IssueFacts::ScalarWait;
-    else if (t.pipe == Pipe::S)
-      f.route = IssueFacts::ScalarSet;
-    else if (t.op == Opcode::SetFlag || t.op == Opcode::SetCross)
-      f.route = IssueFacts::Set;
-    else if (t.op == Opcode::WaitFlag && !t.dropped)
-      f.route = IssueFacts::Wait;
-    else if (t.op == Opcode::WaitFlag || t.op == Opcode::Barrier)
-      f.route = IssueFacts::Queued;
-    f.skipped = t.dropped && t.op != Opcode::WaitFlag && t.op != Opcode::WaitCross;
-    f.issue_cycles = t.dropped ? 0 : chip_.issue_cycles;
-    if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
-        t.op == Opcode::WaitCross) {
-      // A constant id in range needs no work per instruction; any other one is checked
-      // where it is evaluated (instantiate), so its error names the loop state.
-      const int64_t limit = flag_ids(t);
-      const bool fixed =
-          t.flag_id.is_const() && t.flag_id.ops[0].value >= 0 && t.flag_id.ops[0].value < limit;
-      f.eval_flag = !fixed;
-      if (fixed) f.flag_id = static_cast<int32_t>(t.flag_id.ops[0].value);
-      if (!fixed) starts.push_back(start_code(t.flag_id, limit - 1, 0, 0, -1));
-    }
-    return f;
-  }
-
-  /// The scalar unit stalls while the target pipe's queue is full: the instruction
-  /// pipe_queue_depth places earlier must have started. (One still blocked on a flag has no
-  /// start time yet; the queue is then treated as open.)
-  void queue_stall(Core& c, const PipeState& ps) {
-    const size_t queued = ps.queue.size();
-    if (queued >= static_cast<size_t>(depth_)) return;
-    // Its slot: dispatched - depth places, which is popped + queued, modulo the depth. Before
-    // `depth` instructions were dispatched, a slot no pop wrote yet: 0, shifted like c.t by
-    // fast-forward.
-    size_t slot = static_cast<size_t>(ps.pop_slot) + queued;
-    if (slot >= static_cast<size_t>(depth_)) slot -= static_cast<size_t>(depth_);
-    const double free = ps.started[slot];
-    if (free <= c.t) return;
-    c.tally.blocked_queue += free - c.t;
-    c.t = free;
-  }
-
-  /// The head of pipe p's queue started at `start`.
-  void leave_queue(PipeState& ps, double start) {
-    ps.started[static_cast<size_t>(ps.pop_slot)] = start;
-    if (++ps.pop_slot == depth_) ps.pop_slot = 0;
-  }
-
-  /// Waits handled by the scalar unit itself; false while the flag is not available.
-  bool try_scalar_wait(Core& c, const Instr& in) {
-    if (in.t->dropped) {
-      consume_dropped(c, in);
-      return true;
-    }
-    if (in.t->op == Opcode::WaitCross) {
-      CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
-      size_t id = static_cast<size_t>(in.flag_id);
-      // The wait blocks every pipe of the core (hardware.md): it takes effect only once every
-      // pipe has reached it, so the core's pipes drain at each cross-core wait.
-      // The pipes of the other core kind never run here (their ready stays at most c.t).
-      double reached = c.t, before = c.t;
-      for (Pipe p : pipes_of(c.kind))
-        reached = std::max(reached, c.pipes[static_cast<size_t>(p)].ready);
-      if (c.kind == CoreKind::V) {
-        auto& q = x.c2v[static_cast<size_t>(c.vid)][id].sets;
-        if (q.empty()) return false;
-        c.t = std::max(reached, q.front().time);
-        consumed(c, Pipe::S, in, q.front(), in.issue, c.t, true);
-        q.pop_front();
-        check_cross_overflow(q, c.t, in, c);
-        cross_wait(c, before, c.tally.c2v);
-      } else {
-        auto& q0 = x.v2c[0][id].sets;
-        auto& q1 = x.v2c[1][id].sets;
-        bool two = !p_.aiv.empty() && chip_.aiv_per_core >= 2;
-        if (q0.empty() || (two && q1.empty())) return false;
-        c.t = std::max({reached, q0.front().time, two ? q1.front().time : 0.0});
-        consumed(c, Pipe::S, in, q0.front(), in.issue, c.t, true);
-        if (two) consumed(c, Pipe::S, in, q1.front(), in.issue, c.t, true);
-        q0.pop_front();
-        if (two) q1.pop_front();
-        check_cross_overflow(q0, c.t, in, c);
-        cross_wait(c, before, c.tally.v2c);
-      }
-      return true;
-    }
-    // wait_flag(X, S): the scalar unit waits for pipe X.
-    auto& q = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)].sets;
-    if (q.empty()) return false;
-    double before = c.t;
-    c.t = std::max(c.t, q.front().time);
-    consumed(c, Pipe::S, in, q.front(), in.issue, c.t, false);
-    q.pop_front();
-    check_double_set(c, q, c.t, in);
-    block(c, before, kBlockedFlag);
-    return true;
-  }
-
-  /// A dropped wait (mutation testing) takes the set it would have taken, in the same FIFO
-  /// order, without waiting for it and without a happens-before edge; when the set has not
-  /// arrived yet, the next set of that flag is swallowed on arrival instead.
-  void consume_dropped(Core& c, const Instr& in) {
-    auto take = [](Flag& f) {
-      if (f.sets.empty())
-        ++f.debt;
-      else
-        f.sets.pop_front();
-    };
-    size_t id = static_cast<size_t>(in.flag_id);
-    if (in.t->op == Opcode::WaitCross) {
-      CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
-      if (c.kind == CoreKind::V) {
-        size_t v = static_cast<size_t>(c.vid);
-        take(x.c2v[v][id]);
-      } else {
-        take(x.v2c[0][id]);
-        if (!p_.aiv.empty() && chip_.aiv_per_core >= 2) take(x.v2c[1][id]);
-      }
-      return;
-    }
-    take(c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)]);
-  }
-
-  void cross_wait(Core& c, double before, CrossStats& st) {
-    ++st.waits;
-    st.wait_cycles += c.t - before;
-    block(c, before, kBlockedCross);
-  }
-
-  /// The scalar unit was blocked from `before` to now: pipes that starve meanwhile wait on
-  /// this (a BlockedKind) rather than on issue.
-  void block(Core& c, double before, BlockedKind kind) {
-    if (c.t <= before) return;
-    (kind == kBlockedCross  ? c.tally.blocked_cross
-     : kind == kBlockedFlag ? c.tally.blocked_flag
-                            : c.tally.blocked_barrier) += c.t - before;
-    c.blocked.push_back({before, c.t, kind});
-    if (c.blocked.size() < 1024) return;
-    size_t min_cursor = c.blocked_base + c.blocked.size();
-    for (const auto& ps : c.pipes)
-      if (ps.acct.started) min_cursor = std::min(min_cursor, ps.acct.cursor);
-    while (c.blocked_base < min_cursor && !c.blocked.empty()) {
-      c.blocked.pop_front();
-      ++c.blocked_base;
-    }
-  }
-
-  /// Accounts pipe p's timeline up to an event that starts at `s` (issued at `issue`) and
-  /// occupies the pipe for `occ`; the gap before it is charged to `kind` where the
-  /// instruction was already issued, else to what blocked the scalar unit, else to issue.
-  /// Inlined: a call costs about as much as its work, once per instruction.
-  [[gnu::always_inline]] void account(Core& c, PipeState& ps, PipeStats& st, double issue, double s,
-                                      double occ, GapKind kind) {
-    PipeAcct& pa = ps.acct;
-    CycleAccount& ca = st.account;
-    if (!pa.started) {
-      pa.started = true;
-      pa.cursor = c.blocked_base;
-      pa.t = std::min(issue, s);
-      ca.head = pa.t;
-    }
-    double a = pa.t;
-    if (s > a) {
-      double lim = std::min(issue, s);
-      if (lim > a) {
-        double covered = 0;
-        while (pa.cursor < c.blocked_base + c.blocked.size()) {
-          const Blocked& iv = c.blocked[pa.cursor - c.blocked_base];
-          if (iv.e <= a) {
-            ++pa.cursor;
-            continue;
-          }
-          if (iv.b >= lim) break;
-          double o = std::min(iv.e, lim) - std::max(iv.b, a);
-          (iv.kind == kBlockedCross  ? ca.cross
-           : iv.kind == kBlockedFlag ? ca.flag
-                                     : ca.barrier) += o;
-          covered += o;
-          if (iv.e > lim) break;
-          ++pa.cursor;
-        }
-        ca.issue += (lim - a) - covered;
-      }
-      double from = std::max(a, issue), w = s - from;
-      if (w > 0) {
-        switch (kind) {
-          case kGapFlag:
-            ca.flag += w;
-            break;
-          case kGapSlot:
-            ca.slot += w;
-            break;
-          case kGapDep:
-            ca.dep += w;
-            break;
-          case kGapBarrier:
-            ca.barrier += w;
-            break;
-          case kGapNone:
-            ca.issue += w;
-            break;
-        }
-      }
-      pa.t = s;
-    }
-    double e = s + occ;
-    if (e > pa.t) {
-      ca.busy += e - pa.t;
-      pa.t = e;
-    }
-  }
-
-  /// Lower-bound mode: no flags, no scheduling; each pipe's occupancy at the per-core rate.
-  void bound_dispatch(Core& c, Instr& in) {
-    const auto& t = *in.t;
-    if (t.op == Opcode::WaitCross || t.op == Opcode::WaitFlag || t.op == Opcode::SetFlag ||
-        t.op == Opcode::SetCross || t.op == Opcode::Barrier || t.pipe == Pipe::S)
-      return;
-    PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
-    Cost cost = cost_of(c, t);
-    if (t.op == Opcode::Copy) {
-      bool read = in.acc[1].t->scope == ir::Scope::GM;
-      const Access& g = read ? in.acc[1] : in.acc[0];
-      if (g.t->scope == ir::Scope::GM) {
-        double rate = t.pipe == Pipe::MTE2   ? std::max(chip_.mte2_bw_l2, chip_.mte2_bw_hbm)
-                      : t.pipe == Pipe::MTE3 ? chip_.mte3_bw
-                                             : chip_.fix_bw;
-        cost.occupancy = static_cast<double>(g.bytes()) / rate;
-      }
-    }
-    if (free_ops_.count(in.t)) cost.occupancy = 0;
-    st.busy_cycles += cost.occupancy;
-    ++st.instructions;
-    ++c.tally.executed;
-    if (t.materialise) execute_values(c, in);
-  }
-
-  void check_cross_overflow(const Ring<SetRecord>& q, double now, const Instr& in, const Core& c) {
-    size_t max = static_cast<size_t>(chip_.cross_flag_max);
-    if (q.size() >= max && q[max - 1].time <= now)
-      fail(q[max - 1].op->loc, "cross-flag",
-           fmt::format("cross-core flag #{} of core {} counts past {} before {} waits ({})",
-                       in.flag_id, c.ai_core, chip_.cross_flag_max, c.stats.name, in.t->loc.str()),
-           "the counter is 4 bits: wait more often, or signal every cross_interval iterations");
-  }
-
-  /// A flag is binary: a second set visible no later than the wait that consumes the first
-  /// is lost on hardware (and hangs the second wait).
-  void check_double_set(const Core& c, const Ring<SetRecord>& q, double consumed_at,
-                        const Instr& wait) {
-    if (q.empty() || q.front().time > consumed_at) return;
-    double_set(c, q, wait);
-  }
-
-  [[noreturn, gnu::noinline, gnu::cold]] void double_set(const Core& c, const Ring<SetRecord>& q,
-                                                         const Instr& wait) {
-    const auto& t = *wait.t;
-    fail(q.front().op->loc, "flag-double-set",
-         fmt::format("{}: flag {}->{} #{} set again before its wait at {} consumed the previous "
-                     "set (hangs on hardware)",
-                     c.stats.name, ir::to_string(t.flag_src), ir::to_string(t.flag_dst),
-                     wait.flag_id, t.loc.str()),
-         "pair every set with exactly one wait before setting the flag again");
-  }
-
-  /// Sends an instruction to its pipe (or handles it on the scalar unit). False if the
-  /// scalar unit must block on it.
-  bool dispatch(Core& c, Instr& in, const IssueFacts& f) {
-    if (f.route == IssueFacts::ScalarWait) return try_scalar_wait(c, in);
-    if (f.route == IssueFacts::ScalarSet) {  // set_flag(S, X) / set_cross_flag(S): fires at issue
-      fire(c, in, c.t);
-      return true;
-    }
-    if (race_) in.s_clock = scalar_clock(c);
-    PipeState& ps = c.pipes[static_cast<size_t>(f.pipe)];
-    // Mostly the queue is empty: an instruction that would be its head starts here.
-    if (ps.queue.empty()) {
-      PipeStats& st = c.tally.pipes[static_cast<size_t>(f.pipe)];
-      switch (f.route) {
-        case IssueFacts::Op:
-          start_op(c, f.pipe, ps, st, in);
-          return true;
-        case IssueFacts::Set:
-          set_now(c, ps, st, in);
-          return true;
-        case IssueFacts::Wait:  // unless its set has not arrived
-          if (wait_now(c, ps, st, in)) return true;
-          break;
-        default:
-          break;
-      }
-    }
-    ps.queue.push_back(in);
-    drain(c, f.pipe);
-    return true;
-  }
-
-  SetRecord record(Core& c, const Instr& in, double when, double visible) {
-    return {visible, when, in.t, c.index, race_ ? release(c, in) : -1};
-  }
-
-  /// Race detection: the clock a set releases (index into clocks_).
-  [[gnu::noinline]] int release(Core& c, const Instr& in) {
-    int tid = RaceDetector::thread(c.role, in.t->pipe);
-    clocks_.push_back(race_->release(c.ai_core, tid));
-    if (in.t->pipe == Pipe::S) c.s_clock = -1;
-    return static_cast<int>(clocks_.size()) - 1;
-  }
-
-  /// A wait took set `r`: happens-before edge, observer event, waiting statistics.
-  /// `from` is when the wait reached the front of its pipe (or the scalar unit). Inlined: a
-  /// call costs about as much as its work, once per wait.
-  [[gnu::always_inline]] void consumed(Core& c, Pipe pipe, const Instr& wait, const SetRecord& r,
-                                       double from, double done, bool cross) {
-    if (race_ && r.vc >= 0) [[unlikely]]
-      acquire_set(c, pipe, r, cross);
-    double waited = std::max(0.0, done - from);
-    auto& site = c.tally.waits[static_cast<size_t>(wait.t - c.prog->instrs.data())];
-    site.op = wait.t;
-    site.cycles += waited;
-    ++site.count;
-    if (opts_.observer) [[unlikely]]
-      observe_flag(c, pipe, wait, r, from, done, cross);
-  }
-
-  /// Race detection: the waiter's threads acquire the clock set `r` released.
-  [[gnu::noinline]] void acquire_set(Core& c, Pipe pipe, const SetRecord& r, bool cross) {
-    race_->acquire(c.ai_core, RaceDetector::thread(c.role, pipe),
-                   clocks_[static_cast<size_t>(r.vc)]);
-    if (pipe == Pipe::S) {
-      c.s_clock = -1;
-      if (cross)  // a cross-core wait blocks every pipe of the core (hardware.md)
-        for (int p = 0; p < kPipes; ++p)
-          race_->acquire(c.ai_core, RaceDetector::thread(c.role, static_cast<Pipe>(p)),
-                         clocks_[static_cast<size_t>(r.vc)]);
-    }
-  }
-
-  [[gnu::noinline]] void observe_flag(const Core& c, Pipe pipe, const Instr& wait,
-                                      const SetRecord& r, double from, double done, bool cross) {
-    opts_.observer->on_flag(
-        FlagEvent{r.core, c.index, r.op->pipe, pipe, r.fired, done, from, r.op, wait.t, cross});
-  }
-
-  int scalar_clock(Core& c) {
-    if (c.s_clock < 0) {
-      clocks_.push_back(race_->clock(c.ai_core, RaceDetector::thread(c.role, Pipe::S)));
-      c.s_clock = static_cast<int>(clocks_.size()) - 1;
-    }
-    return c.s_clock;
-  }
-
-  void race_access(Core& c, Pipe pipe, const Instr& in, const Access& a, bool write) {
-    int64_t mem = a.t->scope == ir::Scope::GM
-                      ? a.t->gm_index
-                      : (int64_t{1} << 32) + c.index * 8 + static_cast<int64_t>(a.t->scope);
-    race_->access(c.ai_core, RaceDetector::thread(c.role, pipe), mem, a, write, [&] {
-      return AccessSite{c.stats.name, pipe, in.t, loop_state(c)};
-    });
-  }
-
-  /// A set fires. Inlined: the intra-core set is a few stores, about the cost of a call.
-  [[gnu::always_inline]] void fire(Core& c, const Instr& in, double when) {
-    const auto& t = *in.t;
-    if (t.op == Opcode::SetCross) {
-      deliver_cross(c, in, when);
-      return;
-    }
-    Flag& f = c.flags[flag_key(t.flag_src, t.flag_dst, in.flag_id)];
-    SetRecord& r = f.sets.back_slot();  // built in place, committed unless a dropped wait took it
-    r = record(c, in, when, when + chip_.flag_latency);
-    f.last = {r.time, &t.loc};
-    if (f.debt > 0) [[unlikely]] {  // a dropped wait already took this set
-      --f.debt;
-      return;
-    }
-    f.sets.commit_back();
-    // Mostly the wait is not issued yet and the pipe has nothing to start.
-    if (t.flag_dst != Pipe::S && !c.pipes[static_cast<size_t>(t.flag_dst)].queue.empty())
-      drain(c, t.flag_dst);
-  }
-
-  [[gnu::noinline]] void deliver_cross(Core& c, const Instr& in, double when) {
-    CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
-    size_t id = static_cast<size_t>(in.flag_id);
-    double visible = when + chip_.cross_flag_latency;
-    SetRecord r = record(c, in, when, visible);
-    CrossStats& cs = c.kind == CoreKind::C ? c.tally.c2v : c.tally.v2c;
-    ++cs.sets;
-    if (c.kind == CoreKind::C)
-      for (size_t v = 0; v < 2; ++v) deliver(c, x.c2v[v][id], r);
-    else
-      deliver(c, x.v2c[static_cast<size_t>(c.vid)][id], r);
-    // Wake the peers blocked on a cross wait. add_core adds an AI core's cores one after
-    // another (AIC, AIV0, AIV1): they are the run of cores around c with its ai_core.
-    const size_t first = static_cast<size_t>(
-        c.index - (c.kind == CoreKind::C ? 0 : (p_.aic.empty() ? 0 : 1) + c.vid));
-    for (size_t i = first; i < cores_.size() && cores_[i].ai_core == c.ai_core; ++i) {
-      Core& peer = cores_[i];
-      if (peer.kind != c.kind && peer.has_pending && !peer.in_heap) push(peer);
-    }
-  }
-
-  /// Cross-core set `r` of core `c` reaches flag `f`.
-  static void deliver(Core& c, Flag& f, const SetRecord& r) {
-    f.last = {r.time, &r.op->loc};
-    pending(c, f.sets.size() + 1);
-    if (f.debt > 0)  // a dropped wait already took this set
-      --f.debt;
-    else
-      f.sets.push_back(r);
-  }
-
-  /// A cross-core set of core `c` finds n - 1 sets of its flag id still in flight.
-  static void pending(Core& c, size_t n) {
-    size_t d = c.kind == CoreKind::C ? 0 : 1;
-    CrossStats& cs = d == 0 ? c.tally.c2v : c.tally.v2c;
-    cs.max_pending = std::max(cs.max_pending, static_cast<int64_t>(n));
-    c.tally.pending_sum[d] += static_cast<double>(n);
-    ++c.tally.pending_n[d];
-  }
-
-  /// When `in`, ready at `ready` (issued and its pipe free), starts: later where an operand
-  /// overlaps a recent write of the pipe that ends later.
-  double hazard_start(PipeState& ps, const Instr& in, double ready) const {
-    double start = ready;
-    // Back-to-back mmads accumulating into one L0C tile pipeline inside the cube
-    // (hardware.md): only their L0A/L0B operands order them.
-    const int first = in.t->op == Opcode::Mmad ? 1 : 0, n = in.t->num_acc;
-    uint32_t live = ps.live;
-    for (uint32_t bits = live; bits; bits &= bits - 1) {
-      const int i = std::countr_zero(bits);
-      const RecentWrite& w = ps.recent[static_cast<size_t>(i)];
-      if (w.end <= ready) {  // later instructions are ready no earlier
-        live &= ~(uint32_t{1} << i);
-        continue;
-      }
-      if (w.end <= start) continue;  // cannot raise the start
-      for (int k = first; k < n; ++k) {
-        const Access& a = in.acc[static_cast<size_t>(k)];
-        // Most operands share the write's memory: the byte ranges filter first.
-        if (w.lo < a.byte_hi() && a.byte_lo() < w.hi && w.mem == mem_key(a)) {
-          start = w.end;
-          break;  // the other operands give the same w.end
-        }
-      }
-    }
-    ps.live = live;
-    return start;
-  }
-
-  /// The operand of a copy that is in GM (the source if both are), or -1.
-  static int gm_operand(const lower::OpTemplate& t) {
-    if (t.acc[1].scope == ir::Scope::GM) return 1;
-    return t.acc[0].scope == ir::Scope::GM ? 0 : -1;
-  }
-
-  /// The address-dependent part of a GM copy: which bytes L2 serves and which HBM (marking
-  /// them resident), and which MTE2 bytes re-read an input range this core read before.
-  /// `a` is the copy's GM operand (gm_operand) resolved.
-  GmWork touch_gm(const lower::OpTemplate& t, const Access& a, L2Residency& l2,
-                  ReadRanges& ranges) {
-    const bool read = t.acc[1].scope == ir::Scope::GM;
-    const lower::AccessTemplate& g = *a.t;
-    GmWork w;
-    bool track = read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.gm_index)].workspace;
-    RangeSet* seen = track ? &ranges[g.gm_index] : nullptr;
-    int64_t miss = 0, hit = 0, again = 0;
-    // Adjacent runs are one contiguous range: one L2 touch where they meet on a line boundary
-    // (L2Residency::touch), one read-range update, one DMA burst.
-    int64_t l2_lo = 0, l2_len = 0, l2_row = 0;
-    auto touch_l2 = [&] {
-      if (l2_len == 0) return;
-      auto [mi, h] = l2.touch(g.gm_index, l2_lo, l2_lo + l2_len, l2_row);
-      miss += mi;
-      hit += h;
-    };
-    // DMA efficiency (docs/simulator.md): each contiguous run costs at least a minimum
-    // burst, a long run off the full-bandwidth alignment streams slower.
-    int64_t run_lo = 0, run_len = 0;
-    double charged = 0;
-    auto burst = [&] {
-      if (run_len == 0) return;
-      if (track) again += seen->add(run_lo, run_lo + run_len);
-      double b = std::max(static_cast<double>(run_len), chip_.dma_min_burst_bytes);
-      if (run_len >= chip_.dma_full_bw_align && run_lo % chip_.dma_full_bw_align != 0)
-        b /= chip_.dma_misaligned_factor;
-      charged += b;
-    };
-    auto l2_piece = [&](int64_t lo, int64_t len) {
-      if (lo != l2_lo + l2_len || lo % l2.line_bytes() != 0) {
-        touch_l2();
-        l2_lo = lo;
-        l2_len = 0;
-      }
-      l2_len += len;
-    };
-    const int64_t line = l2.line_bytes();
-    for_each_span<true>(a, [&](int64_t lo, int64_t len, int64_t row) {
-      l2_row = row;  // the same for every span of the access
-      if (lo != run_lo + run_len) {
-        burst();
-        run_lo = lo;
-        run_len = 0;
-      }
-      run_len += len;
-      if (lo % line == 0 && row % line == 0) {  // its rows meet on line boundaries
-        l2_piece(lo, len);
-        return;
-      }
-      for (int64_t r = lo; r < lo + len; r += row) l2_piece(r, row);
-    });
-    burst();
-    touch_l2();
-    if (t.pipe == Pipe::MTE2 && t.acc[0].scope == ir::Scope::L1)
-      charged /= chip_.dma_nd2nz_efficiency;
-    if (!read) {  // writes land in L2 (write-back); the die's L2 bandwidth is shared
-      hit += miss;
-      miss = 0;
-    }
-    w.hbm = static_cast<double>(miss);
-    w.l2 = static_cast<double>(hit);
-    w.reloaded = static_cast<double>(again);
-    w.charged = charged;
-    w.transfers = 1;
-    return w;
-  }
-
-  /// A copy that reads or writes GM: its bytes flow through the die's shared HBM / L2
-  /// bandwidth, so its occupancy depends on what the other cores move at the same time.
-  void gm_transfer(Core& c, const Instr& in, double start, Cost& cost, PipeStats& st) {
-    const auto& t = *in.t;
-    const int g = gm_operand(t);
-    if (g < 0) return;
-    GmWork w = touch_gm(t, in.acc[static_cast<size_t>(g)], l2res_, c.read_ranges);
-    ++st.transfers;
-    st.reloaded_bytes += w.reloaded;
-    double core_rate = t.pipe == Pipe::MTE2   ? chip_.mte2_bw_l2
-                       : t.pipe == Pipe::MTE3 ? chip_.mte3_bw
-                                              : chip_.fix_bw;
-    // The bandwidth the runs cost, split like the bytes between HBM and L2.
-    const double scale = w.charged / (w.hbm + w.l2);
-    double end = start;
-    if (w.hbm > 0) end = hbm_.transfer(end, w.hbm * scale, chip_.mte2_bw_hbm, opts_.max_cycles);
-    if (w.l2 > 0) end = l2_.transfer(end, w.l2 * scale, core_rate, opts_.max_cycles);
-    c.tally.hbm_bytes += w.hbm;
-    c.tally.charged_bytes += w.charged;
-    c.tally.l2_bytes += w.l2;
-    c.tally.pipes[static_cast<size_t>(t.pipe)].bytes += w.hbm + w.l2;
-    cost.occupancy = end - start;
-    // A read served entirely by L2 skips the HBM round trip.
-    if (t.acc[1].scope == ir::Scope::GM && w.hbm == 0 && t.pipe == Pipe::MTE2)
-      cost.latency = chip_.mte2_latency_l2;
-  }
-
-  /// Starts every queued instruction of pipe p that can start.
-  void drain(Core& c, Pipe p) {
-    PipeState& ps = c.pipes[static_cast<size_t>(p)];
-    PipeStats& st = c.tally.pipes[static_cast<size_t>(p)];
-    while (!ps.queue.empty()) {
-      Instr& head = ps.queue.front();
-      const auto& t = *head.t;
-      switch (t.op) {
-        case Opcode::WaitFlag: {
-          if (t.dropped) {
-            drop_wait(c, ps, head);
-            break;
-          }
-          if (!start_wait(c, p, ps, st, head)) return;  // blocked until the set arrives
-          ps.queue.pop_front();
-          break;
-        }
-        case Opcode::SetFlag:
-        case Opcode::SetCross: {
-          // Popped first (fire may drain this pipe again), yet its slot stays intact: only
-          // run_core pushes to a pipe queue, and fire never gets there.
-          ps.queue.pop_front();
-          start_set(c, ps, st, head);
-          break;
-        }
-        case Opcode::Barrier: {
-          if (opts_.whatif_no_barriers) {
-            ++st.instructions;
-            leave_queue(ps, std::max(head.issue, ps.ready));
-            ps.queue.pop_front();
-            break;
-          }
-          double start = std::max(head.issue, ps.done);
-          account(c, ps, st, head.issue, start, 0, kGapBarrier);
-          ps.ready = start;
-          ps.done = start;
-          ++st.instructions;
-          leave_queue(ps, start);
-          ps.queue.pop_front();
-          break;
-        }
-        default:
-          start_op(c, p, ps, st, head);
-          ps.queue.pop_front();  // only now: nothing in start_op pushes to this queue
-      }
-    }
-  }
-
-  /// A wait_flag at the head of pipe p takes its set; false while the set has not arrived.
-  [[gnu::always_inline]] bool start_wait(Core& c, Pipe p, PipeState& ps, PipeStats& st,
-                                         const Instr& head) {
-    const auto& t = *head.t;
-    auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)].sets;
-    if (q.empty()) return false;
-    double start = std::max({head.issue, ps.ready, q.front().time});
-    double from = std::max(head.issue, ps.ready);
-    st.wait_flag_cycles += start - from;
-    account(c, ps, st, head.issue, start, 0,
-            kWaitGap[static_cast<size_t>(t.flag_src) * ir::kNumPipes +
-                     static_cast<size_t>(t.flag_dst)]);
-    consumed(c, p, head, q.front(), from, start, false);
-    q.pop_front();
-    check_double_set(c, q, start, head);
-    ps.ready = start;
-    ps.done = std::max(ps.done, start);
-    ++st.instructions;
-    leave_queue(ps, start);
-    return true;
-  }
-
-  /// A set_flag / set_cross_flag at the head of its pipe (already popped) fires once the
-  /// pipe's earlier work is done.
-  [[gnu::always_inline]] void start_set(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
-    double when = std::max({in.issue, ps.done, ps.ready});
-    ps.ready = std::max(ps.ready, in.issue);
-    account(c, ps, st, in.issue, ps.ready, 0, kGapNone);
-    ++st.instructions;
-    leave_queue(ps, ps.ready);
-    fire(c, in, when);
-  }
-
-  // start_set and start_wait for an instruction dispatched to an empty pipe queue: out of
-  // line, since inlined into dispatch (so run_core) they cost more than the call.
-  [[gnu::noinline]] void set_now(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
-    start_set(c, ps, st, in);
-  }
-  [[gnu::noinline]] bool wait_now(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
-    return start_wait(c, in.t->pipe, ps, st, in);
-  }
-
-  /// A dropped wait_flag at the head of its pipe: in pipe order, so it takes the same set
-  /// the wait would take.
-  [[gnu::noinline, gnu::cold]] void drop_wait(Core& c, PipeState& ps, const Instr& head) {
-    consume_dropped(c, head);
-    leave_queue(ps, std::max(head.issue, ps.ready));
-    ps.queue.pop_front();
-  }
-
-  /// Starts a compute or copy instruction at the head of pipe p.
-  [[gnu::noinline]] void start_op(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Instr& in) {
-    const auto& t = *in.t;
-    Cost cost = cost_of(c, t);
-    const double ready = std::max(in.issue, ps.ready), start = hazard_start(ps, in, ready);
-    leave_queue(ps, start);
-    st.wait_dep_cycles += start - ready;
-    if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);
-    if (!free_ops_.empty() && free_ops_.count(in.t)) cost = Cost{};
-    account(c, ps, st, in.issue, start, cost.occupancy, kGapDep);
-    double end = start + cost.occupancy + cost.latency;
-    if (end > opts_.max_cycles) [[unlikely]]
-      over_budget(c, t, end);
-    ps.ready = start + cost.occupancy;
-    ps.done = std::max(ps.done, end);
-    st.busy_cycles += cost.occupancy;
-    ++st.instructions;
-    ++c.tally.executed;
-    const Access& d = in.acc[0];
-    ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(), end};
-    ps.live |= uint32_t{1} << ps.next_recent;
-    ps.next_recent = (ps.next_recent + 1) & (PipeState::kRecent - 1);
-    if (op_hooks_ || t.materialise) [[unlikely]]
-      after_op(c, p, in, start, end, cost.occupancy);
-  }
-
-  /// What start_op does besides timing: race detection and the observer, values.
-  [[gnu::noinline]] void after_op(Core& c, Pipe p, const Instr& in, double start, double end,
-                                  double occupancy) {
-    if (race_ || opts_.observer) observe_op(c, p, in, start, end, occupancy);
-    if (functional_ || in.t->materialise) execute_values(c, in);
-  }
-
-  /// Applies an instruction's effect on the values (execute), its operands' memory found
-  /// here: resolve leaves it out, since most runs keep no values.
-  void execute_values(Core& c, const Instr& in) {
-    Instr v = in;
-    for (int i = 0; i < in.t->num_acc; ++i) {
-      Access& a = v.acc[static_cast<size_t>(i)];
-      a.mem = memory(c, *a.t);
-    }
-    values_exec_->submit(c.ai_core, v);
-  }
-
-  [[noreturn, gnu::noinline, gnu::cold]] void over_budget(const Core& c, const lower::OpTemplate& t,
-                                                          double end) {
-    fail(t.loc, "cycle-budget",
-         fmt::format("{}: {} would end at cycle {:.0f}, past the cycle budget of {:.0f}",
-                     c.stats.name, t.name, end, opts_.max_cycles),
-         "raise the budget (--max-cycles) or check for a loop that does not end");
-  }
-
-  /// Race detection and the observer for an instruction that started on pipe p.
-  [[gnu::noinline]] void observe_op(Core& c, Pipe p, const Instr& in, double start, double end,
-                                    double occupancy) {
-    const auto& t = *in.t;
-    if (race_) {
-      race_->acquire(c.ai_core, RaceDetector::thread(c.role, p),
-                     clocks_[static_cast<size_t>(in.s_clock)]);
-      for (int i = t.num_acc - 1; i >= 0; --i)
-        race_access(c, p, in, in.acc[static_cast<size_t>(i)], i == 0);
-    }
-    if (opts_.observer)
-      opts_.observer->on_instr(InstrEvent{c.index, p, in.t, in.issue, start, end, occupancy,
-                                          in.acc[t.num_acc > 1 ? 1 : 0].bytes(),
-                                          t.op == Opcode::Mmad ? 2.0 * t.m * t.n * t.k : 0.0});
-  }
-
-  // ---- end of run ----
-  /// Physical invariants of every timed run (docs/simulator.md, "Invariants"). The
-  /// tolerance absorbs floating-point summation only.
-  void check_invariants(const SimResult& r) const {
-    const double span = r.cycles * (1 + 1e-9) + 1e-6;
-    auto broken = [&](const std::string& what) {
-      throw InvariantError(fmt::format(
-          "simulator invariant violated: {} (run of {:.0f} cycles{})", what, r.cycles,
-          r.fast_forward.jumps ? fmt::format(", {} fast-forward jump(s)", r.fast_forward.jumps)
-                               : ""));
-    };
-    for (const CoreStats& c : r.cores) {
-      for (int p = 0; p < kPipes; ++p) {
-        const PipeStats& st = c.pipes[static_cast<size_t>(p)];
-        const char* pipe = ir::to_string(static_cast<Pipe>(p));
-        // Roofline: no pipe does more work than the run has cycles.
-        if (st.busy_cycles > span)
-          broken(fmt::format("roofline: {} {} busy {:.0f} cycles > the run's span", c.name, pipe,
-                             st.busy_cycles));
-        if (static_cast<Pipe>(p) != Pipe::S &&
-            st.busy_cycles + st.wait_flag_cycles + st.wait_dep_cycles > span)
-          broken(
-              fmt::format("pipe time: {} {} busy + wait-flag + wait-dep = {:.0f} + {:.0f} + "
-                          "{:.0f} cycles > the run's span",
-                          c.name, pipe, st.busy_cycles, st.wait_flag_cycles, st.wait_dep_cycles));
-      }
-    }
-    // The die's shared memory system: HBM and L2 bytes at most at their peak rates.
-    if (r.gm_bytes_hbm / chip_.hbm_bw > span)
-      broken(fmt::format("roofline: HBM moved {:.0f} bytes, more than {:.0f} B/cycle allows",
-                         r.gm_bytes_hbm, chip_.hbm_bw));
-    if (r.gm_bytes_l2 / chip_.l2_bw > span)
-      broken(fmt::format("roofline: L2 served {:.0f} bytes, more than {:.0f} B/cycle allows",
-                         r.gm_bytes_l2, chip_.l2_bw));
-  }
-
-  std::string flag_state(const LastSet& s) const {
-    if (s.time < 0) return "never set";
-    return fmt::format("last set at cycle {:.0f} ({})", s.time, s.loc->str());
-  }
-
-  void check_finished() {
-    std::vector<Diagnostic> diags;
-    for (const auto& c : cores_) {
-      if (c.has_pending) {
-        const auto& t = *c.pending.t;
-        std::string what;
-        if (t.op == Opcode::WaitCross) {
-          const CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
-          size_t id = static_cast<size_t>(c.pending.flag_id);
-          const LastSet& ls = c.kind == CoreKind::V ? x.c2v[static_cast<size_t>(c.vid)][id].last
-                                                    : x.v2c[0][id].last;
-          what = fmt::format("wait_cross_flag #{} forever; {}", c.pending.flag_id, flag_state(ls));
-        } else {
-          what = fmt::format(
-              "scalar waits {}->S #{} forever; {}", ir::to_string(t.flag_src), c.pending.flag_id,
-              flag_state(c.flags[flag_key(t.flag_src, t.flag_dst, c.pending.flag_id)].last));
-        }
-        diags.push_back({t.loc,
-                         "deadlock",
-                         fmt::format("deadlock: {}: {} ({})", where(c), what, loop_state(c)),
-                         {},
-                         {}});
-      }
-      for (int p = 0; p < kPipes; ++p) {
-        const auto& q = c.pipes[static_cast<size_t>(p)].queue;
-        if (q.empty()) continue;
-        const Instr& h = q.front();
-        const auto& t = *h.t;
-        diags.push_back(
-            {t.loc,
-             "deadlock",
-             fmt::format("deadlock: {}: {} waits {}->{} #{} forever; {}; {} more instruction(s) "
-                         "queued behind it",
-                         c.stats.name, ir::to_string(static_cast<Pipe>(p)),
-                         ir::to_string(t.flag_src), ir::to_string(t.flag_dst), h.flag_id,
-                         flag_state(c.flags[flag_key(t.flag_src, t.flag_dst, h.flag_id)].last),
-                         q.size() - 1),
-             {},
-             {}});
-      }
-    }
-    if (!diags.empty()) {
-      diags.front().hint =
-          "every wait needs a matching set that is issued before or independently of it; "
-          "check the set on the path that did not run";
-      throw UserError(std::move(diags));
-    }
-    // A set that no wait consumed leaves the flag up for the next kernel: report it.
-    for (const auto& c : cores_) unmatched_flags(c, "the kernel ends", diags);
-    for (size_t ai = 0; ai < cross_.size(); ++ai) unmatched_cross(ai, "the kernel ends", diags);
-    if (!diags.empty()) throw UserError(merge_across_cores(std::move(diags)));
-  }
-
-  /// Core c's flags that are still set at `when` ("the kernel ends", or the end of a block:
-  /// flags do not carry over to the next one).
-  void unmatched_flags(const Core& c, const std::string& when,
-                       std::vector<Diagnostic>& diags) const {
-    for (size_t k = 0; k < c.flags.size(); ++k) {
-      const auto& q = c.flags[k].sets;
-      if (q.empty()) continue;
-      const auto& r = q.front();
-      size_t id = k % static_cast<size_t>(chip_.event_ids);
-      size_t pair = k / static_cast<size_t>(chip_.event_ids);
-      diags.push_back(
-          {r.op->loc,
-           "unmatched-flag",
-           fmt::format("{}: flag {}->{} #{} is still set when {} ({} set(s) never "
-                       "waited on)",
-                       c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
-                       ir::to_string(static_cast<Pipe>(pair % kPipes)), id, when, q.size()),
-           {},
-           "drain every outstanding set with a matching wait_flag at the end"});
-    }
-  }
-
-  /// AI core ai's cross-core sets that no wait consumed by `when`.
-  void unmatched_cross(size_t ai, const std::string& when, std::vector<Diagnostic>& diags) const {
-    if (p_.aiv.empty() || p_.aic.empty()) return;
-    for (size_t v = 0; v < 2; ++v) {
-      for (size_t id = 0; id < cross_[ai].c2v[v].size(); ++id) {
-        for (bool c2v : {true, false}) {
-          const auto& q = (c2v ? cross_[ai].c2v[v] : cross_[ai].v2c[v])[id].sets;
-          if (q.empty()) continue;
-          diags.push_back({q.front().op->loc,
-                           "unmatched-flag",
-                           fmt::format("core{}: cross-core flag #{} ({} AIV{}) has {} set(s) "
-                                       "never waited on when {}",
-                                       ai, id, c2v ? "AIC ->" : "AIC <-", v, q.size(), when),
-                           {},
-                           "make the number of set_cross_flag and wait_cross_flag calls equal "
-                           "on every path"});
-        }
-      }
-    }
-  }
-
-  /// One diagnostic per source site and message: the same unmatched flag on 48 cores is
-  /// one bug, reported once with the number of cores.
-  static std::vector<Diagnostic> merge_across_cores(std::vector<Diagnostic> diags) {
-    std::vector<Diagnostic> out;
-    std::map<std::string, std::pair<size_t, int>> seen;  // key -> (index in out, cores)
-    for (auto& d : diags) {
-      auto colon = d.message.find(": ");
-      std::string rest = colon == std::string::npos ? d.message : d.message.substr(colon);
-      std::string key = d.loc.str() + rest;
-      auto it = seen.find(key);
-      if (it == seen.end()) {
-        seen[key] = {out.size(), 1};
-        out.push_back(std::move(d));
-      } else {
-        ++it->second.second;
-      }
-    }
-    for (auto& [key, v] : seen) {
-      if (v.second < 2) continue;
-      auto& m = out[v.first].message;
-      auto colon = m.find(": ");
-      m.insert(colon, fmt::format(" and {} more core(s)", v.second - 1));
-    }
-    return out;
-  }
-
-  SimResult collect() {
-    SimResult r;
-    r.fast_forward = jumped_;
-    std::map<const lower::OpTemplate*, WaitSite> waits;
-    for (const auto& c : cores_) {
-      r.instructions += c.tally.executed;
-      r.gm_bytes_hbm += c.tally.hbm_bytes;
-      r.scalar_gm_loads.reads += c.tally.scalar_loads.reads;
-      r.scalar_gm_loads.misses += c.tally.scalar_loads.misses;
-      r.gm_bytes_l2 += c.tally.l2_bytes;
-      for (const auto& w : c.tally.waits) {
-        if (!w.op) continue;
-        auto& site = waits[w.op];
-        site.op = w.op;
-        site.cycles += w.cycles;
-        site.count += w.count;
-      }
-    }
-    for (const auto& [op, w] : waits) r.waits.push_back(w);
-    std::stable_sort(r.waits.begin(), r.waits.end(), [](const WaitSite& a, const WaitSite& b) {
-      if (a.cycles != b.cycles) return a.cycles > b.cycles;
-      return std::tie(a.op->loc.line, a.op->loc.column, a.op->name) <
-             std::tie(b.op->loc.line, b.op->loc.column, b.op->name);
-    });
-    r.lower_bound = opts_.lower_bound_only;
-    for (auto& c : cores_) {
-      double end = c.t;
-      for (const auto& ps : c.pipes) end = std::max(end, ps.done);
-      if (opts_.lower_bound_only) {
-        // Every pipe works after the launch and outside the starts of the core's later blocks.
-        const int64_t blocks = (p_.block_num - c.ai_core + chip_.ai_cores - 1) / chip_.ai_cores;
-        const double overhead = launch_ + static_cast<double>(blocks - 1) * block_start_;
-        for (const auto& st : c.tally.pipes) end = std::max(end, overhead + st.busy_cycles);
-      }
-      c.stats.end_cycle = end;
-      c.stats.pipes = c.tally.pipes;
-      r.cycles = std::max(r.cycles, end);
-    }
-    for (auto& c : cores_) {
-      if (!opts_.lower_bound_only) {
-        for (int p = 0; p < kPipes; ++p) {
-          Pipe pp = static_cast<Pipe>(p);
-          if (!has_pipe(c.kind, pp)) continue;
-          CycleAccount& a = c.stats.pipes[static_cast<size_t>(p)].account;
-          if (pp == Pipe::S) {
-            a.busy = c.stats.pipes[static_cast<size_t>(p)].busy_cycles;
-            a.head = launch_;
-            a.cross = c.tally.blocked_cross;
-            a.flag = c.tally.blocked_flag;
-            a.barrier = c.tally.blocked_barrier;
-            a.dep = c.tally.blocked_queue;
-            a.tail = std::max(0.0, r.cycles - c.t);
-            continue;
-          }
-          const PipeAcct& pa = c.pipes[static_cast<size_t>(p)].acct;  // `a` is tally's account
-          if (pa.started)
-            a.tail = std::max(0.0, r.cycles - pa.t);
-          else
-            a.head = r.cycles;
-        }
-      }
-      r.cores.push_back(c.stats);
-    }
-    std::array<double, 2> psum{};
-    std::array<int64_t, 2> pn{};
-    for (const auto& c : cores_) {
-      for (auto [to, from] : {std::pair{&r.c2v, &c.tally.c2v}, std::pair{&r.v2c, &c.tally.v2c}}) {
-        to->sets += from->sets;
-        to->waits += from->waits;
-        to->wait_cycles += from->wait_cycles;
-        to->max_pending = std::max(to->max_pending, from->max_pending);
-      }
-      for (size_t d = 0; d < 2; ++d) {
-        psum[d] += c.tally.pending_sum[d];
-        pn[d] += c.tally.pending_n[d];
-      }
-    }
-    if (pn[0]) r.c2v.mean_pending = psum[0] / static_cast<double>(pn[0]);
-    if (pn[1]) r.v2c.mean_pending = psum[1] / static_cast<double>(pn[1]);
-    values_exec_->drain_all();
-    if (functional_ && io_) {
-      for (size_t i = 0; i < p_.gm.size(); ++i) {
-        const auto& b = *p_.gm[i].buffer;
-        auto& out = (*io_)[b.name];
-        out.resize(static_cast<size_t>(b.elements()));
-        int eb = ir::dtype_bytes(b.dtype);
-        for (size_t e = 0; e < out.size(); ++e)
-          out[e] = load_elem(b.dtype, gm_[i].data() + e * static_cast<size_t>(eb));
-      }
-    }
-    return r;
-  }
-
-  const lower::LoweredProgram& p_;
-  const ChipConfig& chip_;
-  HostData* io_;
-  SimOptions opts_;
-  bool functional_;
-  std::vector<std::vector<uint8_t>> gm_;
-  std::vector<Core> cores_;
-  std::vector<CrossFlags> cross_;
-  using HeapItem = std::pair<double, int>;
-  std::priority_queue<HeapItem, std::vector<HeapItem>, std::greater<>> heap_;
-  int depth_;                    // issue.pipe_queue_depth, read for every instruction
-  double launch_, block_start_;  // die.launch_us, die.block_start_us in cycles
-  // Block boundaries (next_block): per AI core, its cores that have finished the current
-  // block and the latest end among them; the cores per AI core.
-  struct BlockEnd {
-    int arrived = 0;
-    double end = 0;
-  };
-  std::vector<BlockEnd> block_ends_;
-  int members_ = 0;
-  BandwidthLedger hbm_, l2_;
-  L2Residency l2res_;
-  std::unique_ptr<RaceDetector> race_;
-  bool op_hooks_ = false;            // race_, an observer or functional_: start_op calls after_op
-  std::vector<VectorClock> clocks_;  // released / snapshot clocks referenced by index
-  // Fast-forward (steady.h): enabled for this run, outermost loops of the programs, a
-  // back-edge found a steady core since the last look, what was skipped.
-  bool ff_ = false;
-  std::vector<OuterLoop> outer_loops_;
-  GmSkeleton skeleton_aic_, skeleton_aiv_;
-  bool jump_check_ = false;
-  FastForwardStats jumped_;
-  std::unordered_set<const lower::OpTemplate*> free_ops_;
-  std::array<std::vector<Cost>, 2> costs_;  // instr_cost per template of the AIC / AIV program
-  std::array<std::vector<IssueFacts>, 2> facts_;  // issue_facts, likewise
-  Instr scratch_;                                 // the pipe instruction being issued (run_core)
-  std::array<std::vector<StartCode>, 2> starts_;  // issue_facts' starts
-  std::unordered_map<const lower::Block*, std::vector<int32_t>> code_;  // fetch's view of blocks
-  std::vector<Control> controls_;
-  bool values_ = false;  // the run keeps values somewhere (functional, or scalar reads)
-  // Last: destroyed first, its workers stopped before the memories they write go.
-  std::unique_ptr<ValueExecutor> values_exec_;
-};
-
 }  // namespace
+
+SimResult Engine::run() {
+  setup_memory();
+  setup_cores();
+  for (const auto& m : gm_) values_ |= !m.empty();
+  for (const Core& c : cores_)
+    for (const auto& m : c.local) values_ |= !m.empty();
+  setup_values();
+  setup_fast_forward();
+  if (cancelled()) interrupted(0);
+  const auto started = std::chrono::steady_clock::now();
+  const bool limits = opts_.max_wall_s > 0 || opts_.cancel;
+  uint32_t steps = 0;
+  while (!heap_.empty()) {
+    if (jump_check_) try_jump();
+    auto [t, idx] = heap_.top();
+    if (opts_.progress) opts_.progress(t);
+    // A step runs one core for at most a quantum; the clock and the cancel flag are read
+    // every 4096 of them.
+    if (limits && (++steps & 4095) == 0) [[unlikely]]
+      check_limits(started, t);
+    heap_.pop();
+    Core& c = cores_[static_cast<size_t>(idx)];
+    c.in_heap = false;
+    double horizon = heap_.empty() ? 1e300 : heap_.top().first + kQuantum;
+    if (opts_.lower_bound_only)
+      run_core<true>(c, horizon);
+    else
+      run_core<false>(c, horizon);
+  }
+  if (!opts_.lower_bound_only) check_finished();
+  if (race_ && race_->found()) throw UserError(race_->take_reports());
+  SimResult r = collect();
+  if (!opts_.lower_bound_only) check_invariants(r);
+  return r;
+}
+
+/// Walks control flow to the next instruction template: its index, kStreamEnd or
+/// kBlockWait.
+int Engine::fetch(Core& c) {
+  for (;;) {
+    if (c.stack.empty()) [[unlikely]] {
+      if (c.next_block >= p_.block_num) return kStreamEnd;
+      if (!next_block(c)) return kBlockWait;
+    }
+    Frame& f = c.stack.back();
+    if (f.pos < f.size) {
+      const int32_t k = f.code[f.pos++];
+      if (k >= 0) return k;
+      // A dropped set or barrier is not issued (mutation testing); a dropped wait is, to
+      // keep the flag counts balanced (consume_dropped).
+      if (k == kSkipped) continue;
+      enter(c, controls_[static_cast<size_t>(kControl - k)]);
+      continue;
+    }
+    if (f.loop) {
+      int64_t& v = c.slots[static_cast<size_t>(f.loop->slot)];
+      v += f.loop->step;
+      scalar(c, chip_.scalar_op_cycles);  // increment + compare + branch of the loop
+      if (v < f.end) {
+        f.pos = 0;
+        if (ff_) {
+          if (const OuterLoop* o = outer_loop(f.loop)) {
+            c.history.period = o->period;
+            c.history.gm_moves = o->gm_moves;
+            jump_check_ |= record_backedge(c, f, flags_in_flight(c), opts_.fast_forward);
+          }
+        }
+        continue;
+      }
+    }
+    c.stack.pop_back();
+  }
+}
+
+/// Core c has issued its block and its AI core has another. As on the hardware, a block
+/// starts only once the previous block on the AI core has finished on every core of it
+/// (the kernel function's end waits for every pipe; a Cube/Vector kernel's blocks run on
+/// groups of AIC + AIVs), die.block_start_us later; flags do not carry over. False while
+/// c waits for the others: it leaves the schedule, and the last one to finish starts the
+/// next block on every core of the group.
+bool Engine::next_block(Core& c) {
+  if (c.next_block == c.ai_core) {  // its first block: starts at the launch
+    enter_block(c);
+    return true;
+  }
+  if (opts_.lower_bound_only) {  // no scheduling: only the start's cost
+    c.t += block_start_;
+    enter_block(c);
+    return true;
+  }
+  double end = c.t;
+  for (const auto& ps : c.pipes) {
+    if (!ps.queue.empty()) return false;  // a wait that never ends: check_finished reports it
+    end = std::max(end, ps.done);
+  }
+  BlockEnd& b = block_ends_[static_cast<size_t>(c.ai_core)];
+  b.end = std::max(b.end, end);
+  if (++b.arrived < members_) return false;
+  const double start = b.end + block_start_;
+  b = {};
+  const std::span<Core> group(cores_.data() + static_cast<ptrdiff_t>(c.ai_core) * members_,
+                              static_cast<size_t>(members_));
+  std::vector<Diagnostic> diags;
+  const std::string when = fmt::format("block cid={} ends", c.slots[lower::kSlotCid]);
+  for (const Core& m : group) unmatched_flags(m, when, diags);
+  unmatched_cross(static_cast<size_t>(c.ai_core), when, diags);
+  if (!diags.empty()) throw UserError(merge_across_cores(std::move(diags)));
+  if (race_) race_->barrier(c.ai_core);
+  for (Core& m : group) {
+    const double before = m.t;
+    m.t = start;
+    block(m, before, kBlockedBarrier);
+    m.s_clock = -1;
+    m.history.snaps.clear();  // a new loop instance: fast-forward starts a new history
+    enter_block(m);
+    if (&m != &c) push(m);
+  }
+  return true;
+}
+
+/// Core c starts its next block.
+void Engine::enter_block(Core& c) {
+  c.slots[lower::kSlotCid] = c.next_block;
+  c.next_block += chip_.ai_cores;
+  c.stack.push_back(frame(&c.prog->body, code_.at(&c.prog->body), nullptr, 0));
+}
+
+/// A loop or if of the control flow: evaluates its bounds or condition and enters the body.
+void Engine::enter(Core& c, const Control& ctl) {
+  const lower::Item& it = *ctl.item;
+  const double sc = chip_.scalar_op_cycles;
+  if (it.kind == lower::Item::Loop) {
+    int64_t b = eval(c, it.begin), e = eval(c, it.end);
+    scalar(c, 2 * sc);
+    if (b < e) {
+      c.slots[static_cast<size_t>(it.slot)] = b;
+      c.stack.push_back(frame(it.body.get(), *ctl.body, &it, e));
+    }
+    return;
+  }
+  scalar(c, sc);
+  bool cond = eval(c, it.cond) != 0;
+  const lower::Block* b = cond ? it.body.get() : it.else_body.get();
+  if (b && !b->items.empty())
+    c.stack.push_back(frame(b, *(cond ? ctl.body : ctl.else_body), nullptr, 0));
+}
+
+Frame Engine::frame(const lower::Block* b, const std::vector<int32_t>& code,
+                    const lower::Item* loop, int64_t end) {
+  return {b, 0, loop, end, code.data(), code.size()};
+}
+
+Access Engine::resolve(Core& c, const lower::AccessTemplate& a, const lower::OpTemplate& t) {
+  int64_t off = a.const_off;
+  for (int k = 0; k < a.nvar; ++k) {
+    const int d = a.var_dim[static_cast<size_t>(k)];
+    const int64_t s = eval(c, a.start[d]);
+    if (s < 0 || s + a.extent[d] > a.dim[d]) [[unlikely]]
+      slice_out_of_bounds(c, a, t, d, s);
+    off += s * a.stride[d];
+  }
+  return Access{&a, nullptr, off};  // mem: execute_values, where values are kept
+}
+
+/// Fills `in` (the reused scratch slot or the pending slot: every field but `issue`, which
+/// the issue loop sets, is written) for template t.
+void Engine::instantiate(Core& c, const lower::OpTemplate& t, const IssueFacts& f,
+                         const StartCode* starts, Instr& in) {
+  in.t = &t;
+  for (int i = 0; i < f.num_acc; ++i)
+    in.acc[static_cast<size_t>(i)] =
+        Access{&t.acc[static_cast<size_t>(i)], nullptr, f.const_off[static_cast<size_t>(i)]};
+  const StartCode* s = starts + f.first_start;
+  for (const StartCode* e = s + f.num_starts; s != e; ++s) {
+    const int64_t v = value(c, *s, t);
+    if (v < 0 || v > s->hi) [[unlikely]]
+      slice_out_of_bounds(c, t.acc[static_cast<size_t>(s->acc)], t, s->d, v);
+    in.acc[static_cast<size_t>(s->acc)].offset += v * s->stride;
+  }
+  in.scalar = 0;
+  in.flag_id = f.flag_id;
+  in.s_clock = -1;
+  if (f.has_scalar) [[unlikely]]
+    scalar_operand(c, t, in);
+  if (f.eval_flag) {
+    const int64_t id = value(c, *s, t);  // the entry after the starts
+    if (id < 0 || id > s->hi) [[unlikely]]
+      bad_flag_id(c, t, id);
+    in.flag_id = static_cast<int32_t>(id);
+  }
+}
+
+/// A StartCode's value for core c.
+int64_t Engine::value(Core& c, const StartCode& s, const lower::OpTemplate& t) {
+  if (s.generic) [[unlikely]]
+    return eval(c, s.d < 0 ? t.flag_id : t.acc[static_cast<size_t>(s.acc)].start[s.d]);
+  const int64_t* slots = c.slots.data();
+  const int64_t v = s.c0 + int64_t{s.coef0} * slots[s.slot0] + int64_t{s.coef1} * slots[s.slot1];
+  // Unsigned like CExpr::Affine's steps.
+  return static_cast<int64_t>(static_cast<uint64_t>((v >> s.shift) & s.mask) *
+                                  static_cast<uint64_t>(s.mul) +
+                              static_cast<uint64_t>(s.add));
+}
+
+/// The scalar operand of a vector instruction (tile ops with a scalar).
+void Engine::scalar_operand(Core& c, const lower::OpTemplate& t, Instr& in) {
+  switch (t.scalar_kind) {
+    case lower::OpTemplate::ScalarKind::Imm:
+      in.scalar = t.scalar_imm;
+      break;
+    case lower::OpTemplate::ScalarKind::Expr:
+      in.scalar = static_cast<double>(eval(c, t.scalar_expr));
+      break;
+    case lower::OpTemplate::ScalarKind::UbRead:
+      // The scalar unit reads UB now, at issue; a read not ordered after the V write by a
+      // V->S flag is a race (reported by check), whatever value it happens to see here.
+      {
+        const Access r = resolve(c, t.scalar_read, t);
+        scalar(c, chip_.scalar_op_cycles);
+        if (race_) race_access(c, Pipe::S, in, r, false);
+        if (functional_) drain_values(c);
+        if (functional_)
+          in.scalar = load_elem(t.scalar_read.dtype,
+                                memory(c, t.scalar_read) + r.offset * t.scalar_read.elem_bytes);
+        break;
+      }
+    case lower::OpTemplate::ScalarKind::None:
+      break;
+  }
+}
+
+/// Issues core c's instructions until it blocks, its stream ends or its clock passes
+/// `horizon`. kBound: lower-bound mode (no flags, no scheduling).
+template <bool kBound>
+void Engine::run_core(Core& c, double horizon) {
+  check_budget(c);
+  // The budget is checked where the clock passes it or the horizon, whichever comes first:
+  // the clock moves only by issuing.
+  const double stop = std::min(horizon, opts_.max_cycles);
+  const IssueFacts* facts = facts_[c.kind == CoreKind::C ? 0 : 1].data();
+  const StartCode* starts = starts_[c.kind == CoreKind::C ? 0 : 1].data();
+  for (;;) {
+    if (c.has_pending) {
+      if (!try_scalar_wait(c, c.pending)) return;  // stays blocked; woken by a cross set
+      c.has_pending = false;
+    } else {
+      const int k = fetch(c);
+      if (k < 0) {
+        c.stream_done = k == kStreamEnd;
+        return;  // done, or waiting at a block boundary (next_block pushes it back)
+      }
+      const lower::OpTemplate& t = c.prog->instrs[static_cast<size_t>(k)];
+      const IssueFacts& f = facts[k];
+      // An instruction for a pipe is built in the engine's scratch slot, which stays in
+      // cache (mostly it starts at once; dispatch queues a copy otherwise); a scalar-unit
+      // one where the scalar unit may have to keep it (pending).
+      const bool queue = !kBound && f.route < IssueFacts::ScalarWait;
+      Instr& in = queue ? scratch_ : c.pending;
+      instantiate(c, t, f, starts, in);
+      if (queue) queue_stall(c, c.pipes[static_cast<size_t>(f.pipe)]);
+      scalar(c, f.issue_cycles);
+      in.issue = c.t;
+      ++c.tally.pipes[static_cast<size_t>(Pipe::S)].instructions;
+      if (kBound) {
+        bound_dispatch(c, in);
+      } else if (!dispatch(c, in, f)) {
+        c.has_pending = true;
+        return;
+      }
+    }
+    if (c.t > stop) [[unlikely]] {
+      check_budget(c);
+      push(c);
+      return;
+    }
+  }
+}
+
+void Engine::check_budget(const Core& c) {
+  if (c.t > opts_.max_cycles) [[unlikely]]
+    fail(c.has_pending ? c.pending.t->loc : ir::Loc{}, "cycle-budget",
+         fmt::format("{} passed the cycle budget of {:.0f} cycles", c.stats.name, opts_.max_cycles),
+         "raise the budget (--max-cycles) or check for a loop that does not end");
+}
+
+/// The scalar unit stalls while the target pipe's queue is full: the instruction
+/// pipe_queue_depth places earlier must have started. (One still blocked on a flag has no
+/// start time yet; the queue is then treated as open.)
+void Engine::queue_stall(Core& c, const PipeState& ps) {
+  const size_t queued = ps.queue.size();
+  if (queued >= static_cast<size_t>(depth_)) return;
+  // Its slot: dispatched - depth places, which is popped + queued, modulo the depth. Before
+  // `depth` instructions were dispatched, a slot no pop wrote yet: 0, shifted like c.t by
+  // fast-forward.
+  size_t slot = static_cast<size_t>(ps.pop_slot) + queued;
+  if (slot >= static_cast<size_t>(depth_)) slot -= static_cast<size_t>(depth_);
+  const double free = ps.started[slot];
+  if (free <= c.t) return;
+  c.tally.blocked_queue += free - c.t;
+  c.t = free;
+}
+
+/// The head of pipe p's queue started at `start`.
+void Engine::leave_queue(PipeState& ps, double start) {
+  ps.started[static_cast<size_t>(ps.pop_slot)] = start;
+  if (++ps.pop_slot == depth_) ps.pop_slot = 0;
+}
+
+/// Accounts pipe p's timeline up to an event that starts at `s` (issued at `issue`) and
+/// occupies the pipe for `occ`; the gap before it is charged to `kind` where the
+/// instruction was already issued, else to what blocked the scalar unit, else to issue.
+/// Inlined: a call costs about as much as its work, once per instruction.
+void Engine::account(Core& c, PipeState& ps, PipeStats& st, double issue, double s, double occ,
+                     GapKind kind) {
+  PipeAcct& pa = ps.acct;
+  CycleAccount& ca = st.account;
+  if (!pa.started) {
+    pa.started = true;
+    pa.cursor = c.blocked_base;
+    pa.t = std::min(issue, s);
+    ca.head = pa.t;
+  }
+  double a = pa.t;
+  if (s > a) {
+    double lim = std::min(issue, s);
+    if (lim > a) {
+      double covered = 0;
+      while (pa.cursor < c.blocked_base + c.blocked.size()) {
+        const Blocked& iv = c.blocked[pa.cursor - c.blocked_base];
+        if (iv.e <= a) {
+          ++pa.cursor;
+          continue;
+        }
+        if (iv.b >= lim) break;
+        double o = std::min(iv.e, lim) - std::max(iv.b, a);
+        (iv.kind == kBlockedCross ? ca.cross : iv.kind == kBlockedFlag ? ca.flag : ca.barrier) += o;
+        covered += o;
+        if (iv.e > lim) break;
+        ++pa.cursor;
+      }
+      ca.issue += (lim - a) - covered;
+    }
+    double from = std::max(a, issue), w = s - from;
+    if (w > 0) {
+      switch (kind) {
+        case kGapFlag:
+          ca.flag += w;
+          break;
+        case kGapSlot:
+          ca.slot += w;
+          break;
+        case kGapDep:
+          ca.dep += w;
+          break;
+        case kGapBarrier:
+          ca.barrier += w;
+          break;
+        case kGapNone:
+          ca.issue += w;
+          break;
+      }
+    }
+    pa.t = s;
+  }
+  double e = s + occ;
+  if (e > pa.t) {
+    ca.busy += e - pa.t;
+    pa.t = e;
+  }
+}
+
+/// Lower-bound mode: no flags, no scheduling; each pipe's occupancy at the per-core rate.
+void Engine::bound_dispatch(Core& c, Instr& in) {
+  const auto& t = *in.t;
+  if (t.op == Opcode::WaitCross || t.op == Opcode::WaitFlag || t.op == Opcode::SetFlag ||
+      t.op == Opcode::SetCross || t.op == Opcode::Barrier || t.pipe == Pipe::S)
+    return;
+  PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
+  Cost cost = cost_of(c, t);
+  if (t.op == Opcode::Copy) {
+    bool read = in.acc[1].t->scope == ir::Scope::GM;
+    const Access& g = read ? in.acc[1] : in.acc[0];
+    if (g.t->scope == ir::Scope::GM) {
+      double rate = t.pipe == Pipe::MTE2   ? std::max(chip_.mte2_bw_l2, chip_.mte2_bw_hbm)
+                    : t.pipe == Pipe::MTE3 ? chip_.mte3_bw
+                                           : chip_.fix_bw;
+      cost.occupancy = static_cast<double>(g.bytes()) / rate;
+    }
+  }
+  if (free_ops_.count(in.t)) cost.occupancy = 0;
+  st.busy_cycles += cost.occupancy;
+  ++st.instructions;
+  ++c.tally.executed;
+  if (t.materialise) execute_values(c, in);
+}
+
+/// Sends an instruction to its pipe (or handles it on the scalar unit). False if the
+/// scalar unit must block on it.
+bool Engine::dispatch(Core& c, Instr& in, const IssueFacts& f) {
+  if (f.route == IssueFacts::ScalarWait) return try_scalar_wait(c, in);
+  if (f.route == IssueFacts::ScalarSet) {  // set_flag(S, X) / set_cross_flag(S): fires at issue
+    fire(c, in, c.t);
+    return true;
+  }
+  if (race_) in.s_clock = scalar_clock(c);
+  PipeState& ps = c.pipes[static_cast<size_t>(f.pipe)];
+  // Mostly the queue is empty: an instruction that would be its head starts here.
+  if (ps.queue.empty()) {
+    PipeStats& st = c.tally.pipes[static_cast<size_t>(f.pipe)];
+    switch (f.route) {
+      case IssueFacts::Op:
+        start_op(c, f.pipe, ps, st, in);
+        return true;
+      case IssueFacts::Set:
+        set_now(c, ps, st, in);
+        return true;
+      case IssueFacts::Wait:  // unless its set has not arrived
+        if (wait_now(c, ps, st, in)) return true;
+        break;
+      default:
+        break;
+    }
+  }
+  ps.queue.push_back(in);
+  drain(c, f.pipe);
+  return true;
+}
+
+/// A set fires. Inlined: the intra-core set is a few stores, about the cost of a call.
+void Engine::fire(Core& c, const Instr& in, double when) {
+  const auto& t = *in.t;
+  if (t.op == Opcode::SetCross) {
+    deliver_cross(c, in, when);
+    return;
+  }
+  Flag& f = c.flags[flag_key(t.flag_src, t.flag_dst, in.flag_id)];
+  SetRecord& r = f.sets.back_slot();  // built in place, committed unless a dropped wait took it
+  r = record(c, in, when, when + chip_.flag_latency);
+  f.last = {r.time, &t.loc};
+  if (f.debt > 0) [[unlikely]] {  // a dropped wait already took this set
+    --f.debt;
+    return;
+  }
+  f.sets.commit_back();
+  // Mostly the wait is not issued yet and the pipe has nothing to start.
+  if (t.flag_dst != Pipe::S && !c.pipes[static_cast<size_t>(t.flag_dst)].queue.empty())
+    drain(c, t.flag_dst);
+}
+
+/// When `in`, ready at `ready` (issued and its pipe free), starts: later where an operand
+/// overlaps a recent write of the pipe that ends later.
+double Engine::hazard_start(PipeState& ps, const Instr& in, double ready) const {
+  double start = ready;
+  // Back-to-back mmads accumulating into one L0C tile pipeline inside the cube
+  // (hardware.md): only their L0A/L0B operands order them.
+  const int first = in.t->op == Opcode::Mmad ? 1 : 0, n = in.t->num_acc;
+  uint32_t live = ps.live;
+  for (uint32_t bits = live; bits; bits &= bits - 1) {
+    const int i = std::countr_zero(bits);
+    const RecentWrite& w = ps.recent[static_cast<size_t>(i)];
+    if (w.end <= ready) {  // later instructions are ready no earlier
+      live &= ~(uint32_t{1} << i);
+      continue;
+    }
+    if (w.end <= start) continue;  // cannot raise the start
+    for (int k = first; k < n; ++k) {
+      const Access& a = in.acc[static_cast<size_t>(k)];
+      // Most operands share the write's memory: the byte ranges filter first.
+      if (w.lo < a.byte_hi() && a.byte_lo() < w.hi && w.mem == mem_key(a)) {
+        start = w.end;
+        break;  // the other operands give the same w.end
+      }
+    }
+  }
+  ps.live = live;
+  return start;
+}
+
+/// A copy that reads or writes GM: its bytes flow through the die's shared HBM / L2
+/// bandwidth, so its occupancy depends on what the other cores move at the same time.
+void Engine::gm_transfer(Core& c, const Instr& in, double start, Cost& cost, PipeStats& st) {
+  const auto& t = *in.t;
+  const int g = gm_operand(t);
+  if (g < 0) return;
+  GmWork w = touch_gm(t, in.acc[static_cast<size_t>(g)], l2res_, c.read_ranges);
+  ++st.transfers;
+  st.reloaded_bytes += w.reloaded;
+  double core_rate = t.pipe == Pipe::MTE2   ? chip_.mte2_bw_l2
+                     : t.pipe == Pipe::MTE3 ? chip_.mte3_bw
+                                            : chip_.fix_bw;
+  // The bandwidth the runs cost, split like the bytes between HBM and L2.
+  const double scale = w.charged / (w.hbm + w.l2);
+  double end = start;
+  if (w.hbm > 0) end = hbm_.transfer(end, w.hbm * scale, chip_.mte2_bw_hbm, opts_.max_cycles);
+  if (w.l2 > 0) end = l2_.transfer(end, w.l2 * scale, core_rate, opts_.max_cycles);
+  c.tally.hbm_bytes += w.hbm;
+  c.tally.charged_bytes += w.charged;
+  c.tally.l2_bytes += w.l2;
+  c.tally.pipes[static_cast<size_t>(t.pipe)].bytes += w.hbm + w.l2;
+  cost.occupancy = end - start;
+  // A read served entirely by L2 skips the HBM round trip.
+  if (t.acc[1].scope == ir::Scope::GM && w.hbm == 0 && t.pipe == Pipe::MTE2)
+    cost.latency = chip_.mte2_latency_l2;
+}
+
+/// Starts every queued instruction of pipe p that can start.
+void Engine::drain(Core& c, Pipe p) {
+  PipeState& ps = c.pipes[static_cast<size_t>(p)];
+  PipeStats& st = c.tally.pipes[static_cast<size_t>(p)];
+  while (!ps.queue.empty()) {
+    Instr& head = ps.queue.front();
+    const auto& t = *head.t;
+    switch (t.op) {
+      case Opcode::WaitFlag: {
+        if (t.dropped) {
+          drop_wait(c, ps, head);
+          break;
+        }
+        if (!start_wait(c, p, ps, st, head)) return;  // blocked until the set arrives
+        ps.queue.pop_front();
+        break;
+      }
+      case Opcode::SetFlag:
+      case Opcode::SetCross: {
+        // Popped first (fire may drain this pipe again), yet its slot stays intact: only
+        // run_core pushes to a pipe queue, and fire never gets there.
+        ps.queue.pop_front();
+        start_set(c, ps, st, head);
+        break;
+      }
+      case Opcode::Barrier: {
+        if (opts_.whatif_no_barriers) {
+          ++st.instructions;
+          leave_queue(ps, std::max(head.issue, ps.ready));
+          ps.queue.pop_front();
+          break;
+        }
+        double start = std::max(head.issue, ps.done);
+        account(c, ps, st, head.issue, start, 0, kGapBarrier);
+        ps.ready = start;
+        ps.done = start;
+        ++st.instructions;
+        leave_queue(ps, start);
+        ps.queue.pop_front();
+        break;
+      }
+      default:
+        start_op(c, p, ps, st, head);
+        ps.queue.pop_front();  // only now: nothing in start_op pushes to this queue
+    }
+  }
+}
+
+/// A wait_flag at the head of pipe p takes its set; false while the set has not arrived.
+bool Engine::start_wait(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Instr& head) {
+  const auto& t = *head.t;
+  auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)].sets;
+  if (q.empty()) return false;
+  double start = std::max({head.issue, ps.ready, q.front().time});
+  double from = std::max(head.issue, ps.ready);
+  st.wait_flag_cycles += start - from;
+  account(
+      c, ps, st, head.issue, start, 0,
+      kWaitGap[static_cast<size_t>(t.flag_src) * ir::kNumPipes + static_cast<size_t>(t.flag_dst)]);
+  consumed(c, p, head, q.front(), from, start, false);
+  q.pop_front();
+  check_double_set(c, q, start, head);
+  ps.ready = start;
+  ps.done = std::max(ps.done, start);
+  ++st.instructions;
+  leave_queue(ps, start);
+  return true;
+}
+
+/// A set_flag / set_cross_flag at the head of its pipe (already popped) fires once the
+/// pipe's earlier work is done.
+void Engine::start_set(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
+  double when = std::max({in.issue, ps.done, ps.ready});
+  ps.ready = std::max(ps.ready, in.issue);
+  account(c, ps, st, in.issue, ps.ready, 0, kGapNone);
+  ++st.instructions;
+  leave_queue(ps, ps.ready);
+  fire(c, in, when);
+}
+
+// start_set and start_wait for an instruction dispatched to an empty pipe queue: out of
+// line, since inlined into dispatch (so run_core) they cost more than the call.
+void Engine::set_now(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
+  start_set(c, ps, st, in);
+}
+
+bool Engine::wait_now(Core& c, PipeState& ps, PipeStats& st, const Instr& in) {
+  return start_wait(c, in.t->pipe, ps, st, in);
+}
+
+/// A dropped wait_flag at the head of its pipe: in pipe order, so it takes the same set
+/// the wait would take.
+void Engine::drop_wait(Core& c, PipeState& ps, const Instr& head) {
+  consume_dropped(c, head);
+  leave_queue(ps, std::max(head.issue, ps.ready));
+  ps.queue.pop_front();
+}
+
+/// Starts a compute or copy instruction at the head of pipe p.
+void Engine::start_op(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Instr& in) {
+  const auto& t = *in.t;
+  Cost cost = cost_of(c, t);
+  const double ready = std::max(in.issue, ps.ready), start = hazard_start(ps, in, ready);
+  leave_queue(ps, start);
+  st.wait_dep_cycles += start - ready;
+  if (t.op == Opcode::Copy) gm_transfer(c, in, start, cost, st);
+  if (!free_ops_.empty() && free_ops_.count(in.t)) cost = Cost{};
+  account(c, ps, st, in.issue, start, cost.occupancy, kGapDep);
+  double end = start + cost.occupancy + cost.latency;
+  if (end > opts_.max_cycles) [[unlikely]]
+    over_budget(c, t, end);
+  ps.ready = start + cost.occupancy;
+  ps.done = std::max(ps.done, end);
+  st.busy_cycles += cost.occupancy;
+  ++st.instructions;
+  ++c.tally.executed;
+  const Access& d = in.acc[0];
+  ps.recent[static_cast<size_t>(ps.next_recent)] = {mem_key(d), d.byte_lo(), d.byte_hi(), end};
+  ps.live |= uint32_t{1} << ps.next_recent;
+  ps.next_recent = (ps.next_recent + 1) & (PipeState::kRecent - 1);
+  if (op_hooks_ || t.materialise) [[unlikely]]
+    after_op(c, p, in, start, end, cost.occupancy);
+}
+
+/// What start_op does besides timing: race detection and the observer, values.
+void Engine::after_op(Core& c, Pipe p, const Instr& in, double start, double end,
+                      double occupancy) {
+  if (race_ || opts_.observer) observe_op(c, p, in, start, end, occupancy);
+  if (functional_ || in.t->materialise) execute_values(c, in);
+}
 
 std::string core_name(int ai_core, ir::CoreKind kind, int vid) {
   return kind == CoreKind::C ? fmt::format("core{}.AIC", ai_core)

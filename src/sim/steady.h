@@ -9,13 +9,13 @@
 // every active pipe's clocks advancing with the scalar unit, equally in both halves. (A
 // scalar unit that runs ahead of pipes it does not wait for is not steady: the distance
 // grows.) When every running core is steady, the engine replays the GM addresses of the
-// iterations it would skip through the L2 model (engine.cc) and jumps only over those
-// whose traffic equals the window's: each AI core's clocks, flags and queued instructions
-// move by m times its mean period, each loop variable by m iterations (a multiple of
-// iteration_period), and each counter by m times its mean increment. The last `tail`
-// iterations of every loop and everything after it are simulated in full. A core between
-// two of its blocks (engine.cc, next_block) is in no loop, so nothing jumps while one
-// waits there, and each block's loop starts a new history.
+// iterations it would skip through the L2 model (engine_fastforward.cc) and jumps only over
+// those whose traffic equals the window's: each AI core's clocks, flags and queued
+// instructions move by m times its mean period, each loop variable by m iterations (a
+// multiple of iteration_period), and each counter by m times its mean increment. The last
+// `tail` iterations of every loop and everything after it are simulated in full. A core
+// between two of its blocks (engine.cc, next_block) is in no loop, so nothing jumps while
+// one waits there, and each block's loop starts a new history.
 //
 // Only timing runs whose control flow and addresses do not depend on data can jump (no
 // scalar loads); runs with an observer (trace) or race detection never jump. What the jump

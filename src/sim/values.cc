@@ -5,8 +5,9 @@
 
 namespace tilepipe::sim {
 
-ValueExecutor::ValueExecutor(int groups, int threads, const std::vector<int64_t>& written_bytes)
-    : groups_(static_cast<size_t>(groups)) {
+ValueExecutor::ValueExecutor(int groups, int threads, const std::vector<int64_t>& written_bytes,
+                             const std::atomic<bool>* cancel)
+    : groups_(static_cast<size_t>(groups)), cancel_(cancel) {
   threads = std::min(threads, groups);
   if (threads <= 0) return;
   pages_.resize(written_bytes.size());
@@ -29,6 +30,13 @@ ValueExecutor::~ValueExecutor() {
   for (auto& w : workers_) w->thread.join();
 }
 
+void ValueExecutor::apply(const Instr& in) {
+  if (cancel_ && cancel_->load(std::memory_order_relaxed)) [[unlikely]]
+    skipped_.store(true, std::memory_order_relaxed);  // published by `done` (or same thread)
+  else
+    execute(in);
+}
+
 void ValueExecutor::run(Worker& w) {
   std::deque<Job> batch;
   for (;;) {
@@ -39,7 +47,7 @@ void ValueExecutor::run(Worker& w) {
       batch.swap(w.jobs);
     }
     for (const Job& j : batch) {
-      execute(j.in);
+      apply(j.in);
       auto& done = groups_[static_cast<size_t>(j.group)].done;
       done.fetch_add(1, std::memory_order_release);
       done.notify_all();
@@ -82,7 +90,7 @@ void ValueExecutor::order_gm(int group, const Access& a, bool write, uint64_t se
 
 void ValueExecutor::submit(int group, const Instr& in) {
   if (workers_.empty()) {
-    execute(in);
+    apply(in);
     return;
   }
   Group& g = groups_[static_cast<size_t>(group)];

@@ -8,6 +8,9 @@
 //   engine's order: a page table of the GM tensors some instruction writes makes the later
 //   one wait for the earlier one's AI core to have applied it;
 // - the engine's own reads of values (a UB scalar, the outputs) wait for the AI core first.
+// Once the run's cancel flag is up (SimOptions::cancel) the instructions are skipped, not
+// applied, so the engine is not held back by the values; it then reads `skipped()` after
+// each drain and stops instead of using the values.
 #pragma once
 
 #include <atomic>
@@ -27,8 +30,9 @@ class ValueExecutor {
  public:
   /// `groups` AI cores (at most 64) on `threads` workers (0: execute on the calling thread
   /// at submit). `written_bytes[i]`: the size of GM tensor i where some instruction writes
-  /// it, else 0 (only those are ordered).
-  ValueExecutor(int groups, int threads, const std::vector<int64_t>& written_bytes);
+  /// it, else 0 (only those are ordered). `cancel`: SimOptions::cancel, or null.
+  ValueExecutor(int groups, int threads, const std::vector<int64_t>& written_bytes,
+                const std::atomic<bool>* cancel = nullptr);
   ~ValueExecutor();
   ValueExecutor(const ValueExecutor&) = delete;
   ValueExecutor& operator=(const ValueExecutor&) = delete;
@@ -38,6 +42,9 @@ class ValueExecutor {
   /// Returns once every instruction submitted for the group has been applied.
   void drain(int group);
   void drain_all();
+  /// Some instruction was skipped (the cancel flag was up): the values are not the run's.
+  /// Complete for the instructions of a group once `drain` of it has returned.
+  bool skipped() const { return skipped_.load(std::memory_order_acquire); }
 
  private:
   struct Job {
@@ -67,6 +74,8 @@ class ValueExecutor {
   // memory where the engine runs ahead of the values.
   static constexpr uint64_t kBehind = 1024;
 
+  /// Applies `in`, or skips it once the cancel flag is up.
+  void apply(const Instr& in);
   void run(Worker& w);
   void wait_for(int group, uint64_t seq);
   void order_gm(int group, const Access& a, bool write, uint64_t seq);
@@ -74,6 +83,8 @@ class ValueExecutor {
   std::vector<Group> groups_;
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<std::vector<Page>> pages_;  // per GM tensor; empty where never written
+  const std::atomic<bool>* cancel_;
+  std::atomic<bool> skipped_ = false;
 };
 
 }  // namespace tilepipe::sim

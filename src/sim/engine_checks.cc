@@ -1,0 +1,235 @@
+// The engine's run-time errors and end-of-run checks (class Engine, engine.h): bounds,
+// flag ids, the cycle and wall-clock budgets and the cancel flag; deadlocks and unmatched
+// flags at a block's or the kernel's end; the physical invariants of every timed run.
+#include <fmt/format.h>
+
+#include <map>
+#include <string>
+
+#include "engine.h"
+
+namespace tilepipe::sim {
+
+void Engine::fail(const ir::Loc& loc, const std::string& kind, std::string msg, std::string hint) {
+  throw UserError(Diagnostic{loc, kind, std::move(msg), {}, std::move(hint)});
+}
+
+std::string Engine::where(const Core& c) const {
+  std::string s = c.stats.name;
+  if (c.prog->num_slots > 2 || p_.block_num > 0) s += fmt::format(" (cid={})", c.slots[0]);
+  return s;
+}
+
+std::string Engine::loop_state(const Core& c) const {
+  std::string s = fmt::format("{}, cid={}", c.stats.name, c.slots[0]);
+  for (const auto& f : c.stack)
+    if (f.loop)
+      s +=
+          fmt::format(", loop@{}={}", f.loop->loc.line, c.slots[static_cast<size_t>(f.loop->slot)]);
+  return s;
+}
+
+void Engine::slice_out_of_bounds(const Core& c, const lower::AccessTemplate& a,
+                                 const lower::OpTemplate& t, int d, int64_t s) {
+  fail(t.loc, "slice-bounds",
+       fmt::format("{}: slice of '{}' dimension {} covers [{}, {}) but the dimension has {} "
+                   "elements (at {})",
+                   t.name, a.buffer->name, d, s, s + a.extent[d], a.dim[d], loop_state(c)),
+       "clamp the start or the loop bounds so every tile stays inside the buffer");
+}
+
+void Engine::bad_flag_id(const Core& c, const lower::OpTemplate& t, int64_t id) {
+  fail(t.loc, "flag-id",
+       fmt::format("{} id evaluates to {} (at {}); ids are 0..{}", t.name, id, loop_state(c),
+                   flag_ids(t) - 1),
+       "keep event ids inside the per-pipe-pair range");
+}
+
+void Engine::interrupted(double t) {
+  fail({}, "interrupted", fmt::format("simulation interrupted (Ctrl-C) at cycle {:.0f}", t), "");
+}
+
+/// The run's limits outside simulated time: the cancel flag, the wall-clock budget.
+void Engine::check_limits(std::chrono::steady_clock::time_point started, double t) {
+  if (cancelled()) interrupted(t);
+  if (opts_.max_wall_s <= 0) return;
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (wall > opts_.max_wall_s)
+    fail({}, "wall-budget",
+         fmt::format("the simulation ran {:.1f} s of wall-clock time, past its budget of {:g} "
+                     "s, at cycle {:.0f}",
+                     wall, opts_.max_wall_s, t),
+         "raise the budget (--max-wall-s), run a smaller shape, or use --mode timing");
+}
+
+void Engine::over_budget(const Core& c, const lower::OpTemplate& t, double end) {
+  fail(t.loc, "cycle-budget",
+       fmt::format("{}: {} would end at cycle {:.0f}, past the cycle budget of {:.0f}",
+                   c.stats.name, t.name, end, opts_.max_cycles),
+       "raise the budget (--max-cycles) or check for a loop that does not end");
+}
+
+/// Physical invariants of every timed run (docs/simulator.md, "Invariants"). The
+/// tolerance absorbs floating-point summation only.
+void Engine::check_invariants(const SimResult& r) const {
+  const double span = r.cycles * (1 + 1e-9) + 1e-6;
+  auto broken = [&](const std::string& what) {
+    throw InvariantError(fmt::format(
+        "simulator invariant violated: {} (run of {:.0f} cycles{})", what, r.cycles,
+        r.fast_forward.jumps ? fmt::format(", {} fast-forward jump(s)", r.fast_forward.jumps)
+                             : ""));
+  };
+  for (const CoreStats& c : r.cores) {
+    for (int p = 0; p < kPipes; ++p) {
+      const PipeStats& st = c.pipes[static_cast<size_t>(p)];
+      const char* pipe = ir::to_string(static_cast<Pipe>(p));
+      // Roofline: no pipe does more work than the run has cycles.
+      if (st.busy_cycles > span)
+        broken(fmt::format("roofline: {} {} busy {:.0f} cycles > the run's span", c.name, pipe,
+                           st.busy_cycles));
+      if (static_cast<Pipe>(p) != Pipe::S &&
+          st.busy_cycles + st.wait_flag_cycles + st.wait_dep_cycles > span)
+        broken(
+            fmt::format("pipe time: {} {} busy + wait-flag + wait-dep = {:.0f} + {:.0f} + "
+                        "{:.0f} cycles > the run's span",
+                        c.name, pipe, st.busy_cycles, st.wait_flag_cycles, st.wait_dep_cycles));
+    }
+  }
+  // The die's shared memory system: HBM and L2 bytes at most at their peak rates.
+  if (r.gm_bytes_hbm / chip_.hbm_bw > span)
+    broken(fmt::format("roofline: HBM moved {:.0f} bytes, more than {:.0f} B/cycle allows",
+                       r.gm_bytes_hbm, chip_.hbm_bw));
+  if (r.gm_bytes_l2 / chip_.l2_bw > span)
+    broken(fmt::format("roofline: L2 served {:.0f} bytes, more than {:.0f} B/cycle allows",
+                       r.gm_bytes_l2, chip_.l2_bw));
+}
+
+std::string Engine::flag_state(const LastSet& s) const {
+  if (s.time < 0) return "never set";
+  return fmt::format("last set at cycle {:.0f} ({})", s.time, s.loc->str());
+}
+
+void Engine::check_finished() {
+  std::vector<Diagnostic> diags;
+  for (const auto& c : cores_) {
+    if (c.has_pending) {
+      const auto& t = *c.pending.t;
+      std::string what;
+      if (t.op == Opcode::WaitCross) {
+        const CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
+        size_t id = static_cast<size_t>(c.pending.flag_id);
+        const LastSet& ls =
+            c.kind == CoreKind::V ? x.c2v[static_cast<size_t>(c.vid)][id].last : x.v2c[0][id].last;
+        what = fmt::format("wait_cross_flag #{} forever; {}", c.pending.flag_id, flag_state(ls));
+      } else {
+        what = fmt::format(
+            "scalar waits {}->S #{} forever; {}", ir::to_string(t.flag_src), c.pending.flag_id,
+            flag_state(c.flags[flag_key(t.flag_src, t.flag_dst, c.pending.flag_id)].last));
+      }
+      diags.push_back({t.loc,
+                       "deadlock",
+                       fmt::format("deadlock: {}: {} ({})", where(c), what, loop_state(c)),
+                       {},
+                       {}});
+    }
+    for (int p = 0; p < kPipes; ++p) {
+      const auto& q = c.pipes[static_cast<size_t>(p)].queue;
+      if (q.empty()) continue;
+      const Instr& h = q.front();
+      const auto& t = *h.t;
+      diags.push_back(
+          {t.loc,
+           "deadlock",
+           fmt::format("deadlock: {}: {} waits {}->{} #{} forever; {}; {} more instruction(s) "
+                       "queued behind it",
+                       c.stats.name, ir::to_string(static_cast<Pipe>(p)), ir::to_string(t.flag_src),
+                       ir::to_string(t.flag_dst), h.flag_id,
+                       flag_state(c.flags[flag_key(t.flag_src, t.flag_dst, h.flag_id)].last),
+                       q.size() - 1),
+           {},
+           {}});
+    }
+  }
+  if (!diags.empty()) {
+    diags.front().hint =
+        "every wait needs a matching set that is issued before or independently of it; "
+        "check the set on the path that did not run";
+    throw UserError(std::move(diags));
+  }
+  // A set that no wait consumed leaves the flag up for the next kernel: report it.
+  for (const auto& c : cores_) unmatched_flags(c, "the kernel ends", diags);
+  for (size_t ai = 0; ai < cross_.size(); ++ai) unmatched_cross(ai, "the kernel ends", diags);
+  if (!diags.empty()) throw UserError(merge_across_cores(std::move(diags)));
+}
+
+/// Core c's flags that are still set at `when` ("the kernel ends", or the end of a block:
+/// flags do not carry over to the next one).
+void Engine::unmatched_flags(const Core& c, const std::string& when,
+                             std::vector<Diagnostic>& diags) const {
+  for (size_t k = 0; k < c.flags.size(); ++k) {
+    const auto& q = c.flags[k].sets;
+    if (q.empty()) continue;
+    const auto& r = q.front();
+    size_t id = k % static_cast<size_t>(chip_.event_ids);
+    size_t pair = k / static_cast<size_t>(chip_.event_ids);
+    diags.push_back(
+        {r.op->loc,
+         "unmatched-flag",
+         fmt::format("{}: flag {}->{} #{} is still set when {} ({} set(s) never "
+                     "waited on)",
+                     c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
+                     ir::to_string(static_cast<Pipe>(pair % kPipes)), id, when, q.size()),
+         {},
+         "drain every outstanding set with a matching wait_flag at the end"});
+  }
+}
+
+/// AI core ai's cross-core sets that no wait consumed by `when`.
+void Engine::unmatched_cross(size_t ai, const std::string& when,
+                             std::vector<Diagnostic>& diags) const {
+  if (p_.aiv.empty() || p_.aic.empty()) return;
+  for (size_t v = 0; v < 2; ++v) {
+    for (size_t id = 0; id < cross_[ai].c2v[v].size(); ++id) {
+      for (bool c2v : {true, false}) {
+        const auto& q = (c2v ? cross_[ai].c2v[v] : cross_[ai].v2c[v])[id].sets;
+        if (q.empty()) continue;
+        diags.push_back({q.front().op->loc,
+                         "unmatched-flag",
+                         fmt::format("core{}: cross-core flag #{} ({} AIV{}) has {} set(s) "
+                                     "never waited on when {}",
+                                     ai, id, c2v ? "AIC ->" : "AIC <-", v, q.size(), when),
+                         {},
+                         "make the number of set_cross_flag and wait_cross_flag calls equal "
+                         "on every path"});
+      }
+    }
+  }
+}
+
+/// One diagnostic per source site and message: the same unmatched flag on 48 cores is
+/// one bug, reported once with the number of cores.
+std::vector<Diagnostic> Engine::merge_across_cores(std::vector<Diagnostic> diags) {
+  std::vector<Diagnostic> out;
+  std::map<std::string, std::pair<size_t, int>> seen;  // key -> (index in out, cores)
+  for (auto& d : diags) {
+    auto colon = d.message.find(": ");
+    std::string rest = colon == std::string::npos ? d.message : d.message.substr(colon);
+    std::string key = d.loc.str() + rest;
+    auto it = seen.find(key);
+    if (it == seen.end()) {
+      seen[key] = {out.size(), 1};
+      out.push_back(std::move(d));
+    } else {
+      ++it->second.second;
+    }
+  }
+  for (auto& [key, v] : seen) {
+    if (v.second < 2) continue;
+    auto& m = out[v.first].message;
+    auto colon = m.find(": ");
+    m.insert(colon, fmt::format(" and {} more core(s)", v.second - 1));
+  }
+  return out;
+}
+
+}  // namespace tilepipe::sim

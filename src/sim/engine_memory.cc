@@ -1,0 +1,195 @@
+// The engine's memory system (class Engine, engine.h): GM and local memories and their
+// values (host data in, the value executor, the scalar unit's loads), and the bytes a GM
+// copy moves: which L2 serves and which HBM, its DMA bursts (touch_gm; the L2 model and the
+// bandwidth ledgers are bandwidth.h, the copy's time on them is gm_transfer in engine.cc).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "engine.h"
+#include "tilepipe/numeric.h"
+
+namespace tilepipe::sim {
+
+void Engine::setup_memory() {
+  gm_.resize(p_.gm.size());
+  for (size_t i = 0; i < p_.gm.size(); ++i) {
+    const auto& b = *p_.gm[i].buffer;
+    // Timing mode carries no values, except what scalar loads read: addresses and
+    // branches that depend on data must follow the real data.
+    if (!functional_ && !p_.gm[i].scalar_read) continue;
+    gm_[i].assign(static_cast<size_t>(b.bytes()), 0);
+    if (!io_) continue;
+    auto it = io_->find(b.name);
+    if (it == io_->end()) continue;
+    if (static_cast<int64_t>(it->second.size()) != b.elements()) {
+      throw UserError(Diagnostic{b.loc,
+                                 "host-data",
+                                 fmt::format("host data for '{}' has {} values; the tensor has {}",
+                                             b.name, it->second.size(), b.elements()),
+                                 {},
+                                 "pass exactly one value per element"});
+    }
+    int eb = ir::dtype_bytes(b.dtype);
+    for (size_t e = 0; e < it->second.size(); ++e)
+      store_elem(b.dtype, gm_[i].data() + e * static_cast<size_t>(eb), it->second[e]);
+    // collect() writes every tensor back: the host copy is not needed until then (at
+    // 8 bytes a value it is the run's largest memory).
+    if (functional_) std::vector<double>().swap(it->second);
+  }
+}
+
+/// Where functional values are applied: on worker threads (values.h), or in line.
+void Engine::setup_values() {
+  int threads = 0;
+  if (functional_) {
+    threads = opts_.value_threads;
+    if (threads < 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  std::vector<int64_t> written(p_.gm.size(), 0);
+  for (const auto* prog : {&p_.aic, &p_.aiv})
+    for (const auto& t : prog->instrs)
+      if (t.num_acc > 0 && t.acc[0].scope == ir::Scope::GM)
+        written[static_cast<size_t>(t.acc[0].gm_index)] =
+            p_.gm[static_cast<size_t>(t.acc[0].gm_index)].buffer->bytes();
+  values_exec_ = std::make_unique<ValueExecutor>(static_cast<int>(cross_.size()), threads, written,
+                                                 opts_.cancel);
+}
+
+/// First byte of an operand's buffer, or null where this run keeps no values.
+uint8_t* Engine::memory(Core& c, const lower::AccessTemplate& a) {
+  if (!values_) return nullptr;
+  auto& m = a.scope == ir::Scope::GM ? gm_[static_cast<size_t>(a.gm_index)]
+                                     : c.local[static_cast<size_t>(a.scope)];
+  if (m.empty()) return nullptr;
+  return m.data() + (a.scope == ir::Scope::GM ? 0 : a.base_bytes);
+}
+
+int64_t Engine::scalar_load(Core& c, const lower::LoadSite& site, const int64_t* index) {
+  const auto& a = site.acc;
+  int64_t off = 0;
+  for (int d = 0; d < a.rank; ++d) {
+    if (index[d] < 0 || index[d] >= a.dim[d]) {
+      std::vector<int64_t> idx(index, index + a.rank);
+      fail(site.op.loc, "slice-bounds",
+           fmt::format("load of '{}' at [{}]: index {} of dimension {} is outside [0, {}) (at "
+                       "{})",
+                       a.buffer->name, fmt::join(idx, ", "), index[d], d, a.dim[d], loop_state(c)),
+           "guard the load with the index's validity (e.g. select(idx >= 0, idx, 0)) or "
+           "clamp it into the tensor");
+    }
+    off += index[d] * a.stride[d];
+  }
+  bool gm = a.scope == ir::Scope::GM;
+  if (gm) {
+    bool hit = c.dcache.read(a.gm_index, off * ir::dtype_bytes(a.dtype));
+    ++c.tally.scalar_loads.reads;
+    c.tally.scalar_loads.misses += hit ? 0 : 1;
+    scalar(c, hit ? chip_.scalar_dcache_hit_cycles : chip_.scalar_load_cycles);
+  } else {
+    scalar(c, chip_.scalar_op_cycles);
+  }
+  Access acc;
+  acc.t = &a;
+  acc.offset = off;
+  acc.mem = memory(c, a);
+  if (!gm) drain_values(c);  // GM loads read inputs, which nothing writes
+  if (race_ && !gm) {        // GM loads read inputs, which the verifier keeps read-only
+    Instr in;
+    in.t = &site.op;
+    in.s_clock = -1;
+    race_access(c, Pipe::S, in, acc, false);
+  }
+  return static_cast<int64_t>(load_elem(a.dtype, acc.mem + acc.offset * ir::dtype_bytes(a.dtype)));
+}
+
+/// Waits until core c's AI core has applied its values, which the engine then reads.
+void Engine::drain_values(const Core& c) {
+  values_exec_->drain(c.ai_core);
+  if (values_exec_->skipped()) interrupted(c.t);  // cancelled: the values are not the run's
+}
+
+/// The address-dependent part of a GM copy: which bytes L2 serves and which HBM (marking
+/// them resident), and which MTE2 bytes re-read an input range this core read before.
+/// `a` is the copy's GM operand (gm_operand) resolved.
+GmWork Engine::touch_gm(const lower::OpTemplate& t, const Access& a, L2Residency& l2,
+                        ReadRanges& ranges) {
+  const bool read = t.acc[1].scope == ir::Scope::GM;
+  const lower::AccessTemplate& g = *a.t;
+  GmWork w;
+  bool track = read && t.pipe == Pipe::MTE2 && !p_.gm[static_cast<size_t>(g.gm_index)].workspace;
+  RangeSet* seen = track ? &ranges[g.gm_index] : nullptr;
+  int64_t miss = 0, hit = 0, again = 0;
+  // Adjacent runs are one contiguous range: one L2 touch where they meet on a line boundary
+  // (L2Residency::touch), one read-range update, one DMA burst.
+  int64_t l2_lo = 0, l2_len = 0, l2_row = 0;
+  auto touch_l2 = [&] {
+    if (l2_len == 0) return;
+    auto [mi, h] = l2.touch(g.gm_index, l2_lo, l2_lo + l2_len, l2_row);
+    miss += mi;
+    hit += h;
+  };
+  // DMA efficiency (docs/simulator.md): each contiguous run costs at least a minimum
+  // burst, a long run off the full-bandwidth alignment streams slower.
+  int64_t run_lo = 0, run_len = 0;
+  double charged = 0;
+  auto burst = [&] {
+    if (run_len == 0) return;
+    if (track) again += seen->add(run_lo, run_lo + run_len);
+    double b = std::max(static_cast<double>(run_len), chip_.dma_min_burst_bytes);
+    if (run_len >= chip_.dma_full_bw_align && run_lo % chip_.dma_full_bw_align != 0)
+      b /= chip_.dma_misaligned_factor;
+    charged += b;
+  };
+  auto l2_piece = [&](int64_t lo, int64_t len) {
+    if (lo != l2_lo + l2_len || lo % l2.line_bytes() != 0) {
+      touch_l2();
+      l2_lo = lo;
+      l2_len = 0;
+    }
+    l2_len += len;
+  };
+  const int64_t line = l2.line_bytes();
+  for_each_span<true>(a, [&](int64_t lo, int64_t len, int64_t row) {
+    l2_row = row;  // the same for every span of the access
+    if (lo != run_lo + run_len) {
+      burst();
+      run_lo = lo;
+      run_len = 0;
+    }
+    run_len += len;
+    if (lo % line == 0 && row % line == 0) {  // its rows meet on line boundaries
+      l2_piece(lo, len);
+      return;
+    }
+    for (int64_t r = lo; r < lo + len; r += row) l2_piece(r, row);
+  });
+  burst();
+  touch_l2();
+  if (t.pipe == Pipe::MTE2 && t.acc[0].scope == ir::Scope::L1)
+    charged /= chip_.dma_nd2nz_efficiency;
+  if (!read) {  // writes land in L2 (write-back); the die's L2 bandwidth is shared
+    hit += miss;
+    miss = 0;
+  }
+  w.hbm = static_cast<double>(miss);
+  w.l2 = static_cast<double>(hit);
+  w.reloaded = static_cast<double>(again);
+  w.charged = charged;
+  w.transfers = 1;
+  return w;
+}
+
+/// Applies an instruction's effect on the values (execute), its operands' memory found
+/// here: resolve leaves it out, since most runs keep no values.
+void Engine::execute_values(Core& c, const Instr& in) {
+  Instr v = in;
+  for (int i = 0; i < in.t->num_acc; ++i) {
+    Access& a = v.acc[static_cast<size_t>(i)];
+    a.mem = memory(c, *a.t);
+  }
+  values_exec_->submit(c.ai_core, v);
+}
+
+}  // namespace tilepipe::sim
