@@ -11,7 +11,8 @@
 #include <string>
 #include <thread>
 
-#include "harness.h"
+#include "registry.h"
+#include "tilepipe/driver.h"
 #include "tilepipe/sim.h"
 
 namespace {
@@ -19,21 +20,21 @@ namespace {
 using namespace tilepipe;
 using Clock = std::chrono::steady_clock;
 
-/// Calls `fn` with kernel `name`'s lowered program on the a3 chip (the harness's own run of
+/// Calls `fn` with kernel `name`'s lowered program on the a3 chip (the driver's own run of
 /// it is skipped).
 void with_program(const std::string& name, const std::map<std::string, std::string>& params,
                   const std::function<void(const lower::LoweredProgram&, const ChipConfig&)>& fn) {
   const ChipConfig chip = load_chip_config("a3");
   const auto& k = kernels::find_kernel(name);
-  kernels::RunRequest req;
-  req.params = kernels::resolve_params(k, params);
+  driver::RunRequest req;
+  req.params = driver::resolve_params(k, params);
   req.mode = sim::Mode::Timing;
   struct Done {};
   req.on_lowered = [&](const lower::LoweredProgram& p) {
     fn(p, chip);
     throw Done{};
   };
-  EXPECT_THROW(kernels::run_kernel(k, req, chip), Done);
+  EXPECT_THROW(driver::run_kernel(k, req, chip), Done);
 }
 
 /// The message of `e`'s "interrupted" diagnostic, or "" (with a test failure) if it has none.

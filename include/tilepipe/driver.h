@@ -6,6 +6,7 @@
 // clients of this header (docs/architecture.md).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <optional>
@@ -127,7 +128,8 @@ struct RunRequest : CompileRequest {
   sim::Mode mode = sim::Mode::Functional;
   uint64_t seed = 1;
   double max_cycles = 1e13;
-  double max_wall_s = 0;  // wall-clock budget of the simulation (0: none)
+  double max_wall_s = 0;                      // wall-clock budget of the simulation (0: none)
+  const std::atomic<bool>* cancel = nullptr;  // raised: the run stops ("interrupted")
   bool detect_races = false;
   sim::FastForwardOptions fast_forward;  // timing mode: skip steady loop iterations
   sim::Observer* observer = nullptr;

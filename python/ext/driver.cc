@@ -7,6 +7,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <signal.h>
+
+#include <atomic>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -128,6 +131,59 @@ struct RunResult {
   bool exact = false;
 };
 
+/// Ctrl-C during a simulation. Python runs its SIGINT handler only between bytecodes, never
+/// while the GIL is released for a run, so a run installs its own: it raises the engine's
+/// cancel flag (sim::SimOptions::cancel, checked every few thousand steps) and the run ends
+/// as KeyboardInterrupt. The previous handler is back when the run returns.
+std::atomic<bool> g_sigint{false};
+
+extern "C" void on_sigint(int) {
+  g_sigint.store(true, std::memory_order_relaxed);
+}
+
+class SigintCancels {
+ public:
+  SigintCancels() {
+    g_sigint.store(false);
+    struct sigaction sa = {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    installed_ = sigaction(SIGINT, &sa, &old_) == 0;
+  }
+  SigintCancels(const SigintCancels&) = delete;
+  SigintCancels& operator=(const SigintCancels&) = delete;
+  ~SigintCancels() {
+    if (installed_) sigaction(SIGINT, &old_, nullptr);
+  }
+  const std::atomic<bool>* flag() const { return &g_sigint; }
+
+ private:
+  struct sigaction old_ = {};
+  bool installed_ = false;
+};
+
+/// Runs f(cancel) with the GIL released and Ctrl-C cancelling the simulations it starts: a
+/// run stopped by Ctrl-C raises KeyboardInterrupt, other errors go through guarded().
+template <class F>
+void cancellable(F&& f) {
+  SigintCancels sigint;
+  bool interrupted = false;
+  guarded([&] {
+    py::gil_scoped_release nogil;
+    try {
+      f(sigint.flag());
+    } catch (const UserError&) {
+      if (!sigint.flag()->load()) throw;
+      interrupted = true;
+    }
+  });
+  // A profile's what-if runs end quietly (as rejections) once the flag is up: still Ctrl-C.
+  if (interrupted || sigint.flag()->load()) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+}
+
 std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dict& inputs,
                                const std::string& mode, bool races, bool record, bool exact) {
   sim::HostData io = host_data(inputs);
@@ -142,8 +198,8 @@ std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dic
     r->recorder = std::make_shared<prof::Recorder>();
     opts.observer = r->recorder.get();
   }
-  guarded([&] {
-    py::gil_scoped_release nogil;
+  cancellable([&](const std::atomic<bool>* cancel) {
+    opts.cancel = cancel;
     auto t0 = std::chrono::steady_clock::now();
     r->sim = sim::simulate(c->c.lowered, c->chip, &io, opts);
     r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -200,8 +256,8 @@ py::tuple profile(const std::shared_ptr<Compiled>& c, const py::dict& inputs, bo
   driver::RunRequest req;
   req.mode = sim::Mode::Timing;
   std::string json_text, text;
-  guarded([&] {
-    py::gil_scoped_release nogil;
+  cancellable([&](const std::atomic<bool>* cancel) {
+    req.cancel = cancel;
     auto rep = driver::profile_kernel(k, req, c->chip, prof::load_rules(), verify);
     auto j = driver::profile_json(k, rep, req, c->chip);
     j["timeline"] = driver::timeline_json(rep.timeline, rep.core_names);

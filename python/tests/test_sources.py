@@ -127,3 +127,37 @@ def test_an_original_example_is_a_kernel_source():
         pytest.skip("corpus or binary missing")
     j = cli_json("profile", path, "--param", "m=256", "--param", "n=512", "--param", "k=256")
     assert j["params"] == {"k": 256, "m": 256, "n": 512} and j["cycles"] > 0
+
+
+def test_ctrl_c_stops_a_simulation_within_a_second(tmp_path):
+    """SIGINT while the GIL is released for a run: KeyboardInterrupt, promptly (issue 25)."""
+    import signal
+    import sys
+    import time
+
+    script = tmp_path / "long.py"
+    script.write_text(textwrap.dedent('''
+        import sys
+        import numpy as np
+        sys.path.insert(0, {tests!r})
+        from kernels import matmul
+        k = matmul(4096, 4096, 2048, 128, 128, 128)
+        a = np.ones((4096, 2048), np.float16)
+        b = np.ones((2048, 4096), np.float16)
+        print("start", flush=True)
+        try:
+            k(a, b)
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(130)
+        print("finished", flush=True)
+    ''').format(tests=os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), BUILD]))
+    p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
+    assert p.stdout.readline().strip() == "start"
+    time.sleep(1.0)
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, _ = p.communicate(timeout=30)
+    assert p.returncode == 130 and "interrupted" in out, (p.returncode, out)
+    assert time.monotonic() - t0 < 1.5

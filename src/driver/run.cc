@@ -119,6 +119,7 @@ RunReport run_kernel(const KernelSource& k, const RunRequest& req, const ChipCon
   opts.mode = req.mode;
   opts.max_cycles = req.max_cycles;
   opts.max_wall_s = req.max_wall_s;
+  opts.cancel = req.cancel;
   opts.observer = req.observer;
   opts.detect_races = req.detect_races;
   opts.whatif_no_barriers = req.whatif_no_barriers;
