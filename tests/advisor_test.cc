@@ -9,6 +9,7 @@
 #include <functional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "registry.h"
@@ -423,6 +424,38 @@ TEST(Tune, WorkersDoNotChangeTheResult) {
   auto r1 = tune::run({{"a", 1}, {"b", 1}}, tune_opts(1), f1.callbacks());
   auto r4 = tune::run({{"a", 1}, {"b", 1}}, tune_opts(4), f4.callbacks());
   EXPECT_EQ(tune::to_json(r1).dump(), tune::to_json(r4).dump());
+}
+
+/// An executor like a cluster's: starts every wanted config at once, reports them from
+/// another thread in reverse order.
+tune::Executor reversed_executor(const tune::Callbacks& cb, int* calls) {
+  return
+      [cb, calls](const std::vector<tune::Point>& points, const std::function<bool(size_t)>& wanted,
+                  const std::function<void(size_t, const tune::Simulated&)>& done) {
+        ++*calls;
+        std::vector<size_t> started;
+        for (size_t k = 0; k < points.size(); ++k)
+          if (wanted(k)) started.push_back(k);
+        std::thread remote([&] {
+          for (auto it = started.rbegin(); it != started.rend(); ++it)
+            done(*it, cb.simulate(points[*it]));
+        });
+        remote.join();
+      };
+}
+
+TEST(Tune, AnExecutorGivesTheLocalResult) {
+  for (std::string strategy : {"grid", "coord"}) {
+    FakeTune local, remote;
+    auto o = tune_opts(2);
+    o.strategy = strategy;
+    auto r1 = tune::run({{"a", 2}, {"b", 2}}, o, local.callbacks());
+    int calls = 0;
+    o.executor = reversed_executor(remote.callbacks(), &calls);
+    auto r2 = tune::run({{"a", 2}, {"b", 2}}, o, remote.callbacks());
+    EXPECT_GT(calls, 0) << strategy;
+    EXPECT_EQ(tune::to_json(r1).dump(), tune::to_json(r2).dump()) << strategy;
+  }
 }
 
 TEST(Tune, CacheServesTheSecondRun) {

@@ -132,5 +132,41 @@ TEST(Driver, ListingTheSyncsOfAnAutomaticKernelListsThoseThePassesInserted) {
   EXPECT_GT(cross, 0);
 }
 
+// A worker's evaluation of a tuning config (tune --scheduler) is the local search's own.
+TEST(Driver, AWorkersEvaluationIsTheLocalSimulation) {
+  auto k = auto_vadd_source(std::nullopt);
+  k.name = "remote_vadd";
+  driver::register_kernel(k);
+  driver::RunRequest base;
+  base.variant = driver::resolve_variant(k, "");
+  base.params = driver::resolve_params(k, {});
+  base.mode = sim::Mode::Timing;
+  const std::string text = driver::chip_config_text("a3");
+  driver::TuneJob job{"remote_vadd", base.variant, base.params, text, "a3.json"};
+  for (int64_t n : {8192, 16384}) {
+    tune::Point p = {{"N", n}};
+    auto local = driver::tune_callbacks(k, base, a3(), text).simulate(p);
+    auto remote = driver::evaluate(job, p);
+    EXPECT_TRUE(remote.ok) << remote.reason;
+    EXPECT_EQ(remote.cycles, local.cycles);
+    EXPECT_EQ(remote.bound, local.bound);
+  }
+  // What the worker cannot reach is bad input, not a rejected config.
+  job.spec = "no_such_kernel";
+  EXPECT_THROW(driver::evaluate(job, {}), driver::ParamError);
+  job.spec = "remote_vadd";
+  job.chip_text = "{}";
+  EXPECT_THROW(driver::evaluate(job, {}), driver::ParamError);
+}
+
+TEST(Driver, ASchedulerNeedsAConnector) {
+  try {
+    driver::connect_scheduler("tcp://127.0.0.1:8786", {});
+    FAIL() << "no connector is registered in the C++ tests";
+  } catch (const driver::ParamError& e) {
+    EXPECT_NE(e.message.find("--scheduler tcp://127.0.0.1:8786"), std::string::npos) << e.message;
+  }
+}
+
 }  // namespace
 }  // namespace tilepipe

@@ -137,7 +137,11 @@ int cmd_tune(const TuneArgs& a) {
   o.us_per_cycle = chip.us_per_cycle();
   o.error_band_pct = rules_from("").error_band_pct;
   o.progress = true;
-  auto cb = driver::tune_callbacks(k, base, chip, driver::chip_config_text(a.chip));
+  std::string chip_text = driver::chip_config_text(a.chip);
+  auto cb = driver::tune_callbacks(k, base, chip, chip_text);
+  if (!a.scheduler.empty())
+    o.executor = driver::connect_scheduler(
+        a.scheduler, {a.kernel, base.variant, base.params, chip_text, chip_config_path(a.chip)});
   auto t0 = std::chrono::steady_clock::now();
   tune::Point start;
   for (const auto& [n, v] : base.params) start[n] = v;
@@ -180,6 +184,7 @@ int cmd_tune(const TuneArgs& a) {
   for (auto it = body.begin(); it != body.end(); ++it)
     if (it.key() != "best" && it.key() != "best_time_us") out[it.key()] = it.value();
   out["cache_dir"] = o.cache_dir;
+  if (!a.scheduler.empty()) out["scheduler"] = a.scheduler;
   out["wall_s"] = wall;
   std::string vs_default =
       def.best_time_us ? fmt::format("default {:.1f} us; speedup {:.3f}x", *def.best_time_us,
@@ -188,9 +193,10 @@ int cmd_tune(const TuneArgs& a) {
                                      def.configs.empty() ? "not evaluated" : def.configs[0].reason);
   std::string text = fmt::format(
       "{} tune ({}, {} configs): best {} = {:.1f} us; {}\n"
-      "  simulated {}, cached {}, pruned {}, rejected {}, skipped {}; {:.1f} s\n",
+      "  simulated {}, cached {}, pruned {}, rejected {}, skipped {}; {:.1f} s{}\n",
       driver::label(k, base.variant), o.strategy, r.configs.size(), json(r.best).dump(),
-      *r.best_time_us, vs_default, r.simulated, r.cached, r.pruned, r.rejected, r.skipped, wall);
+      *r.best_time_us, vs_default, r.simulated, r.cached, r.pruned, r.rejected, r.skipped, wall,
+      a.scheduler.empty() ? "" : " on the cluster at " + a.scheduler);
   if (!a.html.empty()) {
     json doc = {{"title", driver::label(k, base.variant) + " tuning"}, {"tune", out}};
     write(a.html, prof::html_report(doc));

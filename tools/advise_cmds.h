@@ -24,6 +24,7 @@ int cmd_profile(const ProfileArgs& a);
 
 struct TuneArgs {
   std::string kernel, variant, chip = "a3", strategy = "grid", cache_dir, html;
+  std::string scheduler;  // a cluster's address (driver::connect_scheduler); "" = local threads
   std::map<std::string, std::string> params;
   std::vector<std::string> space;
   int jobs = 0, max_evals = 0;

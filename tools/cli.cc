@@ -491,6 +491,9 @@ int tilepipe::cli::main(int argc, char** argv) {
                    "result cache (default $XDG_CACHE_HOME/tilepipe/tune, else out/.tune-cache)");
   tune->add_flag("--no-cache", tune_args.no_cache, "do not read or write the cache");
   tune->add_option("--html", tune_args.html, "write an HTML report with the heat map");
+  tune->add_option("--scheduler", tune_args.scheduler,
+                   "simulate the configs on a Dask cluster: its scheduler's address, "
+                   "tcp://HOST:PORT (default: local threads)");
   tune->add_flag("--json", tune_args.json, "print one JSON object on stdout");
 
   // Listed for --help only: main() hands `run-py` to Python before parsing.

@@ -5,6 +5,8 @@
 //   tilepipe run-py FILE.py [args...]    the script itself (python3 -m tilepipe FILE.py ...)
 //   tilepipe VERB FILE.py[:kernel] ...   the same command line with a Python file as the
 //                                        kernel source (python3 -m tilepipe.cli VERB ...)
+//   tilepipe tune ... --scheduler ADDR   the same command line with the configs simulated on
+//                                        a Dask cluster (python3 -m tilepipe.cli tune ...)
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -27,6 +29,14 @@ using namespace tilepipe;
 bool is_python_source(const std::string& arg) {
   static const std::regex spec(R"(.*\.py(:[A-Za-z_][A-Za-z_0-9]*)?)");
   return !arg.empty() && arg[0] != '-' && std::regex_match(arg, spec);
+}
+
+/// `tune ... --scheduler ADDR`: the Dask executor lives in the Python module.
+bool wants_cluster(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) != "tune") return false;
+  for (int i = 2; i < argc; ++i)
+    if (std::string a = argv[i]; a == "--scheduler" || a.rfind("--scheduler=", 0) == 0) return true;
+  return false;
 }
 
 /// Replaces this process with `python3 -m MODULE args...`; returns only on failure.
@@ -74,6 +84,9 @@ int main(int argc, char** argv) {
     if (is_python_source(argv[i]))
       return exec_python("tilepipe.cli", {argv + 1, argv + argc},
                          fmt::format("{} {}", argv[1], argv[i]), cli::json_requested(argc, argv));
+  if (wants_cluster(argc, argv))
+    return exec_python("tilepipe.cli", {argv + 1, argv + argc}, "tune --scheduler",
+                       cli::json_requested(argc, argv));
   kernels::register_all();
   return cli::main(argc, argv);
 }

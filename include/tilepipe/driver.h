@@ -251,6 +251,35 @@ std::string chip_config_text(const std::string& name_or_path);
 /// Default cache directory: $XDG_CACHE_HOME/tilepipe/tune if set, else out/.tune-cache.
 std::string default_cache_dir();
 
+// ---- tuning elsewhere: a worker's view of a search, and cluster executors ---------------
+
+/// What a worker needs to simulate configs of one search as tune_callbacks(k, base, chip,
+/// chip_text).simulate does, with nothing but the built-in kernels and the resolvers of its
+/// process: the kernel by spec, the chip by its config's text.
+struct TuneJob {
+  std::string spec;         // what find_kernel takes: a built-in name, a Python FILE.py[:NAME]
+  std::string variant;      // resolved (resolve_variant)
+  Params params;            // the base request's parameters (resolved)
+  std::string chip_text;    // the chip config's JSON (chip_config_text)
+  std::string chip_origin;  // its file, for messages
+};
+
+/// One config of `job` simulated through tune_callbacks(...).simulate: what a remote worker
+/// runs (python/ext: `_tilepipe.evaluate`). Throws ParamError for a kernel, variant or chip
+/// this process cannot reach; program errors come back as a rejection, as in a local run.
+tune::Simulated evaluate(const TuneJob& job, const tune::Point& p);
+/// The same with the kernel already found (find_kernel(job.spec)), e.g. kept across configs.
+tune::Simulated evaluate(const KernelSource& k, const TuneJob& job, const tune::Point& p);
+
+/// Makes the executor of `tune --scheduler ADDRESS` for one search: a front end that can
+/// reach a cluster registers one (the Python module: Dask distributed, python/tilepipe/
+/// cluster.py). Throws ParamError when the scheduler cannot be reached.
+using SchedulerConnector =
+    std::function<tune::Executor(const std::string& address, const TuneJob& job)>;
+void register_scheduler(SchedulerConnector c);
+/// The registered connector's executor; throws ParamError when none is registered.
+tune::Executor connect_scheduler(const std::string& address, const TuneJob& job);
+
 // ---- fast-forward against exact ---------------------------------------------------------
 
 struct Differential {

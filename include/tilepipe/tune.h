@@ -3,8 +3,10 @@
 // their roofline lower bound with branch-and-bound (a config whose lower bound exceeds the
 // best time so far cannot win and is not simulated), on parallel workers, through an
 // on-disk cache. Kernel-agnostic: the caller supplies "prepare" (build -> verify -> lower,
-// cache key, lower bound) and "simulate" callbacks. Results do not depend on the number of
-// workers: statuses are assigned as the sequential algorithm would.
+// cache key, lower bound) and "simulate" callbacks. The simulations go through an executor:
+// local threads by default, or one that sends them elsewhere (a cluster: driver.h's
+// connect_scheduler). Results do not depend on the number of workers nor on the executor:
+// statuses are assigned as the sequential algorithm would.
 #pragma once
 
 #include <cstdint>
@@ -32,10 +34,26 @@ struct Simulated {
   std::string bound;
 };
 
+/// Runs a search's simulations somewhere. `points` are in evaluation order; for each k in
+/// [0, points.size()), in that order, the executor asks `wanted(k)` just before starting
+/// config k (false: the config is not needed any more, e.g. pruned by a result that came
+/// in; nothing is reported for it), and reports the simulation of each started config once
+/// with `done(k, result)`, in any order and from any thread. It returns when every started
+/// config is reported, or throws (the search throws). `wanted` and `done` are thread-safe.
+/// Starting configs as workers free up (rather than all at once) keeps the pruning of the
+/// local run; which configs are simulated may differ, the results do not.
+using Executor =
+    std::function<void(const std::vector<Point>& points, const std::function<bool(size_t)>& wanted,
+                       const std::function<void(size_t, const Simulated&)>& done)>;
+
+/// The default executor: `simulate` on `jobs` threads (at least one).
+Executor local_executor(int jobs, std::function<Simulated(const Point&)> simulate);
+
 struct Options {
   std::vector<std::pair<std::string, std::vector<int64_t>>> space;  // in --space order
   std::string strategy = "grid";                                    // or "coord"
-  int jobs = 1;
+  int jobs = 1;           // threads of prepare / lower bound, and of the default executor
+  Executor executor;      // empty: local_executor(jobs, callbacks.simulate)
   int max_evals = 0;      // 0 = no limit
   std::string cache_dir;  // "" = no cache
   double us_per_cycle = 1;

@@ -2,11 +2,13 @@
 // built is a driver source (its program and pass configs, the caller's arrays as inputs), so
 // compile, profile, advice and the HTML report are the CLI's own; Python files become kernel
 // sources of the command line through a resolver written in Python (python/tilepipe/
-// sources.py), and cli_main runs the tilepipe command line itself.
+// sources.py), and cli_main runs the tilepipe command line itself. Tuning on a cluster: the
+// workers' entry (evaluate) and the executor of `tune --scheduler` (python/tilepipe/cluster.py).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <fmt/format.h>
 #include <signal.h>
 
 #include <atomic>
@@ -14,6 +16,9 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -376,10 +381,15 @@ void register_resolver(const py::object& resolve) {
   });
 }
 
+void register_builtins() {
+  static std::once_flag once;
+  std::call_once(once, [] { kernels::register_all(); });
+}
+
 /// The tilepipe command line, built-in kernels registered: `argv` as the binary's (argv[0] is
 /// the program name). Returns the exit code.
 int cli_main(const std::vector<std::string>& argv) {
-  kernels::register_all();
+  register_builtins();
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -387,6 +397,126 @@ int cli_main(const std::vector<std::string>& argv) {
   int rc = cli::main(static_cast<int>(argv.size()), args.data());
   std::cout.flush();
   return rc;
+}
+
+/// cli_main with what it prints on stdout returned instead of printed: (exit code, text).
+/// One at a time (stdout is the process's).
+py::tuple cli_capture(const std::vector<std::string>& argv) {
+  static std::mutex mu;
+  std::ostringstream out;
+  int rc = 0;
+  {
+    py::gil_scoped_release nogil;
+    std::lock_guard<std::mutex> lock(mu);
+    std::streambuf* old = std::cout.rdbuf(out.rdbuf());
+    try {
+      py::gil_scoped_acquire gil;
+      rc = cli_main(argv);
+    } catch (...) {
+      std::cout.rdbuf(old);
+      throw;
+    }
+    std::cout.rdbuf(old);
+  }
+  return py::make_tuple(rc, out.str());
+}
+
+// ---- tuning on a cluster (python/tilepipe/cluster.py) ----
+
+driver::TuneJob tune_job(const py::dict& j) {
+  return {j["spec"].cast<std::string>(), j["variant"].cast<std::string>(),
+          j["params"].cast<driver::Params>(), j["chip_text"].cast<std::string>(),
+          j["chip_origin"].cast<std::string>()};
+}
+
+py::dict job_dict(const driver::TuneJob& job) {
+  py::dict j;
+  j["spec"] = job.spec;
+  j["variant"] = job.variant;
+  j["params"] = job.params;
+  j["chip_text"] = job.chip_text;
+  j["chip_origin"] = job.chip_origin;
+  return j;
+}
+
+py::tuple simulated_tuple(const tune::Simulated& s) {
+  return py::make_tuple(s.ok, s.reason, s.cycles, s.bound);
+}
+
+tune::Simulated simulated_from(const py::handle& t) {
+  auto x = t.cast<py::tuple>();
+  if (x.size() != 4) throw std::invalid_argument("a result is (ok, reason, cycles, bound)");
+  return {x[0].cast<bool>(), x[1].cast<std::string>(), x[2].cast<double>(),
+          x[3].cast<std::string>()};
+}
+
+/// A worker's entry: one config of a search, as the local search simulates it; returns (ok,
+/// reason, cycles, bound). The kernel is resolved once per spec and `search` (an id of the
+/// search: a file edited between two searches is loaded again).
+py::tuple evaluate(const py::dict& job_d, const tune::Point& p, const std::string& search) {
+  register_builtins();
+  driver::TuneJob job = tune_job(job_d);
+  tune::Simulated s;
+  try {
+    py::gil_scoped_release nogil;
+    // Resolved sources of the latest searches (leaked: they may hold Python objects).
+    static auto* mu = new std::mutex;
+    static auto* sources = new std::vector<std::pair<std::string, driver::KernelSource>>;
+    std::string id = job.spec + "\n" + search;
+    std::optional<driver::KernelSource> k;
+    {
+      std::lock_guard<std::mutex> lock(*mu);
+      for (const auto& [key, src] : *sources)
+        if (key == id) k = src;
+    }
+    if (!k) {
+      k = driver::find_kernel(job.spec);
+      std::lock_guard<std::mutex> lock(*mu);
+      sources->emplace_back(id, *k);
+      if (sources->size() > 4) sources->erase(sources->begin());
+    }
+    s = driver::evaluate(*k, job, p);
+  } catch (const driver::ParamError& e) {
+    throw py::value_error(e.message);
+  }
+  return simulated_tuple(s);
+}
+
+/// `connect(address, job)` (called for each search of `tune --scheduler ADDRESS`) returns
+/// an executor, `executor(points, wanted, done)`: tune::Executor with each result reported as
+/// `done(k, (ok, reason, cycles, bound))`. Python errors become bad input naming the address.
+void register_scheduler(const py::object& connect) {
+  auto ref = std::make_shared<PyRef>(connect);
+  driver::register_scheduler(
+      [ref](const std::string& address, const driver::TuneJob& job) -> tune::Executor {
+        auto fail = [address](const py::error_already_set& e) {
+          py::object v = e.value();
+          std::string type = py::str(py::type::of(v).attr("__name__")).cast<std::string>();
+          std::string what = py::str(v).cast<std::string>();
+          return driver::ParamError{fmt::format("--scheduler {}: {}", address,
+                                                type == "ValueError" ? what : type + ": " + what)};
+        };
+        py::gil_scoped_acquire gil;
+        std::shared_ptr<PyRef> exec;
+        try {
+          exec = std::make_shared<PyRef>(ref->obj(address, job_dict(job)));
+        } catch (const py::error_already_set& e) {
+          throw fail(e);
+        }
+        return [exec, fail](const std::vector<tune::Point>& points,
+                            const std::function<bool(size_t)>& wanted,
+                            const std::function<void(size_t, const tune::Simulated&)>& done) {
+          py::gil_scoped_acquire gil;
+          py::cpp_function want([&wanted](size_t k) { return wanted(k); });
+          py::cpp_function report(
+              [&done](size_t k, const py::object& r) { done(k, simulated_from(r)); });
+          try {
+            exec->obj(py::cast(points), want, report);
+          } catch (const py::error_already_set& e) {
+            throw fail(e);
+          }
+        };
+      });
 }
 
 }  // namespace
@@ -415,6 +545,9 @@ void bind_driver(py::module_& m) {
         py::arg("html") = "");
   m.def("register_resolver", &register_resolver);
   m.def("cli_main", &cli_main);
+  m.def("cli_capture", &cli_capture);
+  m.def("evaluate", &evaluate, py::arg("job"), py::arg("point"), py::arg("search") = "");
+  m.def("register_scheduler", &register_scheduler);
 }
 
 }  // namespace tilepipe::ext

@@ -159,6 +159,16 @@ std::vector<Point> grid(const Point& base, const Options& o) {
 
 }  // namespace
 
+Executor local_executor(int jobs, std::function<Simulated(const Point&)> simulate) {
+  return [jobs, simulate = std::move(simulate)](
+             const std::vector<Point>& points, const std::function<bool(size_t)>& wanted,
+             const std::function<void(size_t, const Simulated&)>& done) {
+    parallel_for(points.size(), jobs, [&](size_t k) {
+      if (wanted(k)) done(k, simulate(points[k]));
+    });
+  };
+}
+
 std::string hash_hex(const std::string& text) {
   uint64_t h = 1469598103934665603ull;
   for (unsigned char c : text) {
@@ -218,11 +228,29 @@ Result run(const Point& base, const Options& o, const Callbacks& cb) {
       }
     });
   };
-  auto simulate = [&](Entry& e) {
-    if (e.have_sim) return;
-    e.sim = cb.simulate(e.params);
-    e.have_sim = true;
-    cache.store(e);
+  const Executor exec = o.executor ? o.executor : local_executor(o.jobs, cb.simulate);
+  // Simulates entries[todo[k]] through the executor: started in order when `wanted(k)`,
+  // each result stored (entry and cache) before `finished(k)` is told.
+  auto simulate = [&](const std::vector<size_t>& todo, const std::function<bool(size_t)>& wanted,
+                      const std::function<void(size_t)>& finished) {
+    std::vector<Point> points;
+    for (size_t i : todo) points.push_back(entries[i].params);
+    std::vector<char> reported(todo.size(), 0);
+    exec(points, wanted, [&](size_t k, const Simulated& s) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (k >= todo.size() || reported[k])
+          throw std::logic_error(
+              "tune: the executor reported a config twice or one it was not "
+              "given (this is a bug in tilepipe)");
+        reported[k] = 1;
+      }
+      Entry& e = entries[todo[k]];
+      e.sim = s;
+      e.have_sim = true;
+      cache.store(e);
+      finished(k);
+    });
   };
   auto find_or_add = [&](const Point& p) {
     for (size_t i = 0; i < entries.size(); ++i)
@@ -261,23 +289,36 @@ Result run(const Point& base, const Options& o, const Callbacks& cb) {
     // Branch and bound on workers: a config is skipped when a config earlier in the order
     // already beats its lower bound. Only earlier configs count, so the statuses below
     // equal the sequential algorithm's whatever the number of workers.
+    // A cached config needs no simulation; it is done from the start.
     std::vector<char> done(order.size(), 0);
-    parallel_for(order.size(), o.jobs, [&](size_t k) {
-      Entry& e = entries[order[k]];
+    for (size_t k = 0; k < order.size(); ++k)
+      if (entries[order[k]].have_sim) {
+        done[k] = 1;
+        prog.tick();
+      }
+    auto wanted = [&](size_t k) {
+      const Entry& e = entries[order[k]];
       double known = kInf;
       {
         std::lock_guard<std::mutex> lock(mu);
+        if (done[k]) return false;
         for (size_t j = 0; j < k; ++j)
           if (done[j] && entries[order[j]].sim.ok)
             known = std::min(known, entries[order[j]].sim.cycles);
+        if (!(e.lb > known)) return true;
+        done[k] = 1;
       }
-      if (!(e.lb > known)) simulate(e);
+      prog.tick();
+      return false;
+    };
+    auto finished = [&](size_t k) {
       {
         std::lock_guard<std::mutex> lock(mu);
         done[k] = 1;
       }
       prog.tick();
-    });
+    };
+    simulate(order, wanted, finished);
     double best = kInf;
     for (size_t k = 0; k < order.size(); ++k) {
       Entry& e = entries[order[k]];
@@ -320,13 +361,20 @@ Result run(const Point& base, const Options& o, const Callbacks& cb) {
           if (e.prep.ok) {
             cache.load(e);
             if (!e.have_lb) e.lb = cb.lower_bound(e.params), e.have_lb = true;
-            simulate(e);
-            e.status = !e.sim.ok ? "rejected" : e.from_cache ? "cached" : "simulated";
-          } else {
-            e.status = "rejected";
           }
-          prog.tick();
         });
+        std::vector<size_t> to_simulate;
+        for (size_t i : todo)
+          if (entries[i].prep.ok && !entries[i].have_sim)
+            to_simulate.push_back(i);
+          else
+            prog.tick();
+        simulate(
+            to_simulate, [](size_t) { return true; }, [&](size_t) { prog.tick(); });
+        for (size_t i : todo) {
+          Entry& e = entries[i];
+          e.status = !e.prep.ok || !e.sim.ok ? "rejected" : e.from_cache ? "cached" : "simulated";
+        }
         for (size_t i : line) {
           const Entry& e = entries[i];
           if (!e.have_sim || !e.sim.ok) continue;
@@ -351,7 +399,10 @@ Result run(const Point& base, const Options& o, const Callbacks& cb) {
     ConfigResult c;
     c.params = e.params;
     c.status = e.status;
-    c.reason = !e.prep.ok ? e.prep.reason : (e.have_sim && !e.sim.ok ? e.sim.reason : "");
+    // A pruned config may have been simulated (by a worker that started it before the
+    // result that prunes it came in): only a rejection has a reason.
+    c.reason =
+        !e.prep.ok ? e.prep.reason : (e.status == "rejected" && e.have_sim ? e.sim.reason : "");
     if (e.have_lb) c.lb_us = e.lb * o.us_per_cycle;
     bool counted = e.status == "simulated" || e.status == "cached";
     if (counted) {
