@@ -61,6 +61,45 @@ class TilepipeError(TilelangError):
 
 _ext.set_error_type(TilepipeError)
 
+_OWN_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d)
+                  + os.sep for d in ("tilelang", "tilepipe"))
+
+
+def is_own_file(path):
+    """A file of tilepipe's Python side (the front end, the runner and its host modules)."""
+    return os.path.abspath(path).startswith(_OWN_DIRS)
+
+
+def user_loc():
+    """(file, line) of the innermost caller outside tilepipe's own Python files, or None."""
+    import sys
+
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith("<") and not is_own_file(fn) and "/importlib/" not in fn:
+            return (fn, f.f_lineno)
+        f = f.f_back
+    return None
+
+
+def unsupported(what, why, hint=None):
+    """The error for a part of the original's surface tilepipe does not model, at the
+    user's line."""
+    return UnsupportedName(f"{what} is not supported by tilepipe: {why}", loc=user_loc(),
+                           hint=hint)
+
+
+def unsupported_class(what, why):
+    """A class of the original's surface whose use is `unsupported(what, why)`."""
+
+    class Unsupported:
+        def __init__(self, *a, **kw):
+            raise unsupported(what, why)
+
+    Unsupported.__name__ = what.rsplit(".", 1)[-1]
+    return Unsupported
+
 # ---- dtypes ----
 
 _DTYPES = {

@@ -917,7 +917,7 @@ class PrimFunc:
 
     def params(self):
         """[(name, TensorSpec)] from the annotations, evaluated over the closure."""
-        from .language import TensorSpec
+        from .language import ScalarSpec, TensorSpec, _DType
 
         it = Interpreter(self.source, {})
         out = []
@@ -933,9 +933,11 @@ class PrimFunc:
             spec = self.fn.__annotations__.get(arg.arg)
             if spec is None or isinstance(spec, str):
                 spec = it.eval(arg.annotation)
-            if not isinstance(spec, TensorSpec):
+            if isinstance(spec, _DType) or spec in (int, float):
+                spec = ScalarSpec({int: "int32", float: "float32"}.get(spec, spec))
+            if not isinstance(spec, (TensorSpec, ScalarSpec)):
                 raise it.error(arg, f"parameter '{arg.arg}' is annotated {spec!r}; expected "
-                               "T.Tensor(shape, dtype)")
+                               "T.Tensor(shape, dtype) or a scalar type (T.int32, T.float32)")
             out.append((arg.arg, spec, it.loc(arg)))
         if a.vararg or a.kwarg or a.kwonlyargs:
             raise it.error(self.source.fdef, "kernel parameters must be plain positional tensors")

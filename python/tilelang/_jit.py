@@ -102,11 +102,36 @@ class _KernelInfo:
         self.started = True
 
 
+def _torch_tensor(x):
+    """x if it is a torch.Tensor (torch already imported by the caller), else None."""
+    torch = sys.modules.get("torch")
+    T = getattr(torch, "Tensor", None) if torch is not None else None
+    return x if isinstance(T, type) and isinstance(x, T) else None
+
+
+def _dtype_of(x, a):
+    """The element type name of a caller's argument x (read as the numpy array a): torch's
+    own dtype for a torch tensor (bfloat16 included), the array's otherwise."""
+    d = getattr(x, "dtype", None)
+    if d is not None and not isinstance(d, np.dtype):
+        name = getattr(d, "_tl_name", None) or str(d).replace("torch.", "")
+        return {"half": "float16", "float": "float32", "double": "float64", "long": "int64",
+                "int": "int32", "short": "int16"}.get(name, name)
+    return str(a.dtype)
+
+
 def _to_numpy(x):
-    """A host array from numpy, anything with __array__ or DLPack (a CPU torch tensor)."""
+    """A host array from numpy, a torch tensor (bfloat16 read as float32 holding bf16 values),
+    the shim's tensor, or anything with __array__ / DLPack."""
     if isinstance(x, np.ndarray):
         return x
-    tl = getattr(x, "_tl_array", None)  # the runner's torch shim
+    t = _torch_tensor(x)
+    if t is not None:
+        t = t.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":
+            t = t.float()
+        return t.resolve_conj().numpy() if hasattr(t, "resolve_conj") else t.numpy()
+    tl = getattr(x, "_tl_array", None)  # the runner's numpy torch stand-in
     if tl is not None:
         return tl()
     if hasattr(x, "__array__"):
@@ -119,10 +144,8 @@ def _to_numpy(x):
             return np.from_dlpack(x)
         except Exception:
             pass
-    if hasattr(x, "detach") and hasattr(x, "float"):  # torch bf16 etc.
-        return x.detach().cpu().float().numpy()
     raise TilelangError(f"cannot read a {type(x).__name__} as an array",
-                        hint="pass numpy arrays (or objects with __array__ / DLPack)")
+                        hint="pass numpy arrays, torch tensors (or objects with __array__ / DLPack)")
 
 
 class Compiled:
@@ -163,7 +186,15 @@ class JITKernel:
         self._cache = {}
         self.last_run = None
         self._syms = set()
-        for _, spec, _ in self.specs:
+        # Scalar parameters (`n: T.int32`) specialise the kernel on their value at call time,
+        # like a symbolic dim bound from a shape (docs/python.md).
+        self.scalars = {i for i, (_, spec, _) in enumerate(self.specs) if spec.scalar}
+        for i, (name, spec, _) in enumerate(self.specs):
+            if spec.scalar:
+                if i in self.out_idx or i in self.workspace_idx:
+                    raise TilelangError(f"scalar parameter '{name}' cannot be an output or a "
+                                        "workspace", loc=self.specs[i][2])
+                self._syms.add(name)
             for d in spec.shape:
                 sym_vars(d, self._syms)
         if not self._syms:
@@ -174,7 +205,9 @@ class JITKernel:
     def _roles(self, written):
         roles = {}
         for i, (name, spec, _) in enumerate(self.specs):
-            if i in self.workspace_idx:
+            if spec.scalar:
+                roles[name] = "scalar"
+            elif i in self.workspace_idx:
                 roles[name] = "workspace"
             elif i in self.out_idx or name in written:
                 roles[name] = "output"
@@ -193,6 +226,8 @@ class JITKernel:
         try:
             params = []
             for name, spec, loc in self.specs:
+                if spec.scalar:
+                    continue
                 shape = [resolve(d) for d in spec.shape]
                 if name in pads:
                     shape = pads[name][0]
@@ -200,7 +235,7 @@ class JITKernel:
                 params.append((name, shape, spec.dtype, loc))
             info = _KernelInfo(self.name, params, roles)
             ctx.kernel = info
-            args = {}
+            args = {name: bindings[name] for name, spec, _ in self.specs if spec.scalar}
             for name, shape, dtype, _ in params:
                 buf = Buffer(None, name, shape, dtype, "GM")
                 info.buffers[name] = buf
@@ -242,6 +277,8 @@ class JITKernel:
         written = set(_written(program))
         pads = {}
         for name, spec, _ in self.specs:
+            if spec.scalar:
+                continue
             shape = [resolve(d) for d in spec.shape]
             ends = extents.get(name)
             if ends and any(e > s for e, s in zip(ends, shape)):
@@ -254,12 +291,20 @@ class JITKernel:
         compiled = _ext.compile(program, CHIP, opts)
         return Compiled(self, program, compiled, info, pads, lower_s)
 
-    def _bind(self, arrays):
-        """Symbolic dims from the shapes of the arrays the caller passed."""
+    def _positions(self, with_outs):
+        """Parameter indices of the caller's arguments, in order."""
+        return [i for i in range(len(self.specs)) if i not in self.workspace_idx
+                and (with_outs or i not in self.out_idx)]
+
+    def _bind(self, arrays, with_outs=False):
+        """Symbolic dims from the shapes of the arrays the caller passed, scalar parameters
+        from their values."""
         bindings = {}
-        pos = [i for i in range(len(self.specs)) if i not in self.out_idx and i not in self.workspace_idx]
-        for i, a in zip(pos, arrays):
+        for i, a in zip(self._positions(with_outs), arrays):
             name, spec, loc = self.specs[i]
+            if spec.scalar:
+                bindings[name] = _scalar_value(name, spec, a, loc)
+                continue
             if len(a.shape) != len(spec.shape):
                 raise TilelangError(
                     f"argument '{name}' has shape {tuple(a.shape)}; the kernel expects rank "
@@ -294,11 +339,13 @@ class JITKernel:
             raise TilelangError(
                 f"kernel {self.name} takes {n_in} arrays ({', '.join(names)}); {len(args)} given",
                 hint="outputs (out_idx) and workspaces (workspace_idx) are allocated by the kernel")
-        return [_to_numpy(a) for a in args], len(args) == n_all
+        with_outs = len(args) == n_all
+        return [a if self.specs[i][1].scalar else _to_numpy(a)
+                for i, a in zip(self._positions(with_outs), args)], with_outs
 
     def _run(self, args, mode="functional", races=False, record=False, exact=False):
         arrays, with_outs = self._inputs(args)
-        c = self._compile(self._bind(arrays) if self._syms else {})
+        c = self._compile(self._bind(arrays, with_outs) if self._syms else {})
         host = {}
         given = {}  # parameter index -> the caller's object
         pos = 0
@@ -308,6 +355,8 @@ class JITKernel:
             a = arrays[pos]
             given[i] = args[pos]
             pos += 1
+            if spec.scalar:
+                continue
             shape = [resolve_with(d, c) for d in spec.shape]
             if list(a.shape) != list(shape):
                 raise TilelangError(f"argument '{name}' has shape {tuple(a.shape)}; expected "
@@ -358,8 +407,8 @@ class JITKernel:
 
     def _current(self, args=()):
         if args:
-            arrays, _ = self._inputs(args)
-            return self._compile(self._bind(arrays) if self._syms else {})
+            arrays, with_outs = self._inputs(args)
+            return self._compile(self._bind(arrays, with_outs) if self._syms else {})
         if self._syms:
             if self.last_run is not None:
                 return self.last_run[0]
@@ -372,7 +421,8 @@ class JITKernel:
         if args:
             return args
         if self._syms:
-            raise TilelangError("profile() of a kernel with symbolic dims needs example arrays")
+            raise TilelangError("profile() of a kernel with symbolic dims or scalar parameters "
+                                "needs example arguments")
         rng = np.random.default_rng(0)
         out = []
         for i, (name, spec, _) in enumerate(self.specs):
@@ -421,6 +471,15 @@ class JITKernel:
         """Functional run with race detection; raises TilepipeError on a race or deadlock."""
         c, outs = self._run(self._example_inputs(args), mode="functional", races=True)
         return outs[0] if len(outs) == 1 else outs
+
+    def params_for_supply(self):
+        """The kernel's parameters as the original's supply_prog receives them (name, shape,
+        dtype of each)."""
+        import types
+
+        return [types.SimpleNamespace(name=name, dtype=spec.dtype,
+                                      shape=[resolve(d) for d in spec.shape])
+                for name, spec, _ in self.specs]
 
     def get_profiler(self, *a, **kw):
         from .profiler import Profiler
@@ -475,6 +534,22 @@ def _drains():
     return out
 
 
+def _scalar_value(name, spec, v, loc):
+    """The value of a scalar argument (a Python or numpy number, or a 0-d tensor)."""
+    item = getattr(v, "item", None)
+    if item is not None and getattr(v, "shape", None) in ((), []):
+        v = item()
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TilelangError(f"scalar parameter '{name}' ({spec.dtype}) got a "
+                            f"{type(v).__name__}", loc=loc, hint="pass a Python number")
+    if spec.dtype.startswith(("int", "uint")):
+        if int(v) != v:
+            raise TilelangError(f"scalar parameter '{name}' is {spec.dtype}; got {v!r}", loc=loc,
+                                hint="pass an integer")
+        return int(v)
+    return float(v)
+
+
 def resolve_with(d, c):
     return resolve(d) if not isinstance(d, Sym) else _resolve_bound(d, c)
 
@@ -494,27 +569,37 @@ def _written(program):
 
 
 def _wrap_like(v, args, dtype):
+    """An output the kernel allocated: a torch tensor of the kernel's dtype when the caller
+    passed torch tensors (the shim's when it passed the shim's), else a numpy array."""
     for a in args:
+        if _torch_tensor(a) is not None:
+            import torch
+
+            t = torch.from_numpy(np.ascontiguousarray(v))
+            return t.to(getattr(torch, dtype)) if dtype == "bfloat16" else t
         wrap = getattr(a, "_tl_wrap", None)
         if wrap is not None:
             return wrap(v, dtype)
-    try:
-        import torch  # a real torch where installed
-
-        if args and isinstance(args[0], torch.Tensor):
-            t = torch.from_numpy(np.ascontiguousarray(v.astype(np.float32)))
-            return t.to(getattr(torch, dtype))
-    except Exception:
-        pass
     return v
 
 
 def _write_back(dst, v):
+    """Writes an output into the caller's array or tensor in place."""
+    t = _torch_tensor(dst)
+    if t is not None:
+        import torch
+
+        with torch.no_grad():
+            t.copy_(torch.from_numpy(np.ascontiguousarray(v)).reshape(t.shape))
+        return
     setter = getattr(dst, "_tl_set", None)
     if setter is not None:
         setter(v)
     elif isinstance(dst, np.ndarray):
         dst[...] = v.astype(dst.dtype)
+    else:
+        raise TilelangError(f"cannot write an output back into a {type(dst).__name__}",
+                            hint="pass numpy arrays or torch tensors for outputs")
 
 
 def jit(func=None, *, out_idx=None, workspace_idx=None, pass_configs=None, target=None,
@@ -544,6 +629,7 @@ def jit(func=None, *, out_idx=None, workspace_idx=None, pass_configs=None, targe
             return k
 
         wrapper.cache = cache
+        _factory_caches.append(cache)
         wrapper.__jit_impl__ = _JitInfo(target or "auto", out_idx, workspace_idx, pass_configs)
         return wrapper
 
@@ -563,6 +649,12 @@ class _JitInfo:
 
 
 _cache_enabled = [True]
+_factory_caches = []  # every @tilelang.jit factory's kernels, for cache.clear_cache()
+
+
+def clear_caches():
+    for c in _factory_caches:
+        c.clear()
 _call_hooks = []  # profiler.do_bench watching which kernels a callable runs
 
 

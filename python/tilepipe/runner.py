@@ -1,8 +1,10 @@
 """The script runner behind `tilepipe run-py FILE.py [args]` and `python3 -m tilepipe`.
 
 Runs an unmodified TileLang-Ascend host script: `import tilelang` is tilepipe's front end,
-and `import torch` / `import torch_npu` resolve to the numpy-backed shim in _shim/ (only
-here: the shim directory is put first on sys.path for the script's run alone)."""
+`import torch` is Debian's PyTorch with the `npu` device mapped to the CPU and `torch_npu`
+the vendor ops' golden versions (host.py). Without torch installed (or with
+TILEPIPE_TORCH=shim) `torch` / `torch_npu` are the numpy-backed stand-in in _shim/ instead
+(put first on sys.path for the script's run alone)."""
 
 import os
 import runpy
@@ -27,6 +29,20 @@ def _script_problem(path):
     return None
 
 
+def use_host_torch():
+    """Debian's torch with the npu device mapped to the CPU, else the numpy stand-in."""
+    from . import host
+
+    if os.environ.get("TILEPIPE_TORCH") != "shim" and host.torch_available():
+        host.install()
+        return "torch"
+    for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")
+                 or m == "torch_npu"]:
+        del sys.modules[name]
+    sys.path.insert(0, SHIM_DIR)
+    return "shim"
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
@@ -36,11 +52,7 @@ def main(argv):
     if problem:
         print(f"tilepipe run-py: {path}: {problem}", file=sys.stderr)
         return 2
-    if os.environ.get("TILEPIPE_REAL_TORCH") != "1":
-        for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")
-                     or m == "torch_npu"]:
-            del sys.modules[name]
-        sys.path.insert(0, SHIM_DIR)
+    use_host_torch()
     script_dir = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, script_dir)
     sys.argv = [path] + list(argv[1:])

@@ -41,6 +41,8 @@ half = float16
 
 
 class TensorSpec:
+    scalar = False
+
     def __init__(self, shape, dtype):
         if isinstance(shape, (int, Sym)):
             shape = (shape,)
@@ -49,6 +51,19 @@ class TensorSpec:
 
     def __repr__(self):
         return f"T.Tensor({self.shape}, {self.dtype})"
+
+
+class ScalarSpec:
+    """A scalar kernel parameter (`n: T.int32`, `s: T.float32`, `n: int`)."""
+
+    scalar = True
+
+    def __init__(self, dtype):
+        self.shape = []
+        self.dtype = dtype_name(dtype)
+
+    def __repr__(self):
+        return f"T.{self.dtype}"
 
 
 class _TensorAnnotation:

@@ -1,0 +1,149 @@
+"""torch_npu under `tilepipe run-py` on Debian's torch: the vendor ops the corpus's scripts use
+as references, as golden versions in torch where their semantics are public (Ascend's
+torch_npu API documentation); any other name is a clear error at the caller's line."""
+
+import importlib
+import os
+import sys
+
+import torch
+import torch.nn.functional as F
+
+__version__ = "0.0.0+tilepipe-host"
+npu = getattr(torch, "npu", None)  # torch_npu.npu is torch.npu (host.install)
+
+
+def _unsupported(name):
+    from tilelang._core import UnsupportedName, user_loc
+
+    return UnsupportedName(
+        f"torch_npu.{name} has no host model under tilepipe run-py (a vendor op without a "
+        f"public golden version here)", loc=user_loc(),
+        hint="compare against a torch reference on the host instead")
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    raise _unsupported(name)
+
+
+def _with_grad(fn, x):
+    x = x.detach().float().requires_grad_(True)
+    with torch.enable_grad():
+        y = fn(x)
+    return x, y
+
+
+def npu_gelu_backward(grad, self, approximate="none"):
+    """d gelu(self) * grad (torch's gelu, erf or tanh form)."""
+    x, y = _with_grad(lambda t: F.gelu(t, approximate=approximate), self)
+    (g,) = torch.autograd.grad(y, x, grad.float())
+    return g.to(self.dtype)
+
+
+def _swiglu(x, dim=-1):
+    a, b = x.chunk(2, dim=dim)
+    return F.silu(a) * b
+
+
+def npu_swiglu(x, dim=-1):
+    """silu(A) * B with [A, B] = x split in halves along `dim`."""
+    return _swiglu(x.float(), dim).to(x.dtype)
+
+
+def npu_swiglu_backward(grad_output, x, dim=-1):
+    """The gradient of npu_swiglu with respect to x (x's shape)."""
+    xx, y = _with_grad(lambda t: _swiglu(t, dim), x)
+    (g,) = torch.autograd.grad(y, xx, grad_output.float())
+    return g.to(x.dtype)
+
+
+def npu_rotary_mul(x, r1, r2, rotary_mode="half"):
+    """x * r1 + rotate(x) * r2; rotate is [-x2, x1] of the halves ("half") or
+    [-x1, x0, -x3, x2, ...] of the pairs ("interleave")."""
+    xf = x.float()
+    if rotary_mode == "half":
+        x1, x2 = xf.chunk(2, dim=-1)
+        rot = torch.cat((-x2, x1), dim=-1)
+    elif rotary_mode == "interleave":
+        pairs = xf.reshape(*xf.shape[:-1], -1, 2)
+        rot = torch.stack((-pairs[..., 1], pairs[..., 0]), dim=-1).reshape(xf.shape)
+    else:
+        raise ValueError(f"npu_rotary_mul: rotary_mode {rotary_mode!r} is 'half' or 'interleave'")
+    return (xf * r1.float() + rot * r2.float()).to(x.dtype)
+
+
+def npu_cross_entropy_loss(input, target, weight=None, reduction="mean", ignore_index=-100,
+                           label_smoothing=0.0, lse_square_scale_for_zloss=0.0,
+                           return_zloss=False):
+    """(loss, log_prob, zloss, lse_for_zloss) as torch's cross entropy and log_softmax."""
+    xf = input.float()
+    log_prob = F.log_softmax(xf, dim=-1)
+    loss = F.nll_loss(log_prob, target.long(), weight=weight, reduction=reduction,
+                      ignore_index=ignore_index) if label_smoothing == 0.0 else \
+        F.cross_entropy(xf, target.long(), weight=weight, reduction=reduction,
+                        ignore_index=ignore_index, label_smoothing=label_smoothing)
+    zloss = torch.zeros(())
+    lse = torch.logsumexp(xf, dim=-1)
+    return loss.to(input.dtype), log_prob.to(input.dtype), zloss, lse
+
+
+def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
+    """(permuted tokens, sorted indices): the tokens grouped by expert, stable in token order;
+    sorted_indices is the stable argsort of the flattened expert ids (int32)."""
+    if padded_mode:
+        raise _unsupported("npu_moe_token_permute(padded_mode=True)")
+    topk = 1 if indices.dim() == 1 else indices.size(1)
+    flat = indices.reshape(-1)
+    sorted_indices = torch.sort(flat.long(), stable=True)[1]
+    n = flat.numel() if not num_out_tokens else int(num_out_tokens)
+    permuted = tokens.index_select(0, sorted_indices[:n] // topk)
+    return permuted, sorted_indices.to(torch.int32)
+
+
+def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False,
+                            restore_shape=None):
+    """The inverse of npu_moe_token_permute: each token's copies put back and summed, weighted
+    by probs when given."""
+    if padded_mode:
+        raise _unsupported("npu_moe_token_unpermute(padded_mode=True)")
+    topk = 1 if probs is None else probs.size(-1)
+    total = sorted_indices.numel()
+    hidden = permuted_tokens.size(-1)
+    out = torch.zeros(total, hidden, dtype=torch.float32)
+    n = permuted_tokens.size(0)
+    out.index_copy_(0, sorted_indices[:n].long(), permuted_tokens.float())
+    out = out.reshape(-1, topk, hidden)
+    if probs is not None:
+        out = out * probs.float().unsqueeze(-1)
+    return out.sum(dim=1).to(permuted_tokens.dtype)
+
+
+def _golden():
+    try:
+        return importlib.import_module("sfa_golden")
+    except ImportError:
+        pass
+    for base in list(sys.path):  # the corpus keeps sfa_golden.py one directory above the driver
+        cand = os.path.join(base or ".", "..", "sfa_golden.py")
+        if os.path.exists(cand):
+            sys.path.append(os.path.abspath(os.path.dirname(cand)))
+            return importlib.import_module("sfa_golden")
+    raise _unsupported("npu_sparse_flash_attention (its golden model sfa_golden.py is not on "
+                       "the path)")
+
+
+def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, sparse_block_size,
+                               actual_seq_lengths_query, actual_seq_lengths_kv, query_rope=None,
+                               key_rope=None, layout_query="BSND", layout_kv="BSND",
+                               sparse_mode=3, block_table=None, attention_mode=None, **kw):
+    """The corpus's own reference model (sfa_golden.cpu_sparse_flash_attention)."""
+    out = _golden().cpu_sparse_flash_attention(
+        query, key, value, sparse_indices, scale_value, sparse_block_size,
+        actual_seq_lengths_query, actual_seq_lengths_kv, query_rope=query_rope,
+        key_rope=key_rope, layout_query=layout_query, layout_kv=layout_kv,
+        sparse_mode=sparse_mode, block_table=block_table)
+    if not isinstance(out, torch.Tensor):
+        out = torch.tensor(out)
+    return out, None, None
