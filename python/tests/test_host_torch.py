@@ -182,3 +182,41 @@ def test_autotune_picks_the_fastest_correct_config():
     times = {b: tuned(256, block=b).profile() for b in (16, 32, 64)}
     assert k.config == {"block": min(times, key=times.get)}
     assert k.get_tuner_result() == k.config and k.latency == pytest.approx(min(times.values()))
+
+
+def test_multi_device_scripts_stop_at_the_line_that_needs_the_devices(tmp_path):
+    r = run_py(tmp_path, """
+        import multiprocessing as mp
+        import shmem
+
+        def worker(rank):
+            a = shmem.InitAttr()
+            a.my_rank, a.n_ranks = rank, 4
+            shmem.aclshmem_init(a)
+            print("unreachable")
+
+        ps = [mp.Process(target=worker, args=(r,)) for r in range(2)]
+        for p in ps:
+            p.start()
+        for p in ps:
+            p.join()
+        print("Kernel Output Match!")
+    """)
+    assert r.returncode != 0 and "Kernel Output Match!" not in r.stdout
+    assert "script.py:8: error: aclshmem_init (rank 0 of 4) needs 4 devices" in r.stderr
+    assert r.stderr.count("Traceback") <= 1  # not one per rank
+
+
+def test_shmem_ops_in_a_kernel_need_several_devices():
+    @tilelang.jit
+    def put(N):
+        @T.prim_func
+        def main(A: T.Tensor((N,), "int8"), B: T.Tensor((N,), "int8")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                with T.Scope("V"):
+                    T.shmem_put_nbi(B, A, N, 1)
+
+        return main
+
+    with pytest.raises(tilelang.TilelangError, match=r"T.shmem_put_nbi .* needs several devices"):
+        put(64)

@@ -40,6 +40,20 @@ class UnsupportedName(TilelangError, AttributeError):
     """A `T.` name tilepipe does not provide (also an AttributeError, so hasattr() works)."""
 
 
+class DeviceCountError(TilelangError):
+    """A script or kernel that needs several NPUs (ACL SHMEM, dispatch / combine across
+    ranks): tilepipe simulates one die."""
+
+
+def needs_devices(n, what, loc=None):
+    n = f"{n}" if n else "several"
+    return DeviceCountError(
+        f"{what} needs {n} devices; tilepipe simulates one die (1 device)",
+        loc=loc or user_loc(),
+        hint="multi-device kernels (shmem put / get, MoE dispatch / combine across ranks) have "
+             "no model; run the single-device examples")
+
+
 class TilepipeError(TilelangError):
     """Diagnostics from tilepipe's verifier, passes, lowering or simulator."""
 

@@ -302,6 +302,42 @@ def _half_mode(torch):
     return HalfOnCpu()
 
 
+def _child_errors():
+    """A DeviceCountError in a multiprocessing child (one process per rank) ends the child
+    quietly and is raised again in the parent at its join(), so the script stops with the
+    child's located error instead of printing a traceback per rank and going on."""
+    import atexit
+    import json
+    import multiprocessing.process as mpp
+    import shutil
+    import tempfile
+
+    from tilelang._core import DeviceCountError
+
+    box = tempfile.mkdtemp(prefix="tilepipe-ranks-")
+    atexit.register(shutil.rmtree, box, True)
+    real_run, real_join = mpp.BaseProcess.run, mpp.BaseProcess.join
+
+    def run(self):
+        try:
+            real_run(self)
+        except DeviceCountError as e:
+            with open(os.path.join(box, str(os.getpid())), "w") as f:
+                json.dump({"message": e.message, "loc": e.loc, "hint": e.hint}, f)
+            os._exit(2)
+
+    def join(self, timeout=None):
+        real_join(self, timeout)
+        path = os.path.join(box, str(self.pid))
+        if self.exitcode == 2 and os.path.exists(path):
+            with open(path) as f:
+                d = json.load(f)
+            raise DeviceCountError(d["message"], loc=tuple(d["loc"]) if d["loc"] else None,
+                                   hint=d["hint"])
+
+    mpp.BaseProcess.run, mpp.BaseProcess.join = run, join
+
+
 def install():
     """Patch the imported torch (imports it) and make `torch_npu` importable; idempotent."""
     import torch
@@ -319,6 +355,7 @@ def install():
         torch.ops.npu = _ops_npu(torch)
     except Exception:
         pass
+    _child_errors()
     mode = _half_mode(torch)
     mode.__enter__()  # for the whole script run
     torch._tilepipe_half_mode = mode

@@ -904,6 +904,9 @@ def dump_tensor(*a, **kw):
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
+    if name.startswith("shmem_"):
+        raise _core.needs_devices(None, f"T.{name} (memory of other NPUs)",
+                                  loc=_core.current_loc())
     raise _core.UnsupportedName(f"T.{name} is not supported by tilepipe's front end",
                                 loc=_core.current_loc(),
                                 hint="see docs/python.md for the supported language")
