@@ -380,6 +380,8 @@ def to_index(x, what="index"):
 class Buffer:
     """A GM tensor or an on-chip allocation; indexing gives a Region."""
 
+    is_bool = False  # declared "bool" (stored as uint8): no arithmetic (tile.py _BOOL_OK)
+
     def __init__(self, ext, name, shape, dtype, scope):
         self.ext = ext
         self.name = name
@@ -489,6 +491,13 @@ class Region:
         return e
 
     def load(self):
+        if self.buffer.dtype in ("float16", "bfloat16", "float32"):
+            # tilepipe's scalar expressions are integers: a float element read as one would
+            # be truncated (see _felem.py)
+            from ._felem import refuse
+
+            raise refuse(f"('{self.buffer.name}') read as an integer value: a condition, an "
+                         "index, a loop bound, a comparison or a T.alloc_var")
         probe_access("V" if self.buffer.scope == "UB" else "C", reads=[self])
         if any(e != 1 for e in self.extents):
             raise err(
@@ -504,16 +513,23 @@ class Region:
         raise err("element assignment is not supported: tilepipe's IR has no scalar stores",
                   hint="use T.tile.fill / T.tile.* on a tile")
 
-    # Arithmetic on an element reads it with the scalar unit (data-dependent addressing).
+    # Arithmetic on an element reads it with the scalar unit (data-dependent addressing);
+    # on a float element it is float arithmetic (_felem.py).
     def _op(name):
         def f(self, *a):
+            if self.buffer.dtype in ("float16", "bfloat16", "float32"):
+                from ._felem import region_op
+
+                return region_op(name, self, *a)
+            if name in ("__truediv__", "__rtruediv__"):
+                raise err("'/' on an integer element", hint="use '//' (floor division)")
             return getattr(self.load(), name)(*[to_index(x) for x in a])
 
         return f
 
     for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
                "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
-               "__gt__", "__ge__", "__neg__"):
+               "__gt__", "__ge__", "__neg__", "__truediv__", "__rtruediv__"):
         locals()[_n] = _op(_n)
     del _n
 

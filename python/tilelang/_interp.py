@@ -12,6 +12,7 @@ import os
 import textwrap
 
 from . import _core
+from . import _felem
 from ._core import Buffer, Expr, Region, Sym, TilelangError, ctx, resolve, to_index
 from ._core import _ext
 
@@ -34,6 +35,9 @@ def _dyn(x):
 
 def _as_expr(x):
     return x.load() if isinstance(x, Region) else x
+
+
+_FLOAT_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
 
 class _Break(Exception):
@@ -201,6 +205,13 @@ class Interpreter:
                 self.assign(t, v, node)
         elif isinstance(target, ast.Subscript):
             obj = self.eval(target.value)
+            if isinstance(value, _felem.FloatElem):
+                dst = obj[self.eval(target.slice)] if isinstance(obj, Buffer) else obj
+                if not isinstance(dst, Region):
+                    raise self.error(node, "float element arithmetic stored into a "
+                                     f"{type(dst).__name__}")
+                _felem.store(dst, value)
+                return
             if isinstance(obj, Buffer) and obj.scope == "UB":
                 # One element of a UB buffer: a one-element copy (from an element of another
                 # buffer) or fill (a number or an integer expression); nothing else is
@@ -259,7 +270,42 @@ class Interpreter:
         raise self.error(s, "nested function definitions inside a kernel body are not supported",
                          hint="define helpers (or @T.macro) outside the @T.prim_func")
 
+    def _decided(self, test):
+        """True / False when a run-time comparison `a OP b` has the same outcome for every
+        value its loop variables, cid and vid can take (interval bounds of b - a), else None.
+        A guard such as `if si < s_num - 1:` in a loop of s_num = 1 trips is then no code at
+        all, as the original's simplifier removes it (its body's slices are never read)."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+        op = type(test.ops[0])
+        if op not in (ast.Lt, ast.LtE, ast.Gt, ast.GtE):
+            return None
+        try:
+            a, b = self.eval(test.left), self.eval(test.comparators[0])
+            a, b = resolve(a), resolve(b)
+            if not all(isinstance(x, (int, Expr)) and not isinstance(x, bool) for x in (a, b)):
+                return None
+            d = b - a
+            if not isinstance(d, Expr):
+                return None
+            r = _ext.bounds(d, ctx.var_ranges, ctx.block_num)
+        except TilelangError:
+            return None
+        if r is None:
+            return None
+        lo, hi = r  # of b - a
+        if op in (ast.Gt, ast.GtE):  # a > b  <=>  b - a < 0
+            lo, hi = -hi, -lo
+            op = ast.Lt if op is ast.Gt else ast.LtE
+        if op is ast.Lt:  # a < b  <=>  b - a > 0
+            return True if lo > 0 else False if hi <= 0 else None
+        return True if lo >= 0 else False if hi < 0 else None
+
     def s_If(self, s):
+        decided = self._decided(s.test) if ctx.builder is not None else None
+        if decided is not None:
+            self.run_body(s.body if decided else s.orelse)
+            return
         c = self.eval(s.test)
         if isinstance(c, Sym):
             c = resolve(c)
@@ -745,6 +791,8 @@ class Interpreter:
         if f is None:
             raise self.error(node, f"operator {type(op).__name__} is not supported")
         a, b = resolve(a) if isinstance(a, Sym) and ctx.bindings else a, resolve(b) if isinstance(b, Sym) and ctx.bindings else b
+        if _felem.is_float(a) or _felem.is_float(b):  # float elements: _felem.py
+            return _felem.arith(_FLOAT_OPS.get(type(op), type(op).__name__), a, b)
         if _dyn(a) or _dyn(b):
             a, b = _as_expr(a), _as_expr(b)
             if isinstance(op, ast.Div):
@@ -781,6 +829,8 @@ class Interpreter:
                 return _as_expr(v) == 0
             return not v
         if isinstance(n.op, ast.USub):
+            if _felem.is_float(v):
+                return _felem.arith("neg", v)
             return -(_as_expr(v))
         if isinstance(n.op, ast.UAdd):
             return v

@@ -239,8 +239,22 @@ class _Vec:
         raise self.it.error(call, f"T.Parallel calls '{f.__name__}', which is not one expression",
                             hint="use a lambda or a def whose body is `return <expression>`")
 
+    def refuse_bool(self, node, stmt):
+        """A comparison or boolean operator over the loop's lanes: a bool per lane, which a
+        vector op cannot hold as a number (the original's would be a mask), so arithmetic on
+        it or a store of it has no exact lowering here."""
+        if isinstance(node, (ast.Compare, ast.BoolOp)) or (
+                isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+            if self.uses_lanes(node):
+                raise self.it.error(
+                    stmt, "a comparison (a bool per element) inside a T.Parallel expression is "
+                    "not supported: tilepipe does not model bool lanes as numbers",
+                    hint="compare into a mask with T.tile.compare and pick values with "
+                    "T.tile.select, or use T.if_then_else on compile-time conditions")
+
     def value(self, node, dtype, stmt):
         """A tile, or a Python number / run-time scalar (returned as is)."""
+        self.refuse_bool(node, stmt)
         if isinstance(node, ast.Subscript):
             v = self.ref(node, stmt)
             if not v.lanes:
@@ -259,6 +273,7 @@ class _Vec:
     def emit_into(self, node, dst, stmt):
         from .language import tile as Ttile
 
+        self.refuse_bool(node, stmt)
         dt = dst.region.buffer.dtype
         D = dst.region
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:

@@ -36,8 +36,12 @@ int32 = _DType("int32")
 int8 = _DType("int8")
 uint8 = _DType("uint8")
 int64 = _DType("int32")
-boolean = _DType("uint8")
+boolean = _DType("bool")
 half = float16
+
+
+def _is_bool(dtype):
+    return str(getattr(dtype, "_tl_name", None) or dtype).replace("torch.", "") == "bool"
 
 
 class TensorSpec:
@@ -48,6 +52,7 @@ class TensorSpec:
             shape = (shape,)
         self.shape = list(shape)
         self.dtype = dtype_name(dtype)
+        self.is_bool = _is_bool(dtype)
 
     def __repr__(self):
         return f"T.Tensor({self.shape}, {self.dtype})"
@@ -208,6 +213,13 @@ def _flag_gate(*pipes):
 
 
 def _alloc(scope, shape, dtype, name=None):
+    buf = _alloc_buffer(scope, shape, dtype, name)
+    if _is_bool(dtype):
+        buf.is_bool = True
+    return buf
+
+
+def _alloc_buffer(scope, shape, dtype, name=None):
     b = builder()
     if isinstance(shape, (int, Sym)):
         shape = (shape,)
@@ -666,6 +678,10 @@ def _reduce(kind, src, dst, dim, clear):
         _core.probe_access("V", [as_region(src)] + ([] if clear else [d]), [d])
     if not _gate("V"):
         return
+    if kind == "sum" and as_region(src).buffer.is_bool:
+        from .tile import refuse_bool
+
+        refuse_bool("reduce_sum", as_region(src).buffer)
     builder().reduce(kind, as_region(src).tup(), as_region(dst).tup(), int(dim), bool(clear),
                      _core.current_loc())
 
