@@ -46,7 +46,9 @@ def enable_cache():
 
 
 def set_chip(name):
-    """Chip config the kernels compile and simulate for: "a3" (default) or "a2"."""
+    """Chip config the kernels compile and simulate for: "a3" (default) or "a2" (any name of
+    the configs directory, case-insensitive, or a path ending in .json). An unknown name is an
+    error listing the chips; kernels compiled before recompile for the new chip."""
     from . import _jit
 
-    _jit.CHIP = name
+    _jit.set_chip(name)

@@ -25,12 +25,15 @@ class TilelangError(Exception):
     """A user error in a kernel, located at the Python file:line that caused it."""
 
     def __init__(self, message, loc=None, hint=None):
-        self.loc = loc
+        # loc is (file, line) or (file, line, column); .loc keeps (file, line)
+        self.column = loc[2] if loc is not None and len(loc) > 2 else None
+        self.loc = tuple(loc[:2]) if loc is not None else None
         self.hint = hint
         self.message = message
         text = message
         if loc is not None:
-            text = f"{loc[0]}:{loc[1]}: error: {message}"
+            col = f":{self.column}" if self.column else ""
+            text = f"{loc[0]}:{loc[1]}{col}: error: {message}"
         if hint:
             text += f"\n  hint: {hint}"
         super().__init__(text)
@@ -92,7 +95,7 @@ def user_loc():
     while f is not None:
         fn = f.f_code.co_filename
         if not fn.startswith("<") and not is_own_file(fn) and "/importlib/" not in fn:
-            return (fn, f.f_lineno)
+            return (os.path.basename(fn), f.f_lineno)
         f = f.f_back
     return None
 

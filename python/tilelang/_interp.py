@@ -68,6 +68,8 @@ class Source:
         self.file = os.path.basename(fn.__code__.co_filename)
         self.path = fn.__code__.co_filename
         text = textwrap.dedent("".join(lines))
+        first = next((ln for ln in lines if ln.strip()), "")
+        self.indent = len(first) - len(first.lstrip())  # what dedent removed
         self.tree = ast.parse(text)
         self.offset = start - 1
         fdef = self.tree.body[0]
@@ -99,7 +101,9 @@ class Interpreter:
     # ---- locations and errors ----
 
     def loc(self, node):
-        return (self.src.file, node.lineno + self.src.offset)
+        """(file, line, column) of a node, the column 1-based as compilers print it."""
+        return (self.src.file, node.lineno + self.src.offset,
+                node.col_offset + self.src.indent + 1)
 
     def error(self, node, message, hint=None):
         return TilelangError(message, loc=self.loc(node), hint=hint)

@@ -18,6 +18,62 @@ from ._interp import PrimFunc
 CHIP = "a3"
 
 
+def config_dir():
+    """Where the chip configs are: $TILEPIPE_CONFIG_DIR, else the checkout's configs/ (the
+    simulator looks in the same places)."""
+    return os.environ.get("TILEPIPE_CONFIG_DIR") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs")
+
+
+def available_chips():
+    """Names of the chip configs (the *.json files with a "die" section), sorted."""
+    d = config_dir()
+    out = []
+    try:
+        files = sorted(os.listdir(d))
+    except OSError:
+        return out
+    for f in files:
+        if f.endswith(".json"):
+            try:
+                with open(os.path.join(d, f)) as fh:
+                    if "die" in json.load(fh):
+                        out.append(f[:-5])
+            except (OSError, ValueError):
+                pass
+    return out
+
+
+def chip_config(name=None):
+    """The parsed chip config of `name` (default: the current chip)."""
+    name = name or CHIP
+    path = name if name.endswith(".json") else os.path.join(config_dir(), name + ".json")
+    with open(path) as f:
+        return json.load(f)
+
+
+def set_chip(name):
+    """Validates and selects the chip config kernels compile and simulate for; kernels
+    compiled before recompile for it on their next call (the chip is part of the cache key)."""
+    global CHIP
+    if not isinstance(name, str) or not name:
+        raise TilelangError(f"set_chip({name!r}): expected a chip name",
+                            hint=f"one of {', '.join(available_chips())}")
+    if name.endswith(".json"):
+        if not os.path.isfile(name):
+            raise TilelangError(f"set_chip({name!r}): no such chip config file")
+        CHIP = name
+        return
+    names = available_chips()
+    low = name.lower()
+    if low not in names:
+        raise TilelangError(
+            f"unknown chip {name!r}: expected one of {', '.join(names) or '(none found)'} "
+            f"(the chip configs in {config_dir()})", loc=_core.user_loc(),
+            hint="use one of those names, or a path to a chip config ending in .json")
+    CHIP = low
+
+
 class _KeyMeta(type):
     def __getattr__(cls, name):
         # Keys of the original's other back ends (TIR_*, TL_* for GPUs): accepted by name,
@@ -257,7 +313,7 @@ class JITKernel:
             ctx.stmt_loc = None
 
     def _compile(self, bindings):
-        key = tuple(sorted(bindings.items()))
+        key = (CHIP, tuple(sorted(bindings.items())))
         if key in self._cache:
             return self._cache[key]
         saved = ctx.bindings
@@ -367,7 +423,10 @@ class JITKernel:
                     f"argument '{name}' has dtype {a.dtype}; expected a numeric array of "
                     f"{spec.dtype}", loc=loc,
                     hint=f"convert it first, e.g. np.asarray(x, dtype=np.{numpy_dtype(spec.dtype)})")
+            _check_dtype(name, spec, args[pos - 1], a, loc, i in self.out_idx)
             v = np.asarray(a, dtype=np.float64)
+            if spec.dtype == "bfloat16" and isinstance(args[pos - 1], np.ndarray):
+                v = _round_bf16(v)  # a float32 array into a bf16 tensor: its bf16 values
             if name in c.pads:
                 pshape, pad = c.pads[name]
                 full = np.full(pshape, pad, dtype=np.float64)
@@ -533,6 +592,34 @@ def _drains():
         if excess and excess > 0 and other in ctx.last_scope:
             out.setdefault(ctx.last_scope[other], []).append((fid, excess))
     return out
+
+
+def _check_dtype(name, spec, given, a, loc, is_out):
+    """The element type of an argument against the kernel's declaration: equal, or a numpy
+    float32 array for a bfloat16 tensor (numpy has no bfloat16), or bool for uint8 / bool.
+    Anything else is an error (it used to be converted silently: an int8 output array
+    truncated, f16 or int64 inputs into an f32 kernel)."""
+    got = _dtype_of(given, a)
+    want = spec.dtype
+    if got == want or (want == "uint8" and got == "bool"):
+        return
+    if want == "bfloat16" and got == "float32" and isinstance(given, np.ndarray):
+        return
+    role = "output" if is_out else "argument"
+    torch_name = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}.get(want, want)
+    raise TilelangError(
+        f"{role} '{name}' has dtype {got}; the kernel declares {want} (parameter at "
+        f"{loc[0]}:{loc[1]})", loc=_core.user_loc(),
+        hint=f"convert it first: x.to(torch.{torch_name}) or "
+        f"np.asarray(x, dtype=np.{numpy_dtype(want)})")
+
+
+def _round_bf16(v):
+    """float64 values rounded to bfloat16 (round to nearest even), as float64."""
+    f = np.ascontiguousarray(v, dtype=np.float32)
+    u = f.view(np.uint32).astype(np.uint64)
+    r = (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(f), f, r).astype(np.float64).reshape(np.shape(v))
 
 
 def _scalar_value(name, spec, v, loc):

@@ -153,10 +153,22 @@ class _Stream:
 
 
 class _Props:
+    """The simulated die (tilelang.set_chip): its name as the NPU runtime reports it (so
+    tilelang.utils.target.determine_platform sees A2 or A3) and its core counts."""
+
     def __init__(self):
-        self.name = "Ascend (tilepipe simulated die)"
-        self.cube_core_num = CUBE_CORES
-        self.vector_core_num = VECTOR_CORES
+        from tilelang import _jit
+
+        cores, aiv = CUBE_CORES, VECTOR_CORES
+        try:
+            die = _jit.chip_config()["die"]
+            cores = int(die["ai_cores"]["value"])
+            aiv = cores * int(die["aiv_per_core"]["value"])
+        except (OSError, KeyError, ValueError):
+            pass
+        self.name = "Ascend910B2" if _jit.CHIP == "a2" else "Ascend910_9382"
+        self.cube_core_num = cores
+        self.vector_core_num = aiv
         self.total_memory = 64 << 30
 
     def __repr__(self):
@@ -368,10 +380,13 @@ def _child_errors():
                 json.dump({"message": e.message, "loc": e.loc, "hint": e.hint}, f)
             os._exit(2)
 
+    raised = []
+
     def join(self, timeout=None):
         real_join(self, timeout)
         path = os.path.join(box, str(self.pid))
-        if self.exitcode == 2 and os.path.exists(path):
+        if self.exitcode == 2 and os.path.exists(path) and not raised:
+            raised.append(self.pid)  # once: the other ranks' joins (and atexit's) stay quiet
             with open(path) as f:
                 d = json.load(f)
             raise DeviceCountError(d["message"], loc=tuple(d["loc"]) if d["loc"] else None,

@@ -60,4 +60,44 @@ def main(argv):
         runpy.run_path(path, run_name="__main__")
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except KeyboardInterrupt:
+        print("tilepipe run-py: interrupted", file=sys.stderr)
+        return 130
+    except BaseException as e:  # noqa: BLE001 - reported, then the exit status says which
+        return report(e)
     return 0
+
+
+def _own(filename):
+    """Frames of the runner, the front end, the host side and runpy: not the user's."""
+    if filename.startswith("<frozen") or filename == runpy.__file__:
+        return True
+    from tilelang._core import is_own_file
+
+    return is_own_file(filename)
+
+
+def report(e):
+    """Prints an uncaught exception with tilepipe's and the runner's frames hidden: a user
+    error (TilelangError: a kernel or script construct tilepipe refuses, located) as the
+    user's frames then `file:line:col: error: ...`, exit 2; anything else as Python's
+    traceback without the runner's frames, exit 1. TILEPIPE_TRACEBACK=full shows all."""
+    import traceback
+
+    from tilelang import TilelangError
+
+    full = os.environ.get("TILEPIPE_TRACEBACK") == "full"
+    frames = traceback.extract_tb(e.__traceback__)
+    shown = frames if full else [f for f in frames if not _own(f.filename)]
+    user_error = isinstance(e, TilelangError)
+    out = []
+    if shown:
+        out.append("Traceback (most recent call last):\n")
+        out += traceback.format_list(shown)
+    if user_error:
+        out.append(f"{str(e)}\n")
+    else:
+        out += traceback.format_exception_only(type(e), e)
+    sys.stderr.write("".join(out))
+    sys.stderr.flush()
+    return 2 if user_error else 1

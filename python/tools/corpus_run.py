@@ -133,6 +133,17 @@ def classify(rc, out, err, base, script=None):
     """{status, kind, reason, where} for one run."""
     if rc is None:
         return {"status": "timeout", "kind": "", "reason": "", "where": ""}
+    if rc == 2:  # the runner's exit status for a user error: `file:line:col: error: ...`
+        for ln in err.splitlines():
+            m = LOC_IN_MSG.match(ln)
+            if m:
+                f = m.group(1)
+                if not os.path.isabs(f) and script:
+                    f = os.path.join(os.path.dirname(script), f)
+                kind = "DeviceCountError" if re.search(r"needs \d+ devices", ln) else \
+                    "TilelangError"
+                return {"status": "unsupported", "kind": kind, "reason": m.group(3)[:300],
+                        "where": f"{rel(f, base)}:{m.group(2)}"}
     tb = last_exception(err) or last_exception(out)
     if rc == 0 and tb is None:
         bad = [ln for ln in out.splitlines() if FAIL_TEXT.search(ln)
@@ -154,11 +165,6 @@ def classify(rc, out, err, base, script=None):
                 "where": ""}
     if tb is None:
         tail = [ln for ln in (err or out).splitlines() if ln.strip()][-1:]
-        if rc == 2 and tail and re.search(r"error", tail[0], re.I):
-            m = LOC_IN_MSG.match(tail[0])
-            if m:  # a located user error printed by the runner (exit 2)
-                return {"status": "unsupported", "kind": "TilelangError",
-                        "reason": m.group(3)[:300], "where": f"{rel(m.group(1), base)}:{m.group(2)}"}
         return {"status": "failed", "kind": f"exit {rc}", "reason": (tail[0] if tail else "")[:300],
                 "where": ""}
     etype, msg, frames, more = tb

@@ -1,0 +1,132 @@
+"""The Python surface users hit (issue 25 item 5): arguments checked against the signature,
+tracebacks that start at the user's line, and set_chip validated and part of the cache key."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import TilelangError
+
+from conftest import ROOT
+
+HERE = os.path.basename(__file__)
+
+
+def lineno(marker):
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if marker in line and "lineno(" not in line)
+
+
+@tilelang.jit(out_idx=[-1])
+def double(N, dtype="float32"):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), dtype), B: T.Tensor((2, N), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), dtype)
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.muls(x, x, 2.0)
+                T.copy(x, B[vid, :])
+
+    return main
+
+
+@pytest.mark.parametrize("bad", ["float16", "int64", "float64", "int32"])
+def test_an_input_of_another_dtype_is_an_error_at_the_call(bad):
+    a = np.ones((2, 64), dtype=bad)
+    with pytest.raises(TilelangError) as e:
+        double(64)(a)  # MARK-call
+    assert f"argument 'A' has dtype {bad}; the kernel declares float32" in str(e.value)
+    assert e.value.loc == (HERE, lineno("# MARK-call"))
+
+
+def test_an_output_array_of_another_dtype_is_an_error_not_a_truncation():
+    a = np.ones((2, 64), np.float32)
+    out = np.zeros((2, 64), np.int8)
+    with pytest.raises(TilelangError, match="output 'B' has dtype int8; the kernel declares "
+                       "float32"):
+        double(64)(a, out)
+    assert not out.any()
+
+
+def test_torch_tensors_are_checked_too_and_numpy_f32_feeds_bf16():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TilelangError, match="has dtype float16; the kernel declares float32"):
+        double(64)(torch.ones(2, 64, dtype=torch.float16))
+    a = np.full((2, 64), 1.00390625, np.float32)  # not a bf16 value: rounds to 1.0
+    np.testing.assert_array_equal(double(64, "bfloat16")(a), np.full((2, 64), 2.0, np.float32))
+
+
+def test_set_chip_validates_and_recompiles():
+    from tilelang import _jit
+
+    with pytest.raises(TilelangError) as e:
+        tilelang.set_chip("a9")
+    assert "unknown chip 'a9': expected one of a2, a3" in str(e.value)
+    k = double(64)
+    a = np.ones((2, 64), np.float32)
+    k(a)
+    assert k.last_run[0].compiled.chip == "a3"
+    try:
+        tilelang.set_chip("A2")
+        k(a)
+        assert k.last_run[0].compiled.chip == "a2"
+    finally:
+        tilelang.set_chip("a3")
+    assert _jit.CHIP == "a3"
+
+
+def run_py(tmp_path, code):
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(code))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(ROOT, "python"), env.get("TILEPIPE_BUILD_DIR", os.path.join(ROOT, "build"))])
+    return subprocess.run([sys.executable, "-m", "tilepipe", str(path)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+
+
+KERNEL = """
+    import numpy as np
+    import tilelang
+    import tilelang.language as T
+
+    @tilelang.jit(out_idx=[-1])
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((N,), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], x)
+                    T.tile.no_such_op(x)
+                    T.copy(x, B[vid, :])
+
+        return main
+
+    def build():
+        return k(64)
+
+    build()
+"""
+
+
+def test_a_user_error_under_the_runner_starts_at_the_users_lines_and_exits_2(tmp_path):
+    r = run_py(tmp_path, KERNEL)
+    assert r.returncode == 2
+    err = r.stderr
+    assert "runner.py" not in err and "runpy" not in err and "/tilelang/" not in err
+    assert 'File "' in err and ", line 22, in <module>" in err and ", line 20, in build" in err
+    assert "script.py:14:17: error: T.tile.no_such_op" in err
+
+
+def test_other_exceptions_keep_their_type_without_the_runners_frames(tmp_path):
+    r = run_py(tmp_path, "x = 1\nassert x == 2, 'mismatch'\n")
+    assert r.returncode == 1
+    assert "AssertionError: mismatch" in r.stderr and "runner.py" not in r.stderr
