@@ -141,6 +141,14 @@ def test_gelu_backward_and_rotary_mul_golden_versions():
     cos, sin = torch.randn(2, 3, 8), torch.randn(2, 3, 8)
     rot = torch.cat((-x[..., 4:], x[..., :4]), -1)
     torch.testing.assert_close(torch_npu.npu_rotary_mul(x, cos, sin), x * cos + rot * sin)
+    q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
+    ref = torch.softmax(q @ k.transpose(-2, -1) * 0.3, -1) @ v
+    out = torch_npu.npu_fusion_attention(q, k, v, 4, input_layout="BNSD", scale=0.3)[0]
+    torch.testing.assert_close(out, ref)
+    bsh = lambda t: t.transpose(1, 2).reshape(2, 16, 32)  # noqa: E731
+    out = torch_npu.npu_fusion_attention(bsh(q), bsh(k), bsh(v), 4, input_layout="BSH",
+                                         scale=0.3)[0]
+    torch.testing.assert_close(out, bsh(ref))
 
 
 def test_module_surface_of_the_original():

@@ -147,3 +147,51 @@ def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, s
     if not isinstance(out, torch.Tensor):
         out = torch.tensor(out)
     return out, None, None
+
+
+def npu_fusion_attention(query, key, value, head_num, input_layout="BNSD", pse=None,
+                         padding_mask=None, atten_mask=None, scale=1.0, keep_prob=1.0,
+                         pre_tockens=2147483647, next_tockens=2147483647, inner_precise=0,
+                         prefix=None, sparse_mode=0, **kw):
+    """softmax(q k^T * scale [masked]) v in float32, rounded to the input dtype; layouts BNSD,
+    BSND, BSH, SBH; atten_mask True = masked out; GQA by repeating k / v heads. Returns
+    (attention_out, None, ...) like the op's 7-tuple (the softmax statistics are not given)."""
+    if keep_prob != 1.0 or pse is not None or padding_mask is not None or prefix is not None:
+        raise _unsupported("npu_fusion_attention with dropout, pse, padding_mask or prefix")
+    if sparse_mode not in (0, 2, 3) or (sparse_mode == 0 and (pre_tockens < 65535
+                                                                or next_tockens < 65535)):
+        raise _unsupported(f"npu_fusion_attention(sparse_mode={sparse_mode}, band tokens)")
+
+    def to_bnsd(x):
+        if input_layout == "BNSD":
+            return x
+        if input_layout == "BSND":
+            return x.transpose(1, 2)
+        if input_layout == "BSH":
+            b, s, h = x.shape
+            return x.reshape(b, s, -1, query.shape[-1] // head_num).transpose(1, 2)
+        if input_layout == "SBH":
+            s, b, h = x.shape
+            return x.reshape(s, b, -1, query.shape[-1] // head_num).permute(1, 2, 0, 3)
+        raise _unsupported(f"npu_fusion_attention(input_layout={input_layout!r})")
+
+    q, k, v = (to_bnsd(x).float() for x in (query, key, value))
+    if k.shape[1] != q.shape[1]:
+        rep = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    s = q @ k.transpose(-2, -1) * scale
+    if sparse_mode in (2, 3):  # causal (lower-left / lower-right aligned)
+        L, S = s.shape[-2:]
+        off = 0 if sparse_mode == 2 else S - L
+        mask = torch.ones(L, S, dtype=torch.bool).triu(diagonal=1 + off)
+        s = s.masked_fill(mask, float("-inf"))
+    elif atten_mask is not None:
+        s = s.masked_fill(atten_mask.bool(), float("-inf"))
+    out = torch.softmax(s, dim=-1) @ v
+    if input_layout == "BSND":
+        out = out.transpose(1, 2)
+    elif input_layout == "BSH":
+        out = out.transpose(1, 2).reshape(query.shape)
+    elif input_layout == "SBH":
+        out = out.permute(2, 0, 1, 3).reshape(query.shape)
+    return (out.to(query.dtype), None, None, None, 0, 0, 0)
