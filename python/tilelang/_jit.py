@@ -424,6 +424,8 @@ class JITKernel:
                     f"{spec.dtype}", loc=loc,
                     hint=f"convert it first, e.g. np.asarray(x, dtype=np.{numpy_dtype(spec.dtype)})")
             _check_dtype(name, spec, args[pos - 1], a, loc, i in self.out_idx)
+            if spec.dtype in _TWIN and a.dtype == _TWIN[spec.dtype]:
+                a = a.view(spec.dtype)  # torch.uint16 / uint32 of the runner's host
             v = np.asarray(a, dtype=np.float64)
             if spec.dtype == "bfloat16" and isinstance(args[pos - 1], np.ndarray):
                 v = _round_bf16(v)  # a float32 array into a bf16 tensor: its bf16 values
@@ -603,6 +605,8 @@ def _check_dtype(name, spec, given, a, loc, is_out):
     want = spec.dtype
     if got == want or (want == "uint8" and got == "bool"):
         return
+    if _twin_active(want) and got == np.dtype(_TWIN[want]).name and _torch_tensor(given) is not None:
+        return  # torch.uint16 / uint32 of the runner's host: the same bits (_TWIN)
     if want == "bfloat16" and got == "float32" and isinstance(given, np.ndarray):
         return
     role = "output" if is_out else "argument"
@@ -656,18 +660,42 @@ def _written(program):
     return program.written_gm()
 
 
+# torch releases before 2.3 have no uint16 / uint32 tensors: under the runner
+# torch.uint16 / uint32 name int16 / int32 (tilepipe/host.py) and such tensors hold the
+# unsigned values' bits, reinterpreted on the way in and out (docs/python.md).
+_TWIN = {"uint16": np.int16, "uint32": np.int32, "uint64": np.int64}
+
+
+def _twin_active(dtype):
+    """torch has no `dtype` and the runner's host names its signed twin instead."""
+    torch = sys.modules.get("torch")
+    return (dtype in _TWIN and getattr(torch, "_tilepipe_unsigned", None) is not None
+            and dtype in torch._tilepipe_unsigned)
+
+
+def _torch_from(v, dtype):
+    import torch
+
+    if _twin_active(dtype):
+        v = np.ascontiguousarray(v.astype(dtype)).view(_TWIN[dtype])
+    t = torch.from_numpy(np.ascontiguousarray(v))
+    return t.to(torch.bfloat16) if dtype == "bfloat16" else t
+
+
 def _wrap_like(v, args, dtype):
     """An output the kernel allocated: a torch tensor of the kernel's dtype when the caller
-    passed torch tensors (the shim's when it passed the shim's), else a numpy array."""
+    passed torch tensors, or passed no arrays under the runner's host torch (the shim's
+    tensor when it passed the shim's), else a numpy array."""
     for a in args:
         if _torch_tensor(a) is not None:
-            import torch
-
-            t = torch.from_numpy(np.ascontiguousarray(v))
-            return t.to(getattr(torch, dtype)) if dtype == "bfloat16" else t
+            return _torch_from(v, dtype)
         wrap = getattr(a, "_tl_wrap", None)
         if wrap is not None:
             return wrap(v, dtype)
+    torch = sys.modules.get("torch")
+    if getattr(torch, "_tilepipe_host", False) and not any(
+            isinstance(a, np.ndarray) for a in args):
+        return _torch_from(v, dtype)
     return v
 
 
@@ -677,8 +705,17 @@ def _write_back(dst, v):
     if t is not None:
         import torch
 
+        if t.dtype == torch.bfloat16:
+            src = torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32))
+        else:
+            npd = torch.empty((), dtype=t.dtype).numpy().dtype
+            v = np.ascontiguousarray(v)
+            if v.dtype.kind == "u" and npd.kind == "i" and v.dtype.itemsize == npd.itemsize:
+                src = torch.from_numpy(v.view(npd))  # the unsigned bits (_TWIN)
+            else:
+                src = torch.from_numpy(v.astype(npd))
         with torch.no_grad():
-            t.copy_(torch.from_numpy(np.ascontiguousarray(v)).reshape(t.shape))
+            t.copy_(src.reshape(t.shape))
         return
     setter = getattr(dst, "_tl_set", None)
     if setter is not None:

@@ -247,6 +247,17 @@ def _newer_functions(torch):
             return attn @ value
 
         F.scaled_dot_product_attention = scaled_dot_product_attention
+    # torch < 2.3 has no uint16 / uint32 tensors: the names stand for the signed type of the
+    # same size, whose tensors a kernel reads and writes as the unsigned values' bits
+    # (tilelang/_jit.py _TWIN): element sizes, bit operations and wrap-around stay those of
+    # the unsigned type; only comparisons and printing see the signed reading.
+    twins = set()
+    for name, twin in (("uint16", torch.int16), ("uint32", torch.int32),
+                       ("uint64", torch.int64)):
+        if not hasattr(torch, name):
+            setattr(torch, name, twin)
+            twins.add(name)
+    torch._tilepipe_unsigned = frozenset(twins)
     if not hasattr(torch, "set_default_device"):
         def set_default_device(device):
             if device is not None and not _is_npu(device) and str(device) != "cpu":
