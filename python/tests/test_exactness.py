@@ -232,3 +232,29 @@ def test_host_goldens_round_like_the_npu(tmp_path):
     r = subprocess.run([sys.executable, "-m", "tilepipe", str(script)], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.stdout.strip() == "OK", r.stderr
+
+
+@pytest.mark.parametrize("rows,cols", [(16, 16), (16, 32), (32, 16)])
+def test_parallel_row_slice_indexed_by_the_row_variable_broadcasts_along_columns(rows, cols):
+    """`m[j, k] = o[j, k] * o[i, j]` (gdn_solve_tril): o[i, j] varies with the row j. The
+    [1, C] slice of row i used to be broadcast down the rows: a transposed factor."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((32, 32), "float32"), B: T.Tensor((rows, cols), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                o = T.alloc_ub((32, 32), "float32")
+                m = T.alloc_ub((rows, cols), "float32")
+                with T.Scope("V"):
+                    if vid == 0:
+                        T.copy(A, o)
+                        for i in range(2, 3):
+                            for j, kk in T.Parallel(rows, cols):
+                                m[j, kk] = o[j, kk] * o[i, j]
+                        T.copy(m, B)
+
+        return main
+
+    a = RNG.standard_normal((32, 32)).astype(np.float32)
+    np.testing.assert_allclose(k()(a), a[:rows, :cols] * a[2, :rows][:, None], rtol=1e-6)

@@ -272,3 +272,47 @@ def test_unsigned_tensors_and_argument_free_kernels_under_the_runner(tmp_path):
         print("OK")
     """)
     assert r.stdout.strip() == "OK", r.stderr
+
+
+def test_more_of_newer_torch_under_the_runner(tmp_path):
+    """int32 index tensors (torch >= 2.0), F.rms_norm (2.4), the moe permute round trip,
+    T.min(...).value, and a located error for an API misuse without a kernel line."""
+    r = run_py(tmp_path, """
+        import torch
+        import torch.nn.functional as F
+        import torch_npu
+        import tilelang.language as T
+
+        x = torch.arange(10.0)
+        idx = torch.tensor([3, 1], dtype=torch.int32)
+        assert x[idx].tolist() == [3.0, 1.0]
+        x[idx] = 0.0
+        assert x[3] == 0 and x[1] == 0
+        h = torch.randn(4, 8).half()
+        ref = (h.float() * torch.rsqrt(h.float().pow(2).mean(-1, keepdim=True) + 1e-6)).half()
+        assert torch.equal(F.rms_norm(h, (8,), eps=1e-6), ref)
+        tokens = torch.randn(6, 4)
+        ids = torch.randint(0, 3, (6, 2), dtype=torch.int32)
+        perm, sidx = torch_npu.npu_moe_token_permute(tokens, ids)
+        back = torch_npu.npu_moe_token_unpermute(perm, sidx)  # one row per copy
+        assert torch.equal(back, tokens.repeat_interleave(2, 0))
+        probs = torch.rand(6, 2)
+        summed = torch_npu.npu_moe_token_unpermute(perm, sidx, probs)
+        assert torch.allclose(summed, tokens * probs.sum(-1, keepdim=True))
+        assert perm[sidx[5].item()].equal(tokens[2])  # token 2's second copy
+        assert T.min(4, 6).value == 4 and T.ceildiv(7, 2).value == 4
+        print("OK")
+    """)
+    assert r.stdout.strip() == "OK", r.stderr
+
+
+def test_autotune_skips_tuning_when_the_tuned_parameters_are_given_positionally():
+    calls = []
+
+    @tilelang.autotune(configs=lambda args, kwargs: [{"block": 16}, {"block": 32}])
+    def factory(N, block):
+        calls.append((N, block))
+        return scale(N, "float32")
+
+    factory(64, 32)
+    assert calls == [(64, 32)]

@@ -130,3 +130,28 @@ def test_other_exceptions_keep_their_type_without_the_runners_frames(tmp_path):
     r = run_py(tmp_path, "x = 1\nassert x == 2, 'mismatch'\n")
     assert r.returncode == 1
     assert "AssertionError: mismatch" in r.stderr and "runner.py" not in r.stderr
+
+
+def test_an_api_misuse_without_a_kernel_line_is_located_at_the_users_call(tmp_path):
+    r = run_py(tmp_path, """
+        import tilelang
+        import tilelang.language as T
+
+        @tilelang.jit(out_idx=[-1])
+        def k():
+            M = T.symbolic("M")
+
+            @T.prim_func
+            def main(A: T.Tensor((M, 64), "float32"), B: T.Tensor((M, 64), "float32")):
+                with T.Kernel(1, is_npu=True) as (cid, vid):
+                    x = T.alloc_ub((1, 64), "float32")
+                    with T.Scope("V"):
+                        T.copy(A[vid, 0], x)
+                        T.copy(x, B[vid, 0])
+
+            return main
+
+        print(k().get_kernel_source())
+    """)
+    assert r.returncode == 2
+    assert "script.py:19: error: kernel k has symbolic dims (M)" in r.stderr

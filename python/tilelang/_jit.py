@@ -534,6 +534,12 @@ class JITKernel:
         c, outs = self._run(self._example_inputs(args), mode="functional", races=True)
         return outs[0] if len(outs) == 1 else outs
 
+    @property
+    def adapter(self):
+        raise _core.unsupported("JITKernel.adapter (the launcher of the kernel's compiled NPU "
+                                "library)", "tilepipe simulates the kernel and builds no library",
+                                hint="call the kernel directly")
+
     def params_for_supply(self):
         """The kernel's parameters as the original's supply_prog receives them (name, shape,
         dtype of each)."""

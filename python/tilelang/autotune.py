@@ -4,6 +4,7 @@ factory: each config is built, run and checked against ref_prog, and timed on th
 tuned parameter given, the factory is called directly, as in the original."""
 
 import functools
+import inspect
 
 import numpy as np
 
@@ -46,11 +47,26 @@ def autotune(func=None, *, configs=None, warmup=25, rep=100, timeout=100, supply
              ref_prog=None, supply_prog=None, rtol=1e-2, atol=1e-2, max_mismatched_ratio=0.01,
              skip_check=False, manual_check_prog=None, cache_input_tensors=False, **kw):
     def deco(factory):
+        try:
+            sig = inspect.signature(factory)
+        except (TypeError, ValueError):
+            sig = None
+
         @functools.wraps(factory)
         def wrapper(*args, **kwargs):
-            cfgs = configs() if callable(configs) else list(configs or [])
+            if callable(configs):  # the original passes the call's arguments
+                n = len(inspect.signature(configs).parameters)
+                cfgs = list(configs(*(args, kwargs)[:n]))
+            else:
+                cfgs = list(configs or [])
             keys = {k for c in cfgs for k in c}
-            if not cfgs or keys <= set(kwargs):
+            given = set(kwargs)
+            if sig is not None:
+                try:
+                    given = set(sig.bind_partial(*args, **kwargs).arguments)
+                except TypeError:
+                    pass
+            if not cfgs or keys <= given:  # every tuned parameter given: no tuning
                 return factory(*args, **kwargs)
             where = user_loc()
             results, best = [], None

@@ -105,6 +105,28 @@ def _patch_device(torch):
 
     T.npu = npu
     T.is_npu = property(lambda self: False)
+
+    # torch >= 2.0 indexes with int32 tensors; 1.13 wants int64 (or bool / uint8 masks)
+    narrow = (torch.int32, torch.int16, torch.int8)
+
+    def widen(idx):
+        if isinstance(idx, torch.Tensor) and idx.dtype in narrow:
+            return idx.long()
+        if isinstance(idx, tuple):
+            return tuple(widen(i) for i in idx)
+        if isinstance(idx, list) and any(isinstance(i, torch.Tensor) for i in idx):
+            return [widen(i) for i in idx]
+        return idx
+
+    real_getitem, real_setitem = T.__getitem__, T.__setitem__
+
+    def getitem(self, idx):
+        return real_getitem(self, widen(idx))
+
+    def setitem(self, idx, value):
+        return real_setitem(self, widen(idx), value)
+
+    T.__getitem__, T.__setitem__ = getitem, setitem
     if not hasattr(torch.Generator, "_tilepipe"):
         real_gen = torch.Generator
 
@@ -258,6 +280,22 @@ def _newer_functions(torch):
             setattr(torch, name, twin)
             twins.add(name)
     torch._tilepipe_unsigned = frozenset(twins)
+    if not hasattr(F, "rms_norm"):
+        def rms_norm(input, normalized_shape, weight=None, eps=None):
+            """x / sqrt(mean(x^2 over the normalized dims) + eps) * weight, accumulated in
+            float32 for float16 / bfloat16 (torch 2.4's F.rms_norm)."""
+            if isinstance(normalized_shape, int):
+                normalized_shape = (normalized_shape,)
+            dims = tuple(range(-len(normalized_shape), 0))
+            x = input.float() if input.dtype in (torch.float16, torch.bfloat16) else input
+            e = torch.finfo(input.dtype).eps if eps is None else eps
+            y = x * torch.rsqrt(x.pow(2).mean(dim=dims, keepdim=True) + e)
+            if weight is not None:
+                y = y * weight.to(y.dtype)
+            return y.to(input.dtype)
+
+        F.rms_norm = rms_norm
+        torch.rms_norm = rms_norm
     if not hasattr(torch, "set_default_device"):
         def set_default_device(device):
             if device is not None and not _is_npu(device) and str(device) != "cpu":

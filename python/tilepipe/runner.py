@@ -94,7 +94,10 @@ def report(e):
     if shown:
         out.append("Traceback (most recent call last):\n")
         out += traceback.format_list(shown)
-    if user_error:
+    if user_error and e.loc is None and shown:
+        # an error about the script's use of the API (no kernel line): at the user's call
+        out.append(f"{os.path.basename(shown[-1].filename)}:{shown[-1].lineno}: error: {e}\n")
+    elif user_error:
         out.append(f"{str(e)}\n")
     else:
         out += traceback.format_exception_only(type(e), e)

@@ -820,7 +820,7 @@ def ceildiv(a, b):
     if isinstance(a, Sym) or isinstance(b, Sym):
         return (a + b - 1) // b
     if isinstance(a, int) and isinstance(b, int):
-        return -(-a // b)
+        return IntImm(-(-a // b))
     return (to_index(a) + to_index(b) - 1) // to_index(b)
 
 
@@ -833,17 +833,26 @@ def if_then_else(cond, a, b):
     return _ext.select(c, to_index(a), to_index(b))
 
 
+class IntImm(int):
+    """A compile-time integer result of T.min / T.max / T.ceildiv: an int that also has the
+    original's `IntImm.value`."""
+
+    @property
+    def value(self):
+        return int(self)
+
+
 def min(a, b):  # noqa: A001
     a, b = to_index(a), to_index(b)
     if isinstance(a, int) and isinstance(b, int):
-        return a if a < b else b
+        return IntImm(a if a < b else b)
     return _ext.min(a, b)
 
 
 def max(a, b):  # noqa: A001
     a, b = to_index(a), to_index(b)
     if isinstance(a, int) and isinstance(b, int):
-        return a if a > b else b
+        return IntImm(a if a > b else b)
     return _ext.max(a, b)
 
 

@@ -90,30 +90,33 @@ def npu_cross_entropy_loss(input, target, weight=None, reduction="mean", ignore_
 
 
 def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
-    """(permuted tokens, sorted indices): the tokens grouped by expert, stable in token order;
-    sorted_indices is the stable argsort of the flattened expert ids (int32)."""
+    """(permuted tokens, sorted indices): the tokens' copies grouped by expert id, stable in
+    token order (the first num_out_tokens of them); sorted_indices[t * topk + k] is the row
+    of token t's k-th copy in the permuted tokens (int32), which unpermute gathers."""
     if padded_mode:
         raise _unsupported("npu_moe_token_permute(padded_mode=True)")
     topk = 1 if indices.dim() == 1 else indices.size(1)
     flat = indices.reshape(-1)
-    sorted_indices = torch.sort(flat.long(), stable=True)[1]
+    order = torch.sort(flat.long(), stable=True)[1]
     n = flat.numel() if not num_out_tokens else int(num_out_tokens)
-    permuted = tokens.index_select(0, sorted_indices[:n] // topk)
-    return permuted, sorted_indices.to(torch.int32)
+    permuted = tokens.index_select(0, order[:n] // topk)
+    return permuted, torch.argsort(order).to(torch.int32)
 
 
 def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False,
                             restore_shape=None):
-    """The inverse of npu_moe_token_permute: each token's copies put back and summed, weighted
-    by probs when given."""
+    """The inverse of npu_moe_token_permute: token t is the sum over k of the permuted row
+    sorted_indices[t * topk + k] (rows past the permuted tokens count 0), weighted by
+    probs[t, k] when given."""
     if padded_mode:
         raise _unsupported("npu_moe_token_unpermute(padded_mode=True)")
     topk = 1 if probs is None else probs.size(-1)
-    total = sorted_indices.numel()
     hidden = permuted_tokens.size(-1)
-    out = torch.zeros(total, hidden, dtype=torch.float32)
+    rows = sorted_indices.long()
     n = permuted_tokens.size(0)
-    out.index_copy_(0, sorted_indices[:n].long(), permuted_tokens.float())
+    keep = rows < n
+    src = torch.cat((permuted_tokens.float(), torch.zeros(1, hidden)), 0)
+    out = src.index_select(0, torch.where(keep, rows, torch.full_like(rows, n)))
     out = out.reshape(-1, topk, hidden)
     if probs is not None:
         out = out * probs.float().unsqueeze(-1)
@@ -139,6 +142,13 @@ def npu_sparse_flash_attention(query, key, value, sparse_indices, scale_value, s
                                key_rope=None, layout_query="BSND", layout_kv="BSND",
                                sparse_mode=3, block_table=None, attention_mode=None, **kw):
     """The corpus's own reference model (sfa_golden.cpu_sparse_flash_attention)."""
+    def plain(x):  # the golden reads its tensors with .numpy()
+        return x.detach() if isinstance(x, torch.Tensor) else x
+
+    (query, key, value, sparse_indices, actual_seq_lengths_query, actual_seq_lengths_kv,
+     query_rope, key_rope, block_table) = map(plain, (
+        query, key, value, sparse_indices, actual_seq_lengths_query, actual_seq_lengths_kv,
+        query_rope, key_rope, block_table))
     out = _golden().cpu_sparse_flash_attention(
         query, key, value, sparse_indices, scale_value, sparse_block_size,
         actual_seq_lengths_query, actual_seq_lengths_kv, query_rope=query_rope,
