@@ -155,3 +155,34 @@ def test_an_api_misuse_without_a_kernel_line_is_located_at_the_users_call(tmp_pa
     """)
     assert r.returncode == 2
     assert "script.py:19: error: kernel k has symbolic dims (M)" in r.stderr
+
+
+def test_an_argument_with_the_same_elements_in_another_shape_is_the_kernels_view():
+    a = np.arange(128, dtype=np.float32).reshape(2, 64, 1)
+    np.testing.assert_array_equal(double(64)(a), a.reshape(2, 64) * 2)
+    with pytest.raises(TilelangError, match=r"has shape \(2, 32\) \(64 elements\); the kernel "
+                       r"declares \(2, 64\) \(128 elements\)"):
+        double(64)(np.ones((2, 32), np.float32))
+
+
+def test_a_multiple_divided_by_a_divisor_stays_a_visible_multiple():
+    """`vid * C // 2` is folded to `vid * (C // 2)`: the alignment proof of the broadcast's
+    operand (gdn_chunk_o's g_ub[vid * C // VEC_NUM]) used to fail on the division."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k(C):
+        @T.prim_func
+        def main(G: T.Tensor((C,), "float32"), B: T.Tensor((C, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                g = T.alloc_ub((C,), "float32")
+                b = T.alloc_ub((C // 2, 8), "float32")
+                with T.Scope("V"):
+                    T.copy(G[0], g)
+                    T.tile.broadcast(b, g[vid * C // 2:vid * C // 2 + C // 2])
+                    T.copy(b, B[vid * C // 2, 0])
+
+        return main
+
+    g = np.arange(32, dtype=np.float32)
+    np.testing.assert_array_equal(k(32)(g), np.repeat(g[:, None], 8, 1))
+    assert T.Select(True, 1, 2) == 1

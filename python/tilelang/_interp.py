@@ -824,6 +824,20 @@ class Interpreter:
         return f(a, b)
 
     def e_BinOp(self, n):
+        if isinstance(n.op, ast.FloorDiv) and isinstance(n.left, ast.BinOp) and \
+                isinstance(n.left.op, ast.Mult):
+            # (x * c) // d with d dividing c is x * (c // d) exactly (for every integer x);
+            # folding it keeps `vid * C // 2` a visible multiple of C // 2, so alignment
+            # and bounds proofs downstream see it (they cannot see through the division)
+            d = self.eval(n.right)
+            lhs = [self.eval(n.left.left), self.eval(n.left.right)]
+            for i in (1, 0):
+                c = lhs[i]
+                if isinstance(c, int) and not isinstance(c, bool) and isinstance(d, int) \
+                        and not isinstance(d, bool) and d > 0 and c % d == 0 and \
+                        isinstance(lhs[1 - i], Expr):
+                    return self.binop(ast.Mult(), lhs[1 - i], c // d, n)
+            return self.binop(n.op, self.binop(ast.Mult(), lhs[0], lhs[1], n.left), d, n)
         return self.binop(n.op, self.eval(n.left), self.eval(n.right), n)
 
     def e_UnaryOp(self, n):

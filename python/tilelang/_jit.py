@@ -363,9 +363,7 @@ class JITKernel:
                 bindings[name] = _scalar_value(name, spec, a, loc)
                 continue
             if len(a.shape) != len(spec.shape):
-                raise TilelangError(
-                    f"argument '{name}' has shape {tuple(a.shape)}; the kernel expects rank "
-                    f"{len(spec.shape)} {spec.shape}", loc=loc)
+                continue  # a view of another rank binds nothing (checked in _run)
             for d, (want, got) in enumerate(zip(spec.shape, a.shape)):
                 if isinstance(want, Sym) and want.op == "var":
                     if bindings.setdefault(want.name, int(got)) != int(got):
@@ -416,8 +414,14 @@ class JITKernel:
                 continue
             shape = [resolve_with(d, c) for d in spec.shape]
             if list(a.shape) != list(shape):
-                raise TilelangError(f"argument '{name}' has shape {tuple(a.shape)}; expected "
-                                    f"{tuple(shape)}", loc=loc)
+                if a.size != int(np.prod(shape)):
+                    raise TilelangError(
+                        f"argument '{name}' has shape {tuple(a.shape)} ({a.size} elements); "
+                        f"the kernel declares {tuple(shape)} ({int(np.prod(shape))} elements)",
+                        loc=loc)
+                # the same elements in another shape: the kernel's view of the same memory,
+                # as a pointer is on the NPU (a [M, 1] tensor for a [M] parameter)
+                a = np.ascontiguousarray(a).reshape(shape)
             if a.dtype.kind not in "biuf":  # object, complex, strings: no tensor dtype
                 raise TilelangError(
                     f"argument '{name}' has dtype {a.dtype}; expected a numeric array of "
@@ -727,7 +731,7 @@ def _write_back(dst, v):
     if setter is not None:
         setter(v)
     elif isinstance(dst, np.ndarray):
-        dst[...] = v.astype(dst.dtype)
+        dst[...] = v.astype(dst.dtype).reshape(dst.shape)
     else:
         raise TilelangError(f"cannot write an output back into a {type(dst).__name__}",
                             hint="pass numpy arrays or torch tensors for outputs")

@@ -833,6 +833,9 @@ def if_then_else(cond, a, b):
     return _ext.select(c, to_index(a), to_index(b))
 
 
+Select = if_then_else  # TIR's spelling (causal_conv1d)
+
+
 class IntImm(int):
     """A compile-time integer result of T.min / T.max / T.ceildiv: an int that also has the
     original's `IntImm.value`."""
