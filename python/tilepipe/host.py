@@ -425,8 +425,11 @@ def _child_errors():
         try:
             real_run(self)
         except DeviceCountError as e:
-            with open(os.path.join(box, str(os.getpid())), "w") as f:
-                json.dump({"message": e.message, "loc": e.loc, "hint": e.hint}, f)
+            try:  # the parent may be gone already (it stops at the first rank's error)
+                with open(os.path.join(box, str(os.getpid())), "w") as f:
+                    json.dump({"message": e.message, "loc": e.loc, "hint": e.hint}, f)
+            except OSError:
+                pass
             os._exit(2)
 
     raised = []
