@@ -75,3 +75,10 @@ def test_quick_subset_of_the_corpus_passes_and_writes_the_report(tmp_path):
     got = {r["script"]: r["status"] for r in report["examples"]}
     assert got == {s: "passed" for s in QUICK}, report["examples"]
     assert f"**{len(QUICK)} passed**" in (tmp_path / "corpus_report.md").read_text()
+
+
+def test_checks_logged_on_stderr_count():
+    r = corpus_run.classify(0, "", "INFO:root:Kernel Output Match!\n", "/c/examples")
+    assert (r["status"], r["kind"]) == ("passed", "")
+    r = corpus_run.classify(0, "", "ERROR:root:[FAILED] precision\n", "/c/examples")
+    assert (r["status"], r["kind"]) == ("failed", "wrong result")

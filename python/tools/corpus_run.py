@@ -146,7 +146,9 @@ def classify(rc, out, err, base, script=None):
                         "where": f"{rel(f, base)}:{m.group(2)}"}
     tb = last_exception(err) or last_exception(out)
     if rc == 0 and tb is None:
-        bad = [ln for ln in out.splitlines() if FAIL_TEXT.search(ln)
+        logged = [ln for ln in err.splitlines()  # the logging module's lines on stderr
+                  if re.match(r"(INFO|WARNING|ERROR|CRITICAL):", ln)]
+        bad = [ln for ln in out.splitlines() + logged if FAIL_TEXT.search(ln)
                and not re.search(r"\b0 fail|fail(ed)?: 0\b|no fail", ln, re.I)]
         if bad:
             return {"status": "failed", "kind": "wrong result", "reason": bad[0].strip()[:200],
@@ -155,7 +157,7 @@ def classify(rc, out, err, base, script=None):
             return {"status": "unsupported", "kind": "skipped by the script",
                     "reason": next(ln for ln in out.splitlines() if "[SKIP]" in ln)[:200],
                     "where": ""}
-        if PASS_TEXT.search(out):
+        if PASS_TEXT.search(out) or PASS_TEXT.search(err):  # some log their check
             return {"status": "passed", "kind": "", "reason": "", "where": ""}
         return {"status": "passed", "kind": "no check", "reason": "exit 0, no check message "
                 "printed (a module of kernels, or a script that checks nothing)", "where": ""}
