@@ -6,7 +6,9 @@ run unchanged through tilepipe's runner, classified and tabulated (docs/python.m
   /usr/bin/python3 python/tools/corpus_run.py --no-language --out /tmp/r
 
 Each example runs as `python3 -m tilepipe FILE.py` with no arguments (its own defaults), in
-its own directory, under a timeout (60 s), at most 2 at a time. The language suite runs one
+its own directory, under a timeout (60 s), at most 2 at a time. The corpus is copied to a
+temporary directory first: some scripts write next to themselves (logs, copied sources), and
+the corpus in shared/ stays untouched. The language suite runs one
 pytest process per test file under the runner (so `import torch` is the runner's host torch).
 
 Classification of an example (by exit status and output; the scripts check themselves):
@@ -25,6 +27,7 @@ import concurrent.futures as cf
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -377,17 +380,37 @@ def main(argv=None):
     ap.add_argument("--no-language", action="store_true")
     a = ap.parse_args(argv)
     jobs = max(1, min(a.jobs, MAX_JOBS))
+    with tempfile.TemporaryDirectory(prefix="tilepipe-corpus-") as work:
+        ex_root = os.path.join(work, "examples")
+        lang_root = os.path.join(work, "testing", "python", "language")
+        if not a.no_examples:
+            writable_copy(EXAMPLES, ex_root)
+        if not a.no_language and not a.only and os.path.isdir(LANGUAGE):
+            writable_copy(LANGUAGE, lang_root)
+        return run_all(a, jobs, ex_root, lang_root)
+
+
+def writable_copy(src, dst):
+    """A copy of the tree src at dst that its scripts may write into (shared/ is read-only)."""
+    shutil.copytree(src, dst, copy_function=shutil.copyfile)
+    for d, _, files in os.walk(dst):
+        os.chmod(d, 0o755)
+        for f in files:
+            os.chmod(os.path.join(d, f), 0o644)
+
+
+def run_all(a, jobs, ex_root, lang_root):
     report = {"when": time.strftime("%Y-%m-%d %H:%M"), "commit": commit(),
               "timeout": a.timeout, "examples": [], "language": [], "language_files": {}}
     with cf.ThreadPoolExecutor(jobs) as pool:
         futs = {}
-        if not a.no_language and not a.only and os.path.isdir(LANGUAGE):
+        if not a.no_language and not a.only and os.path.isdir(lang_root):
             # the long ones first, so they overlap the examples
-            for f in sorted(language_files(LANGUAGE), key=lambda f: "elementwise" not in f):
-                futs[pool.submit(run_language_file, f, a.language_timeout)] = ("lang", f)
+            for f in sorted(language_files(lang_root), key=lambda f: "elementwise" not in f):
+                futs[pool.submit(run_language_file, f, a.language_timeout, lang_root)] = ("lang", f)
         if not a.no_examples:
-            for s in example_scripts(EXAMPLES, a.only):
-                futs[pool.submit(run_example, s, a.timeout)] = ("ex", s)
+            for s in example_scripts(ex_root, a.only):
+                futs[pool.submit(run_example, s, a.timeout, ex_root)] = ("ex", s)
         for fut in cf.as_completed(futs):
             kind, name = futs[fut]
             if kind == "ex":
