@@ -201,7 +201,8 @@ def _to_numpy(x):
         except Exception:
             pass
     raise TilelangError(f"cannot read a {type(x).__name__} as an array",
-                        hint="pass numpy arrays, torch tensors (or objects with __array__ / DLPack)")
+                        hint="pass numpy arrays or torch tensors (or objects with __array__ / "
+                        "DLPack)")
 
 
 class Compiled:
@@ -615,16 +616,16 @@ def _check_dtype(name, spec, given, a, loc, is_out):
     want = spec.dtype
     if got == want or (want == "uint8" and got == "bool"):
         return
-    if _twin_active(want) and got == np.dtype(_TWIN[want]).name and _torch_tensor(given) is not None:
+    if _twin_active(want) and got == np.dtype(_TWIN[want]).name and \
+            _torch_tensor(given) is not None:
         return  # torch.uint16 / uint32 of the runner's host: the same bits (_TWIN)
     if want == "bfloat16" and got == "float32" and isinstance(given, np.ndarray):
         return
     role = "output" if is_out else "argument"
-    torch_name = {"float32": "float32", "float16": "float16", "bfloat16": "bfloat16"}.get(want, want)
     raise TilelangError(
         f"{role} '{name}' has dtype {got}; the kernel declares {want} (parameter at "
         f"{loc[0]}:{loc[1]})", loc=_core.user_loc(),
-        hint=f"convert it first: x.to(torch.{torch_name}) or "
+        hint=f"convert it first: x.to(torch.{want}) or "
         f"np.asarray(x, dtype=np.{numpy_dtype(want)})")
 
 
