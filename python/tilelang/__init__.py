@@ -3,12 +3,18 @@ IR and run on its simulator of one A2/A3 die (docs/python.md)."""
 
 from . import _core
 from ._core import TilelangError, TilepipeError  # noqa: F401
-from ._jit import JITKernel, PassConfigKey, compile, jit  # noqa: F401
+from ._jit import JITKernel, PassConfigKey, compile  # noqa: F401
+from . import jit  # noqa: F401  (callable: @tilelang.jit)
 from . import language  # noqa: F401
 from . import profiler  # noqa: F401
 from . import intrinsics  # noqa: F401
 from . import math  # noqa: F401
 from . import tvm  # noqa: F401
+from . import cache  # noqa: F401
+from . import carver  # noqa: F401
+from . import engine  # noqa: F401
+from . import utils  # noqa: F401
+from .autotune import autotune  # noqa: F401
 from .math import cdiv, next_power_of_2  # noqa: F401
 
 __version__ = "0.1.0+tilepipe"
@@ -26,21 +32,6 @@ class DataType(str):
                 "uint8": 8}[str(self)]
 
 
-class _Cache:
-    @staticmethod
-    def clear_cache():
-        from . import _jit
-
-        _jit._cache_enabled[0] = True
-
-    @staticmethod
-    def disable():
-        disable_cache()
-
-
-cache = _Cache()
-
-
 def disable_cache():
     """Factories rebuild their kernel on every call (the original's cache is on disk)."""
     from . import _jit
@@ -55,7 +46,9 @@ def enable_cache():
 
 
 def set_chip(name):
-    """Chip config the kernels compile and simulate for: "a3" (default) or "a2"."""
+    """Chip config the kernels compile and simulate for: "a3" (default) or "a2" (any name of
+    the configs directory, case-insensitive, or a path ending in .json). An unknown name is an
+    error listing the chips; kernels compiled before recompile for the new chip."""
     from . import _jit
 
-    _jit.CHIP = name
+    _jit.set_chip(name)

@@ -25,12 +25,15 @@ class TilelangError(Exception):
     """A user error in a kernel, located at the Python file:line that caused it."""
 
     def __init__(self, message, loc=None, hint=None):
-        self.loc = loc
+        # loc is (file, line) or (file, line, column); .loc keeps (file, line)
+        self.column = loc[2] if loc is not None and len(loc) > 2 else None
+        self.loc = tuple(loc[:2]) if loc is not None else None
         self.hint = hint
         self.message = message
         text = message
         if loc is not None:
-            text = f"{loc[0]}:{loc[1]}: error: {message}"
+            col = f":{self.column}" if self.column else ""
+            text = f"{loc[0]}:{loc[1]}{col}: error: {message}"
         if hint:
             text += f"\n  hint: {hint}"
         super().__init__(text)
@@ -38,6 +41,20 @@ class TilelangError(Exception):
 
 class UnsupportedName(TilelangError, AttributeError):
     """A `T.` name tilepipe does not provide (also an AttributeError, so hasattr() works)."""
+
+
+class DeviceCountError(TilelangError):
+    """A script or kernel that needs several NPUs (ACL SHMEM, dispatch / combine across
+    ranks): tilepipe simulates one die."""
+
+
+def needs_devices(n, what, loc=None):
+    n = f"{n}" if n else "several"
+    return DeviceCountError(
+        f"{what} needs {n} devices; tilepipe simulates one die (1 device)",
+        loc=loc or user_loc(),
+        hint="multi-device kernels (shmem put / get, MoE dispatch / combine across ranks) have "
+             "no model; run the single-device examples")
 
 
 class TilepipeError(TilelangError):
@@ -60,6 +77,45 @@ class TilepipeError(TilelangError):
 
 
 _ext.set_error_type(TilepipeError)
+
+_OWN_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d)
+                  + os.sep for d in ("tilelang", "tilepipe"))
+
+
+def is_own_file(path):
+    """A file of tilepipe's Python side (the front end, the runner and its host modules)."""
+    return os.path.abspath(path).startswith(_OWN_DIRS)
+
+
+def user_loc():
+    """(file, line) of the innermost caller outside tilepipe's own Python files, or None."""
+    import sys
+
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not fn.startswith("<") and not is_own_file(fn) and "/importlib/" not in fn:
+            return (os.path.basename(fn), f.f_lineno)
+        f = f.f_back
+    return None
+
+
+def unsupported(what, why, hint=None):
+    """The error for a part of the original's surface tilepipe does not model, at the
+    user's line."""
+    return UnsupportedName(f"{what} is not supported by tilepipe: {why}", loc=user_loc(),
+                           hint=hint)
+
+
+def unsupported_class(what, why):
+    """A class of the original's surface whose use is `unsupported(what, why)`."""
+
+    class Unsupported:
+        def __init__(self, *a, **kw):
+            raise unsupported(what, why)
+
+    Unsupported.__name__ = what.rsplit(".", 1)[-1]
+    return Unsupported
 
 # ---- dtypes ----
 
@@ -327,6 +383,8 @@ def to_index(x, what="index"):
 class Buffer:
     """A GM tensor or an on-chip allocation; indexing gives a Region."""
 
+    is_bool = False  # declared "bool" (stored as uint8): no arithmetic (tile.py _BOOL_OK)
+
     def __init__(self, ext, name, shape, dtype, scope):
         self.ext = ext
         self.name = name
@@ -436,6 +494,13 @@ class Region:
         return e
 
     def load(self):
+        if self.buffer.dtype in ("float16", "bfloat16", "float32"):
+            # tilepipe's scalar expressions are integers: a float element read as one would
+            # be truncated (see _felem.py)
+            from ._felem import refuse
+
+            raise refuse(f"('{self.buffer.name}') read as an integer value: a condition, an "
+                         "index, a loop bound, a comparison or a T.alloc_var")
         probe_access("V" if self.buffer.scope == "UB" else "C", reads=[self])
         if any(e != 1 for e in self.extents):
             raise err(
@@ -451,16 +516,23 @@ class Region:
         raise err("element assignment is not supported: tilepipe's IR has no scalar stores",
                   hint="use T.tile.fill / T.tile.* on a tile")
 
-    # Arithmetic on an element reads it with the scalar unit (data-dependent addressing).
+    # Arithmetic on an element reads it with the scalar unit (data-dependent addressing);
+    # on a float element it is float arithmetic (_felem.py).
     def _op(name):
         def f(self, *a):
+            if self.buffer.dtype in ("float16", "bfloat16", "float32"):
+                from ._felem import region_op
+
+                return region_op(name, self, *a)
+            if name in ("__truediv__", "__rtruediv__"):
+                raise err("'/' on an integer element", hint="use '//' (floor division)")
             return getattr(self.load(), name)(*[to_index(x) for x in a])
 
         return f
 
     for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
                "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__lt__", "__le__",
-               "__gt__", "__ge__", "__neg__"):
+               "__gt__", "__ge__", "__neg__", "__truediv__", "__rtruediv__"):
         locals()[_n] = _op(_n)
     del _n
 

@@ -12,6 +12,7 @@ import os
 import textwrap
 
 from . import _core
+from . import _felem
 from ._core import Buffer, Expr, Region, Sym, TilelangError, ctx, resolve, to_index
 from ._core import _ext
 
@@ -34,6 +35,9 @@ def _dyn(x):
 
 def _as_expr(x):
     return x.load() if isinstance(x, Region) else x
+
+
+_FLOAT_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
 
 class _Break(Exception):
@@ -64,6 +68,8 @@ class Source:
         self.file = os.path.basename(fn.__code__.co_filename)
         self.path = fn.__code__.co_filename
         text = textwrap.dedent("".join(lines))
+        first = next((ln for ln in lines if ln.strip()), "")
+        self.indent = len(first) - len(first.lstrip())  # what dedent removed
         self.tree = ast.parse(text)
         self.offset = start - 1
         fdef = self.tree.body[0]
@@ -95,7 +101,9 @@ class Interpreter:
     # ---- locations and errors ----
 
     def loc(self, node):
-        return (self.src.file, node.lineno + self.src.offset)
+        """(file, line, column) of a node, the column 1-based as compilers print it."""
+        return (self.src.file, node.lineno + self.src.offset,
+                node.col_offset + self.src.indent + 1)
 
     def error(self, node, message, hint=None):
         return TilelangError(message, loc=self.loc(node), hint=hint)
@@ -201,6 +209,13 @@ class Interpreter:
                 self.assign(t, v, node)
         elif isinstance(target, ast.Subscript):
             obj = self.eval(target.value)
+            if isinstance(value, _felem.FloatElem):
+                dst = obj[self.eval(target.slice)] if isinstance(obj, Buffer) else obj
+                if not isinstance(dst, Region):
+                    raise self.error(node, "float element arithmetic stored into a "
+                                     f"{type(dst).__name__}")
+                _felem.store(dst, value)
+                return
             if isinstance(obj, Buffer) and obj.scope == "UB":
                 # One element of a UB buffer: a one-element copy (from an element of another
                 # buffer) or fill (a number or an integer expression); nothing else is
@@ -259,7 +274,42 @@ class Interpreter:
         raise self.error(s, "nested function definitions inside a kernel body are not supported",
                          hint="define helpers (or @T.macro) outside the @T.prim_func")
 
+    def _decided(self, test):
+        """True / False when a run-time comparison `a OP b` has the same outcome for every
+        value its loop variables, cid and vid can take (interval bounds of b - a), else None.
+        A guard such as `if si < s_num - 1:` in a loop of s_num = 1 trips is then no code at
+        all, as the original's simplifier removes it (its body's slices are never read)."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+        op = type(test.ops[0])
+        if op not in (ast.Lt, ast.LtE, ast.Gt, ast.GtE):
+            return None
+        try:
+            a, b = self.eval(test.left), self.eval(test.comparators[0])
+            a, b = resolve(a), resolve(b)
+            if not all(isinstance(x, (int, Expr)) and not isinstance(x, bool) for x in (a, b)):
+                return None
+            d = b - a
+            if not isinstance(d, Expr):
+                return None
+            r = _ext.bounds(d, ctx.var_ranges, ctx.block_num)
+        except TilelangError:
+            return None
+        if r is None:
+            return None
+        lo, hi = r  # of b - a
+        if op in (ast.Gt, ast.GtE):  # a > b  <=>  b - a < 0
+            lo, hi = -hi, -lo
+            op = ast.Lt if op is ast.Gt else ast.LtE
+        if op is ast.Lt:  # a < b  <=>  b - a > 0
+            return True if lo > 0 else False if hi <= 0 else None
+        return True if lo >= 0 else False if hi < 0 else None
+
     def s_If(self, s):
+        decided = self._decided(s.test) if ctx.builder is not None else None
+        if decided is not None:
+            self.run_body(s.body if decided else s.orelse)
+            return
         c = self.eval(s.test)
         if isinstance(c, Sym):
             c = resolve(c)
@@ -745,6 +795,8 @@ class Interpreter:
         if f is None:
             raise self.error(node, f"operator {type(op).__name__} is not supported")
         a, b = resolve(a) if isinstance(a, Sym) and ctx.bindings else a, resolve(b) if isinstance(b, Sym) and ctx.bindings else b
+        if _felem.is_float(a) or _felem.is_float(b):  # float elements: _felem.py
+            return _felem.arith(_FLOAT_OPS.get(type(op), type(op).__name__), a, b)
         if _dyn(a) or _dyn(b):
             a, b = _as_expr(a), _as_expr(b)
             if isinstance(op, ast.Div):
@@ -772,6 +824,20 @@ class Interpreter:
         return f(a, b)
 
     def e_BinOp(self, n):
+        if isinstance(n.op, ast.FloorDiv) and isinstance(n.left, ast.BinOp) and \
+                isinstance(n.left.op, ast.Mult):
+            # (x * c) // d with d dividing c is x * (c // d) exactly (for every integer x);
+            # folding it keeps `vid * C // 2` a visible multiple of C // 2, so alignment
+            # and bounds proofs downstream see it (they cannot see through the division)
+            d = self.eval(n.right)
+            lhs = [self.eval(n.left.left), self.eval(n.left.right)]
+            for i in (1, 0):
+                c = lhs[i]
+                if isinstance(c, int) and not isinstance(c, bool) and isinstance(d, int) \
+                        and not isinstance(d, bool) and d > 0 and c % d == 0 and \
+                        isinstance(lhs[1 - i], Expr):
+                    return self.binop(ast.Mult(), lhs[1 - i], c // d, n)
+            return self.binop(n.op, self.binop(ast.Mult(), lhs[0], lhs[1], n.left), d, n)
         return self.binop(n.op, self.eval(n.left), self.eval(n.right), n)
 
     def e_UnaryOp(self, n):
@@ -781,6 +847,8 @@ class Interpreter:
                 return _as_expr(v) == 0
             return not v
         if isinstance(n.op, ast.USub):
+            if _felem.is_float(v):
+                return _felem.arith("neg", v)
             return -(_as_expr(v))
         if isinstance(n.op, ast.UAdd):
             return v
@@ -917,7 +985,7 @@ class PrimFunc:
 
     def params(self):
         """[(name, TensorSpec)] from the annotations, evaluated over the closure."""
-        from .language import TensorSpec
+        from .language import ScalarSpec, TensorSpec, _DType
 
         it = Interpreter(self.source, {})
         out = []
@@ -933,9 +1001,11 @@ class PrimFunc:
             spec = self.fn.__annotations__.get(arg.arg)
             if spec is None or isinstance(spec, str):
                 spec = it.eval(arg.annotation)
-            if not isinstance(spec, TensorSpec):
+            if isinstance(spec, _DType) or spec in (int, float):
+                spec = ScalarSpec({int: "int32", float: "float32"}.get(spec, spec))
+            if not isinstance(spec, (TensorSpec, ScalarSpec)):
                 raise it.error(arg, f"parameter '{arg.arg}' is annotated {spec!r}; expected "
-                               "T.Tensor(shape, dtype)")
+                               "T.Tensor(shape, dtype) or a scalar type (T.int32, T.float32)")
             out.append((arg.arg, spec, it.loc(arg)))
         if a.vararg or a.kwarg or a.kwonlyargs:
             raise it.error(self.source.fdef, "kernel parameters must be plain positional tensors")

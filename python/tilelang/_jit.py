@@ -18,6 +18,62 @@ from ._interp import PrimFunc
 CHIP = "a3"
 
 
+def config_dir():
+    """Where the chip configs are: $TILEPIPE_CONFIG_DIR, else the checkout's configs/ (the
+    simulator looks in the same places)."""
+    return os.environ.get("TILEPIPE_CONFIG_DIR") or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs")
+
+
+def available_chips():
+    """Names of the chip configs (the *.json files with a "die" section), sorted."""
+    d = config_dir()
+    out = []
+    try:
+        files = sorted(os.listdir(d))
+    except OSError:
+        return out
+    for f in files:
+        if f.endswith(".json"):
+            try:
+                with open(os.path.join(d, f)) as fh:
+                    if "die" in json.load(fh):
+                        out.append(f[:-5])
+            except (OSError, ValueError):
+                pass
+    return out
+
+
+def chip_config(name=None):
+    """The parsed chip config of `name` (default: the current chip)."""
+    name = name or CHIP
+    path = name if name.endswith(".json") else os.path.join(config_dir(), name + ".json")
+    with open(path) as f:
+        return json.load(f)
+
+
+def set_chip(name):
+    """Validates and selects the chip config kernels compile and simulate for; kernels
+    compiled before recompile for it on their next call (the chip is part of the cache key)."""
+    global CHIP
+    if not isinstance(name, str) or not name:
+        raise TilelangError(f"set_chip({name!r}): expected a chip name",
+                            hint=f"one of {', '.join(available_chips())}")
+    if name.endswith(".json"):
+        if not os.path.isfile(name):
+            raise TilelangError(f"set_chip({name!r}): no such chip config file")
+        CHIP = name
+        return
+    names = available_chips()
+    low = name.lower()
+    if low not in names:
+        raise TilelangError(
+            f"unknown chip {name!r}: expected one of {', '.join(names) or '(none found)'} "
+            f"(the chip configs in {config_dir()})", loc=_core.user_loc(),
+            hint="use one of those names, or a path to a chip config ending in .json")
+    CHIP = low
+
+
 class _KeyMeta(type):
     def __getattr__(cls, name):
         # Keys of the original's other back ends (TIR_*, TL_* for GPUs): accepted by name,
@@ -102,11 +158,36 @@ class _KernelInfo:
         self.started = True
 
 
+def _torch_tensor(x):
+    """x if it is a torch.Tensor (torch already imported by the caller), else None."""
+    torch = sys.modules.get("torch")
+    T = getattr(torch, "Tensor", None) if torch is not None else None
+    return x if isinstance(T, type) and isinstance(x, T) else None
+
+
+def _dtype_of(x, a):
+    """The element type name of a caller's argument x (read as the numpy array a): torch's
+    own dtype for a torch tensor (bfloat16 included), the array's otherwise."""
+    d = getattr(x, "dtype", None)
+    if d is not None and not isinstance(d, np.dtype):
+        name = getattr(d, "_tl_name", None) or str(d).replace("torch.", "")
+        return {"half": "float16", "float": "float32", "double": "float64", "long": "int64",
+                "int": "int32", "short": "int16"}.get(name, name)
+    return str(a.dtype)
+
+
 def _to_numpy(x):
-    """A host array from numpy, anything with __array__ or DLPack (a CPU torch tensor)."""
+    """A host array from numpy, a torch tensor (bfloat16 read as float32 holding bf16 values),
+    the shim's tensor, or anything with __array__ / DLPack."""
     if isinstance(x, np.ndarray):
         return x
-    tl = getattr(x, "_tl_array", None)  # the runner's torch shim
+    t = _torch_tensor(x)
+    if t is not None:
+        t = t.detach().cpu()
+        if str(t.dtype) == "torch.bfloat16":
+            t = t.float()
+        return t.resolve_conj().numpy() if hasattr(t, "resolve_conj") else t.numpy()
+    tl = getattr(x, "_tl_array", None)  # the runner's numpy torch stand-in
     if tl is not None:
         return tl()
     if hasattr(x, "__array__"):
@@ -119,10 +200,9 @@ def _to_numpy(x):
             return np.from_dlpack(x)
         except Exception:
             pass
-    if hasattr(x, "detach") and hasattr(x, "float"):  # torch bf16 etc.
-        return x.detach().cpu().float().numpy()
     raise TilelangError(f"cannot read a {type(x).__name__} as an array",
-                        hint="pass numpy arrays (or objects with __array__ / DLPack)")
+                        hint="pass numpy arrays or torch tensors (or objects with __array__ / "
+                        "DLPack)")
 
 
 class Compiled:
@@ -164,7 +244,15 @@ class JITKernel:
         self._cache = {}
         self.last_run = None
         self._syms = set()
-        for _, spec, _ in self.specs:
+        # Scalar parameters (`n: T.int32`) specialise the kernel on their value at call time,
+        # like a symbolic dim bound from a shape (docs/python.md).
+        self.scalars = {i for i, (_, spec, _) in enumerate(self.specs) if spec.scalar}
+        for i, (name, spec, _) in enumerate(self.specs):
+            if spec.scalar:
+                if i in self.out_idx or i in self.workspace_idx:
+                    raise TilelangError(f"scalar parameter '{name}' cannot be an output or a "
+                                        "workspace", loc=self.specs[i][2])
+                self._syms.add(name)
             for d in spec.shape:
                 sym_vars(d, self._syms)
         if not self._syms:
@@ -175,7 +263,9 @@ class JITKernel:
     def _roles(self, written):
         roles = {}
         for i, (name, spec, _) in enumerate(self.specs):
-            if i in self.workspace_idx:
+            if spec.scalar:
+                roles[name] = "scalar"
+            elif i in self.workspace_idx:
                 roles[name] = "workspace"
             elif i in self.out_idx or name in written:
                 roles[name] = "output"
@@ -194,6 +284,8 @@ class JITKernel:
         try:
             params = []
             for name, spec, loc in self.specs:
+                if spec.scalar:
+                    continue
                 shape = [resolve(d) for d in spec.shape]
                 if name in pads:
                     shape = pads[name][0]
@@ -201,9 +293,10 @@ class JITKernel:
                 params.append((name, shape, spec.dtype, loc))
             info = _KernelInfo(self.name, params, roles)
             ctx.kernel = info
-            args = {}
+            args = {name: bindings[name] for name, spec, _ in self.specs if spec.scalar}
             for name, shape, dtype, _ in params:
                 buf = Buffer(None, name, shape, dtype, "GM")
+                buf.is_bool = dict((n, s) for n, s, _ in self.specs)[name].is_bool
                 info.buffers[name] = buf
                 args[name] = buf
             self.prim.lower_body(args)
@@ -222,7 +315,7 @@ class JITKernel:
             ctx.stmt_loc = None
 
     def _compile(self, bindings):
-        key = tuple(sorted(bindings.items()))
+        key = (CHIP, tuple(sorted(bindings.items())))
         if key in self._cache:
             return self._cache[key]
         saved = ctx.bindings
@@ -243,6 +336,8 @@ class JITKernel:
         written = set(_written(program))
         pads = {}
         for name, spec, _ in self.specs:
+            if spec.scalar:
+                continue
             shape = [resolve(d) for d in spec.shape]
             ends = extents.get(name)
             if ends and any(e > s for e, s in zip(ends, shape)):
@@ -255,16 +350,22 @@ class JITKernel:
         compiled = _ext.compile(program, CHIP, opts)
         return Compiled(self, program, opts, compiled, info, pads, lower_s)
 
-    def _bind(self, arrays):
-        """Symbolic dims from the shapes of the arrays the caller passed."""
+    def _positions(self, with_outs):
+        """Parameter indices of the caller's arguments, in order."""
+        return [i for i in range(len(self.specs)) if i not in self.workspace_idx
+                and (with_outs or i not in self.out_idx)]
+
+    def _bind(self, arrays, with_outs=False):
+        """Symbolic dims from the shapes of the arrays the caller passed, scalar parameters
+        from their values."""
         bindings = {}
-        pos = [i for i in range(len(self.specs)) if i not in self.out_idx and i not in self.workspace_idx]
-        for i, a in zip(pos, arrays):
+        for i, a in zip(self._positions(with_outs), arrays):
             name, spec, loc = self.specs[i]
+            if spec.scalar:
+                bindings[name] = _scalar_value(name, spec, a, loc)
+                continue
             if len(a.shape) != len(spec.shape):
-                raise TilelangError(
-                    f"argument '{name}' has shape {tuple(a.shape)}; the kernel expects rank "
-                    f"{len(spec.shape)} {spec.shape}", loc=loc)
+                continue  # a view of another rank binds nothing (checked in _run)
             for d, (want, got) in enumerate(zip(spec.shape, a.shape)):
                 if isinstance(want, Sym) and want.op == "var":
                     if bindings.setdefault(want.name, int(got)) != int(got):
@@ -295,13 +396,15 @@ class JITKernel:
             raise TilelangError(
                 f"kernel {self.name} takes {n_in} arrays ({', '.join(names)}); {len(args)} given",
                 hint="outputs (out_idx) and workspaces (workspace_idx) are allocated by the kernel")
-        return [_to_numpy(a) for a in args], len(args) == n_all
+        with_outs = len(args) == n_all
+        return [a if self.specs[i][1].scalar else _to_numpy(a)
+                for i, a in zip(self._positions(with_outs), args)], with_outs
 
     def _host(self, args):
         """The compiled kernel for these arrays, its inputs as the simulator takes them
         (float64, padded, flat, by name) and the caller's objects by parameter index."""
         arrays, with_outs = self._inputs(args)
-        c = self._compile(self._bind(arrays) if self._syms else {})
+        c = self._compile(self._bind(arrays, with_outs) if self._syms else {})
         host = {}
         given = {}  # parameter index -> the caller's object
         pos = 0
@@ -311,16 +414,29 @@ class JITKernel:
             a = arrays[pos]
             given[i] = args[pos]
             pos += 1
+            if spec.scalar:
+                continue
             shape = [resolve_with(d, c) for d in spec.shape]
             if list(a.shape) != list(shape):
-                raise TilelangError(f"argument '{name}' has shape {tuple(a.shape)}; expected "
-                                    f"{tuple(shape)}", loc=loc)
+                if a.size != int(np.prod(shape)):
+                    raise TilelangError(
+                        f"argument '{name}' has shape {tuple(a.shape)} ({a.size} elements); "
+                        f"the kernel declares {tuple(shape)} ({int(np.prod(shape))} elements)",
+                        loc=loc)
+                # the same elements in another shape: the kernel's view of the same memory,
+                # as a pointer is on the NPU (a [M, 1] tensor for a [M] parameter)
+                a = np.ascontiguousarray(a).reshape(shape)
             if a.dtype.kind not in "biuf":  # object, complex, strings: no tensor dtype
                 raise TilelangError(
                     f"argument '{name}' has dtype {a.dtype}; expected a numeric array of "
                     f"{spec.dtype}", loc=loc,
                     hint=f"convert it first, e.g. np.asarray(x, dtype=np.{numpy_dtype(spec.dtype)})")
+            _check_dtype(name, spec, args[pos - 1], a, loc, i in self.out_idx)
+            if spec.dtype in _TWIN and a.dtype == _TWIN[spec.dtype]:
+                a = a.view(spec.dtype)  # torch.uint16 / uint32 of the runner's host
             v = np.asarray(a, dtype=np.float64)
+            if spec.dtype == "bfloat16" and isinstance(args[pos - 1], np.ndarray):
+                v = _round_bf16(v)  # a float32 array into a bf16 tensor: its bf16 values
             if name in c.pads:
                 pshape, pad = c.pads[name]
                 full = np.full(pshape, pad, dtype=np.float64)
@@ -364,8 +480,8 @@ class JITKernel:
 
     def _current(self, args=()):
         if args:
-            arrays, _ = self._inputs(args)
-            return self._compile(self._bind(arrays) if self._syms else {})
+            arrays, with_outs = self._inputs(args)
+            return self._compile(self._bind(arrays, with_outs) if self._syms else {})
         if self._syms:
             if self.last_run is not None:
                 return self.last_run[0]
@@ -378,7 +494,8 @@ class JITKernel:
         if args:
             return args
         if self._syms:
-            raise TilelangError("profile() of a kernel with symbolic dims needs example arrays")
+            raise TilelangError("profile() of a kernel with symbolic dims or scalar parameters "
+                                "needs example arguments")
         rng = np.random.default_rng(seed)
         out = []
         for i, (name, spec, _) in enumerate(self.specs):
@@ -433,6 +550,21 @@ class JITKernel:
         c, outs = self._run(self._example_inputs(args), mode="functional", races=True)
         return outs[0] if len(outs) == 1 else outs
 
+    @property
+    def adapter(self):
+        raise _core.unsupported("JITKernel.adapter (the launcher of the kernel's compiled NPU "
+                                "library)", "tilepipe simulates the kernel and builds no library",
+                                hint="call the kernel directly")
+
+    def params_for_supply(self):
+        """The kernel's parameters as the original's supply_prog receives them (name, shape,
+        dtype of each)."""
+        import types
+
+        return [types.SimpleNamespace(name=name, dtype=spec.dtype,
+                                      shape=[resolve(d) for d in spec.shape])
+                for name, spec, _ in self.specs]
+
     def get_profiler(self, *a, **kw):
         from .profiler import Profiler
 
@@ -486,6 +618,52 @@ def _drains():
     return out
 
 
+def _check_dtype(name, spec, given, a, loc, is_out):
+    """The element type of an argument against the kernel's declaration: equal, or a numpy
+    float32 array for a bfloat16 tensor (numpy has no bfloat16), or bool for uint8 / bool.
+    Anything else is an error (it used to be converted silently: an int8 output array
+    truncated, f16 or int64 inputs into an f32 kernel)."""
+    got = _dtype_of(given, a)
+    want = spec.dtype
+    if got == want or (want == "uint8" and got == "bool"):
+        return
+    if _twin_active(want) and got == np.dtype(_TWIN[want]).name and \
+            _torch_tensor(given) is not None:
+        return  # torch.uint16 / uint32 of the runner's host: the same bits (_TWIN)
+    if want == "bfloat16" and got == "float32" and isinstance(given, np.ndarray):
+        return
+    role = "output" if is_out else "argument"
+    raise TilelangError(
+        f"{role} '{name}' has dtype {got}; the kernel declares {want} (parameter at "
+        f"{loc[0]}:{loc[1]})", loc=_core.user_loc(),
+        hint=f"convert it first: x.to(torch.{want}) or "
+        f"np.asarray(x, dtype=np.{numpy_dtype(want)})")
+
+
+def _round_bf16(v):
+    """float64 values rounded to bfloat16 (round to nearest even), as float64."""
+    f = np.ascontiguousarray(v, dtype=np.float32)
+    u = f.view(np.uint32).astype(np.uint64)
+    r = (((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16).astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(f), f, r).astype(np.float64).reshape(np.shape(v))
+
+
+def _scalar_value(name, spec, v, loc):
+    """The value of a scalar argument (a Python or numpy number, or a 0-d tensor)."""
+    item = getattr(v, "item", None)
+    if item is not None and getattr(v, "shape", None) in ((), []):
+        v = item()
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise TilelangError(f"scalar parameter '{name}' ({spec.dtype}) got a "
+                            f"{type(v).__name__}", loc=loc, hint="pass a Python number")
+    if spec.dtype.startswith(("int", "uint")):
+        if int(v) != v:
+            raise TilelangError(f"scalar parameter '{name}' is {spec.dtype}; got {v!r}", loc=loc,
+                                hint="pass an integer")
+        return int(v)
+    return float(v)
+
+
 def resolve_with(d, c):
     return resolve(d) if not isinstance(d, Sym) else _resolve_bound(d, c)
 
@@ -504,28 +682,71 @@ def _written(program):
     return program.written_gm()
 
 
+# torch releases before 2.3 have no uint16 / uint32 tensors: under the runner
+# torch.uint16 / uint32 name int16 / int32 (tilepipe/host.py) and such tensors hold the
+# unsigned values' bits, reinterpreted on the way in and out (docs/python.md).
+_TWIN = {"uint16": np.int16, "uint32": np.int32, "uint64": np.int64}
+
+
+def _twin_active(dtype):
+    """torch has no `dtype` and the runner's host names its signed twin instead."""
+    torch = sys.modules.get("torch")
+    return (dtype in _TWIN and getattr(torch, "_tilepipe_unsigned", None) is not None
+            and dtype in torch._tilepipe_unsigned)
+
+
+def _torch_from(v, dtype):
+    import torch
+
+    if _twin_active(dtype):
+        v = np.ascontiguousarray(v.astype(dtype)).view(_TWIN[dtype])
+    t = torch.from_numpy(np.ascontiguousarray(v))
+    return t.to(torch.bfloat16) if dtype == "bfloat16" else t
+
+
 def _wrap_like(v, args, dtype):
+    """An output the kernel allocated: a torch tensor of the kernel's dtype when the caller
+    passed torch tensors, or passed no arrays under the runner's host torch (the shim's
+    tensor when it passed the shim's), else a numpy array."""
     for a in args:
+        if _torch_tensor(a) is not None:
+            return _torch_from(v, dtype)
         wrap = getattr(a, "_tl_wrap", None)
         if wrap is not None:
             return wrap(v, dtype)
-    try:
-        import torch  # a real torch where installed
-
-        if args and isinstance(args[0], torch.Tensor):
-            t = torch.from_numpy(np.ascontiguousarray(v.astype(np.float32)))
-            return t.to(getattr(torch, dtype))
-    except Exception:
-        pass
+    torch = sys.modules.get("torch")
+    if getattr(torch, "_tilepipe_host", False) and not any(
+            isinstance(a, np.ndarray) for a in args):
+        return _torch_from(v, dtype)
     return v
 
 
 def _write_back(dst, v):
+    """Writes an output into the caller's array or tensor in place."""
+    t = _torch_tensor(dst)
+    if t is not None:
+        import torch
+
+        if t.dtype == torch.bfloat16:
+            src = torch.from_numpy(np.ascontiguousarray(v, dtype=np.float32))
+        else:
+            npd = torch.empty((), dtype=t.dtype).numpy().dtype
+            v = np.ascontiguousarray(v)
+            if v.dtype.kind == "u" and npd.kind == "i" and v.dtype.itemsize == npd.itemsize:
+                src = torch.from_numpy(v.view(npd))  # the unsigned bits (_TWIN)
+            else:
+                src = torch.from_numpy(v.astype(npd))
+        with torch.no_grad():
+            t.copy_(src.reshape(t.shape))
+        return
     setter = getattr(dst, "_tl_set", None)
     if setter is not None:
         setter(v)
     elif isinstance(dst, np.ndarray):
-        dst[...] = v.astype(dst.dtype)
+        dst[...] = v.astype(dst.dtype).reshape(dst.shape)
+    else:
+        raise TilelangError(f"cannot write an output back into a {type(dst).__name__}",
+                            hint="pass numpy arrays or torch tensors for outputs")
 
 
 def jit(func=None, *, out_idx=None, workspace_idx=None, pass_configs=None, target=None,
@@ -555,6 +776,7 @@ def jit(func=None, *, out_idx=None, workspace_idx=None, pass_configs=None, targe
             return k
 
         wrapper.cache = cache
+        _factory_caches.append(cache)
         wrapper.__jit_impl__ = _JitInfo(target or "auto", out_idx, workspace_idx, pass_configs)
         return wrapper
 
@@ -574,6 +796,12 @@ class _JitInfo:
 
 
 _cache_enabled = [True]
+_factory_caches = []  # every @tilelang.jit factory's kernels, for cache.clear_cache()
+
+
+def clear_caches():
+    for c in _factory_caches:
+        c.clear()
 _call_hooks = []  # profiler.do_bench watching which kernels a callable runs
 
 

@@ -126,10 +126,10 @@ class _Vec:
                                 "w[j] of a 2-D loop")
         src = v.region
         ext = src.extents
-        if v.lanes == (1,) and self.dims[0] == self.dims[1] and not (
-                len(ext) >= 2 and ext[-2] == 1):
-            # w[j] on a square loop: its length also matches the rows, so shape it [1, C]
-            # to broadcast it along the columns
+        if v.lanes == (1,) and not (len(ext) >= 2 and ext[-2] == 1) and (
+                self.dims[0] == self.dims[1] or (len(ext) >= 2 and ext[-1] == 1)):
+            # w[j] on a square loop (its length also matches the rows), or a [N, 1] slice
+            # o[j, c]: shape it [1, N] to broadcast it along the columns
             from . import language as T
             from .language import _alloc
 
@@ -138,6 +138,21 @@ class _Vec:
             if key not in ctx.hidden:
                 ctx.hidden[key] = _alloc("UB", [1, self.dims[1]], src.buffer.dtype,
                                          name=f"par_row{self.ntemp}")
+            T.copy(src, ctx.hidden[key].region())
+            src = ctx.hidden[key].region()
+        elif v.lanes == (0,) and len(ext) >= 2 and ext[-2] == 1 and ext[-1] == self.dims[0]:
+            # o[i, j] with j the loop's first (row) variable: a [1, C] slice of a row whose
+            # values vary down the rows; shape it [C, 1] to broadcast it along the columns
+            # (broadcasting the [1, C] slice would repeat it down the rows: a transposed
+            # result)
+            from . import language as T
+            from .language import _alloc
+
+            self.ntemp += 1
+            key = ("parallel-col", self.dims[0], dtype, self.ntemp, ctx.stmt_loc)
+            if key not in ctx.hidden:
+                ctx.hidden[key] = _alloc("UB", [self.dims[0], 1], src.buffer.dtype,
+                                         name=f"par_col{self.ntemp}")
             T.copy(src, ctx.hidden[key].region())
             src = ctx.hidden[key].region()
         t = self.temp(dtype)
@@ -239,8 +254,22 @@ class _Vec:
         raise self.it.error(call, f"T.Parallel calls '{f.__name__}', which is not one expression",
                             hint="use a lambda or a def whose body is `return <expression>`")
 
+    def refuse_bool(self, node, stmt):
+        """A comparison or boolean operator over the loop's lanes: a bool per lane, which a
+        vector op cannot hold as a number (the original's would be a mask), so arithmetic on
+        it or a store of it has no exact lowering here."""
+        if isinstance(node, (ast.Compare, ast.BoolOp)) or (
+                isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+            if self.uses_lanes(node):
+                raise self.it.error(
+                    stmt, "a comparison (a bool per element) inside a T.Parallel expression is "
+                    "not supported: tilepipe does not model bool lanes as numbers",
+                    hint="compare into a mask with T.tile.compare and pick values with "
+                    "T.tile.select, or use T.if_then_else on compile-time conditions")
+
     def value(self, node, dtype, stmt):
         """A tile, or a Python number / run-time scalar (returned as is)."""
+        self.refuse_bool(node, stmt)
         if isinstance(node, ast.Subscript):
             v = self.ref(node, stmt)
             if not v.lanes:
@@ -259,6 +288,7 @@ class _Vec:
     def emit_into(self, node, dst, stmt):
         from .language import tile as Ttile
 
+        self.refuse_bool(node, stmt)
         dt = dst.region.buffer.dtype
         D = dst.region
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:

@@ -1,8 +1,10 @@
 """The script runner behind `tilepipe run-py FILE.py [args]` and `python3 -m tilepipe`.
 
 Runs an unmodified TileLang-Ascend host script: `import tilelang` is tilepipe's front end,
-and `import torch` / `import torch_npu` resolve to the numpy-backed shim in _shim/ (only
-here: the shim directory is put first on sys.path for the script's run alone)."""
+`import torch` is Debian's PyTorch with the `npu` device mapped to the CPU and `torch_npu`
+the vendor ops' golden versions (host.py). Without torch installed (or with
+TILEPIPE_TORCH=shim) `torch` / `torch_npu` are the numpy-backed stand-in in _shim/ instead
+(put first on sys.path for the script's run alone)."""
 
 import os
 import runpy
@@ -28,13 +30,17 @@ def script_problem(path):
 
 
 def use_host_torch():
-    """`import torch` / `import torch_npu` in scripts run from here resolve to the host side
-    in _shim/."""
-    if os.environ.get("TILEPIPE_REAL_TORCH") != "1":
-        for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")
-                     or m == "torch_npu"]:
-            del sys.modules[name]
-        sys.path.insert(0, SHIM_DIR)
+    """Debian's torch with the npu device mapped to the CPU, else the numpy stand-in."""
+    from . import host
+
+    if os.environ.get("TILEPIPE_TORCH") != "shim" and host.torch_available():
+        host.install()
+        return "torch"
+    for name in [m for m in sys.modules if m == "torch" or m.startswith("torch.")
+                 or m == "torch_npu"]:
+        del sys.modules[name]
+    sys.path.insert(0, SHIM_DIR)
+    return "shim"
 
 
 def main(argv):
@@ -54,4 +60,47 @@ def main(argv):
         runpy.run_path(path, run_name="__main__")
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except KeyboardInterrupt:
+        print("tilepipe run-py: interrupted", file=sys.stderr)
+        return 130
+    except BaseException as e:  # noqa: BLE001 - reported, then the exit status says which
+        return report(e)
     return 0
+
+
+def _own(filename):
+    """Frames of the runner, the front end, the host side and runpy: not the user's."""
+    if filename.startswith("<frozen") or filename == runpy.__file__:
+        return True
+    from tilelang._core import is_own_file
+
+    return is_own_file(filename)
+
+
+def report(e):
+    """Prints an uncaught exception with tilepipe's and the runner's frames hidden: a user
+    error (TilelangError: a kernel or script construct tilepipe refuses, located) as the
+    user's frames then `file:line:col: error: ...`, exit 2; anything else as Python's
+    traceback without the runner's frames, exit 1. TILEPIPE_TRACEBACK=full shows all."""
+    import traceback
+
+    from tilelang import TilelangError
+
+    full = os.environ.get("TILEPIPE_TRACEBACK") == "full"
+    frames = traceback.extract_tb(e.__traceback__)
+    shown = frames if full else [f for f in frames if not _own(f.filename)]
+    user_error = isinstance(e, TilelangError)
+    out = []
+    if shown:
+        out.append("Traceback (most recent call last):\n")
+        out += traceback.format_list(shown)
+    if user_error and e.loc is None and shown:
+        # an error about the script's use of the API (no kernel line): at the user's call
+        out.append(f"{os.path.basename(shown[-1].filename)}:{shown[-1].lineno}: error: {e}\n")
+    elif user_error:
+        out.append(f"{str(e)}\n")
+    else:
+        out += traceback.format_exception_only(type(e), e)
+    sys.stderr.write("".join(out))
+    sys.stderr.flush()
+    return 2 if user_error else 1

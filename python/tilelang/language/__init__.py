@@ -36,19 +36,39 @@ int32 = _DType("int32")
 int8 = _DType("int8")
 uint8 = _DType("uint8")
 int64 = _DType("int32")
-boolean = _DType("uint8")
+boolean = _DType("bool")
 half = float16
 
 
+def _is_bool(dtype):
+    return str(getattr(dtype, "_tl_name", None) or dtype).replace("torch.", "") == "bool"
+
+
 class TensorSpec:
+    scalar = False
+
     def __init__(self, shape, dtype):
         if isinstance(shape, (int, Sym)):
             shape = (shape,)
         self.shape = list(shape)
         self.dtype = dtype_name(dtype)
+        self.is_bool = _is_bool(dtype)
 
     def __repr__(self):
         return f"T.Tensor({self.shape}, {self.dtype})"
+
+
+class ScalarSpec:
+    """A scalar kernel parameter (`n: T.int32`, `s: T.float32`, `n: int`)."""
+
+    scalar = True
+
+    def __init__(self, dtype):
+        self.shape = []
+        self.dtype = dtype_name(dtype)
+
+    def __repr__(self):
+        return f"T.{self.dtype}"
 
 
 class _TensorAnnotation:
@@ -193,6 +213,13 @@ def _flag_gate(*pipes):
 
 
 def _alloc(scope, shape, dtype, name=None):
+    buf = _alloc_buffer(scope, shape, dtype, name)
+    if _is_bool(dtype):
+        buf.is_bool = True
+    return buf
+
+
+def _alloc_buffer(scope, shape, dtype, name=None):
     b = builder()
     if isinstance(shape, (int, Sym)):
         shape = (shape,)
@@ -651,6 +678,10 @@ def _reduce(kind, src, dst, dim, clear):
         _core.probe_access("V", [as_region(src)] + ([] if clear else [d]), [d])
     if not _gate("V"):
         return
+    if kind == "sum" and as_region(src).buffer.is_bool:
+        from .tile import refuse_bool
+
+        refuse_bool("reduce_sum", as_region(src).buffer)
     builder().reduce(kind, as_region(src).tup(), as_region(dst).tup(), int(dim), bool(clear),
                      _core.current_loc())
 
@@ -789,7 +820,7 @@ def ceildiv(a, b):
     if isinstance(a, Sym) or isinstance(b, Sym):
         return (a + b - 1) // b
     if isinstance(a, int) and isinstance(b, int):
-        return -(-a // b)
+        return IntImm(-(-a // b))
     return (to_index(a) + to_index(b) - 1) // to_index(b)
 
 
@@ -802,17 +833,29 @@ def if_then_else(cond, a, b):
     return _ext.select(c, to_index(a), to_index(b))
 
 
+Select = if_then_else  # TIR's spelling (causal_conv1d)
+
+
+class IntImm(int):
+    """A compile-time integer result of T.min / T.max / T.ceildiv: an int that also has the
+    original's `IntImm.value`."""
+
+    @property
+    def value(self):
+        return int(self)
+
+
 def min(a, b):  # noqa: A001
     a, b = to_index(a), to_index(b)
     if isinstance(a, int) and isinstance(b, int):
-        return a if a < b else b
+        return IntImm(a if a < b else b)
     return _ext.min(a, b)
 
 
 def max(a, b):  # noqa: A001
     a, b = to_index(a), to_index(b)
     if isinstance(a, int) and isinstance(b, int):
-        return a if a > b else b
+        return IntImm(a if a > b else b)
     return _ext.max(a, b)
 
 
@@ -889,6 +932,9 @@ def dump_tensor(*a, **kw):
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
+    if name.startswith("shmem_"):
+        raise _core.needs_devices(None, f"T.{name} (memory of other NPUs)",
+                                  loc=_core.current_loc())
     raise _core.UnsupportedName(f"T.{name} is not supported by tilepipe's front end",
                                 loc=_core.current_loc(),
                                 hint="see docs/python.md for the supported language")

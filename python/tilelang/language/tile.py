@@ -11,7 +11,11 @@ _CMP = {"EQ": "EQ", "NE": "NE", "GT": "GT", "GE": "GE", "LT": "LT", "LE": "LE",
 
 
 def _scalar(x, what):
+    from .._felem import FloatElem, as_scalar_region
+
     x = resolve(x)
+    if isinstance(x, FloatElem):
+        x = as_scalar_region(x)  # computed into a one-element temporary
     if isinstance(x, Buffer) and len(x.shape) and all(d == 1 for d in x.shape):
         x = x.region()  # a one-element buffer read by the scalar unit
     if isinstance(x, Region):
@@ -35,8 +39,28 @@ def _scalar(x, what):
 _READS_DST = ("axpy",)
 
 
+# What a buffer declared "bool" may take part in: moves, masks, selects, casts and the
+# logical ops (max / min on 0 / 1 are or / and). Arithmetic on bools has no exact meaning on
+# uint8 lanes (0 - 1 wraps to 255 where a float reference gives -1): refused (docs/python.md).
+_BOOL_OK = {"fill", "compare", "select", "cast", "transpose", "gather", "max", "min",
+            "bit_and", "bit_or", "bit_xor", "bit_not", "broadcast", "copy"}
+
+
+def refuse_bool(what, buf):
+    raise err(f"{what} on the bool buffer '{buf.name}': bool values have no arithmetic in "
+              "tilepipe (stored as uint8, 0 - 1 would wrap to 255)",
+              hint="cast to a numeric dtype first (T.tile.cast), or use compare / select / "
+              "bitwise ops on bools")
+
+
 def _emit(kind, dst, srcs, scalar=None, cmp="EQ"):
     from . import _gate
+
+    if kind not in _BOOL_OK:
+        for x in [dst] + list(srcs):
+            b = x if isinstance(x, Buffer) else x.buffer if isinstance(x, Region) else None
+            if b is not None and b.is_bool:
+                refuse_bool(f"T.tile.{kind}", b)
 
     if _core.ctx.split == "probe":
         d = as_region(dst, f"T.tile.{kind} destination")

@@ -1,0 +1,84 @@
+"""The corpus report (python/tools/corpus_run.py): its classification rules on made-up
+outputs, and a quick subset of the real corpus (a few seconds: the CI subset of the
+report; the whole report is `python/tools/corpus_run.py`, about half an hour)."""
+
+import json
+import os
+import sys
+
+import pytest
+
+from conftest import CORPUS, ROOT
+
+sys.path.insert(0, os.path.join(ROOT, "python", "tools"))
+import corpus_run  # noqa: E402
+
+# Scripts that pass in about a second each at their own defaults (docs/python.md).
+QUICK = ["activation/gelu_mul.py", "activation/sigmoidv2.py", "activation/sigmoidv2_slice.py",
+         "activation/swi_glu.py"]
+
+TB = """Traceback (most recent call last):
+  File "/x/python/tilepipe/runner.py", line 48, in main
+    runpy.run_path(path, run_name="__main__")
+  File "/c/examples/foo/bar.py", line 12, in <module>
+    k = kern(1)
+  File "/x/python/tilelang/_jit.py", line 99, in wrapper
+    raise X
+"""
+
+
+def test_exit_zero_with_a_pass_message_is_passed():
+    r = corpus_run.classify(0, "Kernel Output Match!\n", "", "/c/examples")
+    assert r["status"] == "passed" and r["reason"] == ""
+
+
+def test_exit_zero_with_a_mismatch_message_is_a_wrong_result():
+    r = corpus_run.classify(0, "case 1\n[FAILED] precision test failed!\n", "", "/c/examples")
+    assert (r["status"], r["kind"]) == ("failed", "wrong result")
+
+
+def test_located_tilelang_error_is_unsupported_at_the_kernel_line():
+    err = TB + ("tilelang._core.TilelangError: /c/examples/foo/bar.py:30: error: T.tile.sort "
+                "has no model\n  hint: x\n")
+    r = corpus_run.classify(1, "", err, "/c/examples")
+    assert r["status"] == "unsupported" and r["kind"] == "TilelangError"
+    assert r["where"] == "foo/bar.py:30" and r["reason"] == "T.tile.sort has no model"
+
+
+def test_assertion_is_a_wrong_result_at_the_scripts_line():
+    r = corpus_run.classify(1, "", TB + "AssertionError: Tensor-likes are not close!\n",
+                            "/c/examples")
+    assert (r["status"], r["kind"], r["where"]) == ("failed", "wrong result", "foo/bar.py:12")
+
+
+def test_other_exceptions_and_signals_are_failures_and_timeouts_are_apart():
+    r = corpus_run.classify(1, "", TB + "TypeError: bad operand\n", "/c/examples")
+    assert (r["status"], r["kind"]) == ("failed", "TypeError")
+    assert corpus_run.classify(-11, "", "", "/c")["reason"] == "killed by signal SIGSEGV"
+    assert corpus_run.classify(None, "", "", "/c")["status"] == "timeout"
+
+
+def test_a_located_error_printed_by_the_runner_with_exit_2_is_unsupported():
+    r = corpus_run.classify(2, "", "/c/examples/foo/bar.py:7: error: needs 2 devices\n",
+                            "/c/examples")
+    assert (r["status"], r["where"]) == ("unsupported", "foo/bar.py:7")
+
+
+def test_quick_subset_of_the_corpus_passes_and_writes_the_report(tmp_path):
+    if not os.path.isdir(CORPUS):
+        pytest.skip(f"corpus not found at {CORPUS}")
+    args = ["--out", str(tmp_path), "--timeout", "30", "--no-language"]
+    for s in QUICK:
+        args += ["--only", s]
+    assert corpus_run.main(args) == 0
+    report = json.loads((tmp_path / "corpus_report.json").read_text())
+    got = {r["script"]: r["status"] for r in report["examples"]}
+    assert got == {s: "passed" for s in QUICK}, report["examples"]
+    assert f"**{len(QUICK)} passed**" in (tmp_path / "corpus_report.md").read_text()
+
+
+def test_checks_logged_on_stderr_count():
+    r = corpus_run.classify(0, "", "INFO:root:Kernel Output Match!\n", "/c/examples")
+    assert (r["status"], r["kind"]) == ("passed", "")
+    r = corpus_run.classify(0, "", "ERROR:root:[FAILED] precision\n", "/c/examples")
+    assert (r["status"], r["kind"]) == ("failed", "wrong result")

@@ -1,0 +1,260 @@
+"""Constructs that used to compute a wrong number without a word (issue 25): float element
+arithmetic on UB values, guards that are false for every iteration, bool arithmetic. Each
+is now modelled exactly or refused at its line."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import TilelangError
+
+from conftest import ROOT
+
+HERE = os.path.basename(__file__)
+RNG = np.random.default_rng(25)
+
+
+def lineno(marker):
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if marker in line and "lineno(" not in line)
+
+
+@tilelang.jit(out_idx=[-1])
+def scalar_cumsum(N):
+    @T.prim_func
+    def main(G: T.Tensor((2, N), "float32"), S: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            g = T.alloc_ub((1, N), "float32")
+            s = T.alloc_ub((1, N), "float32")
+            with T.Scope("V"):
+                T.copy(G[vid, :], g[0, :])
+                T.tile.fill(s, 0.0)
+                for i in range(N):  # the corpus's cumsum loop (cumsum_gdn/example_cumsum.py)
+                    if i > 0:
+                        s[0, i] = s[0, i - 1]
+                    s[0, i] = s[0, i] + g[0, i]
+                T.copy(s[0, :], S[vid, :])
+
+    return main
+
+
+def test_float_element_arithmetic_is_float_arithmetic():
+    g = RNG.standard_normal((2, 32)).astype(np.float32)
+    ref = np.zeros_like(g)
+    for r in range(2):
+        acc = np.float32(0)
+        for i in range(32):
+            acc = np.float32(acc + g[r, i])
+            ref[r, i] = acc
+    np.testing.assert_array_equal(scalar_cumsum(32)(g), ref)
+
+
+@tilelang.jit(out_idx=[-1])
+def element_expression(N):
+    @T.prim_func
+    def main(X: T.Tensor((2, N), "float32"), G: T.Tensor((2, N), "float32"),
+             Y: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((1, N), "float32")
+            g = T.alloc_ub((1, N), "float32")
+            y = T.alloc_ub((1, N), "float32")
+            with T.Scope("V"):
+                T.copy(X[vid, :], x[0, :])
+                T.copy(G[vid, :], g[0, :])
+                for i in T.serial(N - 1):
+                    x[0, i + 1] = (x[0, i] - 2.0 * g[0, i + 1]) / 3.0 + (-g[0, i]) + i
+                T.copy(x[0, :], y[0, :])
+                T.tile.muls(y, y, g[0, 0] * 0.5 - 1.0)  # a float expression as a tile scalar
+                T.copy(y[0, :], Y[vid, :])
+
+    return main
+
+
+def test_float_element_expressions_round_like_the_scalar_unit():
+    x = RNG.standard_normal((2, 16)).astype(np.float32)
+    g = RNG.standard_normal((2, 16)).astype(np.float32)
+    f = np.float32
+    ref = x.copy()
+    for r in range(2):
+        for i in range(15):
+            t = f(f(ref[r, i] - f(f(2.0) * g[r, i + 1])) / f(3.0))
+            ref[r, i + 1] = f(f(t + f(-g[r, i])) + f(i))
+        ref[r] = ref[r] * f(f(g[r, 0] * f(0.5)) - f(1.0))
+    np.testing.assert_array_equal(element_expression(16)(x, g), ref)
+
+
+def test_a_float_element_as_a_condition_is_refused_at_its_line():
+    @tilelang.jit
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((1, N), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], a[0, :])
+                    if a[0, 0] > 0:  # MARK-fcond
+                        T.tile.fill(a, 1.0)
+                    T.copy(a[0, :], B[vid, :])
+
+        return main
+
+    with pytest.raises(TilelangError) as e:
+        k(32)
+    assert "read as an integer value" in str(e.value)
+    assert e.value.loc == (HERE, lineno("# MARK-fcond"))
+
+
+def test_a_guard_false_on_every_iteration_is_no_code():
+    """`if si < s_num - 1:` around a prefetch in a loop of one trip (group_norm's serial
+    kernel): its out-of-range slice is never read, as after the original's simplifier."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k(N, s_num):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((2, N), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, 0:N], a[0, :])
+                    for si in T.serial(s_num):
+                        if si < s_num - 1:
+                            T.copy(A[vid, (si + 1) * N:(si + 2) * N], a[1, :])
+                    T.copy(a[0, :], B[vid, :])
+
+        return main
+
+    a = RNG.standard_normal((2, 64)).astype(np.float32)
+    np.testing.assert_array_equal(k(64, 1)(a), a)
+
+
+@pytest.mark.parametrize("form", ["reduce", "parallel", "tile"])
+def test_arithmetic_on_bool_buffers_is_refused(form):
+    @tilelang.jit(out_idx=[-1])
+    def k(M, N):
+        @T.prim_func
+        def main(A: T.Tensor((M, N), "bool"), B: T.Tensor((M, N), "bool"),
+                 C: T.Tensor((M, N), "bool")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                h = M // 2
+                a = T.alloc_ub((h, N), "bool")
+                b = T.alloc_ub((h, N), "bool")
+                with T.Scope("V"):
+                    T.copy(A[vid * h, 0], a)
+                    T.copy(B[vid * h, 0], b)
+                    if form == "reduce":
+                        r = T.alloc_ub((h,), "bool")
+                        T.reduce_sum(a, r, dim=-1)
+                    elif form == "parallel":
+                        for i, j in T.Parallel(h, N):
+                            a[i, j] = a[i, j] - b[i, j]
+                    else:
+                        T.tile.add(a, a, b)
+                    T.copy(a, C[vid * h, 0])
+
+        return main
+
+    with pytest.raises(TilelangError, match="on the bool buffer 'a': bool values have no "
+                       "arithmetic"):
+        k(16, 64)
+
+
+def test_logical_ops_on_bool_buffers_stay_exact():
+    @tilelang.jit(out_idx=[-1])
+    def k(M, N):
+        @T.prim_func
+        def main(A: T.Tensor((M, N), "bool"), B: T.Tensor((M, N), "bool"),
+                 C: T.Tensor((M, N), "bool")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                h = M // 2
+                a = T.alloc_ub((h, N), "bool")
+                b = T.alloc_ub((h, N), "bool")
+                with T.Scope("V"):
+                    T.copy(A[vid * h, 0], a)
+                    T.copy(B[vid * h, 0], b)
+                    T.tile.max(a, a, b)  # or
+                    T.copy(a, C[vid * h, 0])
+
+        return main
+
+    a, b = RNG.random((16, 64)) > 0.5, RNG.random((16, 64)) > 0.5
+    np.testing.assert_array_equal(k(16, 64)(a, b), (a | b).astype(np.uint8))
+
+
+def test_a_comparison_inside_t_parallel_is_refused_at_its_line():
+    @tilelang.jit(out_idx=[-1])
+    def k(M, N):
+        @T.prim_func
+        def main(A: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                h = M // 2
+                a = T.alloc_ub((h, N), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid * h, 0], a)
+                    for i, j in T.Parallel(h, N):
+                        a[i, j] = (a[i, j] > 0.0) * a[i, j]  # MARK-pcmp
+                    T.copy(a, C[vid * h, 0])
+
+        return main
+
+    with pytest.raises(TilelangError) as e:
+        k(16, 64)
+    assert "a comparison (a bool per element) inside a T.Parallel expression" in str(e.value)
+    assert e.value.loc == (HERE, lineno("# MARK-pcmp"))
+
+
+def test_host_goldens_round_like_the_npu(tmp_path):
+    """Under the runner: bf16 group_norm accumulates in float32 and f32 exp is correctly
+    rounded (gdn_wy_fast's and group_norm's references), f16 matmul runs on the CPU."""
+    pytest.importorskip("torch")
+    script = tmp_path / "s.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        import torch.nn.functional as F
+        torch.manual_seed(0)
+        x = torch.randn(2, 64, 32, 32, dtype=torch.bfloat16)
+        y = F.group_norm(x, 8)
+        assert torch.equal(y, F.group_norm(x.float(), 8).bfloat16())
+        t = torch.randn(1 << 16) * 4
+        assert torch.equal(torch.exp(t), torch.exp(t.double()).float())
+        h = torch.randn(8, 8).half()
+        assert (h @ h).dtype == torch.float16
+        print("OK")
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [os.path.join(ROOT, "python"), os.environ.get("TILEPIPE_BUILD_DIR",
+                                                      os.path.join(ROOT, "build"))]))
+    r = subprocess.run([sys.executable, "-m", "tilepipe", str(script)], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.stdout.strip() == "OK", r.stderr
+
+
+@pytest.mark.parametrize("rows,cols", [(16, 16), (16, 32), (32, 16)])
+def test_parallel_row_slice_indexed_by_the_row_variable_broadcasts_along_columns(rows, cols):
+    """`m[j, k] = o[j, k] * o[i, j]` (gdn_solve_tril): o[i, j] varies with the row j. The
+    [1, C] slice of row i used to be broadcast down the rows: a transposed factor."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k():
+        @T.prim_func
+        def main(A: T.Tensor((32, 32), "float32"), B: T.Tensor((rows, cols), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                o = T.alloc_ub((32, 32), "float32")
+                m = T.alloc_ub((rows, cols), "float32")
+                with T.Scope("V"):
+                    if vid == 0:
+                        T.copy(A, o)
+                        for i in range(2, 3):
+                            for j, kk in T.Parallel(rows, cols):
+                                m[j, kk] = o[j, kk] * o[i, j]
+                        T.copy(m, B)
+
+        return main
+
+    a = RNG.standard_normal((32, 32)).astype(np.float32)
+    np.testing.assert_allclose(k()(a), a[:rows, :cols] * a[2, :rows][:, None], rtol=1e-6)

@@ -1,0 +1,318 @@
+"""The host side of `tilepipe run-py` on Debian's torch (python/tilepipe/host.py): the npu
+device on the CPU, torch_npu's golden vendor ops, float16 on the CPU, torch tensors as kernel
+arguments (bfloat16 included), scalar kernel parameters, and the original's module surface
+(tilelang.jit / autotune / carver / utils.target / cache / engine)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+
+from conftest import ROOT
+
+torch = pytest.importorskip("torch")
+
+
+def run_py(tmp_path, code):
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(code))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(ROOT, "python"), env.get("TILEPIPE_BUILD_DIR", os.path.join(ROOT, "build"))])
+    return subprocess.run([sys.executable, "-m", "tilepipe", str(path)], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+
+
+@tilelang.jit(out_idx=[-1])
+def scale(N, dtype):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), dtype), B: T.Tensor((2, N), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), dtype)
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.muls(x, x, 2.0)
+                T.copy(x, B[vid, :])
+
+    return main
+
+
+@tilelang.jit
+def scale_in_place(N):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "bfloat16"), B: T.Tensor((2, N), "bfloat16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "bfloat16")
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.muls(x, x, 2.0)
+                T.copy(x, B[vid, :])
+
+    return main
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_torch_tensors_in_and_out(dtype):
+    tdt = getattr(torch, dtype)
+    a = torch.randn(2, 64).to(tdt)
+    out = scale(64, dtype)(a)
+    assert isinstance(out, torch.Tensor) and out.dtype == tdt
+    torch.testing.assert_close(out, (a.float() * 2).to(tdt))
+
+
+def test_outputs_are_written_back_into_the_callers_bf16_tensor():
+    a = torch.randn(2, 64).to(torch.bfloat16)
+    b = torch.zeros(2, 64, dtype=torch.bfloat16)
+    scale_in_place(64)(a, b)
+    torch.testing.assert_close(b, (a.float() * 2).to(torch.bfloat16))
+
+
+@tilelang.jit(out_idx=[1])
+def add_rows(N):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32"), n: T.int32,
+             s: T.float32):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.muls(x, x, s)
+                if vid < n:
+                    T.tile.adds(x, x, 1.0)
+                T.copy(x, B[vid, :])
+
+    return main
+
+
+def test_scalar_parameters_specialise_the_kernel_on_their_values():
+    a = np.ones((2, 64), np.float32)
+    k = add_rows(64)
+    np.testing.assert_array_equal(k(a, 1, 2.0)[:, 0], [3.0, 2.0])
+    np.testing.assert_array_equal(k(a, 2, 3.0)[:, 0], [4.0, 4.0])
+    with pytest.raises(tilelang.TilelangError, match="scalar parameter 'n' is int32; got 1.5"):
+        k(a, 1.5, 2.0)
+
+
+def test_runner_maps_npu_to_the_cpu_and_supplies_torch_npu(tmp_path):
+    r = run_py(tmp_path, """
+        import torch, torch_npu
+        import torch.nn.functional as F
+        torch.npu.set_device(0)
+        a = torch.randn(4, 8, device="npu").half().npu()
+        b = torch.ones(8, 4, dtype=torch.float16).to("npu:0")
+        c = a @ b                       # float16 matmul: float32 on the CPU, rounded back
+        assert c.dtype == torch.float16 and c.device == torch.device("npu")
+        torch.npu.synchronize()
+        assert torch.npu.current_device() == 0 and torch.npu.is_available()
+        x = torch.randn(3, 8)
+        torch.testing.assert_close(torch_npu.npu_swiglu(x), F.silu(x[:, :4]) * x[:, 4:])
+        torch.testing.assert_close(torch.ops.npu.npu_swiglu(x), torch_npu.npu_swiglu(x))
+        q = torch.randn(1, 2, 4, 8)
+        o = F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        assert o.shape == q.shape
+        e0, e1 = torch.npu.Event(enable_timing=True), torch.npu.Event(enable_timing=True)
+        e0.record(); e1.record()
+        assert e0.elapsed_time(e1) >= 0
+        print("host OK", torch.__version__)
+        torch_npu.npu_no_such_op(x)
+    """)
+    assert "host OK" in r.stdout, r.stderr
+    assert "torch_npu.npu_no_such_op has no host model" in r.stderr
+    assert "script.py:21: error" in r.stderr
+
+
+def test_gelu_backward_and_rotary_mul_golden_versions():
+    sys.path.insert(0, os.path.join(ROOT, "python", "tilepipe", "_host"))
+    try:
+        import torch_npu
+    finally:
+        sys.path.pop(0)
+    x, dy = torch.randn(16), torch.randn(16)
+    xr = x.clone().requires_grad_(True)
+    torch.nn.functional.gelu(xr).backward(dy)
+    torch.testing.assert_close(torch_npu.npu_gelu_backward(dy, x), xr.grad)
+    x = torch.randn(2, 3, 8)
+    cos, sin = torch.randn(2, 3, 8), torch.randn(2, 3, 8)
+    rot = torch.cat((-x[..., 4:], x[..., :4]), -1)
+    torch.testing.assert_close(torch_npu.npu_rotary_mul(x, cos, sin), x * cos + rot * sin)
+    q, k, v = (torch.randn(2, 4, 16, 8) for _ in range(3))
+    ref = torch.softmax(q @ k.transpose(-2, -1) * 0.3, -1) @ v
+    out = torch_npu.npu_fusion_attention(q, k, v, 4, input_layout="BNSD", scale=0.3)[0]
+    torch.testing.assert_close(out, ref)
+    bsh = lambda t: t.transpose(1, 2).reshape(2, 16, 32)  # noqa: E731
+    out = torch_npu.npu_fusion_attention(bsh(q), bsh(k), bsh(v), 4, input_layout="BSH",
+                                         scale=0.3)[0]
+    torch.testing.assert_close(out, bsh(ref))
+
+
+def test_module_surface_of_the_original():
+    import tilelang.jit.adapter  # noqa: F401
+    from tilelang.carver.arch.ascend import Ascend
+    from tilelang.jit.adapter.libgen import LibraryGenerator  # noqa: F401
+    from tilelang.utils.target import determine_platform
+
+    assert callable(tilelang.jit)
+    assert determine_platform("A2") == "A2" and determine_platform() in ("A2", "A3")
+    hints = tilelang.carver.MatmulTemplate(M=512, N=512, K=256).with_arch(Ascend()) \
+        .recommend_hints(topk=4)
+    assert len(hints) == 4 and all(512 % h.block[0] == 0 and 256 % h.rstep[0] == 0 for h in hints)
+    with pytest.raises(tilelang.TilelangError, match="tilelang.engine.lower .* not supported"):
+        tilelang.engine.lower(None)
+    k = scale(64, "float32")
+    tilelang.cache.clear_cache()
+    assert scale(64, "float32") is not k
+
+
+def test_autotune_picks_the_fastest_correct_config():
+    @tilelang.autotune(configs=[{"block": 16}, {"block": 64}, {"block": 32}],
+                       ref_prog=lambda a: a * 2)
+    @tilelang.jit(out_idx=[-1])
+    def tuned(N, block):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((block,), "float32")
+                with T.Scope("V"):
+                    for t in T.serial(N // block):
+                        T.copy(A[vid, t * block:(t + 1) * block], x)
+                        T.tile.muls(x, x, 2.0)
+                        T.copy(x, B[vid, t * block:(t + 1) * block])
+
+        return main
+
+    k = tuned(256)
+    times = {b: tuned(256, block=b).profile() for b in (16, 32, 64)}
+    assert k.config == {"block": min(times, key=times.get)}
+    assert k.get_tuner_result() == k.config and k.latency == pytest.approx(min(times.values()))
+
+
+def test_multi_device_scripts_stop_at_the_line_that_needs_the_devices(tmp_path):
+    r = run_py(tmp_path, """
+        import multiprocessing as mp
+        import shmem
+
+        def worker(rank):
+            a = shmem.InitAttr()
+            a.my_rank, a.n_ranks = rank, 4
+            shmem.aclshmem_init(a)
+            print("unreachable")
+
+        ps = [mp.Process(target=worker, args=(r,)) for r in range(2)]
+        for p in ps:
+            p.start()
+        for p in ps:
+            p.join()
+        print("Kernel Output Match!")
+    """)
+    assert r.returncode != 0 and "Kernel Output Match!" not in r.stdout
+    assert "script.py:8: error: aclshmem_init (rank 0 of 4) needs 4 devices" in r.stderr
+    assert r.stderr.count("Traceback") <= 1  # not one per rank
+
+
+def test_shmem_ops_in_a_kernel_need_several_devices():
+    @tilelang.jit
+    def put(N):
+        @T.prim_func
+        def main(A: T.Tensor((N,), "int8"), B: T.Tensor((N,), "int8")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                with T.Scope("V"):
+                    T.shmem_put_nbi(B, A, N, 1)
+
+        return main
+
+    with pytest.raises(tilelang.TilelangError, match=r"T.shmem_put_nbi .* needs several devices"):
+        put(64)
+
+
+def test_unsigned_tensors_and_argument_free_kernels_under_the_runner(tmp_path):
+    """torch 1.13 has no uint16 / uint32: under the runner they name int16 / int32 and hold
+    the unsigned bits; a kernel called without arrays returns torch tensors there."""
+    r = run_py(tmp_path, """
+        import torch
+        import tilelang
+        import tilelang.language as T
+
+        @tilelang.jit(out_idx=[-1])
+        def invert(N):
+            @T.prim_func
+            def main(A: T.Tensor((2, N), "uint16"), B: T.Tensor((2, N), "uint16")):
+                with T.Kernel(1, is_npu=True) as (cid, vid):
+                    x = T.alloc_ub((N,), "uint16")
+                    with T.Scope("V"):
+                        T.copy(A[vid, :], x)
+                        T.tile.bitwise_not(x, x)
+                        T.copy(x, B[vid, :])
+
+            return main
+
+        @tilelang.jit(out_idx=[-1])
+        def tens(N):
+            @T.prim_func
+            def main(B: T.Tensor((2, N), "float32")):
+                with T.Kernel(1, is_npu=True) as (cid, vid):
+                    x = T.alloc_ub((N,), "float32")
+                    with T.Scope("V"):
+                        T.tile.fill(x, 10.0)
+                        T.copy(x, B[vid, :])
+
+            return main
+
+        a = torch.randint(0, 60000, (2, 64), dtype=torch.int32).to(torch.uint16)
+        b = invert(64)(a)
+        assert b.dtype == torch.uint16 and torch.equal(b, ~a), (b, ~a)
+        assert b.element_size() == 2
+        t = tens(64)()
+        assert isinstance(t, torch.Tensor) and torch.equal(t, torch.full((2, 64), 10.0))
+        print("OK")
+    """)
+    assert r.stdout.strip() == "OK", r.stderr
+
+
+def test_more_of_newer_torch_under_the_runner(tmp_path):
+    """int32 index tensors (torch >= 2.0), F.rms_norm (2.4), the moe permute round trip,
+    T.min(...).value, and a located error for an API misuse without a kernel line."""
+    r = run_py(tmp_path, """
+        import torch
+        import torch.nn.functional as F
+        import torch_npu
+        import tilelang.language as T
+
+        x = torch.arange(10.0)
+        idx = torch.tensor([3, 1], dtype=torch.int32)
+        assert x[idx].tolist() == [3.0, 1.0]
+        x[idx] = 0.0
+        assert x[3] == 0 and x[1] == 0
+        h = torch.randn(4, 8).half()
+        ref = (h.float() * torch.rsqrt(h.float().pow(2).mean(-1, keepdim=True) + 1e-6)).half()
+        assert torch.equal(F.rms_norm(h, (8,), eps=1e-6), ref)
+        tokens = torch.randn(6, 4)
+        ids = torch.randint(0, 3, (6, 2), dtype=torch.int32)
+        perm, sidx = torch_npu.npu_moe_token_permute(tokens, ids)
+        back = torch_npu.npu_moe_token_unpermute(perm, sidx)  # one row per copy
+        assert torch.equal(back, tokens.repeat_interleave(2, 0))
+        probs = torch.rand(6, 2)
+        summed = torch_npu.npu_moe_token_unpermute(perm, sidx, probs)
+        assert torch.allclose(summed, tokens * probs.sum(-1, keepdim=True))
+        assert perm[sidx[5].item()].equal(tokens[2])  # token 2's second copy
+        assert T.min(4, 6).value == 4 and T.ceildiv(7, 2).value == 4
+        print("OK")
+    """)
+    assert r.stdout.strip() == "OK", r.stderr
+
+
+def test_autotune_skips_tuning_when_the_tuned_parameters_are_given_positionally():
+    calls = []
+
+    @tilelang.autotune(configs=lambda args, kwargs: [{"block": 16}, {"block": 32}])
+    def factory(N, block):
+        calls.append((N, block))
+        return scale(N, "float32")
+
+    factory(64, 32)
+    assert calls == [(64, 32)]

@@ -1,0 +1,188 @@
+"""The Python surface users hit (issue 25 item 5): arguments checked against the signature,
+tracebacks that start at the user's line, and set_chip validated and part of the cache key."""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import tilelang
+import tilelang.language as T
+from tilelang import TilelangError
+
+from conftest import ROOT
+
+HERE = os.path.basename(__file__)
+
+
+def lineno(marker):
+    with open(__file__) as f:
+        return next(i for i, line in enumerate(f, 1) if marker in line and "lineno(" not in line)
+
+
+@tilelang.jit(out_idx=[-1])
+def double(N, dtype="float32"):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), dtype), B: T.Tensor((2, N), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), dtype)
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.muls(x, x, 2.0)
+                T.copy(x, B[vid, :])
+
+    return main
+
+
+@pytest.mark.parametrize("bad", ["float16", "int64", "float64", "int32"])
+def test_an_input_of_another_dtype_is_an_error_at_the_call(bad):
+    a = np.ones((2, 64), dtype=bad)
+    with pytest.raises(TilelangError) as e:
+        double(64)(a)  # MARK-call
+    assert f"argument 'A' has dtype {bad}; the kernel declares float32" in str(e.value)
+    assert e.value.loc == (HERE, lineno("# MARK-call"))
+
+
+def test_an_output_array_of_another_dtype_is_an_error_not_a_truncation():
+    a = np.ones((2, 64), np.float32)
+    out = np.zeros((2, 64), np.int8)
+    with pytest.raises(TilelangError, match="output 'B' has dtype int8; the kernel declares "
+                       "float32"):
+        double(64)(a, out)
+    assert not out.any()
+
+
+def test_torch_tensors_are_checked_too_and_numpy_f32_feeds_bf16():
+    torch = pytest.importorskip("torch")
+    with pytest.raises(TilelangError, match="has dtype float16; the kernel declares float32"):
+        double(64)(torch.ones(2, 64, dtype=torch.float16))
+    a = np.full((2, 64), 1.00390625, np.float32)  # not a bf16 value: rounds to 1.0
+    np.testing.assert_array_equal(double(64, "bfloat16")(a), np.full((2, 64), 2.0, np.float32))
+
+
+def test_set_chip_validates_and_recompiles():
+    from tilelang import _jit
+
+    with pytest.raises(TilelangError) as e:
+        tilelang.set_chip("a9")
+    assert "unknown chip 'a9': expected one of a2, a3" in str(e.value)
+    k = double(64)
+    a = np.ones((2, 64), np.float32)
+    k(a)
+    assert k.last_run[0].compiled.chip == "a3"
+    try:
+        tilelang.set_chip("A2")
+        k(a)
+        assert k.last_run[0].compiled.chip == "a2"
+    finally:
+        tilelang.set_chip("a3")
+    assert _jit.CHIP == "a3"
+
+
+def run_py(tmp_path, code):
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(code))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(ROOT, "python"), env.get("TILEPIPE_BUILD_DIR", os.path.join(ROOT, "build"))])
+    return subprocess.run([sys.executable, "-m", "tilepipe", str(path)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+
+
+KERNEL = """
+    import numpy as np
+    import tilelang
+    import tilelang.language as T
+
+    @tilelang.jit(out_idx=[-1])
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((N,), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], x)
+                    T.tile.no_such_op(x)
+                    T.copy(x, B[vid, :])
+
+        return main
+
+    def build():
+        return k(64)
+
+    build()
+"""
+
+
+def test_a_user_error_under_the_runner_starts_at_the_users_lines_and_exits_2(tmp_path):
+    r = run_py(tmp_path, KERNEL)
+    assert r.returncode == 2
+    err = r.stderr
+    assert "runner.py" not in err and "runpy" not in err and "/tilelang/" not in err
+    assert 'File "' in err and ", line 22, in <module>" in err and ", line 20, in build" in err
+    assert "script.py:14:17: error: T.tile.no_such_op" in err
+
+
+def test_other_exceptions_keep_their_type_without_the_runners_frames(tmp_path):
+    r = run_py(tmp_path, "x = 1\nassert x == 2, 'mismatch'\n")
+    assert r.returncode == 1
+    assert "AssertionError: mismatch" in r.stderr and "runner.py" not in r.stderr
+
+
+def test_an_api_misuse_without_a_kernel_line_is_located_at_the_users_call(tmp_path):
+    r = run_py(tmp_path, """
+        import tilelang
+        import tilelang.language as T
+
+        @tilelang.jit(out_idx=[-1])
+        def k():
+            M = T.symbolic("M")
+
+            @T.prim_func
+            def main(A: T.Tensor((M, 64), "float32"), B: T.Tensor((M, 64), "float32")):
+                with T.Kernel(1, is_npu=True) as (cid, vid):
+                    x = T.alloc_ub((1, 64), "float32")
+                    with T.Scope("V"):
+                        T.copy(A[vid, 0], x)
+                        T.copy(x, B[vid, 0])
+
+            return main
+
+        print(k().get_kernel_source())
+    """)
+    assert r.returncode == 2
+    assert "script.py:19: error: kernel k has symbolic dims (M)" in r.stderr
+
+
+def test_an_argument_with_the_same_elements_in_another_shape_is_the_kernels_view():
+    a = np.arange(128, dtype=np.float32).reshape(2, 64, 1)
+    np.testing.assert_array_equal(double(64)(a), a.reshape(2, 64) * 2)
+    with pytest.raises(TilelangError, match=r"has shape \(2, 32\) \(64 elements\); the kernel "
+                       r"declares \(2, 64\) \(128 elements\)"):
+        double(64)(np.ones((2, 32), np.float32))
+
+
+def test_a_multiple_divided_by_a_divisor_stays_a_visible_multiple():
+    """`vid * C // 2` is folded to `vid * (C // 2)`: the alignment proof of the broadcast's
+    operand (gdn_chunk_o's g_ub[vid * C // VEC_NUM]) used to fail on the division."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k(C):
+        @T.prim_func
+        def main(G: T.Tensor((C,), "float32"), B: T.Tensor((C, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                g = T.alloc_ub((C,), "float32")
+                b = T.alloc_ub((C // 2, 8), "float32")
+                with T.Scope("V"):
+                    T.copy(G[0], g)
+                    T.tile.broadcast(b, g[vid * C // 2:vid * C // 2 + C // 2])
+                    T.copy(b, B[vid * C // 2, 0])
+
+        return main
+
+    g = np.arange(32, dtype=np.float32)
+    np.testing.assert_array_equal(k(32)(g), np.repeat(g[:, None], 8, 1))
+    assert T.Select(True, 1, 2) == 1

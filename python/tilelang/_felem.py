@@ -1,0 +1,209 @@
+"""Float arithmetic on single elements of UB buffers (`s[0, i] = s[0, i] + g[0, i]`, the
+original's scalar-unit GetValue / SetValue on float values).
+
+tilepipe's scalar expressions (Expr) are integers, so a float element must never become one
+(it would be truncated: the silent wrong sums of issue 25). Instead an expression over float
+elements, numbers and integer expressions builds a FloatElem tree, and storing it into a UB
+element lowers it exactly to vector ops on one-element regions: `+ - * /` and negation, each
+result rounded to the element's dtype as the scalar unit rounds it (one op per node, a
+one-element UB temporary per inner node). A FloatElem used anywhere else — a condition, an
+index, a comparison — is an error at the line (docs/python.md)."""
+
+from ._core import Buffer, Expr, Region, err
+
+FLOATS = ("float16", "bfloat16", "float32")
+_OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
+
+
+def is_float_region(x):
+    return isinstance(x, Region) and x.buffer.dtype in FLOATS
+
+
+def is_float(x):
+    return isinstance(x, FloatElem) or is_float_region(x)
+
+
+def _operand(x):
+    from ._core import Sym, resolve
+
+    if isinstance(x, Sym):
+        x = resolve(x)
+    if isinstance(x, bool):
+        return float(x)
+    if isinstance(x, Buffer) and x.shape and all(d == 1 for d in x.shape):
+        x = x.region()
+    if isinstance(x, Region):
+        if x.elements() != 1:
+            raise err(f"a slice of '{x.buffer.name}' with {x.elements()} elements in element "
+                      "arithmetic", hint="index one element, or use T.tile.* ops on tiles")
+        if x.buffer.scope != "UB":
+            raise err(f"float element arithmetic on '{x.buffer.name}' in {x.buffer.scope}: only "
+                      "UB elements are modelled", hint="copy the values to UB first")
+        return x if x.buffer.dtype in FLOATS else _int_load(x)
+    if isinstance(x, (int, float, Expr, FloatElem)):
+        return x
+    raise err(f"{type(x).__name__} {x!r} in float element arithmetic")
+
+
+def _int_load(r):
+    return r.load()
+
+
+class FloatElem:
+    """op in + - * / neg over operands: float Regions (one element), FloatElems, numbers,
+    integer Exprs."""
+
+    def __init__(self, op, a, b=None):
+        self.op, self.a, self.b = op, a, b
+
+    @staticmethod
+    def make(op, a, b=None):
+        return FloatElem(op, _operand(a), None if b is None else _operand(b))
+
+    def _bin(op, reverse=False):
+        def f(self, other):
+            return FloatElem.make(op, other, self) if reverse else FloatElem.make(op, self, other)
+
+        return f
+
+    __add__, __radd__ = _bin("+"), _bin("+", True)
+    __sub__, __rsub__ = _bin("-"), _bin("-", True)
+    __mul__, __rmul__ = _bin("*"), _bin("*", True)
+    __truediv__, __rtruediv__ = _bin("/"), _bin("/", True)
+
+    def __neg__(self):
+        return FloatElem("neg", self)
+
+    def __pos__(self):
+        return self
+
+    def _refuse(self, *a):
+        raise refuse("used as an integer, a condition or in a comparison")
+
+    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _refuse
+    __bool__ = __index__ = __int__ = _refuse
+    __hash__ = object.__hash__
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __float__ = _refuse
+
+    def dtype(self):
+        for x in (self.a, self.b):
+            if isinstance(x, Region):
+                return x.buffer.dtype
+            if isinstance(x, FloatElem):
+                return x.dtype()
+        return "float32"
+
+    def __repr__(self):
+        return f"FloatElem({self.op}, {self.a!r}, {self.b!r})"
+
+
+def refuse(how):
+    return err(f"float element arithmetic on UB values {how}: tilepipe models it only when "
+               "stored into a UB element (`x[i] = a[i] * 2 + b[j]`) or passed as the scalar "
+               "of a T.tile op", hint="tilepipe's scalar expressions are integers; compute "
+               "on tiles with T.tile.* instead")
+
+
+def arith(op, a, b=None):
+    """a op b where an operand is a float element: a FloatElem (op in + - * / neg)."""
+    if op not in _OPS and op != "neg":
+        raise refuse(f"with operator '{op}'")
+    return FloatElem.make(op, a, b)
+
+
+_REGION_OPS = {"__add__": ("+", False), "__radd__": ("+", True), "__sub__": ("-", False),
+               "__rsub__": ("-", True), "__mul__": ("*", False), "__rmul__": ("*", True),
+               "__truediv__": ("/", False), "__rtruediv__": ("/", True)}
+
+
+def region_op(name, region, *a):
+    """Python operator `name` on a float element region."""
+    if name == "__neg__":
+        return arith("neg", region)
+    if name not in _REGION_OPS:
+        raise refuse(f"with operator {name.strip('_')}")
+    op, rev = _REGION_OPS[name]
+    return arith(op, a[0], region) if rev else arith(op, region, a[0])
+
+
+def _scalar(x):
+    return isinstance(x, (int, float, Expr))
+
+
+def _temp(dtype):
+    from . import language as T
+
+    return T.alloc_ub((1,), dtype).region()
+
+
+def _aligned(r, dtype):
+    """r starts at a constant, 32-byte aligned UB offset and has `dtype` (a vector op may
+    use it directly)."""
+    from ._core import dtype_bytes
+
+    if r.buffer.dtype != dtype or not all(isinstance(s, int) for s in r.starts):
+        return False
+    off, stride = 0, 1
+    for st, dim in zip(reversed(r.starts), reversed(r.buffer.shape)):
+        off += st * stride
+        stride *= dim
+    return off * dtype_bytes(dtype) % 32 == 0
+
+
+def materialize(x, dtype, into=None):
+    """A one-element UB region holding x, 32-byte aligned for the vector ops (a temporary;
+    an element at another offset is moved by a one-element copy, the scalar unit's
+    GetValue / SetValue); with `into`, the value is then copied there."""
+    from . import language as T
+    from .language import tile
+
+    if isinstance(x, Region) and _aligned(x, dtype):
+        out = x
+    elif isinstance(x, Region):
+        out = _temp(dtype)
+        T.copy(x, out)
+    elif _scalar(x):
+        out = _temp(dtype)
+        tile.fill(out, x)
+    else:
+        out = into if into is not None and _aligned(into, dtype) else _temp(dtype)
+        _emit(x, dtype, out)
+    if into is not None and out is not into:
+        T.copy(out, into)
+    return into if into is not None else out
+
+
+def _emit(x, dtype, out):
+    from .language import tile
+
+    if x.op == "neg":
+        tile.muls(out, materialize(x.a, dtype), -1.0)
+        return
+    a, b, op = x.a, x.b, x.op
+    if op in ("+", "*") and _scalar(a) and not _scalar(b):
+        a, b = b, a
+    if _scalar(b) and op in ("+", "-", "*") and not _scalar(a):
+        ra = materialize(a, dtype)
+        if op == "*":
+            tile.muls(out, ra, b)
+        else:
+            tile.adds(out, ra, b if op == "+" else -b)
+        return
+    if _scalar(a) and op == "-" and not _scalar(b):  # c - x = (-x) + c, exactly
+        tile.muls(out, materialize(b, dtype), -1.0)
+        tile.adds(out, out, a)
+        return
+    getattr(tile, _OPS[op])(out, materialize(a, dtype), materialize(b, dtype))
+
+
+def store(dst, value):
+    """dst (one UB element of a float buffer) = value (a FloatElem)."""
+    if dst.buffer.scope != "UB" or dst.elements() != 1:
+        raise refuse(f"stored into '{dst.buffer.name}' ({dst.buffer.scope}, "
+                     f"{dst.elements()} elements)")
+    materialize(value, dst.buffer.dtype, into=dst)
+
+
+def as_scalar_region(x):
+    """A FloatElem given as the scalar of a T.tile op: computed into a one-element temp."""
+    return materialize(x, x.dtype())

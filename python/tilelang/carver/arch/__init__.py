@@ -1,0 +1,1 @@
+from .ascend import Ascend  # noqa: F401

@@ -1,0 +1,472 @@
+"""The host side of `tilepipe run-py`: Debian's PyTorch (CPU) with the `npu` device mapped to
+the CPU, plus only what torch itself lacks (docs/python.md):
+
+- `device="npu"` / `"npu:0"` / `torch.device("npu")` / `.npu()` / `.to("npu")` mean the CPU;
+- `torch.npu` (synchronize, set_device, current_device, device_count, Event, config,
+  get_device_properties, current_stream, empty_cache); graph capture is refused;
+- `torch_npu` (python/tilepipe/_host/torch_npu) with golden versions of the vendor ops whose
+  semantics are public, and `torch.ops.npu.*` for the same ops;
+- functions of newer torch releases the scripts call (`F.scaled_dot_product_attention`, ...).
+
+install() patches the imported torch in place; only the runner calls it."""
+
+import math
+import os
+import sys
+import time
+import types
+
+HOST_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_host")
+
+# Cube cores of the simulated die (the A3 config's AIC count), for get_device_properties.
+CUBE_CORES = 24
+VECTOR_CORES = 48
+
+
+def torch_available():
+    import importlib.util
+
+    return importlib.util.find_spec("torch") is not None
+
+
+def _is_npu(d):
+    if isinstance(d, str):
+        return d.split(":")[0] == "npu"
+    return False
+
+
+def _map_device(d):
+    return "cpu" if _is_npu(d) else d
+
+
+_FACTORIES = (
+    "tensor", "as_tensor", "empty", "zeros", "ones", "full", "rand", "randn", "randint",
+    "randperm", "arange", "range", "linspace", "logspace", "eye", "empty_like", "zeros_like",
+    "ones_like", "full_like", "rand_like", "randn_like", "randint_like", "empty_strided",
+    "tril_indices", "triu_indices", "normal", "scalar_tensor", "asarray",
+)
+_TENSOR_NEW = ("new_empty", "new_zeros", "new_ones", "new_full", "new_tensor")
+
+
+def _wrap_device_kw(fn):
+    def wrapper(*args, **kw):
+        if "device" in kw:
+            kw["device"] = _map_device(kw["device"])
+        return fn(*args, **kw)
+
+    wrapper.__name__ = getattr(fn, "__name__", "fn")
+    wrapper.__doc__ = getattr(fn, "__doc__", None)
+    wrapper.__wrapped__ = fn
+    return wrapper
+
+
+def _patch_device(torch):
+    real_device = torch.device
+
+    class _DeviceMeta(type):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, real_device)
+
+        def __subclasscheck__(cls, sub):
+            return issubclass(sub, real_device)
+
+    class device(metaclass=_DeviceMeta):  # noqa: N801  (torch's own name)
+        """torch.device with "npu" meaning the CPU (tilepipe run-py)."""
+
+        def __new__(cls, kind, index=None):
+            if _is_npu(kind):
+                return real_device("cpu")
+            return real_device(kind) if index is None else real_device(kind, index)
+
+    torch.device = device
+    torch._tilepipe_real_device = real_device
+    for name in _FACTORIES:
+        fn = getattr(torch, name, None)
+        if fn is not None and not hasattr(fn, "__wrapped__"):
+            setattr(torch, name, _wrap_device_kw(fn))
+
+    T = torch.Tensor
+    for name in _TENSOR_NEW:
+        fn = getattr(T, name, None)
+        if fn is not None:
+            setattr(T, name, _wrap_device_kw(fn))
+    real_to = T.to
+
+    def to(self, *args, **kw):
+        args = tuple(_map_device(a) for a in args)
+        if "device" in kw:
+            kw["device"] = _map_device(kw["device"])
+        return real_to(self, *args, **kw)
+
+    T.to = to
+
+    def npu(self, *a, **kw):
+        return self
+
+    T.npu = npu
+    T.is_npu = property(lambda self: False)
+
+    # torch >= 2.0 indexes with int32 tensors; 1.13 wants int64 (or bool / uint8 masks)
+    narrow = (torch.int32, torch.int16, torch.int8)
+
+    def widen(idx):
+        if isinstance(idx, torch.Tensor) and idx.dtype in narrow:
+            return idx.long()
+        if isinstance(idx, tuple):
+            return tuple(widen(i) for i in idx)
+        if isinstance(idx, list) and any(isinstance(i, torch.Tensor) for i in idx):
+            return [widen(i) for i in idx]
+        return idx
+
+    real_getitem, real_setitem = T.__getitem__, T.__setitem__
+
+    def getitem(self, idx):
+        return real_getitem(self, widen(idx))
+
+    def setitem(self, idx, value):
+        return real_setitem(self, widen(idx), value)
+
+    T.__getitem__, T.__setitem__ = getitem, setitem
+    if not hasattr(torch.Generator, "_tilepipe"):
+        real_gen = torch.Generator
+
+        def Generator(device="cpu"):  # noqa: N802
+            return real_gen(device=_map_device(device))
+
+        Generator._tilepipe = True
+        torch.Generator = Generator
+
+
+class _Event:
+    """torch.npu.Event on the host: wall-clock time between records (host time, not the
+    simulated kernel's)."""
+
+    def __init__(self, enable_timing=False, **kw):
+        self.t = None
+
+    def record(self, *a, **kw):
+        self.t = time.perf_counter()
+
+    def synchronize(self):
+        pass
+
+    def wait(self, *a, **kw):
+        pass
+
+    def query(self):
+        return True
+
+    def elapsed_time(self, end):
+        if self.t is None or end.t is None:
+            return 0.0
+        return (end.t - self.t) * 1000.0
+
+
+class _Stream:
+    def synchronize(self):
+        pass
+
+    def wait_stream(self, *a):
+        pass
+
+    def __getattr__(self, name):
+        raise _unsupported(f"torch.npu.current_stream().{name}",
+                           "an NPU runtime stream handle (ctypes / AOT launch) has no host model")
+
+
+class _Props:
+    """The simulated die (tilelang.set_chip): its name as the NPU runtime reports it (so
+    tilelang.utils.target.determine_platform sees A2 or A3) and its core counts."""
+
+    def __init__(self):
+        from tilelang import _jit
+
+        cores, aiv = CUBE_CORES, VECTOR_CORES
+        try:
+            die = _jit.chip_config()["die"]
+            cores = int(die["ai_cores"]["value"])
+            aiv = cores * int(die["aiv_per_core"]["value"])
+        except (OSError, KeyError, ValueError):
+            pass
+        self.name = "Ascend910B2" if _jit.CHIP == "a2" else "Ascend910_9382"
+        self.cube_core_num = cores
+        self.vector_core_num = aiv
+        self.total_memory = 64 << 30
+
+    def __repr__(self):
+        return f"_NPUDeviceProperties(name='{self.name}', cube_core_num={self.cube_core_num})"
+
+
+def _unsupported(what, why):
+    from tilelang._core import unsupported
+
+    return unsupported(what, why)
+
+
+def _npu_module(torch):
+    m = types.ModuleType("torch.npu", "torch.npu: the NPU runtime, mapped to the host CPU.")
+    m.synchronize = lambda *a, **kw: None
+    m.is_available = lambda: True
+    m.set_device = lambda *a, **kw: None
+    m.current_device = lambda: 0
+    m.device_count = lambda: 1
+    m.empty_cache = lambda: None
+    m.Event = _Event
+    m.Stream = _Stream
+    m.current_stream = lambda *a, **kw: _Stream()
+    m.default_stream = lambda *a, **kw: _Stream()
+    m.get_device_properties = lambda *a, **kw: _Props()
+    m.get_device_name = lambda *a, **kw: _Props().name
+    m.manual_seed = torch.manual_seed
+    m.manual_seed_all = torch.manual_seed
+    m.config = types.SimpleNamespace(allow_internal_format=False)
+    m.utils = types.SimpleNamespace(get_device_properties=m.get_device_properties)
+
+    class _NoGraph:
+        def __init__(self, *a, **kw):
+            raise _unsupported("torch.npu.NPUGraph / torch.npu.graph",
+                               "graph capture and replay need the NPU runtime")
+
+    m.NPUGraph = _NoGraph
+    m.graph = _NoGraph
+    return m
+
+
+def _ops_npu(torch):
+    class _NpuOps:
+        def __getattr__(self, name):
+            import torch_npu  # python/tilepipe/_host, on sys.path once install() ran
+
+            return getattr(torch_npu, name)  # the vendor op, or its clear error
+
+    return _NpuOps()
+
+
+def _newer_functions(torch):
+    """Functions of torch releases after 1.13 that the corpus's host code calls."""
+    F = torch.nn.functional
+    if not hasattr(F, "scaled_dot_product_attention"):
+        def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                         is_causal=False, scale=None, enable_gqa=False):
+            L, S = query.size(-2), key.size(-2)
+            s = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+            if enable_gqa and key.size(-3) != query.size(-3):
+                rep = query.size(-3) // key.size(-3)
+                key = key.repeat_interleave(rep, dim=-3)
+                value = value.repeat_interleave(rep, dim=-3)
+            attn = query @ key.transpose(-2, -1) * s
+            if is_causal:
+                mask = torch.ones(L, S, dtype=torch.bool).tril(diagonal=0)
+                attn = attn.masked_fill(~mask, float("-inf"))
+            if attn_mask is not None:
+                if attn_mask.dtype == torch.bool:
+                    attn = attn.masked_fill(~attn_mask, float("-inf"))
+                else:
+                    attn = attn + attn_mask
+            attn = torch.softmax(attn, dim=-1)
+            if dropout_p > 0.0:
+                attn = torch.dropout(attn, dropout_p, train=True)
+            return attn @ value
+
+        F.scaled_dot_product_attention = scaled_dot_product_attention
+    # torch < 2.3 has no uint16 / uint32 tensors: the names stand for the signed type of the
+    # same size, whose tensors a kernel reads and writes as the unsigned values' bits
+    # (tilelang/_jit.py _TWIN): element sizes, bit operations and wrap-around stay those of
+    # the unsigned type; only comparisons and printing see the signed reading.
+    twins = set()
+    for name, twin in (("uint16", torch.int16), ("uint32", torch.int32),
+                       ("uint64", torch.int64)):
+        if not hasattr(torch, name):
+            setattr(torch, name, twin)
+            twins.add(name)
+    torch._tilepipe_unsigned = frozenset(twins)
+    if not hasattr(F, "rms_norm"):
+        def rms_norm(input, normalized_shape, weight=None, eps=None):
+            """x / sqrt(mean(x^2 over the normalized dims) + eps) * weight, accumulated in
+            float32 for float16 / bfloat16 (torch 2.4's F.rms_norm)."""
+            if isinstance(normalized_shape, int):
+                normalized_shape = (normalized_shape,)
+            dims = tuple(range(-len(normalized_shape), 0))
+            x = input.float() if input.dtype in (torch.float16, torch.bfloat16) else input
+            e = torch.finfo(input.dtype).eps if eps is None else eps
+            y = x * torch.rsqrt(x.pow(2).mean(dim=dims, keepdim=True) + e)
+            if weight is not None:
+                y = y * weight.to(y.dtype)
+            return y.to(input.dtype)
+
+        F.rms_norm = rms_norm
+        torch.rms_norm = rms_norm
+    if not hasattr(torch, "set_default_device"):
+        def set_default_device(device):
+            if device is not None and not _is_npu(device) and str(device) != "cpu":
+                raise _unsupported(f"torch.set_default_device({device!r})", "the host is the CPU")
+
+        torch.set_default_device = set_default_device
+
+
+def _half_mode(torch):
+    """A torch function mode that runs float16 operations the CPU build lacks (matmul,
+    softmax, exp, ... are "not implemented for 'Half'" in torch 1.13's CPU kernels) in float32
+    and rounds the results back to float16, as an NPU computes them (float32 accumulation).
+    In-place operations write back into their float16 tensor. Normalisations and softmax of
+    float16 / bfloat16 tensors are computed in float32 and rounded once, as the NPU's
+    vector unit accumulates."""
+    from torch.overrides import TorchFunctionMode
+
+    half, f32 = torch.float16, torch.float32
+
+    def tree(x, f):
+        if isinstance(x, torch.Tensor):
+            return f(x)
+        if isinstance(x, (list, tuple)):
+            items = [tree(y, f) for y in x]
+            if hasattr(x, "_fields"):  # namedtuple
+                return type(x)(*items)
+            try:
+                return type(x)(items)  # list, tuple, torch.return_types (structseq)
+            except TypeError:
+                return tuple(items)
+        if isinstance(x, dict):
+            return {k: tree(v, f) for k, v in x.items()}
+        return x
+
+    def dtypes(x, out):
+        tree(x, lambda t: out.add(t.dtype) or t)
+        return out
+
+    F = torch.nn.functional
+    low = (half, torch.bfloat16)
+    # Reductions an NPU's vector unit accumulates in float32 even on float16 / bfloat16
+    # tensors; torch's CPU kernels accumulate bfloat16 in bfloat16 (group_norm of a bf16
+    # tensor is off by several ulps), so the golden value is computed in float32 and
+    # rounded once.
+    accumulate_f32 = {F.group_norm, F.layer_norm, F.softmax, F.log_softmax, F.normalize,
+                      torch.group_norm, torch.layer_norm, torch.softmax, torch.log_softmax,
+                      F.instance_norm, F.batch_norm, torch.Tensor.softmax,
+                      torch.Tensor.log_softmax}
+
+    # Transcendental functions of float32 tensors: torch's vectorised CPU kernels are within
+    # 1 ulp, the simulator's are correctly rounded (computed in float64, rounded once); the
+    # host golden is computed the same way, so a script comparing float16 results at 1e-5
+    # sees the kernel's rounding, not the host library's (gdn_wy_fast: torch.exp).
+    precise = {torch.exp, torch.Tensor.exp, torch.log, torch.Tensor.log, torch.sigmoid,
+               torch.Tensor.sigmoid, torch.tanh, torch.Tensor.tanh, torch.sin, torch.Tensor.sin,
+               torch.cos, torch.Tensor.cos, torch.rsqrt, torch.Tensor.rsqrt, torch.erf,
+               torch.Tensor.erf, torch.exp2, torch.log2, torch.Tensor.log2, F.sigmoid,
+               F.silu, F.softplus, F.gelu, F.logsigmoid}
+
+    def in_f64(func, args, kwargs):
+        up_args, up_kwargs = tree((args, kwargs), lambda t: t.double() if t.dtype == f32 else t)
+        out = func(*up_args, **up_kwargs)
+        return tree(out, lambda t: t.float() if t.dtype == torch.float64 else t)
+
+    def in_f32(func, args, kwargs, dt):
+        up_args, up_kwargs = tree((args, kwargs), lambda t: t.float() if t.dtype in low else t)
+        out = func(*up_args, **up_kwargs)
+        return tree(out, lambda t: t.to(dt) if t.dtype == f32 else t)
+
+    class HalfOnCpu(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if func in precise and "out" not in kwargs:
+                seen = dtypes((args, kwargs), set())
+                if seen == {f32}:
+                    return in_f64(func, args, kwargs)
+            if func in accumulate_f32:
+                seen = dtypes((args, kwargs), set())
+                if len(seen & set(low)) == 1 and not seen & {f32, torch.float64} \
+                        and "dtype" not in kwargs:
+                    return in_f32(func, args, kwargs, (seen & set(low)).pop())
+            try:
+                return func(*args, **kwargs)
+            except RuntimeError as e:
+                if "'Half'" not in str(e):
+                    raise
+            seen = dtypes((args, kwargs), set())
+            if half not in seen:
+                raise
+            up_args, up_kwargs = tree((args, kwargs), lambda t: t.float() if t.dtype == half
+                                      else t)
+            out = func(*up_args, **up_kwargs)
+            name = getattr(func, "__name__", "")
+            target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            if name.endswith("_") and not name.endswith("__") and target is not None \
+                    and target.dtype == half:
+                with torch.no_grad():
+                    target.copy_(out)
+                return target
+            if "out" in kwargs and isinstance(kwargs["out"], torch.Tensor):
+                kwargs["out"].copy_(out)
+                return kwargs["out"]
+            if seen & {f32, torch.float64}:
+                return out  # a float input promotes the result anyway
+            return tree(out, lambda t: t.half() if t.dtype == f32 else t)
+
+    return HalfOnCpu()
+
+
+def _child_errors():
+    """A DeviceCountError in a multiprocessing child (one process per rank) ends the child
+    quietly and is raised again in the parent at its join(), so the script stops with the
+    child's located error instead of printing a traceback per rank and going on."""
+    import atexit
+    import json
+    import multiprocessing.process as mpp
+    import shutil
+    import tempfile
+
+    from tilelang._core import DeviceCountError
+
+    box = tempfile.mkdtemp(prefix="tilepipe-ranks-")
+    atexit.register(shutil.rmtree, box, True)
+    real_run, real_join = mpp.BaseProcess.run, mpp.BaseProcess.join
+
+    def run(self):
+        try:
+            real_run(self)
+        except DeviceCountError as e:
+            try:  # the parent may be gone already (it stops at the first rank's error)
+                with open(os.path.join(box, str(os.getpid())), "w") as f:
+                    json.dump({"message": e.message, "loc": e.loc, "hint": e.hint}, f)
+            except OSError:
+                pass
+            os._exit(2)
+
+    raised = []
+
+    def join(self, timeout=None):
+        real_join(self, timeout)
+        path = os.path.join(box, str(self.pid))
+        if self.exitcode == 2 and os.path.exists(path) and not raised:
+            raised.append(self.pid)  # once: the other ranks' joins (and atexit's) stay quiet
+            with open(path) as f:
+                d = json.load(f)
+            raise DeviceCountError(d["message"], loc=tuple(d["loc"]) if d["loc"] else None,
+                                   hint=d["hint"])
+
+    mpp.BaseProcess.run, mpp.BaseProcess.join = run, join
+
+
+def install():
+    """Patch the imported torch (imports it) and make `torch_npu` importable; idempotent."""
+    import torch
+
+    if getattr(torch, "_tilepipe_host", False):
+        return torch
+    _patch_device(torch)
+    npu = _npu_module(torch)
+    torch.npu = npu
+    sys.modules["torch.npu"] = npu
+    _newer_functions(torch)
+    if HOST_DIR not in sys.path:
+        sys.path.insert(0, HOST_DIR)
+    try:
+        torch.ops.npu = _ops_npu(torch)
+    except Exception:
+        pass
+    _child_errors()
+    mode = _half_mode(torch)
+    mode.__enter__()  # for the whole script run
+    torch._tilepipe_half_mode = mode
+    torch._tilepipe_host = True
+    return torch
