@@ -28,6 +28,22 @@ def vadd(M, N, block_M, block_N, dtype="float32"):
 
 
 @tilelang.jit(out_idx=[-1])
+def double(N, dtype="float32"):
+    """B = 2 * A for a [2, N] tensor, one row per vector core."""
+
+    @T.prim_func
+    def main(A: T.Tensor((2, N), dtype), B: T.Tensor((2, N), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), dtype)
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.muls(x, x, 2.0)
+                T.copy(x, B[vid, :])
+
+    return main
+
+
+@tilelang.jit(out_idx=[-1])
 def matmul(M, N, K, bm, bn, bk, dtype="float16", accum="float"):
     n_num = N // bn
 

@@ -126,34 +126,14 @@ def test_tune_from_python_on_a_client(cluster, local):
     assert client.status == "running"  # the caller's client is left open
 
 
+# A script around the suite's matmul factory (python/tests/kernels.py).
 USER_FILE = textwrap.dedent('''
-    import tilelang
-    import tilelang.language as T
+    import sys
 
+    sys.path.insert(0, {tests!r})
+    from kernels import matmul
+''').format(tests=os.path.dirname(os.path.abspath(__file__)))
 
-    @tilelang.jit(out_idx=[-1])
-    def matmul(M, N, K, bm=64, bn=64, bk=64, dtype="float16", accum="float"):
-        n_num = N // bn
-
-        @T.prim_func
-        def main(A: T.Tensor((M, K), dtype), B: T.Tensor((K, N), dtype),
-                 C: T.Tensor((M, N), dtype)):
-            with T.Kernel((M // bm) * n_num, is_npu=True) as (cid, _):
-                bx, by = cid // n_num, cid % n_num
-                a_l1 = T.alloc_L1((bm, bk), dtype)
-                b_l1 = T.alloc_L1((bk, bn), dtype)
-                c_l0 = T.alloc_L0C((bm, bn), accum)
-                with T.Scope("C"):
-                    for k in T.serial(T.ceildiv(K, bk)):
-                        T.copy(A[bx * bm, k * bk], a_l1)
-                        T.copy(B[k * bk, by * bn], b_l1)
-                        T.barrier_all()
-                        T.gemm_v0(a_l1, b_l1, c_l0, init=(k == 0))
-                        T.barrier_all()
-                    T.copy(c_l0, C[bx * bm, by * bn])
-
-        return main
-''')
 
 
 def test_a_python_file_kernel_tunes_on_the_cluster(cluster, tmp_path):
@@ -161,7 +141,8 @@ def test_a_python_file_kernel_tunes_on_the_cluster(cluster, tmp_path):
     (tmp_path / "user.py").write_text(USER_FILE)
     # A relative path: the workers get it made absolute.
     args = ["tune", "user.py:matmul", "--param", "M=256", "--param", "N=256", "--param", "K=256",
-            "--space", "bn=64,128", "--space", "bk=64,128", "--no-cache", "--json"]
+            "--param", "bm=64", "--space", "bn=64,128", "--space", "bk=64,128", "--no-cache",
+            "--json"]
     local = tune_json(*args, cwd=tmp_path)
     remote = tune_json(*args, "--scheduler", c.scheduler_address, cwd=tmp_path)
     same(local, remote)

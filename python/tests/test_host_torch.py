@@ -15,6 +15,7 @@ import tilelang
 import tilelang.language as T
 
 from conftest import ROOT
+from kernels import double
 
 torch = pytest.importorskip("torch")
 
@@ -28,19 +29,6 @@ def run_py(tmp_path, code):
     return subprocess.run([sys.executable, "-m", "tilepipe", str(path)], env=env,
                           cwd=tmp_path, capture_output=True, text=True, timeout=120)
 
-
-@tilelang.jit(out_idx=[-1])
-def scale(N, dtype):
-    @T.prim_func
-    def main(A: T.Tensor((2, N), dtype), B: T.Tensor((2, N), dtype)):
-        with T.Kernel(1, is_npu=True) as (cid, vid):
-            x = T.alloc_ub((N,), dtype)
-            with T.Scope("V"):
-                T.copy(A[vid, :], x)
-                T.tile.muls(x, x, 2.0)
-                T.copy(x, B[vid, :])
-
-    return main
 
 
 @tilelang.jit
@@ -61,7 +49,7 @@ def scale_in_place(N):
 def test_torch_tensors_in_and_out(dtype):
     tdt = getattr(torch, dtype)
     a = torch.randn(2, 64).to(tdt)
-    out = scale(64, dtype)(a)
+    out = double(64, dtype)(a)
     assert isinstance(out, torch.Tensor) and out.dtype == tdt
     torch.testing.assert_close(out, (a.float() * 2).to(tdt))
 
@@ -164,9 +152,9 @@ def test_module_surface_of_the_original():
     assert len(hints) == 4 and all(512 % h.block[0] == 0 and 256 % h.rstep[0] == 0 for h in hints)
     with pytest.raises(tilelang.TilelangError, match="tilelang.engine.lower .* not supported"):
         tilelang.engine.lower(None)
-    k = scale(64, "float32")
+    k = double(64, "float32")
     tilelang.cache.clear_cache()
-    assert scale(64, "float32") is not k
+    assert double(64, "float32") is not k
 
 
 def test_autotune_picks_the_fastest_correct_config():
@@ -312,7 +300,7 @@ def test_autotune_skips_tuning_when_the_tuned_parameters_are_given_positionally(
     @tilelang.autotune(configs=lambda args, kwargs: [{"block": 16}, {"block": 32}])
     def factory(N, block):
         calls.append((N, block))
-        return scale(N, "float32")
+        return double(N, "float32")
 
     factory(64, 32)
     assert calls == [(64, 32)]

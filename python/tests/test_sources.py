@@ -130,7 +130,8 @@ def test_an_original_example_is_a_kernel_source():
 
 
 def test_ctrl_c_stops_a_simulation_within_a_second(tmp_path):
-    """SIGINT while the GIL is released for a run: KeyboardInterrupt, promptly (issue 25)."""
+    """SIGINT while the GIL is released for a run: KeyboardInterrupt, promptly (issue 25).
+    The run (~140 GFLOP of functional Cube work) takes many seconds uninterrupted."""
     import signal
     import sys
     import time
@@ -138,17 +139,19 @@ def test_ctrl_c_stops_a_simulation_within_a_second(tmp_path):
     script = tmp_path / "long.py"
     script.write_text(textwrap.dedent('''
         import sys
+        import time
         import numpy as np
         sys.path.insert(0, {tests!r})
         from kernels import matmul
-        k = matmul(4096, 4096, 2048, 128, 128, 128)
-        a = np.ones((4096, 2048), np.float16)
+        k = matmul(8192, 4096, 2048, 128, 128, 128)
+        a = np.ones((8192, 2048), np.float16)
         b = np.ones((2048, 4096), np.float16)
         print("start", flush=True)
+        t0 = time.monotonic()
         try:
             k(a, b)
         except KeyboardInterrupt:
-            print("interrupted", flush=True)
+            print(f"interrupted {{time.monotonic() - t0:.3f}}", flush=True)
             sys.exit(130)
         print("finished", flush=True)
     ''').format(tests=os.path.dirname(os.path.abspath(__file__))))
@@ -156,8 +159,8 @@ def test_ctrl_c_stops_a_simulation_within_a_second(tmp_path):
     p = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, env=env)
     assert p.stdout.readline().strip() == "start"
     time.sleep(1.0)
-    t0 = time.monotonic()
     p.send_signal(signal.SIGINT)
-    out, _ = p.communicate(timeout=30)
+    out, _ = p.communicate(timeout=60)
     assert p.returncode == 130 and "interrupted" in out, (p.returncode, out)
-    assert time.monotonic() - t0 < 1.5
+    # Signalled 1 s into the run: stopped within a second of the signal (slack for load).
+    assert float(out.split()[-1]) < 2.5, out

@@ -14,6 +14,7 @@ import tilelang.language as T
 from tilelang import TilelangError
 
 from conftest import ROOT
+from kernels import double
 
 HERE = os.path.basename(__file__)
 
@@ -22,19 +23,6 @@ def lineno(marker):
     with open(__file__) as f:
         return next(i for i, line in enumerate(f, 1) if marker in line and "lineno(" not in line)
 
-
-@tilelang.jit(out_idx=[-1])
-def double(N, dtype="float32"):
-    @T.prim_func
-    def main(A: T.Tensor((2, N), dtype), B: T.Tensor((2, N), dtype)):
-        with T.Kernel(1, is_npu=True) as (cid, vid):
-            x = T.alloc_ub((N,), dtype)
-            with T.Scope("V"):
-                T.copy(A[vid, :], x)
-                T.tile.muls(x, x, 2.0)
-                T.copy(x, B[vid, :])
-
-    return main
 
 
 @pytest.mark.parametrize("bad", ["float16", "int64", "float64", "int32"])
