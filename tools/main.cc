@@ -23,9 +23,10 @@ namespace {
 
 using namespace tilepipe;
 
-/// FILE.py or FILE.py:kernel.
+/// FILE.py or FILE.py:kernel, optionally followed by the script's own arguments
+/// ("bench_sfa.py --file sparse_flash_attn_pa", python/tilepipe/sources.py).
 bool is_python_source(const std::string& arg) {
-  static const std::regex spec(R"(.*\.py(:[A-Za-z_][A-Za-z_0-9]*)?)");
+  static const std::regex spec(R"(.*\.py(:[A-Za-z_][A-Za-z_0-9]*)?(\s.*)?)");
   return !arg.empty() && arg[0] != '-' && std::regex_match(arg, spec);
 }
 
