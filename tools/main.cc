@@ -5,6 +5,8 @@
 //   tilepipe run-py FILE.py [args...]    the script itself (python3 -m tilepipe FILE.py ...)
 //   tilepipe VERB FILE.py[:kernel] ...   the same command line with a Python file as the
 //                                        kernel source (python3 -m tilepipe.cli VERB ...)
+//   tilepipe fidelity|calibrate ...      likewise: their anchors include Python files (a build
+//                                        without the front end runs them here and skips those)
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -71,6 +73,12 @@ int exec_python(const char* module, const std::vector<char*>& rest, const std::s
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "run-py")
     return exec_python("tilepipe", {argv + 2, argv + argc}, "run-py", false);
+#ifdef TILEPIPE_PYTHON_EXE
+  if (argc >= 2 && (std::string(argv[1]) == "fidelity" || std::string(argv[1]) == "calibrate") &&
+      !std::getenv("TILEPIPE_NO_PYTHON"))
+    return exec_python("tilepipe.cli", {argv + 1, argv + argc}, argv[1],
+                       cli::json_requested(argc, argv));
+#endif
   for (int i = 2; i < argc; ++i)
     if (is_python_source(argv[i]))
       return exec_python("tilepipe.cli", {argv + 1, argv + argc},

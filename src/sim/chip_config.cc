@@ -513,7 +513,8 @@ class Parser {
   }
 
   ChipConfig parse(const json& root) const {
-    std::vector<std::string> allowed = {"name", "description"};
+    // "calibration": what `tilepipe calibrate` fitted (provenance only, not read here).
+    std::vector<std::string> allowed = {"name", "description", "calibration"};
     for (const Group& g : schema()) allowed.push_back(g.name);
     if (!root.is_object()) {
       fail("", fmt::format("a JSON object with the keys {}", join(allowed, ", ")), describe(root),
@@ -523,6 +524,10 @@ class Parser {
     ChipConfig cfg;
     cfg.name = string_member(root, "", "name", false);
     cfg.description = string_member(root, "", "description", true);
+    if (root.contains("calibration") && !root["calibration"].is_object()) {
+      fail("calibration", "an object (the record `tilepipe calibrate` writes)",
+           describe(root["calibration"]), "remove the key or restore the object");
+    }
     for (const Group& g : schema()) {
       const json& v = member(root, "", g.name, "an object",
                              fmt::format("add \"{}\": {{...}} (see configs/a3.json)", g.name));
