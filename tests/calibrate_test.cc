@@ -81,8 +81,9 @@ TEST(Anchors, OnlySelectsByNameOrGroupAndRejectsAPatternThatMatchesNothing) {
   auto copies = driver::select_anchors(set, {"copy"});
   ASSERT_EQ(copies.anchors.size(), 3u);
   EXPECT_EQ(driver::select_anchors(set, {"fa.expert.*"}).anchors.size(), 3u);
-  EXPECT_NE(error_of([&] { driver::select_anchors(set, {"nope*"}); })
-                .find("--only 'nope*' matches no anchor"),
+  EXPECT_NE(error_of([&] {
+              driver::select_anchors(set, {"nope*"});
+            }).find("--only 'nope*' matches no anchor"),
             std::string::npos);
 }
 
@@ -134,10 +135,14 @@ TEST(Calibrate, ChipValuesAreSetByDottedKeyAndUnknownKeysAreNamed) {
   ojson c = a3_json();
   driver::set_chip_value(c, "dma.nd2nz_efficiency", 0.9125);
   EXPECT_DOUBLE_EQ(driver::get_chip_value(c, "dma.nd2nz_efficiency"), 0.9125);
-  driver::set_chip_value(c, "memory.ub.banks", 47.6);  // an integer leaf stays integer
-  EXPECT_TRUE(c["memory"]["ub"]["banks"]["value"].is_number_integer());
-  EXPECT_NE(error_of([&] { driver::get_chip_value(c, "dma.mte2_latncy"); })
-                .find("unknown chip config key 'dma.mte2_latncy'"),
+  driver::set_chip_value(c, "memory.ub.banks", 47.6);  // an integer key stays integer
+  EXPECT_EQ(c["memory"]["ub"]["banks"]["value"], 48);
+  // A number the file writes without a fraction (7) is still a number to the loader.
+  driver::set_chip_value(c, "vector.reduce_cycles_per_repeat", 3.5);
+  EXPECT_DOUBLE_EQ(driver::get_chip_value(c, "vector.reduce_cycles_per_repeat"), 3.5);
+  EXPECT_NE(error_of([&] {
+              driver::get_chip_value(c, "dma.mte2_latncy");
+            }).find("unknown chip config key 'dma.mte2_latncy'"),
             std::string::npos);
 }
 
@@ -210,15 +215,17 @@ TEST(Calibrate, RecoversAKnownSyntheticTruth) {
 TEST(Calibrate, RefusesAKeyWithoutARangeAndARangeTheLoaderRejects) {
   kernels::register_all();
   driver::CalibrationRequest req;
-  req.measurements = driver::select_anchors(
-      driver::load_anchors(driver::default_anchors_path()), {"copy.blocks", "copy.rows128"});
+  req.measurements = driver::select_anchors(driver::load_anchors(driver::default_anchors_path()),
+                                            {"copy.blocks", "copy.rows128"});
   req.fit = {"die.clock_mhz"};
-  EXPECT_NE(error_of([&] { driver::calibrate(req); }).find("--fit die.clock_mhz: no documented "
-                                                          "range"),
+  EXPECT_NE(error_of([&] { driver::calibrate(req); })
+                .find("--fit die.clock_mhz: no documented "
+                      "range"),
             std::string::npos);
   req.fit = {"dma.nd2nz_efficiency=0.5:1.5"};
-  EXPECT_NE(error_of([&] { driver::calibrate(req); }).find("outside what the chip config loader "
-                                                          "accepts"),
+  EXPECT_NE(error_of([&] { driver::calibrate(req); })
+                .find("outside what the chip config loader "
+                      "accepts"),
             std::string::npos);
 }
 

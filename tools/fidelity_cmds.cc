@@ -88,12 +88,11 @@ int cmd_fidelity(const FidelityArgs& a) {
   o.done = [&](size_t i, const driver::AnchorRun& r) {
     ++finished;
     if (!tty) return;
-    std::cerr << fmt::format("  [{}/{}] {} {}\n", finished, set.anchors.size(),
-                             set.anchors[i].name,
-                             r.status == "ok" ? fmt::format("{:.1f} us ({}), {:.1f} s",
-                                                            r.simulated_us, pct(r.error_pct),
-                                                            r.wall_s)
-                                              : r.status + ": " + r.note);
+    std::cerr << fmt::format(
+        "  [{}/{}] {} {}\n", finished, set.anchors.size(), set.anchors[i].name,
+        r.status == "ok"
+            ? fmt::format("{:.1f} us ({}), {:.1f} s", r.simulated_us, pct(r.error_pct), r.wall_s)
+            : r.status + ": " + r.note);
   };
   auto runs = driver::run_anchors(set, o);
   const double wall = elapsed_s(t0);
@@ -107,11 +106,11 @@ int cmd_fidelity(const FidelityArgs& a) {
   out["fast_forward"] = o.fast_forward;
   out["jobs"] = o.jobs;
   out["anchors"] = json::array();
-  std::string text = fmt::format(
-      "tilepipe fidelity: {} anchor{} of {} on {}, {}\n", set.anchors.size(),
-      set.anchors.size() == 1 ? "" : "s", set.origin,
-      a.chip.empty() ? "each anchor's chip" : o.chip->name,
-      o.fast_forward ? "timing mode, fast-forward" : "timing mode, exact");
+  std::string text =
+      fmt::format("tilepipe fidelity: {} anchor{} of {} on {}, {}\n", set.anchors.size(),
+                  set.anchors.size() == 1 ? "" : "s", set.origin,
+                  a.chip.empty() ? "each anchor's chip" : o.chip->name,
+                  o.fast_forward ? "timing mode, fast-forward" : "timing mode, exact");
   text += fmt::format("  {:<24} {:<8} {:<4} {:>12} {:>13} {:>9} {:>7}  {}\n", "anchor", "kind",
                       "chip", "measured_us", "simulated_us", "error", "wall_s", "kernel");
   int skipped = 0, errors = 0;
@@ -135,15 +134,14 @@ int cmd_fidelity(const FidelityArgs& a) {
       j["simulated_us"] = r.simulated_us;
       j["cycles"] = r.cycles;
       j["error_pct"] = r.error_pct;
-      text += fmt::format("  {:<24} {:<8} {:<4} {:>12.1f} {:>13.1f} {:>9} {:>7.1f}  {}\n",
-                          an.name, an.kind, r.chip, an.measured_us, r.simulated_us,
-                          pct(r.error_pct), r.wall_s, kernel);
+      text += fmt::format("  {:<24} {:<8} {:<4} {:>12.1f} {:>13.1f} {:>9} {:>7.1f}  {}\n", an.name,
+                          an.kind, r.chip, an.measured_us, r.simulated_us, pct(r.error_pct),
+                          r.wall_s, kernel);
     } else {
       j["note"] = r.note;
       (r.status == "skipped" ? skipped : errors)++;
-      text += fmt::format("  {:<24} {:<8} {:<4} {:>12.1f} {:>13} {:>9} {:>7.1f}  {}: {}\n",
-                          an.name, an.kind, r.chip, an.measured_us, "-", r.status, r.wall_s,
-                          kernel, r.note);
+      text += fmt::format("  {:<24} {:<8} {:<4} {:>12.1f} {:>13} {:>9} {:>7.1f}  {}: {}\n", an.name,
+                          an.kind, r.chip, an.measured_us, "-", r.status, r.wall_s, kernel, r.note);
     }
     j["wall_s"] = r.wall_s;
     j["source"] = an.source;
@@ -176,8 +174,7 @@ int cmd_calibrate(const CalibrateArgs& a) {
         "anchors file such as configs/fidelity.json)"};
   try {
     prof::check_outputs({prof::OutputSpec("-o", a.output)},
-                        {{"--chip", chip_config_path(a.chip)},
-                         {"--measurements", a.measurements}});
+                        {{"--chip", chip_config_path(a.chip)}, {"--measurements", a.measurements}});
   } catch (const std::runtime_error& e) {
     throw driver::ParamError{e.what()};
   }
@@ -188,8 +185,8 @@ int cmd_calibrate(const CalibrateArgs& a) {
     size_t start = 0;
     while (start <= f.size()) {
       size_t comma = f.find(',', start);
-      std::string key = f.substr(start, comma == std::string::npos ? std::string::npos
-                                                                   : comma - start);
+      std::string key =
+          f.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       if (!key.empty()) req.fit.push_back(key);
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -234,9 +231,9 @@ int cmd_calibrate(const CalibrateArgs& a) {
                         fmt::format("[{:g}, {:g}]", p.range.lo, p.range.hi), p.start, p.value);
   }
   out["measurements_table"] = json::array();
-  text += fmt::format("  {:<24} {:>12} {:>12} {:>9} {:>12} {:>9} {:>12} {:>9}\n", "measurement",
-                      "measured_us", "before_us", "error", "after_us", "error", "loo_us",
-                      "loo_err");
+  text +=
+      fmt::format("  {:<24} {:>12} {:>12} {:>9} {:>12} {:>9} {:>12} {:>9}\n", "measurement",
+                  "measured_us", "before_us", "error", "after_us", "error", "loo_us", "loo_err");
   double loo_sum = 0, loo_max = 0, before_sum = 0, after_sum = 0;
   int loo_n = 0, used_n = 0;
   std::string loo_max_name;
@@ -245,8 +242,8 @@ int cmd_calibrate(const CalibrateArgs& a) {
     if (!res.used[i]) {
       j["status"] = res.before[i].status;
       j["note"] = res.before[i].note;
-      text += fmt::format("  {:<24} {:>12.1f}  not used: {}: {}\n", ms[i].name,
-                          ms[i].measured_us, res.before[i].status, res.before[i].note);
+      text += fmt::format("  {:<24} {:>12.1f}  not used: {}: {}\n", ms[i].name, ms[i].measured_us,
+                          res.before[i].status, res.before[i].note);
       out["measurements_table"].push_back(j);
       continue;
     }
@@ -268,12 +265,12 @@ int cmd_calibrate(const CalibrateArgs& a) {
         loo_max_name = ms[i].name;
       }
     }
-    text += fmt::format("  {:<24} {:>12.1f} {:>12.1f} {:>9} {:>12.1f} {:>9} {:>12} {:>9}\n",
-                        ms[i].name, ms[i].measured_us, res.before[i].simulated_us,
-                        pct(res.before[i].error_pct), res.after[i].simulated_us,
-                        pct(res.after[i].error_pct),
-                        std::isnan(res.loo_us[i]) ? "-" : fmt::format("{:.1f}", res.loo_us[i]),
-                        pct(res.loo_error_pct[i]));
+    text +=
+        fmt::format("  {:<24} {:>12.1f} {:>12.1f} {:>9} {:>12.1f} {:>9} {:>12} {:>9}\n", ms[i].name,
+                    ms[i].measured_us, res.before[i].simulated_us, pct(res.before[i].error_pct),
+                    res.after[i].simulated_us, pct(res.after[i].error_pct),
+                    std::isnan(res.loo_us[i]) ? "-" : fmt::format("{:.1f}", res.loo_us[i]),
+                    pct(res.loo_error_pct[i]));
     out["measurements_table"].push_back(j);
   }
   double wsum = 0;
@@ -296,15 +293,15 @@ int cmd_calibrate(const CalibrateArgs& a) {
   out["wall_s"] = wall;
   text += fmt::format(
       "rms log error {:.3g} -> {:.3g} (mean |error| {:.1f} % -> {:.1f} % over {} measurements)\n",
-      rms_before, rms_after, used_n ? before_sum / used_n : 0.0,
-      used_n ? after_sum / used_n : 0.0, used_n);
+      rms_before, rms_after, used_n ? before_sum / used_n : 0.0, used_n ? after_sum / used_n : 0.0,
+      used_n);
   if (loo_n)
     text += fmt::format("leave-one-out: mean |error| {:.1f} %, max {:.1f} % ({})\n",
                         loo_sum / loo_n, loo_max, loo_max_name);
-  text += fmt::format("{} configs evaluated by the fit ({}), {} kernel runs in all, {:.1f} s; {}\n",
-                      res.evaluations, res.method, res.simulations, wall,
-                      a.output.empty() ? "no config written (-o FILE writes it)"
-                                       : "wrote " + a.output);
+  text +=
+      fmt::format("{} configs evaluated by the fit ({}), {} kernel runs in all, {:.1f} s; {}\n",
+                  res.evaluations, res.method, res.simulations, wall,
+                  a.output.empty() ? "no config written (-o FILE writes it)" : "wrote " + a.output);
   if (a.json) {
     std::cerr << text;
     std::cout << out.dump(2) << "\n";

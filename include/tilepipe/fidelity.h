@@ -21,8 +21,8 @@ namespace tilepipe::driver {
 /// One on-board time and the kernel it was measured on.
 struct Anchor {
   std::string name;
-  std::string group;   // a tag `--only` also matches (e.g. "fa-ladder")
-  std::string kernel;  // a registered kernel name, or a Python file FILE.py[:NAME]
+  std::string group;              // a tag `--only` also matches (e.g. "fa-ladder")
+  std::string kernel;             // a registered kernel name, or a Python file FILE.py[:NAME]
   bool in_corpus = false;         // `kernel` is a path relative to the corpus directory
   std::vector<std::string> args;  // a Python script's own fixed arguments
   std::string variant;            // "" = the kernel's default
@@ -119,8 +119,8 @@ void set_chip_value(nlohmann::ordered_json& config, const std::string& key, doub
 double get_chip_value(const nlohmann::ordered_json& config, const std::string& key);
 
 struct CalibrationRequest {
-  std::string chip = "a3";        // the starting config: a name or a .json path
-  std::vector<std::string> fit;   // dotted keys, each optionally KEY=LO:HI (its range)
+  std::string chip = "a3";       // the starting config: a name or a .json path
+  std::vector<std::string> fit;  // dotted keys, each optionally KEY=LO:HI (its range)
   AnchorSet measurements;
   std::string corpus;             // corpus directory for corpus-relative Python files
   std::string ranges_path;        // "" = configs/fit_ranges.json

@@ -37,7 +37,8 @@ std::string read_text(const std::string& path) {
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 /// The file part of FILE.py[:NAME].
@@ -60,8 +61,8 @@ std::string relative_to(const std::string& kernel, const std::string& origin) {
 std::string param_text(const json& v, const std::string& where) {
   if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
   if (v.is_string()) return v.get<std::string>();
-  throw ParamError{fmt::format("{}: a parameter value must be an integer, found {}", where,
-                               v.dump())};
+  throw ParamError{
+      fmt::format("{}: a parameter value must be an integer, found {}", where, v.dump())};
 }
 
 AnchorSet parse_json(const std::string& text, const std::string& path) {
@@ -72,9 +73,8 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
     throw ParamError{fmt::format("{}: malformed JSON: {}", path, e.what())};
   }
   if (!root.is_object() || !root.contains("anchors") || !root["anchors"].is_array())
-    throw ParamError{
-        fmt::format("{}: expected an object with an \"anchors\" array (configs/fidelity.json)",
-                    path)};
+    throw ParamError{fmt::format(
+        "{}: expected an object with an \"anchors\" array (configs/fidelity.json)", path)};
   for (const auto& [k, v] : root.items())
     if (k != "anchors" && k != "corpus" && k != "description")
       throw ParamError{fmt::format(
@@ -86,9 +86,9 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
       throw ParamError{fmt::format("{}: \"corpus\" must be a string (a directory)", path)};
     set.corpus = root["corpus"].get<std::string>();
   }
-  static const std::set<std::string> keys = {"name",   "group",  "kernel", "file",
-                                             "args",   "variant", "params", "chip",
-                                             "measured_us", "kind", "source", "weight"};
+  static const std::set<std::string> keys = {"name",        "group",   "kernel", "file",
+                                             "args",        "variant", "params", "chip",
+                                             "measured_us", "kind",    "source", "weight"};
   std::set<std::string> names;
   size_t index = 0;
   for (const auto& j : root["anchors"]) {
@@ -98,8 +98,8 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
       where = fmt::format("{}: anchor '{}'", path, j["name"].get<std::string>());
     for (const auto& [k, v] : j.items())
       if (!keys.count(k))
-        throw ParamError{fmt::format("{}: unknown key '{}'; the keys are {}", where, k,
-                                     fmt::join(keys, ", "))};
+        throw ParamError{
+            fmt::format("{}: unknown key '{}'; the keys are {}", where, k, fmt::join(keys, ", "))};
     auto str = [&](const char* key, bool required) -> std::string {
       if (!j.contains(key)) {
         if (required) throw ParamError{fmt::format("{}: \"{}\" is missing", where, key)};
@@ -224,9 +224,9 @@ std::vector<std::string> shell_words(const std::string& s, const std::string& wh
 }
 
 AnchorSet parse_csv(const std::string& text, const std::string& path) {
-  static const std::vector<std::string> known = {"name", "kernel", "variant", "params", "args",
-                                                 "chip", "measured_us", "kind", "source",
-                                                 "weight"};
+  static const std::vector<std::string> known = {"name",   "kernel", "variant",     "params",
+                                                 "args",   "chip",   "measured_us", "kind",
+                                                 "source", "weight"};
   AnchorSet set;
   set.origin = path;
   std::istringstream in(text);
@@ -245,9 +245,10 @@ AnchorSet parse_csv(const std::string& text, const std::string& path) {
       header = fields;
       for (const auto& h : header)
         if (std::find(known.begin(), known.end(), h) == known.end())
-          throw ParamError{fmt::format("{}: unknown column '{}'; the columns are {} (kernel and "
-                                       "measured_us required)",
-                                       where, h, fmt::join(known, ", "))};
+          throw ParamError{
+              fmt::format("{}: unknown column '{}'; the columns are {} (kernel and "
+                          "measured_us required)",
+                          where, h, fmt::join(known, ", "))};
       for (const char* need : {"kernel", "measured_us"})
         if (std::find(header.begin(), header.end(), need) == header.end())
           throw ParamError{fmt::format(
@@ -257,8 +258,8 @@ AnchorSet parse_csv(const std::string& text, const std::string& path) {
       continue;
     }
     if (fields.size() != header.size())
-      throw ParamError{fmt::format("{}: {} fields, the header has {}", where, fields.size(),
-                                   header.size())};
+      throw ParamError{
+          fmt::format("{}: {} fields, the header has {}", where, fields.size(), header.size())};
     std::map<std::string, std::string> row;
     for (size_t i = 0; i < header.size(); ++i) row[header[i]] = fields[i];
     Anchor a;
@@ -273,9 +274,10 @@ AnchorSet parse_csv(const std::string& text, const std::string& path) {
     for (const auto& kv : shell_words(params, where)) {
       auto eq = kv.find('=');
       if (eq == std::string::npos || eq == 0)
-        throw ParamError{fmt::format("{}: parameter '{}': expected NAME=VALUE (separated by "
-                                     "spaces or ';')",
-                                     where, kv)};
+        throw ParamError{
+            fmt::format("{}: parameter '{}': expected NAME=VALUE (separated by "
+                        "spaces or ';')",
+                        where, kv)};
       a.params[kv.substr(0, eq)] = kv.substr(eq + 1);
     }
     a.args = shell_words(row["args"], where);
@@ -297,7 +299,8 @@ AnchorSet parse_csv(const std::string& text, const std::string& path) {
     if (!row["weight"].empty()) {
       a.weight = std::strtod(row["weight"].c_str(), &end);
       if (*end != '\0' || !(a.weight >= 0))
-        throw ParamError{fmt::format("{}: weight '{}' must be a number >= 0", where, row["weight"])};
+        throw ParamError{
+            fmt::format("{}: weight '{}' must be a number >= 0", where, row["weight"])};
     }
     set.anchors.push_back(std::move(a));
   }
@@ -329,9 +332,8 @@ AnchorSet select_anchors(const AnchorSet& set, const std::vector<std::string>& p
     return !s.empty() && fnmatch(pat.c_str(), s.c_str(), 0) == 0;
   };
   for (const auto& p : patterns) {
-    bool any = std::any_of(set.anchors.begin(), set.anchors.end(), [&](const Anchor& a) {
-      return match(p, a.name) || match(p, a.group);
-    });
+    bool any = std::any_of(set.anchors.begin(), set.anchors.end(),
+                           [&](const Anchor& a) { return match(p, a.name) || match(p, a.group); });
     if (!any) {
       std::vector<std::string> names;
       for (const auto& a : set.anchors) names.push_back(a.name);
@@ -370,8 +372,8 @@ bool is_python_anchor(const Anchor& a) {
 
 std::string anchor_spec(const Anchor& a, const std::string& corpus) {
   if (!is_python_anchor(a)) return a.kernel;
-  std::string spec = a.in_corpus ? (fs::path(corpus) / a.kernel).lexically_normal().string()
-                                 : a.kernel;
+  std::string spec =
+      a.in_corpus ? (fs::path(corpus) / a.kernel).lexically_normal().string() : a.kernel;
   for (const auto& w : a.args) {
     spec += ' ';
     spec += quote_word(w);
@@ -427,11 +429,11 @@ std::vector<AnchorRun> run_anchors(const AnchorSet& set, const AnchorOptions& op
       std::error_code ec;
       if (a.in_corpus && (opts.corpus.empty() || !fs::is_regular_file(file, ec))) {
         r.status = "skipped";
-        r.note = opts.corpus.empty()
-                     ? "no corpus directory: set TILELANG_CORPUS or --corpus DIR"
-                     : fmt::format("{} not found (the TileLang-Ascend corpus: set "
-                                   "TILELANG_CORPUS or --corpus DIR)",
-                                   file);
+        r.note = opts.corpus.empty() ? "no corpus directory: set TILELANG_CORPUS or --corpus DIR"
+                                     : fmt::format(
+                                           "{} not found (the TileLang-Ascend corpus: set "
+                                           "TILELANG_CORPUS or --corpus DIR)",
+                                           file);
         return finish();
       }
       if (!has_resolvers()) {

@@ -42,7 +42,8 @@ J* leaf(J& config, const std::string& key) {
   size_t start = 0;
   while (true) {
     size_t dot = key.find('.', start);
-    std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string part =
+        key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (!node->is_object() || !node->contains(part)) return nullptr;
     node = &(*node)[part];
     if (dot == std::string::npos) break;
@@ -53,14 +54,11 @@ J* leaf(J& config, const std::string& key) {
   return node;
 }
 
-/// Every dotted numeric key of a config, for messages.
-void keys_of(const ojson& j, const std::string& prefix, std::vector<std::string>& out) {
-  if (!j.is_object()) return;
-  if (j.contains("value")) {
-    out.push_back(prefix);
-    return;
-  }
-  for (const auto& [k, v] : j.items()) keys_of(v, prefix.empty() ? k : prefix + "." + k, out);
+/// Whether the loader reads `key` as an integer (the file may write 7 for a number).
+bool integer_key(const std::string& key, const ojson& value) {
+  for (const auto& k : chip_config_keys())
+    if (k.key == key) return k.integer;
+  return value.is_number_integer();
 }
 
 /// `v` with 4 significant digits (what the written config holds).
@@ -269,7 +267,7 @@ double get_chip_value(const nlohmann::ordered_json& config, const std::string& k
   const auto* l = leaf(config, key);
   if (!l) {
     std::vector<std::string> keys;
-    keys_of(config, "", keys);
+    for (const auto& k : chip_config_keys()) keys.push_back(k.key);
     throw ParamError{fmt::format(
         "unknown chip config key '{}': expected a dotted path to a value of the chip config, "
         "one of {}",
@@ -281,7 +279,7 @@ double get_chip_value(const nlohmann::ordered_json& config, const std::string& k
 void set_chip_value(nlohmann::ordered_json& config, const std::string& key, double value) {
   get_chip_value(config, key);  // throws for an unknown key
   auto* l = leaf(config, key);
-  if ((*l)["value"].is_number_integer())
+  if (integer_key(key, (*l)["value"]))
     (*l)["value"] = static_cast<int64_t>(std::llround(value));
   else
     (*l)["value"] = value;
@@ -301,10 +299,9 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
     FittedParam p;
     auto eq = spec.find('=');
     p.key = spec.substr(0, eq);
-    if (!seen.insert(p.key).second)
-      throw ParamError{fmt::format("--fit names '{}' twice", p.key)};
+    if (!seen.insert(p.key).second) throw ParamError{fmt::format("--fit names '{}' twice", p.key)};
     p.start = get_chip_value(start, p.key);
-    p.integer = leaf(start, p.key)->at("value").is_number_integer();
+    p.integer = integer_key(p.key, leaf(start, p.key)->at("value"));
     if (eq != std::string::npos) {
       std::string range = spec.substr(eq + 1);
       auto colon = range.find(':');
@@ -342,9 +339,10 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
       try {
         parse_chip_config(c.dump(), chip_path);
       } catch (const ConfigError& e) {
-        throw ParamError{fmt::format("--fit {}: the range [{}, {}] is outside what the chip "
-                                     "config loader accepts: {}",
-                                     p.key, num(p.range.lo), num(p.range.hi), e.message)};
+        throw ParamError{
+            fmt::format("--fit {}: the range [{}, {}] is outside what the chip "
+                        "config loader accepts: {}",
+                        p.key, num(p.range.lo), num(p.range.hi), e.message)};
       }
     }
     p.start = std::clamp(p.start, p.range.lo, p.range.hi);
@@ -360,7 +358,8 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
   for (size_t i = 0; i < n; ++i) all[i] = i;
   std::vector<double> x0;
   for (const auto& p : params) x0.push_back(p.start);
-  if (req.progress) req.progress(fmt::format("simulating {} measurements on the starting config", n));
+  if (req.progress)
+    req.progress(fmt::format("simulating {} measurements on the starting config", n));
   res.before = fitter.runs(x0, all);
   std::vector<size_t> used;
   res.used.assign(n, false);
@@ -375,15 +374,15 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
       if (!res.used[i])
         why = fmt::format(" (first not run: {}: {})", req.measurements.anchors[i].name,
                           res.before[i].note);
-    throw ParamError{fmt::format(
-        "{} of {} measurements ran on the starting config; a fit needs at least two{}",
-        used.size(), n, why)};
+    throw ParamError{
+        fmt::format("{} of {} measurements ran on the starting config; a fit needs at least two{}",
+                    used.size(), n, why)};
   }
   res.loss_before = fitter.loss(x0, used);
 
   if (req.progress)
-    req.progress(fmt::format("fitting {} parameter(s) to {} measurements", params.size(),
-                             used.size()));
+    req.progress(
+        fmt::format("fitting {} parameter(s) to {} measurements", params.size(), used.size()));
   auto best = fitter.fit(used);
   res.evaluations = best.evaluations;
   std::vector<double> x = best.x;
@@ -404,8 +403,8 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
       for (size_t j : used)
         if (j != i) rest.push_back(j);
       if (req.progress)
-        req.progress(fmt::format("leave-one-out: refit without {}",
-                                 req.measurements.anchors[i].name));
+        req.progress(
+            fmt::format("leave-one-out: refit without {}", req.measurements.anchors[i].name));
       auto f = fitter.fit(rest);
       res.loo_values[i] = f.x;
       AnchorRun r = fitter.runs(f.x, {i}).front();
@@ -420,7 +419,8 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
   // The written config: the fitted values with their provenance.
   ojson out = fitter.config(x);
   if (!req.output_name.empty()) out["name"] = req.output_name;
-  std::string what = req.measurements_name.empty() ? req.measurements.origin : req.measurements_name;
+  std::string what =
+      req.measurements_name.empty() ? req.measurements.origin : req.measurements_name;
   for (const auto& p : params) {
     auto* l = leaf(out, p.key);
     std::string old_source = (*l)["source"].get<std::string>();

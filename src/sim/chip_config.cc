@@ -681,6 +681,19 @@ ChipConfig parse_chip_config(const std::string& json_text, const std::string& or
   }
 }
 
+std::vector<ChipKey> chip_config_keys() {
+  std::vector<ChipKey> out;
+  std::function<void(const Group&, const std::string&)> walk = [&](const Group& g,
+                                                                   const std::string& path) {
+    for (const Field& f : g.fields)
+      out.push_back(
+          {dotted(path, f.name), f.unit, f.kind == Kind::kInteger, f.lo, f.hi, f.lo_open});
+    for (const Group& sub : g.groups) walk(sub, dotted(path, sub.name));
+  };
+  for (const Group& g : schema()) walk(g, g.name);
+  return out;
+}
+
 ChipConfig load_chip_config(const std::string& name_or_path) {
   if (ends_with(name_or_path, ".json"))
     return parse_chip_config(read_file(name_or_path), name_or_path);
