@@ -72,7 +72,7 @@ std::string num(double v) {
   return fmt::format("{:.6g}", v);
 }
 
-/// The value objective a run contributes: ln(simulated / measured)^2, weighted.
+/// What one run adds to the objective before its weight: ln(simulated / measured)^2.
 double sq_log_error(double simulated, double measured) {
   double r = std::log(simulated / measured);
   return r * r;
@@ -87,7 +87,6 @@ class Fitter {
   Fitter(const CalibrationRequest& req, const ojson& start, std::vector<FittedParam> params)
       : req_(req), start_(start), params_(std::move(params)) {}
 
-  const std::vector<FittedParam>& params() const { return params_; }
   int simulations() const { return simulations_; }
 
   /// Parameter values (in their units) from the optimiser's unit cube.
