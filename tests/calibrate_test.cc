@@ -3,6 +3,7 @@
 // known synthetic truth (measurements simulated with a perturbed config, fitted from the
 // original one).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>

@@ -313,7 +313,9 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
       if (colon == std::string::npos || lo.empty() || hi.empty() || *end1 || *end2 ||
           !(p.range.lo < p.range.hi) || !std::isfinite(p.range.hi))
         throw ParamError{fmt::format(
-            "--fit '{}': expected KEY or KEY=LO:HI with LO < HI, e.g. {}=250:900", spec, p.key)};
+            "--fit '{}': expected KEY or KEY=LO:HI with numbers LO < HI (the range to fit {} "
+            "in, in the config's unit)",
+            spec, p.key)};
       p.range.source = "given on the command line (--fit)";
     } else {
       if (!table_loaded) {
