@@ -42,6 +42,13 @@ std::vector<RawParams> differential_shapes(const std::string& kernel, bool large
          {{"KV_S", "6400"}, {"T", "4"}},
          {{"KV_S", "2560"}, {"B", "2"}, {"T", "2"}}};
     if (large) s = {{{"KV_S", "48000"}, {"B", "16"}}};
+  } else if (kernel == "gm_read") {
+    s = {{{"N", "1024"}},
+         {{"N", "2048"}},
+         {{"N", "4096"}},
+         {{"N", "3072"}, {"block_num", "20"}},
+         {{"N", "6144"}}};
+    if (large) s = {{{"N", "12288"}}, {{"N", "24320"}}};
   }
   return s;
 }

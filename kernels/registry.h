@@ -30,5 +30,6 @@ KernelSource softmax_kernel();
 KernelSource elementwise_kernel();
 KernelSource fa_kernel();
 KernelSource sfa_kernel();
+KernelSource gm_read_kernel();
 
 }  // namespace tilepipe::kernels

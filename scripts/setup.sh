@@ -4,6 +4,7 @@ set -euo pipefail
 PKGS=(cmake ninja-build g++ git libfmt-dev nlohmann-json3-dev libcli11-dev
       libgtest-dev libgmock-dev libbenchmark-dev clang-format zlib1g-dev
       libopenblas-dev         # the functional simulator's Cube matmul (src/sim/exec.cc)
+      libnlopt-cxx-dev        # tilepipe calibrate's optimiser (src/driver/calibrate.cc)
       clang libclang-rt-dev   # clang: the libFuzzer smoke (scripts/fuzz.sh)
       chromium                # the HTML report checked in a headless browser (tests/)
       python3-dev pybind11-dev python3-numpy python3-pytest   # the Python front end (python/)

@@ -415,6 +415,43 @@ TEST(ChipConfigLoader, TopLevelThatIsNotAnObjectIsRejected) {
   EXPECT_TRUE(Contains(msg, "found an array"));
 }
 
+TEST(ChipConfigLoader, KeysListEveryValueOfTheFileWithItsKindAndRange) {
+  auto keys = chip_config_keys();
+  ChipConfig a3 = load_chip_config("a3");
+  EXPECT_EQ(keys.size(), a3.sources.size());  // one source per value of the file
+  for (const auto& k : keys) {
+    EXPECT_TRUE(a3.sources.count(k.key)) << k.key;
+    EXPECT_LT(k.lo, k.hi) << k.key;
+  }
+  auto find = [&](const std::string& key) {
+    for (const auto& k : keys)
+      if (k.key == key) return k;
+    ADD_FAILURE() << key;
+    return ChipKey{};
+  };
+  EXPECT_TRUE(find("memory.ub.banks").integer);
+  EXPECT_FALSE(find("vector.reduce_cycles_per_repeat").integer);  // the file writes 7
+  EXPECT_EQ(find("die.hbm_bw").unit, "B/cycle");
+}
+
+TEST(ChipConfigLoader, ACalibrationRecordIsKeptButMustBeAnObject) {
+  std::ifstream in(chip_config_path("a3"));
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string base = text.str();
+  auto with = [&](const std::string& record) {
+    return base.substr(0, base.rfind('}')) + ", \"calibration\": " + record + "}";
+  };
+  EXPECT_NO_THROW(parse_chip_config(with(R"({"tool": "tilepipe calibrate"})"), "x.json"));
+  try {
+    parse_chip_config(with("3"), "x.json");
+    ADD_FAILURE() << "a calibration record that is not an object was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(e.message.find("key 'calibration': expected an object"), std::string::npos)
+        << e.message;
+  }
+}
+
 TEST(ChipConfigLoader, UnknownChipNameListsTheAvailableNames) {
   std::string msg = load_error("a4");
   EXPECT_TRUE(Contains(msg, "unknown chip 'a4'"));

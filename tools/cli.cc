@@ -20,6 +20,7 @@
 #include "advise_cmds.h"
 #include "check_syncs.h"
 #include "cli_parse.h"
+#include "fidelity_cmds.h"
 #include "outputs.h"
 #include "progress.h"
 #include "tilepipe/chip.h"
@@ -496,6 +497,52 @@ int tilepipe::cli::main(int argc, char** argv) {
                    "tcp://HOST:PORT (default: local threads)");
   tune->add_flag("--json", tune_args.json, "print one JSON object on stdout");
 
+  cli::FidelityArgs fid_args;
+  auto* fidelity = app.add_subcommand(
+      "fidelity", "simulate the published on-board anchors and print the errors");
+  fidelity->add_option("--anchors", fid_args.anchors,
+                       "anchors file (default: fidelity.json in the configs directory)");
+  fidelity->add_option("--only", fid_args.only,
+                       "anchors whose name or group matches (shell globs; repeatable)");
+  fidelity->add_option("--chip", fid_args.chip,
+                       "run every anchor on this chip config (default: each anchor's own)");
+  fidelity->add_option("--corpus", fid_args.corpus,
+                       "TileLang-Ascend examples directory (default: $TILELANG_CORPUS, else the "
+                       "anchors file's)");
+  fidelity->add_option("-j,--jobs", fid_args.jobs, "anchors simulated at once (default: cores)")
+      ->check(CLI::Range(1, 256));
+  fidelity->add_flag("--exact", fid_args.exact, "simulate every loop iteration (no fast-forward)");
+  fidelity->add_flag("--json", fid_args.json, "print one JSON object on stdout");
+
+  cli::CalibrateArgs cal_args;
+  auto* calibrate = app.add_subcommand(
+      "calibrate", "fit chip-config parameters to measured times; write the fitted config");
+  calibrate
+      ->add_option("--measurements", cal_args.measurements,
+                   "CSV of measurements (kernel, variant, params, measured_us, ...) or an "
+                   "anchors file (.json)")
+      ->required();
+  calibrate
+      ->add_option("--fit", cal_args.fit,
+                   "chip-config keys to fit, KEY or KEY=LO:HI, comma-separated or repeated")
+      ->required();
+  calibrate->add_option("--only", cal_args.only,
+                        "measurements whose name or group matches (shell globs; repeatable)");
+  calibrate->add_option("--chip", cal_args.chip, "starting chip config: a2, a3, or a .json path");
+  calibrate->add_option("-o,--output", cal_args.output, "write the fitted chip config here");
+  calibrate->add_option("--corpus", cal_args.corpus, "TileLang-Ascend examples directory");
+  calibrate->add_option("--ranges", cal_args.ranges,
+                        "fit range table (default: fit_ranges.json in the configs directory)");
+  calibrate->add_option("-j,--jobs", cal_args.jobs, "kernels simulated at once (default: cores)")
+      ->check(CLI::Range(1, 256));
+  calibrate
+      ->add_option("--max-evals", cal_args.max_evals,
+                   "configs one fit may evaluate (default 30 x (parameters + 1))")
+      ->check(CLI::Range(1, 100000));
+  calibrate->add_flag("--no-loo", cal_args.no_loo, "skip the leave-one-out refits");
+  calibrate->add_flag("--exact", cal_args.exact, "simulate every loop iteration (no fast-forward)");
+  calibrate->add_flag("--json", cal_args.json, "print one JSON object on stdout");
+
   // Listed for --help only: main() hands `run-py` to Python before parsing.
   app.add_subcommand("run-py",
                      "run a TileLang-Ascend Python script: tilepipe run-py FILE.py [args...]")
@@ -555,6 +602,8 @@ int tilepipe::cli::main(int argc, char** argv) {
       return cli::cmd_profile(pa);
     }
     if (differential->parsed()) return cmd_differential(diff_args);
+    if (fidelity->parsed()) return cli::cmd_fidelity(fid_args);
+    if (calibrate->parsed()) return cli::cmd_calibrate(cal_args);
     if (tune->parsed()) {
       tune_args.params = parse_params(tune_params);
       return cli::cmd_tune(tune_args);

@@ -7,6 +7,8 @@
 //                                        kernel source (python3 -m tilepipe.cli VERB ...)
 //   tilepipe tune ... --scheduler ADDR   the same command line with the configs simulated on
 //                                        a Dask cluster (python3 -m tilepipe.cli tune ...)
+//   tilepipe fidelity|calibrate ...      likewise: their anchors include Python files (a build
+//                                        without the front end runs them here and skips those)
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -25,9 +27,10 @@ namespace {
 
 using namespace tilepipe;
 
-/// FILE.py or FILE.py:kernel.
+/// FILE.py or FILE.py:kernel, optionally followed by the script's own arguments
+/// ("bench_sfa.py --file sparse_flash_attn_pa", python/tilepipe/sources.py).
 bool is_python_source(const std::string& arg) {
-  static const std::regex spec(R"(.*\.py(:[A-Za-z_][A-Za-z_0-9]*)?)");
+  static const std::regex spec(R"(.*\.py(:[A-Za-z_][A-Za-z_0-9]*)?(\s.*)?)");
   return !arg.empty() && arg[0] != '-' && std::regex_match(arg, spec);
 }
 
@@ -80,6 +83,12 @@ int exec_python(const char* module, const std::vector<char*>& rest, const std::s
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "run-py")
     return exec_python("tilepipe", {argv + 2, argv + argc}, "run-py", false);
+#ifdef TILEPIPE_PYTHON_EXE
+  if (argc >= 2 && (std::string(argv[1]) == "fidelity" || std::string(argv[1]) == "calibrate") &&
+      !std::getenv("TILEPIPE_NO_PYTHON"))
+    return exec_python("tilepipe.cli", {argv + 1, argv + argc}, argv[1],
+                       cli::json_requested(argc, argv));
+#endif
   for (int i = 2; i < argc; ++i)
     if (is_python_source(argv[i]))
       return exec_python("tilepipe.cli", {argv + 1, argv + argc},

@@ -113,6 +113,18 @@ struct ChipConfig {
 /// Throws ConfigError naming the key on a missing, mistyped, out-of-range or inconsistent value.
 ChipConfig parse_chip_config(const std::string& json_text, const std::string& origin);
 
+/// One numeric key of the chip config file, as the loader reads it.
+struct ChipKey {
+  std::string key;   // dotted path: "dma.mte2_latency", "memory.ub.banks"
+  std::string unit;  // the unit the file must state
+  bool integer = false;
+  double lo = 0, hi = 0;  // the loader's range: lo < v (lo_open) or lo <= v, and v <= hi
+  bool lo_open = true;
+};
+
+/// Every numeric key of a chip config, in file order.
+std::vector<ChipKey> chip_config_keys();
+
 /// Loads a chip by name ("a2", "a3") from the configs directory, or by path if `name_or_path`
 /// ends in ".json". Throws ConfigError.
 ChipConfig load_chip_config(const std::string& name_or_path);

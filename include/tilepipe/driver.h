@@ -76,6 +76,8 @@ void register_kernel(KernelSource k);
 /// spec of its kind that cannot be loaded.
 using Resolver = std::function<std::optional<KernelSource>(const std::string& spec)>;
 void register_resolver(Resolver r);
+/// Whether any resolver is registered (e.g. the Python front end's, for FILE.py specs).
+bool has_resolvers();
 /// Registered sources in registration order.
 std::vector<KernelSource> kernels();
 /// A registered name, else the first resolver that accepts `spec`; throws ParamError

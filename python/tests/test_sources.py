@@ -28,7 +28,10 @@ USER_FILE = textwrap.dedent('''
         parser = argparse.ArgumentParser()
         parser.add_argument("--m", type=int, default=128)
         parser.add_argument("--n", type=int, default=128)
+        parser.add_argument("--square", default="no", help="yes: n = m")
         args = parser.parse_args()
+        if args.square == "yes":
+            args.n = args.m
         print("running")  # a script's prints must not reach the command's JSON
         a = np.random.rand(args.m, 128).astype(np.float16)
         b = np.random.rand(128, args.n).astype(np.float16)
@@ -89,6 +92,36 @@ def test_a_script_runs_to_its_launch_with_params_as_its_options(user_file):
     # check: functional with race detection; the file has no reference values to compare.
     r = cli("check", user_file, "--param", "m=128")
     assert "no race or deadlock" in r.stdout, r.stdout
+
+
+def test_words_after_the_file_are_the_scripts_own_arguments(user_file):
+    # A string option is not a parameter: it is fixed in the spec, before the parameters.
+    square = cli_json("run", user_file + " --square yes", "--mode", "timing", "--param", "m=256")
+    factory = cli_json("run", user_file + ":matmul", "--mode", "timing", "--param", "M=256",
+                       "--param", "N=256", "--param", "K=128")
+    assert square["params"] == {"m": 256, "n": 128}
+    assert square["cycles"] == factory["cycles"]
+    assert square["kernel"] == user_file + " --square yes"
+
+
+def test_a_chip_file_is_the_front_ends_chip_too(user_file, tmp_path):
+    # L0C tile of 256 x 256 fp32 (256 KiB) fits only a chip with a larger L0C: the file's
+    # own compile must use --chip too, not the front end's default a3.
+    chip = json.load(open(os.path.join(ROOT, "configs", "a3.json")))
+    chip["name"] = "big"
+    for scope in ("l1", "l0a", "l0b", "l0c"):
+        for part in ("physical", "usable"):
+            chip["memory"][scope][part]["value"] *= 4
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps(chip))
+    args = ["run", user_file + ":matmul", "--mode", "timing", "--param", "M=256", "--param",
+            "N=256", "--param", "K=256", "--param", "bm=256", "--param", "bn=256", "--param",
+            "bk=256"]
+    assert cli(*args, ok=False).returncode == 2
+    j = json.loads(subprocess.run([TILEPIPE, *args, "--chip", "./big.json", "--json"],
+                                  cwd=tmp_path, capture_output=True, text=True,
+                                  timeout=300).stdout)
+    assert j["chip"] == "big" and j["cycles"] > 0, j
 
 
 def test_tune_and_the_sync_list_reach_python_files(user_file):

@@ -1,10 +1,11 @@
 """`python3 -m tilepipe.cli VERB ...`: the tilepipe command line (the C++ one, from the
 extension module) with Python files as kernel sources (tilepipe/sources.py) and `tune
 --scheduler ADDRESS` simulating on a Dask cluster (tilepipe/cluster.py). The tilepipe binary
-hands any command whose kernel is FILE.py[:NAME], and any `tune --scheduler`, to this
-module."""
+hands any command whose kernel is FILE.py[:NAME], any `tune --scheduler`, and `fidelity` and
+`calibrate` (their anchors include Python files) to this module."""
 
 import json
+import os
 import sys
 
 from . import cluster, runner, sources
@@ -24,8 +25,30 @@ def setup():
     return _tilepipe
 
 
+# Verbs that run many sources and print a table: the scripts' own prints are dropped.
+_QUIET_VERBS = ("fidelity", "calibrate")
+
+
+def _chip(argv):
+    """The --chip value of a command line, or None."""
+    for i, a in enumerate(argv):
+        if a == "--chip" and i + 1 < len(argv):
+            return argv[i + 1]
+        if a.startswith("--chip="):
+            return a[len("--chip="):]
+    return None
+
+
 def main(argv):
     runner.use_host_torch()
+    import tilelang
+
+    chip = _chip(argv)
+    if chip and chip.endswith(".json") and os.path.isfile(chip):
+        # The front end compiles each kernel it builds for its own chip too: the command's,
+        # as an absolute path (scripts run in their own directory).
+        tilelang.set_chip(os.path.abspath(chip))
+    sources.quiet[0] = bool(argv) and argv[0] in _QUIET_VERBS
     _tilepipe = setup()
     try:
         return _tilepipe.cli_main(["tilepipe"] + list(argv))

@@ -6,7 +6,10 @@ M=1024`), a compiled kernel, or a `@T.prim_func`. `tilepipe VERB FILE.py` runs t
 script up to its first kernel launch and takes that kernel with the arrays the script passed;
 the script's integer argparse options are the parameters (`--param S=2048` runs it with
 `--S 2048`). `FILE.py:NAME` naming no object of the file picks the first launch of the
-kernel called NAME. The C++ driver calls `build`, `inputs` and `validate` (python/ext/driver.cc)."""
+kernel called NAME. Words after the file in the spec (`"bench_sfa.py --file
+sparse_flash_attn_pa"`, split as a shell would) are the script's own fixed arguments, given
+before the parameters' options. The C++ driver calls `build`, `inputs` and `validate`
+(python/ext/driver.cc)."""
 
 import argparse
 import contextlib
@@ -14,6 +17,7 @@ import inspect
 import os
 import re
 import runpy
+import shlex
 import sys
 import threading
 
@@ -45,16 +49,38 @@ class _Parsed(BaseException):
         self.parser = parser
 
 
-def resolve(spec):
-    """The source for `spec` (FILE.py or FILE.py:NAME), or None for other specs."""
+def split_spec(spec):
+    """(path, NAME or None, fixed script arguments) of FILE.py[:NAME] [ARG ...], or None for
+    a spec that is not a Python file. A spec that is itself an existing file's path (spaces
+    and all) has no arguments."""
     m = _SPEC.fullmatch(spec)
-    if not m:
+    if m and (os.path.isfile(m.group(1)) or not any(c.isspace() for c in spec)):
+        return m.group(1), m.group(2), []
+    try:
+        words = shlex.split(spec)
+    except ValueError:
         return None
-    path, name = m.group(1), m.group(2)
+    m = _SPEC.fullmatch(words[0]) if words else None
+    if not m or len(words) < 2:
+        return None
+    return m.group(1), m.group(2), words[1:]
+
+
+def resolve(spec):
+    """The source for `spec` (FILE.py[:NAME] [ARG ...]), or None for other specs."""
+    parts = split_spec(spec)
+    if parts is None:
+        return None
+    path, name, args = parts
     problem = script_problem(path)
     if problem:
         raise SourceError(f"{path}: {problem}")
-    return FileSource(spec, path, name)
+    return FileSource(spec, path, name, args)
+
+
+# A quiet run (`tilepipe fidelity`, `calibrate`): the scripts' own prints are dropped instead
+# of going to stderr.
+quiet = [False]
 
 
 # The front end's builder state is global: one build at a time, whatever thread asks.
@@ -71,8 +97,9 @@ def _as_script(path, argv):
     sys.path.insert(0, here)
     try:
         os.chdir(here)
-        with contextlib.redirect_stdout(sys.stderr):
-            yield
+        with open(os.devnull, "w") if quiet[0] else contextlib.nullcontext(sys.stderr) as out:
+            with contextlib.redirect_stdout(out):
+                yield
     finally:
         sys.argv = old_argv
         sys.path[:] = old_path
@@ -80,15 +107,18 @@ def _as_script(path, argv):
 
 
 class FileSource:
-    def __init__(self, spec, path, name):
+    def __init__(self, spec, path, name, args=()):
         self.name = spec
         self.path = os.path.abspath(path)
         self.origin = self.path
         self.kernel = name  # the object or kernel NAME, or None
+        self.args = list(args)  # the script's fixed arguments
         self.params = []
         self._flags = {}  # parameter -> the script's option string
         self._captures = {}  # (params, seed or None) -> (Compiled, host)
+        self._programs = {}  # params -> Compiled, for sources whose build needs no inputs
         self._make = None  # params, seed -> (Compiled, host)
+        self._program = None  # params -> Compiled, or None: build through _make
         self._seeded = True
         with _LOCK:
             self._load()
@@ -103,7 +133,16 @@ class FileSource:
         return ""
 
     def build(self, params, variant):
-        c, _ = self._capture(params, 1)
+        if self._program is not None:
+            # A factory's kernel compiles without arrays: its inputs (seeded random arrays,
+            # gigabytes for a long sequence) are made only when a run needs them.
+            key = tuple(sorted(params.items()))
+            with _LOCK:
+                if key not in self._programs:
+                    self._programs[key] = self._program(params)
+                c = self._programs[key]
+        else:
+            c, _ = self._capture(params, 1)
         return c.program, c.opts
 
     def inputs(self, params, seed):
@@ -127,6 +166,7 @@ class FileSource:
             self._factory_params(obj)
             self.summary = f"@tilelang.jit factory {self.kernel} of {self.path}"
             self._make = lambda params, seed: self._launch_of(self._call(obj, params), seed)
+            self._program = lambda params: self._compiled_of(self._call(obj, params))
         elif obj is not None:
             raise SourceError(
                 f"{self.path}:{self.kernel} is a {type(obj).__name__}; expected a @tilelang.jit "
@@ -182,7 +222,7 @@ class FileSource:
         argparse.ArgumentParser.parse_known_args = stop
         try:
             # No parser: the script ran to its first launch, which is the default's.
-            self._captures[((), None)] = self._run_script([])
+            self._captures[((), None)] = self._run_script(list(self.args))
         except _Parsed as p:
             parser = p.parser
         finally:
@@ -213,18 +253,28 @@ class FileSource:
             raise SourceError(missing)
         return factory(**params)
 
-    def _launch_of(self, kernel, seed):
+    def _jit_kernel(self, kernel):
         from tilelang._jit import JITKernel
 
         if not isinstance(kernel, JITKernel):
             raise SourceError(f"{self.path}:{self.kernel}(...) returned a "
                               f"{type(kernel).__name__}; expected a @tilelang.jit kernel")
+        return kernel
+
+    def _launch_of(self, kernel, seed):
+        kernel = self._jit_kernel(kernel)
         c, host, _ = kernel._host(kernel._example_inputs((), seed))
         return c, host
 
+    def _compiled_of(self, kernel):
+        kernel = self._jit_kernel(kernel)
+        if kernel._syms:  # symbolic dims: bound by the example arrays
+            return self._launch_of(kernel, 1)[0]
+        return kernel._compile({})
+
     def _script_launch(self, params):
         defaults = {n: d for n, d, *_ in self.params}
-        argv = []
+        argv = list(self.args)
         for n, v in params.items():
             if v != defaults[n]:
                 argv += [self._flags[n], str(v)]

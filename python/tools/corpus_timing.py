@@ -1,11 +1,15 @@
 """Simulated time of a corpus kernel built through the Python front end, next to the numbers
-docs/fidelity.md compares with tilepipe's C++ kernels.
+docs/fidelity.md compares with tilepipe's C++ kernels. The published anchors (these files
+at their measured shapes) are `tilepipe fidelity` (configs/fidelity.json); this tool keeps the
+experiments that command does not run (`--cpp-inputs`, other shapes, `--exact`).
 
-  /usr/bin/python3 python/tools/corpus_timing.py fa-expert --S 32768 --H 12
+  /usr/bin/python3 python/tools/corpus_timing.py fa-expert --S 32768 --H 12 --KV-H 1
   /usr/bin/python3 python/tools/corpus_timing.py sfa --file sparse_flash_attn_pa_developer
   /usr/bin/python3 python/tools/corpus_timing.py sfa --file sparse_flash_attn_pa_baseline \
       --cpp-inputs 1
 
+fa-expert / fa-auto build the file's factory at B, S, H query heads and KV-H kv heads (default
+1: the published shape is GQA 12:1, B=1, H=12, KV-H=1, D=128).
 sfa runs the file's kernel on bench_sfa.py's first shape (KV_S=2560, T=1, H=128, topk=2048,
 scale 0.5) with the bench's inputs (the shim's torch, seed 42 as bench_sfa.py's init_test),
 or with `--cpp-inputs SEED` on the indices and block table that `tilepipe run sfa --seed SEED`
@@ -93,7 +97,8 @@ def main():
     ap.add_argument("kernel", choices=["fa-expert", "fa-auto", "sfa"])
     ap.add_argument("--B", type=int, default=1)
     ap.add_argument("--S", type=int, default=32768)
-    ap.add_argument("--H", type=int, default=12)
+    ap.add_argument("--H", type=int, default=12, help="query heads")
+    ap.add_argument("--KV-H", type=int, default=1, help="kv heads (divides H; published: 1)")
     ap.add_argument("--file", default="sparse_flash_attn_pa_developer")
     ap.add_argument("--exact", action="store_true")
     ap.add_argument("--cpp-inputs", type=int, default=None, metavar="SEED")
@@ -105,10 +110,11 @@ def main():
                else "flash_attention/fa_opt/flash_attn_bhsd_auto_pipeline_h16_d128.py")
         mod = load(rel, "fa_mod")
         t0 = time.perf_counter()
-        k = mod.flash_attention_fwd(batch=a.B, seq_len=a.S, heads_q=a.H, heads_kv=a.H, dim=128)
+        k = mod.flash_attention_fwd(batch=a.B, seq_len=a.S, heads_q=a.H, heads_kv=a.KV_H, dim=128)
         build_s = time.perf_counter() - t0
-        shape = (a.B, a.H, a.S, 128)
-        args = [np.zeros(shape, np.float16)] * 3
+        q = np.zeros((a.B, a.H, a.S, 128), np.float16)
+        kv = np.zeros((a.B, a.KV_H, a.S, 128), np.float16)
+        args = [q, kv, kv]
     else:
         mod = load(f"sparse_flash_attention/bench_sfa/{a.file}.py", "sfa_mod")
         args, pages = sfa_inputs(a.cpp_inputs)
@@ -129,7 +135,7 @@ def main():
     c = k._compile({})
     ms = k.profile(*args, exact=a.exact)
     cycles = k.last_run[1].cycles
-    print(f"{a.kernel} B={a.B} S={a.S} H={a.H}: lower {c.lower_s:.3f} s (factory {build_s:.3f} s, "
+    print(f"{a.kernel} B={a.B} S={a.S} H={a.H} KV_H={a.KV_H}: lower {c.lower_s:.3f} s (factory {build_s:.3f} s, "
           f"compile {c.compiled.compile_wall_s:.3f} s); simulated {cycles:.0f} cycles = "
           f"{ms * 1000:.1f} us on {c.compiled.chip}")
 

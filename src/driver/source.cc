@@ -40,6 +40,12 @@ void register_resolver(Resolver r) {
   c.resolvers.push_back(std::move(r));
 }
 
+bool has_resolvers() {
+  auto& c = catalogue();
+  std::lock_guard<std::mutex> lock(c.mu);
+  return !c.resolvers.empty();
+}
+
 std::vector<KernelSource> kernels() {
   auto& c = catalogue();
   std::lock_guard<std::mutex> lock(c.mu);

@@ -513,7 +513,8 @@ class Parser {
   }
 
   ChipConfig parse(const json& root) const {
-    std::vector<std::string> allowed = {"name", "description"};
+    // "calibration": what `tilepipe calibrate` fitted (provenance only, not read here).
+    std::vector<std::string> allowed = {"name", "description", "calibration"};
     for (const Group& g : schema()) allowed.push_back(g.name);
     if (!root.is_object()) {
       fail("", fmt::format("a JSON object with the keys {}", join(allowed, ", ")), describe(root),
@@ -523,6 +524,10 @@ class Parser {
     ChipConfig cfg;
     cfg.name = string_member(root, "", "name", false);
     cfg.description = string_member(root, "", "description", true);
+    if (root.contains("calibration") && !root["calibration"].is_object()) {
+      fail("calibration", "an object (the record `tilepipe calibrate` writes)",
+           describe(root["calibration"]), "remove the key or restore the object");
+    }
     for (const Group& g : schema()) {
       const json& v = member(root, "", g.name, "an object",
                              fmt::format("add \"{}\": {{...}} (see configs/a3.json)", g.name));
@@ -674,6 +679,19 @@ ChipConfig parse_chip_config(const std::string& json_text, const std::string& or
         "a bug in tilepipe, please report it with the file",
         origin, e.what()))};
   }
+}
+
+std::vector<ChipKey> chip_config_keys() {
+  std::vector<ChipKey> out;
+  std::function<void(const Group&, const std::string&)> walk = [&](const Group& g,
+                                                                   const std::string& path) {
+    for (const Field& f : g.fields)
+      out.push_back(
+          {dotted(path, f.name), f.unit, f.kind == Kind::kInteger, f.lo, f.hi, f.lo_open});
+    for (const Group& sub : g.groups) walk(sub, dotted(path, sub.name));
+  };
+  for (const Group& g : schema()) walk(g, g.name);
+  return out;
 }
 
 ChipConfig load_chip_config(const std::string& name_or_path) {

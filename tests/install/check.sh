@@ -23,7 +23,8 @@ fail() {
 "$cmake_exe" --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/tilepipe lib/cmake/tilepipe/tilepipeConfig.cmake include/tilepipe/lang.h \
          include/tilepipe/driver.h include/tilepipe/cli.h include/tilepipe/kernels/registry.h share/tilepipe/configs/a3.json \
-         share/tilepipe/configs/advice_rules.json; do
+         share/tilepipe/configs/advice_rules.json share/tilepipe/configs/fidelity.json \
+         share/tilepipe/configs/fit_ranges.json; do
   [ -e "$prefix/$f" ] || fail "missing $f in the installed tree"
 done
 # The installed binary and libraries load the installed libraries, not the build tree's.
@@ -69,6 +70,18 @@ j = json.load(open("list.json"))
 assert j["configs"] == sys.argv[1], (j["configs"], sys.argv[1])
 assert j["chips"] == ["a2", "a3"], j["chips"]
 print("gemm cycles", cycles["my.out"])
+PY
+
+# The installed anchors: the copies run; without a corpus next to the install, the corpus's
+# Python files are skipped with a note (not failed).
+TILELANG_CORPUS="$tmp/no-corpus" "$prefix/bin/tilepipe" fidelity --only copy.blocks \
+  --only sfa-file.pa --json >fid.out 2>run.err || fail "fidelity from the installed tree"
+python3 - <<'PY' || fail "fidelity results"
+import json
+j = json.load(open("fid.out"))
+status = {a["name"]: a["status"] for a in j["anchors"]}
+assert status == {"copy.blocks": "ok", "sfa-file.pa": "skipped"}, status
+print("fidelity copy.blocks", round(j["anchors"][0]["error_pct"], 1), "%")
 PY
 
 # The Python package, with the documented PYTHONPATH (a prefix of /usr or /usr/local needs none).

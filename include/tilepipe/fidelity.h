@@ -1,0 +1,166 @@
+// Fidelity and calibration (driver layer): on-board times — the published anchors of
+// configs/fidelity.json, or a user's own measurements in a CSV — simulated through the
+// driver's kernel sources, their errors (`tilepipe fidelity`), and a fit of named chip-config
+// parameters to them within their documented ranges (configs/fit_ranges.json) with NLopt,
+// with leave-one-out errors and a chip config that records where its values came from
+// (`tilepipe calibrate`). docs/fidelity.md, docs/cli.md.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tilepipe/driver.h"
+
+namespace tilepipe::driver {
+
+/// One on-board time and the kernel it was measured on.
+struct Anchor {
+  std::string name;
+  std::string group;              // a tag `--only` also matches (e.g. "fa-ladder")
+  std::string kernel;             // a registered kernel name, or a Python file FILE.py[:NAME]
+  bool in_corpus = false;         // `kernel` is a path relative to the corpus directory
+  std::vector<std::string> args;  // a Python script's own fixed arguments
+  std::string variant;            // "" = the kernel's default
+  RawParams params;
+  std::string chip;  // the chip config it was measured on ("" = the run's)
+  double measured_us = 0;
+  std::string kind = "measured";  // or "derived": computed from a published ratio
+  std::string source;             // where the number is published
+  double weight = 1;              // weight of its squared log error in a fit
+};
+
+struct AnchorSet {
+  std::string origin;  // the file read
+  std::string corpus;  // the corpus directory as the file gives it ("" = none)
+  std::vector<Anchor> anchors;
+};
+
+/// configs/fidelity.json in the configs directory (config_dir()).
+std::string default_anchors_path();
+
+/// Reads an anchors file: JSON in configs/fidelity.json's format, or (a path ending in
+/// .csv) a measurements CSV (docs/cli.md, "tilepipe calibrate"). A relative Python path of a
+/// CSV row is relative to the CSV's directory. Throws ParamError naming the file and the
+/// anchor or line.
+AnchorSet load_anchors(const std::string& path);
+
+/// The anchors whose name or group matches one of `patterns` (shell globs: `fa.*`,
+/// `sfa-file`), in file order; all when `patterns` is empty. Throws ParamError naming a
+/// pattern that matches nothing.
+AnchorSet select_anchors(const AnchorSet& set, const std::vector<std::string>& patterns);
+
+/// The corpus directory Python anchors are relative to: `override` if given, else
+/// $TILELANG_CORPUS, else the set's `corpus` relative to its file's directory.
+std::string corpus_dir(const AnchorSet& set, const std::string& override_dir = "");
+
+/// Whether the anchor's kernel is a Python file.
+bool is_python_anchor(const Anchor& a);
+
+/// The kernel spec find_kernel() takes: the name, or the Python file (resolved in `corpus`)
+/// followed by its fixed arguments, quoted as a shell would need.
+std::string anchor_spec(const Anchor& a, const std::string& corpus);
+
+/// One anchor simulated.
+struct AnchorRun {
+  std::string status = "ok";  // "ok", "skipped" (cannot run here: note says why), "error"
+  std::string note;
+  std::string chip;  // the chip config's name
+  double cycles = 0;
+  double simulated_us = 0;
+  double error_pct = 0;  // 100 x (simulated - measured) / measured
+  double wall_s = 0;     // build, compile and simulation
+};
+
+struct AnchorOptions {
+  /// Every anchor on this chip; none: each on its own `chip` (loaded by name or path).
+  std::optional<ChipConfig> chip;
+  std::string corpus;  // corpus directory (corpus_dir())
+  bool fast_forward = true;
+  int jobs = 1;
+  /// Called after each anchor finishes (any thread, one call at a time).
+  std::function<void(size_t index, const AnchorRun&)> done = {};
+};
+
+/// Simulates every anchor (timing mode) on up to `jobs` threads; results in anchor order do
+/// not depend on `jobs`. Never throws for one anchor: a Python file without the front end in
+/// this process or a corpus file that is not there is "skipped", any other failure "error".
+std::vector<AnchorRun> run_anchors(const AnchorSet& set, const AnchorOptions& opts);
+
+struct ErrorSummary {
+  int n = 0;  // anchors that ran
+  double mean_abs_pct = 0, max_abs_pct = 0;
+  std::string max_name;  // the anchor with the largest |error|
+};
+
+/// Mean and max |error| over the anchors that ran (of `kind` only, when given).
+ErrorSummary summarize_errors(const AnchorSet& set, const std::vector<AnchorRun>& runs,
+                              const std::string& kind = "");
+
+// ---- calibration ------------------------------------------------------------------------
+
+/// A chip-config parameter's documented range for fitting, with its source.
+struct FitRange {
+  double lo = 0, hi = 0;
+  std::string source;
+};
+
+/// configs/fit_ranges.json (or `path`): dotted key -> range. Throws ParamError.
+std::map<std::string, FitRange> load_fit_ranges(const std::string& path = "");
+
+/// A chip config's JSON text with one numeric leaf (a dotted key: "dma.mte2_latency") set
+/// to `value` (rounded for an integer leaf). Throws ParamError for a key the config does
+/// not have.
+void set_chip_value(nlohmann::ordered_json& config, const std::string& key, double value);
+double get_chip_value(const nlohmann::ordered_json& config, const std::string& key);
+
+struct CalibrationRequest {
+  std::string chip = "a3";       // the starting config: a name or a .json path
+  std::vector<std::string> fit;  // dotted keys, each optionally KEY=LO:HI (its range)
+  AnchorSet measurements;
+  std::string corpus;             // corpus directory for corpus-relative Python files
+  std::string ranges_path;        // "" = configs/fit_ranges.json
+  std::string measurements_name;  // how the output names the measurements (the file)
+  std::string output_name;        // the chip name written ("" = the starting config's)
+  int jobs = 1;
+  int max_evals = 0;  // per fit; 0 = 30 x (parameters + 1)
+  bool leave_one_out = true;
+  bool fast_forward = true;
+  /// Progress lines (a fit started or finished); may be empty.
+  std::function<void(const std::string&)> progress = {};
+};
+
+struct FittedParam {
+  std::string key;
+  FitRange range;
+  bool integer = false;
+  double start = 0, value = 0;
+};
+
+struct CalibrationResult {
+  std::vector<FittedParam> params;
+  std::vector<AnchorRun> before, after;  // per measurement: the starting and the fitted config
+  std::vector<bool> used;                // per measurement: ran on the starting config
+  /// Leave-one-out, per measurement: the fit without it, and its prediction by that fit.
+  std::vector<std::vector<double>> loo_values;
+  std::vector<double> loo_us, loo_error_pct;  // NaN when not computed
+  double loss_before = 0, loss_after = 0;     // sum of weight x ln(simulated / measured)^2
+  int evaluations = 0;                        // configs simulated by the main fit
+  int simulations = 0;                        // kernel runs of the whole calibration
+  std::string method;                         // "NLopt LN_BOBYQA"
+  nlohmann::ordered_json config;              // the fitted chip config, with provenance
+};
+
+/// Fits the named parameters: minimises the weighted sum of squared log errors of the
+/// measurements that run, over each parameter's documented range (or the one given), with a
+/// derivative-free bounded method (NLopt BOBYQA); the fitted values are rounded to 4
+/// significant digits and the result's `after` runs and `config` are those of the rounded
+/// values. Throws ParamError (unknown key, no range, a range the loader rejects, fewer than
+/// two measurements that run) or ConfigError.
+CalibrationResult calibrate(const CalibrationRequest& req);
+
+}  // namespace tilepipe::driver
