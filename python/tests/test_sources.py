@@ -42,7 +42,6 @@ USER_FILE = textwrap.dedent('''
 BLOCKS = ["--param", "bm=64", "--param", "bn=64", "--param", "bk=64"]
 
 
-
 @pytest.fixture()
 def user_file(tmp_path):
     if not os.access(TILEPIPE, os.X_OK):
@@ -98,7 +97,7 @@ def test_words_after_the_file_are_the_scripts_own_arguments(user_file):
     # A string option is not a parameter: it is fixed in the spec, before the parameters.
     square = cli_json("run", user_file + " --square yes", "--mode", "timing", "--param", "m=256")
     factory = cli_json("run", user_file + ":matmul", "--mode", "timing", "--param", "M=256",
-                       "--param", "N=256", "--param", "K=128")
+                       "--param", "N=256", "--param", "K=128", *BLOCKS)
     assert square["params"] == {"m": 256, "n": 128}
     assert square["cycles"] == factory["cycles"]
     assert square["kernel"] == user_file + " --square yes"
