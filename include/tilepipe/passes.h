@@ -52,6 +52,11 @@ struct PassOptions {
   /// AUTO_SYNC: insert intra-core set/wait flags from read/write dependences in every
   /// scope that has no hand-written intra-core flags or barriers.
   bool auto_sync = true;
+  /// AUTO_SYNC as TileLang-Ascend's compiler places it: besides the flags, full barriers
+  /// before statements whose addresses read a tensor element and around every `if`
+  /// (passes/original_sync.h). The Python front end's original-compatible lowering sets
+  /// it for files that turn on TL_ASCEND_AUTO_SYNC, so their time predicts the NPU's.
+  bool original_sync = false;
   /// Largest number of event ids one ring-buffer flag may rotate through (a loop-carried
   /// dependence at distance d uses min(d, max_rotation) ids).
   int max_rotation = 4;

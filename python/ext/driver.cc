@@ -85,6 +85,8 @@ passes::PassOptions pass_options(const py::dict& opts) {
       o.l1_residency = on;
     else if (key == "reserved_tail")
       o.reserved_tail = on;
+    else if (key == "original_sync")
+      o.original_sync = on;
     else
       throw std::invalid_argument("unknown pass option " + key);
   }

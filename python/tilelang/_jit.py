@@ -111,7 +111,9 @@ def pass_options(configs, func_attrs):
         key = getattr(k, "value", k)
         on = bool(v)
         if key == PassConfigKey.TL_ASCEND_AUTO_SYNC:
-            o["auto_sync"] = on
+            # The original's AUTO_SYNC also places full barriers (original_sync.h): the
+            # original-compatible lowering keeps them, so the time predicts the NPU's.
+            o["auto_sync"] = o["original_sync"] = on
         elif key == PassConfigKey.TL_ASCEND_MEMORY_PLANNING:
             o["memory_planning"] = on
         elif key in (PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE, PassConfigKey.TL_ASCEND_AUTO_CV_SYNC):
@@ -130,7 +132,7 @@ def pass_options(configs, func_attrs):
                 "TL_ASCEND_AUTO_CV_COMBINE, TL_ASCEND_AUTO_CV_SYNC, or 'tilepipe.<pass option>'",
             )
     if func_attrs.get("enable_auto_sync") is not None and "auto_sync" not in o:
-        o["auto_sync"] = func_attrs["enable_auto_sync"]
+        o["auto_sync"] = o["original_sync"] = func_attrs["enable_auto_sync"]
     # The original's code generator lays the author's buffers out without checking its
     # limit; the hardware runs them up to the physical size (docs/python.md).
     o.setdefault("reserved_tail", True)

@@ -23,6 +23,7 @@
 #include <set>
 
 #include "passes/dependence.h"
+#include "passes/original_sync.h"
 #include "tilepipe/verify.h"
 
 namespace tilepipe::passes {
@@ -724,6 +725,7 @@ class ScopeFinder : public StmtMutator {
     v[kVidVar] = s.kind == CoreKind::V ? Range::of(0, 1) : Range::of(0, 0);
     AutoSync a(p_, chip_, o_, s.kind, self->loc, std::move(v), loops_ > 0);
     Stmt b = a.run(s.body);
+    if (o_.original_sync) b = original_barriers(b, s.kind, chip_, self->loc);
     if (equal(b, s.body)) return self;
     return make_stmt(ScopeStmt{s.kind, std::move(b)}, self->loc);
   }

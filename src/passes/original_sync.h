@@ -1,0 +1,25 @@
+// AUTO_SYNC as TileLang-Ascend places it: the full barriers its sync insertion adds on top
+// of the dependence flags.
+#pragma once
+
+#include "tilepipe/chip.h"
+#include "tilepipe/ir.h"
+
+namespace tilepipe::passes {
+
+/// The full barriers (PipeBarrier<PIPE_ALL>) the original compiler's AUTO_SYNC
+/// (src/transform/ascend_sync_insert.cc of TileLang-Ascend) inserts besides its flags, added
+/// to `body`, a scope of kind `core` that auto_sync has just synchronised:
+///  - before a statement whose addresses or scalars read a tensor element (`load(...)`:
+///    the original binds such a read to a variable and places a full barrier before the
+///    binding); a statement that reads the same elements as the statement just before it
+///    in the same sequence shares that barrier (one binding, used twice);
+///  - before and after every `if` of the author's (the original brackets each branch);
+///    the guards auto_sync itself wrapped around flags are not the author's.
+/// A full barrier is spelt as the front end's barrier_all: every pipe of the core hands a
+/// flag to a hub pipe (M on the Cube core, S on the Vector core) and back, on the highest
+/// event id auto_sync left free for those pairs (UserError "auto-sync-ids" when none is).
+ir::Stmt original_barriers(const ir::Stmt& body, ir::CoreKind core, const ChipConfig& chip,
+                           const ir::Loc& scope_loc);
+
+}  // namespace tilepipe::passes
