@@ -151,7 +151,7 @@ TEST(ChipConfigLoader, A3LoadsWithTheDocumentedValues) {
   EXPECT_DOUBLE_EQ(c.vector_startup_div, 13);
   EXPECT_DOUBLE_EQ(c.vector_startup_recip, 5);
   EXPECT_DOUBLE_EQ(c.vector_transcendental_elems_per_cycle, 32);
-  EXPECT_DOUBLE_EQ(c.vector_reduce_cycles_per_repeat, 7);
+  EXPECT_DOUBLE_EQ(c.vector_reduce_cycles_per_repeat, 5);
   EXPECT_DOUBLE_EQ(c.mte2_latency, 1400);
   EXPECT_DOUBLE_EQ(c.mte2_bw_l2, 100);
   EXPECT_DOUBLE_EQ(c.mte2_bw_hbm, 32);
@@ -430,7 +430,7 @@ TEST(ChipConfigLoader, KeysListEveryValueOfTheFileWithItsKindAndRange) {
     return ChipKey{};
   };
   EXPECT_TRUE(find("memory.ub.banks").integer);
-  EXPECT_FALSE(find("vector.reduce_cycles_per_repeat").integer);  // the file writes 7
+  EXPECT_FALSE(find("vector.reduce_cycles_per_repeat").integer);  // the file writes 5
   EXPECT_EQ(find("die.hbm_bw").unit, "B/cycle");
 }
 
