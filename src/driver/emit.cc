@@ -299,11 +299,11 @@ class Emitter {
   }
 
   /// A fresh identifier from `want`: kept when it is free (buffer names must survive the
-  /// round trip), else suffixed _1, _2, ...
+  /// round trip), else suffixed _2, _3, ... as the front end names a repeated allocation.
   std::string fresh(const std::string& want) {
     std::string base = is_identifier(want) ? want : py_name(want);
     std::string name = base;
-    for (int k = 1; used_.count(name) || reserved_names().count(name); ++k)
+    for (int k = 2; used_.count(name) || reserved_names().count(name); ++k)
       name = fmt::format("{}_{}", base, k);
     used_.insert(name);
     return name;
