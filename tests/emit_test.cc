@@ -58,8 +58,8 @@ TEST(Emit, AnAutomaticKernelBecomesAnExpertFileWithItsPassesWorkSpelledOut) {
         "            with T.Scope(\"V\"):\n",
         "                x = T.alloc_ub([1024], \"float32\")\n",
         "                T.annotate_address({x: 0, y: 4096})\n",
-        "                for t in T.serial(cid * 2 + vid, 8, 8):\n",
-        "                    T.copy(X[t * 1024:t * 1024 + 1024], x)\n",
+        "                for i in T.serial(cid * 2 + vid, 8, 8):\n",
+        "                    T.copy(X[i * 1024:i * 1024 + 1024], x)\n",
         "                    T.tile.add(x, x, y)\n",
         "T.set_flag(\"MTE2\", \"V\", 0)  # auto_sync\n"})
     EXPECT_NE(text.find(want), std::string::npos) << "missing: " << want << "\nin:\n" << text;

@@ -455,6 +455,23 @@ py::tuple run_registered(const std::string& spec, const std::string& variant,
   });
 }
 
+/// Whether a registered kernel's program after the passes, every on-chip buffer placed
+/// where its lowering put it (what `tilepipe emit` pins), equals `c`'s (ir::equal: up to
+/// renaming of loop variables): `c` a file emitted from it, compiled by the front end.
+bool registered_equal(const std::string& spec, const std::string& variant,
+                      const driver::RawParams& params, const std::shared_ptr<Compiled>& c) {
+  register_builtins();
+  return guarded([&] {
+    driver::KernelSource k = driver::find_kernel(spec);
+    driver::CompileRequest req;
+    req.variant = variant;
+    req.params = driver::resolve_params(k, params);
+    driver::Compiled mine = driver::compile(k, req, c->chip);
+    mine.program.addresses = mine.lowered.addresses;
+    return ir::equal(mine.program, c->c.program);
+  });
+}
+
 // ---- tuning on a cluster (python/tilepipe/cluster.py) ----
 
 driver::TuneJob tune_job(const py::dict& j) {
@@ -586,6 +603,8 @@ void bind_driver(py::module_& m) {
       py::arg("compiled"), py::arg("factory"), py::arg("params"), py::arg("label"));
   m.def("run_registered", &run_registered, py::arg("spec"), py::arg("variant"), py::arg("params"),
         py::arg("functional"), py::arg("seed") = 1);
+  m.def("registered_equal", &registered_equal, py::arg("spec"), py::arg("variant"),
+        py::arg("params"), py::arg("compiled"));
   m.def("register_resolver", &register_resolver);
   m.def("cli_main", &cli_main);
   m.def("cli_capture", &cli_capture);

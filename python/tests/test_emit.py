@@ -84,6 +84,12 @@ def test_round_trip_cycles_and_outputs(tmp_path, kernel, variant, params):
     cycles, inputs, outputs = _ext.run_registered(kernel, variant, params, True)
     # Same program: the same simulated time to the cycle.
     assert jit.cycles() == cycles
+    # Same program: the IR up to renaming of loop variables. The gemm and fa index
+    # expressions hold `x * 1`, `x + 0`, `cid * 0`, which the front end's expression
+    # arithmetic folds (as the original's simplifier does): equal up to that folding, which
+    # the cycles and values above and below pin down.
+    equal = _ext.registered_equal(kernel, variant, params, jit._current().compiled)
+    assert equal == (kernel in ("elementwise", "softmax", "gm_read"))
     # Same values: the emitted kernel on the registered kernel's inputs.
     ins = [i for i in range(len(jit.specs)) if i not in jit.out_idx and i not in jit.workspace_idx]
     args = []
@@ -168,3 +174,25 @@ def test_emit_refuses_what_has_no_expert_spelling(tmp_path):
     err = json.loads(out)
     assert rc == 2 and "emit" in err["error"] and ".cc:" in err["error"]
     assert not (tmp_path / "sfa.py").exists()
+
+
+def test_emit_of_a_python_file_through_the_command_line(tmp_path):
+    """`tilepipe emit FILE.py:NAME`: the factory keeps NAME and the file's integer arguments."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    binary = os.path.join(os.environ.get("TILEPIPE_BUILD_DIR", os.path.join(ROOT, "build")),
+                          "tilepipe")
+    out = tmp_path / "mm_expert.py"
+    args = ["M=256", "N=256", "K=128", "bm=128", "bn=128", "bk=64"]
+    r = subprocess.run([binary, "emit", os.path.join(HERE, "kernels.py") + ":matmul", "-o",
+                        str(out)] + [a for kv in args for a in ("--param", kv)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    sys.path.insert(0, HERE)
+    from kernels import matmul
+
+    assert "def matmul(K=128, M=256, N=256, bk=64, bm=128, bn=128):" in out.read_text()
+    assert load_factory(out, "matmul")().cycles() == matmul(256, 256, 128, 128, 128, 64).cycles()

@@ -562,12 +562,13 @@ class Emitter {
              "declare GM scratch as a workspace of the kernel (a T.Tensor parameter in "
              "workspace_idx)");
     bind_buffer(b);
-    std::string note;
+    std::string versions;
     if (auto v = c_.program.versions.find(b->id); v != c_.program.versions.end())
-      note = fmt::format("  # {} versions (multi-buffered by the passes): slot = iteration % {}",
-                         v->second, v->second);
+      versions =
+          fmt::format("  # {} versions (multi-buffered by the passes): slot = iteration % {}",
+                      v->second, v->second);
     line("{} = {}({}, \"{}\"){}", names_.at(b->id), call, shape(b->shape), py_dtype(b->dtype),
-         note);
+         versions);
   }
 
   void emit(const CopyStmt& n, const StmtNode& s) {
@@ -662,7 +663,14 @@ std::string emit_expert(const Compiled& c, const EmitSource& src) {
 std::string emit_expert(const KernelSource& k, const CompileRequest& req, const ChipConfig& chip) {
   Compiled c = compile(k, req, chip);
   EmitSource src;
-  src.factory = k.name;
+  // A Python source's name is its spec, "dir/file.py[:NAME] [args]": the factory is NAME,
+  // else the file's stem.
+  std::string name = k.name.substr(0, k.name.find(' '));
+  if (auto colon = name.rfind(':'); colon != std::string::npos)
+    name = name.substr(colon + 1);
+  else if (name.size() > 3 && name.ends_with(".py"))
+    name = name.substr(0, name.size() - 3).substr(name.find_last_of('/') + 1);
+  src.factory = name;
   src.params = req.params;
   src.label = label(k, c.variant);
   return emit_expert(c, src);
