@@ -390,6 +390,43 @@ int cmd_ladder(const LadderArgs& a) {
   return 0;
 }
 
+struct EmitArgs {
+  std::string kernel, variant, chip = "a3", output;
+  std::vector<std::string> params, no_pass;
+  bool json = false;
+};
+
+/// The compiled program as an expert-mode Python file (docs/cli.md, "tilepipe emit"): to
+/// FILE with -o, else on stdout. A construct with no expert spelling is exit 2, no file.
+int cmd_emit(const EmitArgs& a) {
+  const driver::KernelSource k = driver::find_kernel(a.kernel);
+  if (!a.output.empty()) cli::check_outputs({{"-o", a.output}}, a.chip);
+  driver::CompileRequest req;
+  req.variant = a.variant;
+  req.params = driver::resolve_params(k, parse_params(a.params));
+  req.no_pass = a.no_pass;
+  ChipConfig chip = load_chip_config(a.chip);
+  const std::string text = driver::emit_expert(k, req, chip);
+  json out;
+  out["kernel"] = k.name;
+  out["variant"] = driver::resolve_variant(k, a.variant);
+  out["chip"] = chip.name;
+  out["params"] = req.params;
+  if (a.output.empty()) {
+    if (a.json) out["file"] = text;
+    print_result(a.json, out, text);
+    return 0;
+  }
+  write_output(a.output, text);
+  out["output"] = a.output;
+  out["lines"] = std::count(text.begin(), text.end(), '\n');
+  print_result(
+      a.json, out,
+      fmt::format("{}: wrote {} ({} lines)\n", driver::label(k, out["variant"].get<std::string>()),
+                  a.output, out["lines"].get<int64_t>()));
+  return 0;
+}
+
 std::string one_line(const std::string& s) {
   auto nl = s.find('\n');
   return nl == std::string::npos ? s : s.substr(0, nl);
@@ -543,6 +580,17 @@ int tilepipe::cli::main(int argc, char** argv) {
   calibrate->add_flag("--exact", cal_args.exact, "simulate every loop iteration (no fast-forward)");
   calibrate->add_flag("--json", cal_args.json, "print one JSON object on stdout");
 
+  EmitArgs emit_args;
+  auto* emit = app.add_subcommand(
+      "emit", "write the compiled kernel as a TileLang-Ascend expert-mode Python file");
+  emit->add_option("kernel", emit_args.kernel, "kernel name or FILE.py[:NAME]")->required();
+  emit->add_option("--variant", emit_args.variant, "kernel variant");
+  emit->add_option("--chip", emit_args.chip, "chip config: a2, a3, or a .json path");
+  emit->add_option("--param", emit_args.params, "kernel parameter k=v (repeatable)");
+  emit->add_option("--no-pass", emit_args.no_pass, "switch an automatic-mode pass off");
+  emit->add_option("-o,--output", emit_args.output, "write the file here (default: stdout)");
+  emit->add_flag("--json", emit_args.json, "print one JSON object on stdout");
+
   // Listed for --help only: main() hands `run-py` to Python before parsing.
   app.add_subcommand("run-py",
                      "run a TileLang-Ascend Python script: tilepipe run-py FILE.py [args...]")
@@ -602,6 +650,7 @@ int tilepipe::cli::main(int argc, char** argv) {
       return cli::cmd_profile(pa);
     }
     if (differential->parsed()) return cmd_differential(diff_args);
+    if (emit->parsed()) return cmd_emit(emit_args);
     if (fidelity->parsed()) return cli::cmd_fidelity(fid_args);
     if (calibrate->parsed()) return cli::cmd_calibrate(cal_args);
     if (tune->parsed()) {

@@ -34,6 +34,12 @@ bool is_python_source(const std::string& arg) {
   return !arg.empty() && arg[0] != '-' && std::regex_match(arg, spec);
 }
 
+/// The value of an output flag (`emit KERNEL -o FILE.py`) is a file to write, not a kernel.
+bool is_output_value(char** argv, int i) {
+  const std::string prev = argv[i - 1];
+  return prev == "-o" || prev == "--output";
+}
+
 /// `tune ... --scheduler ADDR`: the Dask executor lives in the Python module.
 bool wants_cluster(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) != "tune") return false;
@@ -90,7 +96,7 @@ int main(int argc, char** argv) {
                        cli::json_requested(argc, argv));
 #endif
   for (int i = 2; i < argc; ++i)
-    if (is_python_source(argv[i]))
+    if (is_python_source(argv[i]) && !is_output_value(argv, i))
       return exec_python("tilepipe.cli", {argv + 1, argv + argc},
                          fmt::format("{} {}", argv[1], argv[i]), cli::json_requested(argc, argv));
   if (wants_cluster(argc, argv))

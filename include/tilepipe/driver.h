@@ -181,6 +181,24 @@ void for_each_parallel(size_t n, int jobs, const std::function<void(size_t)>& ta
 /// "kind at file:line: message" of a rejection's first diagnostic.
 std::string first_reason(const UserError& e);
 
+// ---- emit: the compiled program as a TileLang-Ascend expert-mode file -------------------
+
+/// How the emitted @tilelang.jit factory is named and called.
+struct EmitSource {
+  std::string factory;  // its name (made a Python identifier)
+  Params params;        // its parameters, with the values the program was built for
+  std::string label;    // where the program came from, for the header comment
+};
+
+/// `c.program` (after the passes) as a TileLang-Ascend expert-mode Python file: scopes,
+/// allocations pinned where the lowering placed them, copies, T.mma, T.tile ops, flags and
+/// cross flags with their ids, loops as loops, and pass configs that turn the original's
+/// automatic sync, CV split and planning off. Throws UserError (kind "emit") at the first
+/// construct with no expert-mode spelling; deterministic.
+std::string emit_expert(const Compiled& c, const EmitSource& src);
+/// compile(k, req, chip), then emit_expert with k's name and req.params.
+std::string emit_expert(const KernelSource& k, const CompileRequest& req, const ChipConfig& chip);
+
 // ---- ladder -----------------------------------------------------------------------------
 
 struct LadderStep {

@@ -253,6 +253,10 @@ struct LoweredProgram {
   std::vector<ir::Knob> knobs;  // the kernel's tuning knobs (ir::Program::knobs)
   CoreProgram aic{ir::CoreKind::C, {}, {}, {}, 2, {}};
   CoreProgram aiv{ir::CoreKind::V, {}, {}, {}, 2, {}};
+  /// Byte offset of every on-chip buffer within its core's scope memory, by buffer id: the
+  /// pinned / planned ones (ir::Program::addresses) and the sequential layout of the rest.
+  /// What `tilepipe emit` pins, so the NPU lays memory out as it was simulated.
+  std::map<int, int64_t> addresses;
 };
 
 /// Lowers a program the verifier accepted. Throws UserError for constructs the lowering

@@ -423,6 +423,57 @@ py::tuple cli_capture(const std::vector<std::string>& argv) {
   return py::make_tuple(rc, out.str());
 }
 
+/// Tensors as flat float64 arrays.
+py::dict arrays(const sim::HostData& data) {
+  py::dict d;
+  for (const auto& [name, vals] : data) {
+    py::array_t<double> a(static_cast<py::ssize_t>(vals.size()));
+    std::copy(vals.begin(), vals.end(), a.mutable_data());
+    d[py::str(name)] = a;
+  }
+  return d;
+}
+
+/// A registered kernel run as `tilepipe run` runs it, functional (inputs from `seed`) or
+/// timing: (cycles, inputs, outputs) by tensor name, what a program emitted from it is
+/// compared with (python/tests/test_emit.py).
+py::tuple run_registered(const std::string& spec, const std::string& variant,
+                         const driver::RawParams& params, bool functional, uint64_t seed) {
+  register_builtins();
+  return guarded([&] {
+    driver::KernelSource k = driver::find_kernel(spec);
+    driver::RunRequest req;
+    req.variant = variant;
+    req.params = driver::resolve_params(k, params);
+    req.mode = functional ? sim::Mode::Functional : sim::Mode::Timing;
+    req.seed = seed;
+    driver::RunReport rep;
+    {
+      py::gil_scoped_release nogil;
+      rep = driver::run_kernel(k, req, load_chip_config("a3"));
+    }
+    sim::HostData in = functional && k.inputs ? k.inputs(req.params, seed) : sim::HostData{};
+    return py::make_tuple(rep.sim.cycles, arrays(in), arrays(rep.outputs));
+  });
+}
+
+/// Whether a registered kernel's program after the passes, every on-chip buffer placed
+/// where its lowering put it (what `tilepipe emit` pins), equals `c`'s (ir::equal: up to
+/// renaming of loop variables): `c` a file emitted from it, compiled by the front end.
+bool registered_equal(const std::string& spec, const std::string& variant,
+                      const driver::RawParams& params, const std::shared_ptr<Compiled>& c) {
+  register_builtins();
+  return guarded([&] {
+    driver::KernelSource k = driver::find_kernel(spec);
+    driver::CompileRequest req;
+    req.variant = variant;
+    req.params = driver::resolve_params(k, params);
+    driver::Compiled mine = driver::compile(k, req, c->chip);
+    mine.program.addresses = mine.lowered.addresses;
+    return ir::equal(mine.program, c->c.program);
+  });
+}
+
 // ---- tuning on a cluster (python/tilepipe/cluster.py) ----
 
 driver::TuneJob tune_job(const py::dict& j) {
@@ -545,6 +596,17 @@ void bind_driver(py::module_& m) {
                           const std::string& path) { write_trace(c, *r, path); });
   m.def("profile", &profile, py::arg("compiled"), py::arg("inputs"), py::arg("verify") = true,
         py::arg("html") = "");
+  m.def(
+      "emit",
+      [](const std::shared_ptr<Compiled>& c, const std::string& factory,
+         const driver::Params& params, const std::string& label) {
+        return guarded([&] { return driver::emit_expert(c->c, {factory, params, label}); });
+      },
+      py::arg("compiled"), py::arg("factory"), py::arg("params"), py::arg("label"));
+  m.def("run_registered", &run_registered, py::arg("spec"), py::arg("variant"), py::arg("params"),
+        py::arg("functional"), py::arg("seed") = 1);
+  m.def("registered_equal", &registered_equal, py::arg("spec"), py::arg("variant"),
+        py::arg("params"), py::arg("compiled"));
   m.def("register_resolver", &register_resolver);
   m.def("cli_main", &cli_main);
   m.def("cli_capture", &cli_capture);

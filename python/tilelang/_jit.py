@@ -3,6 +3,7 @@ is a JITKernel that lowers the prim_func to tilepipe IR (per binding of its symb
 compiles it (verify -> passes -> lower) and runs it on the simulator."""
 
 import functools
+import inspect
 import json
 import os
 import sys
@@ -224,6 +225,7 @@ class JITKernel:
     def __init__(self, prim, out_idx, workspace_idx, pass_configs, name):
         self.prim = prim
         self.name = name
+        self.factory_args = {}  # the factory's integer arguments (set by @tilelang.jit)
         self.pass_configs = pass_configs or {}
         self.specs = prim.params()
         n = len(self.specs)
@@ -552,6 +554,16 @@ class JITKernel:
         c, outs = self._run(self._example_inputs(args), mode="functional", races=True)
         return outs[0] if len(outs) == 1 else outs
 
+    def emit(self, path, *args):
+        """Writes the kernel after tilepipe's passes as a TileLang-Ascend expert-mode file
+        (`tilepipe emit`): a factory named like this one, with its integer arguments."""
+        c = self._current(args)
+        text = _ext.emit(c.compiled, self.name, self.factory_args,
+                         f"{self.name}({', '.join(f'{k}={v}' for k, v in self.factory_args.items())})")
+        with open(path, "w") as f:
+            f.write(text)
+        return str(path)
+
     @property
     def adapter(self):
         raise _core.unsupported("JITKernel.adapter (the launcher of the kernel's compiled NPU "
@@ -773,6 +785,7 @@ def jit(func=None, *, out_idx=None, workspace_idx=None, pass_configs=None, targe
                     f"@tilelang.jit factory {factory.__name__} returned {type(prim).__name__}",
                     hint="return the @T.prim_func defined inside the factory")
             k = JITKernel(prim, out_idx, workspace_idx, pass_configs, factory.__name__)
+            k.factory_args = _int_arguments(factory, args, kwargs)
             if key is not None:
                 cache[key] = k
             return k
@@ -785,6 +798,18 @@ def jit(func=None, *, out_idx=None, workspace_idx=None, pass_configs=None, targe
     if func is not None and callable(func):
         return deco(func)
     return deco
+
+
+def _int_arguments(factory, args, kwargs):
+    """The factory's integer arguments by name, defaults applied (what an emitted file's
+    factory takes)."""
+    try:
+        bound = inspect.signature(factory).bind(*args, **kwargs)
+    except (TypeError, ValueError):
+        return {}
+    bound.apply_defaults()
+    return {k: v for k, v in bound.arguments.items()
+            if isinstance(v, int) and not isinstance(v, bool)}
 
 
 class _JitInfo:

@@ -253,6 +253,7 @@ class Lowerer {
       cp->body = block(p_.body, false);
     }
     mark_materialised(out);
+    out.addresses = addr_;
     return out;
   }
 

@@ -1,0 +1,198 @@
+"""`tilepipe emit` (issue 29): the compiled program as a TileLang-Ascend expert-mode file.
+Checked without an NPU: the emitted file, run back through the front end (its pass configs
+switch the original's automatic sync, CV split and planning off), gives the same cycles and
+the same outputs as the kernel it came from, and uses only the original's public API."""
+
+import ast
+import importlib.util
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import HERE
+
+tilelang = pytest.importorskip("tilelang")
+from tilelang._core import _ext, numpy_dtype  # noqa: E402
+
+# Every built-in kernel and variant emit can spell, at small shapes (the run of the original
+# and of the emitted file each take seconds at most). SFA is refused (its masks:
+# test_emit_refuses_what_has_no_expert_spelling).
+GEMM = {"M": "256", "N": "256", "K": "256"}
+FA = {"S": "1024", "H": "2"}
+CASES = (
+    [("elementwise", v, {"N": "65536"}) for v in ("add", "mul")]
+    + [("elementwise", "add", {"N": "65536", "buffers": "3"}), ("softmax", "", {})]
+    + [("gemm", v, GEMM) for v in ("naive", "l1_tiling", "double_buffer", "swizzle", "expert")]
+    + [("fa", v, FA) for v in ("baseline", "l1_vec", "multibuf", "pipelined", "sync2", "expert")]
+    # At S=1024 the auto kernel's batch loop runs once: see test_fa_auto_guards_...
+    + [("fa", "auto", {"S": "4096", "H": "2"})]
+    + [("gm_read", v, {"N": "1024"}) for v in ("blocks", "rows128", "nd2nz_l1")]
+)
+
+API_FILE = os.path.join(HERE, "data", "tilelang_api.txt")
+
+
+def api_names():
+    with open(API_FILE) as f:
+        return {ln.strip() for ln in f if ln.strip() and not ln.startswith("#")}
+
+
+def emit(tmp_path, kernel, variant, params, tag=""):
+    path = tmp_path / f"{kernel}_{variant or 'default'}{tag}.py"
+    argv = ["tilepipe", "emit", kernel, "-o", str(path)]
+    if variant:
+        argv += ["--variant", variant]
+    for k, v in params.items():
+        argv += ["--param", f"{k}={v}"]
+    rc, out = _ext.cli_capture(argv + ["--json"])
+    assert rc == 0, out
+    return path
+
+
+def load_factory(path, name):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, name)
+
+
+def attribute_chains(tree):
+    """Every maximal dotted name rooted at T or tilelang (T.tile.add, tilelang.jit, ...)."""
+    chains, inner = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            parts, v = [], node
+            while isinstance(v, ast.Attribute):
+                parts.append(v.attr)
+                v = v.value
+            if isinstance(v, ast.Name) and v.id in ("T", "tilelang"):
+                chain = ".".join([v.id] + parts[::-1])
+                chains.add(chain)
+                if isinstance(node.value, ast.Attribute):
+                    inner.add(chain.rsplit(".", 1)[0])
+    return chains - inner
+
+
+@pytest.mark.parametrize("kernel,variant,params", CASES,
+                         ids=[f"{k}-{v or 'default'}-{'-'.join(p.values())}" for k, v, p in CASES])
+def test_round_trip_cycles_and_outputs(tmp_path, kernel, variant, params):
+    path = emit(tmp_path, kernel, variant, params)
+    factory = load_factory(path, kernel)
+    jit = factory()
+    cycles, inputs, outputs = _ext.run_registered(kernel, variant, params, True)
+    # Same program: the same simulated time to the cycle.
+    assert jit.cycles() == cycles
+    # Same program: the IR up to renaming of loop variables. The gemm and fa index
+    # expressions hold `x * 1`, `x + 0`, `cid * 0`, which the front end's expression
+    # arithmetic folds (as the original's simplifier does): equal up to that folding, which
+    # the cycles and values above and below pin down.
+    equal = _ext.registered_equal(kernel, variant, params, jit._current().compiled)
+    assert equal == (kernel in ("elementwise", "softmax", "gm_read"))
+    # Same values: the emitted kernel on the registered kernel's inputs.
+    ins = [i for i in range(len(jit.specs)) if i not in jit.out_idx and i not in jit.workspace_idx]
+    args = []
+    for i in ins:
+        name, spec, _ = jit.specs[i]
+        # A kernel without generated inputs (gm_read) reads zeros.
+        vals = inputs.get(name, np.zeros(int(np.prod(spec.shape))))
+        args.append(np.asarray(vals).reshape(spec.shape).astype(numpy_dtype(spec.dtype)))
+    got = jit(*args)
+    got = got if isinstance(got, (list, tuple)) else [got]
+    outs = [jit.specs[i][0] for i in jit.out_idx]
+    assert set(outs) == set(outputs)
+    for name, arr in zip(outs, got):
+        np.testing.assert_array_equal(np.asarray(arr, dtype=np.float64).ravel(), outputs[name],
+                                      err_msg=name)
+
+
+@pytest.mark.parametrize("kernel,variant,params", [c for c in CASES if c[0] in ("softmax", "fa")],
+                         ids=[c[1] or c[0] for c in CASES if c[0] in ("softmax", "fa")])
+def test_emitted_file_uses_only_the_original_api(tmp_path, kernel, variant, params):
+    path = emit(tmp_path, kernel, variant, params)
+    used = attribute_chains(ast.parse(path.read_text()))
+    assert "T.annotate_address" in used and "tilelang.jit" in used
+    assert used - api_names() == set()
+
+
+def test_api_check_catches_a_name_outside_the_list():
+    used = attribute_chains(ast.parse("T.tile.add(a, b, c)\nT.tile.fused_softmax(a, b)\n"))
+    assert used - api_names() == {"T.tile.fused_softmax"}
+
+
+def test_fa_auto_guards_decided_at_build_time_are_dropped_as_the_original_does(tmp_path):
+    """At S=1024 the auto kernel's batch loop has one iteration, so guards such as
+    `if j_batch >= 1` (left by auto_sync) are false on every run. The front end removes such
+    guards, as the original's simplifier does on the way to the NPU, so the emitted file is
+    faster by the scalar unit's cost of the dropped ifs: one cycle here, nothing else."""
+    params = {"S": "1024", "H": "2"}
+    jit = load_factory(emit(tmp_path, "fa", "auto", params), "fa")()
+    cycles = _ext.run_registered("fa", "auto", params, False)[0]
+    assert cycles - 1 == jit.cycles()
+
+
+def test_emit_is_deterministic_and_reads_like_expert_code(tmp_path):
+    a = emit(tmp_path, "fa", "auto", {"S": "1024", "H": "2"}).read_text()
+    b = emit(tmp_path, "fa", "auto", {"S": "1024", "H": "2"}, tag="_again").read_text()
+    assert a == b
+    # Loops stay loops, the passes' work is commented, and the flags carry their ids.
+    assert "for " in a and "T.serial(" in a
+    assert "# auto_sync" in a and "# cv_split" in a
+    assert 'with T.Scope("C")' in a and 'with T.Scope("V")' in a
+    assert "T.set_cross_flag(" in a and "T.wait_cross_flag(" in a
+
+
+def test_factory_refuses_other_parameter_values(tmp_path):
+    path = emit(tmp_path, "gemm", "expert", {"M": "256", "N": "256", "K": "256"})
+    with pytest.raises(AssertionError, match="emitted for .*M=256"):
+        load_factory(path, "gemm")(M=512)
+
+
+def test_kernel_emit_from_a_developer_mode_kernel(tmp_path):
+    """kernel.emit(path) on a Python kernel: the passes' output, round-tripped."""
+    import sys
+
+    sys.path.insert(0, HERE)
+    from kernels import matmul
+
+    jit = matmul(256, 256, 128, 128, 128, 64)
+    path = tmp_path / "mm_expert.py"
+    jit.emit(path)
+    text = path.read_text()
+    assert text.startswith("# Emitted by `tilepipe emit` from matmul(")
+    again = load_factory(path, "matmul")()
+    assert again.cycles() == jit.cycles()
+    a = np.random.default_rng(0).standard_normal((256, 128)).astype(np.float16)
+    b = np.random.default_rng(1).standard_normal((128, 256)).astype(np.float16)
+    np.testing.assert_array_equal(again(a, b), jit(a, b))
+
+
+def test_emit_refuses_what_has_no_expert_spelling(tmp_path):
+    rc, out = _ext.cli_capture(["tilepipe", "emit", "sfa", "--variant", "auto", "--json",
+                                "-o", str(tmp_path / "sfa.py")])
+    err = json.loads(out)
+    assert rc == 2 and "emit" in err["error"] and ".cc:" in err["error"]
+    assert not (tmp_path / "sfa.py").exists()
+
+
+def test_emit_of_a_python_file_through_the_command_line(tmp_path):
+    """`tilepipe emit FILE.py:NAME`: the factory keeps NAME and the file's integer arguments."""
+    import subprocess
+    import sys
+
+    from conftest import ROOT
+
+    binary = os.path.join(os.environ.get("TILEPIPE_BUILD_DIR", os.path.join(ROOT, "build")),
+                          "tilepipe")
+    out = tmp_path / "mm_expert.py"
+    args = ["M=256", "N=256", "K=128", "bm=128", "bn=128", "bk=64"]
+    r = subprocess.run([binary, "emit", os.path.join(HERE, "kernels.py") + ":matmul", "-o",
+                        str(out)] + [a for kv in args for a in ("--param", kv)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    sys.path.insert(0, HERE)
+    from kernels import matmul
+
+    assert "def matmul(K=128, M=256, N=256, bk=64, bm=128, bn=128):" in out.read_text()
+    assert load_factory(out, "matmul")().cycles() == matmul(256, 256, 128, 128, 128, 64).cycles()

@@ -1,0 +1,679 @@
+// `tilepipe emit`: the program after the passes (scoped, synchronised, multi-buffered, memory
+// placed) printed as a TileLang-Ascend expert-mode Python file that the original toolchain
+// compiles for an NPU, and that tilepipe's front end runs back to the same cycles. Every
+// construct is spelt with the original's public API only; one without a spelling is a
+// UserError of kind "emit" at its source line, so no file that would not compile is written.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+#include <sstream>
+
+#include "tilepipe/driver.h"
+
+namespace tilepipe::driver {
+namespace {
+
+using namespace ir;
+
+[[noreturn]] void refuse(const Loc& loc, const std::string& message, const std::string& hint) {
+  throw UserError(Diagnostic{loc, "emit", message, {}, hint});
+}
+
+const char* py_dtype(DType t) {
+  switch (t) {
+    case DType::F16:
+      return "float16";
+    case DType::BF16:
+      return "bfloat16";
+    case DType::F32:
+      return "float32";
+    case DType::I32:
+      return "int32";
+    case DType::I8:
+      return "int8";
+    case DType::U8:
+      return "uint8";
+    case DType::I16:
+      return "int16";
+    case DType::U16:
+      return "uint16";
+    case DType::U32:
+      return "uint32";
+  }
+  return "?";
+}
+
+const char* alloc_call(Scope s) {
+  switch (s) {
+    case Scope::L1:
+      return "T.alloc_L1";
+    case Scope::L0A:
+      return "T.alloc_L0A";
+    case Scope::L0B:
+      return "T.alloc_L0B";
+    case Scope::L0C:
+      return "T.alloc_L0C";
+    case Scope::UB:
+      return "T.alloc_ub";
+    case Scope::GM:
+      break;
+  }
+  return nullptr;
+}
+
+/// The T.tile name of an elementwise op, or nullptr for ops spelt differently (or not at
+/// all). Scalar forms use the same names, as the original's examples do
+/// (`T.tile.add(x, x, 1.0)`).
+const char* tile_name(TileOpKind k) {
+  switch (k) {
+    case TileOpKind::Add:
+      return "add";
+    case TileOpKind::Sub:
+      return "sub";
+    case TileOpKind::Mul:
+      return "mul";
+    case TileOpKind::Div:
+      return "div";
+    case TileOpKind::Max:
+      return "max";
+    case TileOpKind::Min:
+      return "min";
+    case TileOpKind::Pow:
+      return "pow";
+    case TileOpKind::Exp:
+      return "exp";
+    case TileOpKind::Ln:
+      return "ln";
+    case TileOpKind::Abs:
+      return "abs";
+    case TileOpKind::Sqrt:
+      return "sqrt";
+    case TileOpKind::Rsqrt:
+      return "rsqrt";
+    case TileOpKind::Reciprocal:
+      return "reciprocal";
+    case TileOpKind::Relu:
+      return "relu";
+    case TileOpKind::Sin:
+      return "sin";
+    case TileOpKind::Cos:
+      return "cos";
+    case TileOpKind::Axpy:
+      return "axpy";
+    case TileOpKind::Fill:
+      return "fill";
+    case TileOpKind::Broadcast:
+      return "broadcast";
+    case TileOpKind::Transpose:
+      return "transpose";
+    case TileOpKind::BitAnd:
+      return "bitwise_and";
+    case TileOpKind::BitOr:
+      return "bitwise_or";
+    case TileOpKind::BitXor:
+      return "bitwise_xor";
+    case TileOpKind::BitNot:
+      return "bitwise_not";
+    case TileOpKind::ShiftLeft:
+      return "bitwise_lshift";
+    case TileOpKind::ShiftRight:
+      return "bitwise_rshift";
+    case TileOpKind::Cast:  // needs its rounding mode and count
+    case TileOpKind::Compare:
+    case TileOpKind::SelectOp:
+    case TileOpKind::Gather:
+      return nullptr;
+  }
+  return nullptr;
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
+// Python keywords, and the names the emitted file itself binds.
+const std::set<std::string>& reserved_names() {
+  static const std::set<std::string> r = {
+      "False",  "None",     "True",    "and",      "as",       "assert",       "async",
+      "await",  "break",    "class",   "continue", "def",      "del",          "elif",
+      "else",   "except",   "finally", "for",      "from",     "global",       "if",
+      "import", "in",       "is",      "lambda",   "nonlocal", "not",          "or",
+      "pass",   "raise",    "return",  "try",      "while",    "with",         "yield",
+      "T",      "tilelang", "cid",     "vid",      "main",     "pass_configs", "float"};
+  return r;
+}
+
+/// The source's leaf statements by kind and line: a leaf of the compiled program with no
+/// such twin was inserted by a pass (auto_sync's flags, cv_split's hand-offs).
+std::multiset<std::string> leaf_keys(const Stmt& body) {
+  struct Keys : StmtVisitor {
+    std::multiset<std::string> keys;
+    void add(const StmtNode& n) {
+      keys.insert(fmt::format("{}:{}:{}", n.node.index(), n.loc.file, n.loc.line));
+    }
+    void visit_copy(const CopyStmt&, const StmtNode& n) override { add(n); }
+    void visit_set_flag(const SetFlagStmt&, const StmtNode& n) override { add(n); }
+    void visit_wait_flag(const WaitFlagStmt&, const StmtNode& n) override { add(n); }
+    void visit_barrier(const PipeBarrierStmt&, const StmtNode& n) override { add(n); }
+    void visit_set_cross(const SetCrossFlagStmt&, const StmtNode& n) override { add(n); }
+    void visit_wait_cross(const WaitCrossFlagStmt&, const StmtNode& n) override { add(n); }
+  } k;
+  k.visit(body);
+  return k.keys;
+}
+
+bool has_scope(const Stmt& body) {
+  struct Find : StmtVisitor {
+    bool found = false;
+    void visit_scope(const ScopeStmt&, const StmtNode&) override { found = true; }
+  } f;
+  f.visit(body);
+  return f.found;
+}
+
+/// Shortest decimal that reads back as the same double (the scalars must round-trip).
+std::string py_double(double v) {
+  if (std::isnan(v)) return "float(\"nan\")";
+  if (std::isinf(v)) return v > 0 ? "T.infinity(\"float32\")" : "-T.infinity(\"float32\")";
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".e") == std::string::npos) s += ".0";
+  return s;
+}
+
+class Emitter {
+ public:
+  Emitter(const Compiled& c, const EmitSource& src) : c_(c), src_(src) {
+    source_leaves_ = leaf_keys(c.source.body);
+    source_scoped_ = has_scope(c.source.body);
+  }
+
+  std::string file() {
+    const Program& p = c_.program;
+    for (const auto& b : p.params) bind_buffer(b);
+    for (const auto& b : p.workspaces) bind_buffer(b);
+    header();
+    line("@tilelang.jit({})", jit_args());
+    line("def {}({}):", py_name(src_.factory), factory_params());
+    ++indent_;
+    factory_guard();
+    line("@T.prim_func");
+    line("def main(");
+    ++indent_;
+    for (const auto& b : p.params)
+      line("{}: T.Tensor({}, \"{}\"),", names_.at(b->id), shape(b->shape), py_dtype(b->dtype));
+    for (const auto& b : p.workspaces)
+      line("{}: T.Tensor({}, \"{}\"),", names_.at(b->id), shape(b->shape), py_dtype(b->dtype));
+    --indent_;
+    line("):");
+    ++indent_;
+    line("with T.Kernel({}, is_npu=True) as (cid, vid):", p.block_num);
+    ++indent_;
+    stmt(p.body);
+    indent_ -= 2;
+    line("");
+    line("return main");
+    return out_.str();
+  }
+
+ private:
+  template <class... A>
+  void line(fmt::format_string<A...> f, A&&... a) {
+    std::string s = fmt::format(f, std::forward<A>(a)...);
+    out_ << (s.empty() ? "" : std::string(indent_ * 4, ' ')) << s << '\n';
+  }
+
+  void header() {
+    line("# Emitted by `tilepipe emit` from {}: the program after tilepipe's passes", src_.label);
+    line("# ({}), as a TileLang-Ascend expert-mode kernel.", passes_text());
+    line("# Every on-chip buffer is pinned where the simulation placed it; the pass configs");
+    line("# below keep the original compiler from synchronising, splitting or placing again.");
+    line("import tilelang");
+    line("from tilelang import language as T");
+    line("");
+    line("pass_configs = {{");
+    for (const char* key : {"TL_ASCEND_AUTO_SYNC", "TL_ASCEND_MEMORY_PLANNING",
+                            "TL_ASCEND_AUTO_CV_COMBINE", "TL_ASCEND_AUTO_CV_SYNC"})
+      line("    tilelang.PassConfigKey.{}: False,", key);
+    line("}}");
+    line("");
+    line("");
+  }
+
+  std::string passes_text() const {
+    std::vector<std::string> on;
+    for (const auto& info : passes::pass_table())
+      if (c_.pass_options.*info.flag) on.push_back(info.name);
+    return on.empty() ? "none ran" : "ran: " + fmt::format("{}", fmt::join(on, ", "));
+  }
+
+  std::string jit_args() const {
+    const Program& p = c_.program;
+    std::vector<std::string> outs, ws;
+    for (size_t i = 0; i < p.params.size(); ++i)
+      if (p.params[i]->role == TensorRole::Output) outs.push_back(std::to_string(i));
+    for (size_t i = 0; i < p.workspaces.size(); ++i)
+      ws.push_back(std::to_string(p.params.size() + i));
+    std::string args;
+    if (!outs.empty()) args += fmt::format("out_idx=[{}], ", fmt::join(outs, ", "));
+    if (!ws.empty()) args += fmt::format("workspace_idx=[{}], ", fmt::join(ws, ", "));
+    return args + "pass_configs=pass_configs";
+  }
+
+  std::string factory_params() const {
+    std::vector<std::string> ps;
+    for (const auto& [name, v] : src_.params) ps.push_back(fmt::format("{}={}", name, v));
+    return fmt::format("{}", fmt::join(ps, ", "));
+  }
+
+  /// The body is the program for these values only (shapes and trip counts are constants
+  /// after the passes): other values are refused, not silently ignored.
+  void factory_guard() {
+    if (!src_.params.empty()) {
+      std::vector<std::string> names, values, pairs;
+      for (const auto& [name, v] : src_.params) {
+        names.push_back(name);
+        values.push_back(std::to_string(v));
+        pairs.push_back(fmt::format("{}={}", name, v));
+      }
+      const bool one = names.size() == 1;
+      line("assert ({}{}) == ({}{}), \"emitted for {}: run tilepipe emit again for other values\"",
+           fmt::join(names, ", "), one ? "," : "", fmt::join(values, ", "), one ? "," : "",
+           fmt::join(pairs, ", "));
+      line("");
+    }
+  }
+
+  static std::string shape(const std::vector<int64_t>& s) {
+    return fmt::format("[{}]", fmt::join(s, ", "));
+  }
+
+  static std::string py_name(const std::string& s) {
+    std::string out;
+    for (char c : s) out += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+    if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "k_" + out;
+    return out;
+  }
+
+  /// A fresh identifier from `want`: kept when it is free (buffer names must survive the
+  /// round trip), else suffixed _2, _3, ... as the front end names a repeated allocation.
+  std::string fresh(const std::string& want) {
+    std::string base = is_identifier(want) ? want : py_name(want);
+    std::string name = base;
+    for (int k = 2; used_.count(name) || reserved_names().count(name); ++k)
+      name = fmt::format("{}_{}", base, k);
+    used_.insert(name);
+    return name;
+  }
+
+  void bind_buffer(const Buffer& b) { names_[b->id] = fresh(b->name); }
+
+  const std::string& buffer(const Buffer& b, const Loc& loc) {
+    auto it = names_.find(b->id);
+    if (it == names_.end())
+      refuse(loc, fmt::format("buffer '{}' is used before its allocation", b->name),
+             "this is a bug in the pass that produced the program; report it");
+    return it->second;
+  }
+
+  // ---- expressions: Python precedence, parentheses only where needed ----
+
+  static int prec(BinOp op) {
+    switch (op) {
+      case BinOp::Or:
+        return 1;
+      case BinOp::And:
+        return 2;
+      case BinOp::Lt:
+      case BinOp::Le:
+      case BinOp::Gt:
+      case BinOp::Ge:
+      case BinOp::Eq:
+      case BinOp::Ne:
+        return 4;
+      case BinOp::Add:
+      case BinOp::Sub:
+        return 5;
+      case BinOp::Mul:
+      case BinOp::Div:
+      case BinOp::Mod:
+        return 6;
+      case BinOp::Min:
+      case BinOp::Max:
+        return 9;  // calls
+    }
+    return 0;
+  }
+
+  static const char* py_op(BinOp op) {
+    switch (op) {
+      case BinOp::Add:
+        return "+";
+      case BinOp::Sub:
+        return "-";
+      case BinOp::Mul:
+        return "*";
+      case BinOp::Div:
+        return "//";
+      case BinOp::Mod:
+        return "%";
+      case BinOp::Lt:
+        return "<";
+      case BinOp::Le:
+        return "<=";
+      case BinOp::Gt:
+        return ">";
+      case BinOp::Ge:
+        return ">=";
+      case BinOp::Eq:
+        return "==";
+      case BinOp::Ne:
+        return "!=";
+      case BinOp::And:
+        return "and";
+      case BinOp::Or:
+        return "or";
+      case BinOp::Min:
+        return "T.min";
+      case BinOp::Max:
+        return "T.max";
+    }
+    return "?";
+  }
+
+  /// `e` as Python, parenthesised if its precedence is below `min_prec`.
+  std::string expr(const Expr& e, int min_prec = 0) {
+    auto [text, p] = std::visit(
+        [&](const auto& n) -> std::pair<std::string, int> {
+          using N = std::decay_t<decltype(n)>;
+          if constexpr (std::is_same_v<N, IntImm>)
+            return {std::to_string(n.value), n.value < 0 ? 7 : 10};
+          else if constexpr (std::is_same_v<N, VarRef>)
+            return {var(n.var), 10};
+          else if constexpr (std::is_same_v<N, CoreIdx>)
+            return {"cid", 10};
+          else if constexpr (std::is_same_v<N, VecIdx>)
+            return {"vid", 10};
+          else if constexpr (std::is_same_v<N, Binary>)
+            return binary(n);
+          else if constexpr (std::is_same_v<N, Select>)
+            return {fmt::format("T.if_then_else({}, {}, {})", expr(n.cond), expr(n.then_value),
+                                expr(n.else_value)),
+                    10};
+          else {
+            std::vector<std::string> idx;
+            for (const auto& i : n.index) idx.push_back(expr(i));
+            return {fmt::format("{}[{}]", buffer(n.buffer, e->loc), fmt::join(idx, ", ")), 10};
+          }
+        },
+        e->node);
+    return p < min_prec ? "(" + text + ")" : text;
+  }
+
+  std::pair<std::string, int> binary(const Binary& n) {
+    const int p = prec(n.op);
+    if (n.op == BinOp::Min || n.op == BinOp::Max)
+      return {fmt::format("{}({}, {})", py_op(n.op), expr(n.a), expr(n.b)), p};
+    // Comparisons do not chain as intended, and -, //, % are not associative: the right
+    // operand of the same precedence keeps its parentheses.
+    const bool cmp = p == 4;
+    return {fmt::format("{} {} {}", expr(n.a, cmp ? p + 1 : p), py_op(n.op), expr(n.b, p + 1)), p};
+  }
+
+  std::string var(const Var& v) {
+    auto it = vars_.find(v->id);
+    if (it != vars_.end()) return it->second;
+    return vars_[v->id] = fresh(v->name);
+  }
+
+  /// Whole buffer: its name; else an index per dimension: `:` for a whole dimension, a
+  /// point for extent 1 (unless every dimension is one: all points would read as a tile
+  /// origin), else `start:start + extent`.
+  std::string region(const Region& r, const Loc& loc) {
+    const std::string& name = buffer(r.buffer, loc);
+    bool whole = r.extent == r.buffer->shape;
+    for (const auto& s : r.start) whole = whole && as_const(s) == 0;
+    if (whole) return name;
+    bool all_points = true;
+    for (auto e : r.extent) all_points = all_points && e == 1;
+    std::vector<std::string> idx;
+    for (size_t d = 0; d < r.start.size(); ++d) {
+      auto c = as_const(r.start[d]);
+      if (c == 0 && r.extent[d] == r.buffer->shape[d])
+        idx.push_back(":");
+      else if (r.extent[d] == 1 && !all_points)
+        idx.push_back(expr(r.start[d]));
+      else if (c)
+        idx.push_back(fmt::format("{}:{}", *c, *c + r.extent[d]));
+      else
+        idx.push_back(
+            fmt::format("{}:{} + {}", expr(r.start[d], 6), expr(r.start[d], 6), r.extent[d]));
+    }
+    return fmt::format("{}[{}]", name, fmt::join(idx, ", "));
+  }
+
+  std::string scalar(const ScalarOperand& s, const Loc& loc) {
+    return std::visit(
+        [&](const auto& v) -> std::string {
+          using V = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<V, double>)
+            return py_double(v);
+          else if constexpr (std::is_same_v<V, Expr>)
+            return expr(v);
+          else
+            return region(v, loc);
+        },
+        s.value);
+  }
+
+  // ---- statements ----
+
+  void stmt(const Stmt& s) {
+    if (s) std::visit([&](const auto& n) { emit(n, *s); }, s->node);
+  }
+
+  /// A trailing comment for a leaf a pass inserted (no leaf of its kind at its line in the
+  /// program as built).
+  std::string note(const StmtNode& n, const char* pass) {
+    auto it = source_leaves_.find(fmt::format("{}:{}:{}", n.node.index(), n.loc.file, n.loc.line));
+    if (it != source_leaves_.end()) {
+      source_leaves_.erase(it);
+      return "";
+    }
+    return fmt::format("  # {}", pass);
+  }
+
+  void emit(const SeqStmt& n, const StmtNode&) {
+    // Each run of allocations is followed by the addresses the simulation used.
+    std::vector<Buffer> run;
+    for (const auto& c : n.body) {
+      if (auto* a = std::get_if<AllocStmt>(&c->node)) {
+        stmt(c);
+        run.push_back(a->buffer);
+        continue;
+      }
+      pin(run);
+      stmt(c);
+    }
+    pin(run);
+  }
+
+  void pin(std::vector<Buffer>& run) {
+    std::vector<std::string> items;
+    for (const auto& b : run)
+      if (auto it = c_.lowered.addresses.find(b->id); it != c_.lowered.addresses.end())
+        items.push_back(fmt::format("{}: {}", names_.at(b->id), it->second));
+    if (!items.empty()) line("T.annotate_address({{{}}})", fmt::join(items, ", "));
+    run.clear();
+  }
+
+  void emit(const ForStmt& n, const StmtNode& s) {
+    std::string range;
+    const bool from0 = as_const(n.begin) == 0 && n.step == 1;
+    std::string bounds = from0 ? expr(n.end) : fmt::format("{}, {}", expr(n.begin), expr(n.end));
+    if (n.step != 1) bounds += fmt::format(", {}", n.step);
+    if (n.kind == ForKind::Serial)
+      range = fmt::format("T.serial({})", bounds);
+    else if (n.kind == ForKind::Pipelined)
+      range = fmt::format(
+          "T.Pipelined({}, num_stages={}{})", bounds, n.num_stages,
+          n.cross_interval != 1 ? fmt::format(", cross_interval={}", n.cross_interval) : "");
+    else
+      refuse(s.loc, "a Parallel loop is left after the passes: expert mode has no spelling for it",
+             "let the vectorize pass turn it into tile ops (do not pass --no-pass vectorize), "
+             "or write the row loop with T.serial");
+    line("for {} in {}:", var(n.var), range);
+    body(n.body);
+  }
+
+  void body(const Stmt& b) {
+    ++indent_;
+    const auto* seq = b ? std::get_if<SeqStmt>(&b->node) : nullptr;
+    if (!b || (seq && seq->body.empty()))
+      line("pass");
+    else
+      stmt(b);
+    --indent_;
+  }
+
+  void emit(const IfStmt& n, const StmtNode&) {
+    line("if {}:", expr(n.cond));
+    body(n.then_body);
+    if (n.else_body) {
+      line("else:");
+      body(n.else_body);
+    }
+  }
+
+  void emit(const ScopeStmt& n, const StmtNode&) {
+    line("with T.Scope(\"{}\"):{}", to_string(n.kind),
+         source_scoped_ ? "" : "  # cv_split: this core's half of the program");
+    body(n.body);
+  }
+
+  void emit(const AllocStmt& n, const StmtNode& s) {
+    const Buffer& b = n.buffer;
+    const char* call = alloc_call(b->scope);
+    if (!call)
+      refuse(s.loc, fmt::format("an allocation of '{}' in GM inside the kernel", b->name),
+             "declare GM scratch as a workspace of the kernel (a T.Tensor parameter in "
+             "workspace_idx)");
+    bind_buffer(b);
+    std::string versions;
+    if (auto v = c_.program.versions.find(b->id); v != c_.program.versions.end())
+      versions =
+          fmt::format("  # {} versions (multi-buffered by the passes): slot = iteration % {}",
+                      v->second, v->second);
+    line("{} = {}({}, \"{}\"){}", names_.at(b->id), call, shape(b->shape), py_dtype(b->dtype),
+         versions);
+  }
+
+  void emit(const CopyStmt& n, const StmtNode& s) {
+    std::string extra;
+    if (n.transpose) extra += ", transpose=True";
+    if (n.pad_value) extra += ", pad_value=" + py_double(*n.pad_value);
+    line("T.copy({}, {}{}){}", region(n.src, s.loc), region(n.dst, s.loc), extra,
+         note(s, "inserted by the passes"));
+  }
+
+  void emit(const GemmStmt& n, const StmtNode& s) {
+    if (n.transpose_a || n.transpose_b)
+      refuse(s.loc,
+             fmt::format("gemm with {} transposed on L0 operands: T.mma takes no transpose flags",
+                         n.transpose_a ? "A" : "B"),
+             "transpose the operand on its way into L0 instead "
+             "(copy(l1, l0b, transpose=True) in the kernel)");
+    line("T.mma({}, {}, {}, init={})", region(n.a, s.loc), region(n.b, s.loc), region(n.c, s.loc),
+         n.init ? "True" : "False");
+  }
+
+  void emit(const TileOpStmt& n, const StmtNode& s) {
+    std::vector<std::string> args = {region(n.dst, s.loc)};
+    for (const auto& r : n.srcs) args.push_back(region(r, s.loc));
+    if (n.op == TileOpKind::Cast) {
+      // Narrowing rounds to nearest even, as tilepipe's store does; widening is exact.
+      const bool narrow = dtype_bytes(n.dst.buffer->dtype) < dtype_bytes(n.srcs[0].buffer->dtype) ||
+                          (is_float(n.srcs[0].buffer->dtype) && !is_float(n.dst.buffer->dtype));
+      line("T.tile.cast({}, \"{}\", {})", fmt::join(args, ", "), narrow ? "CAST_RINT" : "CAST_NONE",
+           n.dst.elements());
+      return;
+    }
+    const char* name = tile_name(n.op);
+    if (!name)
+      refuse(s.loc,
+             fmt::format("tile.{} has no expert-mode spelling with tilepipe's semantics",
+                         to_string(n.op)),
+             n.op == TileOpKind::Gather
+                 ? "the original's T.tile.gather takes uint32 byte offsets, tilepipe's takes "
+                   "int32 element offsets: not emitted yet"
+                 : "the original's compare writes a bit mask (one bit per lane), tilepipe's "
+                   "one element per lane: not emitted yet");
+    if (n.scalar) args.push_back(scalar(*n.scalar, s.loc));
+    line("T.tile.{}({})", name, fmt::join(args, ", "));
+  }
+
+  void emit(const ReduceStmt& n, const StmtNode& s) {
+    line("T.reduce_{}({}, {}, dim={}{})", to_string(n.kind), region(n.src, s.loc),
+         region(n.dst, s.loc), n.dim, n.clear ? "" : ", clear=False");
+  }
+
+  void emit(const SetFlagStmt& n, const StmtNode& s) {
+    line("T.set_flag(\"{}\", \"{}\", {}){}", to_string(n.src), to_string(n.dst), expr(n.event_id),
+         note(s, "auto_sync"));
+  }
+
+  void emit(const WaitFlagStmt& n, const StmtNode& s) {
+    line("T.wait_flag(\"{}\", \"{}\", {}){}", to_string(n.src), to_string(n.dst), expr(n.event_id),
+         note(s, "auto_sync"));
+  }
+
+  void emit(const PipeBarrierStmt& n, const StmtNode& s) {
+    line("T.pipe_barrier(\"{}\"){}", to_string(n.pipe), note(s, "auto_sync"));
+  }
+
+  void emit(const SetCrossFlagStmt& n, const StmtNode& s) {
+    line("T.set_cross_flag(\"{}\", {}{}){}", to_string(n.pipe), expr(n.flag_id),
+         n.mode == 2 ? "" : fmt::format(", {}", n.mode), note(s, "cv_split"));
+  }
+
+  void emit(const WaitCrossFlagStmt& n, const StmtNode& s) {
+    line("T.wait_cross_flag({}){}", expr(n.flag_id), note(s, "cv_split"));
+  }
+
+  const Compiled& c_;
+  const EmitSource& src_;
+  std::multiset<std::string> source_leaves_;
+  bool source_scoped_ = false;
+  std::ostringstream out_;
+  int indent_ = 0;
+  std::set<std::string> used_;
+  std::map<int, std::string> names_;  // buffer id -> identifier
+  std::map<int, std::string> vars_;   // variable id -> identifier
+};
+
+}  // namespace
+
+std::string emit_expert(const Compiled& c, const EmitSource& src) {
+  return Emitter(c, src).file();
+}
+
+std::string emit_expert(const KernelSource& k, const CompileRequest& req, const ChipConfig& chip) {
+  Compiled c = compile(k, req, chip);
+  EmitSource src;
+  // A Python source's name is its spec, "dir/file.py[:NAME] [args]": the factory is NAME,
+  // else the file's stem.
+  std::string name = k.name.substr(0, k.name.find(' '));
+  if (auto colon = name.rfind(':'); colon != std::string::npos)
+    name = name.substr(colon + 1);
+  else if (name.size() > 3 && name.ends_with(".py"))
+    name = name.substr(0, name.size() - 3).substr(name.find_last_of('/') + 1);
+  src.factory = name;
+  src.params = req.params;
+  src.label = label(k, c.variant);
+  return emit_expert(c, src);
+}
+
+}  // namespace tilepipe::driver
