@@ -72,6 +72,17 @@ driver::AnchorSet load(const std::string& path, const std::vector<std::string>& 
   return driver::select_anchors(driver::load_anchors(path), only);
 }
 
+/// The table on stdout; with --json the JSON object on stdout and the table on stderr.
+int print_report(const std::string& text, const json& out, bool as_json) {
+  if (as_json) {
+    std::cerr << text;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    std::cout << text;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int cmd_fidelity(const FidelityArgs& a) {
@@ -156,13 +167,7 @@ int cmd_fidelity(const FidelityArgs& a) {
   if (skipped || errors)
     text += fmt::format("{} skipped, {} failed (see the rows above)\n", skipped, errors);
   text += fmt::format("wall time {:.1f} s (-j {})\n", wall, o.jobs);
-  if (a.json) {
-    std::cerr << text;
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << text;
-  }
-  return 0;
+  return print_report(text, out, a.json);
 }
 
 int cmd_calibrate(const CalibrateArgs& a) {
@@ -238,10 +243,8 @@ int cmd_calibrate(const CalibrateArgs& a) {
   int loo_n = 0, used_n = 0;
   std::string loo_max_name;
   for (size_t i = 0; i < ms.size(); ++i) {
-    json j = {{"name", ms[i].name}, {"measured_us", ms[i].measured_us}};
+    json j = driver::calibration_row(ms[i], res, i);
     if (!res.used[i]) {
-      j["status"] = res.before[i].status;
-      j["note"] = res.before[i].note;
       text += fmt::format("  {:<24} {:>12.1f}  not used: {}: {}\n", ms[i].name, ms[i].measured_us,
                           res.before[i].status, res.before[i].note);
       out["measurements_table"].push_back(j);
@@ -250,13 +253,7 @@ int cmd_calibrate(const CalibrateArgs& a) {
     ++used_n;
     before_sum += std::fabs(res.before[i].error_pct);
     after_sum += std::fabs(res.after[i].error_pct);
-    j["before_us"] = res.before[i].simulated_us;
-    j["before_error_pct"] = res.before[i].error_pct;
-    j["after_us"] = res.after[i].simulated_us;
-    j["after_error_pct"] = res.after[i].error_pct;
     if (!std::isnan(res.loo_error_pct[i])) {
-      j["loo_us"] = res.loo_us[i];
-      j["loo_error_pct"] = res.loo_error_pct[i];
       j["loo_params"] = res.loo_values[i];
       ++loo_n;
       loo_sum += std::fabs(res.loo_error_pct[i]);
@@ -302,13 +299,7 @@ int cmd_calibrate(const CalibrateArgs& a) {
       fmt::format("{} configs evaluated by the fit ({}), {} kernel runs in all, {:.1f} s; {}\n",
                   res.evaluations, res.method, res.simulations, wall,
                   a.output.empty() ? "no config written (-o FILE writes it)" : "wrote " + a.output);
-  if (a.json) {
-    std::cerr << text;
-    std::cout << out.dump(2) << "\n";
-  } else {
-    std::cout << text;
-  }
-  return 0;
+  return print_report(text, out, a.json);
 }
 
 }  // namespace tilepipe::cli

@@ -163,4 +163,10 @@ struct CalibrationResult {
 /// two measurements that run) or ConfigError.
 CalibrationResult calibrate(const CalibrationRequest& req);
 
+/// Measurement `i` of a calibration as a JSON row: its name and measured time, then its
+/// status and note when the fit could not use it, else the simulated times and errors
+/// before and after the fit and (when computed) the leave-one-out time and error.
+nlohmann::ordered_json calibration_row(const Anchor& measurement, const CalibrationResult& res,
+                                       size_t i);
+
 }  // namespace tilepipe::driver

@@ -453,26 +453,29 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
   cal["rms_log_error_after"] = wsum > 0 ? std::sqrt(res.loss_after / wsum) : 0.0;
   cal["table"] = ojson::array();
   for (size_t i = 0; i < n; ++i) {
-    const Anchor& a = req.measurements.anchors[i];
-    ojson row = {{"name", a.name}, {"measured_us", a.measured_us}};
-    if (!res.used[i]) {
-      row["status"] = res.before[i].status;
-      row["note"] = res.before[i].note;
-    } else {
-      row["before_us"] = res.before[i].simulated_us;
-      row["before_error_pct"] = res.before[i].error_pct;
-      row["after_us"] = res.after[i].simulated_us;
-      row["after_error_pct"] = res.after[i].error_pct;
-      if (!std::isnan(res.loo_error_pct[i])) {
-        row["loo_us"] = res.loo_us[i];
-        row["loo_error_pct"] = res.loo_error_pct[i];
-      }
-    }
-    cal["table"].push_back(row);
+    cal["table"].push_back(calibration_row(req.measurements.anchors[i], res, i));
   }
   out["calibration"] = cal;
   res.config = out;
   return res;
+}
+
+ojson calibration_row(const Anchor& a, const CalibrationResult& res, size_t i) {
+  ojson row = {{"name", a.name}, {"measured_us", a.measured_us}};
+  if (!res.used[i]) {
+    row["status"] = res.before[i].status;
+    row["note"] = res.before[i].note;
+    return row;
+  }
+  row["before_us"] = res.before[i].simulated_us;
+  row["before_error_pct"] = res.before[i].error_pct;
+  row["after_us"] = res.after[i].simulated_us;
+  row["after_error_pct"] = res.after[i].error_pct;
+  if (!std::isnan(res.loo_error_pct[i])) {
+    row["loo_us"] = res.loo_us[i];
+    row["loo_error_pct"] = res.loo_error_pct[i];
+  }
+  return row;
 }
 
 }  // namespace tilepipe::driver

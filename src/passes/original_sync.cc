@@ -71,7 +71,9 @@ bool flags_only(const Stmt& s) {
 /// Event ids auto_sync used, per pipe pair.
 class UsedIds : public StmtVisitor {
  public:
-  void visit_set_flag(const SetFlagStmt& s, const StmtNode&) override { note(s.src, s.dst, s.event_id); }
+  void visit_set_flag(const SetFlagStmt& s, const StmtNode&) override {
+    note(s.src, s.dst, s.event_id);
+  }
   void visit_wait_flag(const WaitFlagStmt& s, const StmtNode&) override {
     note(s.src, s.dst, s.event_id);
   }
@@ -164,7 +166,8 @@ class Barriers : public StmtMutator {
 
 }  // namespace
 
-Stmt original_barriers(const Stmt& body, CoreKind core, const ChipConfig& chip, const Loc& scope_loc) {
+Stmt original_barriers(const Stmt& body, CoreKind core, const ChipConfig& chip,
+                       const Loc& scope_loc) {
   UsedIds used;
   used.visit(body);
   std::vector<std::string> full;
