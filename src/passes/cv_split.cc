@@ -432,17 +432,25 @@ struct Crossing {
   int tensor = -1;            // a hand-off: the author's tensor id
 };
 
-/// Regions of the buffers in `to` (by id) moved to their versions, with a leading slot
-/// dimension indexed by `slot`: stage-crossing buffers and slotted hand-off workspaces.
+/// Regions of the buffers in `to` (by id) moved to their versions, slot `slot`: a leading
+/// slot dimension (stage-crossing on-chip buffers), or with `merged` the slots stacked
+/// along the first dimension (hand-off workspaces: GM tensors keep their rank, which the
+/// lowering bounds).
 struct AddSlot : RegionRewriter {
   const std::map<int, Buffer>* to = nullptr;
   Expr slot;
+  bool merged = false;
   Region region(Region r) override {
     auto it = to->find(r.buffer->id);
     if (it == to->end()) return r;
+    if (merged) {
+      Expr base = make_binary(BinOp::Mul, slot, make_int(r.buffer->shape[0]));
+      r.start[0] = as_const(r.start[0]) == 0 ? base : make_binary(BinOp::Add, base, r.start[0]);
+    } else {
+      r.start.insert(r.start.begin(), slot);
+      r.extent.insert(r.extent.begin(), 1);
+    }
     r.buffer = it->second;
-    r.start.insert(r.start.begin(), slot);
-    r.extent.insert(r.extent.begin(), 1);
     return r;
   }
 };
@@ -589,7 +597,7 @@ class Splitter {
                          h.buf->name, h.buf->role == TensorRole::Input ? "input" : "output"),
              "hand tiles over through a workspace (workspace_idx), or make the loop serial");
       auto shape = h.buf->shape;
-      shape.insert(shape.begin(), slots);
+      shape[0] *= slots;
       x.ws = make_buffer(h.buf->name + "_slots", Scope::GM, h.buf->dtype, shape,
                          TensorRole::Workspace, h.buf->loc);
       slotted_[h.buf->id] = x.ws;
@@ -667,6 +675,11 @@ class Splitter {
     before_[{kids[fq].get(), qk}].push_back(make_stmt(WaitCrossFlagStmt{make_int(x.ready)}, loc));
     after_[{kids[lq].get(), qk}].push_back(
         make_stmt(SetCrossFlagStmt{x.in_pipe, make_int(x.free), 2}, loc));
+  }
+
+  /// The author's name of a hand-off crossing's tensor.
+  const std::string& tensor_name(int crossing) const {
+    return handoffs_.at(crossings_[static_cast<size_t>(crossing)].tensor).buf->name;
   }
 
   static const char* core_name(CoreKind k) { return k == CoreKind::C ? "Cube" : "Vector"; }
@@ -774,7 +787,7 @@ class Splitter {
     auto place = [&](CoreKind k, size_t from, std::pair<Stmt, int> item) {
       size_t s = from;
       while (s < raw.size() && raw[s].kind != k) ++s;
-      if (s == raw.size()) raw.push_back(Raw{k, {}});
+      if (s == raw.size()) raw.push_back(Raw{k, {}, {}, {}});
       raw[s].items.push_back(std::move(item));
       last[k] = s;
       last_any = s;
@@ -820,14 +833,18 @@ class Splitter {
         }
         (k == h->second.producer ? writes : reads).insert(id);
       }
+      // The author's split is cut where the core changes in program order (the original's
+      // CrossCorePipeline): a Vector statement written after the Cube's second stage runs
+      // after it even when it reads nothing the Cube made.
       size_t from = last[k];
+      if (!handoffs_.empty() && !raw.empty())
+        from = raw[last_any].kind == k ? last_any : last_any + 1;
       for (int id : reads) {
         if (!write_stage.count(id))
           fail(st->loc,
                fmt::format("the {} reads GM tensor '{}' before the {} writes it in the same "
                            "iteration of the pipeline",
-                           core_name(k), crossings_[static_cast<size_t>(id)].ws->name,
-                           core_name(other(k))),
+                           core_name(k), tensor_name(id), core_name(other(k))),
                "write the tensor earlier in the loop body than it is read");
         from = std::max(from, write_stage[id] + 1);
       }
@@ -838,7 +855,7 @@ class Splitter {
           fail(st->loc,
                fmt::format("GM tensor '{}' is written again after the other core read it, or "
                            "in two stages of the pipeline",
-                           crossings_[static_cast<size_t>(id)].ws->name),
+                           tensor_name(id)),
                "write each hand-off tensor in one run of statements of its core, before its "
                "reads");
         write_stage[id] = sg;
@@ -847,8 +864,7 @@ class Splitter {
       for (int id : reads) {
         if (read_stage.count(id) && read_stage[id] != sg)
           fail(st->loc,
-               fmt::format("GM tensor '{}' is read in two stages of the pipeline",
-                           crossings_[static_cast<size_t>(id)].ws->name),
+               fmt::format("GM tensor '{}' is read in two stages of the pipeline", tensor_name(id)),
                "read each hand-off tensor in one run of statements of its core");
         read_stage[id] = sg;
         raw[sg].first_read.emplace(id, item);
@@ -925,6 +941,7 @@ class Splitter {
       AddSlot slots;
       slots.to = &slotted_;
       slots.slot = i;
+      slots.merged = true;
       for (auto& st : sg.body) st = slots.mutate(sub.mutate(st));
       pl.stages.push_back(std::move(sg));
     }
