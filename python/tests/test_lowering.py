@@ -77,3 +77,30 @@ def test_tilepipe_lowering_leaves_the_split_to_the_passes(lowerings):
 def test_tilepipe_lowering_is_faster_than_the_original(lowerings):
     assert lowerings["tilepipe"]["ms"] < lowerings["original"]["ms"], \
         {k: r["ms"] for k, r in lowerings.items()}
+
+
+def test_profile_reports_both_lowerings_side_by_side():
+    tilepipe = os.path.join(os.environ.get("TILEPIPE_BUILD_DIR", os.path.join(ROOT, "build")),
+                            "tilepipe")
+    if not os.path.isfile(FA_AUTO) or not os.access(tilepipe, os.X_OK):
+        pytest.skip("needs the corpus and the tilepipe binary")
+    params = ["--param", "batch=1", "--param", "seq_len=1024", "--param", "heads_q=1",
+              "--param", "heads_kv=1", "--param", "dim=128"]
+
+    def profile(*extra):
+        r = subprocess.run([tilepipe, "profile", FA_AUTO + ":flash_attention_fwd", *params,
+                            "--no-verify", "--json", *extra],
+                           capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr[-4000:]
+        return json.loads(r.stdout)
+
+    j = profile()
+    assert j["variant"] == "original"
+    got = {v["variant"]: v["cycles"] for v in j["variants"]}
+    assert list(got) == ["original", "tilepipe"]
+    assert got["original"] == j["cycles"]
+    assert got["tilepipe"] < got["original"]
+    # --variant picks the lowering; the other one is still reported beside it.
+    t = profile("--variant", "tilepipe")
+    assert t["cycles"] == got["tilepipe"]
+    assert {v["variant"]: v["cycles"] for v in t["variants"]} == got
