@@ -104,3 +104,18 @@ def test_profile_reports_both_lowerings_side_by_side():
     t = profile("--variant", "tilepipe")
     assert t["cycles"] == got["tilepipe"]
     assert {v["variant"]: v["cycles"] for v in t["variants"]} == got
+
+
+def test_the_lowering_pass_config_is_checked_and_is_no_pass_option():
+    from tilelang import TilelangError
+    from tilelang._jit import lowering, pass_options
+
+    auto = {"tl.ascend_auto_cv_combine": True, "tilepipe.lowering": "tilepipe"}
+    assert lowering(auto) == "tilepipe"
+    assert "lowering" not in pass_options(auto, {})
+    assert lowering({"tl.ascend_auto_cv_combine": True}) == "original"
+    # cv_split off: the front end keeps its own split.
+    assert lowering({"tl.ascend_auto_cv_combine": False, "tilepipe.lowering": "tilepipe"}) == \
+        "original"
+    with pytest.raises(TilelangError, match="use one of original, tilepipe"):
+        lowering({"tilepipe.lowering": "fast"})
