@@ -75,6 +75,10 @@ int cmd_profile(const ProfileArgs& a) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
       rep.run.sim_wall_s;
   std::string text = prof::to_text(rep.summary) + prof::to_text(rep.advice);
+  for (const auto& v : rep.variants)
+    text += v.error.empty() ? fmt::format("variant {:<10} {:.0f} cycles ({:.2f} us)\n", v.variant,
+                                          v.cycles, v.cycles * chip.us_per_cycle())
+                            : fmt::format("variant {:<10} not run: {}\n", v.variant, v.error);
   if (!a.html.empty()) {
     write(a.html, driver::profile_html(k, rep, req, chip));
     out["html"] = a.html;

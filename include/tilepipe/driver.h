@@ -65,6 +65,9 @@ struct KernelSource {
   std::string reference_name = {};
   /// Where it comes from, for messages: "built-in", a file path, "registered".
   std::string origin = "registered";
+  /// `profile` also times the other variants, side by side (a Python file's two lowerings
+  /// of automatic kernels, docs/python.md).
+  bool profile_variants = false;
 };
 
 // ---- the catalogue ----------------------------------------------------------------------
@@ -236,6 +239,14 @@ struct ProfileReport {
   std::vector<prof::Advice> dropped;  // verified gain under the threshold
   prof::Timeline timeline;
   std::vector<std::string> core_names;
+  /// With KernelSource::profile_variants: every variant's timing-mode cycles, in the
+  /// source's order (error: why that variant did not run).
+  struct VariantCycles {
+    std::string variant;
+    double cycles = 0;
+    std::string error;
+  };
+  std::vector<VariantCycles> variants;
 };
 
 /// Runs `req` with a recorder attached (req.observer, if set, must be a prof::Recorder),

@@ -341,13 +341,15 @@ auto in_python(const std::string& spec, F&& f) -> decltype(f()) {
 }
 
 /// The driver's view of a Python source object (python/tilepipe/sources.py): name, summary,
-/// origin, params [(name, default, min, max, help)], build(params, variant) -> (Program,
-/// pass options), inputs(params, seed) -> {name: array}.
+/// origin, variants (the front end's lowerings), params [(name, default, min, max, help)],
+/// build(params, variant) -> (Program, pass options), inputs(params, seed) -> {name: array}.
 driver::KernelSource make_source(const py::object& src) {
   driver::KernelSource k;
   k.name = src.attr("name").cast<std::string>();
   k.summary = src.attr("summary").cast<std::string>();
   k.origin = src.attr("origin").cast<std::string>();
+  k.variants = src.attr("variants").cast<std::vector<std::string>>();
+  k.profile_variants = k.variants.size() > 1;
   for (auto p : src.attr("params")) {
     auto t = p.cast<py::tuple>();
     k.params.push_back({t[0].cast<std::string>(), t[1].cast<int64_t>(), t[2].cast<int64_t>(),

@@ -206,6 +206,7 @@ class _Ctx:
         self.node_stack = []
         self.gm_use = {}  # GM buffer name -> {"w": cores, "r": cores}
         self.mixed_copy = False  # an L0C -> UB / UB -> L1 copy: tilepipe's own cv_split
+        self.lowering = "original"  # of unscoped kernels: "original" | "tilepipe" (_jit.py)
         self.crossing = {}  # GM buffer name -> (producer core, ready id, free id)
         self.stmt_path = []  # ids of the statements (and if branches) being lowered
         self.gm_paths = {}  # GM buffer name -> [(core, "r" | "w", statement path)]

@@ -646,8 +646,11 @@ class Interpreter:
             ctx.split = None
         ctx.names, ctx.hidden = names, hidden
         self.vars = dict(snapshot)
-        if ctx.mixed_copy:
+        if ctx.mixed_copy or (ctx.lowering == "tilepipe" and not ctx.hand_sync):
             # L0C -> UB / UB -> L1 copies: tilepipe's cv_split places the workspaces itself.
+            # The "tilepipe" lowering: cv_split also pairs the author's GM hand-offs into
+            # cross-core flags and pipelines (docs/passes.md); code with hand-written
+            # intra-core flags keeps the front end's split.
             self.bind_launch(item, s)
             self.run_body(s.body)
             return

@@ -105,13 +105,39 @@ _OTHER_KEYS = frozenset({
 })
 
 
+LOWERINGS = ("original", "tilepipe")
+# Set by the command line's `--variant` of a Python source (tilepipe/sources.py): the
+# lowering of every kernel built meanwhile, over the files' own "tilepipe.lowering".
+lowering_override = [None]
+
+
+def lowering(configs):
+    """How unscoped (automatic) kernels are lowered (docs/python.md, "Two lowerings"):
+    "original" splits Cube and Vector code in the front end as TileLang-Ascend's compiler
+    does; "tilepipe" emits the kernel unscoped for tilepipe's passes (cv_split, multibuffer,
+    auto_sync). A kernel whose passes have cv_split off keeps the front end's split."""
+    choice = lowering_override[0]
+    for k, v in (configs or {}).items():
+        if getattr(k, "value", k) == "tilepipe.lowering" and choice is None:
+            choice = v
+    choice = choice or "original"
+    if choice not in LOWERINGS:
+        raise TilelangError(f"pass config 'tilepipe.lowering' is {choice!r}",
+                            hint=f"use one of {', '.join(LOWERINGS)}")
+    if choice == "tilepipe" and not pass_options(configs, {}).get("cv_split", True):
+        return "original"
+    return choice
+
+
 def pass_options(configs, func_attrs):
     """The original's pass configs -> tilepipe's PassOptions (docs/python.md)."""
     o = {}
     for k, v in (configs or {}).items():
         key = getattr(k, "value", k)
         on = bool(v)
-        if key == PassConfigKey.TL_ASCEND_AUTO_SYNC:
+        if key == "tilepipe.lowering":
+            pass  # the front end's choice (lowering()), not a pass option
+        elif key == PassConfigKey.TL_ASCEND_AUTO_SYNC:
             # The original's AUTO_SYNC also places full barriers (original_sync.h): the
             # original-compatible lowering keeps them, so the time predicts the NPU's.
             o["auto_sync"] = o["original_sync"] = on
@@ -285,6 +311,7 @@ class JITKernel:
         ctx.bindings = bindings
         ctx.drains = drains or {}
         ctx.flag_remap = remap or {}
+        ctx.lowering = lowering(self.pass_configs)
         try:
             params = []
             for name, spec, loc in self.specs:
@@ -319,7 +346,7 @@ class JITKernel:
             ctx.stmt_loc = None
 
     def _compile(self, bindings):
-        key = (CHIP, tuple(sorted(bindings.items())))
+        key = (CHIP, lowering(self.pass_configs), tuple(sorted(bindings.items())))
         if key in self._cache:
             return self._cache[key]
         saved = ctx.bindings
@@ -351,6 +378,8 @@ class JITKernel:
             program, info, _, _ = self._lower(bindings, roles2, pads, info.drains, info.remap)
         lower_s = time.perf_counter() - t0
         opts = pass_options(self.pass_configs, info.func_attrs)
+        if lowering(self.pass_configs) == "tilepipe":
+            opts.pop("original_sync", None)  # tilepipe's passes, not the original's barriers
         compiled = _ext.compile(program, CHIP, opts)
         return Compiled(self, program, opts, compiled, info, pads, lower_s)
 

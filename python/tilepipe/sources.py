@@ -106,7 +106,24 @@ def _as_script(path, argv):
         os.chdir(old_cwd)
 
 
+@contextlib.contextmanager
+def _lowering(variant):
+    """Kernels built inside are lowered the variant's way (tilelang._jit.lowering)."""
+    from tilelang import _jit
+
+    saved = _jit.lowering_override[0]
+    _jit.lowering_override[0] = variant or None
+    try:
+        yield
+    finally:
+        _jit.lowering_override[0] = saved
+
+
 class FileSource:
+    # The variants are the front end's two lowerings of automatic kernels (docs/python.md);
+    # the first, the default, is the one TileLang-Ascend's compiler makes.
+    variants = ["original", "tilepipe"]
+
     def __init__(self, spec, path, name, args=()):
         self.name = spec
         self.path = os.path.abspath(path)
@@ -136,13 +153,14 @@ class FileSource:
         if self._program is not None:
             # A factory's kernel compiles without arrays: its inputs (seeded random arrays,
             # gigabytes for a long sequence) are made only when a run needs them.
-            key = tuple(sorted(params.items()))
+            key = (tuple(sorted(params.items())), variant)
             with _LOCK:
                 if key not in self._programs:
-                    self._programs[key] = self._program(params)
+                    with _lowering(variant):
+                        self._programs[key] = self._program(params)
                 c = self._programs[key]
         else:
-            c, _ = self._capture(params, 1)
+            c, _ = self._capture(params, 1, variant)
         return c.program, c.opts
 
     def inputs(self, params, seed):
@@ -222,7 +240,8 @@ class FileSource:
         argparse.ArgumentParser.parse_known_args = stop
         try:
             # No parser: the script ran to its first launch, which is the default's.
-            self._captures[((), None)] = self._run_script(list(self.args))
+            with _lowering(self.variants[0]):
+                self._captures[((), None, self.variants[0])] = self._run_script(list(self.args))
         except _Parsed as p:
             parser = p.parser
         finally:
@@ -239,12 +258,15 @@ class FileSource:
 
     # ---- launching ----
 
-    def _capture(self, params, seed):
+    def _capture(self, params, seed, variant=None):
         # A script passes its own arrays (the seed is not used); factories get seeded ones.
-        key = (tuple(sorted(params.items())), seed if self._seeded else None)
+        # The inputs do not depend on the lowering: `inputs` takes the default's.
+        variant = variant or self.variants[0]
+        key = (tuple(sorted(params.items())), seed if self._seeded else None, variant)
         with _LOCK:
             if key not in self._captures:
-                self._captures[key] = self._make(params, seed)
+                with _lowering(variant):
+                    self._captures[key] = self._make(params, seed)
             return self._captures[key]
 
     def _call(self, factory, params):

@@ -8,6 +8,11 @@ experiments that command does not run (`--cpp-inputs`, other shapes, `--exact`).
   /usr/bin/python3 python/tools/corpus_timing.py sfa --file sparse_flash_attn_pa_baseline \
       --cpp-inputs 1
 
+`--lowering tilepipe` (or `both`) builds automatic kernels with tilepipe's own passes
+instead of the original's split (docs/python.md, "Two lowerings"):
+
+  /usr/bin/python3 python/tools/corpus_timing.py fa-auto --lowering both
+
 fa-expert / fa-auto build the file's factory at B, S, H query heads and KV-H kv heads (default
 1: the published shape is GQA 12:1, B=1, H=12, KV-H=1, D=128).
 sfa runs the file's kernel on bench_sfa.py's first shape (KV_S=2560, T=1, H=128, topk=2048,
@@ -102,7 +107,18 @@ def main():
     ap.add_argument("--file", default="sparse_flash_attn_pa_developer")
     ap.add_argument("--exact", action="store_true")
     ap.add_argument("--cpp-inputs", type=int, default=None, metavar="SEED")
+    ap.add_argument("--lowering", choices=["original", "tilepipe", "both"], default="original",
+                    help="the front end's lowering of automatic kernels (docs/python.md); "
+                    "both: one line each")
     a = ap.parse_args()
+    from tilelang import _jit
+
+    for lowering in ["original", "tilepipe"] if a.lowering == "both" else [a.lowering]:
+        _jit.lowering_override[0] = lowering
+        run(a, "" if a.lowering == "original" else f" [{lowering}]")
+
+
+def run(a, tag):
     import numpy as np
 
     if a.kernel.startswith("fa"):
@@ -128,14 +144,14 @@ def main():
         build_s = time.perf_counter() - t0
         cycles = k.cycles(*args)
         c = k.last_run[0]
-        print(f"sfa {a.file}{'' if a.cpp_inputs is None else f' (C++ inputs, seed {a.cpp_inputs})'}"
+        print(f"sfa{tag} {a.file}{'' if a.cpp_inputs is None else f' (C++ inputs, seed {a.cpp_inputs})'}"
               f": lower {c.lower_s:.3f} s (factory {build_s:.3f} s); simulated {cycles:.0f} "
               f"cycles = {cycles * c.compiled.us_per_cycle:.1f} us on {c.compiled.chip}")
         return
     c = k._compile({})
     ms = k.profile(*args, exact=a.exact)
     cycles = k.last_run[1].cycles
-    print(f"{a.kernel} B={a.B} S={a.S} H={a.H} KV_H={a.KV_H}: lower {c.lower_s:.3f} s (factory {build_s:.3f} s, "
+    print(f"{a.kernel}{tag} B={a.B} S={a.S} H={a.H} KV_H={a.KV_H}: lower {c.lower_s:.3f} s (factory {build_s:.3f} s, "
           f"compile {c.compiled.compile_wall_s:.3f} s); simulated {cycles:.0f} cycles = "
           f"{ms * 1000:.1f} us on {c.compiled.chip}")
 

@@ -87,6 +87,28 @@ ProfileReport profile_kernel(const KernelSource& k, const RunRequest& req, const
   for (const auto& c : rep.run.sim.cores) rep.core_names.push_back(c.name);
   RunRequest base = req;
   base.variant = rep.run.variant;
+  if (k.profile_variants) {
+    const ir::Program mine = k.build(req.params, rep.run.variant).program;
+    for (const auto& v : k.variants) {
+      ProfileReport::VariantCycles vc{v, rep.run.sim.cycles, ""};
+      // A variant building the same program (a kernel without automatic code) has the
+      // same cycles: no second simulation.
+      RunRequest r2 = base;
+      r2.variant = v;
+      r2.mode = sim::Mode::Timing;
+      r2.observer = nullptr;
+      r2.detect_races = false;
+      try {
+        if (v != rep.run.variant && !ir::equal(k.build(req.params, v).program, mine))
+          vc.cycles = run_kernel(k, r2, chip).sim.cycles;
+      } catch (const UserError& e) {
+        vc.error = first_reason(e);
+      } catch (const lang::BuildError& e) {
+        vc.error = e.loc.str() + ": " + e.message;
+      }
+      rep.variants.push_back(vc);
+    }
+  }
   rep.advice =
       prof::advise(rep.summary, rep.evidence, rules,
                    verify ? what_if_runner(k, base, chip) : prof::Simulate{}, &rep.dropped);

@@ -62,6 +62,20 @@ json profile_json(const KernelSource& k, const ProfileReport& rep, const RunRequ
         {{"id", a.id}, {"verified_gain_pct", a.verified_gain_pct}, {"what_if", a.tried}});
   out["advice_dropped"] = dropped;
   out["model_limits"] = prof::model_limits();
+  if (!rep.variants.empty()) {
+    json vs = json::array();
+    for (const auto& v : rep.variants) {
+      json j = {{"variant", v.variant}};
+      if (v.error.empty()) {
+        j["cycles"] = v.cycles;
+        j["time_us"] = v.cycles * chip.us_per_cycle();
+      } else {
+        j["error"] = v.error;
+      }
+      vs.push_back(j);
+    }
+    out["variants"] = vs;
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <map>
 #include <set>
 
@@ -56,9 +57,15 @@ std::set<CoreKind> kinds_in(const Stmt& s) {
   return out;
 }
 
-/// Rejects what unscoped code cannot hold: scopes mixed with unscoped work, hand flags, vid.
-/// Returns false when the program is already scoped (expert mode).
-bool check_unscoped(const Program& p) {
+/// What check_unscoped found: whether there is unscoped work, and the first use of vid.
+struct Unscoped {
+  bool any = false;
+  const StmtNode* vid = nullptr;
+};
+
+/// Rejects what unscoped code cannot hold: scopes mixed with unscoped work, hand flags.
+/// `any` is false when the program is already scoped (expert mode).
+Unscoped check_unscoped(const Program& p) {
   struct V : StmtVisitor {
     bool scope = false;
     const StmtNode* leaf = nullptr;  // first leaf outside any scope
@@ -113,7 +120,7 @@ bool check_unscoped(const Program& p) {
     void visit_wait_cross(const WaitCrossFlagStmt&, const StmtNode& n) override { hand(n); }
   } v;
   v.visit(p.body);
-  if (!v.leaf) return false;  // scoped, or nothing to split
+  if (!v.leaf) return {};  // scoped, or nothing to split
   if (v.scope)
     fail(v.leaf->loc, "statement outside a scope in a program that has scopes",
          "write the whole kernel without scopes (automatic mode) or put every statement in "
@@ -121,10 +128,72 @@ bool check_unscoped(const Program& p) {
   if (v.flag)
     fail(v.flag->loc, "hand-written flag in unscoped code: the split inserts every flag",
          "drop the flag, or write the kernel with scopes (expert mode)");
-  if (v.vid)
-    fail(v.vid->loc, "vid in unscoped code: the split gives each vector core its rows",
-         "index the whole tile; each vector core works on its share of the rows");
-  return true;
+  return {true, v.vid};
+}
+
+/// The leaves of a subtree (through sequences, loops, branches and scopes), in order.
+void for_leaves(const Stmt& s, const std::function<void(const Stmt&)>& f) {
+  if (!s) return;
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, SeqStmt>) {
+          for (const auto& c : n.body) for_leaves(c, f);
+        } else if constexpr (std::is_same_v<T, ForStmt>) {
+          for_leaves(n.body, f);
+        } else if constexpr (std::is_same_v<T, IfStmt>) {
+          for_leaves(n.then_body, f);
+          for_leaves(n.else_body, f);
+        } else if constexpr (std::is_same_v<T, ScopeStmt>) {
+          for_leaves(n.body, f);
+        } else {
+          f(s);
+        }
+      },
+      s->node);
+}
+
+CoreKind other(CoreKind k) {
+  return k == CoreKind::C ? CoreKind::V : CoreKind::C;
+}
+
+/// A GM tensor the author hands from one core kind to the other (the original's
+/// AUTO_CV_SYNC form: explicit workspaces, vid slicing written by the author).
+struct Handoff {
+  Buffer buf;
+  CoreKind producer = CoreKind::C;
+};
+
+/// The GM tensors written by one core kind's statements and read by the other's, by
+/// buffer id. `conflict`: the first write of a tensor both kinds write and one reads.
+std::map<int, Handoff> find_handoffs(const Stmt& body, const StmtNode** conflict) {
+  struct Use {
+    Buffer buf;
+    std::set<CoreKind> w, r;
+    const StmtNode* second_writer = nullptr;
+  };
+  std::map<int, Use> uses;
+  for_leaves(body, [&](const Stmt& s) {
+    auto k = leaf_core(s);
+    if (!k || std::holds_alternative<AllocStmt>(s->node)) return;
+    for (const auto& a : leaf_accesses(s)) {
+      if (a.region.buffer->scope != Scope::GM) continue;
+      Use& u = uses[a.region.buffer->id];
+      u.buf = a.region.buffer;
+      if (a.kind == AccessKind::Write) {
+        if (!u.w.empty() && !u.w.count(*k) && !u.second_writer) u.second_writer = s.get();
+        u.w.insert(*k);
+      } else {
+        u.r.insert(*k);
+      }
+    }
+  });
+  std::map<int, Handoff> out;
+  for (const auto& [id, u] : uses) {
+    if (u.w.size() == 2 && !u.r.empty() && !*conflict) *conflict = u.second_writer;
+    if (u.w.size() == 1 && u.r.count(other(*u.w.begin()))) out[id] = Handoff{u.buf, *u.w.begin()};
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -351,13 +420,73 @@ class RowSplit : public RegionRewriter {
 // ---------------------------------------------------------------------------------------
 // Step 2: crossings and pipelines.
 
-/// One L0C -> UB or UB -> L1 copy, routed through a GM workspace.
+/// One L0C -> UB or UB -> L1 copy routed through a GM workspace, or an author's GM
+/// hand-off (Handoff) with its flags.
 struct Crossing {
   CoreKind producer = CoreKind::C;
-  Buffer ws;  // [block_num, slots, cube tile...]
+  Buffer ws;  // [block_num, slots, cube tile...]; a hand-off: its tensor, or [slots, ...]
   int ready = 0, free = 0;
   Pipe out_pipe = Pipe::FIX;  // the producer's copy to GM
+  Pipe in_pipe = Pipe::MTE2;  // the consumer's read of GM
+  bool made = true;           // ws is the split's own workspace (not the author's tensor)
+  int tensor = -1;            // a hand-off: the author's tensor id
 };
+
+/// Regions of the buffers in `to` (by id) moved to their versions, slot `slot`: a leading
+/// slot dimension (stage-crossing on-chip buffers), or with `merged` the slots stacked
+/// along the first dimension (hand-off workspaces: GM tensors keep their rank, which the
+/// lowering bounds).
+struct AddSlot : RegionRewriter {
+  const std::map<int, Buffer>* to = nullptr;
+  Expr slot;
+  bool merged = false;
+  Region region(Region r) override {
+    auto it = to->find(r.buffer->id);
+    if (it == to->end()) return r;
+    if (merged) {
+      Expr base = make_binary(BinOp::Mul, slot, make_int(r.buffer->shape[0]));
+      r.start[0] = as_const(r.start[0]) == 0 ? base : make_binary(BinOp::Add, base, r.start[0]);
+    } else {
+      r.start.insert(r.start.begin(), slot);
+      r.extent.insert(r.extent.begin(), 1);
+    }
+    r.buffer = it->second;
+    return r;
+  }
+};
+
+/// Does the subtree access buffer `id`, and from which core kinds?
+std::set<CoreKind> touching(const Stmt& s, int id) {
+  std::set<CoreKind> out;
+  for_leaves(s, [&](const Stmt& l) {
+    auto k = leaf_core(l);
+    if (!k) return;
+    for (const auto& a : leaf_accesses(l))
+      if (a.region.buffer->id == id) out.insert(*k);
+  });
+  return out;
+}
+
+/// How many leaves of the subtree access buffer `id`.
+size_t count_leaves(const Stmt& s, int id) {
+  size_t n = 0;
+  for_leaves(s, [&](const Stmt& l) {
+    for (const auto& a : leaf_accesses(l))
+      if (a.region.buffer->id == id) {
+        ++n;
+        return;
+      }
+  });
+  return n;
+}
+
+/// The pipe of the last access of buffer `id` of the given kind in the subtree.
+Pipe last_pipe(const Stmt& s, int id, AccessKind kind, Pipe fallback) {
+  Pipe out = fallback;
+  for (const auto& a : collect_accesses(s, {}))
+    if (a.region.buffer->id == id && a.kind == kind) out = a.pipe;
+  return out;
+}
 
 /// One half of a crossing for its core, writing or reading workspace slot `slot`.
 Stmt crossing_copy(const CopyStmt& c, const Crossing& x, CoreKind kind, Expr slot, int nv,
@@ -408,11 +537,14 @@ struct Pipeline {
 
 class Splitter {
  public:
-  Splitter(const Program& p, const ChipConfig& chip, const PassOptions& o, int nv)
-      : p_(p), chip_(chip), o_(o), nv_(nv) {}
+  Splitter(const Program& p, const ChipConfig& chip, const PassOptions& o, int nv,
+           std::map<int, Handoff> handoffs = {})
+      : p_(p), chip_(chip), o_(o), nv_(nv), handoffs_(std::move(handoffs)) {}
 
   Program run() {
     plan(p_.body, false);
+    for (const auto& [id, h] : handoffs_)
+      if (!handoff_of_.count(id)) plan_handoff(h);
     Program out = p_;
     std::vector<Stmt> scopes;
     for (CoreKind k : {CoreKind::C, CoreKind::V}) {
@@ -428,20 +560,133 @@ class Splitter {
       scopes.push_back(make_stmt(ScopeStmt{k, seq(std::move(body), p_.loc)}, p_.loc));
     }
     out.body = seq(std::move(scopes), p_.loc);
-    for (const auto& x : crossings_) out.workspaces.push_back(x.ws);
+    // Hand-offs moved to slotted workspaces leave the author's tensor unused.
+    std::erase_if(out.workspaces, [&](const Buffer& b) { return slotted_.count(b->id) > 0; });
+    for (const auto& x : crossings_)
+      if (x.made) out.workspaces.push_back(x.ws);
     for (const auto& [id, nb] : version_of_) out.versions[nb->id] = nb->shape[0];
     return out;
   }
 
  private:
+  void check_flags(const Loc& loc, const std::string& what) const {
+    if (next_flag_ + 2 > chip_.cross_flag_ids)
+      fail(loc,
+           fmt::format("{} needs cross-core flags {} and {}, but the chip has {} per core (two "
+                       "per crossing)",
+                       what, next_flag_, next_flag_ + 1, chip_.cross_flag_ids),
+           "exchange fewer tiles between the cores (merge them into one buffer)");
+  }
+
+  /// The crossing of an author's hand-off tensor; inside a pipeline (slots > 0) it moves to
+  /// a workspace of `slots` versions of the tensor.
+  int new_handoff(const Handoff& h, int64_t slots, const Loc& loc) {
+    check_flags(loc, fmt::format("the hand-off of GM tensor '{}' between the cores", h.buf->name));
+    Crossing x;
+    x.producer = h.producer;
+    x.ready = next_flag_++;
+    x.free = next_flag_++;
+    x.ws = h.buf;
+    x.tensor = h.buf->id;
+    x.made = slots > 0;
+    if (slots > 0) {
+      if (h.buf->role != TensorRole::Workspace)
+        fail(loc,
+             fmt::format("GM tensor '{}' is handed between the cores inside a cross-core "
+                         "pipeline, which needs one copy per stage, but it is a kernel {}",
+                         h.buf->name, h.buf->role == TensorRole::Input ? "input" : "output"),
+             "hand tiles over through a workspace (workspace_idx), or make the loop serial");
+      auto shape = h.buf->shape;
+      shape[0] *= slots;
+      x.ws = make_buffer(h.buf->name + "_slots", Scope::GM, h.buf->dtype, shape,
+                         TensorRole::Workspace, h.buf->loc);
+      slotted_[h.buf->id] = x.ws;
+    }
+    crossings_.push_back(x);
+    int id = static_cast<int>(crossings_.size()) - 1;
+    handoff_of_[h.buf->id] = id;
+    return id;
+  }
+
+  /// An author's hand-off outside pipelines, once per iteration of the innermost block
+  /// holding all its accesses: on each core a wait before the block's first statement
+  /// touching the tensor and a set after its last (producer: wait free / set ready;
+  /// consumer: wait ready / set free).
+  void plan_handoff(const Handoff& h) {
+    const int id = h.buf->id;
+    const CoreKind pk = h.producer, qk = other(pk);
+    Stmt at = p_.body;
+    std::vector<Stmt> kids;
+    for (;;) {
+      if (auto* f = std::get_if<ForStmt>(&at->node)) {
+        at = f->body;
+        continue;
+      }
+      if (auto* i = std::get_if<IfStmt>(&at->node)) {
+        bool t = !touching(i->then_body, id).empty(), e = !touching(i->else_body, id).empty();
+        if (t && e)
+          fail(at->loc,
+               fmt::format("GM tensor '{}' is handed between the cores in both branches of "
+                           "this if",
+                           h.buf->name),
+               "hand it over in one branch, or before the if");
+        at = t ? i->then_body : i->else_body;
+        continue;
+      }
+      auto* q = std::get_if<SeqStmt>(&at->node);
+      if (!q) break;
+      kids.clear();
+      for (const auto& c : q->body)
+        if (!touching(c, id).empty()) kids.push_back(c);
+      if (kids.size() != 1) break;
+      at = kids.front();
+    }
+    if (kids.size() < 2)
+      fail(at->loc,
+           fmt::format("GM tensor '{}' is written by the {} and read by the {} inside one "
+                       "statement",
+                       h.buf->name, core_name(pk), core_name(qk)),
+           "write and read it in separate statements of one block");
+    size_t fp = kids.size(), lp = 0, fq = kids.size(), lq = 0;
+    for (size_t n = 0; n < kids.size(); ++n) {
+      auto ks = touching(kids[n], id);
+      if (ks.size() == 2)
+        fail(kids[n]->loc,
+             fmt::format("this loop or branch both writes GM tensor '{}' on the {} and reads it "
+                         "on the {}: the hand-off between the cores cannot be placed around it",
+                         h.buf->name, core_name(pk), core_name(qk)),
+             "split it into one loop per core kind");
+      (ks.count(pk) ? fp : fq) = std::min(ks.count(pk) ? fp : fq, n);
+      (ks.count(pk) ? lp : lq) = n;
+    }
+    if (fq < lp)
+      fail(kids[fq]->loc,
+           fmt::format("the {} reads GM tensor '{}' before the {} finished writing it (at {})",
+                       core_name(qk), h.buf->name, core_name(pk), kids[lp]->loc.str()),
+           "read it after the producer's last write, or give each use its own tensor");
+    int cid = new_handoff(h, 0, kids[fp]->loc);
+    Crossing& x = crossings_[static_cast<size_t>(cid)];
+    x.out_pipe = last_pipe(kids[lp], id, AccessKind::Write, x.out_pipe);
+    x.in_pipe = last_pipe(kids[lq], id, AccessKind::Read, x.in_pipe);
+    const Loc& loc = kids[fp]->loc;
+    before_[{kids[fp].get(), pk}].push_back(make_stmt(WaitCrossFlagStmt{make_int(x.free)}, loc));
+    after_[{kids[lp].get(), pk}].push_back(
+        make_stmt(SetCrossFlagStmt{x.out_pipe, make_int(x.ready), 2}, loc));
+    before_[{kids[fq].get(), qk}].push_back(make_stmt(WaitCrossFlagStmt{make_int(x.ready)}, loc));
+    after_[{kids[lq].get(), qk}].push_back(
+        make_stmt(SetCrossFlagStmt{x.in_pipe, make_int(x.free), 2}, loc));
+  }
+
+  /// The author's name of a hand-off crossing's tensor.
+  const std::string& tensor_name(int crossing) const {
+    return handoffs_.at(crossings_[static_cast<size_t>(crossing)].tensor).buf->name;
+  }
+
+  static const char* core_name(CoreKind k) { return k == CoreKind::C ? "Cube" : "Vector"; }
+
   int new_crossing(const Stmt& s, int64_t slots) {
     const auto& c = std::get<CopyStmt>(s->node);
-    if (next_flag_ + 2 > chip_.cross_flag_ids)
-      fail(s->loc,
-           fmt::format("this Cube <-> Vector copy needs cross-core flags {} and {}, but the chip "
-                       "has {} per core (two per crossing)",
-                       next_flag_, next_flag_ + 1, chip_.cross_flag_ids),
-           "exchange fewer tiles between the cores (merge them into one buffer)");
+    check_flags(s->loc, "this Cube <-> Vector copy");
     Crossing x;
     x.producer = owner(c.src.buffer->scope);
     x.out_pipe = x.producer == CoreKind::C ? Pipe::FIX : Pipe::MTE3;
@@ -529,7 +774,12 @@ class Splitter {
     struct Raw {
       CoreKind kind;
       std::vector<std::pair<Stmt, int>> items;  // statement, crossing half (-1: none)
+      // Author's hand-offs (by crossing): the item after which the producer signals, the
+      // item before which the consumer waits.
+      std::map<int, size_t> last_write, first_read;
     };
+    // Hand-off crossing -> the stage writing it / reading it.
+    std::map<int, size_t> write_stage, read_stage;
     std::vector<Raw> raw;
     std::vector<Stmt> hoisted;  // allocations inside the body
     std::map<CoreKind, size_t> last = {{CoreKind::C, 0}, {CoreKind::V, 0}};
@@ -537,7 +787,7 @@ class Splitter {
     auto place = [&](CoreKind k, size_t from, std::pair<Stmt, int> item) {
       size_t s = from;
       while (s < raw.size() && raw[s].kind != k) ++s;
-      if (s == raw.size()) raw.push_back(Raw{k, {}});
+      if (s == raw.size()) raw.push_back(Raw{k, {}, {}, {}});
       raw[s].items.push_back(std::move(item));
       last[k] = s;
       last_any = s;
@@ -564,7 +814,61 @@ class Splitter {
         if (!raw.empty()) raw[last_any].items.push_back({st, -1});
         continue;
       }
-      place(*ks.begin(), last[*ks.begin()], {st, -1});
+      const CoreKind k = *ks.begin();
+      // An author's hand-off read goes to a stage after the one writing the tensor.
+      std::set<int> writes, reads;
+      for (const auto& a : collect_accesses(st, {})) {
+        auto h = handoffs_.find(a.region.buffer->id);
+        if (h == handoffs_.end()) continue;
+        auto it = handoff_of_.find(h->first);
+        int id = it != handoff_of_.end() ? it->second : -1;
+        if (id < 0) {
+          if (count_leaves(p_.body, h->first) != count_leaves(f.body, h->first))
+            fail(st->loc,
+                 fmt::format("GM tensor '{}' is handed between the cores both inside this "
+                             "cross-core pipeline and outside it",
+                             h->second.buf->name),
+                 "give the pipeline its own workspace");
+          id = new_handoff(h->second, ns, st->loc);
+        }
+        (k == h->second.producer ? writes : reads).insert(id);
+      }
+      // The author's split is cut where the core changes in program order (the original's
+      // CrossCorePipeline): a Vector statement written after the Cube's second stage runs
+      // after it even when it reads nothing the Cube made.
+      size_t from = last[k];
+      if (!handoffs_.empty() && !raw.empty())
+        from = raw[last_any].kind == k ? last_any : last_any + 1;
+      for (int id : reads) {
+        if (!write_stage.count(id))
+          fail(st->loc,
+               fmt::format("the {} reads GM tensor '{}' before the {} writes it in the same "
+                           "iteration of the pipeline",
+                           core_name(k), tensor_name(id), core_name(other(k))),
+               "write the tensor earlier in the loop body than it is read");
+        from = std::max(from, write_stage[id] + 1);
+      }
+      size_t sg = place(k, from, {st, -1});
+      size_t item = raw[sg].items.size() - 1;
+      for (int id : writes) {
+        if (read_stage.count(id) || (write_stage.count(id) && write_stage[id] != sg))
+          fail(st->loc,
+               fmt::format("GM tensor '{}' is written again after the other core read it, or "
+                           "in two stages of the pipeline",
+                           tensor_name(id)),
+               "write each hand-off tensor in one run of statements of its core, before its "
+               "reads");
+        write_stage[id] = sg;
+        raw[sg].last_write[id] = item;
+      }
+      for (int id : reads) {
+        if (read_stage.count(id) && read_stage[id] != sg)
+          fail(st->loc,
+               fmt::format("GM tensor '{}' is read in two stages of the pipeline", tensor_name(id)),
+               "read each hand-off tensor in one run of statements of its core");
+        read_stage[id] = sg;
+        raw[sg].first_read.emplace(id, item);
+      }
     }
     for (auto& r : raw) {
       Stage sg;
@@ -576,20 +880,10 @@ class Splitter {
           make_binary(BinOp::Add, make_binary(BinOp::Mul, make_var_ref(pl.k), make_int(ns)), i);
       if (f.step != 1) it = make_binary(BinOp::Mul, it, make_int(f.step));
       Expr j = as_const(f.begin) == 0 ? it : make_binary(BinOp::Add, f.begin, it);
-      for (auto& [st, cid] : r.items) {
-        if (cid < 0) {
-          sg.body.push_back(st);
-          continue;
-        }
-        const Crossing& x = crossings_[static_cast<size_t>(cid)];
-        const auto& c = std::get<CopyStmt>(st->node);
-        if (r.kind == x.producer) {
-          sg.produces.push_back(cid);
-          sg.body.push_back(crossing_copy(c, x, r.kind, i, nv_, st->loc));
-          // Signal every cross_interval iterations and at the last of the batch.
-          Expr sig =
-              ci == 1
-                  ? make_int(1)
+      // Signal every cross_interval iterations and at the last of the batch; wait at the
+      // first iteration of each group.
+      Expr sig =
+          ci == 1 ? make_int(1)
                   : make_binary(
                         BinOp::Or,
                         make_binary(BinOp::Eq,
@@ -597,14 +891,41 @@ class Splitter {
                                                 make_int(ci)),
                                     make_int(0)),
                         make_binary(BinOp::Eq, i, make_binary(BinOp::Sub, pl.len, make_int(1))));
+      Expr w = ci == 1
+                   ? make_int(1)
+                   : make_binary(BinOp::Eq, make_binary(BinOp::Mod, i, make_int(ci)), make_int(0));
+      for (size_t n = 0; n < r.items.size(); ++n) {
+        auto& [st, cid] = r.items[n];
+        for (const auto& [id, at] : r.first_read)
+          if (at == n) {
+            sg.consumes.push_back(id);
+            sg.body.push_back(guarded(
+                w,
+                make_stmt(WaitCrossFlagStmt{make_int(crossings_[static_cast<size_t>(id)].ready)},
+                          st->loc),
+                st->loc));
+          }
+        if (cid < 0) sg.body.push_back(st);
+        for (const auto& [id, at] : r.last_write)
+          if (at == n) {
+            Crossing& x = crossings_[static_cast<size_t>(id)];
+            x.out_pipe = last_pipe(st, x.tensor, AccessKind::Write, x.out_pipe);
+            sg.produces.push_back(id);
+            sg.body.push_back(
+                guarded(sig, make_stmt(SetCrossFlagStmt{x.out_pipe, make_int(x.ready), 2}, st->loc),
+                        st->loc));
+          }
+        if (cid < 0) continue;
+        const Crossing& x = crossings_[static_cast<size_t>(cid)];
+        const auto& c = std::get<CopyStmt>(st->node);
+        if (r.kind == x.producer) {
+          sg.produces.push_back(cid);
+          sg.body.push_back(crossing_copy(c, x, r.kind, i, nv_, st->loc));
           sg.body.push_back(
               guarded(sig, make_stmt(SetCrossFlagStmt{x.out_pipe, make_int(x.ready), 2}, st->loc),
                       st->loc));
         } else {
           sg.consumes.push_back(cid);
-          Expr w = ci == 1 ? make_int(1)
-                           : make_binary(BinOp::Eq, make_binary(BinOp::Mod, i, make_int(ci)),
-                                         make_int(0));
           sg.body.push_back(
               guarded(w, make_stmt(WaitCrossFlagStmt{make_int(x.ready)}, st->loc), st->loc));
           sg.body.push_back(crossing_copy(c, x, r.kind, i, nv_, st->loc));
@@ -617,7 +938,11 @@ class Splitter {
       } sub;
       sub.id = f.var->id;
       sub.j = j;
-      for (auto& st : sg.body) st = sub.mutate(st);
+      AddSlot slots;
+      slots.to = &slotted_;
+      slots.slot = i;
+      slots.merged = true;
+      for (auto& st : sg.body) st = slots.mutate(sub.mutate(st));
       pl.stages.push_back(std::move(sg));
     }
     version_stages(self, pl, ns);
@@ -667,19 +992,8 @@ class Splitter {
     if (versions.empty()) return;
     for (auto& [id, nb] : versions) version_of_[id] = nb;
     for (auto& sg : pl.stages) {
-      struct Ver : RegionRewriter {
-        const std::map<int, Buffer>* v;
-        Expr slot;
-        Region region(Region r) override {
-          auto it = v->find(r.buffer->id);
-          if (it == v->end()) return r;
-          r.buffer = it->second;
-          r.start.insert(r.start.begin(), slot);
-          r.extent.insert(r.extent.begin(), 1);
-          return r;
-        }
-      } ver;
-      ver.v = &versions;
+      AddSlot ver;
+      ver.to = &versions;
       ver.slot = make_var_ref(sg.i);
       for (auto& st : sg.body) st = ver.mutate(st);
     }
@@ -693,8 +1007,16 @@ class Splitter {
           using T = std::decay_t<decltype(n)>;
           if constexpr (std::is_same_v<T, SeqStmt>) {
             std::vector<Stmt> out;
-            for (const auto& c : n.body)
+            for (const auto& c : n.body) {
+              auto at = [&](auto& anchors) {
+                auto it = anchors.find({c.get(), k});
+                if (it != anchors.end())
+                  out.insert(out.end(), it->second.begin(), it->second.end());
+              };
+              at(before_);
               if (Stmt e = emit(c, k)) out.push_back(e);
+              at(after_);
+            }
             if (out.empty()) return nullptr;
             return make_stmt(SeqStmt{std::move(out)}, s->loc);
           } else if constexpr (std::is_same_v<T, ForStmt>) {
@@ -789,12 +1111,42 @@ class Splitter {
   std::map<const StmtNode*, Pipeline> pipelines_;
   std::map<const StmtNode*, std::vector<Stmt>> hoisted_;
   std::map<int, Buffer> version_of_;
+  std::map<int, Handoff> handoffs_;  // the author's GM hand-offs, by tensor id
+  std::map<int, int> handoff_of_;    // tensor id -> its crossing
+  std::map<int, Buffer> slotted_;    // tensor id -> its slotted workspace (pipelines)
+  // An author's hand-off outside pipelines: flags before / after a statement, per core.
+  std::map<std::pair<const StmtNode*, CoreKind>, std::vector<Stmt>> before_, after_;
 };
 
 }  // namespace
 
 Program cv_split(const Program& p, const ChipConfig& chip, const PassOptions& o) {
-  if (!check_unscoped(p)) return p;
+  auto u = check_unscoped(p);
+  if (!u.any) return p;
+  const StmtNode* conflict = nullptr;
+  auto handoffs = find_handoffs(p.body, &conflict);
+  if (u.vid || !handoffs.empty()) {
+    // The author's own split (the original's automatic form): vid gives each vector core
+    // its rows, GM tensors carry the tiles between the cores; the split keeps both and
+    // adds the flags.
+    const StmtNode* crossing = nullptr;
+    for_leaves(p.body, [&](const Stmt& s) {
+      if (!crossing && is_crossing(s)) crossing = s.get();
+    });
+    if (crossing)
+      fail(crossing->loc,
+           fmt::format("Cube <-> Vector copy in a kernel that {}",
+                       u.vid ? "uses vid (vid in unscoped code: the split gives each vector core "
+                               "its rows for such copies)"
+                             : "hands tiles between the cores through its own GM tensors"),
+           "write the kernel in one form: copies between L0C / UB / L1 and whole tiles, or GM "
+           "workspaces and vid slicing");
+    if (conflict)
+      fail(conflict->loc,
+           "a GM tensor is written by both the Cube and the Vector code and read across them",
+           "give each direction its own tensor");
+    return Splitter(p, chip, o, chip.aiv_per_core, std::move(handoffs)).run();
+  }
   RowSplit rows(chip.aiv_per_core, split_buffers(p.body));
   Program split = p;
   split.body = rows.mutate(p.body);

@@ -28,9 +28,16 @@ namespace tilepipe::passes {
 /// that carry a value from one stage to a later one get num_stages versions. Correct for
 /// any trip count (not a multiple of num_stages, fewer trips than stages, non-zero begin).
 ///
+/// A program that uses vid or hands GM tensors from one core kind to the other (the
+/// original's automatic form: the author's workspaces and row slicing) keeps its rows and
+/// tensors: each hand-off gets ready / free flags around its writers and readers, once per
+/// iteration of the innermost block holding them, and inside a cross-core pipeline moves to
+/// a workspace of num_stages slots, its readers in a stage after its writers.
+///
 /// Programs that already have scopes are returned unchanged (expert mode). Errors
-/// (UserError, kind "cv-split"): unscoped code mixed with scopes, hand-written flags or
-/// vid in unscoped code, UB buffers whose rows do not split, a stage-spanning buffer that
+/// (UserError, kind "cv-split"): unscoped code mixed with scopes, hand-written flags in
+/// unscoped code, crossing copies with vid or hand-offs, hand-offs that cannot be paired,
+/// UB buffers whose rows do not split, a stage-spanning buffer that
 /// also carries a value across iterations, a nested loop mixing Cube and Vector work
 /// inside a pipeline, more cross-core flags than the chip has or more signals in flight
 /// than its counters hold.
