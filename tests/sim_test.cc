@@ -363,8 +363,9 @@ TEST(SimFunctional, GatherMaskArangeRoundAndGatherb) {
   auto X = k.input("X", {16}, i32);
   auto F = k.input("F", {8}, f32);
   auto O = k.input("O", {8}, u32);
+  static const char* const kNames[] = {"G1", "G2", "G3", "G4", "G5", "G6", "G7"};
   std::vector<Tensor> G;
-  for (int p = 1; p <= 7; ++p) G.push_back(k.output("G" + std::to_string(p), {16}, i32));
+  for (const char* name : kNames) G.push_back(k.output(name, {16}, i32));
   auto A = k.output("A", {2, 16}, i16);
   auto R = k.output("R", {8}, f32);
   auto B = k.output("B", {128}, i32);
@@ -411,7 +412,7 @@ TEST(SimFunctional, GatherMaskArangeRoundAndGatherb) {
     for (int64_t i = 0; i < 16; ++i)
       if (ir::gather_mask_keeps(p, i)) want.push_back(x[static_cast<size_t>(i)]);
     while (want.size() < 16) want.push_back(-1);  // the rest of g is kept
-    EXPECT_EQ(r.io.at("G" + std::to_string(p)), want) << "pattern " << p;
+    EXPECT_EQ(r.io.at(kNames[p - 1]), want) << "pattern " << p;
   }
   EXPECT_EQ(r.io.at("G1")[1], 102.0);  // P0101 keeps the even positions
   for (int c = 0; c < 2; ++c)
@@ -436,7 +437,7 @@ ir::Program build_atomic(bool plain_write) {
     tile::fill(u, cid + 1);
     handoff(Pipe::V, Pipe::MTE3);
     if (plain_write) if_(cid == 3, [&] { copy(u, C); });
-    copy(u, C, {.atomic_add = true});
+    copy(u, C, {.transpose = false, .pad_value = std::nullopt, .atomic_add = true});
   });
   return k.finish();
 }

@@ -487,7 +487,7 @@ TEST(Verify, AtomicAddIntoUbIsACopyDirectionError) {
   scope_v([&] {
     auto a = alloc_ub("a", {64}, f32);
     auto b = alloc_ub("b", {64}, f32);
-    copy(a, b, {.atomic_add = true});
+    copy(a, b, {.transpose = false, .pad_value = std::nullopt, .atomic_add = true});
   });
   expect_diag(kb.finish(), "copy-direction",
               {"atomic add UB -> UB: the DMA unit adds into GM only", here(-3)});
