@@ -475,7 +475,14 @@ def _sort(dst, src, actual_num, limit, what):
         n = n.const_value()
     if isinstance(n, int):
         end = builtins.min(s.elements(), (n + 31) // 32 * 32)
-        for part in _flat(s, builtins.max(n, 0), end, what):
+        # The library pads the partial 32-byte block with a masked Duplicate; tilepipe has no
+        # lane masks, so those elements are one-element stores (exempt from alignment) and
+        # the whole blocks after them one fill.
+        per_block = 32 // _core.dtype_bytes(s.buffer.dtype)
+        head = builtins.min(end, -(-builtins.max(n, 0) // per_block) * per_block)
+        for i in range(builtins.max(n, 0), head):
+            _emit("fill", _flat(s, i, i + 1, what)[0], [], float("-inf"))
+        for part in _flat(s, head, end, what):
             _emit("fill", part, [], float("-inf"))
         count = float(n)
     elif isinstance(n, _ext.Expr):
