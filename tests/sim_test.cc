@@ -452,6 +452,38 @@ TEST(SimFunctional, AtomicAddsFromEveryCoreAccumulateWithoutARace) {
                    {"data race on 'C'", "atomically adds to", "writes"});
 }
 
+/// Integer vector arithmetic wraps in the element's width (an LCG step overflows int32);
+/// only conversions saturate.
+TEST(SimFunctional, IntegerArithmeticWrapsInTheElementWidth) {
+  KernelBuilder k("wrap", 1);
+  auto X = k.input("X", {8}, i32);
+  auto Y = k.output("Y", {8}, i32);
+  auto Z = k.output("Z", {16}, i16);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto x = alloc_ub("x", {8}, i32);
+    auto z = alloc_ub("z", {16}, i16);
+    if_(vid == 0, [&] {
+      copy(X, x);
+      handoff(Pipe::MTE2, Pipe::V);
+      tile::mul(x, x, 1103515245);
+      tile::add(x, x, 12345);
+      tile::arange(z, 32760);
+      tile::add(z, z, 1);
+      handoff(Pipe::V, Pipe::MTE3);
+      copy(x, Y);
+      copy(z, Z);
+    });
+  });
+  std::vector<double> x = {0, 1, 2, 3, -1, 1000, 123456789, -2147483647};
+  auto r = run(k.finish(), {{"X", x}});
+  for (size_t i = 0; i < x.size(); ++i) {
+    const auto v = static_cast<uint32_t>(static_cast<int64_t>(x[i])) * 1103515245u + 12345u;
+    EXPECT_EQ(r.io.at("Y")[i], static_cast<double>(static_cast<int32_t>(v))) << i;
+  }
+  EXPECT_EQ(r.io.at("Z")[7], -32768.0);  // 32767 + 1 wraps
+}
+
 TEST(SimFunctional, AxpyAddsScaledSourceIntoDestination) {
   KernelBuilder k("axpy", 1);
   auto A = k.input("A", {8}, f32);

@@ -201,32 +201,37 @@ T* scratch(int i, size_t n) {
 
 /// Float ops run in f32 (what the vector unit computes for f32; for f16/bf16 the f32 result
 /// rounded on store equals the correctly rounded narrow result for + - * / sqrt).
-template <TileOpKind Op, bool Float>
-double apply_binary(double a, double b) {
-  if constexpr (Float) {
-    float x = static_cast<float>(a), y = static_cast<float>(b);
-    if constexpr (Op == TileOpKind::Add) return x + y;
-    if constexpr (Op == TileOpKind::Sub) return x - y;
-    if constexpr (Op == TileOpKind::Mul) return x * y;
-    if constexpr (Op == TileOpKind::Div) return x / y;
-    if constexpr (Op == TileOpKind::Max) return std::fmax(x, y);
-    if constexpr (Op == TileOpKind::Min) return std::fmin(x, y);
-    if constexpr (Op == TileOpKind::Pow) return std::pow(x, y);
-  } else {
-    int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
-    if constexpr (Op == TileOpKind::Add) return static_cast<double>(x + y);
-    if constexpr (Op == TileOpKind::Sub) return static_cast<double>(x - y);
-    if constexpr (Op == TileOpKind::Mul) return static_cast<double>(x * y);
-    if constexpr (Op == TileOpKind::Div) return y == 0 ? 0.0 : static_cast<double>(x / y);
-    if constexpr (Op == TileOpKind::Max) return static_cast<double>(std::max(x, y));
-    if constexpr (Op == TileOpKind::Min) return static_cast<double>(std::min(x, y));
-    if constexpr (Op == TileOpKind::Pow) {  // exact product; a negative exponent truncates
-      if (y < 0) return x == 1 ? 1.0 : x == -1 ? (y % 2 ? -1.0 : 1.0) : 0.0;
-      uint64_t r = 1, b = static_cast<uint64_t>(x);  // unsigned: wraps as the store does
-      for (int64_t e = y; e > 0; e >>= 1, b *= b)
-        if (e & 1) r *= b;
-      return static_cast<double>(static_cast<int64_t>(r));
-    }
+template <TileOpKind Op>
+double apply_float(double a, double b) {
+  float x = static_cast<float>(a), y = static_cast<float>(b);
+  if constexpr (Op == TileOpKind::Add) return x + y;
+  if constexpr (Op == TileOpKind::Sub) return x - y;
+  if constexpr (Op == TileOpKind::Mul) return x * y;
+  if constexpr (Op == TileOpKind::Div) return x / y;
+  if constexpr (Op == TileOpKind::Max) return std::fmax(x, y);
+  if constexpr (Op == TileOpKind::Min) return std::fmin(x, y);
+  if constexpr (Op == TileOpKind::Pow) return std::pow(x, y);
+  return 0;
+}
+
+/// Integer ops on 64-bit two's complement (unsigned, so overflow wraps): the low bits are
+/// exact, and the caller wraps them to the element's width.
+template <TileOpKind Op>
+uint64_t apply_int(double a, double b) {
+  const int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+  const uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+  if constexpr (Op == TileOpKind::Add) return ux + uy;
+  if constexpr (Op == TileOpKind::Sub) return ux - uy;
+  if constexpr (Op == TileOpKind::Mul) return ux * uy;
+  if constexpr (Op == TileOpKind::Div) return y == 0 ? 0 : static_cast<uint64_t>(x / y);
+  if constexpr (Op == TileOpKind::Max) return static_cast<uint64_t>(std::max(x, y));
+  if constexpr (Op == TileOpKind::Min) return static_cast<uint64_t>(std::min(x, y));
+  if constexpr (Op == TileOpKind::Pow) {  // exact product; a negative exponent truncates
+    if (y < 0) return static_cast<uint64_t>(x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0);
+    uint64_t r = 1, base = ux;
+    for (int64_t e = y; e > 0; e >>= 1, base *= base)
+      if (e & 1) r *= base;
+    return r;
   }
   return 0;
 }
@@ -252,6 +257,17 @@ bool with_binary(TileOpKind op, F&& f) {
     default:
       return false;
   }
+}
+
+/// An integer result reduced to the element's width in two's complement: integer vector
+/// arithmetic wraps on the hardware (only conversions, casts and copies, saturate).
+double wrap_int(ir::DType dt, uint64_t r) {
+  const int w = static_cast<int>(ir::dtype_bytes(dt)) * 8;
+  const bool sign = dt == ir::DType::I8 || dt == ir::DType::I16 || dt == ir::DType::I32;
+  const uint64_t mask = w >= 64 ? ~0ull : (1ull << w) - 1;
+  r &= mask;
+  if (sign && (r >> (w - 1)) & 1) return static_cast<double>(static_cast<int64_t>(r | ~mask));
+  return static_cast<double>(r);
 }
 
 /// The integer bit operations in the element's width (two's complement), wrapping as the
@@ -289,9 +305,7 @@ double apply_bits(TileOpKind op, ir::DType dt, double a, double b) {
     default:
       break;
   }
-  r &= mask;
-  if (sign && (r >> (w - 1)) & 1) return static_cast<double>(static_cast<int64_t>(r | ~mask));
-  return static_cast<double>(r);
+  return wrap_int(dt, r);
 }
 
 template <TileOpKind Op>
@@ -427,8 +441,14 @@ void exec_vec(const Instr& in) {
   };
   if (with_binary(t.tile_op, [&]<TileOpKind Op>() {
         const T* a = operand(1);
+        const ir::DType dt = dst.t->dtype;
         auto loop = [&]<bool F>(const auto& b) {
-          for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(apply_binary<Op, F>(a[i], b(i)));
+          for (size_t i = 0; i < n; ++i) {
+            if constexpr (F)
+              out[i] = static_cast<T>(apply_float<Op>(a[i], b(i)));
+            else
+              out[i] = static_cast<T>(wrap_int(dt, apply_int<Op>(a[i], b(i))));
+          }
         };
         auto run = [&](const auto& b) {
           if (fl)
