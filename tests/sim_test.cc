@@ -277,6 +277,213 @@ TEST(SimFunctional, SinCosAndPowAreComputedInF32) {
   }
 }
 
+/// Reference of the library's Sort: (value, index) pairs, descending, ties by index, the
+/// source past `count` padded with -inf up to the next 32-element block.
+std::vector<double> sorted_pairs(std::vector<double> v, int64_t count) {
+  const int64_t aligned = (count + 31) / 32 * 32;
+  for (int64_t i = count; i < aligned; ++i) v[static_cast<size_t>(i)] = -INFINITY;
+  std::vector<int64_t> idx(static_cast<size_t>(aligned));
+  for (int64_t i = 0; i < aligned; ++i) idx[static_cast<size_t>(i)] = i;
+  std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) {
+    return v[static_cast<size_t>(a)] > v[static_cast<size_t>(b)];
+  });
+  std::vector<double> out;
+  for (int64_t i : idx) {
+    out.push_back(v[static_cast<size_t>(i)]);
+    out.push_back(static_cast<double>(i));
+  }
+  return out;
+}
+
+/// sort of 64 keys (40 valid, ties included) into 128 elements, and topk: the first 10 pairs
+/// of the same sort into a 20-element tile.
+TEST(SimFunctional, SortGivesDescendingValueIndexPairsAndTopkTheirPrefix) {
+  KernelBuilder k("sort", 1);
+  auto X = k.input("X", {64}, f32);
+  auto S = k.output("S", {128}, f32);
+  auto K = k.output("K", {20}, f32);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto x = alloc_ub("x", {64}, f32);
+    auto s = alloc_ub("s", {128}, f32);
+    auto t = alloc_ub("t", {20}, f32);
+    if_(vid == 0, [&] {
+      copy(X, x);
+      handoff(Pipe::MTE2, Pipe::V);
+      tile::sort(s, x, cid + 40);  // a run-time count
+      tile::sort(t, x, 40);
+      handoff(Pipe::V, Pipe::MTE3);
+      copy(s, S);
+      copy(t, K);
+    });
+  });
+  std::vector<double> x(64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>((i * 37) % 23) - 11;
+  auto r = run(k.finish(), {{"X", x}});
+  auto want = sorted_pairs(x, 40);
+  ASSERT_EQ(want.size(), 128u);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(r.io.at("S")[i], want[i]) << i;
+  for (size_t i = 0; i < 20; ++i) EXPECT_EQ(r.io.at("K")[i], want[i]) << i;
+  EXPECT_EQ(r.io.at("S")[2 * 40], -INFINITY);  // the padding sorts last, indices 40..63
+  EXPECT_EQ(r.io.at("S")[2 * 40 + 1], 40.0);
+}
+
+TEST(SimFunctional, MergeSortMergesDescendingPairListsEarlierListFirst) {
+  KernelBuilder k("merge", 1);
+  auto A = k.input("A", {6}, f32);
+  auto B = k.input("B", {4}, f32);
+  auto C = k.input("C", {4}, f32);
+  auto M = k.output("M", {14}, f32);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto a = alloc_ub("a", {8}, f32);
+    auto b = alloc_ub("b", {8}, f32);
+    auto c = alloc_ub("c", {8}, f32);
+    auto m = alloc_ub("m", {16}, f32);
+    if_(vid == 0, [&] {
+      copy(A, a(slice(0, 6)));
+      copy(B, b(slice(0, 4)));
+      copy(C, c(slice(0, 4)));
+      handoff(Pipe::MTE2, Pipe::V);
+      tile::merge_sort(m(slice(0, 14)), {a(slice(0, 6)), b(slice(0, 4)), c(slice(0, 4))});
+      handoff(Pipe::V, Pipe::MTE3);
+      copy(m(slice(0, 14)), M);
+    });
+  });
+  auto r =
+      run(k.finish(), {{"A", {9, 0, 5, 1, 2, 2}}, {"B", {7, 10, 5, 11}}, {"C", {8, 20, -1, 21}}});
+  std::vector<double> want = {9, 0, 8, 20, 7, 10, 5, 1, 5, 11, 2, 2, -1, 21};
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(r.io.at("M")[i], want[i]) << i;
+}
+
+/// Every built-in pattern on 16 elements, and CreateVecIndex / Round / GatherB on the same
+/// run.
+TEST(SimFunctional, GatherMaskArangeRoundAndGatherb) {
+  KernelBuilder k("masks", 2);
+  auto X = k.input("X", {16}, i32);
+  auto F = k.input("F", {8}, f32);
+  auto O = k.input("O", {8}, u32);
+  static const char* const kNames[] = {"G1", "G2", "G3", "G4", "G5", "G6", "G7"};
+  std::vector<Tensor> G;
+  for (const char* name : kNames) G.push_back(k.output(name, {16}, i32));
+  auto A = k.output("A", {2, 16}, i16);
+  auto R = k.output("R", {8}, f32);
+  auto B = k.output("B", {128}, i32);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto x = alloc_ub("x", {16}, i32);
+    auto g = alloc_ub("g", {16}, i32);
+    auto a = alloc_ub("a", {16}, i16);
+    auto f = alloc_ub("f", {8}, f32);
+    auto o = alloc_ub("o", {8}, u32);
+    auto t = alloc_ub("t", {256}, i32);
+    auto b = alloc_ub("b", {128}, i32);
+    if_(vid == 0, [&] {
+      copy(X, x);
+      copy(F, f);
+      copy(O, o);
+      handoff(Pipe::MTE2, Pipe::V);
+      tile::arange(a, cid * 100 - 3);
+      tile::round(f, f);
+      tile::arange(t, 0);
+      tile::fill(b, -1.0);
+      tile::gatherb(b, t, o, 1, 2, 0);  // blocks 0, 2, .., 14 of b
+      handoff(Pipe::V, Pipe::MTE3);
+      copy(a, A(cid, all));
+      if_(cid == 0, [&] {
+        copy(f, R);
+        copy(b, B);
+        for (int p = 1; p <= 7; ++p) {
+          tile::fill(g, -1.0);
+          tile::gather_mask(g, x, p);
+          handoff(Pipe::V, Pipe::MTE3);
+          copy(g, G[static_cast<size_t>(p - 1)]);
+          handoff(Pipe::MTE3, Pipe::V);
+        }
+      });
+    });
+  });
+  std::vector<double> x(16), o = {0, 992, 64, 32, 128, 96, 480, 512};
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(100 + i);
+  auto r =
+      run(k.finish(), {{"X", x}, {"F", {0.5, 1.5, 2.5, -0.5, -1.5, 2.4999, -2.6, 7}}, {"O", o}});
+  for (int p = 1; p <= 7; ++p) {
+    std::vector<double> want;
+    for (int64_t i = 0; i < 16; ++i)
+      if (ir::gather_mask_keeps(p, i)) want.push_back(x[static_cast<size_t>(i)]);
+    while (want.size() < 16) want.push_back(-1);  // the rest of g is kept
+    EXPECT_EQ(r.io.at(kNames[p - 1]), want) << "pattern " << p;
+  }
+  EXPECT_EQ(r.io.at("G1")[1], 102.0);  // P0101 keeps the even positions
+  for (int c = 0; c < 2; ++c)
+    for (int i = 0; i < 16; ++i)
+      EXPECT_EQ(r.io.at("A")[c * 16 + i], static_cast<double>(c * 100 - 3 + i));
+  EXPECT_EQ(r.io.at("R"), (std::vector<double>{1, 2, 3, -1, -2, 2, -3, 7}));
+  for (int j = 0; j < 8; ++j)
+    for (int e = 0; e < 8; ++e) {
+      EXPECT_EQ(r.io.at("B")[(2 * j) * 8 + e], o[static_cast<size_t>(j)] / 4 + e) << j;
+      EXPECT_EQ(r.io.at("B")[(2 * j + 1) * 8 + e], -1.0) << j;  // skipped by the stride
+    }
+}
+
+/// Every block adds its tile into the same GM rows: the values add up, and the race
+/// detector accepts concurrent atomic adds but reports a plain write against them.
+ir::Program build_atomic(bool plain_write) {
+  KernelBuilder k("atomic", 4);
+  auto C = k.output("C", {2, 32}, f32);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto u = alloc_ub("u", {2, 32}, f32);
+    tile::fill(u, cid + 1);
+    handoff(Pipe::V, Pipe::MTE3);
+    if (plain_write) if_(cid == 3, [&] { copy(u, C); });
+    copy(u, C, {.transpose = false, .pad_value = std::nullopt, .atomic_add = true});
+  });
+  return k.finish();
+}
+
+TEST(SimFunctional, AtomicAddsFromEveryCoreAccumulateWithoutARace) {
+  sim::SimOptions o;
+  o.detect_races = true;
+  auto r = run(build_atomic(false), {{"C", std::vector<double>(64, 0.5)}}, o);
+  // 4 blocks x 2 AIVs add cid + 1: 2 * (1 + 2 + 3 + 4) = 20 onto the 0.5 already there.
+  EXPECT_EQ(r.io.at("C"), std::vector<double>(64, 20.5));
+  expect_sim_error([&] { run(build_atomic(true), {}, o); }, "race",
+                   {"data race on 'C'", "atomically adds to", "writes"});
+}
+
+/// Integer vector arithmetic wraps in the element's width (an LCG step overflows int32);
+/// only conversions saturate.
+TEST(SimFunctional, IntegerArithmeticWrapsInTheElementWidth) {
+  KernelBuilder k("wrap", 1);
+  auto X = k.input("X", {8}, i32);
+  auto Y = k.output("Y", {8}, i32);
+  auto Z = k.output("Z", {16}, i16);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto x = alloc_ub("x", {8}, i32);
+    auto z = alloc_ub("z", {16}, i16);
+    if_(vid == 0, [&] {
+      copy(X, x);
+      handoff(Pipe::MTE2, Pipe::V);
+      tile::mul(x, x, 1103515245);
+      tile::add(x, x, 12345);
+      tile::arange(z, 32760);
+      tile::add(z, z, 1);
+      handoff(Pipe::V, Pipe::MTE3);
+      copy(x, Y);
+      copy(z, Z);
+    });
+  });
+  std::vector<double> x = {0, 1, 2, 3, -1, 1000, 123456789, -2147483647};
+  auto r = run(k.finish(), {{"X", x}});
+  for (size_t i = 0; i < x.size(); ++i) {
+    const auto v = static_cast<uint32_t>(static_cast<int64_t>(x[i])) * 1103515245u + 12345u;
+    EXPECT_EQ(r.io.at("Y")[i], static_cast<double>(static_cast<int32_t>(v))) << i;
+  }
+  EXPECT_EQ(r.io.at("Z")[7], -32768.0);  // 32767 + 1 wraps
+}
+
 TEST(SimFunctional, AxpyAddsScaledSourceIntoDestination) {
   KernelBuilder k("axpy", 1);
   auto A = k.input("A", {8}, f32);
@@ -733,6 +940,27 @@ TEST(SimTiming, SinAndPowCostTheirLibraryExpansionFromTheConfig) {
     EXPECT_DOUBLE_EQ(r.res.cycles, c.launch_cycles() + I + occ + c.vector_startup_exp)
         << (pow ? "pow" : "sin");
   }
+}
+
+/// One f32 sort of 2048 keys alone keeps the V pipe busy for Sort32 per block +
+/// ceil(log4(64)) = 3 MrgSort passes over every pair + 3 simple passes over the source, all
+/// from the config.
+TEST(SimTiming, SortCostsSort32BlocksAndMergePassesFromTheConfig) {
+  const ChipConfig& c = testing::a3();
+  KernelBuilder k("one", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {2048}, f32);
+    auto d = alloc_ub("d", {4096}, f32);
+    tile::sort(d, a, 2048);
+  });
+  auto r = run_timing(k.finish());
+  const double rep = std::ceil(2048.0 * 4 / c.vector_repeat_bytes);
+  const double occ = 64 * c.vector_sort32_cycles_per_block +
+                     3 * 2048 / c.vector_mrgsort_elems_per_cycle +
+                     3 * rep * c.vector_simple_cycles_per_repeat;
+  for (const auto& core : r.res.cores)
+    EXPECT_DOUBLE_EQ(core.pipes[static_cast<size_t>(Pipe::V)].busy_cycles, occ) << core.name;
+  EXPECT_GE(r.res.cycles, occ + c.vector_startup);
 }
 
 TEST(SimTiming, DependentVectorOpWaitsForTheResult) {

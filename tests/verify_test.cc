@@ -408,6 +408,91 @@ TEST(Verify, SinOnAnIntegerTileIsADtypeMismatch) {
                "tile::cast to f32 first", here(-4)});
 }
 
+TEST(Verify, SortNeedsWhole32ElementBlocks) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {40}, f32);
+    auto d = alloc_ub("d", {80}, f32);
+    tile::sort(d, a, 40);
+  });
+  expect_diag(kb.finish(), "shape-mismatch",
+              {"tile.sort: source a has 40 elements; expected a multiple of 32",
+               "allocate the source with 64 elements", here(-4)});
+}
+
+TEST(Verify, SortOfIntegersIsADtypeMismatch) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {32}, i32);
+    auto d = alloc_ub("d", {64}, i32);
+    tile::sort(d, a, 32);
+  });
+  expect_diag(kb.finish(), "dtype-mismatch",
+              {"tile.sort: 'd' is i32; sorting takes f32 or f16 tiles", here(-3)});
+}
+
+TEST(Verify, SortCountPastTheSourceIsAShapeMismatch) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {32}, f32);
+    auto d = alloc_ub("d", {64}, f32);
+    tile::sort(d, a, 33);
+  });
+  expect_diag(kb.finish(), "shape-mismatch",
+              {"33 valid elements, but the source a has 32", here(-3)});
+}
+
+TEST(Verify, MergeSortNeedsRoomForEveryPair) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {16}, f32);
+    auto b = alloc_ub("b", {16}, f32);
+    auto d = alloc_ub("d", {24}, f32);
+    tile::merge_sort(d, {a, b});
+  });
+  expect_diag(kb.finish(), "shape-mismatch",
+              {"tile.merge_sort: destination d has 24 elements; the merged lists have 32",
+               "allocate the destination with 32 elements", here(-4)});
+}
+
+TEST(Verify, GatherMaskDestinationMustHoldTheKeptElements) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {64}, f32);
+    auto d = alloc_ub("d", {16}, f32);
+    tile::gather_mask(d, a, 1);
+    tile::gather_mask(a, a, 9);
+  });
+  auto p = kb.finish();
+  expect_diag(
+      p, "shape-mismatch",
+      {"the pattern keeps 32 of the source's 64 elements but destination d holds 16", here(-6)});
+  expect_diag(p, "bad-operand", {"pattern 9; expected 1..7", here(-6)});
+}
+
+TEST(Verify, GatherbBlocksPastTheDestinationAreAShapeMismatch) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {256}, i32);
+    auto o = alloc_ub("o", {16}, u32);
+    auto d = alloc_ub("d", {128}, i32);  // 16 blocks of 32 bytes
+    tile::gatherb(d, a, o, 2, 1, 16);    // the second repeat starts at block 16
+  });
+  expect_diag(kb.finish(), "shape-mismatch",
+              {"the last block written is block 23 of destination d, which holds 16", here(-3)});
+}
+
+TEST(Verify, AtomicAddIntoUbIsACopyDirectionError) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {64}, f32);
+    auto b = alloc_ub("b", {64}, f32);
+    copy(a, b, {.transpose = false, .pad_value = std::nullopt, .atomic_add = true});
+  });
+  expect_diag(kb.finish(), "copy-direction",
+              {"atomic add UB -> UB: the DMA unit adds into GM only", here(-3)});
+}
+
 TEST(Verify, PowWithAMismatchedExponentTileIsAShapeMismatch) {
   KernelBuilder kb("k", 1);
   scope_v([&] {

@@ -79,6 +79,8 @@ struct ChipConfig {
   double vector_reduce_cycles_per_repeat = 7;
   double vector_sin_cos_ops = 20;   // vector instructions per repeat of sin / cos
   double vector_pow_extra_ops = 8;  // simple instructions per repeat of pow beyond exp, ln
+  double vector_sort32_cycles_per_block = 32;  // Sort32: one 32-element block
+  double vector_mrgsort_elems_per_cycle = 1;   // MrgSort output pairs per cycle
 
   // Data movement.
   double mte2_latency = 1400;    // first-byte latency GM -> L1/UB when HBM serves the data

@@ -6,6 +6,7 @@
 // of the DSL call that made it, which is what diagnostics point at.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -258,6 +259,9 @@ struct CopyStmt {
   Region src, dst;
   bool transpose = false;
   std::optional<double> pad_value;
+  /// UB -> GM (MTE3) or L0C -> GM (FIX) only: dst += src in dst's dtype, done by the DMA
+  /// unit (SetAtomicAdd). Concurrent atomic adds to the same bytes are not a race.
+  bool atomic_add = false;
 };
 /// C (+)= op(A) x op(B) with A in L0A, B in L0B, C in L0C (one mmad).
 struct GemmStmt {
@@ -303,9 +307,21 @@ enum class TileOpKind : uint8_t {
   // transcendental library ops (expanded to several vector instructions on hardware)
   Sin,
   Cos,
-  Pow,  // dst = a ^ b, elementwise; b a tile or a scalar
+  Pow,    // dst = a ^ b, elementwise; b a tile or a scalar
+  Round,  // to the nearest integer, halves away from zero (float tiles)
+  // index generation and sorting (the original's library ops)
+  Arange,      // dst[i] = scalar + i (CreateVecIndex / ArithProgression with step 1)
+  Sort,        // (value, index) pairs of src sorted descending; scalar = valid count
+  MergeSort,   // 2 or 3 sorted (value, index) pair lists merged, descending
+  GatherMask,  // src's elements where a pattern bit is set, packed into dst
+  Gatherb,     // 32-byte blocks of src at the byte offsets in srcs[1] (u32) into dst
 };
 const char* to_string(TileOpKind k);
+/// Built-in GatherMask patterns (AscendC numbering): whether pattern p keeps element i.
+/// 1 P0101 even, 2 P1010 odd, 3..6 P0001..P1000 element p - 3 of every four, 7 P1111 all.
+inline bool gather_mask_keeps(int64_t p, int64_t i) {
+  return p == 7 || (p <= 2 ? i % 2 == p - 1 : i % 4 == p - 3);
+}
 enum class CmpMode : uint8_t { EQ, NE, GT, GE, LT, LE };
 const char* to_string(CmpMode m);
 
@@ -316,13 +332,19 @@ const char* to_string(CmpMode m);
 ///   select: srcs = {mask, a, b} or {mask, a} + scalar;  gather: srcs = {src, offsets}
 ///   transpose: srcs = {a}, a [R, C] -> dst [C, R]
 ///   bit_and / bit_or / bit_xor: as binary;  bit_not: srcs = {a};  shl / shr: {a} + scalar
-///   sin / cos: srcs = {a};  pow: as binary
+///   sin / cos / round: srcs = {a};  pow: as binary
+///   arange: scalar (the first value);  sort: srcs = {src} + scalar (the valid count)
+///   merge_sort: srcs = 2 or 3 sorted pair lists (a 4-way merge is two of them)
+///   gather_mask: srcs = {src}, attrs[0] the built-in pattern 1..7 (gather_mask_pattern)
+///   gatherb: srcs = {src, u32 byte offsets}, attrs = {repeats, dst block stride,
+///            dst repeat stride} (strides in 32-byte blocks)
 struct TileOpStmt {
   TileOpKind op;
   Region dst;
   std::vector<Region> srcs;
   std::optional<ScalarOperand> scalar;
   CmpMode cmp = CmpMode::EQ;
+  std::array<int64_t, 3> attrs{};  // static integer parameters (gather_mask, gatherb)
 };
 
 enum class ReduceKind : uint8_t { Max, Min, Sum };

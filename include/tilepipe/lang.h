@@ -274,6 +274,7 @@ Tensor alloc_ub(const std::string& name, std::vector<int64_t> shape, DType dtype
 struct CopyOpts {
   bool transpose = false;
   std::optional<double> pad_value;
+  bool atomic_add = false;  // UB -> GM or L0C -> GM: dst += src (`T.tile.atomic_add`)
 };
 /// `T.copy(src, dst)`: the pipe follows from the scopes (GM->L1/UB MTE2, L1->L0 MTE1,
 /// L0C->GM/L1 FIX, UB->GM MTE3, UB->UB V).
@@ -341,6 +342,23 @@ void select(Tile dst, Tile mask, Tile a, Operand b, SrcLoc loc = SrcLoc::current
 void gather(Tile dst, Tile src, Tile offsets, SrcLoc loc = SrcLoc::current());
 /// dst [C, R] = src [R, C] transposed.
 void transpose(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+/// To the nearest integer, halves away from zero (float tiles).
+void round(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+/// dst[i] = first + i (`T.tile.createvecindex`).
+void arange(Tile dst, Scalar first, SrcLoc loc = SrcLoc::current());
+/// (value, index) pairs of src's first `count` elements (the rest of each 32-element block
+/// counts as -inf), sorted descending, ties by index; dst gets the leading pairs it holds.
+void sort(Tile dst, Tile src, Scalar count, SrcLoc loc = SrcLoc::current());
+/// Merges 2 or 3 descending (value, index) pair lists into dst (ties: the earlier list
+/// first); a 4-way merge is a 3-way one and a 2-way one.
+void merge_sort(Tile dst, std::vector<Tile> srcs, SrcLoc loc = SrcLoc::current());
+/// src's elements where the built-in pattern (1..7: P0101 P1010 P0001 P0010 P0100 P1000
+/// P1111) selects, packed into dst.
+void gather_mask(Tile dst, Tile src, int pattern, SrcLoc loc = SrcLoc::current());
+/// dst's 32-byte block r * rep_stride + j * blk_stride = the 32 bytes of src at byte offset
+/// offsets[8 r + j] (u32), for r < repeats, j < 8.
+void gatherb(Tile dst, Tile src, Tile offsets, int64_t repeats, int64_t blk_stride,
+             int64_t rep_stride, SrcLoc loc = SrcLoc::current());
 }  // namespace tile
 
 }  // namespace tilepipe::lang

@@ -192,11 +192,13 @@ struct OpTemplate {
   ir::ReduceKind reduce = ir::ReduceKind::Sum;
   int reduce_dim = -1;  // normalised: 1 = along columns (per row), 0 = along rows
   bool reduce_clear = true;
+  std::array<int64_t, 3> attrs{};  // TileOpStmt::attrs
   double scalar_imm = 0;
   CExpr scalar_expr;
   AccessTemplate scalar_read;  // UbRead
   // Copy / Mmad
   bool transpose = false;
+  bool atomic_add = false;  // Copy into GM: dst += src
   bool transpose_a = false, transpose_b = false, init = true;
   int64_t m = 0, n = 0, k = 0;  // Mmad dims, Copy/Vec matrix view [m rows, n cols]
   CExpr flag_id;                // flags

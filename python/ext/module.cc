@@ -263,21 +263,42 @@ ir::ScalarOperand to_scalar(const py::handle& h) {
 
 ir::TileOpKind tile_kind(const std::string& s) {
   static const std::map<std::string, ir::TileOpKind> m = {
-      {"add", ir::TileOpKind::Add},         {"sub", ir::TileOpKind::Sub},
-      {"mul", ir::TileOpKind::Mul},         {"div", ir::TileOpKind::Div},
-      {"max", ir::TileOpKind::Max},         {"min", ir::TileOpKind::Min},
-      {"exp", ir::TileOpKind::Exp},         {"ln", ir::TileOpKind::Ln},
-      {"abs", ir::TileOpKind::Abs},         {"sqrt", ir::TileOpKind::Sqrt},
-      {"rsqrt", ir::TileOpKind::Rsqrt},     {"reciprocal", ir::TileOpKind::Reciprocal},
-      {"relu", ir::TileOpKind::Relu},       {"sin", ir::TileOpKind::Sin},
-      {"cos", ir::TileOpKind::Cos},         {"pow", ir::TileOpKind::Pow},
-      {"axpy", ir::TileOpKind::Axpy},       {"cast", ir::TileOpKind::Cast},
-      {"fill", ir::TileOpKind::Fill},       {"broadcast", ir::TileOpKind::Broadcast},
-      {"compare", ir::TileOpKind::Compare}, {"select", ir::TileOpKind::SelectOp},
-      {"gather", ir::TileOpKind::Gather},   {"transpose", ir::TileOpKind::Transpose},
-      {"bit_and", ir::TileOpKind::BitAnd},  {"bit_or", ir::TileOpKind::BitOr},
-      {"bit_xor", ir::TileOpKind::BitXor},  {"bit_not", ir::TileOpKind::BitNot},
-      {"shl", ir::TileOpKind::ShiftLeft},   {"shr", ir::TileOpKind::ShiftRight}};
+      {"add", ir::TileOpKind::Add},
+      {"sub", ir::TileOpKind::Sub},
+      {"mul", ir::TileOpKind::Mul},
+      {"div", ir::TileOpKind::Div},
+      {"max", ir::TileOpKind::Max},
+      {"min", ir::TileOpKind::Min},
+      {"exp", ir::TileOpKind::Exp},
+      {"ln", ir::TileOpKind::Ln},
+      {"abs", ir::TileOpKind::Abs},
+      {"sqrt", ir::TileOpKind::Sqrt},
+      {"rsqrt", ir::TileOpKind::Rsqrt},
+      {"reciprocal", ir::TileOpKind::Reciprocal},
+      {"relu", ir::TileOpKind::Relu},
+      {"sin", ir::TileOpKind::Sin},
+      {"cos", ir::TileOpKind::Cos},
+      {"pow", ir::TileOpKind::Pow},
+      {"axpy", ir::TileOpKind::Axpy},
+      {"cast", ir::TileOpKind::Cast},
+      {"fill", ir::TileOpKind::Fill},
+      {"broadcast", ir::TileOpKind::Broadcast},
+      {"compare", ir::TileOpKind::Compare},
+      {"select", ir::TileOpKind::SelectOp},
+      {"gather", ir::TileOpKind::Gather},
+      {"transpose", ir::TileOpKind::Transpose},
+      {"bit_and", ir::TileOpKind::BitAnd},
+      {"bit_or", ir::TileOpKind::BitOr},
+      {"bit_xor", ir::TileOpKind::BitXor},
+      {"bit_not", ir::TileOpKind::BitNot},
+      {"shl", ir::TileOpKind::ShiftLeft},
+      {"shr", ir::TileOpKind::ShiftRight},
+      {"round", ir::TileOpKind::Round},
+      {"arange", ir::TileOpKind::Arange},
+      {"sort", ir::TileOpKind::Sort},
+      {"merge_sort", ir::TileOpKind::MergeSort},
+      {"gather_mask", ir::TileOpKind::GatherMask},
+      {"gatherb", ir::TileOpKind::Gatherb}};
   auto it = m.find(s);
   if (it == m.end()) throw std::invalid_argument("unknown tile op " + s);
   return it->second;
@@ -356,17 +377,19 @@ class Builder {
     guarded([&] { kb_->end_if(make_loc(loc)); });
   }
   void copy(const py::object& src, const py::object& dst, bool transpose, std::optional<double> pad,
-            const py::object& loc) {
-    emit(ir::CopyStmt{to_region(src), to_region(dst), transpose, pad}, loc);
+            const py::object& loc, bool atomic_add) {
+    emit(ir::CopyStmt{to_region(src), to_region(dst), transpose, pad, atomic_add}, loc);
   }
   void gemm(const py::object& a, const py::object& b, const py::object& c, bool ta, bool tb,
             bool init, const py::object& loc) {
     emit(ir::GemmStmt{to_region(a), to_region(b), to_region(c), ta, tb, init}, loc);
   }
   void tile_op(const std::string& kind, const py::object& dst, const py::list& srcs,
-               const py::object& scalar, const std::string& cmp, const py::object& loc) {
+               const py::object& scalar, const std::string& cmp, const py::object& loc,
+               std::array<int64_t, 3> attrs) {
     ir::TileOpStmt s;
     s.op = tile_kind(kind);
+    s.attrs = attrs;
     s.dst = to_region(dst);
     for (auto r : srcs) s.srcs.push_back(to_region(r));
     if (!scalar.is_none()) s.scalar = to_scalar(scalar);
@@ -503,9 +526,12 @@ PYBIND11_MODULE(_tilepipe, m) {
       .def("begin_if", &Builder::begin_if)
       .def("begin_else", &Builder::begin_else)
       .def("end_if", &Builder::end_if)
-      .def("copy", &Builder::copy)
+      .def("copy", &Builder::copy, py::arg("src"), py::arg("dst"), py::arg("transpose"),
+           py::arg("pad"), py::arg("loc"), py::arg("atomic_add") = false)
       .def("gemm", &Builder::gemm)
-      .def("tile_op", &Builder::tile_op)
+      .def("tile_op", &Builder::tile_op, py::arg("kind"), py::arg("dst"), py::arg("srcs"),
+           py::arg("scalar"), py::arg("cmp"), py::arg("loc"),
+           py::arg("attrs") = std::array<int64_t, 3>{})
       .def("reduce", &Builder::reduce)
       .def("set_flag", &Builder::set_flag)
       .def("wait_flag", &Builder::wait_flag)

@@ -130,7 +130,7 @@ class Equal {
   bool node(const AllocStmt& x, const AllocStmt& y) { return buffer(x.buffer, y.buffer); }
   bool node(const CopyStmt& x, const CopyStmt& y) {
     return region(x.src, y.src) && region(x.dst, y.dst) && x.transpose == y.transpose &&
-           x.pad_value == y.pad_value;
+           x.pad_value == y.pad_value && x.atomic_add == y.atomic_add;
   }
   bool node(const GemmStmt& x, const GemmStmt& y) {
     return region(x.a, y.a) && region(x.b, y.b) && region(x.c, y.c) &&
@@ -138,7 +138,7 @@ class Equal {
   }
   bool node(const TileOpStmt& x, const TileOpStmt& y) {
     return x.op == y.op && x.cmp == y.cmp && region(x.dst, y.dst) && regions(x.srcs, y.srcs) &&
-           scalar(x.scalar, y.scalar);
+           scalar(x.scalar, y.scalar) && x.attrs == y.attrs;
   }
   bool node(const ReduceStmt& x, const ReduceStmt& y) {
     return x.kind == y.kind && region(x.src, y.src) && region(x.dst, y.dst) && x.dim == y.dim &&

@@ -173,6 +173,18 @@ const char* to_string(TileOpKind k) {
       return "cos";
     case TileOpKind::Pow:
       return "pow";
+    case TileOpKind::Round:
+      return "round";
+    case TileOpKind::Arange:
+      return "arange";
+    case TileOpKind::Sort:
+      return "sort";
+    case TileOpKind::MergeSort:
+      return "merge_sort";
+    case TileOpKind::GatherMask:
+      return "gather_mask";
+    case TileOpKind::Gatherb:
+      return "gatherb";
     case TileOpKind::Axpy:
       return "axpy";
     case TileOpKind::Cast:

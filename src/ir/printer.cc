@@ -140,6 +140,7 @@ class Printer {
     std::string extra;
     if (n.transpose) extra += " transpose";
     if (n.pad_value) extra += " pad=" + fmt_double(*n.pad_value);
+    if (n.atomic_add) extra += " atomic_add";
     line(fmt::format("copy {} -> {}{}", region(n.src), region(n.dst), extra));
   }
   void print_node(const GemmStmt& n) {
@@ -153,6 +154,11 @@ class Printer {
     if (n.scalar) args += ", " + scalar(*n.scalar);
     std::string op = to_string(n.op);
     if (n.op == TileOpKind::Compare) op += std::string(".") + to_string(n.cmp);
+    if (n.op == TileOpKind::GatherMask && n.srcs.size() == 1)
+      args += fmt::format(", pattern={}", n.attrs[0]);
+    if (n.op == TileOpKind::Gatherb)
+      args += fmt::format(", repeat={}, dst_blk_stride={}, dst_rep_stride={}", n.attrs[0],
+                          n.attrs[1], n.attrs[2]);
     line(fmt::format("tile.{} {}", op, args));
   }
   void print_node(const ReduceStmt& n) {

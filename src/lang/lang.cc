@@ -384,7 +384,7 @@ static void emit(T node, SrcLoc loc) {
 }
 
 void copy(Tile src, Tile dst, CopyOpts opts, SrcLoc loc) {
-  emit(ir::CopyStmt{src.ir(), dst.ir(), opts.transpose, opts.pad_value}, loc);
+  emit(ir::CopyStmt{src.ir(), dst.ir(), opts.transpose, opts.pad_value, opts.atomic_add}, loc);
 }
 
 void gemm(Tile a, Tile b, Tile c, GemmOpts o, SrcLoc loc) {
@@ -426,11 +426,12 @@ void wait_cross_flag(Ex id, SrcLoc loc) {
 namespace tile {
 namespace {
 void op(ir::TileOpKind k, Tile dst, std::vector<Tile> srcs, std::optional<Operand> b, SrcLoc loc,
-        CmpMode cmp = CmpMode::EQ) {
+        CmpMode cmp = CmpMode::EQ, std::array<int64_t, 3> attrs = {}) {
   ir::TileOpStmt s;
   s.op = k;
   s.dst = dst.ir();
   s.cmp = cmp;
+  s.attrs = attrs;
   for (auto& t : srcs) s.srcs.push_back(t.ir());
   if (b) {
     if (auto* t = std::get_if<Tile>(&b->v))
@@ -498,6 +499,26 @@ void gather(Tile dst, Tile src, Tile offsets, SrcLoc loc) {
 }
 void transpose(Tile dst, Tile src, SrcLoc loc) {
   op(ir::TileOpKind::Transpose, dst, {src}, {}, loc);
+}
+void round(Tile dst, Tile src, SrcLoc loc) {
+  op(ir::TileOpKind::Round, dst, {src}, {}, loc);
+}
+void arange(Tile dst, Scalar first, SrcLoc loc) {
+  op(ir::TileOpKind::Arange, dst, {}, first, loc);
+}
+void sort(Tile dst, Tile src, Scalar count, SrcLoc loc) {
+  op(ir::TileOpKind::Sort, dst, {src}, count, loc);
+}
+void merge_sort(Tile dst, std::vector<Tile> srcs, SrcLoc loc) {
+  op(ir::TileOpKind::MergeSort, dst, std::move(srcs), {}, loc);
+}
+void gather_mask(Tile dst, Tile src, int pattern, SrcLoc loc) {
+  op(ir::TileOpKind::GatherMask, dst, {src}, {}, loc, CmpMode::EQ, {pattern, 0, 0});
+}
+void gatherb(Tile dst, Tile src, Tile offsets, int64_t repeats, int64_t blk_stride,
+             int64_t rep_stride, SrcLoc loc) {
+  op(ir::TileOpKind::Gatherb, dst, {src, offsets}, {}, loc, CmpMode::EQ,
+     {repeats, blk_stride, rep_stride});
 }
 }  // namespace tile
 

@@ -497,6 +497,8 @@ class Lowerer {
     t.acc[0] = access(n.dst, s.loc);
     t.acc[1] = access(n.src, s.loc);
     t.transpose = n.transpose;
+    t.atomic_add = n.atomic_add;
+    if (n.atomic_add) t.name += " atomic_add";
     std::tie(t.m, t.n) = matrix(n.src);
     out.items.push_back(instr_item(std::move(t)));
   }
@@ -524,6 +526,7 @@ class Lowerer {
     OpTemplate t = base(Opcode::Vec, Pipe::V, s.loc, std::string("tile.") + ir::to_string(n.op));
     t.tile_op = n.op;
     t.cmp = n.cmp;
+    t.attrs = n.attrs;
     t.acc[0] = access(n.dst, s.loc);
     t.num_acc = 1;
     for (const auto& r : n.srcs) t.acc[t.num_acc++] = access(r, s.loc);

@@ -167,6 +167,7 @@ std::vector<Access> leaf_accesses(const Stmt& s, const std::vector<Buffer>& fenc
           auto p = copy_pipe(n.src.buffer->scope, n.dst.buffer->scope);
           if (!p) return;
           add(n.src, AccessKind::Read, *p);
+          if (n.atomic_add) add(n.dst, AccessKind::Read, *p);  // dst += src
           add(n.dst, AccessKind::Write, *p);
         } else if constexpr (std::is_same_v<T, GemmStmt>) {
           add(n.a, AccessKind::Read, Pipe::M);

@@ -196,6 +196,10 @@ const std::vector<Group>& schema() {
                            &C::vector_reduce_cycles_per_repeat, 0, 1000),
                      field("sin_cos_ops", "instructions", &C::vector_sin_cos_ops, 1, 1000),
                      field("pow_extra_ops", "instructions", &C::vector_pow_extra_ops, 0, 1000),
+                     field("sort32_cycles_per_block", "cycles", &C::vector_sort32_cycles_per_block,
+                           1, 100000),
+                     field("mrgsort_elems_per_cycle", "elements/cycle",
+                           &C::vector_mrgsort_elems_per_cycle, 0.001, 1024),
                  },
                  {}});
     s.push_back(

@@ -51,6 +51,31 @@ static Cost vec_cost(const Instr& in, const ChipConfig& c) {
       return {rep * (2 * cpr + c.vector_pow_extra_ops * c.vector_simple_cycles_per_repeat),
               c.vector_startup_exp};
     }
+    case TileOpKind::Sort: {
+      // The library's Sort: Sort32 per 32-element block, then 4-way MrgSort passes over
+      // every pair until one list is left, around simple passes counted in repeats of the
+      // source: the index progression (1) and the copy of the pairs into dst (2); f16 keys
+      // are sorted as f32, which doubles those and adds a cast in (2) and out (4): 12.
+      const double len = static_cast<double>(in.acc[1].t->elements()), blocks = len / 32;
+      double passes = 0;  // ceil(log4(blocks)), counted exactly
+      for (double b = blocks; b > 1; b = std::ceil(b / 4)) ++passes;
+      const double src_rep =
+          std::ceil(static_cast<double>(in.acc[1].bytes()) / c.vector_repeat_bytes);
+      const double extra = in.acc[1].t->dtype == ir::DType::F16 ? 12 : 3;
+      return {blocks * c.vector_sort32_cycles_per_block +
+                  passes * len / c.vector_mrgsort_elems_per_cycle +
+                  extra * src_rep * c.vector_simple_cycles_per_repeat,
+              c.vector_startup};
+    }
+    case TileOpKind::MergeSort: {  // one MrgSort over every input pair
+      double pairs = 0;
+      for (int i = 1; i < in.t->num_acc; ++i)
+        pairs += static_cast<double>(in.acc[static_cast<size_t>(i)].t->elements()) / 2;
+      return {pairs / c.vector_mrgsort_elems_per_cycle, c.vector_startup};
+    }
+    case TileOpKind::Gatherb:  // one instruction of attrs[0] repeats (8 blocks each)
+      return {static_cast<double>(in.t->attrs[0]) * c.vector_simple_cycles_per_repeat,
+              c.vector_startup};
     default:
       return {rep * c.vector_simple_cycles_per_repeat, c.vector_startup};
   }

@@ -300,7 +300,7 @@ class Engine {
   [[gnu::noinline]] void observe_flag(const Core& c, Pipe pipe, const Instr& wait,
                                       const SetRecord& r, double from, double done, bool cross);
   int scalar_clock(Core& c);
-  void race_access(Core& c, Pipe pipe, const Instr& in, const Access& a, bool write);
+  void race_access(Core& c, Pipe pipe, const Instr& in, const Access& a, RaceKind kind);
   [[gnu::noinline]] void observe_op(Core& c, Pipe p, const Instr& in, double start, double end,
                                     double occupancy);
 

@@ -99,7 +99,7 @@ int64_t Engine::scalar_load(Core& c, const lower::LoadSite& site, const int64_t*
     Instr in;
     in.t = &site.op;
     in.s_clock = -1;
-    race_access(c, Pipe::S, in, acc, false);
+    race_access(c, Pipe::S, in, acc, RaceKind::Read);
   }
   return static_cast<int64_t>(load_elem(a.dtype, acc.mem + acc.offset * ir::dtype_bytes(a.dtype)));
 }

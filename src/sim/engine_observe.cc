@@ -41,11 +41,11 @@ int Engine::scalar_clock(Core& c) {
   return c.s_clock;
 }
 
-void Engine::race_access(Core& c, Pipe pipe, const Instr& in, const Access& a, bool write) {
+void Engine::race_access(Core& c, Pipe pipe, const Instr& in, const Access& a, RaceKind kind) {
   int64_t mem = a.t->scope == ir::Scope::GM
                     ? a.t->gm_index
                     : (int64_t{1} << 32) + c.index * 8 + static_cast<int64_t>(a.t->scope);
-  race_->access(c.ai_core, RaceDetector::thread(c.role, pipe), mem, a, write, [&] {
+  race_->access(c.ai_core, RaceDetector::thread(c.role, pipe), mem, a, kind, [&] {
     return AccessSite{c.stats.name, pipe, in.t, loop_state(c)};
   });
 }
@@ -58,7 +58,10 @@ void Engine::observe_op(Core& c, Pipe p, const Instr& in, double start, double e
     race_->acquire(c.ai_core, RaceDetector::thread(c.role, p),
                    clocks_[static_cast<size_t>(in.s_clock)]);
     for (int i = t.num_acc - 1; i >= 0; --i)
-      race_access(c, p, in, in.acc[static_cast<size_t>(i)], i == 0);
+      race_access(c, p, in, in.acc[static_cast<size_t>(i)],
+                  i > 0          ? RaceKind::Read
+                  : t.atomic_add ? RaceKind::AtomicAdd
+                                 : RaceKind::Write);
   }
   if (opts_.observer)
     opts_.observer->on_instr(InstrEvent{c.index, p, in.t, in.issue, start, end, occupancy,

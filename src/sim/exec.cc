@@ -12,6 +12,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -200,32 +201,37 @@ T* scratch(int i, size_t n) {
 
 /// Float ops run in f32 (what the vector unit computes for f32; for f16/bf16 the f32 result
 /// rounded on store equals the correctly rounded narrow result for + - * / sqrt).
-template <TileOpKind Op, bool Float>
-double apply_binary(double a, double b) {
-  if constexpr (Float) {
-    float x = static_cast<float>(a), y = static_cast<float>(b);
-    if constexpr (Op == TileOpKind::Add) return x + y;
-    if constexpr (Op == TileOpKind::Sub) return x - y;
-    if constexpr (Op == TileOpKind::Mul) return x * y;
-    if constexpr (Op == TileOpKind::Div) return x / y;
-    if constexpr (Op == TileOpKind::Max) return std::fmax(x, y);
-    if constexpr (Op == TileOpKind::Min) return std::fmin(x, y);
-    if constexpr (Op == TileOpKind::Pow) return std::pow(x, y);
-  } else {
-    int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
-    if constexpr (Op == TileOpKind::Add) return static_cast<double>(x + y);
-    if constexpr (Op == TileOpKind::Sub) return static_cast<double>(x - y);
-    if constexpr (Op == TileOpKind::Mul) return static_cast<double>(x * y);
-    if constexpr (Op == TileOpKind::Div) return y == 0 ? 0.0 : static_cast<double>(x / y);
-    if constexpr (Op == TileOpKind::Max) return static_cast<double>(std::max(x, y));
-    if constexpr (Op == TileOpKind::Min) return static_cast<double>(std::min(x, y));
-    if constexpr (Op == TileOpKind::Pow) {  // exact product; a negative exponent truncates
-      if (y < 0) return x == 1 ? 1.0 : x == -1 ? (y % 2 ? -1.0 : 1.0) : 0.0;
-      uint64_t r = 1, b = static_cast<uint64_t>(x);  // unsigned: wraps as the store does
-      for (int64_t e = y; e > 0; e >>= 1, b *= b)
-        if (e & 1) r *= b;
-      return static_cast<double>(static_cast<int64_t>(r));
-    }
+template <TileOpKind Op>
+double apply_float(double a, double b) {
+  float x = static_cast<float>(a), y = static_cast<float>(b);
+  if constexpr (Op == TileOpKind::Add) return x + y;
+  if constexpr (Op == TileOpKind::Sub) return x - y;
+  if constexpr (Op == TileOpKind::Mul) return x * y;
+  if constexpr (Op == TileOpKind::Div) return x / y;
+  if constexpr (Op == TileOpKind::Max) return std::fmax(x, y);
+  if constexpr (Op == TileOpKind::Min) return std::fmin(x, y);
+  if constexpr (Op == TileOpKind::Pow) return std::pow(x, y);
+  return 0;
+}
+
+/// Integer ops on 64-bit two's complement (unsigned, so overflow wraps): the low bits are
+/// exact, and the caller wraps them to the element's width.
+template <TileOpKind Op>
+uint64_t apply_int(double a, double b) {
+  const int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+  const uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+  if constexpr (Op == TileOpKind::Add) return ux + uy;
+  if constexpr (Op == TileOpKind::Sub) return ux - uy;
+  if constexpr (Op == TileOpKind::Mul) return ux * uy;
+  if constexpr (Op == TileOpKind::Div) return y == 0 ? 0 : static_cast<uint64_t>(x / y);
+  if constexpr (Op == TileOpKind::Max) return static_cast<uint64_t>(std::max(x, y));
+  if constexpr (Op == TileOpKind::Min) return static_cast<uint64_t>(std::min(x, y));
+  if constexpr (Op == TileOpKind::Pow) {  // exact product; a negative exponent truncates
+    if (y < 0) return static_cast<uint64_t>(x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0);
+    uint64_t r = 1, base = ux;
+    for (int64_t e = y; e > 0; e >>= 1, base *= base)
+      if (e & 1) r *= base;
+    return r;
   }
   return 0;
 }
@@ -251,6 +257,17 @@ bool with_binary(TileOpKind op, F&& f) {
     default:
       return false;
   }
+}
+
+/// An integer result reduced to the element's width in two's complement: integer vector
+/// arithmetic wraps on the hardware (only conversions, casts and copies, saturate).
+double wrap_int(ir::DType dt, uint64_t r) {
+  const int w = static_cast<int>(ir::dtype_bytes(dt)) * 8;
+  const bool sign = dt == ir::DType::I8 || dt == ir::DType::I16 || dt == ir::DType::I32;
+  const uint64_t mask = w >= 64 ? ~0ull : (1ull << w) - 1;
+  r &= mask;
+  if (sign && (r >> (w - 1)) & 1) return static_cast<double>(static_cast<int64_t>(r | ~mask));
+  return static_cast<double>(r);
 }
 
 /// The integer bit operations in the element's width (two's complement), wrapping as the
@@ -288,9 +305,7 @@ double apply_bits(TileOpKind op, ir::DType dt, double a, double b) {
     default:
       break;
   }
-  r &= mask;
-  if (sign && (r >> (w - 1)) & 1) return static_cast<double>(static_cast<int64_t>(r | ~mask));
-  return static_cast<double>(r);
+  return wrap_int(dt, r);
 }
 
 template <TileOpKind Op>
@@ -305,6 +320,7 @@ double apply_unary(double a) {
   if constexpr (Op == TileOpKind::Relu) return a > 0 ? a : 0.0;
   if constexpr (Op == TileOpKind::Sin) return std::sin(x);
   if constexpr (Op == TileOpKind::Cos) return std::cos(x);
+  if constexpr (Op == TileOpKind::Round) return std::round(x);  // halves away from zero
   return a;
 }
 
@@ -330,6 +346,8 @@ void with_unary(TileOpKind op, F&& f) {
       return f.template operator()<TileOpKind::Sin>();
     case TileOpKind::Cos:
       return f.template operator()<TileOpKind::Cos>();
+    case TileOpKind::Round:
+      return f.template operator()<TileOpKind::Round>();
     default:
       return f.template operator()<TileOpKind::Fill>();  // apply_unary's identity
   }
@@ -363,6 +381,37 @@ bool broadcast_per_row(const lower::AccessTemplate& src, int64_t rows) {
   return !row_shaped;
 }
 
+/// Descending by key, ties by the smaller index (Sort32 and MrgSort are stable); a NaN key
+/// sorts first so that the order stays a strict weak one.
+template <class T>
+bool before(T ka, int64_t ia, T kb, int64_t ib) {
+  const bool na = std::isnan(static_cast<double>(ka)), nb = std::isnan(static_cast<double>(kb));
+  if (na != nb) return na;
+  if (!na && ka != kb) return ka > kb;
+  return ia < ib;
+}
+
+/// The library's Sort: the first `count` elements of src as (value, index) pairs sorted
+/// descending, the rest of the last 32-element block padded with -inf (their indices kept);
+/// the index is stored as a value of the key's type. out holds dst's old values: only the
+/// leading pairs dst has room for change.
+template <class T>
+void sort_pairs(const T* src, int64_t len, double count, T* out, int64_t n) {
+  const int64_t cnt = std::clamp<int64_t>(static_cast<int64_t>(count), 0, len);
+  const int64_t aligned = std::min(len, (cnt + 31) / 32 * 32);
+  auto key = [&](int64_t i) {
+    return i < cnt ? src[i] : static_cast<T>(-std::numeric_limits<float>::infinity());
+  };
+  std::vector<int64_t> idx(static_cast<size_t>(aligned));
+  for (int64_t i = 0; i < aligned; ++i) idx[static_cast<size_t>(i)] = i;
+  std::stable_sort(idx.begin(), idx.end(),
+                   [&](int64_t a, int64_t b) { return before(key(a), a, key(b), b); });
+  for (int64_t e = 0; e < std::min(n, 2 * aligned); ++e) {
+    const int64_t i = idx[static_cast<size_t>(e / 2)];
+    out[e] = e % 2 ? static_cast<T>(i) : key(i);
+  }
+}
+
 /// Every operand a float type: each value is exactly a float, so T = float loses nothing.
 bool all_float(const Instr& in) {
   for (int i = 0; i < in.t->num_acc; ++i)
@@ -392,8 +441,14 @@ void exec_vec(const Instr& in) {
   };
   if (with_binary(t.tile_op, [&]<TileOpKind Op>() {
         const T* a = operand(1);
+        const ir::DType dt = dst.t->dtype;
         auto loop = [&]<bool F>(const auto& b) {
-          for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(apply_binary<Op, F>(a[i], b(i)));
+          for (size_t i = 0; i < n; ++i) {
+            if constexpr (F)
+              out[i] = static_cast<T>(apply_float<Op>(a[i], b(i)));
+            else
+              out[i] = static_cast<T>(wrap_int(dt, apply_int<Op>(a[i], b(i))));
+          }
         };
         auto run = [&](const auto& b) {
           if (fl)
@@ -477,6 +532,56 @@ void exec_vec(const Instr& in) {
       }
       break;
     }
+    case TileOpKind::Arange:
+      for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(in.scalar + static_cast<double>(i));
+      break;
+    case TileOpKind::Sort:
+      read(dst, out);
+      sort_pairs(operand(1), in.acc[1].t->elements(), in.scalar, out, static_cast<int64_t>(n));
+      break;
+    case TileOpKind::MergeSort: {  // k-way merge of descending pair lists
+      read(dst, out);
+      const T* list[3];
+      int64_t len[3], pos[3] = {0, 0, 0};
+      const int k = t.num_acc - 1;
+      for (int l = 0; l < k; ++l) {
+        list[l] = operand(l + 1);
+        len[l] = in.acc[static_cast<size_t>(l + 1)].t->elements() / 2;
+      }
+      for (size_t e = 0; e + 1 < n; e += 2) {
+        int best = -1;
+        for (int l = 0; l < k; ++l)
+          if (pos[l] < len[l] &&
+              (best < 0 || before(list[l][2 * pos[l]], l, list[best][2 * pos[best]], best)))
+            best = l;
+        if (best < 0) break;
+        out[e] = list[best][2 * pos[best]];
+        out[e + 1] = list[best][2 * pos[best] + 1];
+        ++pos[best];
+      }
+      break;
+    }
+    case TileOpKind::GatherMask: {
+      read(dst, out);
+      const T* src = operand(1);
+      size_t k = 0;
+      for (int64_t i = 0, len = in.acc[1].t->elements(); i < len && k < n; ++i)
+        if (ir::gather_mask_keeps(t.attrs[0], i)) out[k++] = src[i];
+      break;
+    }
+    case TileOpKind::Gatherb: {  // 32-byte blocks: of dst at the strides, of src at offsets
+      read(dst, out);
+      const T *src = operand(1), *off = operand(2);
+      const int64_t eb = dst.t->elem_bytes, per = 32 / eb, len = in.acc[1].t->elements();
+      for (int64_t r = 0; r < t.attrs[0]; ++r)
+        for (int64_t j = 0; j < 8; ++j) {
+          const int64_t d = (r * t.attrs[2] + j * t.attrs[1]) * per,
+                        s0 = static_cast<int64_t>(off[r * 8 + j]) / eb;
+          for (int64_t e = 0; e < per && d + e < static_cast<int64_t>(n); ++e)
+            out[d + e] = s0 + e < len ? src[s0 + e] : T(0);
+        }
+      break;
+    }
     default:  // unary
       with_unary(t.tile_op, [&]<TileOpKind Op>() {
         const T* a = operand(1);
@@ -522,9 +627,18 @@ void exec_reduce(const Instr& in) {
 template <class T>
 void exec_copy(const Instr& in) {
   const Access &dst = in.acc[0], &src = in.acc[1];
+  const size_t n = static_cast<size_t>(src.t->elements());
+  if (in.t->atomic_add) {  // the DMA unit adds the converted source into GM, in its dtype
+    const T* v = read(src, scratch<T>(1, n));
+    T* acc = read(dst, scratch<T>(2, n));
+    const ir::DType dt = dst.t->dtype;
+    for (size_t i = 0; i < n; ++i)
+      acc[i] =
+          static_cast<T>(static_cast<double>(acc[i]) + round_to(dt, static_cast<double>(v[i])));
+    return write(dst, acc);
+  }
   if (!in.t->transpose && dst.t->dtype == src.t->dtype && !overlap(dst, src))
     return copy_raw(dst, src);
-  const size_t n = static_cast<size_t>(src.t->elements());
   const T* v = read(src, scratch<T>(1, n));
   if (in.t->transpose) {
     int64_t rows = in.t->m, cols = in.t->n;

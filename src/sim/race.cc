@@ -42,14 +42,35 @@ bool RaceDetector::ordered(const Epoch& prev, int ai, int tid) const {
          clocks_[static_cast<size_t>(ai * kRaceThreads + tid)][static_cast<size_t>(prev.tid)];
 }
 
-void RaceDetector::report(const Epoch& prev, bool prev_write, const AccessSite& cur, bool cur_write,
-                          const Access& a) {
+void RaceDetector::note(std::vector<Epoch>& list, const Epoch& e) {
+  for (auto& r : list)
+    if (r.ai == e.ai && r.tid == e.tid) {
+      r = e;
+      return;
+    }
+  list.push_back(e);
+}
+
+static const char* verb(RaceKind k) {
+  switch (k) {
+    case RaceKind::Read:
+      return "reads";
+    case RaceKind::Write:
+      return "writes";
+    case RaceKind::AtomicAdd:
+      return "atomically adds to";
+  }
+  return "";
+}
+
+void RaceDetector::report(const Epoch& prev, RaceKind prev_kind, const AccessSite& cur,
+                          RaceKind cur_kind, const Access& a) {
   const AccessSite& p = sites_[static_cast<size_t>(prev.site)];
   uint64_t key = reinterpret_cast<uintptr_t>(p.op) * 31 + reinterpret_cast<uintptr_t>(cur.op);
   if (reported_pairs_.count(key) || reports_.size() >= 20) return;
   reported_pairs_[key] = true;
-  const char* pw = prev_write ? "writes" : "reads";
-  const char* cw = cur_write ? "writes" : "reads";
+  const char* pw = verb(prev_kind);
+  const char* cw = verb(cur_kind);
   std::string same_core = p.core == cur.core ? "" : " (different cores)";
   std::string hint =
       p.core == cur.core

@@ -31,6 +31,10 @@ struct AccessSite {
   std::string iteration;  // loop state, e.g. "cid=3, loop@57=2"
 };
 
+/// How an access touches memory. Atomic adds (the DMA unit's SetAtomicAdd) commute with
+/// each other, so two unordered ones are not a race; against a plain read or write they are.
+enum class RaceKind : uint8_t { Read, Write, AtomicAdd };
+
 class RaceDetector {
  public:
   explicit RaceDetector(int ai_cores);
@@ -51,7 +55,7 @@ class RaceDetector {
   /// Records an access and checks it against earlier conflicting ones. `mem` identifies the
   /// memory (GM tensor or one core's scope); `site` is built lazily only on a report.
   template <class SiteFn>
-  void access(int ai, int tid, int64_t mem, const Access& a, bool write, SiteFn&& site);
+  void access(int ai, int tid, int64_t mem, const Access& a, RaceKind kind, SiteFn&& site);
 
   std::vector<Diagnostic> take_reports() { return std::move(reports_); }
   bool found() const { return !reports_.empty(); }
@@ -64,10 +68,12 @@ class RaceDetector {
   };
   struct Block {
     Epoch write;
-    std::vector<Epoch> reads;  // since the last write, latest per thread
+    std::vector<Epoch> reads;    // since the last write, latest per thread
+    std::vector<Epoch> atomics;  // atomic adds since the last write, latest per thread
   };
+  static void note(std::vector<Epoch>& list, const Epoch& e);
   bool ordered(const Epoch& prev, int ai, int tid) const;
-  void report(const Epoch& prev, bool prev_write, const AccessSite& cur, bool cur_write,
+  void report(const Epoch& prev, RaceKind prev_kind, const AccessSite& cur, RaceKind cur_kind,
               const Access& a);
 
   std::vector<VectorClock> clocks_;
@@ -78,7 +84,7 @@ class RaceDetector {
 };
 
 template <class SiteFn>
-void RaceDetector::access(int ai, int tid, int64_t mem, const Access& a, bool write,
+void RaceDetector::access(int ai, int tid, int64_t mem, const Access& a, RaceKind kind,
                           SiteFn&& site) {
   auto& blocks = shadow_[mem];
   int cur_site = -1;
@@ -89,26 +95,24 @@ void RaceDetector::access(int ai, int tid, int64_t mem, const Access& a, bool wr
     }
     return cur_site;
   };
+  auto check = [&](const std::vector<Epoch>& list, RaceKind prev, const Access& acc) {
+    for (const auto& e : list)
+      if (!ordered(e, ai, tid)) report(e, prev, sites_[static_cast<size_t>(cur())], kind, acc);
+  };
   for_each_run(a, [&](int64_t lo, int64_t run) {
     for (int64_t b = lo / 32; b <= (lo + run - 1) / 32; ++b) {
       Block& blk = blocks[b];
       if (blk.write.tid >= 0 && !ordered(blk.write, ai, tid))
-        report(blk.write, true, sites_[static_cast<size_t>(cur())], write, a);
-      if (write) {
-        for (const auto& r : blk.reads)
-          if (!ordered(r, ai, tid)) report(r, false, sites_[static_cast<size_t>(cur())], true, a);
+        report(blk.write, RaceKind::Write, sites_[static_cast<size_t>(cur())], kind, a);
+      if (kind != RaceKind::AtomicAdd) check(blk.atomics, RaceKind::AtomicAdd, a);
+      if (kind != RaceKind::Read) check(blk.reads, RaceKind::Read, a);
+      const Epoch now{ai, tid, clock(ai, tid)[static_cast<size_t>(tid)], cur()};
+      if (kind == RaceKind::Write) {
         blk.reads.clear();
-        blk.write = Epoch{ai, tid, clock(ai, tid)[static_cast<size_t>(tid)], cur()};
+        blk.atomics.clear();
+        blk.write = now;
       } else {
-        bool merged = false;
-        for (auto& r : blk.reads)
-          if (r.ai == ai && r.tid == tid) {
-            r.clock = clock(ai, tid)[static_cast<size_t>(tid)];
-            r.site = cur();
-            merged = true;
-          }
-        if (!merged)
-          blk.reads.push_back(Epoch{ai, tid, clock(ai, tid)[static_cast<size_t>(tid)], cur()});
+        note(kind == RaceKind::Read ? blk.reads : blk.atomics, now);
       }
     }
   });

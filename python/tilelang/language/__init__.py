@@ -479,8 +479,14 @@ def _copy_core(ss, ds):
 
 
 def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
+    _copy(src, dst, transpose, pad_value)
+
+
+def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False):
+    """T.copy; with atomic_add (T.tile.atomic_add) the DMA unit adds src into the GM dst."""
     b = builder()
-    s, d = as_region(src, "copy source"), as_region(dst, "copy destination")
+    what = "atomic_add" if atomic_add else "copy"
+    s, d = as_region(src, f"{what} source"), as_region(dst, f"{what} destination")
     s, d = _origin(s, d), _origin(d, s)
     pad = None
     if pad_value is not None:
@@ -489,7 +495,7 @@ def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
         d = _prefix(s, d, pad)
     core = _copy_core(s.buffer.scope, d.buffer.scope)
     if ctx.split == "probe":
-        _core.probe_access(core if core != "X" else "V", [s], [d])
+        _core.probe_access(core if core != "X" else "V", [s] + ([d] if atomic_add else []), [d])
         if core == "X":
             ctx.mixed_copy = True
             core = "V"
@@ -504,7 +510,7 @@ def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
     loc = _core.current_loc()
     # pad_value is the value of the out-of-range part of a GM tile: the front end pads the
     # host tensor with it (see _note_gm), so the IR copy moves equal element counts.
-    b.copy(s.tup(), d.tup(), bool(transpose), None, loc)
+    b.copy(s.tup(), d.tup(), bool(transpose), None, loc, atomic_add)
 
 
 def _init_flag(init):

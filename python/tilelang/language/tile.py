@@ -53,7 +53,7 @@ def refuse_bool(what, buf):
               "bitwise ops on bools")
 
 
-def _emit(kind, dst, srcs, scalar=None, cmp="EQ"):
+def _emit(kind, dst, srcs, scalar=None, cmp="EQ", attrs=(0, 0, 0)):
     from . import _gate
 
     if kind not in _BOOL_OK:
@@ -70,7 +70,7 @@ def _emit(kind, dst, srcs, scalar=None, cmp="EQ"):
         return
     d = as_region(dst, f"T.tile.{kind} destination")
     rs = [as_region(s, f"T.tile.{kind} source").tup() for s in srcs]
-    builder().tile_op(kind, d.tup(), rs, scalar, cmp, _core.current_loc())
+    builder().tile_op(kind, d.tup(), rs, scalar, cmp, _core.current_loc(), list(attrs))
 
 
 def _binary(kind):
@@ -365,9 +365,211 @@ def row_expand_mul(dst, src, vec, *r, **kw):
     mul(dst, dst, src)
 
 
+# ---- index generation, sorting, masked gathers, atomic accumulation ----
+
+
+def _const(x, what):
+    v = resolve(x)
+    if isinstance(v, _ext.Expr) and v.const_value() is not None:
+        v = v.const_value()
+    if not isinstance(v, int):
+        raise err(f"{what} must be a build-time integer, found {v!r}",
+                  hint="tilepipe models this parameter as a constant of the instruction")
+    return v
+
+
+def _whole_count(what, count, *tiles):
+    """The original's `count` arguments cover whole tiles here: a prefix is not modelled."""
+    if count is None:
+        return
+    c = resolve(count)
+    n = as_region(tiles[0]).elements()
+    if c != n:
+        raise err(f"{what} count {c} differs from the tile's {n} elements",
+                  hint="operating on a prefix of a tile is not supported; slice the tiles")
+
+
+def _flat(r, lo, hi, what):
+    """The regions covering elements [lo, hi) of r in row-major order (r's leading extents
+    of 1 dropped): a run within one row, whole rows, or a row tail, whole rows and a row
+    head. Regions of rank > 2 (after dropping) are only taken whole."""
+    r = as_region(r)
+    ext = r.extents
+    lead = 0
+    while lead < len(ext) - 1 and ext[lead] == 1:
+        lead += 1
+    inner = ext[lead:]
+    if lo >= hi:
+        return []
+    if len(inner) == 1 or (lo == 0 and hi == r.elements()):
+        if len(inner) > 1:
+            return [r]
+        starts = list(r.starts)
+        starts[-1] = starts[-1] + lo
+        return [Region(r.buffer, starts, ext[:-1] + [hi - lo], [False] * len(ext))]
+    if len(inner) != 2:
+        raise err(f"{what}: part of the rank-{len(inner)} tile {r.buffer.name} is not a "
+                  "rectangle tilepipe can name", hint="use a 1-D or 2-D tile")
+    cols = inner[1]
+
+    def rows(a, b, c0, c1):  # rows [a, b), columns [c0, c1)
+        starts = list(r.starts)
+        starts[-2] = starts[-2] + a
+        starts[-1] = starts[-1] + c0
+        return Region(r.buffer, starts, ext[:-2] + [b - a, c1 - c0], [False] * len(ext))
+
+    out = []
+    r0, c0 = divmod(lo, cols)
+    r1, c1 = divmod(hi, cols)
+    if r0 == r1:
+        return [rows(r0, r0 + 1, c0, c1)]
+    if c0:
+        out.append(rows(r0, r0 + 1, c0, cols))
+        r0 += 1
+    if r1 > r0:
+        out.append(rows(r0, r1, 0, cols))
+    if c1:
+        out.append(rows(r1, r1 + 1, 0, c1))
+    return out
+
+
+def _prefix(r, n, what):
+    """The first n elements of r as one region."""
+    p = _flat(r, 0, n, what)
+    if len(p) != 1:
+        raise err(f"{what}: the first {n} elements of {as_region(r).buffer.name} are not one "
+                  "rectangle", hint="make the tile 1-D, or a whole number of rows")
+    return p[0]
+
+
+def createvecindex(dst, first_value, *r, **kw):
+    """dst[i] = first_value + i (the hardware's CreateVecIndex)."""
+    _emit("arange", dst, [], _scalar(first_value, "T.tile.createvecindex"))
+
+
+def arith_progression(buffer, first_value, diff_value, count, *r, **kw):
+    """buffer[i] = first_value + i * diff_value for i < count (step 1 modelled)."""
+    if resolve(diff_value) != 1:
+        raise err(f"T.tile.arith_progression with step {resolve(diff_value)!r} is not modelled",
+                  hint="tilepipe models step 1 (T.tile.createvecindex); scale the result with "
+                  "T.tile.muls")
+    n = _const(count, "T.tile.arith_progression count")
+    _emit("arange", _prefix(buffer, n, "T.tile.arith_progression"), [],
+          _scalar(first_value, "T.tile.arith_progression"))
+
+
+def round(dst, src, count=None, *r, **kw):  # noqa: A001
+    """dst = src rounded to the nearest integer, halves away from zero (the original's PTO
+    lowering is a cast in CAST_ROUND mode)."""
+    _whole_count("T.tile.round", count, dst, src)
+    _emit("round", dst, [src])
+
+
+def _sort(dst, src, actual_num, limit, what):
+    """The library's Sort (see tilepipe's tile.sort): pads src's last 32-element block past
+    the valid count with -inf in place (emitted here as a fill, so later reads see it), then
+    sorts into the first `limit` elements of dst."""
+    s = as_region(src, f"{what} source")
+    n = resolve(actual_num)
+    if isinstance(n, _ext.Expr) and n.const_value() is not None:
+        n = n.const_value()
+    if isinstance(n, int):
+        end = builtins.min(s.elements(), (n + 31) // 32 * 32)
+        # The library pads the partial 32-byte block with a masked Duplicate; tilepipe has no
+        # lane masks, so those elements are one-element stores (exempt from alignment) and
+        # the whole blocks after them one fill.
+        per_block = 32 // _core.dtype_bytes(s.buffer.dtype)
+        head = builtins.min(end, -(-builtins.max(n, 0) // per_block) * per_block)
+        for i in range(builtins.max(n, 0), head):
+            _emit("fill", _flat(s, i, i + 1, what)[0], [], float("-inf"))
+        for part in _flat(s, head, end, what):
+            _emit("fill", part, [], float("-inf"))
+        count = float(n)
+    elif isinstance(n, _ext.Expr):
+        raise err(f"{what} with a run-time valid count is not modelled: the hardware pads the "
+                  "source past the count with -inf in place, a write of run-time length",
+                  hint="pass the count as a build-time value (a T.symbolic dim is one per "
+                  "compiled program)")
+    else:
+        raise err(f"{what}: the valid count {n!r} is not an integer")
+    d = as_region(dst, f"{what} destination")
+    _emit("sort", _prefix(d, builtins.min(limit, d.elements()), what), [s], count)
+
+
+def sort(dst, src, actual_num, *r, **kw):
+    """dst = (value, index) pairs of src's first actual_num elements, sorted descending."""
+    _sort(dst, src, actual_num, 2 * as_region(src).elements(), "T.tile.sort")
+
+
+def topk(dst, src, K, actual_num, *r, **kw):
+    """The first K (value, index) pairs of the descending sort of src: the original sorts
+    all of src and copies 2 K elements rounded up to 32 bytes into dst."""
+    k = _const(K, "T.tile.topk K")
+    per_block = 32 // _core.dtype_bytes(as_region(src).buffer.dtype)
+    _sort(dst, src, actual_num, (2 * k + per_block - 1) // per_block * per_block, "T.tile.topk")
+
+
+def merge_sort(dst, src0, src1, src2=None, src3=None, *r, **kw):
+    """dst = the 2-4 descending (value, index) pair lists merged (one MrgSort on hardware);
+    tilepipe's instruction takes at most 3 lists, so a 4-way merge is a 3-way one into a UB
+    temporary and a 2-way one (same order: ties keep the earlier list first)."""
+    srcs = [x for x in (src0, src1, src2, src3) if x is not None]
+    if len(srcs) < 4:
+        _emit("merge_sort", dst, srcs)
+        return
+    from . import _alloc
+
+    head = sum(as_region(x).elements() for x in srcs[:3])
+    key = ("merge_sort", head, as_region(dst).buffer.dtype, _core.ctx.stmt_loc)
+    if key not in _core.ctx.hidden:
+        _core.ctx.hidden[key] = _alloc("UB", [head], as_region(dst).buffer.dtype,
+                                       name="merge_sort_tmp")
+    t = _core.ctx.hidden[key]
+    _emit("merge_sort", t, srcs[:3])
+    _emit("merge_sort", dst, [t, srcs[3]])
+
+
+_GATHER_MASK = {"P0101": 1, "P1010": 2, "P0001": 3, "P0010": 4, "P0100": 5, "P1000": 6,
+                "P1111": 7}
+
+
+def gather_mask(dst, src, src1Pattern, *r, **kw):  # noqa: N803
+    """Built-in pattern (a string): the kept elements of src packed into dst. A uint32
+    buffer: the original's custom mode, which is a gather by element index (it scales the
+    indices to byte offsets in place, then gathers one element per index)."""
+    p = resolve(src1Pattern)
+    if isinstance(p, str):
+        if p not in _GATHER_MASK:
+            raise err(f"T.tile.gather_mask pattern {p!r}",
+                      hint="patterns: " + " ".join(_GATHER_MASK))
+        _emit("gather_mask", dst, [src], attrs=(_GATHER_MASK[p], 0, 0))
+        return
+    pr = as_region(p, "T.tile.gather_mask pattern")
+    if pr.buffer.dtype != "uint32":
+        raise err(f"T.tile.gather_mask pattern '{pr.buffer.name}' is {pr.buffer.dtype}; "
+                  "expected uint32 element indices")
+    _emit("mul", pr, [pr], float(_core.dtype_bytes(as_region(src).buffer.dtype)))
+    gather(_prefix(dst, pr.elements(), "T.tile.gather_mask"), src, pr)
+
+
+def gatherb(dst, src0, offset, repeat_time, dst_blk_stride, dst_rep_stride, *r, **kw):
+    """32-byte blocks of src0 at the byte offsets in `offset` (uint32) into dst's blocks
+    repeat * dst_rep_stride + j * dst_blk_stride (8 per repeat)."""
+    attrs = tuple(_const(x, f"T.tile.gatherb {w}") for x, w in (
+        (repeat_time, "repeat_time"), (dst_blk_stride, "dst_blk_stride"),
+        (dst_rep_stride, "dst_rep_stride")))
+    _emit("gatherb", dst, [src0, offset], attrs=attrs)
+
+
+def atomic_add(dst, src, *r, **kw):
+    """dst (GM) += src (a UB or L0C tile), done by the DMA unit: a copy with atomic add."""
+    from . import _copy
+
+    _copy(src, dst, atomic_add=True)
+
+
 _UNSUPPORTED = {
-    "sin", "cos", "pow", "round", "sort", "sort32", "merge_sort", "topk", "init_sort_buf", "gather_mask",
-    "gatherb", "brcb", "createvecindex", "arith_progression", "atomic_add",
+    "sort32", "init_sort_buf", "brcb",
     "wholereducemax", "wholereducemin", "wholereducesum", "block_reduce_max",
     "block_reduce_min", "block_reduce_sum", "mul_add_dst", "bilinear_interpolation",
 }
@@ -379,5 +581,7 @@ def __getattr__(name):
     what = "has no model in tilepipe's IR" if name in _UNSUPPORTED else "is not a tile op"
     raise _core.UnsupportedName(f"T.tile.{name} {what}", loc=_core.current_loc(),
               hint="tilepipe's tile ops: add sub mul div max min adds muls exp ln abs sqrt "
-              "rsqrt reciprocal relu axpy cast fill broadcast compare select gather, and "
+              "rsqrt reciprocal relu axpy cast fill broadcast compare select gather round "
+              "createvecindex arith_progression sort topk merge_sort gather_mask gatherb "
+              "atomic_add, and "
               "sigmoid silu leaky_relu clamp row_expand_mul built from them (docs/python.md)")
