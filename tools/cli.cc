@@ -305,9 +305,20 @@ struct LadderArgs {
   bool advise = false;  // add per-step advice to the JSON
 };
 
-struct DifferentialArgs {
+/// One kernel config named on the command line (differential, emit).
+struct KernelConfigArgs {
   std::string kernel, variant, chip = "a3";
   std::vector<std::string> params;
+};
+
+void add_kernel_config(CLI::App* cmd, KernelConfigArgs& a) {
+  cmd->add_option("kernel", a.kernel, "kernel name or FILE.py[:NAME]")->required();
+  cmd->add_option("--variant", a.variant, "kernel variant");
+  cmd->add_option("--chip", a.chip, "chip config: a2, a3, or a .json path");
+  cmd->add_option("--param", a.params, "kernel parameter k=v (repeatable)");
+}
+
+struct DifferentialArgs : KernelConfigArgs {
   double tolerance_pct = 0.5;
   bool json = false;
 };
@@ -390,9 +401,9 @@ int cmd_ladder(const LadderArgs& a) {
   return 0;
 }
 
-struct EmitArgs {
-  std::string kernel, variant, chip = "a3", output;
-  std::vector<std::string> params, no_pass;
+struct EmitArgs : KernelConfigArgs {
+  std::string output;
+  std::vector<std::string> no_pass;
   bool json = false;
 };
 
@@ -504,10 +515,7 @@ int tilepipe::cli::main(int argc, char** argv) {
   DifferentialArgs diff_args;
   auto* differential = app.add_subcommand(
       "differential", "time one config with and without fast-forward; exit 3 if they differ");
-  differential->add_option("kernel", diff_args.kernel, "kernel name or FILE.py[:NAME]")->required();
-  differential->add_option("--variant", diff_args.variant, "kernel variant");
-  differential->add_option("--chip", diff_args.chip, "chip config: a2, a3, or a .json path");
-  differential->add_option("--param", diff_args.params, "kernel parameter k=v (repeatable)");
+  add_kernel_config(differential, diff_args);
   differential
       ->add_option("--tolerance-pct", diff_args.tolerance_pct,
                    "largest |fast - exact| / exact in % (default 0.5)")
@@ -583,10 +591,7 @@ int tilepipe::cli::main(int argc, char** argv) {
   EmitArgs emit_args;
   auto* emit = app.add_subcommand(
       "emit", "write the compiled kernel as a TileLang-Ascend expert-mode Python file");
-  emit->add_option("kernel", emit_args.kernel, "kernel name or FILE.py[:NAME]")->required();
-  emit->add_option("--variant", emit_args.variant, "kernel variant");
-  emit->add_option("--chip", emit_args.chip, "chip config: a2, a3, or a .json path");
-  emit->add_option("--param", emit_args.params, "kernel parameter k=v (repeatable)");
+  add_kernel_config(emit, emit_args);
   emit->add_option("--no-pass", emit_args.no_pass, "switch an automatic-mode pass off");
   emit->add_option("-o,--output", emit_args.output, "write the file here (default: stdout)");
   emit->add_flag("--json", emit_args.json, "print one JSON object on stdout");
