@@ -55,4 +55,38 @@ TEST(Values, GemmIsTheSameOnEveryThreadCount) {
   expect_same_for_every_thread_count("gemm", {{"M", "512"}, {"N", "512"}, {"K", "256"}});
 }
 
+TEST(Values, WriteBackReturnsOnlyTheNamedTensors) {
+  const ChipConfig chip = load_chip_config("a3");
+  const auto& k = kernels::find_kernel("gemm");
+  driver::RunRequest req;
+  req.params = driver::resolve_params(k, {{"M", "256"}, {"N", "256"}, {"K", "128"}});
+  req.mode = sim::Mode::Timing;
+  bool ran = false;
+  req.on_lowered = [&](const lower::LoweredProgram& p) {
+    sim::HostData in;
+    std::string out_name;
+    for (const auto& g : p.gm) {
+      in[g.buffer->name].assign(static_cast<size_t>(g.buffer->elements()), 0.5);
+      out_name = g.buffer->name;  // the last GM tensor: the GEMM's output
+    }
+    sim::HostData all = in, some = in;
+    sim::simulate(p, chip, &all);
+    sim::SimOptions o;
+    o.write_back = {out_name};
+    sim::simulate(p, chip, &some, o);
+    for (const auto& [name, vals] : some) {
+      if (name == out_name) {
+        EXPECT_EQ(vals, all.at(name));
+        EXPECT_FALSE(vals.empty());
+      } else {
+        EXPECT_TRUE(vals.empty()) << name << " was converted back";
+        EXPECT_FALSE(all.at(name).empty());
+      }
+    }
+    ran = true;
+  };
+  driver::run_kernel(k, req, chip);
+  EXPECT_TRUE(ran);
+}
+
 }  // namespace

@@ -10,27 +10,25 @@
 namespace tilepipe {
 
 /// float -> IEEE binary16 bits, round to nearest even; overflow -> inf, NaN stays NaN.
+/// Branch-free (selects), so conversion loops vectorise: normals rebias the exponent and
+/// round by adding 0xfff + the kept lsb; subnormals let one float add (RNE) align the 10
+/// mantissa bits at the bottom of 0.5f. Checked against a bit-by-bit rounding on all 2^32
+/// inputs when written (Numeric tests keep the boundaries).
 inline uint16_t float_to_f16(float f) {
   uint32_t x;
   std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t mag = x & 0x7fffffffu;
-  if (mag > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
-  if (mag >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // >= 65520 -> inf
-  if (mag < 0x38800000u) {                                               // subnormal or zero in f16
-    if (mag < 0x33000000u) return static_cast<uint16_t>(sign);           // < 2^-25 rounds to 0
-    uint32_t e = mag >> 23;
-    uint32_t m = (mag & 0x7fffffu) | 0x800000u;
-    int shift = 126 - static_cast<int>(e);  // to 10-bit subnormal mantissa
-    uint32_t r = m >> shift;
-    uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (r & 1))) ++r;
-    return static_cast<uint16_t>(sign | r);
-  }
-  uint32_t r = mag - 0x38000000u;  // rebias exponent 127 -> 15
-  uint32_t out = r >> 13, rem = r & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (out & 1))) ++out;
-  return static_cast<uint16_t>(sign | out);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t mag = x & 0x7fffffffu;
+  const uint32_t normal = (mag + 0xc8000fffu + ((mag >> 13) & 1u)) >> 13;  // - (112 << 23)
+  float m, d;
+  std::memcpy(&m, &mag, 4);
+  d = m + 0.5f;
+  uint32_t du;
+  std::memcpy(&du, &d, 4);
+  uint32_t r = mag < 0x38800000u ? du - 0x3f000000u : normal;  // below 2^-14: subnormal
+  r = mag >= 0x47800000u ? 0x7c00u : r;                        // >= 65536 -> inf
+  r = mag > 0x7f800000u ? 0x7e00u : r;                         // NaN
+  return static_cast<uint16_t>(sign | r);
 }
 
 inline float f16_to_float(uint16_t h) {
@@ -179,6 +177,44 @@ inline void store_elem(ir::DType t, uint8_t* p, double v) {
       std::memcpy(p, &i, 4);
       return;
     }
+  }
+}
+
+/// load_elem over n contiguous elements: one dtype dispatch, then a plain loop.
+inline void load_elems(ir::DType t, const uint8_t* p, double* out, size_t n) {
+  if (t == ir::DType::F16) {
+    for (size_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, p + 2 * i, 2);
+      out[i] = f16_to_float(h);
+    }
+  } else if (t == ir::DType::F32) {
+    for (size_t i = 0; i < n; ++i) {
+      float f;
+      std::memcpy(&f, p + 4 * i, 4);
+      out[i] = f;
+    }
+  } else {
+    const size_t eb = static_cast<size_t>(ir::dtype_bytes(t));
+    for (size_t i = 0; i < n; ++i) out[i] = load_elem(t, p + i * eb);
+  }
+}
+
+/// store_elem over n contiguous elements: one dtype dispatch, then a plain loop.
+inline void store_elems(ir::DType t, const double* v, uint8_t* p, size_t n) {
+  if (t == ir::DType::F16) {
+    for (size_t i = 0; i < n; ++i) {
+      const uint16_t h = float_to_f16(static_cast<float>(v[i]));
+      std::memcpy(p + 2 * i, &h, 2);
+    }
+  } else if (t == ir::DType::F32) {
+    for (size_t i = 0; i < n; ++i) {
+      const float f = static_cast<float>(v[i]);
+      std::memcpy(p + 4 * i, &f, 4);
+    }
+  } else {
+    const size_t eb = static_cast<size_t>(ir::dtype_bytes(t));
+    for (size_t i = 0; i < n; ++i) store_elem(t, p + i * eb, v[i]);
   }
 }
 

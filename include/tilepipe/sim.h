@@ -115,6 +115,9 @@ struct SimOptions {
   /// stops within well under a second with a UserError of kind "interrupted". Read, never
   /// written; must outlive the run.
   const std::atomic<bool>* cancel = nullptr;
+  /// Functional mode: the GM tensors written back to `io` after the run (empty: every one).
+  /// A front end that reads only the outputs skips converting inputs and workspaces back.
+  std::vector<std::string> write_back;
 };
 
 /// Where each cycle of a pipe went, from cycle 0 to the kernel's span (the fields sum to
@@ -207,9 +210,9 @@ class InvariantError : public std::logic_error {
 inline constexpr const char* kSimVersion = "tilepipe-sim-4";
 
 /// Runs `prog`. In functional mode `io` supplies every input tensor (missing = zeros) and
-/// receives every GM tensor after the run. Throws UserError for run-time errors in the
-/// program (out-of-range slice, flag misuse, deadlock, cycle budget) and for a run stopped
-/// by SimOptions::cancel (kind "interrupted").
+/// receives every GM tensor after the run (or those of SimOptions::write_back). Throws UserError
+/// for run-time errors in the program (out-of-range slice, flag misuse, deadlock, cycle budget) and
+/// for a run stopped by SimOptions::cancel (kind "interrupted").
 SimResult simulate(const lower::LoweredProgram& prog, const ChipConfig& chip, HostData* io,
                    const SimOptions& opts = {});
 

@@ -94,12 +94,17 @@ passes::PassOptions pass_options(const py::dict& opts) {
 }
 
 /// Tensors by name from a dict of arrays (float64, flattened).
-sim::HostData host_data(const py::dict& arrays) {
+/// The arrays as simulator inputs. `consume`: each entry leaves the dict once copied, so a
+/// caller holding no other reference frees it at once (one tensor in two copies at a time).
+sim::HostData host_data(const py::dict& arrays, bool consume = false) {
   sim::HostData io;
-  for (auto [k, v] : arrays) {
-    auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(v);
-    if (!a) throw py::type_error("input must be convertible to a float64 array");
-    io[k.cast<std::string>()] = std::vector<double>(a.data(), a.data() + a.size());
+  for (const auto& k : py::list(arrays.attr("keys")())) {
+    {
+      auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(arrays[k]);
+      if (!a) throw py::type_error("input must be convertible to a float64 array");
+      io[k.cast<std::string>()] = std::vector<double>(a.data(), a.data() + a.size());
+    }
+    if (consume && PyDict_DelItem(arrays.ptr(), k.ptr()) != 0) throw py::error_already_set();
   }
   return io;
 }
@@ -192,8 +197,9 @@ void cancellable(F&& f) {
 }
 
 std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dict& inputs,
-                               const std::string& mode, bool races, bool record, bool exact) {
-  sim::HostData io = host_data(inputs);
+                               const std::string& mode, bool races, bool record, bool exact,
+                               const std::vector<std::string>& outputs, bool consume) {
+  sim::HostData io = host_data(inputs, consume && !record);
   auto r = std::make_shared<RunResult>();
   if (record) r->inputs = io;
   r->exact = exact;
@@ -201,6 +207,7 @@ std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dic
   opts.mode = mode == "timing" ? sim::Mode::Timing : sim::Mode::Functional;
   opts.detect_races = races;
   opts.fast_forward.enabled = !exact;
+  opts.write_back = outputs;
   if (record) {
     r->recorder = std::make_shared<prof::Recorder>();
     opts.observer = r->recorder.get();
@@ -591,7 +598,8 @@ void bind_driver(py::module_& m) {
       .def_property_readonly("wall_s", [](const RunResult& r) { return r.wall_s; })
       .def_property_readonly("outputs", [](const RunResult& r) { return r.outputs; });
   m.def("run", &run, py::arg("compiled"), py::arg("inputs"), py::arg("mode"),
-        py::arg("races") = false, py::arg("record") = false, py::arg("exact") = false);
+        py::arg("races") = false, py::arg("record") = false, py::arg("exact") = false,
+        py::arg("outputs") = std::vector<std::string>{}, py::arg("consume") = false);
   m.def("summary_json", [](const std::shared_ptr<Compiled>& c,
                            const std::shared_ptr<RunResult>& r) { return summary_json(c, *r); });
   m.def("write_trace", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r,

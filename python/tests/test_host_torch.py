@@ -304,3 +304,26 @@ def test_autotune_skips_tuning_when_the_tuned_parameters_are_given_positionally(
 
     factory(64, 32)
     assert calls == [(64, 32)]
+
+
+def test_sdpa_one_head_at_a_time_equals_the_whole_batch_formula(tmp_path):
+    r = run_py(tmp_path, """
+        import math, torch
+        import torch.nn.functional as F
+        q = torch.randn(2, 6, 5, 8)
+        k, v = torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 4)
+        m = torch.rand(5, 7) > 0.3
+        m[:, 0] = True                  # no row fully masked
+        kk, vv = k.repeat_interleave(2, dim=1), v.repeat_interleave(2, dim=1)
+        s = (q @ kk.transpose(-2, -1) / math.sqrt(8)).masked_fill(~m, float("-inf"))
+        ref = torch.softmax(s, dim=-1) @ vv
+        o = F.scaled_dot_product_attention(q, kk, vv, attn_mask=m)
+        torch.testing.assert_close(o, ref)
+        torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=m,
+                                                                  enable_gqa=True), ref)
+        add = torch.randn(5, 7)
+        ref2 = torch.softmax(q @ kk.transpose(-2, -1) / math.sqrt(8) + add, dim=-1) @ vv
+        torch.testing.assert_close(F.scaled_dot_product_attention(q, kk, vv, attn_mask=add), ref2)
+        print("sdpa OK", tuple(o.shape))
+    """)
+    assert "sdpa OK (2, 6, 5, 4)" in r.stdout, r.stderr

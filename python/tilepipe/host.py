@@ -10,6 +10,7 @@ the CPU, plus only what torch itself lacks (docs/python.md):
 
 install() patches the imported torch in place; only the runner calls it."""
 
+import itertools
 import math
 import os
 import sys
@@ -254,19 +255,33 @@ def _newer_functions(torch):
                 rep = query.size(-3) // key.size(-3)
                 key = key.repeat_interleave(rep, dim=-3)
                 value = value.repeat_interleave(rep, dim=-3)
-            attn = query @ key.transpose(-2, -1) * s
-            if is_causal:
-                mask = torch.ones(L, S, dtype=torch.bool).tril(diagonal=0)
-                attn = attn.masked_fill(~mask, float("-inf"))
-            if attn_mask is not None:
-                if attn_mask.dtype == torch.bool:
-                    attn = attn.masked_fill(~attn_mask, float("-inf"))
-                else:
-                    attn = attn + attn_mask
-            attn = torch.softmax(attn, dim=-1)
-            if dropout_p > 0.0:
-                attn = torch.dropout(attn, dropout_p, train=True)
-            return attn @ value
+            def one(q, k, v, m):
+                attn = q @ k.transpose(-2, -1) * s
+                if is_causal:
+                    causal = torch.ones(L, S, dtype=torch.bool).tril(diagonal=0)
+                    attn = attn.masked_fill(~causal, float("-inf"))
+                if m is not None:
+                    attn = attn.masked_fill(~m, float("-inf")) if m.dtype == torch.bool \
+                        else attn + m
+                attn = torch.softmax(attn, dim=-1)
+                if dropout_p > 0.0:
+                    attn = torch.dropout(attn, dropout_p, train=True)
+                return attn @ v
+
+            # One (batch, head) at a time: the score matrix of a whole batch of long
+            # sequences (B*H*L*S floats) would be gigabytes; one head's is L*S.
+            lead = torch.broadcast_shapes(query.shape[:-2], key.shape[:-2], value.shape[:-2])
+            q = query.expand(*lead, *query.shape[-2:])
+            k = key.expand(*lead, *key.shape[-2:])
+            v = value.expand(*lead, *value.shape[-2:])
+            m = None if attn_mask is None else attn_mask.expand(*lead, L, S)
+            out = None
+            for idx in itertools.product(*(range(n) for n in lead)):
+                o = one(q[idx], k[idx], v[idx], None if m is None else m[idx])
+                if out is None:
+                    out = o.new_empty(*lead, *o.shape)
+                out[idx] = o
+            return out
 
         F.scaled_dot_product_attention = scaled_dot_product_attention
     # torch < 2.3 has no uint16 / uint32 tensors: the names stand for the signed type of the

@@ -31,9 +31,7 @@ void Engine::setup_memory() {
                                  {},
                                  "pass exactly one value per element"});
     }
-    int eb = ir::dtype_bytes(b.dtype);
-    for (size_t e = 0; e < it->second.size(); ++e)
-      store_elem(b.dtype, gm_[i].data() + e * static_cast<size_t>(eb), it->second[e]);
+    store_elems(b.dtype, it->second.data(), gm_[i].data(), it->second.size());
     // collect() writes every tensor back: the host copy is not needed until then (at
     // 8 bytes a value it is the run's largest memory).
     if (functional_) std::vector<double>().swap(it->second);

@@ -286,13 +286,13 @@ SimResult Engine::collect() {
   values_exec_->drain_all();
   if (values_exec_->skipped()) interrupted(r.cycles);
   if (functional_ && io_) {
+    const auto& keep = opts_.write_back;
     for (size_t i = 0; i < p_.gm.size(); ++i) {
       const auto& b = *p_.gm[i].buffer;
+      if (!keep.empty() && std::find(keep.begin(), keep.end(), b.name) == keep.end()) continue;
       auto& out = (*io_)[b.name];
       out.resize(static_cast<size_t>(b.elements()));
-      int eb = ir::dtype_bytes(b.dtype);
-      for (size_t e = 0; e < out.size(); ++e)
-        out[e] = load_elem(b.dtype, gm_[i].data() + e * static_cast<size_t>(eb));
+      load_elems(b.dtype, gm_[i].data(), out.data(), out.size());
     }
   }
   return r;

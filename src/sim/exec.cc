@@ -136,6 +136,22 @@ void write(const Access& a, const T* v) {
           std::memcpy(p, v, static_cast<size_t>(n) * 4);
         else
           for (int64_t i = 0; i < n; ++i) std::memcpy(p + i * s, v + i, 4);
+      } else if constexpr (D == DType::F16) {
+        // The hottest store (Cube results and softmax tiles cast to f16): converted in a
+        // loop that vectorises, no round trip through double.
+        if (s == 2) {
+          uint16_t h[256];
+          for (int64_t i0 = 0; i0 < n; i0 += 256) {
+            const int64_t k = std::min<int64_t>(256, n - i0);
+            for (int64_t i = 0; i < k; ++i) h[i] = float_to_f16(static_cast<float>(v[i0 + i]));
+            std::memcpy(p + i0 * 2, h, static_cast<size_t>(k) * 2);
+          }
+        } else {
+          for (int64_t i = 0; i < n; ++i) {
+            const uint16_t h = float_to_f16(static_cast<float>(v[i]));
+            std::memcpy(p + i * s, &h, 2);
+          }
+        }
       } else {
         for (int64_t i = 0; i < n; ++i) store_elem(D, p + i * s, static_cast<double>(v[i]));
       }
