@@ -198,7 +198,8 @@ void cancellable(F&& f) {
 
 std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dict& inputs,
                                const std::string& mode, bool races, bool record, bool exact,
-                               const std::vector<std::string>& outputs, bool consume) {
+                               const std::vector<std::string>& outputs, bool consume,
+                               double max_cycles) {
   sim::HostData io = host_data(inputs, consume && !record);
   auto r = std::make_shared<RunResult>();
   if (record) r->inputs = io;
@@ -208,6 +209,7 @@ std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dic
   opts.detect_races = races;
   opts.fast_forward.enabled = !exact;
   opts.write_back = outputs;
+  opts.max_cycles = max_cycles;
   if (record) {
     r->recorder = std::make_shared<prof::Recorder>();
     opts.observer = r->recorder.get();
@@ -265,10 +267,11 @@ void write_trace(const std::shared_ptr<Compiled>& c, const RunResult& r, const s
 /// profile --json` with the timeline, and the advice as text; writes the HTML report to `html`
 /// when given.
 py::tuple profile(const std::shared_ptr<Compiled>& c, const py::dict& inputs, bool verify,
-                  const std::string& html) {
+                  const std::string& html, double max_cycles) {
   driver::KernelSource k = program_source(c->c.source, c->c.pass_options, host_data(inputs));
   driver::RunRequest req;
   req.mode = sim::Mode::Timing;
+  req.max_cycles = max_cycles;
   std::string json_text, text;
   cancellable([&](const std::atomic<bool>* cancel) {
     req.cancel = cancel;
@@ -599,13 +602,14 @@ void bind_driver(py::module_& m) {
       .def_property_readonly("outputs", [](const RunResult& r) { return r.outputs; });
   m.def("run", &run, py::arg("compiled"), py::arg("inputs"), py::arg("mode"),
         py::arg("races") = false, py::arg("record") = false, py::arg("exact") = false,
-        py::arg("outputs") = std::vector<std::string>{}, py::arg("consume") = false);
+        py::arg("outputs") = std::vector<std::string>{}, py::arg("consume") = false,
+        py::arg("max_cycles") = 1e13);
   m.def("summary_json", [](const std::shared_ptr<Compiled>& c,
                            const std::shared_ptr<RunResult>& r) { return summary_json(c, *r); });
   m.def("write_trace", [](const std::shared_ptr<Compiled>& c, const std::shared_ptr<RunResult>& r,
                           const std::string& path) { write_trace(c, *r, path); });
   m.def("profile", &profile, py::arg("compiled"), py::arg("inputs"), py::arg("verify") = true,
-        py::arg("html") = "");
+        py::arg("html") = "", py::arg("max_cycles") = 1e13);
   m.def(
       "emit",
       [](const std::shared_ptr<Compiled>& c, const std::string& factory,

@@ -70,6 +70,29 @@ def test_set_chip_validates_and_recompiles():
     assert _jit.CHIP == "a3"
 
 
+def test_set_max_cycles_bounds_every_run_and_is_validated():
+    from tilelang import TilepipeError, _jit
+
+    for bad in (0, -5, float("inf"), "1e9", True):
+        with pytest.raises(TilelangError, match="expected a positive number of cycles"):
+            tilelang.set_max_cycles(bad)
+    k = double(64)
+    a = np.ones((2, 64), np.float32)
+    k(a)
+    need = k.cycles(a)
+    try:
+        tilelang.set_max_cycles(need / 2)
+        with pytest.raises(TilepipeError, match="passed the cycle budget of"):
+            k(a)
+        with pytest.raises(TilepipeError, match="set_max_cycles"):
+            k.profile(a)
+        tilelang.set_max_cycles(need * 2)
+        assert k.cycles(a) == need
+    finally:
+        tilelang.set_max_cycles(1e13)
+    assert _jit.MAX_CYCLES[0] == 1e13
+
+
 def run_py(tmp_path, code):
     path = tmp_path / "script.py"
     path.write_text(textwrap.dedent(code))

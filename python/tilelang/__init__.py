@@ -52,3 +52,11 @@ def set_chip(name):
     from . import _jit
 
     _jit.set_chip(name)
+
+
+def set_max_cycles(n):
+    """Cycle budget of every later simulation (default 1e13): a run past it stops with an
+    error naming the kernel and the budget, as `tilepipe run --max-cycles` does."""
+    from . import _jit
+
+    _jit.set_max_cycles(n)

@@ -17,6 +17,7 @@ from ._core import _ext
 from ._interp import PrimFunc
 
 CHIP = "a3"
+MAX_CYCLES = [1e13]  # the simulator's cycle budget per run (set_max_cycles)
 
 
 def config_dir():
@@ -73,6 +74,18 @@ def set_chip(name):
             f"(the chip configs in {config_dir()})", loc=_core.user_loc(),
             hint="use one of those names, or a path to a chip config ending in .json")
     CHIP = low
+
+
+def set_max_cycles(n):
+    """Cycle budget of every later simulation (`tilepipe run --max-cycles`): a run past it
+    stops with a located error instead of running on (a kernel that never ends, a tail
+    guard gone wrong). Default 1e13."""
+    import math
+
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or n <= 0:
+        raise TilelangError(f"set_max_cycles({n!r}): expected a positive number of cycles",
+                            loc=_core.user_loc(), hint="e.g. tilelang.set_max_cycles(1e9)")
+    MAX_CYCLES[0] = float(n)
 
 
 class _KeyMeta(type):
@@ -486,7 +499,7 @@ class JITKernel:
         # as the simulator takes them (the largest memory of a big functional run).
         outputs = [name for name, _, _ in self.specs if c.info.roles.get(name) == "output"]
         r = _ext.run(c.compiled, host, mode, races, record, exact, outputs=outputs,
-                     consume=not _call_hooks)
+                     consume=not _call_hooks, max_cycles=MAX_CYCLES[0])
         self.last_run = (c, r)
         outs = []
         if mode == "functional":
@@ -569,7 +582,7 @@ class JITKernel:
     def _profile(self, args, html=""):
         """Profile through the driver, as `tilepipe profile` does: (JSON text, advice text)."""
         c, host, _ = self._host(self._example_inputs(args))
-        return _ext.profile(c.compiled, host, True, html)
+        return _ext.profile(c.compiled, host, True, html, MAX_CYCLES[0])
 
     def report(self, path, *args):
         """The HTML profile report (summary, timeline, evidence, verified advice) of one

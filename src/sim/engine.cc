@@ -334,7 +334,8 @@ void Engine::check_budget(const Core& c) {
   if (c.t > opts_.max_cycles) [[unlikely]]
     fail(c.has_pending ? c.pending.t->loc : ir::Loc{}, "cycle-budget",
          fmt::format("{} passed the cycle budget of {:.0f} cycles", c.stats.name, opts_.max_cycles),
-         "raise the budget (--max-cycles) or check for a loop that does not end");
+         "raise the budget (--max-cycles; from Python tilelang.set_max_cycles) or check for a loop "
+         "that does not end");
 }
 
 /// The scalar unit stalls while the target pipe's queue is full: the instruction
