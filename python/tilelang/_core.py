@@ -447,9 +447,20 @@ def box_within(inner, outer):
         o[0] <= i[0] and i[1] <= o[1] for i, o in zip(inner, outer))
 
 
+MAX_RANK = 4  # of an IR buffer (lower::kMaxRank)
+
+
+def slotted_shape(slots, shape):
+    """The shape holding `slots` versions of a `shape` buffer: `[slots, *shape]`, or with
+    the slots folded into the first dimension where one more would pass the IR's rank limit
+    (the original's 4-D FA workspaces, whose compiler adds the stage dimension)."""
+    shape = list(shape)
+    return [slots] + shape if len(shape) < MAX_RANK else [slots * shape[0]] + shape[1:]
+
+
 class Versioned(Buffer):
-    """A buffer with one version per stage of a cross-core pipeline: `[slots, *shape]`
-    underneath, indexed by the iteration's slot (ctx.slot) wherever it is used."""
+    """A buffer with one version per stage of a cross-core pipeline (`slotted_shape`
+    underneath), indexed by the iteration's slot (ctx.slot) wherever it is used."""
 
     def __init__(self, inner, shape):
         super().__init__(inner.ext, inner.name, shape, inner.dtype, inner.scope)
@@ -459,6 +470,9 @@ class Versioned(Buffer):
         if ctx.slot is None:
             raise err(f"'{self.name}' has a version per pipeline stage and is used outside the "
                       "stage loops", hint="use it only inside the T.Pipelined loop")
+        if len(self.inner.shape) == len(self.shape):  # folded into dimension 0
+            return Region(self.inner, [ctx.slot * self.shape[0] + r.starts[0]] +
+                          list(r.starts[1:]), list(r.extents), list(r.points))
         return Region(self.inner, [ctx.slot] + list(r.starts), [1] + list(r.extents),
                       [True] + list(r.points))
 

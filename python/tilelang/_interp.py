@@ -684,9 +684,9 @@ class Interpreter:
             for name, S in p["workspaces"].items():
                 credits[name] = S
                 ws = snapshot[name]
-                inner = Buffer(b.param(f"{name}_slots", [S] + list(ws.shape),
-                                       _core.dtype_code(ws.dtype), "workspace", loc),
-                               f"{name}_slots", [S] + list(ws.shape), ws.dtype, "GM")
+                shp = _core.slotted_shape(S, ws.shape)
+                inner = Buffer(b.param(f"{name}_slots", shp, _core.dtype_code(ws.dtype),
+                                       "workspace", loc), f"{name}_slots", shp, ws.dtype, "GM")
                 slotted[name] = _core.Versioned(inner, ws.shape)
         for core in ("C", "V"):
             if core not in ctx.probe_cores:

@@ -36,6 +36,20 @@ def plan(loop, stages_wanted, crossing):
         i = path.index(id(loop))
         return path[i + 1] if i + 1 < len(path) else None
 
+    def made_before_read(inside, per_stage):
+        """Every read of the buffer in the body lies in a box written before it in the same
+        iteration (by the same stage if per_stage): no value is carried from one iteration
+        to the next (nor, per stage, from one stage to another)."""
+        written = {}
+        for a, t in inside:
+            if t is None:
+                continue
+            done = written.setdefault(stage_of.get(t) if per_stage else 0, [])
+            if not all(any(box_within(r, w) for w in done) for r in a[1]):
+                return False
+            done.extend(w for w in a[2] if w is not None)
+        return True
+
     buffers = {}
     for name, accs in ctx.onchip.items():
         inside = [(a, top(a[3])) for a in accs]
@@ -43,19 +57,18 @@ def plan(loop, stages_wanted, crossing):
         used.discard(None)
         if len(used) < 2 or not any(a[2] for a, t in inside if t is not None):
             continue  # one stage's, or read-only in the loop: one copy serves every stage
+        if made_before_read(inside, per_stage=True):
+            # Scratch of each stage (the Cube's L0A/L0B/L0C reused by the QK and PV stages
+            # of an attention loop): a stage's statements run in order on one core, so one
+            # copy serves every stage.
+            continue
         if any(t is None for _, t in inside):
             return None, f"'{name}' crosses its stages and is also used outside the loop"
-        # Each iteration must make the value it reads: the first statement touching the
-        # buffer writes a constant box without reading, and every read lies inside it.
-        first_path = inside[0][0][3]
-        first = [a for a, _ in inside if a[3] == first_path]
-        written = [b for a in first for b in a[2]]
-        reads = [b for a, _ in inside for b in a[1]]
-        if any(a[1] for a in first) or len(written) != 1 or \
-                not all(box_within(r, written[0]) for r in reads):
+        # Each iteration must make the values it reads (a slot per iteration holds them).
+        if not made_before_read(inside, per_stage=False):
             return None, (f"'{name}' crosses its stages but may carry a value from one "
-                          "iteration to the next (its first use in the body is not a write "
-                          "of everything the body reads)")
+                          "iteration to the next (a read in the body is not inside a part "
+                          "the same iteration wrote before it)")
         buffers[name] = stages_wanted
     workspaces = {}
     for name in crossing:

@@ -253,8 +253,8 @@ def _alloc_buffer(scope, shape, dtype, name=None):
     def make(nm, shp, code, dtn):
         if not slots:
             return _Buffer(b.alloc(nm, scope, shp, code, loc), nm, shp, dtn, scope)
-        inner = _Buffer(b.alloc(nm, scope, [slots] + shp, code, loc), nm, [slots] + shp, dtn,
-                        scope)
+        full = _core.slotted_shape(slots, shp)
+        inner = _Buffer(b.alloc(nm, scope, full, code, loc), nm, full, dtn, scope)
         return _core.Versioned(inner, shp)
 
     buf = make(name, shape, dtype_code(dt), dt)
