@@ -119,3 +119,13 @@ def test_the_lowering_pass_config_is_checked_and_is_no_pass_option():
         "original"
     with pytest.raises(TilelangError, match="use one of original, tilepipe"):
         lowering({"tilepipe.lowering": "fast"})
+
+
+def test_original_lowering_pipelines_the_loop_across_the_cores(lowerings):
+    # The original's compiler pipelines this T.Pipelined loop (num_stages // 2 = 4 slots of
+    # each workspace); its L0A/L0B/L0C halves are each stage's scratch and keep one copy.
+    # The 4-D workspaces get their slots in dimension 0 (24 cores x 4 slots).
+    src = lowerings["original"]["source"]
+    assert "workspace_1_slots: GM f16[96, 2, 128, 128]" in src, src[:3000]
+    assert "workspace_1_slots[((k_stage * 24) + cid):+1" in src, src[:3000]
+    assert "alloc l0a: L0A f16[2, 128, 128]" in src, src[:3000]
