@@ -79,6 +79,15 @@ def vectorize(it, s, spec):
             # automatic UB -> GM copy of a T.Parallel writing global memory).
             from . import language as T
 
+            if isinstance(stmt, ast.Assign) and isinstance(value, ast.Subscript):
+                v = V.ref(value, stmt)
+                b = v.region.buffer
+                if v.lanes == dst.lanes and (b.scope == "L0C" or (
+                        b.scope in ("UB", "L1") and b.dtype == dst.region.buffer.dtype)):
+                    # an element of an on-chip tile: one copy out (L0C -> GM on the FIX
+                    # pipe, which converts f32 -> f16 / bf16), no UB temporary
+                    T.copy(v.region, dst.region)
+                    continue
             t = V.temp(dst.region.buffer.dtype)
             if isinstance(stmt, ast.AugAssign):
                 T.copy(dst.region, t.region)

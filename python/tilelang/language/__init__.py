@@ -759,8 +759,13 @@ BARRIER_EVENT_ID = 7  # the event id barrier_all's flags use (docs/python.md)
 def barrier_all(*a, **kw):
     """PipeBarrier<PIPE_ALL>: every earlier instruction of the core finishes before any later
     one starts. Spelt as flags through a hub pipe (M on the Cube core, the scalar unit on
-    the Vector core), event id 7."""
-    _no_split("T.barrier_all")
+    the Vector core), event id 7. In unscoped code each core's part of the C/V split gets
+    its own (PipeBarrier<PIPE_ALL> orders one core's pipes; what crosses the cores is the
+    split's hand-offs)."""
+    if ctx.split is not None:
+        if ctx.split in ("C", "V"):
+            drain(ctx.split)
+        return
     if ctx.scope is None:
         raise err("T.barrier_all() outside T.Scope: the barrier belongs to one core",
                   hint='place it inside `with T.Scope("C")` or `with T.Scope("V")`')

@@ -203,10 +203,12 @@ def _mask(m, n):
                   hint="give the mask one bit per lane: lanes / 8 bytes, lanes a multiple of 8")
     if r.elements() == n // 8:
         return r
-    if len(r.extents) != 1:
+    if any(e != 1 for e in r.extents[:-1]):
         raise err(f"bit mask {r.buffer.name} {list(r.extents)} has {r.elements()} bytes for "
                   f"{n} lanes", hint="slice the mask to lanes / 8 bytes")
-    return Region(r.buffer, [r.starts[0]], [n // 8], [False])
+    # a vector (or a row of a per-stage versioned buffer): its first n / 8 bytes
+    return Region(r.buffer, list(r.starts), list(r.extents[:-1]) + [n // 8],
+                  [False] * len(r.extents))
 
 
 def compare(dst, a, b, mode="EQ", *r, **kw):
