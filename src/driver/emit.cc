@@ -583,8 +583,8 @@ class Emitter {
                  ? "the original's T.tile.gather takes uint32 byte offsets, tilepipe's takes "
                    "int32 element offsets: not emitted yet"
              : n.op == TileOpKind::Compare || n.op == TileOpKind::SelectOp
-                 ? "the original's compare writes a bit mask (one bit per lane), tilepipe's "
-                   "one element per lane: not emitted yet"
+                 ? "the original's compare / select take a bit mask (one bit per lane); "
+                   "tilepipe's also take one element per lane: not emitted yet"
                  : "its T.tile call (counts, patterns, scratch buffers) is not spelt yet: "
                    "keep this kernel in developer mode");
     if (n.scalar) args.push_back(scalar(*n.scalar, s.loc));
