@@ -1,6 +1,7 @@
 // The simulator through small DSL programs: functional semantics of single ops against
 // hand-computed values, timing closed forms built from the chip config, run-time errors
 // (deadlock, flag misuse, bounds, budget) and determinism.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -660,6 +661,89 @@ TEST(SimFunctional, CompareMakesAMaskAndSelectPicksByIt) {
   EXPECT_EQ(r.io.at("Le2"), (std::vector<double>{1, 1, 0, 1, 0, 1, 0, 0}));
   EXPECT_EQ(r.io.at("SelTile"), (std::vector<double>{2, 4, 3.5, 0.5, 8, 2, 6, 10}));
   EXPECT_EQ(r.io.at("SelScalar"), (std::vector<double>{1, -2, -1, 0.25, -1, -0.5, -1, -1}));
+}
+
+/// The original's bit masks: a u8 / i8 compare destination with one eighth of the lanes
+/// holds bit k of byte j = lane 8 j + k; select reads such a mask.
+TEST(SimFunctional, CompareIntoABitMaskPacksLanesAndSelectReadsTheBits) {
+  constexpr int64_t n = 64;
+  KernelBuilder k("cmpbits", 1);
+  auto A = k.input("A", {n}, f32);
+  auto B = k.input("B", {n}, f32);
+  auto M = k.output("M", {n / 8}, u8);
+  auto Mi = k.output("Mi", {n / 8}, i8);
+  auto S = k.output("S", {n}, f32);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto a = alloc_ub("a", {n}, f32);
+    auto b = alloc_ub("b", {n}, f32);
+    auto m = alloc_ub("m", {n / 8}, u8);
+    auto mi = alloc_ub("mi", {n / 8}, i8);
+    auto s = alloc_ub("s", {n}, f32);
+    if_(vid == 0, [&] {
+      copy(A, a);
+      copy(B, b);
+      handoff(Pipe::MTE2, Pipe::V);
+      tile::compare(m, a, b, CmpMode::LT);
+      tile::compare(mi, a, 0.0, CmpMode::GE);
+      tile::select(s, m, a, -1.0);
+      handoff(Pipe::V, Pipe::MTE3);
+      copy(m, M);
+      copy(mi, Mi);
+      copy(s, S);
+    });
+  });
+  std::vector<double> a(n), b(n), want_m(n / 8, 0), want_mi(n / 8, 0), want_s(n);
+  for (int64_t i = 0; i < n; ++i) {
+    a[static_cast<size_t>(i)] = static_cast<double>((i * 7) % 11) - 5;
+    b[static_cast<size_t>(i)] = static_cast<double>((i * 3) % 5) - 2;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const auto u = static_cast<size_t>(i), j = static_cast<size_t>(i / 8);
+    const int bit = 1 << (i % 8);
+    if (a[u] < b[u]) want_m[j] += bit;
+    if (a[u] >= 0) want_mi[j] += bit;
+    want_s[u] = a[u] < b[u] ? a[u] : -1;
+  }
+  for (auto& v : want_mi) v = v >= 128 ? v - 256 : v;  // int8 bytes
+  auto r = run(k.finish(), {{"A", a}, {"B", b}});
+  EXPECT_EQ(r.io.at("M"), want_m);
+  EXPECT_EQ(r.io.at("Mi"), want_mi);
+  EXPECT_EQ(r.io.at("S"), want_s);
+}
+
+TEST(SimFunctional, FloatToIntCastRoundsByItsModeAndAConvertingCopyToNearestEven) {
+  const std::vector<double> x = {-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.7, -3.7};
+  KernelBuilder k("castround", 1);
+  auto X = k.input("X", {8}, f32);
+  std::vector<Tensor> outs;
+  for (int m = 0; m <= 4; ++m) outs.push_back(k.output(fmt::format("R{}", m), {8}, i32));
+  auto C = k.output("C", {8}, i32);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto xu = alloc_ub("x", {8}, f32);
+    std::vector<Tile> rs;
+    for (int m = 0; m <= 4; ++m) rs.push_back(alloc_ub(fmt::format("r{}", m), {8}, i32));
+    auto c = alloc_ub("c", {8}, i32);
+    if_(vid == 0, [&] {
+      copy(X, xu);
+      handoff(Pipe::MTE2, Pipe::V);
+      for (int m = 0; m <= 4; ++m)
+        tile::cast(rs[static_cast<size_t>(m)], xu, static_cast<ir::CastRound>(m));
+      copy(xu, c);
+      handoff(Pipe::V, Pipe::MTE3);
+      for (int m = 0; m <= 4; ++m) copy(rs[static_cast<size_t>(m)], outs[static_cast<size_t>(m)]);
+      copy(c, C);
+    });
+  });
+  auto r = run(k.finish(), {{"X", x}});
+  const std::vector<double> rint = {-2, -2, -0, 0, 2, 2, 4, -4};
+  EXPECT_EQ(r.io.at("R0"), rint);
+  EXPECT_EQ(r.io.at("R1"), (std::vector<double>{-3, -2, -1, 0, 1, 2, 3, -4}));
+  EXPECT_EQ(r.io.at("R2"), (std::vector<double>{-2, -1, -0, 1, 2, 3, 4, -3}));
+  EXPECT_EQ(r.io.at("R3"), (std::vector<double>{-3, -2, -1, 1, 2, 3, 4, -4}));
+  EXPECT_EQ(r.io.at("R4"), (std::vector<double>{-2, -1, -0, 0, 1, 2, 3, -3}));
+  EXPECT_EQ(r.io.at("C"), rint);
 }
 
 TEST(SimFunctional, GatherReadsSourceAtI32Offsets) {

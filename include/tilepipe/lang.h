@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "tilepipe/ir.h"
+#include "tilepipe/vec_modes.h"
 
 namespace tilepipe::lang {
 
@@ -331,6 +332,8 @@ void pow(Tile dst, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
 void axpy(Tile dst, Tile src, Scalar s, SrcLoc loc = SrcLoc::current());
 /// UB -> UB with a dtype change (f16 <-> f32 ...).
 void cast(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
+/// A float -> integer cast rounding by `round` (the plain cast rounds to nearest even).
+void cast(Tile dst, Tile src, ir::CastRound round, SrcLoc loc = SrcLoc::current());
 void fill(Tile dst, Scalar value, SrcLoc loc = SrcLoc::current());
 /// [R] or [R,1] -> [R,C] (one value per row); [C] or [1,C] -> [R,C] (one value per column).
 void broadcast(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());

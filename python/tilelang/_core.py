@@ -195,6 +195,7 @@ class _Ctx:
         self.bindings = None  # symbolic dim name -> value
         self.gm_extent = {}  # GM buffer name -> per-dim max end seen (bounds padding)
         self.gm_pad = {}  # GM buffer name -> pad value
+        self.gm_past = {}  # GM buffer name -> {dim: loc} of whole tiles starting past the end
         self.hidden = {}  # gemm_v0 L0 staging buffers by key
         self.kernel = None  # the _KernelInfo being built
         self.interp_file = None
@@ -392,7 +393,6 @@ class Buffer:
         self.shape = list(shape)
         self.dtype = dtype
         self.scope = scope  # "GM", "L1", "L0A", "L0B", "L0C", "UB"
-        self.bits = None  # uint8 mask twin (one element per bit), see alloc
 
     def __getitem__(self, idx):
         return make_region(self, idx)

@@ -351,6 +351,7 @@ class JITKernel:
             program = ctx.builder.finish()
             extents = dict(ctx.gm_extent)
             gm_pad = dict(ctx.gm_pad)
+            self._past = {n: dict(v) for n, v in ctx.gm_past.items()}
             info.drains = _drains()
             info.remap = _remap()
             return program, info, extents, gm_pad
@@ -373,6 +374,7 @@ class JITKernel:
         return c
 
     def _compile_bound(self, bindings):
+        self._past = {}
         t0 = time.perf_counter()
         roles = self._roles(set())
         program, info, extents, gm_pad = self._lower(bindings, roles, {})
@@ -386,6 +388,8 @@ class JITKernel:
             ends = extents.get(name)
             if ends and any(e > s for e, s in zip(ends, shape)):
                 pads[name] = ([max(e, s) for e, s in zip(ends, shape)], gm_pad.get(name, 0.0))
+                for d, loc in sorted(getattr(self, "_past", {}).get(name, {}).items()):
+                    _warn_past(name, d, shape, pads[name][0], loc)
         roles2 = self._roles(written)
         if roles2 != roles or pads or info.drains or info.remap:
             program, info, _, _ = self._lower(bindings, roles2, pads, info.drains, info.remap)
@@ -880,3 +884,19 @@ _call_hooks = []  # profiler.do_bench watching which kernels a callable runs
 
 def compile(prim, out_idx=None, workspace_idx=None, pass_configs=None, **kw):  # noqa: A001
     return JITKernel(prim, out_idx, workspace_idx, pass_configs, prim.__name__)
+
+
+class OutOfBoundsTileWarning(UserWarning):
+    """A whole GM tile starts past its tensor's end for some launch index (cid, vid)."""
+
+
+def _warn_past(name, dim, shape, padded, loc):
+    import warnings
+
+    where = f"{loc[0]}:{loc[1]}: " if loc else ""
+    warnings.warn(
+        f"{where}tiles of '{name}' run past dimension {dim} ({shape[dim]} elements, up to "
+        f"{padded[dim]}) for some launch index (cid, vid): on the NPU an unchecked access "
+        "past the tensor; tilepipe reads the pad value there and drops the writes",
+        OutOfBoundsTileWarning, stacklevel=2)
+

@@ -35,6 +35,31 @@ def vectorize(it, s, spec):
     dims = [to_index(d, "T.Parallel extent") for d in spec.dims]
     if not all(isinstance(d, int) for d in dims):
         raise it.error(s, "T.Parallel extents must be compile-time integers")
+    k = _serial_prefix(s.body, names)
+    if k:
+        # An index that reads another element with a loop variable (`a[idx[i], j]`): the
+        # original's serial fallback. The outer variables up to the last one used that way
+        # become serial loops (bound to run-time values, so `idx[i]` is a scalar load), and
+        # the inner ones stay vectorised.
+        if k == len(names):
+            raise it.error(s, f"T.Parallel variable '{names[-1]}' indexes an element read "
+                           "(an indirect index) in the innermost dimension",
+                           hint="keep the innermost T.Parallel variable a direct index; "
+                                "use T.tile.gather for an indirect innermost index")
+        inner = _copy.copy(s)
+        inner.target = ast.Tuple(elts=[ast.Name(id=n, ctx=ast.Store()) for n in names[k:]],
+                                 ctx=ast.Store())
+        spec2 = _copy.copy(spec)
+        spec2.dims = list(spec.dims)[k:]
+
+        def nest(d):
+            if d == k:
+                vectorize(it, inner, spec2)
+                return
+            it.loop(s, names[d], "serial", 0, dims[d], 1, 0, 1, lambda: nest(d + 1))
+
+        nest(0)
+        return
     V = _Vec(it, names, dims)
     for stmt in s.body:
         ctx.stmt_loc = it.loc(stmt)
@@ -54,6 +79,15 @@ def vectorize(it, s, spec):
             # automatic UB -> GM copy of a T.Parallel writing global memory).
             from . import language as T
 
+            if isinstance(stmt, ast.Assign) and isinstance(value, ast.Subscript):
+                v = V.ref(value, stmt)
+                b = v.region.buffer
+                if v.lanes == dst.lanes and (b.scope == "L0C" or (
+                        b.scope in ("UB", "L1") and b.dtype == dst.region.buffer.dtype)):
+                    # an element of an on-chip tile: one copy out (L0C -> GM on the FIX
+                    # pipe, which converts f32 -> f16 / bf16), no UB temporary
+                    T.copy(v.region, dst.region)
+                    continue
             t = V.temp(dst.region.buffer.dtype)
             if isinstance(stmt, ast.AugAssign):
                 T.copy(dst.region, t.region)
@@ -61,6 +95,31 @@ def vectorize(it, s, spec):
             T.copy(t.region, dst.region)
         else:
             V.emit_into(value, dst, stmt)
+
+
+def _names(node):
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _serial_prefix(body, names):
+    """1 + the outermost-last loop variable that an index uses other than directly (`i`,
+    `i + k`): e.g. `a[idx[i], j]`; 0 if none."""
+    lanes = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if not isinstance(node, ast.Subscript):
+                continue
+            idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            for ix in idx:
+                used = _names(ix) & set(names)
+                if not used or (isinstance(ix, ast.Name)):
+                    continue
+                if isinstance(ix, ast.BinOp) and isinstance(ix.op, ast.Add) and any(
+                        isinstance(a, ast.Name) and a.id in names and not (_names(b) & set(names))
+                        for a, b in ((ix.left, ix.right), (ix.right, ix.left))):
+                    continue
+                lanes |= {names.index(n) for n in used}
+    return max(lanes) + 1 if lanes else 0
 
 
 class _Vec:

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "tilepipe/driver.h"
+#include "tilepipe/vec_modes.h"
 
 namespace tilepipe::driver {
 namespace {
@@ -565,8 +566,12 @@ class Emitter {
       // Narrowing rounds to nearest even, as tilepipe's store does; widening is exact.
       const bool narrow = dtype_bytes(n.dst.buffer->dtype) < dtype_bytes(n.srcs[0].buffer->dtype) ||
                           (is_float(n.srcs[0].buffer->dtype) && !is_float(n.dst.buffer->dtype));
-      line("T.tile.cast({}, \"{}\", {})", fmt::join(args, ", "), narrow ? "CAST_RINT" : "CAST_NONE",
-           n.dst.elements());
+      static constexpr const char* kModes[] = {"CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND",
+                                               "CAST_TRUNC"};
+      const char* mode = n.attrs[0] > 0 && valid_cast_round(n.attrs[0])
+                             ? kModes[n.attrs[0]]
+                             : (narrow ? "CAST_RINT" : "CAST_NONE");
+      line("T.tile.cast({}, \"{}\", {})", fmt::join(args, ", "), mode, n.dst.elements());
       return;
     }
     const char* name = tile_name(n.op);
@@ -578,8 +583,8 @@ class Emitter {
                  ? "the original's T.tile.gather takes uint32 byte offsets, tilepipe's takes "
                    "int32 element offsets: not emitted yet"
              : n.op == TileOpKind::Compare || n.op == TileOpKind::SelectOp
-                 ? "the original's compare writes a bit mask (one bit per lane), tilepipe's "
-                   "one element per lane: not emitted yet"
+                 ? "the original's compare / select take a bit mask (one bit per lane); "
+                   "tilepipe's also take one element per lane: not emitted yet"
                  : "its T.tile call (counts, patterns, scratch buffers) is not spelt yet: "
                    "keep this kernel in developer mode");
     if (n.scalar) args.push_back(scalar(*n.scalar, s.loc));

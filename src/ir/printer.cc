@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "tilepipe/ir.h"
+#include "tilepipe/vec_modes.h"
 
 namespace tilepipe::ir {
 namespace {
@@ -156,6 +157,8 @@ class Printer {
     if (n.op == TileOpKind::Compare) op += std::string(".") + to_string(n.cmp);
     if (n.op == TileOpKind::GatherMask && n.srcs.size() == 1)
       args += fmt::format(", pattern={}", n.attrs[0]);
+    if (n.op == TileOpKind::Cast && n.attrs[0] != 0 && valid_cast_round(n.attrs[0]))
+      args += fmt::format(", round={}", to_string(static_cast<CastRound>(n.attrs[0])));
     if (n.op == TileOpKind::Gatherb)
       args += fmt::format(", repeat={}, dst_blk_stride={}, dst_rep_stride={}", n.attrs[0],
                           n.attrs[1], n.attrs[2]);

@@ -478,6 +478,10 @@ TP_UN(cast, Cast)
 TP_UN(broadcast, Broadcast)
 #undef TP_UN
 
+void cast(Tile dst, Tile src, ir::CastRound round, SrcLoc loc) {
+  op(ir::TileOpKind::Cast, dst, {src}, {}, loc, CmpMode::EQ, {static_cast<int64_t>(round), 0, 0});
+}
+
 void pow(Tile dst, Tile a, Operand b, SrcLoc loc) {
   op(ir::TileOpKind::Pow, dst, {a}, b, loc);
 }

@@ -18,6 +18,7 @@
 
 #include "instr.h"
 #include "tilepipe/numeric.h"
+#include "tilepipe/vec_modes.h"
 
 namespace tilepipe::sim {
 
@@ -491,9 +492,16 @@ void exec_vec(const Instr& in) {
         out[i] = static_cast<float>(s * static_cast<float>(x[i])) + static_cast<float>(y[i]);
       break;
     }
-    case TileOpKind::Cast:
+    case TileOpKind::Cast: {
       out = operand(1);
+      // A float into an integer type rounds by the cast's mode (the store saturates).
+      if (!fl && ir::is_float(in.acc[1].t->dtype)) {
+        const auto mode = static_cast<ir::CastRound>(t.attrs[0]);
+        for (size_t i = 0; i < n; ++i)
+          out[i] = static_cast<T>(ir::cast_round(mode, static_cast<double>(out[i])));
+      }
       break;
+    }
     case TileOpKind::Fill:
       std::fill(out, out + n, static_cast<T>(in.scalar));
       break;
@@ -508,6 +516,22 @@ void exec_vec(const Instr& in) {
     }
     case TileOpKind::Compare: {
       const T* a = operand(1);
+      const auto lanes = static_cast<size_t>(in.acc[1].t->elements());
+      if (ir::packed_mask(dst.t->dtype, static_cast<int64_t>(n), static_cast<int64_t>(lanes))) {
+        // one bit per lane, lane 8 j + k in bit k of byte j
+        const T* b = t.num_acc > 2 ? operand(2) : nullptr;
+        for (size_t j = 0; j < n; ++j) {
+          unsigned byte = 0;
+          for (size_t k = 0; k < 8; ++k) {
+            const size_t i = 8 * j + k;
+            if (b ? compare(t.cmp, a[i], b[i]) : compare(t.cmp, a[i], in.scalar)) byte |= 1u << k;
+          }
+          out[j] = static_cast<T>(dst.t->dtype == ir::DType::I8
+                                      ? static_cast<double>(static_cast<int8_t>(byte))
+                                      : static_cast<double>(byte));
+        }
+        break;
+      }
       if (t.num_acc > 2) {
         const T* b = operand(2);
         for (size_t i = 0; i < n; ++i) out[i] = compare(t.cmp, a[i], b[i]) ? 1 : 0;
@@ -518,6 +542,13 @@ void exec_vec(const Instr& in) {
     }
     case TileOpKind::SelectOp: {
       const T *m = operand(1), *a = operand(2), *b = second(3);
+      if (ir::packed_mask(in.acc[1].t->dtype, in.acc[1].t->elements(), static_cast<int64_t>(n))) {
+        for (size_t i = 0; i < n; ++i) {
+          const auto byte = static_cast<uint8_t>(static_cast<int>(m[i / 8]));
+          out[i] = (byte >> (i % 8)) & 1u ? a[i] : b[i];
+        }
+        break;
+      }
       for (size_t i = 0; i < n; ++i) out[i] = m[i] != 0 ? a[i] : b[i];
       break;
     }
@@ -656,6 +687,13 @@ void exec_copy(const Instr& in) {
   if (!in.t->transpose && dst.t->dtype == src.t->dtype && !overlap(dst, src))
     return copy_raw(dst, src);
   const T* v = read(src, scratch<T>(1, n));
+  if (ir::is_float(src.t->dtype) && !ir::is_float(dst.t->dtype)) {
+    // A converting UB -> UB copy is the original's Cast with CAST_RINT (its copy_ub_to_ub)
+    T* r = scratch<T>(3, n);
+    for (size_t i = 0; i < n; ++i)
+      r[i] = static_cast<T>(ir::cast_round(ir::CastRound::Rint, static_cast<double>(v[i])));
+    v = r;
+  }
   if (in.t->transpose) {
     int64_t rows = in.t->m, cols = in.t->n;
     T* tr = scratch<T>(2, n);

@@ -9,6 +9,8 @@
 #include <numeric>
 #include <set>
 
+#include "tilepipe/vec_modes.h"
+
 namespace tilepipe {
 
 using namespace ir;
@@ -934,9 +936,6 @@ class Verifier {
                             to_string(n.srcs[1].buffer->dtype)),
                 "store element offsets as i32");
         break;
-      case TileOpKind::Cast:
-        same_count(n.srcs[0]);
-        break;
       case TileOpKind::Arange:
         if (auto* r = std::get_if<Region>(&n.scalar->value))
           error(s.loc, "bad-operand",
@@ -958,13 +957,33 @@ class Verifier {
         check_gatherb(n, s, what);
         break;
       case TileOpKind::Compare:
-        for (const auto& r : n.srcs) same_count(r);
+        if (packed_mask(dt, n.dst.elements(), n.srcs[0].elements())) {
+          // a bit mask (vec_modes.h): the sources agree with each other
+          if (n.srcs.size() == 2 && n.srcs[1].elements() != n.srcs[0].elements())
+            error(s.loc, "shape-mismatch",
+                  fmt::format("{}: source {} has {} elements but source {} has {}", what,
+                              print(n.srcs[1]), n.srcs[1].elements(), print(n.srcs[0]),
+                              n.srcs[0].elements()),
+                  "compare tiles of the same element count");
+        } else {
+          for (const auto& r : n.srcs) same_count(r);
+        }
         if (n.srcs.size() == 2 && n.srcs[1].buffer->dtype != n.srcs[0].buffer->dtype)
           same_dtype(n.srcs[1]);
         break;
       case TileOpKind::SelectOp:
-        for (const auto& r : n.srcs) same_count(r);
+        for (size_t i = 0; i < n.srcs.size(); ++i)
+          if (i > 0 ||
+              !packed_mask(n.srcs[0].buffer->dtype, n.srcs[0].elements(), n.dst.elements()))
+            same_count(n.srcs[i]);
         for (size_t i = 1; i < n.srcs.size(); ++i) same_dtype(n.srcs[i]);
+        break;
+      case TileOpKind::Cast:
+        same_count(n.srcs[0]);
+        if (!valid_cast_round(n.attrs[0]))
+          error(s.loc, "bad-operand",
+                fmt::format("{}: rounding mode {} is not one of 0..4", what, n.attrs[0]),
+                "see CastRound in tilepipe/vec_modes.h");
         break;
       default:
         for (const auto& r : n.srcs) {

@@ -239,16 +239,11 @@ def _alloc_buffer(scope, shape, dtype, name=None):
     core = "C" if scope in _CUBE else "V"
     if ctx.split is not None and ctx.split != core:
         # the other core's buffer: visible to this pass's Python, never allocated
-        buf = _Buffer(_ext.detached_buffer(name, scope, shape, dtype_code(dt), loc), name,
-                      shape, dt, scope)
-        if dt == "uint8" and scope == "UB" and len(shape) == 1:
-            buf.bits = _Buffer(_ext.detached_buffer(name + "_bits", scope, [shape[0] * 8], "u8",
-                                                    loc), name + "_bits", [shape[0] * 8],
-                               "uint8", scope)
-        return buf
+        return _Buffer(_ext.detached_buffer(name, scope, shape, dtype_code(dt), loc), name,
+                       shape, dt, scope)
     # Buffers whose value crosses the stages of a cross-core pipeline get a version per
-    # stage (tilelang/_xpipe.py); a mask's twin is what the vector ops touch.
-    slots = ctx.versioned.get(name) or ctx.versioned.get(name + "_bits")
+    # stage (tilelang/_xpipe.py).
+    slots = ctx.versioned.get(name)
 
     def make(nm, shp, code, dtn):
         if not slots:
@@ -257,16 +252,9 @@ def _alloc_buffer(scope, shape, dtype, name=None):
         inner = _Buffer(b.alloc(nm, scope, full, code, loc), nm, full, dtn, scope)
         return _core.Versioned(inner, shp)
 
-    buf = make(name, shape, dtype_code(dt), dt)
-    if dt == "uint8" and scope == "UB" and len(shape) == 1:
-        # A uint8 vector is the original's compare/select bit mask (one bit per element):
-        # tilepipe's masks hold one element per lane, kept in this twin buffer.
-        bits_name = name + "_bits"
-        ctx.names.add(bits_name)
-        buf.bits = make(bits_name, [shape[0] * 8], "u8", "uint8")
-        if slots:
-            buf.inner.bits = buf.bits
-    return buf
+    # A uint8 / int8 tile with one eighth of a compare's or select's lanes is the original's
+    # bit mask (one bit per lane): tilepipe's compare and select read and write it packed.
+    return make(name, shape, dtype_code(dt), dt)
 
 
 def alloc_L1(shape, dtype, *a, **kw):
@@ -423,15 +411,23 @@ def _note_gm(r, pad=None):
         return
     ends = ctx.gm_extent.setdefault(r.buffer.name, list(r.buffer.shape))
     for d, (s, e) in enumerate(zip(r.starts, r.extents)):
-        if r.buffer.shape[d] % e == 0:
-            continue  # whole tiles: an out-of-range start is the kernel's bug, not a tail
+        whole = r.buffer.shape[d] % e == 0
         if isinstance(s, int):
+            if whole:
+                continue  # a constant start past the end stays the verifier's error
             hi = s
         else:
-            b = _ext.bounds(s, ctx.var_ranges, ctx.block_num)
+            # a whole tile: only a start of the launch indices alone (no loop variable,
+            # whose interval may be loose) is taken at its extreme
+            b = _ext.bounds(s, {} if whole else ctx.var_ranges, ctx.block_num)
             if b is None:
                 continue
             hi = b[1]
+        if hi + e > r.buffer.shape[d] and whole:
+            # A whole tile whose start runs past the end for some launch index (a second
+            # vector core's rows of a one-row tensor): on hardware an unchecked access
+            # past the tensor. Padded like a tail, and reported.
+            ctx.gm_past.setdefault(r.buffer.name, {}).setdefault(d, _core.current_loc())
         ends[d] = max(ends[d], hi + e)
     if pad is not None:
         ctx.gm_pad.setdefault(r.buffer.name, pad)
@@ -763,8 +759,13 @@ BARRIER_EVENT_ID = 7  # the event id barrier_all's flags use (docs/python.md)
 def barrier_all(*a, **kw):
     """PipeBarrier<PIPE_ALL>: every earlier instruction of the core finishes before any later
     one starts. Spelt as flags through a hub pipe (M on the Cube core, the scalar unit on
-    the Vector core), event id 7."""
-    _no_split("T.barrier_all")
+    the Vector core), event id 7. In unscoped code each core's part of the C/V split gets
+    its own (PipeBarrier<PIPE_ALL> orders one core's pipes; what crosses the cores is the
+    split's hand-offs)."""
+    if ctx.split is not None:
+        if ctx.split in ("C", "V"):
+            drain(ctx.split)
+        return
     if ctx.scope is None:
         raise err("T.barrier_all() outside T.Scope: the barrier belongs to one core",
                   hint='place it inside `with T.Scope("C")` or `with T.Scope("V")`')
@@ -925,6 +926,19 @@ rsqrt = _scalar_math("rsqrt", lambda v: 1.0 / _math.sqrt(v))
 
 def sync_all(*a, **kw):
     barrier_all()
+
+
+def set_deq_scale(scale, *a, **kw):
+    """The vector unit's dequantisation scale for int32 -> float16 conversions (its DEQSCALE
+    register). tilepipe converts int32 -> float16 without a scale, which is the scale 1.0;
+    any other scale is refused here."""
+    from .tile import _const_float
+
+    v = _const_float(scale, "T.set_deq_scale scale")
+    if v != 1.0:
+        raise err(f"T.set_deq_scale({v}) is not modelled",
+                  hint="tilepipe's int32 -> float16 conversion has the scale 1.0; multiply the "
+                       "result by the scale with T.tile.mul")
 
 
 def printf(*a, **kw):

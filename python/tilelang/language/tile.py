@@ -154,31 +154,61 @@ def axpy(dst, src, scalar, *r, **kw):
     _emit("axpy", dst, [src], _scalar(scalar, "T.tile.axpy"))
 
 
+# The original's cast modes for a float source into an integer tile (vec_modes.h CastRound);
+# CAST_NONE and CAST_RINT round to nearest, ties to even.
+_CAST_ROUND = {"CAST_NONE": 0, "CAST_RINT": 0, "CAST_FLOOR": 1, "CAST_CEIL": 2, "CAST_ROUND": 3,
+               "CAST_TRUNC": 4}
+
+
 def cast(dst, src, mode="CAST_NONE", count=None, *r, **kw):
-    """dst = src converted to dst's dtype (round to nearest even; the mode is accepted)."""
+    """dst = src converted to dst's dtype, a float into an integer rounded by the mode
+    (CAST_NONE / CAST_RINT to nearest even, CAST_FLOOR, CAST_CEIL, CAST_ROUND ties away from
+    zero, CAST_TRUNC); between float types to nearest even."""
     d, s = as_region(dst), as_region(src)
     if count is not None:
         c = resolve(count)
         if c != s.elements() or c != d.elements():
             raise err(f"T.tile.cast count {c} differs from the tiles' {s.elements()} elements",
                       hint="casting a prefix of a tile is not supported; slice the tiles")
-    _emit("cast", d, [s])
+    m = str(mode).upper()
+    if m not in _CAST_ROUND and m != "CAST_ODD":
+        raise err(f"T.tile.cast mode {mode!r}", hint="modes: " + " ".join(_CAST_ROUND))
+    sc, dc = (_core._DTYPES[_core.dtype_name(x.buffer.dtype)] for x in (s, d))
+    sf, df = sc[0] == "f" or sc == "bf16", dc[0] == "f" or dc == "bf16"
+    if sf and df and m not in ("CAST_NONE", "CAST_RINT" if sc != dc else "CAST_NONE"):
+        raise err(f"T.tile.cast {sc} -> {dc} with {m} is not modelled",
+                  hint="tilepipe rounds between float types to nearest even (CAST_RINT / "
+                       "CAST_NONE for a narrowing cast); rounding a float tile to integral "
+                       "values is not modelled")
+    if m == "CAST_ODD":
+        raise err("T.tile.cast with CAST_ODD is not modelled", hint="use CAST_RINT")
+    _emit("cast", d, [s], attrs=(_CAST_ROUND[m] if sf and not df else 0, 0, 0))
 
 
 def fill(dst, value, *r, **kw):
     _emit("fill", dst, [], _scalar(value, "T.tile.fill"))
 
 
-def _mask(m, n=None):
+def _mask(m, n):
+    """A compare destination or select mask for n lanes: a uint8 / int8 bit mask (one bit
+    per lane, the original's form) is taken as its first n / 8 bytes (a mask buffer may be
+    larger than the tile, e.g. 32 bytes for 64 lanes); any other tile holds one element per
+    lane."""
     r = as_region(m, "mask")
-    if r.buffer.bits is not None:
-        # the original's uint8 bit mask -> the one-lane-per-element twin (its first n lanes:
-        # a mask buffer may be larger than the tile, e.g. 32 bytes for 64 lanes)
-        bits = r.buffer.bits
-        if n is None or n >= bits.shape[0]:
-            return bits.region()
-        return bits[0:n]
-    return r
+    code = _core._DTYPES[_core.dtype_name(r.buffer.dtype)]
+    if code not in ("u8", "i8") or r.buffer.is_bool or r.elements() == n:
+        return r
+    if n % 8 or r.elements() < n // 8:
+        raise err(f"bit mask {r.buffer.name} has {r.elements()} bytes for {n} lanes",
+                  hint="give the mask one bit per lane: lanes / 8 bytes, lanes a multiple of 8")
+    if r.elements() == n // 8:
+        return r
+    if any(e != 1 for e in r.extents[:-1]):
+        raise err(f"bit mask {r.buffer.name} {list(r.extents)} has {r.elements()} bytes for "
+                  f"{n} lanes", hint="slice the mask to lanes / 8 bytes")
+    # a vector (or a row of a per-stage versioned buffer): its first n / 8 bytes
+    return Region(r.buffer, list(r.starts), list(r.extents[:-1]) + [n // 8],
+                  [False] * len(r.extents))
 
 
 def compare(dst, a, b, mode="EQ", *r, **kw):
@@ -251,15 +281,9 @@ def reduce(src, dst, kind="sum", dim=-1, clear=True, *r, **kw):
     _reduce(str(kind), src, dst, dim, clear)
 
 
-def _logic(kind, tileop, bitop):
+def _logic(kind, bitop):
     def op(dst, a, b, *r, **kw):
-        rs = [as_region(x, f"T.tile.{kind} operand") for x in (dst, a)]
-        if isinstance(b, (Buffer, Region)) and all(x.buffer.bits is not None
-                                                   for x in rs + [as_region(b)]):
-            # compare masks (one 0/1 lane per element): and = min, or = max
-            n = builtins.min(x.buffer.bits.shape[0] for x in rs + [as_region(b)])
-            _emit(tileop, _mask(dst, n), [_mask(a, n), _mask(b, n)])
-            return
+        # on bit masks too: the original's masks are bytes, one bit per lane
         if isinstance(b, (Buffer, Region)) and as_region(b).elements() != 1:
             _emit(bitop, dst, [a, b])
         else:
@@ -269,8 +293,8 @@ def _logic(kind, tileop, bitop):
     return op
 
 
-bitwise_and = _logic("bitwise_and", "min", "bit_and")
-bitwise_or = _logic("bitwise_or", "max", "bit_or")
+bitwise_and = _logic("bitwise_and", "bit_and")
+bitwise_or = _logic("bitwise_or", "bit_or")
 
 
 def bitwise_xor(dst, a, b, *r, **kw):
@@ -363,6 +387,81 @@ def row_expand_mul(dst, src, vec, *r, **kw):
                   hint="write into a different tile (the row vector is broadcast into dst first)")
     broadcast(dst, vec)
     mul(dst, dst, src)
+
+
+def _row_vector(vec, rows, what):
+    """The row vector of a row-expand op: [R] or [R, 1] (one value per row)."""
+    v = as_region(vec, what)
+    if v.elements() != rows or (len(v.extents) == 2 and v.extents[1] != 1) or len(v.extents) > 2:
+        raise err(f"{what}: the row vector {v.buffer.name} {list(v.extents)} is not [R] or "
+                  f"[R, 1] for the destination's {rows} rows",
+                  hint="pass one value per row as a 1-D tile")
+    return v
+
+
+def _row_expand(kind):
+    def op(dst, src0, src1, tmp=None, *r, **kw):
+        d = as_region(dst, f"T.tile.row_expand_{kind}_experiment destination")
+        if len(d.extents) != 2:
+            raise err(f"T.tile.row_expand_{kind}_experiment needs a 2-D destination, found "
+                      f"{list(d.extents)}")
+        what = f"T.tile.row_expand_{kind}_experiment"
+        v = _row_vector(src1, d.extents[0], what)
+        if tmp is not None:
+            # the original broadcasts src1 into tmp's 32-byte blocks (brcb) first
+            t = as_region(tmp, f"{what} tmp")
+            if len(t.extents) == 2 and t.extents[0] == d.extents[0]:
+                broadcast(t, v)
+        wide = (d if not (_overlaps(dst, src0) or _overlaps(dst, src1))
+                else _temp(f"row_expand_{kind}", d, d.buffer.dtype))
+        broadcast(wide, v)
+        _emit(kind, d, [src0, wide])
+
+    op.__name__ = f"row_expand_{kind}_experiment"
+    op.__doc__ = f"dst[i, :] = src0[i, :] {kind} src1[i] (src1 broadcast along the rows)"
+    return op
+
+
+row_expand_mul_experiment = _row_expand("mul")
+row_expand_sub_experiment = _row_expand("sub")
+row_expand_div_experiment = _row_expand("div")
+
+
+def _const_float(x, what):
+    v = resolve(x)
+    if isinstance(v, _ext.Expr) and v.const_value() is not None:
+        v = v.const_value()
+    if not isinstance(v, (int, float)):
+        raise err(f"{what} must be a build-time number, found {v!r}")
+    return float(v)
+
+
+def brcb_experiment(dst, src, repeat_times, dst_blk_stride, dst_repeat_stride, *r, **kw):
+    """Each of repeat_times * 8 elements of src fills one 32-byte block of dst: with block
+    stride 1 and repeat stride 8 (consecutive blocks) dst [repeat_times * 8, 32 / elem] is
+    src broadcast along the rows."""
+    what = "T.tile.brcb_experiment"
+    rep = _const(repeat_times, f"{what} repeat_times")
+    blk = _const(dst_blk_stride, f"{what} dst_blk_stride")
+    rstride = _const(dst_repeat_stride, f"{what} dst_repeat_stride")
+    d, s = as_region(dst, what), as_region(src, what)
+    per = 32 // _core.dtype_bytes(d.buffer.dtype)
+    if blk != 1 or rstride != 8:
+        raise err(f"{what} with block stride {blk} and repeat stride {rstride} is not modelled",
+                  hint="tilepipe models consecutive blocks (block stride 1, repeat stride 8)")
+    if len(d.extents) != 2 or d.extents[0] != rep * 8 or d.extents[1] != per:
+        raise err(f"{what}: destination {d.buffer.name} {list(d.extents)} is not "
+                  f"[{rep * 8}, {per}] ({rep} repeats of 8 blocks of 32 bytes)",
+                  hint="give dst one 32-byte block per source element")
+    if s.elements() < rep * 8:
+        raise err(f"{what}: source {s.buffer.name} has {s.elements()} elements, fewer than "
+                  f"repeat_times * 8 = {rep * 8}")
+    if s.elements() != rep * 8:
+        if len(s.extents) != 1:
+            raise err(f"{what}: source {s.buffer.name} {list(s.extents)} has more than "
+                      f"{rep * 8} elements", hint="slice the source to repeat_times * 8")
+        s = Region(s.buffer, [s.starts[0]], [rep * 8], [False])
+    broadcast(d, _row_vector(s, rep * 8, what))
 
 
 # ---- index generation, sorting, masked gathers, atomic accumulation ----
@@ -569,7 +668,7 @@ def atomic_add(dst, src, *r, **kw):
 
 
 _UNSUPPORTED = {
-    "sort32", "init_sort_buf", "brcb",
+    "sort32", "init_sort_buf", "brcb",  # brcb: the original's own is not implemented
     "wholereducemax", "wholereducemin", "wholereducesum", "block_reduce_max",
     "block_reduce_min", "block_reduce_sum", "mul_add_dst", "bilinear_interpolation",
 }
@@ -584,4 +683,5 @@ def __getattr__(name):
               "rsqrt reciprocal relu axpy cast fill broadcast compare select gather round "
               "createvecindex arith_progression sort topk merge_sort gather_mask gatherb "
               "atomic_add, and "
-              "sigmoid silu leaky_relu clamp row_expand_mul built from them (docs/python.md)")
+              "sigmoid silu leaky_relu clamp row_expand_mul row_expand_{mul,sub,div}_experiment "
+              "brcb_experiment built from them (docs/python.md)")

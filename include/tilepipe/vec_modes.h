@@ -1,0 +1,63 @@
+// Operand forms of two vector ops that the IR's TileOpStmt carries without extra fields:
+// the bit-packed compare / select mask and the cast's rounding mode (TileOpStmt::attrs[0]).
+// Shared by the verifier and the simulator's values (docs/ir.md "Tile ops").
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "tilepipe/ir.h"
+
+namespace tilepipe::ir {
+
+/// A compare destination or a select mask of u8 / i8 with one eighth of the lanes' element
+/// count holds one bit per lane (bit k of byte j is lane 8 j + k), as the hardware's
+/// Compare writes and Select reads it; with as many elements as lanes it holds one 0/1
+/// element per lane.
+inline bool packed_mask(DType mask_dtype, int64_t mask_elements, int64_t lanes) {
+  return (mask_dtype == DType::U8 || mask_dtype == DType::I8) && lanes > 1 &&
+         mask_elements * 8 == lanes;
+}
+
+/// A cast's rounding of a float source into an integer destination (attrs[0]); the
+/// original's CAST_NONE and CAST_RINT are Rint (to nearest, ties to even).
+enum class CastRound : int64_t { Rint = 0, Floor = 1, Ceil = 2, Round = 3, Trunc = 4 };
+
+inline const char* to_string(CastRound r) {
+  switch (r) {
+    case CastRound::Rint:
+      return "rint";
+    case CastRound::Floor:
+      return "floor";
+    case CastRound::Ceil:
+      return "ceil";
+    case CastRound::Round:
+      return "round";
+    case CastRound::Trunc:
+      return "trunc";
+  }
+  return "?";
+}
+
+inline bool valid_cast_round(int64_t v) {
+  return v >= 0 && v <= 4;
+}
+
+/// v rounded to an integer by mode r (the store then saturates to the destination type).
+inline double cast_round(CastRound r, double v) {
+  switch (r) {
+    case CastRound::Floor:
+      return std::floor(v);
+    case CastRound::Ceil:
+      return std::ceil(v);
+    case CastRound::Round:
+      return std::round(v);  // ties away from zero
+    case CastRound::Trunc:
+      return std::trunc(v);
+    case CastRound::Rint:
+    default:
+      return std::nearbyint(v);  // the default floating-point environment: ties to even
+  }
+}
+
+}  // namespace tilepipe::ir
