@@ -23,7 +23,6 @@ struct ScopeCapacity {
 
 struct ChipConfig {
   std::string name;  // "a2", "a3"
-  std::string description;
 
   // Die.
   int ai_cores = 24;            // each = 1 AIC (Cube) + 2 AIV (Vector)
@@ -36,6 +35,7 @@ struct ChipConfig {
   ScopeCapacity l1, l0a, l0b, l0c, ub;
   int ub_align = 32;  // bytes; every UB operand
   int l1_align = 32;
+  // Banks: hardware facts no cost reads yet (simulator.md "No bank conflicts").
   int l1_banks = 16;
   int ub_banks = 48;
   int ub_bank_groups = 16;  // a vector repeat costs max accesses to one group cycles
@@ -65,8 +65,8 @@ struct ChipConfig {
 
   // Vector (V pipe): a repeat = vector_repeat_bytes.
   int vector_repeat_bytes = 256;
-  int vector_max_repeats = 255;
-  double vector_startup = 10;  // default startup latency
+  int vector_max_repeats = 255;  // not read yet (simulator.md "No instruction splitting")
+  double vector_startup = 10;    // default startup latency
   double vector_startup_add = 6;
   double vector_startup_mul = 7;
   double vector_startup_exp = 12;

@@ -527,7 +527,7 @@ class Parser {
     check_keys(root, "", allowed);
     ChipConfig cfg;
     cfg.name = string_member(root, "", "name", false);
-    cfg.description = string_member(root, "", "description", true);
+    string_member(root, "", "description", true);  // for the file's reader: checked, not kept
     if (root.contains("calibration") && !root["calibration"].is_object()) {
       fail("calibration", "an object (the record `tilepipe calibrate` writes)",
            describe(root["calibration"]), "remove the key or restore the object");

@@ -1,6 +1,6 @@
 // The scalar unit's data cache (one per AIC / AIV core): every scalar read of a GM element
 // goes through it. Set-associative, LRU, filled a line at a time; the GM tensors the scalar
-// unit may read are kernel inputs (read-only, verify.cc), so a line never goes stale and
+// unit may read are kernel inputs (read-only, verify_ranges.cc), so a line never goes stale and
 // the cache only decides what a read costs: a hit issue.scalar_dcache.hit_cycles, a miss
 // issue.scalar_load_cycles.
 #pragma once

@@ -1,0 +1,236 @@
+// Copies (hardware data paths, pipes, casts, atomics; the Cube <-> Vector crossings of
+// automatic mode), gemm (operand memories, dtypes, fractal alignment) and reductions.
+#include <fmt/format.h>
+
+#include "verify/verify_internal.h"
+
+namespace tilepipe::verify_detail {
+
+bool Verifier::crossing(const CopyStmt& c) {
+  return crosses_cores(c.src.buffer->scope, c.dst.buffer->scope);
+}
+
+void Verifier::check_crossing(const CopyStmt& n, const StmtNode& s) {
+  if (!region(n.src, s.loc, "copy source") || !region(n.dst, s.loc, "copy destination")) return;
+  if (n.src.elements() != n.dst.elements())
+    error(s.loc, "shape-mismatch",
+          fmt::format("copy moves {} elements from {} into {} elements of {}", n.src.elements(),
+                      print(n.src), n.dst.elements(), print(n.dst)),
+          "make both regions the same size");
+  DType a = n.src.buffer->dtype, b = n.dst.buffer->dtype;
+  bool from_l0c = n.src.buffer->scope == Scope::L0C;
+  bool ok = from_l0c ? (a == DType::F32 && (b == DType::F16 || b == DType::BF16 || b == DType::F32))
+                     : a == b;
+  if (!ok)
+    error(s.loc, "dtype-mismatch",
+          fmt::format("copy {} -> {} changes dtype {} -> {}; {}", print(n.src), print(n.dst),
+                      to_string(a), to_string(b),
+                      from_l0c ? "the FIX copy out of L0C casts f32 to f16/bf16/f32 only"
+                               : "UB -> L1 goes through GM unchanged"),
+          "copy into a buffer of the source dtype, then cast on UB");
+  if (n.transpose || n.pad_value)
+    error(s.loc, "bad-operand", "a Cube <-> Vector copy takes no transpose or pad_value",
+          "transpose on the L1 -> L0 move instead");
+  ub_aligned(n.src, s.loc, "copy source");
+  ub_aligned(n.dst, s.loc, "copy destination");
+}
+
+bool Verifier::element_move(const CopyStmt& n) {
+  return n.src.buffer->scope == Scope::UB && n.dst.buffer->scope == Scope::UB &&
+         n.src.elements() == 1 && n.dst.elements() == 1;
+}
+
+void Verifier::check(const CopyStmt& n, const StmtNode& s) {
+  if (!in_scope(s.loc, "copy")) return;
+  if (!region(n.src, s.loc, "copy source") || !region(n.dst, s.loc, "copy destination")) return;
+  Scope from = n.src.buffer->scope, to = n.dst.buffer->scope;
+  auto pipe = copy_pipe(from, to);
+  if (!pipe) {
+    std::string hint = "legal copies: GM->L1, GM->UB, L1->L0A/L0B, L0C->GM/L1, UB->GM, UB->UB";
+    if (crosses_cores(from, to))
+      hint =
+          "there is no direct L0C<->UB path on A2/A3: go through a GM workspace "
+          "(FIX/MTE3 out, MTE2 in) with a cross-core flag";
+    error(s.loc, "copy-direction",
+          fmt::format("copy from {} to {} is not a hardware data path", to_string(from),
+                      to_string(to)),
+          hint);
+    return;
+  }
+  if (!pipe_on(*scope_, *pipe)) {
+    error(s.loc, "scope-rule",
+          fmt::format("copy {} -> {} runs on pipe {}, which the {} core does not have",
+                      to_string(from), to_string(to), to_string(*pipe),
+                      *scope_ == CoreKind::C ? "Cube" : "Vector"),
+          "put the copy in the scope of the core that owns the on-chip buffer");
+    return;
+  }
+  operand_on_core(n.src, s.loc, "copy source");
+  operand_on_core(n.dst, s.loc, "copy destination");
+  if (n.atomic_add && to != Scope::GM)
+    error(s.loc, "copy-direction",
+          fmt::format("atomic add {} -> {}: the DMA unit adds into GM only", to_string(from),
+                      to_string(to)),
+          "atomic_add a UB or L0C tile into a GM tensor");
+  if (n.atomic_add && !is_float(n.dst.buffer->dtype) && n.dst.buffer->dtype != DType::I32)
+    error(s.loc, "dtype-mismatch",
+          fmt::format("atomic add into '{}', a {} tensor; the DMA unit adds f32, f16, bf16 "
+                      "or i32",
+                      n.dst.buffer->name, to_string(n.dst.buffer->dtype)),
+          "accumulate in one of those dtypes");
+  if (n.src.elements() != n.dst.elements()) {
+    error(s.loc, "shape-mismatch",
+          fmt::format("copy moves {} elements from {} {} into {} elements of {} {}",
+                      n.src.elements(), print(n.src), shape_str(n.src.extent), n.dst.elements(),
+                      print(n.dst), shape_str(n.dst.extent)),
+          "make both regions the same size");
+  }
+  DType a = n.src.buffer->dtype, b = n.dst.buffer->dtype;
+  bool cast_ok = (*pipe == Pipe::FIX && a == DType::F32 &&
+                  (b == DType::F16 || b == DType::BF16 || b == DType::F32)) ||
+                 (*pipe == Pipe::V);
+  if (a != b && !cast_ok) {
+    error(s.loc, "dtype-mismatch",
+          fmt::format("copy {} -> {} changes dtype {} -> {}; only FIX (L0C f32 -> f16/bf16) "
+                      "and UB -> UB copies cast",
+                      print(n.src), print(n.dst), to_string(a), to_string(b)),
+          "copy into a buffer of the same dtype, then tile::cast on UB");
+  }
+  if (n.transpose && *pipe != Pipe::MTE1) {
+    error(s.loc, "bad-operand", "transpose is only available on L1 -> L0A/L0B copies (MTE1)",
+          "drop transpose, or transpose on the L1 -> L0 move");
+  }
+  if (n.pad_value && !(from == Scope::GM && to == Scope::UB)) {
+    error(s.loc, "bad-operand", "pad_value is only available on GM -> UB copies", "drop pad_value");
+  } else if (n.pad_value) {
+    // Copies move equal element counts, so there is nothing to pad yet; accepting the
+    // option would silently do nothing.
+    error(s.loc, "unsupported",
+          "pad_value on GM -> UB copies is not modelled yet (copies move equal element "
+          "counts)",
+          "drop pad_value and fill the rest of the tile with tile::fill");
+  }
+  if (n.transpose && n.src.squeezed().size() > 2) {
+    error(s.loc, "bad-operand", "transpose needs a 2-D tile", "slice a [rows, cols] tile");
+  }
+  if (!element_move(n)) {
+    ub_aligned(n.src, s.loc, "copy source");
+    ub_aligned(n.dst, s.loc, "copy destination");
+  }
+}
+
+std::optional<std::pair<int64_t, int64_t>> Verifier::matrix(const Region& r) {
+  auto sq = r.squeezed();
+  if (sq.size() == 1) return std::pair<int64_t, int64_t>{1, sq[0]};
+  if (sq.size() == 2) return std::pair<int64_t, int64_t>{sq[0], sq[1]};
+  return std::nullopt;
+}
+
+void Verifier::check(const GemmStmt& n, const StmtNode& s) {
+  if (!in_scope(s.loc, "gemm")) return;
+  if (*scope_ != CoreKind::C) {
+    error(s.loc, "scope-rule", "gemm in scope V: matrix multiply runs on the Cube core",
+          "move it into scope_c");
+    return;
+  }
+  if (!region(n.a, s.loc, "gemm A") || !region(n.b, s.loc, "gemm B") ||
+      !region(n.c, s.loc, "gemm C"))
+    return;
+  const std::pair<const Region*, Scope> want[] = {
+      {&n.a, Scope::L0A}, {&n.b, Scope::L0B}, {&n.c, Scope::L0C}};
+  const char* names[] = {"A", "B", "C"};
+  bool ok = true;
+  for (int i = 0; i < 3; ++i) {
+    if (want[i].first->buffer->scope != want[i].second) {
+      error(s.loc, "gemm-operand",
+            fmt::format("gemm {} operand '{}' is in {}; expected {}", names[i],
+                        want[i].first->buffer->name, to_string(want[i].first->buffer->scope),
+                        to_string(want[i].second)),
+            "copy L1 tiles to L0A (A) and L0B (B) first; accumulate into an L0C buffer");
+      ok = false;
+    }
+  }
+  if (!ok) return;
+  DType ta = n.a.buffer->dtype, tb = n.b.buffer->dtype, tc = n.c.buffer->dtype;
+  bool int8 = ta == DType::I8;
+  if (ta != tb || !(ta == DType::F16 || ta == DType::BF16 || int8) ||
+      tc != (int8 ? DType::I32 : DType::F32)) {
+    error(s.loc, "dtype-mismatch",
+          fmt::format("gemm dtypes {} x {} -> {}; expected f16 x f16 -> f32, bf16 x bf16 -> "
+                      "f32 or i8 x i8 -> i32",
+                      to_string(ta), to_string(tb), to_string(tc)),
+          "cast the operands on the way into L1, or allocate L0C as f32");
+    return;
+  }
+  auto ma = matrix(n.a), mb = matrix(n.b), mc = matrix(n.c);
+  if (!ma || !mb || !mc) {
+    error(s.loc, "shape-mismatch", "gemm operands must be 2-D tiles",
+          "slice one [rows, cols] tile of each multi-buffer");
+    return;
+  }
+  auto [am, ak] = n.transpose_a ? std::pair{ma->second, ma->first} : *ma;
+  auto [bk, bn] = n.transpose_b ? std::pair{mb->second, mb->first} : *mb;
+  if (ak != bk || am != mc->first || bn != mc->second) {
+    error(s.loc, "shape-mismatch",
+          fmt::format("gemm [{}x{}] x [{}x{}] -> [{}x{}]: expected A [M,K] x B [K,N] -> C [M,N]",
+                      am, ak, bk, bn, mc->first, mc->second),
+          "check the tile extents and the transpose flags");
+    return;
+  }
+  int64_t k_align = 32 / dtype_bytes(ta);
+  if (am % 16 || bn % 16 || ak % k_align) {
+    error(s.loc, "fractal-alignment",
+          fmt::format("gemm M={} N={} K={}: cube operands are 16x16 fractals, so M and N must "
+                      "be multiples of 16 and K a multiple of {} for {}",
+                      am, bn, ak, k_align, to_string(ta)),
+          "pad the tile to the next multiple of 16 (and mask the extra rows/columns)");
+  }
+}
+
+void Verifier::check(const ReduceStmt& n, const StmtNode& s) {
+  const char* what = "reduce";
+  if (!in_scope(s.loc, what)) return;
+  if (*scope_ != CoreKind::V) {
+    error(s.loc, "scope-rule", "reduce in scope C: reductions run on the Vector core",
+          "move it into scope_v");
+    return;
+  }
+  if (!region(n.src, s.loc, what) || !region(n.dst, s.loc, what)) return;
+  for (const Region* r : {&n.src, &n.dst}) {
+    if (r->buffer->scope != Scope::UB) {
+      error(s.loc, "tile-operand",
+            fmt::format("reduce operand '{}' is in {}; reductions take UB tiles", r->buffer->name,
+                        to_string(r->buffer->scope)),
+            "copy the data into a UB buffer first");
+      return;
+    }
+  }
+  ub_aligned(n.src, s.loc, what);
+  if (n.src.buffer->dtype != n.dst.buffer->dtype) {
+    error(s.loc, "dtype-mismatch",
+          fmt::format("reduce {} -> {}: dtypes {} and {} differ", n.src.buffer->name,
+                      n.dst.buffer->name, to_string(n.src.buffer->dtype),
+                      to_string(n.dst.buffer->dtype)),
+          "reduce into a buffer of the source dtype");
+  }
+  auto m = matrix(n.src);
+  if (!m || !(n.dim == -1 || n.dim == 0 || n.dim == 1)) {
+    error(s.loc, "shape-mismatch",
+          fmt::format("reduce over {} {} with dim={}: expected a 1-D or 2-D tile and dim in "
+                      "{{-1, 0, 1}}",
+                      print(n.src), shape_str(n.src.extent), n.dim),
+          "slice one 2-D tile");
+    return;
+  }
+  bool one_d = n.src.squeezed().size() == 1;
+  int64_t want = one_d ? 1 : (n.dim == 0 ? m->second : m->first);
+  if (n.dst.elements() != want) {
+    error(s.loc, "shape-mismatch",
+          fmt::format("reduce {} {} along dim {} gives {} values, but destination {} holds {}",
+                      print(n.src), shape_str(n.src.extent), n.dim, want, print(n.dst),
+                      n.dst.elements()),
+          fmt::format("use a destination of {} elements, e.g. [{}, 1]", want, want));
+  }
+}
+
+}  // namespace tilepipe::verify_detail
