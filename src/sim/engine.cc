@@ -272,7 +272,7 @@ void Engine::scalar_operand(Core& c, const lower::OpTemplate& t, Instr& in) {
         const Access r = resolve(c, t.scalar_read, t);
         scalar(c, chip_.scalar_op_cycles);
         if (race_) race_access(c, Pipe::S, in, r, RaceKind::Read);
-        if (functional_) drain_values(c);
+        if (functional_) await_ub(c, r);
         if (functional_)
           in.scalar = load_elem(t.scalar_read.dtype,
                                 memory(c, t.scalar_read) + r.offset * t.scalar_read.elem_bytes);

@@ -278,6 +278,8 @@ class Engine {
   uint8_t* memory(Core& c, const lower::AccessTemplate& a);
   int64_t scalar_load(Core& c, const lower::LoadSite& site, const int64_t* index);
   void drain_values(const Core& c);
+  void await_ub(const Core& c, const Access& a);
+  static constexpr int64_t kUbPage = 1024;  // Core::ub_write_seq's granularity
   GmWork touch_gm(const lower::OpTemplate& t, const Access& a, L2Residency& l2, ReadRanges& ranges);
   void execute_values(Core& c, const Instr& in);
 

@@ -92,7 +92,10 @@ int64_t Engine::scalar_load(Core& c, const lower::LoadSite& site, const int64_t*
   acc.t = &a;
   acc.offset = off;
   acc.mem = memory(c, a);
-  if (!gm) drain_values(c);  // GM loads read inputs, which nothing writes
+  if (a.scope == ir::Scope::UB)
+    await_ub(c, acc);
+  else if (!gm)
+    drain_values(c);  // GM loads read inputs, which nothing writes
   if (race_ && !gm) {        // GM loads read inputs, which the verifier keeps read-only
     Instr in;
     in.t = &site.op;
@@ -106,6 +109,18 @@ int64_t Engine::scalar_load(Core& c, const lower::LoadSite& site, const int64_t*
 void Engine::drain_values(const Core& c) {
   values_exec_->drain(c.ai_core);
   if (values_exec_->skipped()) interrupted(c.t);  // cancelled: the values are not the run's
+}
+
+/// Waits until the instructions writing the UB element `a` starts at have been applied
+/// (with every earlier one of the AI core, in order): what a scalar read of it needs.
+void Engine::await_ub(const Core& c, const Access& a) {
+  if (c.ub_write_seq.empty()) return;  // nothing written to this UB through the executor
+  const int64_t lo = a.byte_lo();
+  uint64_t seq = 0;
+  for (int64_t p = lo / kUbPage; p <= (lo + a.t->elem_bytes - 1) / kUbPage; ++p)
+    seq = std::max(seq, c.ub_write_seq[static_cast<size_t>(p)]);
+  values_exec_->wait_for(c.ai_core, seq);
+  if (values_exec_->skipped()) interrupted(c.t);
 }
 
 /// The address-dependent part of a GM copy: which bytes L2 serves and which HBM (marking
@@ -187,7 +202,14 @@ void Engine::execute_values(Core& c, const Instr& in) {
     Access& a = v.acc[static_cast<size_t>(i)];
     a.mem = memory(c, *a.t);
   }
-  values_exec_->submit(c.ai_core, v);
+  const uint64_t seq = values_exec_->submit(c.ai_core, v);
+  const Access& dst = v.acc[0];
+  if (seq > 0 && in.t->num_acc > 0 && dst.t->scope == ir::Scope::UB) {
+    if (c.ub_write_seq.empty())
+      c.ub_write_seq.assign(c.local[static_cast<size_t>(ir::Scope::UB)].size() / kUbPage + 1, 0);
+    for (int64_t p = dst.byte_lo() / kUbPage; p <= (dst.byte_hi() - 1) / kUbPage; ++p)
+      c.ub_write_seq[static_cast<size_t>(p)] = seq;
+  }
 }
 
 }  // namespace tilepipe::sim

@@ -154,6 +154,10 @@ struct Core {
   std::array<PipeState, kPipes> pipes;
   std::vector<Flag> flags;                    // [(src * 7 + dst) * ids + id]
   std::array<std::vector<uint8_t>, 6> local;  // per ir::Scope
+  // Functional mode: per 1 KiB page of UB, the value executor's sequence number of the last
+  // instruction writing it, so a scalar read of UB waits for that write only, not for
+  // every instruction queued before it (a gather's per-row index reads).
+  std::vector<uint64_t> ub_write_seq;
   CoreStats stats;                            // identity; counters are in `tally`
   Tally tally;
   LoopHistory history;

@@ -57,6 +57,7 @@ void ValueExecutor::run(Worker& w) {
 }
 
 void ValueExecutor::wait_for(int group, uint64_t seq) {
+  if (workers_.empty()) return;
   auto& done = groups_[static_cast<size_t>(group)].done;
   for (uint64_t d; (d = done.load(std::memory_order_acquire)) < seq;)
     done.wait(d, std::memory_order_acquire);
@@ -88,10 +89,10 @@ void ValueExecutor::order_gm(int group, const Access& a, bool write, uint64_t se
   });
 }
 
-void ValueExecutor::submit(int group, const Instr& in) {
+uint64_t ValueExecutor::submit(int group, const Instr& in) {
   if (workers_.empty()) {
     apply(in);
-    return;
+    return 0;
   }
   Group& g = groups_[static_cast<size_t>(group)];
   const uint64_t seq = g.submitted + 1;
@@ -106,6 +107,7 @@ void ValueExecutor::submit(int group, const Instr& in) {
   }
   g.worker->more.notify_one();
   if (seq > kBehind) wait_for(group, seq - kBehind);
+  return seq;
 }
 
 }  // namespace tilepipe::sim

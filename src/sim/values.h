@@ -38,7 +38,10 @@ class ValueExecutor {
   ValueExecutor& operator=(const ValueExecutor&) = delete;
 
   /// Applies `in` (operand memories resolved) after every earlier instruction it depends on.
-  void submit(int group, const Instr& in);
+  /// Returns its sequence number in the group (0: applied already, on the calling thread).
+  uint64_t submit(int group, const Instr& in);
+  /// Returns once the group's instructions up to sequence number `seq` have been applied.
+  void wait_for(int group, uint64_t seq);
   /// Returns once every instruction submitted for the group has been applied.
   void drain(int group);
   void drain_all();
@@ -77,7 +80,6 @@ class ValueExecutor {
   /// Applies `in`, or skips it once the cancel flag is up.
   void apply(const Instr& in);
   void run(Worker& w);
-  void wait_for(int group, uint64_t seq);
   void order_gm(int group, const Access& a, bool write, uint64_t seq);
 
   std::vector<Group> groups_;
