@@ -45,6 +45,11 @@ def _reduce_with_clear(buffer, out, reduce_type, dim, clear, real_shape):
         kept = [r for d, r in enumerate(real) if d != (len(real) - 1 if dim == -1 else dim)]
         if _ndim(out) == len(kept):
             out = out[tuple(slice(0, r) for r in kept)]
+    from ..tvm import Call, is_decl
+
+    if is_decl(buffer) or is_decl(out):
+        # declared buffers outside a kernel: the call the original builds (nothing runs)
+        return Call("handle", "tl.ascend_reduce", [buffer, out, reduce_type, dim, clear])
     return _reduce(kind, buffer, out, dim, clear)
 
 

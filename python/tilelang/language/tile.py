@@ -667,10 +667,257 @@ def atomic_add(dst, src, *r, **kw):
     _copy(src, dst, atomic_add=True)
 
 
+# ---- per-repeat reductions and the multiply-accumulate, composed from tile ops ----
+
+
+def _code(r):
+    return _core._DTYPES[_core.dtype_name(as_region(r).buffer.dtype)]
+
+
+def _scratch(tag, shape, dtype):
+    """A UB temporary of `shape` for one call site (ctx.hidden)."""
+    from . import _alloc
+
+    key = (tag, tuple(shape), dtype, _core.ctx.stmt_loc)
+    if key not in _core.ctx.hidden:
+        _core.ctx.hidden[key] = _alloc("UB", list(shape), dtype, name=f"{tag}_tmp")
+    return _core.ctx.hidden[key]
+
+
+def _head(buf, n):
+    """Elements [0, n) of a 1-D temporary."""
+    return Region(buf, [0], [n], [False])
+
+
+def _span(buf, lo, n):
+    return Region(buf, [lo], [n], [False])
+
+
+def _iota(tag, n):
+    """An int32 temporary holding 0 .. n - 1."""
+    t = _scratch(tag, [n], "int32")
+    _emit("arange", t, [], 0.0)
+    return t
+
+
+_F16_MAX = 65504.0
+
+
+def _pair_tree(kind, src, n, group, dtype, what, out=None):
+    """Reduces each run of `group` consecutive elements of src's first n (row-major) by the
+    hardware's binary tree: each level combines neighbours, x'[i] = x[2 i] op x[2 i + 1]
+    (gathered into two halves first), rounded to the element type at every level; a half
+    sum saturates at +-65504 at every level (AscendC BlockReduceSum / ReduceSum). The last
+    level is written into `out` (a region of n / group elements) or a temporary, returned."""
+    dt = as_region(src).buffer.dtype
+    h0 = n // 2
+    idx = _scratch(f"{what}_off", [h0], "int32")
+    odd = _scratch(f"{what}_odd", [h0], dt)
+    ev = [_scratch(f"{what}_even", [h0], dt), _scratch(f"{what}_even2", [h0], dt)]
+    cur, m, level = as_region(src), n, 0
+    while m > n // group:
+        h = m // 2
+        e = _head(ev[level % 2], h)
+        _emit("arange", _head(idx, h), [], 0.0)
+        _emit("mul", _head(idx, h), [_head(idx, h)], 2.0)
+        _emit("gather", e, [cur, _head(idx, h)])
+        _emit("add", _head(idx, h), [_head(idx, h)], 1.0)
+        _emit("gather", _head(odd, h), [cur, _head(idx, h)])
+        last = h == n // group
+        d = out if (last and out is not None) else e
+        _emit(kind, d, [e, _head(odd, h)])
+        if kind == "add" and _code(src) == "f16":
+            _emit("min", d, [d], _F16_MAX)
+            _emit("max", d, [d], -_F16_MAX)
+        cur, m, level = d, h, level + 1
+    return cur
+
+
+def _copy_flat(dst, src, n, what):
+    """dst (any shape, n elements) = src's first n elements in row-major order (a gather)."""
+    off = _iota(f"{what}_copy", n)
+    _emit("gather", dst, [src, off])
+
+
+def _pow2(x):
+    return x > 0 and x & (x - 1) == 0
+
+
+def _repeat_params(what, d, s, repeat, mask, dst_rep, src_blk, src_rep, per_rep_max):
+    """The consecutive layout tilepipe models: whole 32-byte blocks, src block stride 1,
+    repeats back to back in src (src_rep blocks = mask elements) and in dst."""
+    eb = _core.dtype_bytes(s.buffer.dtype)
+    per_block = 32 // eb
+    rep = _const(repeat, f"{what} repeat")
+    m = _const(mask, f"{what} mask")
+    db, sb, sr = (_const(x, f"{what} {w}") for x, w in (
+        (dst_rep, "dstRepStride"), (src_blk, "srcBlkStride"), (src_rep, "srcRepStride")))
+    if d.buffer.dtype != s.buffer.dtype or _code(s) not in ("f16", "f32"):
+        raise err(f"{what} on {s.buffer.dtype} -> {d.buffer.dtype}",
+                  hint="half or float, source and destination of one type")
+    if not (1 <= m <= per_rep_max) or not _pow2(m) or m % per_block:
+        raise err(f"{what} mask {m} is not modelled",
+                  hint=f"tilepipe models a contiguous mask of whole 32-byte blocks, a power of "
+                       f"two up to {per_rep_max} elements (the hardware's pairwise tree)")
+    if sb != 1 or sr * per_block != m or (db != 1 and rep > 1):
+        raise err(f"{what} with srcBlkStride {sb}, srcRepStride {sr}, dstRepStride {db} is "
+                  "not modelled", hint=f"tilepipe models repeats back to back: srcBlkStride 1, "
+                  f"srcRepStride {m // per_block} (the mask's blocks), dstRepStride 1")
+    if rep < 1 or s.elements() < rep * m:
+        raise err(f"{what}: {rep} repeats of {m} elements read past the source "
+                  f"{s.buffer.name} ({s.elements()} elements)")
+    return rep, m
+
+
+def _block_reduce(kind):
+    name = f"block_reduce_{kind}"
+
+    def op(dst, src, repeat, mask, dstRepStride, srcBlkStride, srcRepStride, *r, **kw):  # noqa: N803
+        what = f"T.tile.{name}"
+        d, s = as_region(dst, what), as_region(src, what)
+        per_rep = 256 // _core.dtype_bytes(s.buffer.dtype)
+        if _const(mask, f"{what} mask") != per_rep:
+            raise err(f"{what} mask {_const(mask, what)} is not modelled",
+                      hint=f"tilepipe models the full mask ({per_rep} elements: 8 blocks)")
+        rep, m = _repeat_params(what, d, s, repeat, mask, dstRepStride, srcBlkStride,
+                                srcRepStride, per_rep)
+        group = 32 // _core.dtype_bytes(s.buffer.dtype)
+        n = rep * m
+        if d.elements() < n // group:
+            raise err(f"{what}: destination {d.buffer.name} has {d.elements()} elements for "
+                      f"{n // group} block results")
+        t = _pair_tree({"sum": "add"}.get(kind, kind), s, n, group, s.buffer.dtype, name)
+        _copy_flat(_prefix(d, n // group, what), t, n // group, name)
+
+    op.__name__ = name
+    op.__doc__ = (f"dst[k] = {kind} of src's 32-byte block k (repeat * 8 blocks): AscendC "
+                  f"BlockReduce{kind.capitalize()}, a pairwise tree per block")
+    return op
+
+
+block_reduce_max = _block_reduce("max")
+block_reduce_min = _block_reduce("min")
+block_reduce_sum = _block_reduce("sum")
+
+_ORDERS = ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE", "ORDER_ONLY_VALUE")
+
+
+def _whole_reduce(kind):
+    name = f"wholereduce{kind}"
+
+    def op(dst, src, mask, repeattimes, dstrepstride, srcblkstride, srcrepstride,
+           ReduceOrder="ORDER_VALUE_INDEX", *r, **kw):  # noqa: N803
+        what = f"T.tile.{name}"
+        d, s = as_region(dst, what), as_region(src, what)
+        eb = _core.dtype_bytes(s.buffer.dtype)
+        rep, m = _repeat_params(what, d, s, repeattimes, mask, dstrepstride, srcblkstride,
+                                srcrepstride, 256 // eb)
+        n = rep * m
+        if kind == "sum":
+            if d.elements() < rep:
+                raise err(f"{what}: destination {d.buffer.name} has {d.elements()} elements "
+                          f"for {rep} sums")
+            t = _pair_tree("add", s, n, m, s.buffer.dtype, name)
+            _copy_flat(_prefix(d, rep, what), t, rep, name)
+            return
+        order = str(getattr(ReduceOrder, "name", ReduceOrder)).split(".")[-1].upper()
+        if order not in _ORDERS:
+            raise err(f"{what} with {order} is not modelled", hint="orders: " + " ".join(_ORDERS))
+        if order == "ORDER_ONLY_VALUE":
+            if d.elements() < rep:
+                raise err(f"{what}: destination {d.buffer.name} has {d.elements()} elements "
+                          f"for {rep} values")
+            t = _pair_tree(kind, s, n, m, s.buffer.dtype, name)
+            _copy_flat(_prefix(d, rep, what), t, rep, name)
+            return
+        if d.elements() < 2 * rep:
+            raise err(f"{what}: destination {d.buffer.name} has {d.elements()} elements for "
+                      f"{rep} (value, index) pairs")
+        dt = s.buffer.dtype
+        per_block = 32 // eb
+        ra = -(-rep // per_block) * per_block  # the indices start on a 32-byte block
+        both = _scratch(f"{name}_pairs", [2 * ra], dt)
+        _pair_tree(kind, s, n, m, dt, name, out=_head(both, rep))
+        # the index: the first lane of each repeat holding its extreme
+        x2 = _scratch(f"{name}_rows", [rep, m], dt)
+        _copy_flat(x2, s, n, name)
+        ext = _scratch(f"{name}_ext", [rep, m], dt)
+        _emit("broadcast", ext, [_head(both, rep)])
+        _emit("compare", ext, [x2, ext], None, "EQ")
+        lane_i = _scratch(f"{name}_lane_i", [1, m], "int32")
+        _emit("arange", lane_i, [], 0.0)
+        lane = _scratch(f"{name}_lane", [1, m], dt)
+        _emit("cast", lane, [lane_i])
+        pos = _scratch(f"{name}_pos", [rep, m], dt)
+        _emit("broadcast", pos, [lane])
+        _emit("select", pos, [ext, pos], float(m))
+        first = _scratch(f"{name}_first", [rep], dt)
+        from . import _reduce
+
+        _reduce("min", pos, first, -1, True)
+        # the index's bits in the value's slot (a u16 in a half, a u32 in a float): for an
+        # index below 2^10 (half) / 2^23 (float) these bits are the subnormal index * 2^-24
+        # / index * 2^-149, which the multiply makes exactly
+        _emit("mul", _span(both, ra, rep), [first], 2.0 ** (-24 if eb == 2 else -149))
+        # interleave: out[2 i] = value i, out[2 i + 1] = index i (swapped for INDEX_VALUE)
+        k = _iota(f"{name}_k", 2 * rep)
+        half = _scratch(f"{name}_half", [2 * rep], "int32")
+        _emit("shr", half, [k], 1.0)
+        _emit("bit_and", k, [k], 1.0)
+        if order == "ORDER_INDEX_VALUE":
+            _emit("bit_xor", k, [k], 1.0)
+        _emit("mul", k, [k], float(ra))
+        _emit("add", k, [k, half])
+        _emit("gather", _prefix(d, 2 * rep, what), [both, k])
+
+    op.__name__ = name
+    op.__doc__ = (f"AscendC WholeReduce{kind.capitalize()}: one {kind} per repeat of `mask` "
+                  "elements" + ("" if kind == "sum" else
+                                ", with the first index of it (the index's bits in the slot "
+                                "after the value, ORDER_VALUE_INDEX)"))
+    return op
+
+
+wholereducemax = _whole_reduce("max")
+wholereducemin = _whole_reduce("min")
+wholereducesum = _whole_reduce("sum")
+
+
+def mul_add_dst(dst, src0, src1, *r, **kw):
+    """dst = src0 * src1 + dst (AscendC MulAddDst), modelled as Axpy is: the product and the
+    sum in float32, the result rounded to dst's type (docs/ir.md). half sources with a float
+    destination are converted first (exactly)."""
+    what = "T.tile.mul_add_dst"
+    d, a, b = (as_region(x, what) for x in (dst, src0, src1))
+    cd, ca, cb = _code(d), _code(a), _code(b)
+    if ca != cb or cd not in ("f16", "f32") or ca not in ("f16", "f32") or (
+            cd == "f16" and ca == "f32"):
+        raise err(f"{what} on {ca} * {cb} + {cd} is not modelled",
+                  hint="half or float operands of one type, or half sources into a float dst")
+    if not (a.elements() == b.elements() == d.elements()):
+        raise err(f"{what}: the tiles have {a.elements()}, {b.elements()} and {d.elements()} "
+                  "elements", hint="give the three tiles the same shape")
+    if ca == "f32":
+        p = _temp("mul_add_dst_prod", d, "float32")
+        _emit("mul", p, [a, b])
+    else:
+        p = _temp("mul_add_dst_a", d, "float32")
+        q = _temp("mul_add_dst_b", d, "float32")
+        _emit("cast", p, [a])
+        _emit("cast", q, [b])
+        _emit("mul", p, [p, q])  # exact: two 11-bit significands
+    if cd == "f32":
+        _emit("add", d, [p, d])
+    else:
+        c = _temp("mul_add_dst_c", d, "float32")
+        _emit("cast", c, [d])
+        _emit("add", p, [p, c])
+        _emit("cast", d, [p])
+
+
 _UNSUPPORTED = {
     "sort32", "init_sort_buf", "brcb",  # brcb: the original's own is not implemented
-    "wholereducemax", "wholereducemin", "wholereducesum", "block_reduce_max",
-    "block_reduce_min", "block_reduce_sum", "mul_add_dst", "bilinear_interpolation",
+    "bilinear_interpolation",
 }
 
 
@@ -684,4 +931,5 @@ def __getattr__(name):
               "createvecindex arith_progression sort topk merge_sort gather_mask gatherb "
               "atomic_add, and "
               "sigmoid silu leaky_relu clamp row_expand_mul row_expand_{mul,sub,div}_experiment "
-              "brcb_experiment built from them (docs/python.md)")
+              "brcb_experiment block_reduce_{max,min,sum} wholereduce{max,min,sum} mul_add_dst built "
+              "from them (docs/python.md)")
