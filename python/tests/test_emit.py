@@ -198,8 +198,9 @@ def test_emit_of_a_python_file_through_the_command_line(tmp_path):
     assert load_factory(out, "matmul")().cycles() == matmul(256, 256, 128, 128, 128, 64).cycles()
 
 
+# gemm_splitk: its T.tile.atomic_add (a copy with atomic add) must be emitted as one.
 CORPUS_EXAMPLES = ["elementwise/elementwise_add.py", "gemm/example_gemm.py",
-                   "reduce/example_reduce_min.py"]
+                   "reduce/example_reduce_min.py", "gemm_splitk/example_tilelang_gemm_splitk.py"]
 
 
 def test_corpus_examples_round_trip(tmp_path):
