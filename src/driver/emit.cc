@@ -541,6 +541,16 @@ class Emitter {
   }
 
   void emit(const CopyStmt& n, const StmtNode& s) {
+    if (n.atomic_add) {
+      // The original's spelling of a copy with atomic add (dst += src by the DMA unit).
+      if (n.transpose || n.pad_value)
+        refuse(s.loc,
+               "an atomic-add copy with transpose or pad_value: T.tile.atomic_add takes neither",
+               "write the atomic add as its own T.tile.atomic_add(dst, src)");
+      line("T.tile.atomic_add({}, {}){}", region(n.dst, s.loc), region(n.src, s.loc),
+           note(s, "inserted by the passes"));
+      return;
+    }
     std::string extra;
     if (n.transpose) extra += ", transpose=True";
     if (n.pad_value) extra += ", pad_value=" + py_double(*n.pad_value);
