@@ -45,7 +45,7 @@ import corpus_run as cr  # noqa: E402
 
 ROOT = cr.ROOT
 API_FILE = os.path.join(ROOT, "python", "tests", "data", "tilelang_api.txt")
-DEFAULT_REPORT = os.path.join(os.path.dirname(ROOT), "corpus_baseline_keep", "corpus_report.json")
+DEFAULT_REPORT = "corpus_report.json"  # what corpus_run.py writes (its --out, default ".")
 MAX_KERNELS = 8  # distinct kernels checked per script (a sweep of shapes adds nothing)
 STATUSES = ("ok", "refused", "mismatch", "error")
 
@@ -361,6 +361,11 @@ def main(argv=None):
         return 0
     if a.only:
         scripts = cr.example_scripts(cr.EXAMPLES, a.only)
+    elif not os.path.isfile(a.report):
+        print(f"corpus_emit: no corpus report at {a.report}: run python/tools/corpus_run.py "
+              "first (it writes corpus_report.json), or give --report FILE or --only SUBSTRING",
+              file=sys.stderr)
+        return 2
     else:
         scripts = passed_scripts(a.report)
     os.makedirs(a.out, exist_ok=True)
