@@ -95,8 +95,8 @@ int64_t Engine::scalar_load(Core& c, const lower::LoadSite& site, const int64_t*
   if (a.scope == ir::Scope::UB)
     await_ub(c, acc);
   else if (!gm)
-    drain_values(c);  // GM loads read inputs, which nothing writes
-  if (race_ && !gm) {        // GM loads read inputs, which the verifier keeps read-only
+    drain_values(c);   // GM loads read inputs, which nothing writes
+  if (race_ && !gm) {  // GM loads read inputs, which the verifier keeps read-only
     Instr in;
     in.t = &site.op;
     in.s_clock = -1;

@@ -158,7 +158,7 @@ struct Core {
   // instruction writing it, so a scalar read of UB waits for that write only, not for
   // every instruction queued before it (a gather's per-row index reads).
   std::vector<uint64_t> ub_write_seq;
-  CoreStats stats;                            // identity; counters are in `tally`
+  CoreStats stats;  // identity; counters are in `tally`
   Tally tally;
   LoopHistory history;
   int role = 0;      // race threads: 0 AIC, 1 AIV0, 2 AIV1
