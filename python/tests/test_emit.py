@@ -7,14 +7,18 @@ import ast
 import importlib.util
 import json
 import os
+import sys
 
 import numpy as np
 import pytest
 
-from conftest import HERE
+from conftest import HERE, ROOT
 
 tilelang = pytest.importorskip("tilelang")
 from tilelang._core import _ext, numpy_dtype  # noqa: E402
+
+sys.path.insert(0, os.path.join(ROOT, "python", "tools"))
+from api_check import api_names, attribute_chains  # noqa: E402
 
 # Every built-in kernel and variant emit can spell, at small shapes (the run of the original
 # and of the emitted file each take seconds at most). SFA is refused (its masks:
@@ -30,13 +34,6 @@ CASES = (
     + [("fa", "auto", {"S": "4096", "H": "2"})]
     + [("gm_read", v, {"N": "1024"}) for v in ("blocks", "rows128", "nd2nz_l1")]
 )
-
-API_FILE = os.path.join(HERE, "data", "tilelang_api.txt")
-
-
-def api_names():
-    with open(API_FILE) as f:
-        return {ln.strip() for ln in f if ln.strip() and not ln.startswith("#")}
 
 
 def emit(tmp_path, kernel, variant, params, tag=""):
@@ -56,23 +53,6 @@ def load_factory(path, name):
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return getattr(mod, name)
-
-
-def attribute_chains(tree):
-    """Every maximal dotted name rooted at T or tilelang (T.tile.add, tilelang.jit, ...)."""
-    chains, inner = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            parts, v = [], node
-            while isinstance(v, ast.Attribute):
-                parts.append(v.attr)
-                v = v.value
-            if isinstance(v, ast.Name) and v.id in ("T", "tilelang"):
-                chain = ".".join([v.id] + parts[::-1])
-                chains.add(chain)
-                if isinstance(node.value, ast.Attribute):
-                    inner.add(chain.rsplit(".", 1)[0])
-    return chains - inner
 
 
 @pytest.mark.parametrize("kernel,variant,params", CASES,
@@ -151,8 +131,6 @@ def test_factory_refuses_other_parameter_values(tmp_path):
 
 def test_kernel_emit_from_a_developer_mode_kernel(tmp_path):
     """kernel.emit(path) on a Python kernel: the passes' output, round-tripped."""
-    import sys
-
     sys.path.insert(0, HERE)
     from kernels import matmul
 
@@ -179,9 +157,7 @@ def test_emit_refuses_what_has_no_expert_spelling(tmp_path):
 def test_emit_of_a_python_file_through_the_command_line(tmp_path):
     """`tilepipe emit FILE.py:NAME`: the factory keeps NAME and the file's integer arguments."""
     import subprocess
-    import sys
 
-    from conftest import ROOT
 
     binary = os.path.join(os.environ.get("TILEPIPE_BUILD_DIR", os.path.join(ROOT, "build")),
                           "tilepipe")
@@ -207,7 +183,6 @@ def test_corpus_examples_round_trip(tmp_path):
     """python/tools/corpus_emit.py on a few of the original's examples: each kernel the
     script runs, emitted and run back on the script's own inputs, gives the same cycles and
     outputs, and its file uses only the original's API (docs/cli.md, "tilepipe emit")."""
-    import sys
 
     from conftest import CORPUS, ROOT
 

@@ -30,7 +30,6 @@ and classified:
 A script that launches no kernel (a module of kernels, a golden helper) has no rows."""
 
 import argparse
-import ast
 import concurrent.futures as cf
 import json
 import os
@@ -42,37 +41,15 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import corpus_run as cr  # noqa: E402
+from api_check import names_outside  # noqa: E402
 
 ROOT = cr.ROOT
-API_FILE = os.path.join(ROOT, "python", "tests", "data", "tilelang_api.txt")
 DEFAULT_REPORT = "corpus_report.json"  # what corpus_run.py writes (its --out, default ".")
 MAX_KERNELS = 8  # distinct kernels checked per script (a sweep of shapes adds nothing)
 STATUSES = ("ok", "refused", "mismatch", "error")
 
 
 # ---- the worker: one script, in its own process ----
-
-
-def api_names():
-    with open(API_FILE) as f:
-        return {ln.strip() for ln in f if ln.strip() and not ln.startswith("#")}
-
-
-def attribute_chains(tree):
-    """Every maximal dotted name rooted at T or tilelang (T.tile.add, tilelang.jit, ...)."""
-    chains, inner = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute):
-            parts, v = [], node
-            while isinstance(v, ast.Attribute):
-                parts.append(v.attr)
-                v = v.value
-            if isinstance(v, ast.Name) and v.id in ("T", "tilelang"):
-                chain = ".".join([v.id] + parts[::-1])
-                chains.add(chain)
-                if isinstance(node.value, ast.Attribute):
-                    inner.add(chain.rsplit(".", 1)[0])
-    return chains - inner
 
 
 def py_name(s):
@@ -142,7 +119,7 @@ def check_kernel(c, host, out_path):
     with open(out_path, "w") as f:
         f.write(text)
     row["file"] = out_path
-    outside = sorted(attribute_chains(ast.parse(text)) - api_names())
+    outside = names_outside(text)
     if outside:
         row.update(status="error", reason="names outside the API list: " + ", ".join(outside),
                    where="", construct="API name " + outside[0])
