@@ -120,26 +120,6 @@ def test_reductions_and_broadcast():
 
 
 @tilelang.jit(out_idx=[1])
-def casts(N, src, dst):
-    @T.prim_func
-    def main(A: T.Tensor((2, N), src), B: T.Tensor((2, N), dst)):
-        with T.Kernel(1, is_npu=True) as (cid, vid):
-            x = T.alloc_ub((N,), src)
-            y = T.alloc_ub((N,), dst)
-            with T.Scope("V"):
-                T.copy(A[vid, :], x)
-                T.tile.cast(y, x, "CAST_RINT", N)
-                T.copy(y, B[vid, :])
-
-    return main
-
-
-def test_cast_f32_to_f16_rounds():
-    a = rand(2, 128) * 100
-    np.testing.assert_array_equal(casts(128, "float32", "float16")(a), a.astype(np.float16))
-
-
-@tilelang.jit(out_idx=[1])
 def masked(N, bound):
     @T.prim_func
     def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):

@@ -130,6 +130,12 @@ def cast_kernel(N, src, dst, mode, via_copy=False):
     return main
 
 
+def test_cast_f32_to_f16_rounds():
+    a = (np.random.default_rng(0).standard_normal((2, 128)) * 100).astype(np.float32)
+    np.testing.assert_array_equal(cast_kernel(128, "float32", "float16", "CAST_RINT")(a),
+                                  a.astype(np.float16))
+
+
 HALVES = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.7, -3.7] * 8, np.float32).reshape(2, 32)
 
 
