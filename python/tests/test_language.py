@@ -190,7 +190,9 @@ def parallel_elementwise(M, N):
 def test_parallel_element_assignments_become_tile_ops():
     a, r = rand(16, 64), rand(16)
     k = parallel_elementwise(16, 64)
-    np.testing.assert_allclose(k(a, r), np.exp(a - r[:, None]) * 2 + 1 + a, rtol=1e-5)
+    # atol: `+ a` can cancel most of a value of up to ~30, leaving f32 rounding of the larger
+    # terms (a few 1e-6 absolute) on a small result
+    np.testing.assert_allclose(k(a, r), np.exp(a - r[:, None]) * 2 + 1 + a, rtol=1e-5, atol=1e-4)
     assert "in parallel(" not in k.get_kernel_source()
 
 
