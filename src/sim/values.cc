@@ -64,7 +64,7 @@ void ValueExecutor::wait_for(int group, uint64_t seq) {
 }
 
 void ValueExecutor::drain(int group) {
-  if (!workers_.empty()) wait_for(group, groups_[static_cast<size_t>(group)].submitted);
+  wait_for(group, groups_[static_cast<size_t>(group)].submitted);
 }
 
 void ValueExecutor::drain_all() {
