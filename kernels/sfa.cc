@@ -313,7 +313,10 @@ ir::Program build(const Params& p, const std::string& variant) {
     auto bt_ub = alloc_ub("bt_ub", {pages}, i32);
     auto idx_ub = alloc_ub("idx_ub", {stages, n}, i32);
     auto bias = alloc_ub("bias", {stages, 1, n}, f32);
-    auto mask = alloc_ub("mask", {n}, f32);
+    // The original compares f32 (its Compare takes no int32) into a bit mask (one bit per
+    // index, as CompareScalar writes it and Select reads it).
+    auto idx_f = alloc_ub("idx_f", {n}, f32);
+    auto mask = alloc_ub("mask", {n / 8}, u8);
     auto gbuf = alloc_ub("gather", {ngather, gather_rows, kDk}, bf16);
     auto zero_row = kn.row_roundtrip ? alloc_ub("zero_row", {1, kDk}, bf16) : Tensor();
     auto s_in = alloc_ub("s_in", {h, n}, f32);
@@ -381,9 +384,10 @@ ir::Program build(const Params& p, const std::string& variant) {
         handoff(Pipe::MTE2, Pipe::V, 0);
         // bias = 0 where 0 <= index <= bound, -1e30 elsewhere (and past topk).
         tile::fill(bias[slot], 0.0);
-        tile::compare(mask, idx_ub[slot], tk.bound, CmpMode::LE);
+        tile::cast(idx_f, idx_ub[slot]);
+        tile::compare(mask, idx_f, tk.bound, CmpMode::LE);
         tile::select(bias[slot], mask, bias[slot], kMasked);
-        tile::compare(mask, idx_ub[slot], 0, CmpMode::GE);
+        tile::compare(mask, idx_f, 0, CmpMode::GE);
         tile::select(bias[slot], mask, bias[slot], kMasked);
         if (rem != n)
           if_(c == chunks - 1, [&] { tile::fill(bias(slot, 0, slice(rem, n - rem)), kMasked); });
@@ -571,7 +575,8 @@ ir::Program build_auto(const Params& p) {
   auto o_c = alloc_L0C("o_c", {m, kD}, f32);
   auto bt_ub = alloc_ub("bt_ub", {pages}, i32);
   auto idx = alloc_ub("idx", {n}, i32);
-  auto mask = alloc_ub("mask", {n}, f32);
+  auto idx_f = alloc_ub("idx_f", {n}, f32);  // compared as f32 into a bit mask, as above
+  auto mask = alloc_ub("mask", {n / 8}, u8);
   auto bias = alloc_ub("bias", {1, n}, f32);
   auto gather = alloc_ub("gather", {n, kDk}, bf16);
   auto s_ub = alloc_ub("s_ub", {m, n}, f32);
@@ -603,9 +608,10 @@ ir::Program build_auto(const Params& p) {
       // The chunk's indices; bias 0 where 0 <= index <= bound, -1e30 elsewhere.
       copy(sparse(tok, head, slice(c * n, n)), idx);
       tile::fill(bias, 0.0);
-      tile::compare(mask, idx, bound, CmpMode::LE);
+      tile::cast(idx_f, idx);
+      tile::compare(mask, idx_f, bound, CmpMode::LE);
       tile::select(bias, mask, bias, kMasked);
-      tile::compare(mask, idx, 0, CmpMode::GE);
+      tile::compare(mask, idx_f, 0, CmpMode::GE);
       tile::select(bias, mask, bias, kMasked);
       // Gather the KV rows through the page table (invalid indices read position 0).
       serial(n, [&](Ex r) {

@@ -93,6 +93,14 @@ TEST(AutoSync, SingleBufferStreamGetsForwardFlagsAndOneCredit) {
 )");
 }
 
+TEST(AutoSync, OneTripLoopNeedsNoCarriedWaitNorGuard) {
+  // One iteration: the credit's wait at the top (i >= 1) can never run, and the drain after
+  // the loop always runs, so neither is guarded (as the front end folds such guards).
+  const std::string s = ir::print(synced(stream(1, 1)));
+  EXPECT_EQ(s.find("if "), std::string::npos) << s;
+  EXPECT_NE(s.find("    }\n    wait_flag "), std::string::npos) << s;  // the drain
+}
+
 TEST(AutoSync, DoubleBufferedStreamRotatesIdsPerSlot) {
   EXPECT_EQ(ir::print(synced(stream(5, 2))),
             R"(kernel stream(x: GM f32[2, 5, 64] in, y: GM f32[2, 5, 64] out) block_num=1 {

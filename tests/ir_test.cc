@@ -10,6 +10,7 @@
 
 #include "test_util.h"
 #include "tilepipe/ir.h"
+#include "tilepipe/ir_range.h"
 #include "tilepipe/lang.h"
 
 namespace tilepipe {
@@ -510,6 +511,26 @@ TEST(IrVisitor, VisitsTileOpsAndReductionsInLoops) {
   EXPECT_EQ(c.n["reduce"], 2);
   EXPECT_EQ(c.n["copy"], 2);
   EXPECT_EQ(c.n["for"], 1);
+}
+
+TEST(IrRange, GuardsAreDecidedOnlyWhenEveryValueAgrees) {
+  using ir::BinOp;
+  auto j = ir::make_var("j");
+  ir::Expr jr = ir::make_var_ref(j);
+  // j in [0, 7]: min(2, 16 - 2 j) is 2 for every j; cid in [0, 23].
+  ir::VarRanges r = {{j->id, ir::Range::of(0, 7)}, {ir::kCidVar, ir::Range::of(0, 23)}};
+  auto trips = ir::make_binary(BinOp::Min, ir::make_int(2),
+                               ir::make_binary(BinOp::Sub, ir::make_int(16),
+                                               ir::make_binary(BinOp::Mul, ir::make_int(2), jr)));
+  EXPECT_EQ(ir::eval_range(trips, r).lo, 2);
+  EXPECT_EQ(ir::decided(ir::make_binary(BinOp::Lt, ir::make_int(0), trips), r), true);
+  EXPECT_EQ(ir::decided(ir::make_binary(BinOp::Ge, jr, ir::make_int(8)), r), false);
+  EXPECT_EQ(ir::decided(ir::make_binary(BinOp::Ge, jr, ir::make_int(1)), r), std::nullopt);
+  // An unbounded variable or a load decides nothing.
+  auto k = ir::make_var("k");
+  EXPECT_EQ(ir::decided(ir::make_binary(BinOp::Ge, ir::make_var_ref(k), ir::make_int(0)), r),
+            std::nullopt);
+  EXPECT_EQ(ir::decided(ir::make_int(1), r), true);
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "tilepipe/chip.h"
 #include "tilepipe/html.h"
 #include "tilepipe/ir.h"
+#include "tilepipe/ir_range.h"
 #include "tilepipe/lang.h"
 #include "tilepipe/lower.h"
 #include "tilepipe/passes.h"
@@ -184,57 +185,12 @@ std::optional<int64_t> const_diff(const py::handle& a, const py::handle& b) {
 using Intervals = std::map<int, std::pair<int64_t, int64_t>>;
 std::optional<std::pair<int64_t, int64_t>> bounds(const ir::Expr& e, const Intervals& vars,
                                                   int64_t block_num) {
-  using R = std::optional<std::pair<int64_t, int64_t>>;
-  return std::visit(
-      [&](const auto& n) -> R {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, ir::IntImm>) return std::pair{n.value, n.value};
-        if constexpr (std::is_same_v<T, ir::CoreIdx>)
-          return std::pair<int64_t, int64_t>{0, block_num - 1};
-        if constexpr (std::is_same_v<T, ir::VecIdx>) return std::pair<int64_t, int64_t>{0, 1};
-        if constexpr (std::is_same_v<T, ir::VarRef>) {
-          auto it = vars.find(n.var->id);
-          if (it == vars.end()) return std::nullopt;
-          return it->second;
-        }
-        if constexpr (std::is_same_v<T, ir::Select>) {
-          auto t = bounds(n.then_value, vars, block_num), f = bounds(n.else_value, vars, block_num);
-          if (!t || !f) return std::nullopt;
-          return std::pair{std::min(t->first, f->first), std::max(t->second, f->second)};
-        }
-        if constexpr (std::is_same_v<T, ir::Binary>) {
-          auto a = bounds(n.a, vars, block_num), b = bounds(n.b, vars, block_num);
-          if (!a || !b) return std::nullopt;
-          auto [al, ah] = *a;
-          auto [bl, bh] = *b;
-          switch (n.op) {
-            case ir::BinOp::Add:
-              return std::pair{al + bl, ah + bh};
-            case ir::BinOp::Sub:
-              return std::pair{al - bh, ah - bl};
-            case ir::BinOp::Mul: {
-              int64_t c[4] = {al * bl, al * bh, ah * bl, ah * bh};
-              return std::pair{*std::min_element(c, c + 4), *std::max_element(c, c + 4)};
-            }
-            case ir::BinOp::Div:
-              if (bl <= 0) return std::nullopt;
-              return std::pair{ir::eval_binop(ir::BinOp::Div, al, al < 0 ? bl : bh),
-                               ir::eval_binop(ir::BinOp::Div, ah, ah < 0 ? bh : bl)};
-            case ir::BinOp::Mod:
-              if (bl <= 0) return std::nullopt;
-              if (al >= 0 && ah < bl) return std::pair{al, ah};
-              return std::pair<int64_t, int64_t>{0, bh - 1};
-            case ir::BinOp::Min:
-              return std::pair{std::min(al, bl), std::min(ah, bh)};
-            case ir::BinOp::Max:
-              return std::pair{std::max(al, bl), std::max(ah, bh)};
-            default:
-              return std::pair<int64_t, int64_t>{0, 1};
-          }
-        }
-        return std::nullopt;
-      },
-      e->node);
+  ir::VarRanges r = {{ir::kCidVar, ir::Range::of(0, block_num - 1)},
+                     {ir::kVidVar, ir::Range::of(0, 1)}};
+  for (const auto& [id, v] : vars) r[id] = ir::Range::of(v.first, v.second);
+  const ir::Range x = ir::eval_range(e, r);
+  if (!x.known) return std::nullopt;
+  return std::pair{x.lo, x.hi};
 }
 
 // ---- regions and operands ----

@@ -234,8 +234,16 @@ class Emitter {
 
   std::string factory_params() const {
     std::vector<std::string> ps;
-    for (const auto& [name, v] : src_.params) ps.push_back(fmt::format("{}={}", name, v));
+    for (const auto& [name, v] : src_.params)
+      ps.push_back(fmt::format("{}={}", param_name(name), v));
     return fmt::format("{}", fmt::join(ps, ", "));
+  }
+
+  /// A kernel parameter as a Python argument: one spelt like a name the file binds (sfa's
+  /// `T`, the token count, against the language module `T`) gets a trailing underscore.
+  static std::string param_name(const std::string& name) {
+    const std::string s = py_name(name);
+    return reserved_names().count(s) ? s + "_" : s;
   }
 
   /// The body is the program for these values only (shapes and trip counts are constants
@@ -244,7 +252,7 @@ class Emitter {
     if (!src_.params.empty()) {
       std::vector<std::string> names, values, pairs;
       for (const auto& [name, v] : src_.params) {
-        names.push_back(name);
+        names.push_back(param_name(name));
         values.push_back(std::to_string(v));
         pairs.push_back(fmt::format("{}={}", name, v));
       }
@@ -438,6 +446,22 @@ class Emitter {
         s.value);
   }
 
+  /// A compare's destination or a select's mask is bit-packed (the only form the original has).
+  static bool packed_operands(const TileOpStmt& n) {
+    const Region& mask = n.op == TileOpKind::Compare ? n.dst : n.srcs.front();
+    const Region& lanes = n.op == TileOpKind::Compare ? n.srcs.front() : n.dst;
+    return packed_mask(mask.buffer->dtype, mask.elements(), lanes.elements());
+  }
+
+  /// A scalar operand in the tile's dtype: an integer expression on a float tile is cast, as
+  /// the original's examples write `T.float32(bound - i)`.
+  std::string typed_scalar(const ScalarOperand& s, DType tile, const Loc& loc) {
+    const std::string v = scalar(s, loc);
+    if (is_float(tile) && std::holds_alternative<Expr>(s.value))
+      return fmt::format("T.{}({})", py_dtype(tile), v);
+    return v;
+  }
+
   // ---- statements ----
 
   void stmt(const Stmt& s) {
@@ -584,6 +608,18 @@ class Emitter {
       line("T.tile.cast({}, \"{}\", {})", fmt::join(args, ", "), mode, n.dst.elements());
       return;
     }
+    if ((n.op == TileOpKind::Compare || n.op == TileOpKind::SelectOp) && packed_operands(n)) {
+      if (n.scalar) args.push_back(typed_scalar(*n.scalar, n.srcs.front().buffer->dtype, s.loc));
+      if (n.op == TileOpKind::Compare) {
+        line("T.tile.compare({}, \"{}\")", fmt::join(args, ", "), to_string(n.cmp));
+      } else {
+        // tilepipe's select reads the mask along the whole tile, as the original's tensor
+        // modes do (VSEL_CMPMASK_SPR would reuse the first repeat's bits).
+        line("T.tile.select({}, \"{}\")", fmt::join(args, ", "),
+             n.scalar ? "VSEL_TENSOR_SCALAR_MODE" : "VSEL_TENSOR_TENSOR_MODE");
+      }
+      return;
+    }
     const char* name = tile_name(n.op);
     if (!name)
       refuse(s.loc,
@@ -593,8 +629,8 @@ class Emitter {
                  ? "the original's T.tile.gather takes uint32 byte offsets, tilepipe's takes "
                    "int32 element offsets: not emitted yet"
              : n.op == TileOpKind::Compare || n.op == TileOpKind::SelectOp
-                 ? "the original's compare / select take a bit mask (one bit per lane); "
-                   "tilepipe's also take one element per lane: not emitted yet"
+                 ? "the original's compare / select take a bit mask (one bit per lane, a "
+                   "u8 tile of lanes / 8 elements): use one instead of a 0/1 element per lane"
                  : "its T.tile call (counts, patterns, scratch buffers) is not spelt yet: "
                    "keep this kernel in developer mode");
     if (n.scalar) args.push_back(scalar(*n.scalar, s.loc));

@@ -669,7 +669,19 @@ class AutoSync {
     const ForStmt& f = *ctx.loop;
     Expr first = make_binary(BinOp::Add, f.begin, make_int(s.dist * f.step));
     Expr cond = make_binary(BinOp::Ge, make_var_ref(f.var), first, s.wait_loc);
-    out.push_back(make_stmt(IfStmt{cond, seq(std::move(w), s.wait_loc), nullptr}, s.wait_loc));
+    guarded(cond, std::move(w), s.wait_loc, out);
+  }
+
+  /// `if cond: w`, or w itself / nothing when the loop ranges decide cond at build time (a
+  /// loop of one trip needs no carried wait; a batch loop that always runs needs no guard
+  /// on its drain), as the original's simplifier folds such guards.
+  void guarded(const Expr& cond, std::vector<Stmt> w, const Loc& loc,
+               std::vector<Stmt>& out) const {
+    if (auto d = decided(cond, vars_)) {
+      if (*d) out.insert(out.end(), w.begin(), w.end());
+      return;
+    }
+    out.push_back(make_stmt(IfStmt{cond, seq(std::move(w), loc), nullptr}, loc));
   }
 
   /// After the loop: consume the set of the last iteration that used each id.
@@ -679,11 +691,7 @@ class AutoSync {
       // Id t was used iff the loop ran more than t iterations.
       Expr cond = make_binary(BinOp::Lt, make_binary(BinOp::Add, f.begin, make_int(t * f.step)),
                               f.end, s.wait_loc);
-      if (auto c = as_const(cond)) {
-        if (*c) out.insert(out.end(), w.begin(), w.end());
-        continue;
-      }
-      out.push_back(make_stmt(IfStmt{cond, seq(std::move(w), s.wait_loc), nullptr}, s.wait_loc));
+      guarded(cond, std::move(w), s.wait_loc, out);
     }
   }
 

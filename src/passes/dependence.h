@@ -22,21 +22,17 @@
 #include <vector>
 
 #include "tilepipe/ir.h"
+#include "tilepipe/ir_range.h"
 
 namespace tilepipe::passes {
 
-/// Conservative closed integer range; `known == false` means any value.
-struct Range {
-  int64_t lo = 0, hi = 0;
-  bool known = false;
-  static Range any() { return {}; }
-  static Range of(int64_t lo, int64_t hi) { return {lo, hi, true}; }
-};
-
-/// Ranges of loop variables (by var id) and of cid (-1) and vid (-2).
-using VarRanges = std::map<int, Range>;
-inline constexpr int kCidVar = -1;
-inline constexpr int kVidVar = -2;
+// Integer ranges live with the IR (tilepipe/ir_range.h): the verifier, the passes and the
+// Python extension reason about index expressions alike.
+using ir::eval_range;
+using ir::kCidVar;
+using ir::kVidVar;
+using ir::Range;
+using ir::VarRanges;
 
 /// Does the subtree hold a hand-written intra-core flag or barrier? Scopes without any are
 /// "automatic": auto_sync syncs them and plan_memory may reuse their bytes.
@@ -63,9 +59,6 @@ bool covers_whole(const ir::Region& r);
 /// split the loop between the statements that use it.
 bool exposed(const ir::Stmt& s, int buffer_id);
 bool kills(const ir::Stmt& s, int buffer_id);
-
-/// Value range of an integer expression given variable ranges.
-Range eval_range(const ir::Expr& e, const VarRanges& vars);
 
 enum class AccessKind : uint8_t { Read, Write };
 

@@ -1,0 +1,35 @@
+// Integer ranges of index expressions: interval arithmetic over loop variables, cid and vid.
+// One home for the verifier's, the passes' and the Python extension's reasoning about
+// bounds (docs/ir.md "Integer reasoning"). Conservative: an expression it cannot bound
+// (a load, a division by a possibly non-positive value) is `any`.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+
+#include "tilepipe/ir.h"
+
+namespace tilepipe::ir {
+
+/// Conservative closed integer range; `known == false` means any value.
+struct Range {
+  int64_t lo = 0, hi = 0;
+  bool known = false;
+  static Range any() { return {}; }
+  static Range of(int64_t lo, int64_t hi) { return {lo, hi, true}; }
+};
+
+/// Ranges of loop variables (by var id) and of cid (-1) and vid (-2; [0, 1] when absent).
+using VarRanges = std::map<int, Range>;
+inline constexpr int kCidVar = -1;
+inline constexpr int kVidVar = -2;
+
+/// Value range of an integer expression given variable ranges (a comparison is [0, 1]).
+Range eval_range(const Expr& e, const VarRanges& vars);
+
+/// The outcome of a comparison (`a < b`, `a >= b`, ...) when it is the same for every value
+/// the ranges allow, else nullopt: a guard decided at build time is no code at all.
+std::optional<bool> decided(const Expr& cond, const VarRanges& vars);
+
+}  // namespace tilepipe::ir

@@ -1,0 +1,110 @@
+// Interval arithmetic over index expressions (tilepipe/ir_range.h).
+#include "tilepipe/ir_range.h"
+
+#include <algorithm>
+
+namespace tilepipe::ir {
+
+namespace {
+
+constexpr int64_t kBig = INT64_MAX / 8;
+
+Range clamp(__int128 lo, __int128 hi) {
+  if (lo < -kBig || hi > kBig) return Range::any();
+  return Range::of(static_cast<int64_t>(lo), static_cast<int64_t>(hi));
+}
+
+}  // namespace
+
+Range eval_range(const Expr& e, const VarRanges& vars) {
+  return std::visit(
+      [&](const auto& n) -> Range {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, IntImm>) {
+          return Range::of(n.value, n.value);
+        } else if constexpr (std::is_same_v<T, VarRef>) {
+          auto it = vars.find(n.var->id);
+          return it == vars.end() ? Range::any() : it->second;
+        } else if constexpr (std::is_same_v<T, CoreIdx>) {
+          auto it = vars.find(kCidVar);
+          return it == vars.end() ? Range::any() : it->second;
+        } else if constexpr (std::is_same_v<T, VecIdx>) {
+          auto it = vars.find(kVidVar);
+          return it == vars.end() ? Range::of(0, 1) : it->second;
+        } else if constexpr (std::is_same_v<T, Binary>) {
+          Range a = eval_range(n.a, vars), b = eval_range(n.b, vars);
+          using W = __int128;
+          switch (n.op) {
+            case BinOp::Add:
+              if (!a.known || !b.known) return Range::any();
+              return clamp(W{a.lo} + b.lo, W{a.hi} + b.hi);
+            case BinOp::Sub:
+              if (!a.known || !b.known) return Range::any();
+              return clamp(W{a.lo} - b.hi, W{a.hi} - b.lo);
+            case BinOp::Mul: {
+              if (!a.known || !b.known) return Range::any();
+              W v[4] = {W{a.lo} * b.lo, W{a.lo} * b.hi, W{a.hi} * b.lo, W{a.hi} * b.hi};
+              return clamp(*std::min_element(v, v + 4), *std::max_element(v, v + 4));
+            }
+            case BinOp::Min:
+              if (!a.known && !b.known) return Range::any();
+              if (!a.known) return Range{INT64_MIN / 8, b.hi, false};
+              if (!b.known) return Range{INT64_MIN / 8, a.hi, false};
+              return Range::of(std::min(a.lo, b.lo), std::min(a.hi, b.hi));
+            case BinOp::Max:
+              if (!a.known || !b.known) return Range::any();
+              return Range::of(std::max(a.lo, b.lo), std::max(a.hi, b.hi));
+            case BinOp::Div:
+              if (!a.known || !b.known || b.lo <= 0) return Range::any();
+              return Range::of(
+                  std::min(eval_binop(BinOp::Div, a.lo, b.lo), eval_binop(BinOp::Div, a.lo, b.hi)),
+                  std::max(eval_binop(BinOp::Div, a.hi, b.lo), eval_binop(BinOp::Div, a.hi, b.hi)));
+            case BinOp::Mod:
+              if (!b.known || b.lo <= 0) return Range::any();
+              if (a.known && a.lo >= 0 && a.hi < b.lo) return a;
+              return Range::of(0, b.hi - 1);
+            default:
+              return Range::of(0, 1);
+          }
+        } else if constexpr (std::is_same_v<T, Select>) {
+          Range a = eval_range(n.then_value, vars), b = eval_range(n.else_value, vars);
+          if (!a.known || !b.known) return Range::any();
+          return Range::of(std::min(a.lo, b.lo), std::max(a.hi, b.hi));
+        } else if constexpr (std::is_same_v<T, Load>) {
+          return Range::any();
+        } else {
+          static_assert(sizeof(T) == 0, "eval_range: unhandled expression node");
+        }
+      },
+      e->node);
+}
+
+std::optional<bool> decided(const Expr& cond, const VarRanges& vars) {
+  if (auto c = as_const(cond)) return *c != 0;
+  const auto* b = std::get_if<Binary>(&cond->node);
+  if (!b) return std::nullopt;
+  const Range x = eval_range(b->a, vars), y = eval_range(b->b, vars);
+  if (!x.known || !y.known) return std::nullopt;
+  switch (b->op) {
+    case BinOp::Lt:
+      if (x.hi < y.lo) return true;
+      if (x.lo >= y.hi) return false;
+      return std::nullopt;
+    case BinOp::Le:
+      if (x.hi <= y.lo) return true;
+      if (x.lo > y.hi) return false;
+      return std::nullopt;
+    case BinOp::Gt:
+      if (x.lo > y.hi) return true;
+      if (x.hi <= y.lo) return false;
+      return std::nullopt;
+    case BinOp::Ge:
+      if (x.lo >= y.hi) return true;
+      if (x.hi < y.lo) return false;
+      return std::nullopt;
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace tilepipe::ir
