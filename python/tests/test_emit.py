@@ -184,6 +184,7 @@ def test_emit_of_a_python_file_through_the_command_line(tmp_path):
 
 # gemm_splitk: its T.tile.atomic_add (a copy with atomic add) must be emitted as one.
 CORPUS_EXAMPLES = ["elementwise/elementwise_add.py", "gemm/example_gemm.py",
+                   "flash_attention/flash_attn_bhsd.py",  # gemm_v0 with B transposed
                    "reduce/example_reduce_min.py", "gemm_splitk/example_tilelang_gemm_splitk.py"]
 
 

@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "tilepipe/driver.h"
 #include "tilepipe/vec_modes.h"
@@ -153,11 +155,47 @@ std::string py_double(double v) {
   return s;
 }
 
+/// L0A / L0B buffers that every gemm reads transposed and that only plain L1 -> L0 copies
+/// write, each as its transposed twin (same id, last two dimensions swapped). The original
+/// spells such an operand as a transposing load (`T.copy(l1, l0b, transpose=True)`) and a
+/// plain `T.mma`; the data path and its cost are the same.
+std::map<int, Buffer> transposed_operands(const Stmt& body) {
+  struct Uses : StmtVisitor {
+    std::map<int, Buffer> buf;
+    std::set<int> transposed, plain;
+    void visit_gemm(const GemmStmt& g, const StmtNode&) override {
+      use(g.a, g.transpose_a);
+      use(g.b, g.transpose_b);
+    }
+    void use(const Region& r, bool t) {
+      buf[r.buffer->id] = r.buffer;
+      (t ? transposed : plain).insert(r.buffer->id);
+    }
+    void visit_copy(const CopyStmt& c, const StmtNode&) override {
+      const Scope d = c.dst.buffer->scope;
+      if ((d == Scope::L0A || d == Scope::L0B) &&
+          (c.transpose || c.pad_value || c.atomic_add || c.src.buffer->scope != Scope::L1 ||
+           c.dst.buffer->shape.size() < 2))
+        plain.insert(c.dst.buffer->id);  // written otherwise: keep its layout
+    }
+  } u;
+  u.visit(body);
+  std::map<int, Buffer> out;
+  for (int id : u.transposed) {
+    if (u.plain.count(id)) continue;
+    BufferNode t = *u.buf.at(id);
+    std::swap(t.shape[t.shape.size() - 1], t.shape[t.shape.size() - 2]);
+    out[id] = std::make_shared<const BufferNode>(std::move(t));
+  }
+  return out;
+}
+
 class Emitter {
  public:
   Emitter(const Compiled& c, const EmitSource& src) : c_(c), src_(src) {
     source_leaves_ = leaf_keys(c.source.body);
     source_scoped_ = has_scope(c.source.body);
+    transposed_ = transposed_operands(c.program.body);
   }
 
   std::string file() {
@@ -560,8 +598,11 @@ class Emitter {
       versions =
           fmt::format("  # {} versions (multi-buffered by the passes): slot = iteration % {}",
                       v->second, v->second);
-    line("{} = {}({}, \"{}\"){}", names_.at(b->id), call, shape(b->shape), py_dtype(b->dtype),
-         versions);
+    auto t = transposed_.find(b->id);
+    line("{} = {}({}, \"{}\"){}{}", names_.at(b->id), call,
+         shape(t != transposed_.end() ? t->second->shape : b->shape), py_dtype(b->dtype), versions,
+         t != transposed_.end() && versions.empty() ? "  # held transposed: a transposing load"
+                                                    : "");
   }
 
   void emit(const CopyStmt& n, const StmtNode& s) {
@@ -576,21 +617,37 @@ class Emitter {
       return;
     }
     std::string extra;
-    if (n.transpose) extra += ", transpose=True";
+    const bool into_twin = transposed_.count(n.dst.buffer->id) > 0;
+    if (n.transpose || into_twin) extra += ", transpose=True";
     if (n.pad_value) extra += ", pad_value=" + py_double(*n.pad_value);
-    line("T.copy({}, {}{}){}", region(n.src, s.loc), region(n.dst, s.loc), extra,
+    line("T.copy({}, {}{}){}", region(n.src, s.loc), region(twin(n.dst), s.loc), extra,
          note(s, "inserted by the passes"));
   }
 
   void emit(const GemmStmt& n, const StmtNode& s) {
-    if (n.transpose_a || n.transpose_b)
-      refuse(s.loc,
-             fmt::format("gemm with {} transposed on L0 operands: T.mma takes no transpose flags",
-                         n.transpose_a ? "A" : "B"),
-             "transpose the operand on its way into L0 instead "
-             "(copy(l1, l0b, transpose=True) in the kernel)");
-    line("T.mma({}, {}, {}, init={})", region(n.a, s.loc), region(n.b, s.loc), region(n.c, s.loc),
-         n.init ? "True" : "False");
+    for (auto [r, t, side] : {std::tuple{&n.a, n.transpose_a, "A"}, {&n.b, n.transpose_b, "B"}})
+      if (t && !transposed_.count(r->buffer->id))
+        refuse(s.loc,
+               fmt::format("gemm with {} transposed on L0 operand '{}', which is also read "
+                           "untransposed or written other than by an L1 -> L0 copy: T.mma "
+                           "takes no transpose flags",
+                           side, r->buffer->name),
+               "give the transposed operand its own L0 buffer, loaded with "
+               "copy(l1, l0, transpose=True)");
+    line("T.mma({}, {}, {}, init={})", region(twin(n.a), s.loc), region(twin(n.b), s.loc),
+         region(n.c, s.loc), n.init ? "True" : "False");
+  }
+
+  /// r on the transposed twin of its buffer (last two dimensions swapped), or r itself.
+  Region twin(const Region& r) const {
+    auto t = transposed_.find(r.buffer->id);
+    if (t == transposed_.end()) return r;
+    Region out = r;
+    out.buffer = t->second;
+    const size_t n = out.extent.size();
+    std::swap(out.extent[n - 1], out.extent[n - 2]);
+    std::swap(out.start[n - 1], out.start[n - 2]);
+    return out;
   }
 
   void emit(const TileOpStmt& n, const StmtNode& s) {
@@ -666,6 +723,7 @@ class Emitter {
   }
 
   const Compiled& c_;
+  std::map<int, Buffer> transposed_;  // transposed_operands()
   const EmitSource& src_;
   std::multiset<std::string> source_leaves_;
   bool source_scoped_ = false;
