@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -16,6 +17,7 @@
 #include "tilepipe/driver.h"
 #include "tilepipe/lang.h"
 #include "tilepipe/lower.h"
+#include "tilepipe/numeric.h"
 #include "tilepipe/sim.h"
 #include "tilepipe/verify.h"
 
@@ -355,6 +357,63 @@ TEST(SimFunctional, MergeSortMergesDescendingPairListsEarlierListFirst) {
       run(k.finish(), {{"A", {9, 0, 5, 1, 2, 2}}, {"B", {7, 10, 5, 11}}, {"C", {8, 20, -1, 21}}});
   std::vector<double> want = {9, 0, 8, 20, 7, 10, 5, 1, 5, 11, 2, 2, -1, 21};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(r.io.at("M")[i], want[i]) << i;
+}
+
+/// Sort32: each block of 32 keys descending (ties by position) with its u32 index, as 8-byte
+/// pairs: f32 (key, index bits), f16 (key, 0, low and high 16 index bits).
+TEST(SimFunctional, Sort32PairsEachBlockWithItsIndexBits) {
+  KernelBuilder k("sort32", 1);
+  auto K32 = k.input("K32", {64}, f32);
+  auto K16 = k.input("K16", {64}, f16);
+  auto I = k.input("I", {64}, u32);
+  auto O32 = k.output("O32", {128}, f32);
+  auto O16 = k.output("O16", {256}, f16);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto k32 = alloc_ub("k32", {64}, f32);
+    auto k16 = alloc_ub("k16", {64}, f16);
+    auto idx = alloc_ub("idx", {64}, u32);
+    auto o32 = alloc_ub("o32", {128}, f32);
+    auto o16 = alloc_ub("o16", {256}, f16);
+    if_(vid == 0, [&] {
+      copy(K32, k32);
+      copy(K16, k16);
+      copy(I, idx);
+      handoff(Pipe::MTE2, Pipe::V);
+      tile::sort32(o32, k32, idx);
+      tile::sort32(o16, k16, idx);
+      handoff(Pipe::V, Pipe::MTE3);
+      copy(o32, O32);
+      copy(o16, O16);
+    });
+  });
+  std::vector<double> keys(64), ids(64);
+  for (int i = 0; i < 64; ++i) {
+    keys[static_cast<size_t>(i)] = (i * 37) % 23;         // repeats: ties keep position order
+    ids[static_cast<size_t>(i)] = 65536.0 * (i % 3) + i;  // uses both halves' bits
+  }
+  auto r = run(k.finish(), {{"K32", keys}, {"K16", keys}, {"I", ids}});
+  for (int b = 0; b < 2; ++b) {
+    std::vector<int> order(32);
+    for (int i = 0; i < 32; ++i) order[static_cast<size_t>(i)] = b * 32 + i;
+    std::stable_sort(order.begin(), order.end(), [&](int x, int y) {
+      return keys[static_cast<size_t>(x)] > keys[static_cast<size_t>(y)];
+    });
+    for (int e = 0; e < 32; ++e) {
+      const int i = order[static_cast<size_t>(e)], p = b * 32 + e;
+      const auto bits = static_cast<uint32_t>(ids[static_cast<size_t>(i)]);
+      EXPECT_EQ(r.io.at("O32")[static_cast<size_t>(2 * p)], keys[static_cast<size_t>(i)]) << p;
+      EXPECT_EQ(r.io.at("O32")[static_cast<size_t>(2 * p + 1)], std::bit_cast<float>(bits)) << p;
+      EXPECT_EQ(r.io.at("O16")[static_cast<size_t>(4 * p)], keys[static_cast<size_t>(i)]) << p;
+      EXPECT_EQ(r.io.at("O16")[static_cast<size_t>(4 * p + 1)], 0.0) << p;
+      EXPECT_EQ(r.io.at("O16")[static_cast<size_t>(4 * p + 2)],
+                f16_to_float(static_cast<uint16_t>(bits & 0xffff)))
+          << p;
+      EXPECT_EQ(r.io.at("O16")[static_cast<size_t>(4 * p + 3)],
+                f16_to_float(static_cast<uint16_t>(bits >> 16)))
+          << p;
+    }
+  }
 }
 
 /// Every built-in pattern on 16 elements, and CreateVecIndex / Round / GatherB on the same

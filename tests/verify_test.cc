@@ -442,6 +442,27 @@ TEST(Verify, SortCountPastTheSourceIsAShapeMismatch) {
               {"33 valid elements, but the source a has 32", here(-3)});
 }
 
+TEST(Verify, Sort32NeedsEightBytesPerKeyAndU32Indices) {
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {64}, f16);
+    auto i = alloc_ub("i", {64}, u32);
+    auto d = alloc_ub("d", {128}, f16);  // f16 pairs take 4 elements each: 256
+    tile::sort32(d, a, i);
+  });
+  expect_diag(kb.finish(), "shape-mismatch",
+              {"tile.sort32: 64 keys, 64 indices, 128 destination elements",
+               "give the destination 256 elements", here(-4)});
+  KernelBuilder kb2("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {32}, f32);
+    auto i = alloc_ub("i", {32}, i32);
+    auto d = alloc_ub("d", {64}, f32);
+    tile::sort32(d, a, i);
+  });
+  expect_diag(kb2.finish(), "dtype-mismatch", {"tile.sort32: indices 'i' are i32; expected u32"});
+}
+
 TEST(Verify, MergeSortNeedsRoomForEveryPair) {
   KernelBuilder kb("k", 1);
   scope_v([&] {

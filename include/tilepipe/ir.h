@@ -313,6 +313,7 @@ enum class TileOpKind : uint8_t {
   Arange,      // dst[i] = scalar + i (CreateVecIndex / ArithProgression with step 1)
   Sort,        // (value, index) pairs of src sorted descending; scalar = valid count
   MergeSort,   // 2 or 3 sorted (value, index) pair lists merged, descending
+  Sort32,      // each 32-element block of src sorted descending with srcs[1]'s u32 indices
   GatherMask,  // src's elements where a pattern bit is set, packed into dst
   Gatherb,     // 32-byte blocks of src at the byte offsets in srcs[1] (u32) into dst
 };

@@ -352,6 +352,9 @@ void arange(Tile dst, Scalar first, SrcLoc loc = SrcLoc::current());
 /// (value, index) pairs of src's first `count` elements (the rest of each 32-element block
 /// counts as -inf), sorted descending, ties by index; dst gets the leading pairs it holds.
 void sort(Tile dst, Tile src, Scalar count, SrcLoc loc = SrcLoc::current());
+/// Each 32-element block of `keys` sorted descending (ties by position), each key with its
+/// u32 from `indices`, as 8-byte (key, index bits) pairs (vec_modes.h: Sort32).
+void sort32(Tile dst, Tile keys, Tile indices, SrcLoc loc = SrcLoc::current());
 /// Merges 2 or 3 descending (value, index) pair lists into dst (ties: the earlier list
 /// first); a 4-way merge is a 3-way one and a 2-way one.
 void merge_sort(Tile dst, std::vector<Tile> srcs, SrcLoc loc = SrcLoc::current());

@@ -19,6 +19,12 @@ inline bool packed_mask(DType mask_dtype, int64_t mask_elements, int64_t lanes) 
          mask_elements * 8 == lanes;
 }
 
+/// Sort32 writes each (key, index) pair as 8 bytes: an f32 key and the u32 index bits, or
+/// an f16 key, 2 bytes of padding and the index bits: 2 or 4 elements of the key's type.
+inline int64_t sort32_elems_per_pair(DType key) {
+  return key == DType::F16 ? 4 : 2;
+}
+
 /// A cast's rounding of a float source into an integer destination (attrs[0]); the
 /// original's CAST_NONE and CAST_RINT are Rint (to nearest, ties to even).
 enum class CastRound : int64_t { Rint = 0, Floor = 1, Ceil = 2, Round = 3, Trunc = 4 };

@@ -118,6 +118,43 @@ def test_merge_sort_merges_sorted_pair_lists(ways):
     np.testing.assert_array_equal(m, want)
 
 
+@tilelang.jit(out_idx=[2])
+def sort32_kernel(N, dtype):
+    per = 4 if dtype == "float16" else 2
+
+    @T.prim_func
+    def main(A: T.Tensor((N,), dtype), I: T.Tensor((N,), "uint32"),
+             C: T.Tensor((per * N,), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((N,), dtype)
+            i = T.alloc_ub((N,), "uint32")
+            c = T.alloc_ub((per * N,), dtype)
+            with T.Scope("V"):
+                T.copy(A, a)
+                T.copy(I, i)
+                T.tile.sort32(c, a, i)
+                T.copy(c, C)
+
+    return main
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_sort32_sorts_each_block_of_32_with_its_index_bits(dtype):
+    """Sort32 as the original's test reads it back: 8-byte (key, u32 index) pairs per block of
+    32, descending; the index bits reinterpreted as the key's type."""
+    N = 96
+    a = RNG.integers(0, 20, N).astype(dtype)  # ties: stable by position
+    idx = (RNG.integers(0, 1 << 20, N)).astype(np.uint32)
+    c = sort32_kernel(N, dtype)(a, idx)
+    per = 4 if dtype == "float16" else 2
+    pairs = c.reshape(N, per)
+    for b in range(0, N, 32):
+        order = b + np.argsort(-a[b:b + 32].astype(np.float64), kind="stable")
+        np.testing.assert_array_equal(pairs[b:b + 32, 0], a[order])
+        bits = pairs[b:b + 32, per // 2:].copy().view(np.uint32).ravel()
+        np.testing.assert_array_equal(bits, idx[order])
+
+
 @tilelang.jit(out_idx=[1])
 def gather_mask_kernel(N, pattern, dtype):
     kept = {"P0101": (N + 1) // 2, "P1010": N // 2, "P1111": N}.get(pattern, N // 4)

@@ -181,6 +181,8 @@ const char* to_string(TileOpKind k) {
       return "sort";
     case TileOpKind::MergeSort:
       return "merge_sort";
+    case TileOpKind::Sort32:
+      return "sort32";
     case TileOpKind::GatherMask:
       return "gather_mask";
     case TileOpKind::Gatherb:

@@ -513,6 +513,9 @@ void arange(Tile dst, Scalar first, SrcLoc loc) {
 void sort(Tile dst, Tile src, Scalar count, SrcLoc loc) {
   op(ir::TileOpKind::Sort, dst, {src}, count, loc);
 }
+void sort32(Tile dst, Tile keys, Tile indices, SrcLoc loc) {
+  op(ir::TileOpKind::Sort32, dst, {keys, indices}, {}, loc);
+}
 void merge_sort(Tile dst, std::vector<Tile> srcs, SrcLoc loc) {
   op(ir::TileOpKind::MergeSort, dst, std::move(srcs), {}, loc);
 }

@@ -67,6 +67,9 @@ static Cost vec_cost(const Instr& in, const ChipConfig& c) {
                   extra * src_rep * c.vector_simple_cycles_per_repeat,
               c.vector_startup};
     }
+    case TileOpKind::Sort32:  // one Sort32 repeat per 32-key block
+      return {static_cast<double>(in.acc[1].t->elements()) / 32 * c.vector_sort32_cycles_per_block,
+              c.vector_startup};
     case TileOpKind::MergeSort: {  // one MrgSort over every input pair
       double pairs = 0;
       for (int i = 1; i < in.t->num_acc; ++i)

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -605,6 +606,32 @@ void exec_vec(const Instr& in) {
         out[e] = list[best][2 * pos[best]];
         out[e + 1] = list[best][2 * pos[best] + 1];
         ++pos[best];
+      }
+      break;
+    }
+    case TileOpKind::Sort32: {  // per 32-key block: (key, index bits) pairs, descending
+      const T *keys = operand(1), *idx = operand(2);
+      const bool half = dst.t->dtype == ir::DType::F16;
+      const int64_t per = ir::sort32_elems_per_pair(dst.t->dtype);
+      std::array<int64_t, 32> order;
+      for (int64_t b0 = 0, len = in.acc[1].t->elements(); b0 < len; b0 += 32) {
+        for (int64_t i = 0; i < 32; ++i) order[static_cast<size_t>(i)] = b0 + i;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t a, int64_t b) { return before(keys[a], a, keys[b], b); });
+        for (int64_t e = 0; e < 32; ++e) {
+          const int64_t i = order[static_cast<size_t>(e)];
+          const auto bits = static_cast<uint32_t>(idx[i]);
+          T* pair = out + (b0 + e) * per;
+          pair[0] = keys[i];
+          // The index's bits read as the key's type (a NaN pattern may lose its payload).
+          if (half) {
+            pair[1] = T(0);
+            pair[2] = static_cast<T>(f16_to_float(static_cast<uint16_t>(bits & 0xffff)));
+            pair[3] = static_cast<T>(f16_to_float(static_cast<uint16_t>(bits >> 16)));
+          } else {
+            pair[1] = static_cast<T>(std::bit_cast<float>(bits));
+          }
+        }
       }
       break;
     }

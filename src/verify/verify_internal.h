@@ -101,6 +101,7 @@ class Verifier {
   /// Sort and merge_sort work on f32 or f16 keys (the hardware's Sort32 / MrgSort types).
   bool sort_dtypes(const TileOpStmt& n, const StmtNode& s, const std::string& what);
   void check_sort(const TileOpStmt& n, const StmtNode& s, const std::string& what);
+  void check_sort32(const TileOpStmt& n, const StmtNode& s, const std::string& what);
   void check_merge_sort(const TileOpStmt& n, const StmtNode& s, const std::string& what);
   void check_gather_mask(const TileOpStmt& n, const StmtNode& s, const std::string& what);
   void check_gatherb(const TileOpStmt& n, const StmtNode& s, const std::string& what);

@@ -95,6 +95,9 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
     case TileOpKind::MergeSort:  // 2 or 3 ways (an instruction has at most 4 operands)
       want_srcs = std::clamp<size_t>(n.srcs.size(), 2, 3);
       break;
+    case TileOpKind::Sort32:  // keys and their u32 indices
+      want_srcs = 2;
+      break;
     default:
       want_srcs = 1;
   }
@@ -200,6 +203,9 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
     case TileOpKind::MergeSort:
       check_merge_sort(n, s, what);
       break;
+    case TileOpKind::Sort32:
+      check_sort32(n, s, what);
+      break;
     case TileOpKind::GatherMask:
       check_gather_mask(n, s, what);
       break;
@@ -296,6 +302,33 @@ void Verifier::check_sort(const TileOpStmt& n, const StmtNode& s, const std::str
                       "expression",
                       what),
           "pass the count as a constant or an index expression");
+}
+
+void Verifier::check_sort32(const TileOpStmt& n, const StmtNode& s, const std::string& what) {
+  const Region &keys = n.srcs[0], &idx = n.srcs[1];
+  const DType dt = n.dst.buffer->dtype;
+  if (dt != keys.buffer->dtype || (dt != DType::F32 && dt != DType::F16)) {
+    error(s.loc, "dtype-mismatch",
+          fmt::format("{}: keys '{}' are {} and destination '{}' is {}; expected both f32 or "
+                      "both f16",
+                      what, keys.buffer->name, to_string(keys.buffer->dtype), n.dst.buffer->name,
+                      to_string(dt)),
+          "tile::cast the keys to f32 first");
+    return;
+  }
+  if (idx.buffer->dtype != DType::U32)
+    error(s.loc, "dtype-mismatch",
+          fmt::format("{}: indices '{}' are {}; expected u32", what, idx.buffer->name,
+                      to_string(idx.buffer->dtype)),
+          "store the indices as u32 (one per key)");
+  const int64_t len = keys.elements(), per = sort32_elems_per_pair(dt);
+  if (len % 32 != 0 || idx.elements() != len || n.dst.elements() != per * len)
+    error(s.loc, "shape-mismatch",
+          fmt::format("{}: {} keys, {} indices, {} destination elements; expected a multiple "
+                      "of 32 keys (one block of 32 per repeat), as many indices, and {} "
+                      "destination elements per key (an 8-byte (key, index) pair)",
+                      what, len, idx.elements(), n.dst.elements(), per),
+          fmt::format("give the destination {} elements", per * len));
 }
 
 void Verifier::check_merge_sort(const TileOpStmt& n, const StmtNode& s, const std::string& what) {

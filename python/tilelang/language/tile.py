@@ -915,8 +915,14 @@ def mul_add_dst(dst, src0, src1, *r, **kw):
         _emit("cast", d, [p])
 
 
+def sort32(dst, src0, src1, *r, **kw):
+    """Each 32-element block of src0 sorted descending, each key paired with its u32 from
+    src1: 8 bytes per pair (f32: key, index bits; f16: key, 0, index bits in two halves)."""
+    _emit("sort32", dst, [src0, src1])
+
+
 _UNSUPPORTED = {
-    "sort32", "init_sort_buf", "brcb",  # brcb: the original's own is not implemented
+    "init_sort_buf", "brcb",  # brcb: the original's own is not implemented
     "bilinear_interpolation",
 }
 
