@@ -805,27 +805,40 @@ TEST(SimFunctional, FloatToIntCastRoundsByItsModeAndAConvertingCopyToNearestEven
   EXPECT_EQ(r.io.at("C"), rint);
 }
 
-TEST(SimFunctional, GatherReadsSourceAtI32Offsets) {
+/// i32 offsets count elements; u32 ones bytes from the source's start (the hardware's
+/// Gather), a partial element rounding down.
+TEST(SimFunctional, GatherReadsSourceAtI32ElementOrU32ByteOffsets) {
   KernelBuilder k("gather", 1);
   auto A = k.input("A", {8}, f32);
   auto Off = k.input("Off", {8}, i32);
+  auto Bytes = k.input("Bytes", {8}, u32);
   auto Y = k.output("Y", {8}, f32);
+  auto Z = k.output("Z", {8}, f32);
   auto [cid, vid] = k.launch();
   scope_v([&] {
     auto a = alloc_ub("a", {8}, f32);
     auto off = alloc_ub("off", {8}, i32);
+    auto bytes = alloc_ub("bytes", {8}, u32);
     auto y = alloc_ub("y", {8}, f32);
+    auto z = alloc_ub("z", {8}, f32);
     if_(vid == 0, [&] {
       copy(A, a);
       copy(Off, off);
+      copy(Bytes, bytes);
       handoff(Pipe::MTE2, Pipe::V);
       tile::gather(y, a, off);
+      tile::gather(z, a, bytes);
       handoff(Pipe::V, Pipe::MTE3);
       copy(y, Y);
+      copy(z, Z);
     });
   });
-  auto r = run(k.finish(), {{"A", kA}, {"Off", {7, 0, 3, 3, 1, 6, 2, 5}}});
-  EXPECT_EQ(r.io.at("Y"), (std::vector<double>{10, 1, 0.25, 0.25, -2, 6, 3.5, -0.5}));
+  auto r =
+      run(k.finish(),
+          {{"A", kA}, {"Off", {7, 0, 3, 3, 1, 6, 2, 5}}, {"Bytes", {28, 0, 12, 13, 4, 24, 8, 20}}});
+  const std::vector<double> want = {10, 1, 0.25, 0.25, -2, 6, 3.5, -0.5};
+  EXPECT_EQ(r.io.at("Y"), want);
+  EXPECT_EQ(r.io.at("Z"), want);
 }
 
 TEST(SimFunctional, FillWritesOnlyItsSliceAndRoundsToTheDestinationType) {

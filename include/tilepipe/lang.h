@@ -341,7 +341,8 @@ void broadcast(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
 void compare(Tile dst, Tile a, Operand b, CmpMode mode, SrcLoc loc = SrcLoc::current());
 /// dst = mask ? a : b, elementwise (mask nonzero = take a).
 void select(Tile dst, Tile mask, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
-/// dst[i] = src[offsets[i]] (element offsets into src, i32).
+/// dst[i] = src at offsets[i]: u32 byte offsets from src's start (the hardware's Gather; a
+/// partial element rounds down) or i32 element offsets.
 void gather(Tile dst, Tile src, Tile offsets, SrcLoc loc = SrcLoc::current());
 /// dst [C, R] = src [R, C] transposed.
 void transpose(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());

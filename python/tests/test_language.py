@@ -847,11 +847,11 @@ def test_unsupported_tile_op_is_named_at_its_line():
             with T.Kernel(1, is_npu=True) as (cid, vid):
                 x = T.alloc_ub((8,), "float32")
                 with T.Scope("V"):
-                    T.tile.sort32(x, x, x)  # MARK-unsupported
+                    T.tile.init_sort_buf(x, 8, 0)  # MARK-unsupported
 
         return main
 
-    expect(f, "T.tile.sort32 has no model", line_marker="# MARK-unsupported")
+    expect(f, "T.tile.init_sort_buf has no model", line_marker="# MARK-unsupported")
 
 
 # ---- memory layout: the reserved tail, hand-synced reuse ----

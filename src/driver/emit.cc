@@ -82,11 +82,11 @@ const char* tile_name(TileOpKind k) {
       return "bitwise_lshift";
     case TileOpKind::ShiftRight:
       return "bitwise_rshift";
-    case TileOpKind::Cast:  // needs its rounding mode and count
+    // spelt with their own argument forms (Emitter::library_op), or not at all
+    case TileOpKind::Cast:
     case TileOpKind::Compare:
     case TileOpKind::SelectOp:
     case TileOpKind::Gather:
-    // issue 25's library ops: their argument forms are not spelt yet (emit refuses them)
     case TileOpKind::Round:
     case TileOpKind::Arange:
     case TileOpKind::Sort:
@@ -155,6 +155,50 @@ std::string py_double(double v) {
   return s;
 }
 
+/// n when r is the first n elements of its buffer in row-major order (all starts 0, inner
+/// dimensions whole, outer ones 1), else -1: the original's library calls (sort, topk,
+/// createvecindex) take whole buffers and a count.
+int64_t flat_prefix(const Region& r) {
+  const auto& shape = r.buffer->shape;
+  for (const auto& s : r.start)
+    if (as_const(s) != 0) return -1;
+  size_t k = 0;  // the first dimension not of extent 1
+  while (k < shape.size() && r.extent[k] == 1) ++k;
+  for (size_t d = k + 1; d < shape.size(); ++d)
+    if (r.extent[d] != shape[d]) return -1;
+  return r.elements();
+}
+
+/// The -inf fills the front end writes before a library sort (its in-place padding of the
+/// source's last 32-element block past the valid count): the emitted `T.tile.sort` /
+/// `T.tile.topk` pads again, so they are not written out.
+bool same_line(const Loc& a, const Loc& b) {
+  return a.file == b.file && a.line == b.line && a.column == b.column;
+}
+
+std::set<const StmtNode*> sort_padding(const Stmt& body) {
+  struct V : StmtVisitor {
+    std::set<const StmtNode*> out;
+    void visit_seq(const SeqStmt& s, const StmtNode& n) override {
+      for (size_t k = 0; k < s.body.size(); ++k) {
+        const auto* sort = std::get_if<TileOpStmt>(&s.body[k]->node);
+        if (!sort || sort->op != TileOpKind::Sort) continue;
+        for (size_t j = k; j-- > 0;) {
+          const auto* f = std::get_if<TileOpStmt>(&s.body[j]->node);
+          const double* v = f && f->scalar ? std::get_if<double>(&f->scalar->value) : nullptr;
+          if (!f || f->op != TileOpKind::Fill || !v || !std::isinf(*v) || *v > 0 ||
+              f->dst.buffer != sort->srcs[0].buffer || !same_line(s.body[j]->loc, s.body[k]->loc))
+            break;
+          out.insert(s.body[j].get());
+        }
+      }
+      StmtVisitor::visit_seq(s, n);
+    }
+  } v;
+  v.visit(body);
+  return v.out;
+}
+
 /// L0A / L0B buffers that every gemm reads transposed and that only plain L1 -> L0 copies
 /// write, each as its transposed twin (same id, last two dimensions swapped). The original
 /// spells such an operand as a transposing load (`T.copy(l1, l0b, transpose=True)`) and a
@@ -196,6 +240,7 @@ class Emitter {
     source_leaves_ = leaf_keys(c.source.body);
     source_scoped_ = has_scope(c.source.body);
     transposed_ = transposed_operands(c.program.body);
+    sort_padding_ = sort_padding(c.program.body);
   }
 
   std::string file() {
@@ -484,11 +529,75 @@ class Emitter {
         s.value);
   }
 
-  /// A compare's destination or a select's mask is bit-packed (the only form the original has).
-  static bool packed_operands(const TileOpStmt& n) {
+  /// A compare's destination or a select's mask the original can hold: a u8 / i8 tile with
+  /// a bit per lane, or with a byte per lane (tilepipe's 0/1 bytes; the original writes the
+  /// bits into its first lanes / 8 bytes, and its select reads them there: the same result
+  /// as long as only selects read the mask).
+  static bool mask_operand(const TileOpStmt& n) {
     const Region& mask = n.op == TileOpKind::Compare ? n.dst : n.srcs.front();
     const Region& lanes = n.op == TileOpKind::Compare ? n.srcs.front() : n.dst;
-    return packed_mask(mask.buffer->dtype, mask.elements(), lanes.elements());
+    const DType d = mask.buffer->dtype;
+    return packed_mask(d, mask.elements(), lanes.elements()) ||
+           ((d == DType::U8 || d == DType::I8) && mask.elements() == lanes.elements());
+  }
+
+  /// The library ops the original spells with arguments of their own; false for the rest.
+  bool library_op(const TileOpStmt& n, const StmtNode& s, const std::vector<std::string>& args) {
+    switch (n.op) {
+      case TileOpKind::Gather:
+        if (n.srcs[1].buffer->dtype != DType::U32) return false;  // i32: front-end internal
+        line("T.tile.gather({}, 0)", fmt::join(args, ", "));
+        return true;
+      case TileOpKind::Round:
+        line("T.tile.round({}, {})", fmt::join(args, ", "), n.dst.elements());
+        return true;
+      case TileOpKind::MergeSort:
+        line("T.tile.merge_sort({})", fmt::join(args, ", "));
+        return true;
+      case TileOpKind::GatherMask: {  // a built-in pattern, by its AscendC number
+        static constexpr const char* kPatterns[] = {"P0101", "P1010", "P0001", "P0010",
+                                                    "P0100", "P1000", "P1111"};
+        if (n.attrs[0] < 1 || n.attrs[0] > 7) return false;
+        line("T.tile.gather_mask({}, \"{}\")", fmt::join(args, ", "), kPatterns[n.attrs[0] - 1]);
+        return true;
+      }
+      case TileOpKind::Gatherb:  // repeats, then the block and repeat strides of dst
+        line("T.tile.gatherb({}, {}, {}, {})", fmt::join(args, ", "), n.attrs[0], n.attrs[1],
+             n.attrs[2]);
+        return true;
+      case TileOpKind::Arange: {
+        const int64_t count = flat_prefix(n.dst);
+        if (count < 0) return false;
+        const std::string first = scalar(*n.scalar, s.loc);
+        if (count == n.dst.buffer->elements())
+          line("T.tile.createvecindex({}, {})", buffer(n.dst.buffer, s.loc), first);
+        else
+          line("T.tile.arith_progression({}, {}, 1, {})", buffer(n.dst.buffer, s.loc), first,
+               count);
+        return true;
+      }
+      case TileOpKind::Sort: {
+        // The library's Sort / TopK take whole buffers: dst gets min(2 len, its size) elements
+        // (sort) or min(2 K rounded up to 32 bytes, its size) (topk).
+        const int64_t len = n.srcs[0].elements(), got = flat_prefix(n.dst),
+                      room = n.dst.buffer->elements();
+        const auto* count = std::get_if<double>(&n.scalar->value);
+        if (got < 0 || !count || len != n.srcs[0].buffer->elements() ||
+            flat_prefix(n.srcs[0]) != len)
+          return false;
+        const std::string dst = buffer(n.dst.buffer, s.loc), src = buffer(n.srcs[0].buffer, s.loc);
+        if (got == std::min(2 * len, room)) {
+          line("T.tile.sort({}, {}, {})", dst, src, static_cast<int64_t>(*count));
+          return true;
+        }
+        const int64_t per_block = 32 / dtype_bytes(n.srcs[0].buffer->dtype), k = (got + 1) / 2;
+        if (std::min((2 * k + per_block - 1) / per_block * per_block, room) != got) return false;
+        line("T.tile.topk({}, {}, {}, {})", dst, src, k, static_cast<int64_t>(*count));
+        return true;
+      }
+      default:
+        return false;
+    }
   }
 
   /// A scalar operand in the tile's dtype: an integer expression on a float tile is cast, as
@@ -665,7 +774,9 @@ class Emitter {
       line("T.tile.cast({}, \"{}\", {})", fmt::join(args, ", "), mode, n.dst.elements());
       return;
     }
-    if ((n.op == TileOpKind::Compare || n.op == TileOpKind::SelectOp) && packed_operands(n)) {
+    if (sort_padding_.count(&s)) return;
+    if (library_op(n, s, args)) return;
+    if ((n.op == TileOpKind::Compare || n.op == TileOpKind::SelectOp) && mask_operand(n)) {
       if (n.scalar) args.push_back(typed_scalar(*n.scalar, n.srcs.front().buffer->dtype, s.loc));
       if (n.op == TileOpKind::Compare) {
         line("T.tile.compare({}, \"{}\")", fmt::join(args, ", "), to_string(n.cmp));
@@ -683,8 +794,8 @@ class Emitter {
              fmt::format("tile.{} has no expert-mode spelling with tilepipe's semantics",
                          to_string(n.op)),
              n.op == TileOpKind::Gather
-                 ? "the original's T.tile.gather takes uint32 byte offsets, tilepipe's takes "
-                   "int32 element offsets: not emitted yet"
+                 ? "the original's T.tile.gather takes uint32 byte offsets; this one has int32 "
+                   "element offsets: give it uint32 byte offsets"
              : n.op == TileOpKind::Compare || n.op == TileOpKind::SelectOp
                  ? "the original's compare / select take a bit mask (one bit per lane, a "
                    "u8 tile of lanes / 8 elements): use one instead of a 0/1 element per lane"
@@ -723,7 +834,8 @@ class Emitter {
   }
 
   const Compiled& c_;
-  std::map<int, Buffer> transposed_;  // transposed_operands()
+  std::map<int, Buffer> transposed_;        // transposed_operands()
+  std::set<const StmtNode*> sort_padding_;  // sort_padding()
   const EmitSource& src_;
   std::multiset<std::string> source_leaves_;
   bool source_scoped_ = false;

@@ -574,8 +574,10 @@ void exec_vec(const Instr& in) {
       const T* src = operand(1);
       const T* off = operand(2);
       const auto len = in.acc[1].t->elements();
+      // u32 offsets are bytes from src's start (the hardware's Gather), i32 ones elements.
+      const int64_t scale = in.acc[2].t->dtype == ir::DType::U32 ? in.acc[1].t->elem_bytes : 1;
       for (size_t i = 0; i < n; ++i) {
-        auto o = static_cast<int64_t>(off[i]);
+        auto o = static_cast<int64_t>(off[i]) / scale;
         out[i] = (o >= 0 && o < len) ? src[o] : T(0);
       }
       break;

@@ -176,11 +176,12 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
     case TileOpKind::Gather:
       same_count(n.srcs[1]);
       same_dtype(n.srcs[0]);
-      if (n.srcs[1].buffer->dtype != DType::I32)
+      if (n.srcs[1].buffer->dtype != DType::I32 && n.srcs[1].buffer->dtype != DType::U32)
         error(s.loc, "dtype-mismatch",
-              fmt::format("gather offsets '{}' are {}; expected i32", n.srcs[1].buffer->name,
-                          to_string(n.srcs[1].buffer->dtype)),
-              "store element offsets as i32");
+              fmt::format("gather offsets '{}' are {}; expected u32 byte offsets (the "
+                          "hardware's form) or i32 element offsets",
+                          n.srcs[1].buffer->name, to_string(n.srcs[1].buffer->dtype)),
+              "store the offsets as u32 bytes from the source's start");
       break;
     case TileOpKind::Cast:
       same_count(n.srcs[0]);

@@ -253,8 +253,8 @@ def _temp(tag, like, dtype):
 
 def gather(dst, src, offsets, src_base_addr=0, *r, **kw):
     """dst[i] = src[offsets[i] / sizeof(element)]: the original's offsets are byte offsets
-    from src's start (uint32). tilepipe's gather takes element offsets (i32), so the front end
-    shifts them into a temporary (and casts it to i32)."""
+    from src's start (uint32), as tilepipe's gather takes them; int32 offsets are shifted
+    into element offsets in a temporary (the IR's other form)."""
     if resolve(src_base_addr) != 0:
         raise err("T.tile.gather with a non-zero src_base_addr is not modelled",
                   hint="slice src to start where the base address points")
@@ -264,14 +264,9 @@ def gather(dst, src, offsets, src_base_addr=0, *r, **kw):
         raise err(f"T.tile.gather offsets '{o.buffer.name}' are {o.buffer.dtype}; expected "
                   "uint32 byte offsets")
     el = o
-    if shift:
-        t = _temp("gather_off", o, o.buffer.dtype)
-        _emit("shr", t, [o], float(shift))
-        el = t
-    if o.buffer.dtype != "int32":
-        t = _temp("gather_idx", o, "int32")
-        _emit("cast", t, [el])
-        el = t
+    if o.buffer.dtype == "int32" and shift:
+        el = _temp("gather_off", o, "int32")
+        _emit("shr", el, [o], float(shift))
     _emit("gather", dst, [s, el])
 
 
