@@ -755,6 +755,23 @@ TEST(Verify, IllegalVectorPipePairIsAFlagPipesError) {
                "Vector pairs: any two of S, V, MTE2, MTE3", here(-3)});
 }
 
+TEST(Verify, CubeOrdersAFixPipeStoreBeforeAnMte2LoadWithFixToMte2) {
+  // AscendC's HardEvent FIX_MTE2 / MTE2_FIX (A2 / A3): legal on the Cube, as the original's
+  // opt_gdn examples use it; MTE3 pairs are not (the Cube has no MTE3 here).
+  KernelBuilder kb("k", 1);
+  scope_c([&] {
+    set_flag(Pipe::FIX, Pipe::MTE2, 0);
+    wait_flag(Pipe::FIX, Pipe::MTE2, 0);
+    set_flag(Pipe::MTE2, Pipe::FIX, 1);
+    wait_flag(Pipe::MTE2, Pipe::FIX, 1);
+  });
+  EXPECT_TRUE(diags_of(kb.finish()).empty());
+  KernelBuilder bad("k", 1);
+  scope_c([&] { set_flag(Pipe::FIX, Pipe::V, 0); });
+  expect_diag(bad.finish(), "flag-pipes",
+              {"set_flag FIX->V is not a legal pipe pair on the Cube core", here(-2)});
+}
+
 TEST(Verify, BarrierOnAPipeTheCoreLacksIsAFlagPipesError) {
   KernelBuilder kb("k", 1);
   scope_v([&] { pipe_barrier(Pipe::M); });

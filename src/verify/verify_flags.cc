@@ -9,13 +9,16 @@ namespace tilepipe {
 
 using namespace ir;
 
-// The pairs of hardware.md "Synchronisation".
+// The pairs of hardware.md "Synchronisation", and MTE2 <-> FIX: AscendC's HardEvent lists
+// MTE2_FIX / FIX_MTE2 for A2 / A3 (SetFlag/WaitFlag (ISASI), CANN 8.x), and the original's
+// examples order a FixPipe store to GM before an MTE2 load of it with them (opt_gdn).
 bool legal_flag_pair(CoreKind k, Pipe s, Pipe d) {
   using P = Pipe;
   static const std::set<std::pair<P, P>> aic = {
       // hardware.md's AIC list without its MTE3 pairs: this model's AIC has no MTE3 pipe.
-      {P::M, P::MTE1},   {P::M, P::MTE2}, {P::M, P::FIX},     {P::MTE1, P::M}, {P::MTE1, P::MTE2},
-      {P::MTE1, P::FIX}, {P::MTE2, P::M}, {P::MTE2, P::MTE1}, {P::FIX, P::M},  {P::FIX, P::MTE1}};
+      {P::M, P::MTE1},    {P::M, P::MTE2},   {P::M, P::FIX},    {P::MTE1, P::M},
+      {P::MTE1, P::MTE2}, {P::MTE1, P::FIX}, {P::MTE2, P::M},   {P::MTE2, P::MTE1},
+      {P::FIX, P::M},     {P::FIX, P::MTE1}, {P::MTE2, P::FIX}, {P::FIX, P::MTE2}};
   static const std::set<std::pair<P, P>> aiv = {
       {P::S, P::V},    {P::V, P::S},    {P::S, P::MTE2},    {P::MTE2, P::S},
       {P::S, P::MTE3}, {P::MTE3, P::S}, {P::V, P::MTE2},    {P::MTE2, P::V},
@@ -48,8 +51,8 @@ void Verifier::flag(Pipe src, Pipe dst, const Expr& id, const Loc& loc, const ch
           fmt::format("{} {}->{} is not a legal pipe pair on the {} core", what, to_string(src),
                       to_string(dst), *scope_ == CoreKind::C ? "Cube" : "Vector"),
           *scope_ == CoreKind::C
-              ? "Cube pairs: M<->MTE1, M<->FIX, MTE1<->MTE2, MTE2->M, M->MTE2, FIX->MTE1, "
-                "MTE1->FIX"
+              ? "Cube pairs: M<->MTE1, M<->FIX, MTE1<->MTE2, MTE2<->FIX, MTE2->M, M->MTE2, "
+                "FIX->MTE1, MTE1->FIX"
               : "Vector pairs: any two of S, V, MTE2, MTE3");
   }
   event_id(id, chip_.event_ids, loc, what);
