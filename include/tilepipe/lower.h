@@ -165,7 +165,10 @@ struct AccessTemplate {
   std::array<int64_t, kMaxDims> dim{};         // buffer dimension sizes
   std::array<int64_t, kMaxDims> dim_extent{};  // the region's extent in each
   std::array<int64_t, kMaxDims> dim_stride{};  // element strides
-  std::array<CExpr, kMaxDims> start;
+  // One per dimension, on the heap: read per instruction only where a start is not an
+  // affine StartCode (src/sim), while kMaxDims of them in place would double the size of
+  // every OpTemplate (five accesses) that the issue loop walks.
+  std::vector<CExpr> start;
   const ir::BufferNode* buffer = nullptr;  // for diagnostics
   int64_t elements() const { return num_elements; }
 };

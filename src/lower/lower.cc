@@ -371,6 +371,7 @@ class Lowerer {
     }
     a.memory = b.scope == Scope::GM ? a.gm_index : 1000 + static_cast<int>(b.scope);
     int64_t stride = 1;
+    a.start.resize(static_cast<size_t>(a.dims));
     for (int d = a.dims - 1; d >= 0; --d) {
       a.dim_extent[d] = r.extent[d];
       a.dim[d] = b.shape[d];
