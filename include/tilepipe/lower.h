@@ -129,12 +129,18 @@ struct CExpr {
 
 inline constexpr int kSlotCid = 0;
 inline constexpr int kSlotVid = 1;
+/// Strided dimensions of an access's walk: what the executor, the cost model and the race
+/// detector iterate (their loops are unrolled for this many).
 inline constexpr int kMaxRank = 4;
+/// Dimensions of a buffer. A region of a buffer of more than kMaxRank dimensions is walked
+/// as at most kMaxRank strided dimensions (adjacent ones merged where the region spans them
+/// contiguously); its starts stay per buffer dimension, so bounds checks stay exact.
+inline constexpr int kMaxDims = 8;
 
 /// Where an operand lives: a GM tensor (by index into LoweredProgram::gm) or a per-core
 /// on-chip scope.
 struct AccessTemplate {
-  // What the simulator reads per instruction comes first (one cache line with the shape's
+  // What the simulator reads per instruction comes first (one cache line with the walk's
   // extents): memory, byte range and element count.
   ir::Scope scope = ir::Scope::GM;
   int gm_index = -1;  // GM only
@@ -144,16 +150,25 @@ struct AccessTemplate {
   int64_t base_bytes = 0;    // on-chip: allocation offset within the core's scope memory
   int64_t num_elements = 1;  // product of the extents
   int64_t span = 1;          // elements from the first touched to the last, inclusive
+  // The walk: the region as `rank` strided dimensions, outermost first, in the buffer's
+  // row-major order. For a buffer of rank <= kMaxRank these are the buffer's dimensions.
   int rank = 0;
-  // The dimensions whose start the simulator evaluates per instruction, in order; the others
-  // start at an in-bounds constant, folded into const_off (elements).
+  // The buffer dimensions whose start the simulator evaluates per instruction, in order;
+  // the others start at an in-bounds constant, folded into const_off (elements).
   int nvar = 0;
-  std::array<int8_t, kMaxRank> var_dim{};
+  std::array<int8_t, kMaxDims> var_dim{};
   int64_t const_off = 0;
   std::array<int64_t, kMaxRank> extent{};  // static extents, trailing dims first-class
   std::array<int64_t, kMaxRank> stride{};  // element strides of the underlying buffer
-  std::array<int64_t, kMaxRank> dim{};     // buffer dimension sizes (bounds checks)
-  std::array<CExpr, kMaxRank> start;
+  // The buffer's own dimensions (`dims` of them): starts, bounds checks, scalar loads.
+  int dims = 0;
+  std::array<int64_t, kMaxDims> dim{};         // buffer dimension sizes
+  std::array<int64_t, kMaxDims> dim_extent{};  // the region's extent in each
+  std::array<int64_t, kMaxDims> dim_stride{};  // element strides
+  // One per dimension, on the heap: read per instruction only where a start is not an
+  // affine StartCode (src/sim), while kMaxDims of them in place would double the size of
+  // every OpTemplate (five accesses) that the issue loop walks.
+  std::vector<CExpr> start;
   const ir::BufferNode* buffer = nullptr;  // for diagnostics
   int64_t elements() const { return num_elements; }
 };

@@ -1344,3 +1344,28 @@ def test_parallel_column_vector_on_a_square_loop():
     ref = np.zeros((32, 32), np.float32)
     ref[:, :16] = a[:, 16:] * b[16:]
     np.testing.assert_allclose(k(16)(a, b), ref, rtol=1e-6)
+
+
+@tilelang.jit(out_idx=[-1])
+def relu_on_fix(M, N, K):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((N, K), "float16"),
+             C: T.Tensor((M, N), "float")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            with T.Scope("C"):
+                a = T.alloc_L1((M, K), "float16")
+                b = T.alloc_L1((N, K), "float16")
+                c = T.alloc_L0C((M, N), "float")
+                T.copy(A, a)
+                T.copy(B, b)
+                T.barrier_all()
+                T.gemm_v0(a, b, c, transpose_B=True, init=True)
+                T.barrier_all()
+                T.copy(c, C, enable_relu=True)  # marker: relu-on-fix
+
+    return main
+
+
+def test_copy_with_enable_relu_is_a_located_error_not_a_silent_drop():
+    expect(lambda: relu_on_fix(32, 32, 32), "enable_relu=True", "not modelled",
+           line_marker="marker: relu-on-fix")

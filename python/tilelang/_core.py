@@ -447,15 +447,18 @@ def box_within(inner, outer):
         o[0] <= i[0] and i[1] <= o[1] for i, o in zip(inner, outer))
 
 
-MAX_RANK = 4  # of an IR buffer (lower::kMaxRank)
+# Versions of a buffer of this rank or more share its first dimension. The IR takes buffers
+# of up to 8 dimensions (lower::kMaxDims); folding from rank 4 on keeps the IR (and so the
+# cycles) of the kernels written when its limit was 4, and both forms simulate alike.
+SLOT_FOLD_RANK = 4
 
 
 def slotted_shape(slots, shape):
     """The shape holding `slots` versions of a `shape` buffer: `[slots, *shape]`, or with
-    the slots folded into the first dimension where one more would pass the IR's rank limit
-    (the original's 4-D FA workspaces, whose compiler adds the stage dimension)."""
+    the slots folded into the first dimension from rank SLOT_FOLD_RANK on (the original's
+    4-D FA workspaces, whose compiler adds the stage dimension)."""
     shape = list(shape)
-    return [slots] + shape if len(shape) < MAX_RANK else [slots * shape[0]] + shape[1:]
+    return [slots] + shape if len(shape) < SLOT_FOLD_RANK else [slots * shape[0]] + shape[1:]
 
 
 class Versioned(Buffer):

@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "tilepipe/verify.h"
 
@@ -348,16 +350,16 @@ class Lowerer {
 
   AccessTemplate access(const Region& r, const Loc& loc) {
     const auto& b = *r.buffer;
-    if (b.shape.size() > static_cast<size_t>(kMaxRank))
+    if (b.shape.size() > static_cast<size_t>(kMaxDims))
       fail(loc,
            fmt::format("buffer '{}' has rank {}; at most {} is supported", b.name, b.shape.size(),
-                       kMaxRank),
+                       kMaxDims),
            "merge dimensions of the buffer");
     AccessTemplate a;
     a.scope = b.scope;
     a.dtype = b.dtype;
     a.buffer = r.buffer.get();
-    a.rank = static_cast<int>(b.shape.size());
+    a.dims = static_cast<int>(b.shape.size());
     if (b.scope == Scope::GM) {
       a.gm_index = gm_index_.at(b.id);
     } else {
@@ -369,25 +371,61 @@ class Lowerer {
     }
     a.memory = b.scope == Scope::GM ? a.gm_index : 1000 + static_cast<int>(b.scope);
     int64_t stride = 1;
-    for (int d = a.rank - 1; d >= 0; --d) {
-      a.extent[d] = r.extent[d];
+    a.start.resize(static_cast<size_t>(a.dims));
+    for (int d = a.dims - 1; d >= 0; --d) {
+      a.dim_extent[d] = r.extent[d];
       a.dim[d] = b.shape[d];
-      a.stride[d] = stride;
+      a.dim_stride[d] = stride;
       a.start[d] = compile(r.start[d]);
       stride *= b.shape[d];
-      a.num_elements *= a.extent[d];
-      a.span += (a.extent[d] - 1) * a.stride[d];
+      a.num_elements *= a.dim_extent[d];
+      a.span += (a.dim_extent[d] - 1) * a.dim_stride[d];
     }
     a.elem_bytes = ir::dtype_bytes(a.dtype);
-    for (int d = 0; d < a.rank; ++d) {
+    for (int d = 0; d < a.dims; ++d) {
       const CExpr& st = a.start[d];
       const int64_t v = st.is_const() ? st.ops[0].value : -1;
-      if (st.is_const() && v >= 0 && v + a.extent[d] <= a.dim[d])
-        a.const_off += v * a.stride[d];
+      if (st.is_const() && v >= 0 && v + a.dim_extent[d] <= a.dim[d])
+        a.const_off += v * a.dim_stride[d];
       else
         a.var_dim[static_cast<size_t>(a.nvar++)] = static_cast<int8_t>(d);
     }
+    walk(a, r, loc);
     return a;
+  }
+
+  /// The walk of an access: its buffer dimensions, with adjacent ones merged while there
+  /// are more than kMaxRank. Dimensions d, d+1 merge where the pair is one strided
+  /// dimension: either has extent 1, or d+1 is taken whole (stride[d] = extent[d+1] *
+  /// stride[d+1]); the elements keep their row-major order. Outer pairs merge first, so the
+  /// innermost dimensions (rows, the broadcast direction) stay as written, as they would in
+  /// the same region of the buffer reshaped to rank kMaxRank.
+  void walk(AccessTemplate& a, const Region& r, const Loc& loc) {
+    std::vector<int64_t> e(a.dim_extent.begin(), a.dim_extent.begin() + a.dims),
+        s(a.dim_stride.begin(), a.dim_stride.begin() + a.dims);
+    while (e.size() > static_cast<size_t>(kMaxRank)) {
+      size_t d = 0;
+      while (d + 1 < e.size() && !(e[d] == 1 || e[d + 1] == 1 || s[d] == e[d + 1] * s[d + 1])) ++d;
+      if (d + 1 == e.size())
+        fail(loc,
+             fmt::format("the region {} of '{}' (extents [{}]) needs {} strided dimensions; "
+                         "at most {} are supported",
+                         print(r), r.buffer->name, fmt::join(e, ", "), e.size(), kMaxRank),
+             "give one more dimension extent 1 (e.g. a loop over an outer dimension), or take "
+             "an inner dimension whole so that it merges with its neighbour");
+      if (e[d] == 1) {
+        e[d] = e[d + 1];
+        s[d] = s[d + 1];
+      } else if (e[d + 1] != 1) {
+        e[d] *= e[d + 1];
+        s[d] = s[d + 1];
+      }
+      e.erase(e.begin() + static_cast<std::ptrdiff_t>(d) + 1);
+      s.erase(s.begin() + static_cast<std::ptrdiff_t>(d) + 1);
+    }
+    a.rank = static_cast<int>(e.size());
+    std::copy(e.begin(), e.end(), a.extent.begin());
+    std::copy(s.begin(), s.end(), a.stride.begin());
   }
 
   static std::pair<int64_t, int64_t> matrix(const Region& r) {

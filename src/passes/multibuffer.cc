@@ -135,7 +135,10 @@ class Pass : public StmtMutator {
     for (const auto& [id, ps] : pipes) {
       if (ps.size() < 2 || inner.ids.count(id) || outside.count(id) || p_.addresses.count(id))
         continue;
-      if (bufs[id]->shape.size() >= 4) continue;  // the lowering handles rank <= 4
+      // Rank >= 4 stays single-buffered, as when the lowering took rank <= 4 only: a slot
+      // dimension would now lower, but versioning those buffers would change the cycles of
+      // the kernels written since.
+      if (bufs[id]->shape.size() >= 4) continue;
       // The first top-level statement touching the buffer writes all of it, reading none.
       bool ok = false;
       for (const auto& st : top) {

@@ -209,9 +209,9 @@ Access Engine::resolve(Core& c, const lower::AccessTemplate& a, const lower::OpT
   for (int k = 0; k < a.nvar; ++k) {
     const int d = a.var_dim[static_cast<size_t>(k)];
     const int64_t s = eval(c, a.start[d]);
-    if (s < 0 || s + a.extent[d] > a.dim[d]) [[unlikely]]
+    if (s < 0 || s + a.dim_extent[d] > a.dim[d]) [[unlikely]]
       slice_out_of_bounds(c, a, t, d, s);
-    off += s * a.stride[d];
+    off += s * a.dim_stride[d];
   }
   return Access{&a, nullptr, off};  // mem: execute_values, where values are kept
 }

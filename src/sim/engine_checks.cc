@@ -34,7 +34,7 @@ void Engine::slice_out_of_bounds(const Core& c, const lower::AccessTemplate& a,
   fail(t.loc, "slice-bounds",
        fmt::format("{}: slice of '{}' dimension {} covers [{}, {}) but the dimension has {} "
                    "elements (at {})",
-                   t.name, a.buffer->name, d, s, s + a.extent[d], a.dim[d], loop_state(c)),
+                   t.name, a.buffer->name, d, s, s + a.dim_extent[d], a.dim[d], loop_state(c)),
        "clamp the start or the loop bounds so every tile stays inside the buffer");
 }
 

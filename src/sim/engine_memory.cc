@@ -67,9 +67,9 @@ uint8_t* Engine::memory(Core& c, const lower::AccessTemplate& a) {
 int64_t Engine::scalar_load(Core& c, const lower::LoadSite& site, const int64_t* index) {
   const auto& a = site.acc;
   int64_t off = 0;
-  for (int d = 0; d < a.rank; ++d) {
+  for (int d = 0; d < a.dims; ++d) {
     if (index[d] < 0 || index[d] >= a.dim[d]) {
-      std::vector<int64_t> idx(index, index + a.rank);
+      std::vector<int64_t> idx(index, index + a.dims);
       fail(site.op.loc, "slice-bounds",
            fmt::format("load of '{}' at [{}]: index {} of dimension {} is outside [0, {}) (at "
                        "{})",
@@ -77,7 +77,7 @@ int64_t Engine::scalar_load(Core& c, const lower::LoadSite& site, const int64_t*
            "guard the load with the index's validity (e.g. select(idx >= 0, idx, 0)) or "
            "clamp it into the tensor");
     }
-    off += index[d] * a.stride[d];
+    off += index[d] * a.dim_stride[d];
   }
   bool gm = a.scope == ir::Scope::GM;
   if (gm) {

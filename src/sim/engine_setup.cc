@@ -171,8 +171,8 @@ IssueFacts Engine::issue_facts(const lower::OpTemplate& t, std::vector<StartCode
     f.const_off[static_cast<size_t>(i)] = a.const_off;
     for (int k = 0; k < a.nvar; ++k) {
       const size_t d = static_cast<size_t>(a.var_dim[static_cast<size_t>(k)]);
-      starts.push_back(
-          start_code(a.start[d], a.dim[d] - a.extent[d], a.stride[d], i, static_cast<int>(d)));
+      starts.push_back(start_code(a.start[d], a.dim[d] - a.dim_extent[d], a.dim_stride[d], i,
+                                  static_cast<int>(d)));
     }
   }
   f.num_starts = static_cast<uint32_t>(starts.size()) - f.first_start;

@@ -144,7 +144,7 @@ int64_t block_period(const lower::Block& b, int slot) {
 
 int64_t access_period(const lower::AccessTemplate& a, int slot) {
   int64_t p = 1;
-  for (int d = 0; d < a.rank; ++d) p = combine(p, expr_period(a.start[d], slot));
+  for (int d = 0; d < a.dims; ++d) p = combine(p, expr_period(a.start[d], slot));
   return p;
 }
 
@@ -293,7 +293,7 @@ bool moves(const lower::CoreProgram& prog, const lower::Block& b, std::vector<bo
       for (int i = 0; i < t.num_acc; ++i) {
         const auto& a = t.acc[static_cast<size_t>(i)];
         if (a.scope != ir::Scope::GM) continue;
-        for (int d = 0; d < a.rank; ++d)
+        for (int d = 0; d < a.dims; ++d)
           if (uses_any(a.start[d], dep)) return true;
       }
     }

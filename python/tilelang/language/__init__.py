@@ -475,6 +475,12 @@ def _copy_core(ss, ds):
 
 
 def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
+    if kw.get("enable_relu"):
+        # Dropping it would give the scores unclamped: a wrong answer, not a slower one.
+        raise err("T.copy(..., enable_relu=True) (the FIX pipe's ReLU on the way out of L0C) "
+                  "is not modelled by tilepipe",
+                  hint="leave it out and clamp the values with T.tile.relu on the Vector core "
+                       "after reading them back (or in the reference)")
     _copy(src, dst, transpose, pad_value)
 
 
