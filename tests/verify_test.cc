@@ -755,6 +755,18 @@ TEST(Verify, IllegalVectorPipePairIsAFlagPipesError) {
                "Vector pairs: any two of S, V, MTE2, MTE3", here(-3)});
 }
 
+TEST(Verify, ReluOnACopyIsFixPipesOnly) {
+  KernelBuilder kb("k", 1);
+  auto y = kb.output("y", {64}, f32);
+  scope_v([&] {
+    auto u = alloc_ub("u", {64}, f32);
+    tile::fill(u, -1.0);
+    copy(u, y, {.relu = true});
+  });
+  expect_diag(kb.finish(), "copy-direction",
+              {"a copy UB -> GM with relu: only FixPipe (out of L0C", here(-3)});
+}
+
 TEST(Verify, CubeOrdersAFixPipeStoreBeforeAnMte2LoadWithFixToMte2) {
   // AscendC's HardEvent FIX_MTE2 / MTE2_FIX (A2 / A3): legal on the Cube, as the original's
   // opt_gdn examples use it; MTE3 pairs are not (the Cube has no MTE3 here).

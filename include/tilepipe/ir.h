@@ -262,6 +262,8 @@ struct CopyStmt {
   /// UB -> GM (MTE3) or L0C -> GM (FIX) only: dst += src in dst's dtype, done by the DMA
   /// unit (SetAtomicAdd). Concurrent atomic adds to the same bytes are not a race.
   bool atomic_add = false;
+  /// Out of L0C (FIX) only: max(0, x) on the way, as FixPipe's ReLU (`enable_relu`).
+  bool relu = false;
 };
 /// C (+)= op(A) x op(B) with A in L0A, B in L0B, C in L0C (one mmad).
 struct GemmStmt {

@@ -276,6 +276,7 @@ struct CopyOpts {
   bool transpose = false;
   std::optional<double> pad_value;
   bool atomic_add = false;  // UB -> GM or L0C -> GM: dst += src (`T.tile.atomic_add`)
+  bool relu = false;        // out of L0C: max(0, x) on the way (`enable_relu`)
 };
 /// `T.copy(src, dst)`: the pipe follows from the scopes (GM->L1/UB MTE2, L1->L0 MTE1,
 /// L0C->GM/L1 FIX, UB->GM MTE3, UB->UB V).

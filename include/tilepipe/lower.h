@@ -214,6 +214,7 @@ struct OpTemplate {
   // Copy / Mmad
   bool transpose = false;
   bool atomic_add = false;  // Copy into GM: dst += src
+  bool relu = false;        // Copy out of L0C: max(0, x) (FixPipe)
   bool transpose_a = false, transpose_b = false, init = true;
   int64_t m = 0, n = 0, k = 0;  // Mmad dims, Copy/Vec matrix view [m rows, n cols]
   CExpr flag_id;                // flags

@@ -316,8 +316,8 @@ class Builder {
     guarded([&] { kb_->end_if(make_loc(loc)); });
   }
   void copy(const py::object& src, const py::object& dst, bool transpose, std::optional<double> pad,
-            const py::object& loc, bool atomic_add) {
-    emit(ir::CopyStmt{to_region(src), to_region(dst), transpose, pad, atomic_add}, loc);
+            const py::object& loc, bool atomic_add, bool relu) {
+    emit(ir::CopyStmt{to_region(src), to_region(dst), transpose, pad, atomic_add, relu}, loc);
   }
   void gemm(const py::object& a, const py::object& b, const py::object& c, bool ta, bool tb,
             bool init, const py::object& loc) {
@@ -466,7 +466,7 @@ PYBIND11_MODULE(_tilepipe, m) {
       .def("begin_else", &Builder::begin_else)
       .def("end_if", &Builder::end_if)
       .def("copy", &Builder::copy, py::arg("src"), py::arg("dst"), py::arg("transpose"),
-           py::arg("pad"), py::arg("loc"), py::arg("atomic_add") = false)
+           py::arg("pad"), py::arg("loc"), py::arg("atomic_add") = false, py::arg("relu") = false)
       .def("gemm", &Builder::gemm)
       .def("tile_op", &Builder::tile_op, py::arg("kind"), py::arg("dst"), py::arg("srcs"),
            py::arg("scalar"), py::arg("cmp"), py::arg("loc"),

@@ -1366,6 +1366,12 @@ def relu_on_fix(M, N, K):
     return main
 
 
-def test_copy_with_enable_relu_is_a_located_error_not_a_silent_drop():
-    expect(lambda: relu_on_fix(32, 32, 32), "enable_relu=True", "not modelled",
-           line_marker="marker: relu-on-fix")
+def test_copy_with_enable_relu_clamps_on_the_way_out_of_l0c():
+    """FixPipe's ReLU (`enable_relu=True`, the lightning indexer's scores): max(0, A B^T)."""
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((32, 32)).astype(np.float16)
+    b = rng.standard_normal((32, 32)).astype(np.float16)
+    want = np.maximum(a.astype(np.float32) @ b.astype(np.float32).T, 0)
+    got = relu_on_fix(32, 32, 32)(a, b)
+    assert (got >= 0).all() and (got == 0).any()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -717,9 +717,10 @@ class Emitter {
   void emit(const CopyStmt& n, const StmtNode& s) {
     if (n.atomic_add) {
       // The original's spelling of a copy with atomic add (dst += src by the DMA unit).
-      if (n.transpose || n.pad_value)
+      if (n.transpose || n.pad_value || n.relu)
         refuse(s.loc,
-               "an atomic-add copy with transpose or pad_value: T.tile.atomic_add takes neither",
+               "an atomic-add copy with transpose, pad_value or relu: T.tile.atomic_add takes "
+               "none",
                "write the atomic add as its own T.tile.atomic_add(dst, src)");
       line("T.tile.atomic_add({}, {}){}", region(n.dst, s.loc), region(n.src, s.loc),
            note(s, "inserted by the passes"));
@@ -729,6 +730,7 @@ class Emitter {
     const bool into_twin = transposed_.count(n.dst.buffer->id) > 0;
     if (n.transpose || into_twin) extra += ", transpose=True";
     if (n.pad_value) extra += ", pad_value=" + py_double(*n.pad_value);
+    if (n.relu) extra += ", enable_relu=True";
     line("T.copy({}, {}{}){}", region(n.src, s.loc), region(twin(n.dst), s.loc), extra,
          note(s, "inserted by the passes"));
   }

@@ -130,7 +130,7 @@ class Equal {
   bool node(const AllocStmt& x, const AllocStmt& y) { return buffer(x.buffer, y.buffer); }
   bool node(const CopyStmt& x, const CopyStmt& y) {
     return region(x.src, y.src) && region(x.dst, y.dst) && x.transpose == y.transpose &&
-           x.pad_value == y.pad_value && x.atomic_add == y.atomic_add;
+           x.pad_value == y.pad_value && x.atomic_add == y.atomic_add && x.relu == y.relu;
   }
   bool node(const GemmStmt& x, const GemmStmt& y) {
     return region(x.a, y.a) && region(x.b, y.b) && region(x.c, y.c) &&

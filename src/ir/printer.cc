@@ -142,6 +142,7 @@ class Printer {
     if (n.transpose) extra += " transpose";
     if (n.pad_value) extra += " pad=" + fmt_double(*n.pad_value);
     if (n.atomic_add) extra += " atomic_add";
+    if (n.relu) extra += " relu";
     line(fmt::format("copy {} -> {}{}", region(n.src), region(n.dst), extra));
   }
   void print_node(const GemmStmt& n) {

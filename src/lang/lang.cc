@@ -384,7 +384,9 @@ static void emit(T node, SrcLoc loc) {
 }
 
 void copy(Tile src, Tile dst, CopyOpts opts, SrcLoc loc) {
-  emit(ir::CopyStmt{src.ir(), dst.ir(), opts.transpose, opts.pad_value, opts.atomic_add}, loc);
+  emit(ir::CopyStmt{src.ir(), dst.ir(), opts.transpose, opts.pad_value, opts.atomic_add,
+                    opts.relu},
+       loc);
 }
 
 void gemm(Tile a, Tile b, Tile c, GemmOpts o, SrcLoc loc) {

@@ -537,6 +537,8 @@ class Lowerer {
     t.transpose = n.transpose;
     t.atomic_add = n.atomic_add;
     if (n.atomic_add) t.name += " atomic_add";
+    t.relu = n.relu;
+    if (n.relu) t.name += " relu";
     std::tie(t.m, t.n) = matrix(n.src);
     out.items.push_back(instr_item(std::move(t)));
   }

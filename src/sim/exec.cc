@@ -704,6 +704,11 @@ template <class T>
 void exec_copy(const Instr& in) {
   const Access &dst = in.acc[0], &src = in.acc[1];
   const size_t n = static_cast<size_t>(src.t->elements());
+  if (in.t->relu) {  // FixPipe's ReLU on the f32 accumulator, before its conversion
+    T* v = read(src, scratch<T>(1, n));
+    for (size_t i = 0; i < n; ++i) v[i] = v[i] > T(0) ? v[i] : T(0);
+    return write(dst, v);
+  }
   if (in.t->atomic_add) {  // the DMA unit adds the converted source into GM, in its dtype
     const T* v = read(src, scratch<T>(1, n));
     T* acc = read(dst, scratch<T>(2, n));

@@ -67,6 +67,12 @@ void Verifier::check(const CopyStmt& n, const StmtNode& s) {
   }
   operand_on_core(n.src, s.loc, "copy source");
   operand_on_core(n.dst, s.loc, "copy destination");
+  if (n.relu && (from != Scope::L0C || n.atomic_add || n.transpose))
+    error(s.loc, "copy-direction",
+          fmt::format("a copy {} -> {} with relu: only FixPipe (out of L0C, no atomic add or "
+                      "transpose) applies a ReLU on the way",
+                      to_string(from), to_string(to)),
+          "apply T.tile.relu on the Vector core instead");
   if (n.atomic_add && to != Scope::GM)
     error(s.loc, "copy-direction",
           fmt::format("atomic add {} -> {}: the DMA unit adds into GM only", to_string(from),

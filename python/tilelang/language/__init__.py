@@ -474,17 +474,12 @@ def _copy_core(ss, ds):
     return "C"
 
 
-def copy(src, dst, transpose=False, pad_value=None, *a, **kw):
-    if kw.get("enable_relu"):
-        # Dropping it would give the scores unclamped: a wrong answer, not a slower one.
-        raise err("T.copy(..., enable_relu=True) (the FIX pipe's ReLU on the way out of L0C) "
-                  "is not modelled by tilepipe",
-                  hint="leave it out and clamp the values with T.tile.relu on the Vector core "
-                       "after reading them back (or in the reference)")
-    _copy(src, dst, transpose, pad_value)
+def copy(src, dst, transpose=False, pad_value=None, *a, enable_relu=False, **kw):
+    """T.copy; enable_relu: FixPipe's ReLU on the way out of L0C (max(0, x))."""
+    _copy(src, dst, transpose, pad_value, relu=bool(resolve(enable_relu)))
 
 
-def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False):
+def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False, relu=False):
     """T.copy; with atomic_add (T.tile.atomic_add) the DMA unit adds src into the GM dst."""
     b = builder()
     what = "atomic_add" if atomic_add else "copy"
@@ -512,7 +507,7 @@ def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False):
     loc = _core.current_loc()
     # pad_value is the value of the out-of-range part of a GM tile: the front end pads the
     # host tensor with it (see _note_gm), so the IR copy moves equal element counts.
-    b.copy(s.tup(), d.tup(), bool(transpose), None, loc, atomic_add)
+    b.copy(s.tup(), d.tup(), bool(transpose), None, loc, atomic_add, relu)
 
 
 def _init_flag(init):
