@@ -87,7 +87,8 @@ struct Select {
 /// One element of an integer tensor, read by the scalar unit when the expression is
 /// evaluated: `block_table[b, idx / 128]`. What gathers through an index / page table use.
 /// The tensor is a GM kernel input (read-only; each read costs scalar_load_cycles) or a UB
-/// buffer filled only by GM -> UB copies of inputs (an MTE2 -> S flag orders the read).
+/// buffer (a flag into S orders the read after the ops that fill it; timing mode runs those
+/// ops too).
 struct Load {
   Buffer buffer;
   std::vector<Expr> index;  // one per dimension
@@ -329,7 +330,9 @@ const char* to_string(CmpMode m);
 ///   binary: srcs = {a, b} or {a} + scalar;  unary: srcs = {a};  axpy: srcs = {x} + scalar
 ///   cast: srcs = {a};  fill: scalar;  broadcast: srcs = {a} (row or column vector)
 ///   compare: srcs = {a, b} or {a} + scalar, cmp; dst is a 0/1 mask tile
-///   select: srcs = {mask, a, b} or {mask, a} + scalar;  gather: srcs = {src, offsets}
+///   select: srcs = {mask, a, b} or {mask, a} + scalar
+///   gather: srcs = {src, offsets}; attrs[0] 0: i32 element offsets, 1: byte offsets from
+///           src's start (u32 or i32: the library's Gather, one instruction)
 ///   transpose: srcs = {a}, a [R, C] -> dst [C, R]
 ///   bit_and / bit_or / bit_xor: as binary;  bit_not: srcs = {a};  shl / shr: {a} + scalar
 ///   sin / cos / round: srcs = {a};  pow: as binary
@@ -344,7 +347,7 @@ struct TileOpStmt {
   std::vector<Region> srcs;
   std::optional<ScalarOperand> scalar;
   CmpMode cmp = CmpMode::EQ;
-  std::array<int64_t, 3> attrs{};  // static integer parameters (gather_mask, gatherb)
+  std::array<int64_t, 3> attrs{};  // static integer parameters (gather, gather_mask, gatherb)
 };
 
 enum class ReduceKind : uint8_t { Max, Min, Sum };

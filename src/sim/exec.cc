@@ -573,8 +573,10 @@ void exec_vec(const Instr& in) {
       const T* src = operand(1);
       const T* off = operand(2);
       const auto len = in.acc[1].t->elements();
+      // Byte offsets (attrs[0] = 1) address the element holding that byte.
+      const int64_t unit = t.attrs[0] == 1 ? ir::dtype_bytes(in.acc[1].t->dtype) : 1;
       for (size_t i = 0; i < n; ++i) {
-        auto o = static_cast<int64_t>(off[i]);
+        auto o = ir::floor_div(static_cast<int64_t>(off[i]), unit);
         out[i] = (o >= 0 && o < len) ? src[o] : T(0);
       }
       break;

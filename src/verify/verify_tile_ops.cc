@@ -170,15 +170,27 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
               "give the destination the source's shape with rows and columns swapped");
       break;
     }
-    case TileOpKind::Gather:
+    case TileOpKind::Gather: {
       same_count(n.srcs[1]);
       same_dtype(n.srcs[0]);
-      if (n.srcs[1].buffer->dtype != DType::I32)
+      const DType od = n.srcs[1].buffer->dtype;
+      if (n.attrs[0] != 0 && n.attrs[0] != 1)
+        error(s.loc, "bad-operand",
+              fmt::format("{}: offset unit {} is not 0 (elements) or 1 (bytes)", what,
+                          n.attrs[0]),
+              "use 0 for i32 element offsets, 1 for byte offsets");
+      else if (n.attrs[0] == 0 && od != DType::I32)
         error(s.loc, "dtype-mismatch",
-              fmt::format("gather offsets '{}' are {}; expected i32", n.srcs[1].buffer->name,
-                          to_string(n.srcs[1].buffer->dtype)),
-              "store element offsets as i32");
+              fmt::format("gather offsets '{}' are {}; expected i32 element offsets",
+                          n.srcs[1].buffer->name, to_string(od)),
+              "store element offsets as i32, or gather by byte offsets (attrs[0] = 1)");
+      else if (n.attrs[0] == 1 && od != DType::U32 && od != DType::I32)
+        error(s.loc, "dtype-mismatch",
+              fmt::format("gather byte offsets '{}' are {}; expected u32 or i32",
+                          n.srcs[1].buffer->name, to_string(od)),
+              "store the byte offsets as u32");
       break;
+    }
     case TileOpKind::Cast:
       same_count(n.srcs[0]);
       if (!valid_cast_round(n.attrs[0]))

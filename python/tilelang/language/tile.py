@@ -237,9 +237,6 @@ def transpose(dst, src, *r, **kw):
     _emit("transpose", dst, [src])
 
 
-_ELEM_SHIFT = {1: 0, 2: 1, 4: 2}
-
-
 def _temp(tag, like, dtype):
     """A UB temporary of `like`'s extents for one call site (ctx.hidden)."""
     from . import _alloc
@@ -253,26 +250,16 @@ def _temp(tag, like, dtype):
 
 def gather(dst, src, offsets, src_base_addr=0, *r, **kw):
     """dst[i] = src[offsets[i] / sizeof(element)]: the original's offsets are byte offsets
-    from src's start (uint32). tilepipe's gather takes element offsets (i32), so the front end
-    shifts them into a temporary (and casts it to i32)."""
+    from src's start (uint32), which tilepipe's gather takes as they are (attrs[0] = 1): one
+    instruction, as the library's Gather, with no temporary."""
     if resolve(src_base_addr) != 0:
         raise err("T.tile.gather with a non-zero src_base_addr is not modelled",
                   hint="slice src to start where the base address points")
-    s, o = as_region(src), as_region(offsets)
-    shift = _ELEM_SHIFT[_core.dtype_bytes(s.buffer.dtype)]
+    o = as_region(offsets)
     if o.buffer.dtype not in ("uint32", "int32"):
         raise err(f"T.tile.gather offsets '{o.buffer.name}' are {o.buffer.dtype}; expected "
                   "uint32 byte offsets")
-    el = o
-    if shift:
-        t = _temp("gather_off", o, o.buffer.dtype)
-        _emit("shr", t, [o], float(shift))
-        el = t
-    if o.buffer.dtype != "int32":
-        t = _temp("gather_idx", o, "int32")
-        _emit("cast", t, [el])
-        el = t
-    _emit("gather", dst, [s, el])
+    _emit("gather", dst, [src, o], attrs=(1, 0, 0))
 
 
 def reduce(src, dst, kind="sum", dim=-1, clear=True, *r, **kw):
