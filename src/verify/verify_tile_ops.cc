@@ -176,8 +176,7 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
       const DType od = n.srcs[1].buffer->dtype;
       if (n.attrs[0] != 0 && n.attrs[0] != 1)
         error(s.loc, "bad-operand",
-              fmt::format("{}: offset unit {} is not 0 (elements) or 1 (bytes)", what,
-                          n.attrs[0]),
+              fmt::format("{}: offset unit {} is not 0 (elements) or 1 (bytes)", what, n.attrs[0]),
               "use 0 for i32 element offsets, 1 for byte offsets");
       else if (n.attrs[0] == 0 && od != DType::I32)
         error(s.loc, "dtype-mismatch",
