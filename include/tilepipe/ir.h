@@ -87,7 +87,8 @@ struct Select {
 /// One element of an integer tensor, read by the scalar unit when the expression is
 /// evaluated: `block_table[b, idx / 128]`. What gathers through an index / page table use.
 /// The tensor is a GM kernel input (read-only; each read costs scalar_load_cycles) or a UB
-/// buffer filled only by GM -> UB copies of inputs (an MTE2 -> S flag orders the read).
+/// buffer (a flag into S orders the read after the ops that fill it; timing mode runs those
+/// ops too).
 struct Load {
   Buffer buffer;
   std::vector<Expr> index;  // one per dimension
@@ -332,7 +333,9 @@ const char* to_string(CmpMode m);
 ///   binary: srcs = {a, b} or {a} + scalar;  unary: srcs = {a};  axpy: srcs = {x} + scalar
 ///   cast: srcs = {a};  fill: scalar;  broadcast: srcs = {a} (row or column vector)
 ///   compare: srcs = {a, b} or {a} + scalar, cmp; dst is a 0/1 mask tile
-///   select: srcs = {mask, a, b} or {mask, a} + scalar;  gather: srcs = {src, offsets}
+///   select: srcs = {mask, a, b} or {mask, a} + scalar
+///   gather: srcs = {src, offsets}; u32 offsets: bytes from src's start (the hardware's
+///           Gather, one instruction), i32 offsets: elements
 ///   transpose: srcs = {a}, a [R, C] -> dst [C, R]
 ///   bit_and / bit_or / bit_xor: as binary;  bit_not: srcs = {a};  shl / shr: {a} + scalar
 ///   sin / cos / round: srcs = {a};  pow: as binary

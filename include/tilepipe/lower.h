@@ -199,7 +199,8 @@ struct OpTemplate {
   /// balanced) but neither waits for it nor orders anything after it.
   bool dropped = false;
   enum class ScalarKind : uint8_t { None, Imm, Expr, UbRead } scalar_kind = ScalarKind::None;
-  bool materialise = false;  // Copy into a scalar-loaded UB buffer: runs in timing mode too
+  // Computes (transitively) what a scalar load reads: runs in timing mode too
+  bool materialise = false;
   std::array<AccessTemplate, 4> acc;
   // Vec / Reduce
   ir::TileOpKind tile_op = ir::TileOpKind::Add;

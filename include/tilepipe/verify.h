@@ -4,6 +4,7 @@
 
 #include <array>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -75,6 +76,13 @@ std::optional<ir::CoreKind> leaf_core(const ir::Stmt& s);
 /// L0C -> UB and UB -> L1: no hardware path; automatic mode routes them through a GM
 /// workspace between the Cube and the Vector cores (cv_split).
 bool crosses_cores(ir::Scope from, ir::Scope to);
+
+/// Ids of the buffers the program's statements access: operands of copies, gemms, tile ops
+/// and reductions, and tensors read by scalar loads anywhere (loop bounds, conditions,
+/// slice starts, scalars, flag ids). The Python front end drops the allocations of on-chip
+/// buffers missing here, as the original's compiler does (TVM's
+/// PlanAndUpdateBufferAllocationLocation allocates a buffer where it is accessed).
+std::set<int> accessed_buffers(const ir::Program& p);
 
 /// Intra-core flag pipe pairs the hardware has on a core kind (hardware.md "Synchronisation").
 bool legal_flag_pair(ir::CoreKind k, ir::Pipe src, ir::Pipe dst);

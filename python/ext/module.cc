@@ -13,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -365,8 +366,32 @@ class Builder {
       ir::Program p = kb_->finish();
       p.loc = loc_;
       kb_.reset();
+      drop_unused(p);
       return p;
     });
+  }
+
+  /// The original's compiler allocates a buffer where it is accessed (TVM's
+  /// PlanAndUpdateBufferAllocationLocation), so a buffer nothing accesses takes no bytes:
+  /// rms_norm's float32 path declares the bf16 cast tiles and never uses them, and with
+  /// them its sequential layout would pass even the physical UB.
+  static void drop_unused(ir::Program& p) {
+    struct Drop : ir::StmtMutator {
+      std::set<int> used;
+      const ir::Program* p = nullptr;
+      ir::Stmt mutate_leaf(const ir::Stmt& s) override {
+        auto* a = std::get_if<ir::AllocStmt>(&s->node);
+        if (a && a->buffer->scope != ir::Scope::GM && !used.count(a->buffer->id) &&
+            !p->addresses.count(a->buffer->id))
+          return nullptr;
+        return s;
+      }
+    } drop;
+    drop.used = accessed_buffers(p);
+    drop.p = &p;
+    if (!p.body) return;
+    ir::Stmt body = drop.mutate(p.body);
+    p.body = body ? body : ir::make_stmt(ir::SeqStmt{}, p.loc);
   }
 
  private:

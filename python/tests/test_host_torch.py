@@ -327,3 +327,22 @@ def test_sdpa_one_head_at_a_time_equals_the_whole_batch_formula(tmp_path):
         print("sdpa OK", tuple(o.shape))
     """)
     assert "sdpa OK (2, 6, 5, 4)" in r.stdout, r.stderr
+
+
+def test_int32_class_indices_for_cross_entropy_as_on_the_npu(tmp_path):
+    """torch_npu's cross_entropy / nll_loss take int32 targets (the corpus's cross entropy
+    example); the host widens them to the int64 CPU torch requires."""
+    r = run_py(tmp_path, """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+        x = torch.randn(5, 7)
+        y = torch.randint(0, 7, (5,))
+        want = F.cross_entropy(x, y, reduction="none")
+        got = nn.CrossEntropyLoss(reduction="none")(x, y.to(torch.int32))
+        assert torch.equal(got, want)
+        assert torch.equal(F.nll_loss(x.log_softmax(-1), y.int()), F.nll_loss(x.log_softmax(-1), y))
+        print("OK")
+    """)
+    assert r.stdout.strip() == "OK", r.stderr

@@ -6,7 +6,8 @@ the CPU, plus only what torch itself lacks (docs/python.md):
   get_device_properties, current_stream, empty_cache); graph capture is refused;
 - `torch_npu` (python/tilepipe/_host/torch_npu) with golden versions of the vendor ops whose
   semantics are public, and `torch.ops.npu.*` for the same ops;
-- functions of newer torch releases the scripts call (`F.scaled_dot_product_attention`, ...).
+- functions of newer torch releases the scripts call (`F.scaled_dot_product_attention`, ...);
+- int32 class indices for `F.cross_entropy` / `F.nll_loss`, as torch_npu takes them.
 
 install() patches the imported torch in place; only the runner calls it."""
 
@@ -319,6 +320,25 @@ def _newer_functions(torch):
         torch.set_default_device = set_default_device
 
 
+def _int32_class_indices(torch):
+    """torch_npu's cross_entropy / nll_loss take int32 class indices (the corpus's
+    cross_entropy_loss example passes them); CPU torch takes only int64: widen them."""
+    F = torch.nn.functional
+
+    def widened(fn):
+        def call(input, target, *a, **kw):
+            if isinstance(target, torch.Tensor) and target.dtype in (
+                    torch.int32, torch.int16, torch.int8, torch.uint8):
+                target = target.long()
+            return fn(input, target, *a, **kw)
+
+        call.__wrapped__ = fn
+        return call
+
+    for name in ("cross_entropy", "nll_loss"):
+        setattr(F, name, widened(getattr(F, name)))
+
+
 def _half_mode(torch):
     """A torch function mode that runs float16 operations the CPU build lacks (matmul,
     softmax, exp, ... are "not implemented for 'Half'" in torch 1.13's CPU kernels) in float32
@@ -473,6 +493,7 @@ def install():
     torch.npu = npu
     sys.modules["torch.npu"] = npu
     _newer_functions(torch)
+    _int32_class_indices(torch)
     if HOST_DIR not in sys.path:
         sys.path.insert(0, HOST_DIR)
     try:

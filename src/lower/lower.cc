@@ -334,18 +334,35 @@ class Lowerer {
     return static_cast<int64_t>(cur_->loads.size()) - 1;
   }
 
-  /// Timing mode runs no data ops, but scalar loads need real values: keep the loaded GM
-  /// inputs, and run the copies that fill loaded UB buffers (and keep their sources).
+  /// Timing mode runs no data ops, but scalar loads need real values. What a load reads is
+  /// kept: the ops writing a loaded buffer run in timing mode too, and so, transitively, do
+  /// the ops writing what those read (their operands and a scalar read from UB), down to
+  /// GM tensors, whose host values are kept. Usually that is one GM -> UB copy of an input
+  /// (an SFA block table); a flag or index computed on chip (a fill from a block-index
+  /// expression, an index tile shifted by a tile op) brings the ops that compute it. Only
+  /// values change: the ops' times are the same whether they run or not.
   void mark_materialised(LoweredProgram& out) {
+    std::set<int> need = loaded_;
+    for (bool grew = true; grew;) {
+      grew = false;
+      for (CoreProgram* cp : {&out.aic, &out.aiv})
+        for (auto& t : cp->instrs) {
+          if (t.materialise || t.num_acc == 0 || !t.acc[0].buffer) continue;
+          if (t.op != Opcode::Copy && t.op != Opcode::Mmad && t.op != Opcode::Vec &&
+              t.op != Opcode::Reduce)
+            continue;
+          if (!need.count(t.acc[0].buffer->id)) continue;
+          t.materialise = true;
+          grew = true;
+          for (int i = 1; i < t.num_acc; ++i)
+            if (t.acc[static_cast<size_t>(i)].buffer)
+              need.insert(t.acc[static_cast<size_t>(i)].buffer->id);
+          if (t.scalar_kind == OpTemplate::ScalarKind::UbRead && t.scalar_read.buffer)
+            need.insert(t.scalar_read.buffer->id);
+        }
+    }
     for (auto& g : out.gm)
-      if (loaded_.count(g.buffer->id)) g.scalar_read = true;
-    for (CoreProgram* cp : {&out.aic, &out.aiv})
-      for (auto& t : cp->instrs) {
-        if (t.op != Opcode::Copy || !loaded_.count(t.acc[0].buffer->id)) continue;
-        t.materialise = true;
-        if (t.acc[1].scope == Scope::GM)
-          out.gm[static_cast<size_t>(t.acc[1].gm_index)].scalar_read = true;
-      }
+      if (need.count(g.buffer->id)) g.scalar_read = true;
   }
 
   AccessTemplate access(const Region& r, const Loc& loc) {

@@ -590,9 +590,34 @@ bool same_region(const Region& a, const Region& b) {
   return true;
 }
 
+std::vector<Region> must_writes(const Stmt& s, int id, bool rows);
+
+/// A loop `for v in [0, n)` (constant, so it runs) whose body surely writes index v of one
+/// dimension of the buffer, n its size, and the other dimensions whole: the rows of a tile
+/// filled one by one (a gather of KV rows). It writes the whole buffer.
+bool fills_whole(const ForStmt& f, int id) {
+  auto lo = as_const(f.begin), hi = as_const(f.end);
+  if (lo != 0 || !hi || *hi <= 0 || f.step != 1) return false;
+  for (const auto& r : must_writes(f.body, id, true)) {
+    const auto& shape = r.buffer->shape;
+    int along = -1;
+    bool whole = true;
+    for (size_t d = 0; d < shape.size() && whole; ++d) {
+      auto* v = std::get_if<VarRef>(&r.start[d]->node);
+      if (v && v->var->id == f.var->id && r.extent[d] == 1 && shape[d] == *hi && along < 0)
+        along = static_cast<int>(d);
+      else
+        whole = as_const(r.start[d]) == 0 && r.extent[d] == shape[d];
+    }
+    if (whole && along >= 0) return true;
+  }
+  return false;
+}
+
 /// The regions of buffer `id` every execution of `s` writes (leaves, sequences, both
-/// branches of an if; nothing through loops, which may not run).
-std::vector<Region> must_writes(const Stmt& s, int id) {
+/// branches of an if; nothing through loops, which may not run, except with `rows` the
+/// whole buffer a row loop fills).
+std::vector<Region> must_writes(const Stmt& s, int id, bool rows) {
   std::vector<Region> out;
   if (!s) return out;
   std::visit(
@@ -600,15 +625,23 @@ std::vector<Region> must_writes(const Stmt& s, int id) {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, SeqStmt>) {
           for (const auto& c : n.body)
-            for (auto& r : must_writes(c, id)) out.push_back(std::move(r));
+            for (auto& r : must_writes(c, id, rows)) out.push_back(std::move(r));
         } else if constexpr (std::is_same_v<T, IfStmt>) {
-          auto t = must_writes(n.then_body, id), e = must_writes(n.else_body, id);
+          auto t = must_writes(n.then_body, id, rows), e = must_writes(n.else_body, id, rows);
           for (auto& r : t)
             if (std::any_of(e.begin(), e.end(), [&](const Region& x) { return same_region(r, x); }))
               out.push_back(std::move(r));
         } else if constexpr (std::is_same_v<T, ScopeStmt>) {
-          out = must_writes(n.body, id);
-        } else if constexpr (!std::is_same_v<T, ForStmt>) {
+          out = must_writes(n.body, id, rows);
+        } else if constexpr (std::is_same_v<T, ForStmt>) {
+          if (rows && fills_whole(n, id)) {
+            for (const auto& r : must_writes(n.body, id, true))
+              if (r.buffer->id == id) {
+                out.push_back(full_region(r.buffer));
+                break;
+              }
+          }
+        } else {
           for (auto& a : leaf_accesses(s))
             if (a.region.buffer->id == id && a.kind == AccessKind::Write && stable(a.region))
               out.push_back(std::move(a.region));
@@ -637,7 +670,7 @@ bool reads_covered(const Stmt& s, int id, const std::vector<Region>& written) {
 /// exposed / kills of one statement (dependence.h), computed together. `before`: regions of
 /// the buffer the enclosing statement surely wrote earlier (a read of one of them sees a
 /// value the enclosing statement made, not one from before it).
-Flow value_flow(const Stmt& s, int id, const std::vector<Region>& before = {}) {
+Flow value_flow(const Stmt& s, int id, bool rows, const std::vector<Region>& before = {}) {
   if (!s) return {};
   return std::visit(
       [&](const auto& n) -> Flow {
@@ -645,24 +678,27 @@ Flow value_flow(const Stmt& s, int id, const std::vector<Region>& before = {}) {
         if constexpr (std::is_same_v<T, SeqStmt>) {
           std::vector<Region> written = before;
           for (const auto& c : n.body) {
-            Flow f = value_flow(c, id, written);
+            Flow f = value_flow(c, id, rows, written);
             if (f.exposed) return {true, false};
             if (f.kills) return {false, true};
-            for (auto& r : must_writes(c, id)) written.push_back(std::move(r));
+            for (auto& r : must_writes(c, id, rows)) written.push_back(std::move(r));
           }
           return {};
         } else if constexpr (std::is_same_v<T, ForStmt>) {
           bool reads = own_use(s, id).reads;
-          Flow b = value_flow(n.body, id, before);
-          // Only a loop that surely runs once kills.
+          Flow b = value_flow(n.body, id, rows, before);
+          // Only a loop that surely runs once kills: by killing in its body, or by filling
+          // the buffer a row at a time.
           auto lo = as_const(n.begin), hi = as_const(n.end);
-          return {reads || b.exposed, lo && hi && *lo < *hi && !reads && b.kills};
+          return {reads || b.exposed, lo && hi && *lo < *hi && !reads &&
+                                          (b.kills || (rows && !b.exposed && fills_whole(n, id)))};
         } else if constexpr (std::is_same_v<T, IfStmt>) {
           bool reads = own_use(s, id).reads;
-          Flow t = value_flow(n.then_body, id, before), e = value_flow(n.else_body, id, before);
+          Flow t = value_flow(n.then_body, id, rows, before),
+               e = value_flow(n.else_body, id, rows, before);
           return {reads || t.exposed || e.exposed, !reads && t.kills && e.kills};
         } else if constexpr (std::is_same_v<T, ScopeStmt>) {
-          return value_flow(n.body, id, before);
+          return value_flow(n.body, id, rows, before);
         } else {
           OwnUse u = own_use(s, id);
           return {u.reads && !reads_covered(s, id, before), u.kills};
@@ -673,12 +709,12 @@ Flow value_flow(const Stmt& s, int id, const std::vector<Region>& before = {}) {
 
 }  // namespace
 
-bool exposed(const Stmt& s, int id) {
-  return value_flow(s, id).exposed;
+bool exposed(const Stmt& s, int id, bool row_fills) {
+  return value_flow(s, id, row_fills).exposed;
 }
 
-bool kills(const Stmt& s, int id) {
-  return value_flow(s, id).kills;
+bool kills(const Stmt& s, int id, bool row_fills) {
+  return value_flow(s, id, row_fills).kills;
 }
 
 bool expr_any(const Expr& e, const std::function<bool(const ExprNode&)>& pred) {

@@ -57,8 +57,12 @@ bool covers_whole(const ir::Region& r);
 /// A loop whose body does not expose a buffer carries no value of it across iterations:
 /// memory planning need not keep it live over the loop, and the Cube/Vector pipeline may
 /// split the loop between the statements that use it.
-bool exposed(const ir::Stmt& s, int buffer_id);
-bool kills(const ir::Stmt& s, int buffer_id);
+/// `row_fills` also counts a loop `for v in [0, n)` writing index v of one dimension (size
+/// n) and the rest whole as writing the whole buffer (rows of a tile filled one by one).
+/// Memory planning uses it; the other passes do not yet (their versioning and splitting
+/// decisions stay as measured).
+bool exposed(const ir::Stmt& s, int buffer_id, bool row_fills = false);
+bool kills(const ir::Stmt& s, int buffer_id, bool row_fills = false);
 
 enum class AccessKind : uint8_t { Read, Write };
 

@@ -55,6 +55,9 @@ struct Position {
 /// Numbers the statements in program order and records the live range of every buffer.
 class Liveness {
  public:
+  /// Counts a loop filling a buffer row by row as writing all of it (dependence.h,
+  /// `row_fills`): such a buffer is not live across an enclosing loop.
+  explicit Liveness(bool row_fills) : row_fills_(row_fills) {}
   void walk(const Stmt& s) {
     if (!s) return;
     std::visit([&](const auto& n) { node(n, s); }, s->node);
@@ -175,7 +178,8 @@ class Liveness {
     auto key = std::make_pair(l, id);
     auto it = carried_.find(key);
     if (it == carried_.end())
-      it = carried_.emplace(key, exposed(loop_bodies_[static_cast<size_t>(l)], id)).first;
+      it = carried_.emplace(key, exposed(loop_bodies_[static_cast<size_t>(l)], id, row_fills_))
+               .first;
     return it->second;
   }
 
@@ -235,10 +239,11 @@ class Liveness {
     auto q = static_cast<size_t>(next->first);
     const Stmt& s = stmts_[q];
     int id = bi.buf->id;
-    return at[q].regions != at[static_cast<size_t>(sp.begin)].regions || exposed(s, id) ||
-           !kills(s, id);
+    return at[q].regions != at[static_cast<size_t>(sp.begin)].regions ||
+           exposed(s, id, row_fills_) || !kills(s, id, row_fills_);
   }
 
+  bool row_fills_;
   std::vector<Stmt> stmts_;  // position -> statement
   std::vector<Stmt> loop_bodies_;
   std::vector<int> loop_vars_;
@@ -530,8 +535,10 @@ int64_t slots_of(const BufInfo& b, const Program& p, bool hand) {
 
 }  // namespace
 
-Program plan_memory(const Program& p, const ChipConfig& chip, const PassOptions& o) {
-  Liveness lv;
+namespace {
+
+Program plan(const Program& p, const ChipConfig& chip, const PassOptions& o, bool row_fills) {
+  Liveness lv(row_fills);
   lv.walk(p.body);
   lv.finish();
   Program out = p;
@@ -577,6 +584,25 @@ Program plan_memory(const Program& p, const ChipConfig& chip, const PassOptions&
     for (auto* b : all) out.addresses[b->buf->id] = b->addr;
   }
   return out;
+}
+
+}  // namespace
+
+/// A tile filled row by row (a gather of KV rows) is live only from its rows to its last
+/// read in the iteration, as the original's planner sees it; that is used when the plan
+/// would not fit otherwise, so that kernels that fit keep their layout (and the
+/// synchronisation auto_sync derives from it: SFA auto's cycles).
+Program plan_memory(const Program& p, const ChipConfig& chip, const PassOptions& o) {
+  try {
+    return plan(p, chip, o, false);
+  } catch (const UserError& first) {
+    if (first.diagnostics().empty() || first.diagnostics().front().kind != "capacity") throw;
+    try {
+      return plan(p, chip, o, true);
+    } catch (const UserError&) {
+      throw first;
+    }
+  }
 }
 
 }  // namespace tilepipe::passes

@@ -272,8 +272,9 @@ void Engine::scalar_operand(Core& c, const lower::OpTemplate& t, Instr& in) {
         const Access r = resolve(c, t.scalar_read, t);
         scalar(c, chip_.scalar_op_cycles);
         if (race_) race_access(c, Pipe::S, in, r, RaceKind::Read);
-        if (functional_) await_ub(c, r);
-        if (functional_)
+        // A materialised op (mark_materialised) computes a value a scalar load will read.
+        if (functional_ || t.materialise) await_ub(c, r);
+        if (functional_ || t.materialise)
           in.scalar = load_elem(t.scalar_read.dtype,
                                 memory(c, t.scalar_read) + r.offset * t.scalar_read.elem_bytes);
         break;

@@ -90,7 +90,11 @@ void Engine::add_core(CoreKind kind, int ai, int vid, const lower::CoreProgram* 
   if (!prog->loads.empty())
     c.dcache =
         ScalarDCache(chip_.scalar_dcache_bytes, chip_.scalar_dcache_line, chip_.scalar_dcache_ways);
-  if (functional_ || !prog->loads.empty())
+  // Values live where the run needs them: everywhere, or where scalar loads read and where
+  // the ops computing what they read write (OpTemplate::materialise).
+  const bool materialises = std::any_of(prog->instrs.begin(), prog->instrs.end(),
+                                        [](const lower::OpTemplate& t) { return t.materialise; });
+  if (functional_ || !prog->loads.empty() || materialises)
     for (int s = 0; s < 6; ++s)
       c.local[static_cast<size_t>(s)].assign(static_cast<size_t>(prog->scope_bytes[s]), 0);
   c.stats.name = core_name(ai, kind, vid);

@@ -67,6 +67,80 @@ std::optional<CoreKind> leaf_core(const Stmt& s) {
   return std::nullopt;
 }
 
+namespace {
+
+/// Collects every buffer a statement tree reads or writes (accessed_buffers).
+class AccessedBuffers : public StmtVisitor {
+ public:
+  std::set<int> ids;
+
+  void expr(const Expr& e) {
+    if (!e) return;
+    std::visit(
+        [&](const auto& n) {
+          using T = std::decay_t<decltype(n)>;
+          if constexpr (std::is_same_v<T, Binary>) {
+            expr(n.a);
+            expr(n.b);
+          } else if constexpr (std::is_same_v<T, Select>) {
+            expr(n.cond);
+            expr(n.then_value);
+            expr(n.else_value);
+          } else if constexpr (std::is_same_v<T, Load>) {
+            if (n.buffer) ids.insert(n.buffer->id);
+            for (const auto& i : n.index) expr(i);
+          }
+        },
+        e->node);
+  }
+  void region(const Region& r) {
+    if (r.buffer) ids.insert(r.buffer->id);
+    for (const auto& e : r.start) expr(e);
+  }
+  void visit_for(const ForStmt& s, const StmtNode& n) override {
+    expr(s.begin);
+    expr(s.end);
+    StmtVisitor::visit_for(s, n);
+  }
+  void visit_if(const IfStmt& s, const StmtNode& n) override {
+    expr(s.cond);
+    StmtVisitor::visit_if(s, n);
+  }
+  void visit_copy(const CopyStmt& s, const StmtNode&) override {
+    region(s.src);
+    region(s.dst);
+  }
+  void visit_gemm(const GemmStmt& s, const StmtNode&) override {
+    region(s.a);
+    region(s.b);
+    region(s.c);
+  }
+  void visit_tile(const TileOpStmt& s, const StmtNode&) override {
+    region(s.dst);
+    for (const auto& r : s.srcs) region(r);
+    if (s.scalar) {
+      if (auto* e = std::get_if<Expr>(&s.scalar->value)) expr(*e);
+      if (auto* r = std::get_if<Region>(&s.scalar->value)) region(*r);
+    }
+  }
+  void visit_reduce(const ReduceStmt& s, const StmtNode&) override {
+    region(s.src);
+    region(s.dst);
+  }
+  void visit_set_flag(const SetFlagStmt& s, const StmtNode&) override { expr(s.event_id); }
+  void visit_wait_flag(const WaitFlagStmt& s, const StmtNode&) override { expr(s.event_id); }
+  void visit_set_cross(const SetCrossFlagStmt& s, const StmtNode&) override { expr(s.flag_id); }
+  void visit_wait_cross(const WaitCrossFlagStmt& s, const StmtNode&) override { expr(s.flag_id); }
+};
+
+}  // namespace
+
+std::set<int> accessed_buffers(const Program& p) {
+  AccessedBuffers v;
+  v.visit(p.body);
+  return std::move(v.ids);
+}
+
 bool crosses_cores(Scope from, Scope to) {
   return (from == Scope::L0C && to == Scope::UB) || (from == Scope::UB && to == Scope::L1);
 }

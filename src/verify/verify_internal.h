@@ -66,9 +66,10 @@ class Verifier {
   /// Largest power-of-two-ish factor known to divide the expression (0 = unknown/any).
   int64_t divisor(const Expr& e);
   void load(const Load& n, const Loc& loc);
-  /// Records the on-chip / GM buffer an op writes, for check_load_sources: index buffers
-  /// may only be filled by GM -> UB copies of kernel inputs, because timing mode carries no
-  /// other values.
+  /// Records the GM tensor an op writes, for check_load_sources: a loaded GM input must be
+  /// read-only (its value would depend on the kernel's own writes and their timing). A
+  /// loaded UB buffer may be computed on chip: the lowering runs the ops computing it in
+  /// timing mode too (lower.cc, mark_materialised).
   void record_write(const Stmt& s);
   void check_load_sources();
 
@@ -124,8 +125,8 @@ class Verifier {
   std::set<int> guarded_;  // ids (var id, -1 cid, -2 vid) used by an enclosing if condition
   std::vector<std::set<int>> visible_{1};
   std::map<Scope, std::vector<Alloc>> allocs_;
-  std::map<int, Loc> loaded_gm_, loaded_ub_;  // buffer id -> first scalar load
-  std::multimap<int, Loc> writes_;            // buffer id -> ops that write it (see record_write)
+  std::map<int, Loc> loaded_gm_;    // buffer id -> first scalar load
+  std::multimap<int, Loc> writes_;  // GM buffer id -> ops that write it (see record_write)
 };
 
 }  // namespace tilepipe::verify_detail

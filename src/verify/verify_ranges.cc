@@ -152,41 +152,32 @@ void Verifier::load(const Load& n, const Loc& loc) {
           "move the code that uses the loaded value into scope_v");
     return;
   }
-  loaded_ub_.emplace(b.id, loc);
 }
 
 void Verifier::record_write(const Stmt& s) {
   const Region* dst = nullptr;
-  bool from_input = false;
   if (auto* c = std::get_if<CopyStmt>(&s->node)) {
     dst = &c->dst;
-    from_input = c->src.buffer && c->src.buffer->scope == Scope::GM &&
-                 c->src.buffer->role == TensorRole::Input;
   } else if (auto* t = std::get_if<TileOpStmt>(&s->node)) {
     dst = &t->dst;
   } else if (auto* r = std::get_if<ReduceStmt>(&s->node)) {
     dst = &r->dst;
   }
   if (!dst || !dst->buffer) return;
-  if (dst->buffer->scope == Scope::GM || !from_input) writes_.emplace(dst->buffer->id, s->loc);
+  if (dst->buffer->scope == Scope::GM) writes_.emplace(dst->buffer->id, s->loc);
 }
 
 void Verifier::check_load_sources() {
-  auto report = [&](const std::map<int, Loc>& loaded, const char* why) {
-    for (const auto& [id, load_loc] : loaded) {
-      auto w = writes_.find(id);
-      if (w == writes_.end()) continue;
-      error(w->second, "load-source",
-            fmt::format("this op writes a tensor that a scalar load reads (at {}); {}",
-                        load_loc.str(), why),
-            "keep index / page tables read-only: copy them from a GM input into their own "
-            "UB buffer and compute elsewhere");
-    }
-  };
-  report(loaded_gm_, "loaded GM inputs are read-only");
-  report(loaded_ub_,
-         "a loaded UB buffer may only be filled by GM -> UB copies of kernel inputs (timing "
-         "mode materialises only those values)");
+  for (const auto& [id, load_loc] : loaded_gm_) {
+    auto w = writes_.find(id);
+    if (w == writes_.end()) continue;
+    error(w->second, "load-source",
+          fmt::format("this op writes a tensor that a scalar load reads (at {}); loaded GM "
+                      "inputs are read-only",
+                      load_loc.str()),
+          "keep index / page tables read-only: copy the input into a UB buffer and compute "
+          "on that copy");
+  }
 }
 
 }  // namespace tilepipe::verify_detail
