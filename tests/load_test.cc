@@ -173,18 +173,21 @@ TEST(Load, FromL1IsRejected) {
   expect_diag(kb.finish(), "load-source", {"'il1' in L1", "GM and UB only", line});
 }
 
+/// out's four rows of 8 are src's rows `rows` (src[r, c] = 8 r + c), or zeros for -1.
+void expect_gathered_rows(sim::HostData& io, const std::vector<int>& rows) {
+  for (int j = 0; j < 4; ++j)
+    for (int c = 0; c < 8; ++c)
+      EXPECT_EQ(io["out"][static_cast<size_t>(j * 8 + c)],
+                rows[static_cast<size_t>(j)] < 0 ? 0.0 : rows[static_cast<size_t>(j)] * 8 + c)
+          << "row " << j << " col " << c;
+}
+
 TEST(Load, GatherFollowsTheIndicesAndSkipsMinusOne) {
   sim::HostData io = gather_inputs({5, -1, 14, 0});
   run(gather_program(), io, sim::Mode::Functional, /*races=*/true);
   // 5 -> table[1]=0 -> row 1; 14 -> table[3]=1 -> row 6; 0 -> table[0]=2 -> row 8.
   const std::vector<int> expect_rows = {1, -1, 6, 8};
-  for (int j = 0; j < 4; ++j)
-    for (int c = 0; c < 8; ++c)
-      EXPECT_EQ(io["out"][static_cast<size_t>(j * 8 + c)],
-                expect_rows[static_cast<size_t>(j)] < 0
-                    ? 0.0
-                    : expect_rows[static_cast<size_t>(j)] * 8 + c)
-          << "row " << j << " col " << c;
+  expect_gathered_rows(io, expect_rows);
 }
 
 TEST(Load, LoopBoundFromALoadRunsThatManyIterations) {
@@ -389,13 +392,7 @@ TEST(Load, AnIndexComputedOnChipDrivesBothModes) {
   sim::HostData timing_io = io, few_io = io;
   run(shifted_gather_program(), io, sim::Mode::Functional, /*races=*/true);
   const std::vector<int> expect_rows = {5, -1, 14, 0};
-  for (int j = 0; j < 4; ++j)
-    for (int c = 0; c < 8; ++c)
-      EXPECT_EQ(io["out"][static_cast<size_t>(j * 8 + c)],
-                expect_rows[static_cast<size_t>(j)] < 0
-                    ? 0.0
-                    : expect_rows[static_cast<size_t>(j)] * 8 + c)
-          << "row " << j << " col " << c;
+  expect_gathered_rows(io, expect_rows);
   const double functional = run(shifted_gather_program(), io, sim::Mode::Functional).cycles;
   const double timing = run(shifted_gather_program(), timing_io, sim::Mode::Timing).cycles;
   EXPECT_DOUBLE_EQ(timing, functional);
