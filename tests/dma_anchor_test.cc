@@ -41,5 +41,29 @@ TEST(DmaAnchors, FastForwardAgreesWithTheExactRun) {
   }
 }
 
+// die.l2_warm_inputs: an input that fits in the L2 is resident at the start (its reads are
+// L2 hits, no HBM bytes), one that does not fit is left out (the anchors' 288 MiB matrix
+// reads exactly as with an empty L2).
+TEST(DmaAnchors, WarmInputsAreL2HitsWhenTheyFit) {
+  const auto& k = kernels::find_kernel("gm_read");
+  auto run = [&](const std::string& n, int warm) {
+    ChipConfig chip = testing::a3();
+    chip.l2_warm_inputs = warm;
+    driver::RunRequest req;
+    req.variant = "blocks";
+    req.params = driver::resolve_params(k, {{"N", n}});
+    req.mode = sim::Mode::Timing;
+    req.fast_forward.enabled = false;
+    return driver::run_kernel(k, req, chip).sim;
+  };
+  auto cold = run("1024", 0), warm = run("1024", 1);
+  EXPECT_GT(cold.gm_bytes_hbm, 0);
+  EXPECT_EQ(warm.gm_bytes_hbm, 0);
+  EXPECT_LT(warm.cycles, cold.cycles);
+  auto big_cold = run("12288", 0), big_warm = run("12288", 1);
+  EXPECT_EQ(big_warm.gm_bytes_hbm, big_cold.gm_bytes_hbm);
+  EXPECT_EQ(big_warm.cycles, big_cold.cycles);
+}
+
 }  // namespace
 }  // namespace tilepipe

@@ -87,6 +87,13 @@ L2Residency::L2Residency(const std::vector<int64_t>& tensor_bytes, int64_t capac
   if (evicts_) clock_.reserve(static_cast<size_t>(std::min(capacity / chunk, lines)));
 }
 
+bool L2Residency::preload(int t, int64_t bytes) {
+  const int64_t lines = lines_[static_cast<size_t>(t)].count;
+  if (bytes <= 0 || resident_ + lines * chunk_ > capacity_) return false;
+  touch(t, 0, bytes, bytes);
+  return true;
+}
+
 namespace {
 int64_t clock_key(int t, int64_t line) {
   return (static_cast<int64_t>(t) << 48) | line;

@@ -53,6 +53,9 @@ class L2Residency {
     return touch_lines(t, lo, hi, row);
   }
   int64_t line_bytes() const { return chunk_; }
+  /// Makes tensor `t` (`bytes` long) wholly resident if it fits in what is still free, as
+  /// before the run (die.l2_warm_inputs); returns whether it did.
+  bool preload(int t, int64_t bytes);
 
  private:
   std::pair<int64_t, int64_t> touch_lines(int t, int64_t lo, int64_t hi, int64_t row);

@@ -129,6 +129,7 @@ const std::vector<Group>& schema() {
                      field("hbm_bw", "B/cycle", &C::hbm_bw, kMinDieBw, 100000, kClosed),
                      field("l2_bytes", "B", &C::l2_bytes, 0, 16 * kGiB),
                      field("l2_bw", "B/cycle", &C::l2_bw, kMinDieBw, 1000000, kClosed),
+                     field("l2_warm_inputs", "flag", &C::l2_warm_inputs, 0, 1, kClosed),
                  },
                  {}});
     s.push_back({"memory",

@@ -26,6 +26,13 @@ Engine::Engine(const lower::LoweredProgram& p, const ChipConfig& chip, HostData*
       hbm_(chip.hbm_bw, launch_),
       l2_(chip.l2_bw, launch_),
       l2res_(tensor_bytes(p), chip.l2_bytes) {
+  // die.l2_warm_inputs: the inputs a benchmark's earlier calls left in the L2 (each that
+  // fits whole, in argument order; one larger than what is left was streamed through an
+  // LRU cache and leaves nothing a read from its start could hit).
+  if (chip.l2_warm_inputs)
+    for (size_t i = 0; i < p.gm.size(); ++i)
+      if (!p.gm[i].workspace && p.gm[i].buffer->role == ir::TensorRole::Input)
+        l2res_.preload(static_cast<int>(i), p.gm[i].buffer->bytes());
   for (const auto* cp : {&p.aic, &p.aiv})
     for (const auto& t : cp->instrs)
       for (const auto& site : o.whatif_free_sites)
