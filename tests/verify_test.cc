@@ -761,7 +761,7 @@ TEST(Verify, ReluOnACopyIsFixPipesOnly) {
   scope_v([&] {
     auto u = alloc_ub("u", {64}, f32);
     tile::fill(u, -1.0);
-    copy(u, y, {.relu = true});
+    copy(u, y, {.transpose = false, .pad_value = std::nullopt, .atomic_add = false, .relu = true});
   });
   expect_diag(kb.finish(), "copy-direction",
               {"a copy UB -> GM with relu: only FixPipe (out of L0C", here(-3)});

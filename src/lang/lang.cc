@@ -384,8 +384,7 @@ static void emit(T node, SrcLoc loc) {
 }
 
 void copy(Tile src, Tile dst, CopyOpts opts, SrcLoc loc) {
-  emit(ir::CopyStmt{src.ir(), dst.ir(), opts.transpose, opts.pad_value, opts.atomic_add,
-                    opts.relu},
+  emit(ir::CopyStmt{src.ir(), dst.ir(), opts.transpose, opts.pad_value, opts.atomic_add, opts.relu},
        loc);
 }
 
