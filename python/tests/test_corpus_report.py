@@ -32,6 +32,15 @@ def test_exit_zero_with_a_pass_message_is_passed():
     assert r["status"] == "passed" and r["reason"] == ""
 
 
+def test_a_mismatch_count_before_the_scripts_own_pass_verdict_is_passed():
+    """The lightning indexer prints its top-k mismatch count, then passes at 99 %."""
+    r = corpus_run.classify(0, "mismatch number: 324, accuracy: 0.9997\nTest passed!\n", "",
+                            "/c/examples")
+    assert r["status"] == "passed" and r["kind"] == ""
+    r = corpus_run.classify(0, "mismatch number: 9000, accuracy: 0.9\n", "", "/c/examples")
+    assert r["status"] == "failed"
+
+
 def test_exit_zero_with_a_mismatch_message_is_a_wrong_result():
     r = corpus_run.classify(0, "case 1\n[FAILED] precision test failed!\n", "", "/c/examples")
     assert (r["status"], r["kind"]) == ("failed", "wrong result")

@@ -515,6 +515,14 @@ class Emitter {
     return fmt::format("{}[{}]", name, fmt::join(idx, ", "));
   }
 
+  /// One UB element read by the scalar unit, as the original writes it: `buf[i, j]` (a
+  /// whole-buffer name or a 1-element slice would read as a tile).
+  std::string element(const Region& r, const Loc& loc) {
+    std::vector<std::string> idx;
+    for (const auto& st : r.start) idx.push_back(expr(st));
+    return fmt::format("{}[{}]", buffer(r.buffer, loc), fmt::join(idx, ", "));
+  }
+
   std::string scalar(const ScalarOperand& s, const Loc& loc) {
     return std::visit(
         [&](const auto& v) -> std::string {
@@ -524,7 +532,7 @@ class Emitter {
           else if constexpr (std::is_same_v<V, Expr>)
             return expr(v);
           else
-            return region(v, loc);
+            return element(v, loc);
         },
         s.value);
   }

@@ -211,7 +211,7 @@ bool overlap(const Access& a, const Access& b) {
 /// Per-thread value buffers, grown to the largest operand seen and then reused.
 template <class T>
 T* scratch(int i, size_t n) {
-  thread_local std::array<std::vector<T>, 4> bufs;
+  thread_local std::array<std::vector<T>, 6> bufs;
   auto& b = bufs[static_cast<size_t>(i)];
   if (b.size() < n) b.resize(n);
   return b.data();
@@ -746,14 +746,24 @@ void exec_mmad(const Instr& in) {
   const size_t mn = static_cast<size_t>(M) * static_cast<size_t>(N);
   const float* a = read(in.acc[1], scratch<float>(1, static_cast<size_t>(in.acc[1].t->elements())));
   const float* b = read(in.acc[2], scratch<float>(2, static_cast<size_t>(in.acc[2].t->elements())));
+  // Transposed operands are laid out [M, K] / [K, N] first, so one product has one summation
+  // order whichever way its operands were loaded (BLAS kernels for Trans and NoTrans
+  // accumulate differently; the cube reads L0 in one fractal order either way).
+  auto untranspose = [](const float* x, int rows, int cols, float* out) {
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < cols; ++c)
+        out[static_cast<size_t>(c) * static_cast<size_t>(rows) + static_cast<size_t>(r)] =
+            x[static_cast<size_t>(r) * static_cast<size_t>(cols) + static_cast<size_t>(c)];
+    return out;
+  };
+  if (t.transpose_a) a = untranspose(a, K, M, scratch<float>(4, static_cast<size_t>(M) * K));
+  if (t.transpose_b) b = untranspose(b, N, K, scratch<float>(5, static_cast<size_t>(K) * N));
   float* c = scratch<float>(0, mn);
   // Single-threaded: the simulator runs cores on its own threads, and a fixed thread count
   // keeps the summation order, so the result, the same from run to run.
   static const bool one_thread = (openblas_set_num_threads(1), true);
   (void)one_thread;
-  cblas_sgemm(CblasRowMajor, t.transpose_a ? CblasTrans : CblasNoTrans,
-              t.transpose_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, a, t.transpose_a ? M : K, b,
-              t.transpose_b ? K : N, 0.0f, c, N);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
   if (!t.init) {
     const float* old = read(in.acc[0], scratch<float>(3, mn));
     for (size_t i = 0; i < mn; ++i) c[i] = old[i] + c[i];
