@@ -118,7 +118,8 @@ TEST(Rank, HighRankKernelGivesTheValuesAndCyclesOfItsRank4Form) {
 }
 
 TEST(Rank, WalkMergesOuterDimensionsIntoFourStridedOnes) {
-  lower::LoweredProgram low = lower::lower(build(true), testing::a3());
+  const ir::Program p = build(true);  // the lowered accesses point at its buffers
+  lower::LoweredProgram low = lower::lower(p, testing::a3());
   for (const auto& t : low.aiv.instrs) {
     if (t.op != lower::Opcode::Copy || t.acc[1].buffer->name != "X") continue;
     const auto& a = t.acc[1];
