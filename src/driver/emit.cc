@@ -169,13 +169,13 @@ int64_t flat_prefix(const Region& r) {
   return r.elements();
 }
 
-/// The -inf fills the front end writes before a library sort (its in-place padding of the
-/// source's last 32-element block past the valid count): the emitted `T.tile.sort` /
-/// `T.tile.topk` pads again, so they are not written out.
 bool same_line(const Loc& a, const Loc& b) {
   return a.file == b.file && a.line == b.line && a.column == b.column;
 }
 
+/// The -inf fills the front end writes before a library sort (its in-place padding of the
+/// source's last 32-element block past the valid count): the emitted `T.tile.sort` /
+/// `T.tile.topk` pads again, so they are not written out.
 std::set<const StmtNode*> sort_padding(const Stmt& body) {
   struct V : StmtVisitor {
     std::set<const StmtNode*> out;

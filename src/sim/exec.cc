@@ -217,6 +217,14 @@ T* scratch(int i, size_t n) {
   return b.data();
 }
 
+/// out [cols, rows] = x [rows, cols] (row-major), returned.
+template <class T>
+T* transposed(const T* x, int64_t rows, int64_t cols, T* out) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[c * rows + r] = x[r * cols + c];
+  return out;
+}
+
 /// Float ops run in f32 (what the vector unit computes for f32; for f16/bf16 the f32 result
 /// rounded on store equals the correctly rounded narrow result for + - * / sqrt).
 template <TileOpKind Op>
@@ -728,13 +736,7 @@ void exec_copy(const Instr& in) {
       r[i] = static_cast<T>(ir::cast_round(ir::CastRound::Rint, static_cast<double>(v[i])));
     v = r;
   }
-  if (in.t->transpose) {
-    int64_t rows = in.t->m, cols = in.t->n;
-    T* tr = scratch<T>(2, n);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) tr[c * rows + r] = v[r * cols + c];
-    v = tr;
-  }
+  if (in.t->transpose) v = transposed(v, in.t->m, in.t->n, scratch<T>(2, n));
   write(dst, v);
 }
 
@@ -749,15 +751,8 @@ void exec_mmad(const Instr& in) {
   // Transposed operands are laid out [M, K] / [K, N] first, so one product has one summation
   // order whichever way its operands were loaded (BLAS kernels for Trans and NoTrans
   // accumulate differently; the cube reads L0 in one fractal order either way).
-  auto untranspose = [](const float* x, int rows, int cols, float* out) {
-    for (int r = 0; r < rows; ++r)
-      for (int c = 0; c < cols; ++c)
-        out[static_cast<size_t>(c) * static_cast<size_t>(rows) + static_cast<size_t>(r)] =
-            x[static_cast<size_t>(r) * static_cast<size_t>(cols) + static_cast<size_t>(c)];
-    return out;
-  };
-  if (t.transpose_a) a = untranspose(a, K, M, scratch<float>(4, static_cast<size_t>(M) * K));
-  if (t.transpose_b) b = untranspose(b, N, K, scratch<float>(5, static_cast<size_t>(K) * N));
+  if (t.transpose_a) a = transposed(a, K, M, scratch<float>(4, static_cast<size_t>(M) * K));
+  if (t.transpose_b) b = transposed(b, N, K, scratch<float>(5, static_cast<size_t>(K) * N));
   float* c = scratch<float>(0, mn);
   // Single-threaded: the simulator runs cores on its own threads, and a fixed thread count
   // keeps the summation order, so the result, the same from run to run.
