@@ -1375,3 +1375,28 @@ def test_copy_with_enable_relu_clamps_on_the_way_out_of_l0c():
     got = relu_on_fix(32, 32, 32)(a, b)
     assert (got >= 0).all() and (got == 0).any()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@tilelang.jit(out_idx=[1])
+def shadowed_loop_var(M, N):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            h = M // 2
+            rows = h // 4
+            a = T.alloc_ub((rows, N), "float32")
+            with T.Scope("V"):
+                for i in T.serial(4):
+                    T.copy(A[vid * h + i * rows, 0], a)
+                    for i in T.serial(rows):  # shadows the outer i inside its body only
+                        T.tile.mul(a[i, :], a[i, :], 2.0)
+                    T.copy(a, C[vid * h + i * rows, 0])  # the outer i again
+
+    return main
+
+
+def test_inner_loop_variable_is_scoped_to_its_body():
+    # As in the original's TVMScript parser (opt_gdn_chunk_h.py): after an inner loop
+    # reusing a name, the name is the outer loop's variable again.
+    x = rand(32, 64)
+    np.testing.assert_allclose(shadowed_loop_var(32, 64)(x), 2 * x, rtol=1e-6)

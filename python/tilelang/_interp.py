@@ -6,6 +6,7 @@ integer expressions of the IR."""
 
 import ast
 import builtins
+import contextlib
 import inspect
 import operator
 import os
@@ -16,6 +17,8 @@ from . import _felem
 from ._core import Buffer, Expr, Region, Sym, TilelangError, ctx, resolve, to_index
 from ._core import _ext
 from ._split import CoreSplit
+
+_UNBOUND = object()  # a name with no binding before a loop bound it
 
 _BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -439,14 +442,29 @@ class Interpreter(CoreSplit):
         hi = self.bound(end, 1)
         if lo is not None and hi is not None:
             ctx.var_ranges[v.var_id()] = (lo, max(lo, hi - 1))
-        self.vars[name] = v
         trip = end - begin if step == 1 else (end - begin + step - 1) // step
         ctx.trip_stack.append(trip)
         try:
-            body()
+            with self.loop_var(name):
+                self.vars[name] = v
+                body()
         finally:
             ctx.trip_stack.pop()
         b.end_for(loc)
+
+    @contextlib.contextmanager
+    def loop_var(self, name):
+        # A device loop's variable is scoped to its body, as in the original's TVMScript
+        # parser: after the loop the name means what it meant before (an outer loop's
+        # variable of the same name), not the inner loop's variable.
+        outer = self.vars.get(name, _UNBOUND)
+        try:
+            yield
+        finally:
+            if outer is _UNBOUND:
+                self.vars.pop(name, None)
+            else:
+                self.vars[name] = outer
 
     def bound(self, e, which):
         if isinstance(e, int):

@@ -158,36 +158,37 @@ class CoreSplit:
             ctx.var_ranges[bt.var_id()] = (0, max(0, hi - 1))
         ctx.trip_stack.append(batches)
         try:
-            for core, ids in plan["stages"]:
-                if core != ctx.split:
-                    continue
-                left = trip - bt * S
-                n = _ext.min(S, left) if not isinstance(left, int) else min(S, left)
-                # automatic code double-buffers each stage loop (multibuffer), as tilepipe's
-                # cv_split does; hand-written flags are written for the serial order
-                auto = ctx.split not in ctx.hand_sync
-                j = b.begin_for(name + "_stage", 0, n, 1, "pipelined" if auto else "serial",
-                                2 if auto else 0, 1, loc)
-                ctx.var_ranges[j.var_id()] = (0, S - 1)
-                self.vars[name] = begin + bt * S + j
-                exact = isinstance(trip, int) and trip % S == 0
-                ctx.trip_stack.append(S if exact else None)
-                ctx.slot = j
-                try:
-                    for st in s.body:
-                        if id(st) in ids or not ctx.probe.get(id(st)):
-                            self.stmt(st)
-                    if not auto:
-                        # The author's flags order one iteration; consecutive iterations of
-                        # a stage (V1 of i and i + 1) were apart in the serial order. A
-                        # barrier orders them, as the serial order's hand-offs did.
-                        from .language import drain
+            with self.loop_var(name):
+                for core, ids in plan["stages"]:
+                    if core != ctx.split:
+                        continue
+                    left = trip - bt * S
+                    n = _ext.min(S, left) if not isinstance(left, int) else min(S, left)
+                    # automatic code double-buffers each stage loop (multibuffer), as tilepipe's
+                    # cv_split does; hand-written flags are written for the serial order
+                    auto = ctx.split not in ctx.hand_sync
+                    j = b.begin_for(name + "_stage", 0, n, 1, "pipelined" if auto else "serial",
+                                    2 if auto else 0, 1, loc)
+                    ctx.var_ranges[j.var_id()] = (0, S - 1)
+                    self.vars[name] = begin + bt * S + j
+                    exact = isinstance(trip, int) and trip % S == 0
+                    ctx.trip_stack.append(S if exact else None)
+                    ctx.slot = j
+                    try:
+                        for st in s.body:
+                            if id(st) in ids or not ctx.probe.get(id(st)):
+                                self.stmt(st)
+                        if not auto:
+                            # The author's flags order one iteration; consecutive iterations of
+                            # a stage (V1 of i and i + 1) were apart in the serial order. A
+                            # barrier orders them, as the serial order's hand-offs did.
+                            from .language import drain
 
-                        drain(ctx.split)
-                finally:
-                    ctx.slot = None
-                    ctx.trip_stack.pop()
-                b.end_for(loc)
+                            drain(ctx.split)
+                    finally:
+                        ctx.slot = None
+                        ctx.trip_stack.pop()
+                    b.end_for(loc)
         finally:
             ctx.trip_stack.pop()
         b.end_for(loc)
