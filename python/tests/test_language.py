@@ -1400,3 +1400,35 @@ def test_inner_loop_variable_is_scoped_to_its_body():
     # reusing a name, the name is the outer loop's variable again.
     x = rand(32, 64)
     np.testing.assert_allclose(shadowed_loop_var(32, 64)(x), 2 * x, rtol=1e-6)
+
+
+@tilelang.jit(out_idx=[2], workspace_idx=[3])
+def fragment_cast_handoff(M, N, K):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float16"), ws: T.Tensor((M, N), "float16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a_l1 = T.alloc_shared((M, K), "float16")  # placed by use, as the original does
+            b_l1 = T.alloc_shared((K, N), "float16")
+            acc = T.alloc_fragment((M, N), "float")
+            h = M // 2
+            s = T.alloc_shared((h, N), "float16")
+            T.copy(A, a_l1)
+            T.copy(B, b_l1)
+            T.gemm_v0(a_l1, b_l1, acc, init=True)
+            T.copy(acc, ws)  # FixPipe's f32 -> f16 on the way out of L0C
+            T.copy(ws[vid * h, 0], s)
+            for i, j in T.Parallel(h, N):
+                s[i, j] = s[i, j] + s[i, j]
+            T.copy(s, C[vid * h, 0])
+
+    return main
+
+
+def test_unscoped_split_keeps_inferred_cube_buffers_on_the_cube():
+    # matmul_add_pipeline.py: the Vector pass of the split used to place `acc` in UB, so its
+    # copy out looked like a UB -> GM copy with a cast ("changes dtype f32 -> f16").
+    a, b = rand(32, 32, dtype=np.float16), rand(32, 32, dtype=np.float16)
+    ref = 2 * (a.astype(np.float32) @ b.astype(np.float32))
+    got = fragment_cast_handoff(32, 32, 32).check(a, b)
+    np.testing.assert_allclose(got.astype(np.float32), ref, rtol=1e-2, atol=5e-2)

@@ -204,6 +204,7 @@ class _Ctx:
         self.split = None
         self.probe = {}  # id(ast node) -> cores of the statements under it
         self.probe_cores = set()
+        self.probe_scopes = {}  # (loc, name) -> scope the C/V split's probe inferred
         self.node_stack = []
         self.gm_use = {}  # GM buffer name -> {"w": cores, "r": cores}
         self.mixed_copy = False  # an L0C -> UB / UB -> L1 copy: tilepipe's own cv_split

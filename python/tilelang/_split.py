@@ -62,6 +62,7 @@ class CoreSplit:
         ctx.split = "probe"
         ctx.probe, ctx.probe_cores, ctx.node_stack, ctx.gm_use = {}, set(), [], {}
         ctx.gm_paths, ctx.hand_sync, ctx.loop_ids = {}, set(), {}
+        ctx.probe_scopes = {}
         ctx.onchip, ctx.pipelined, ctx.xpipe, ctx.versioned = {}, {}, {}, {}
         ctx.mixed_copy = False
         names, hidden = set(ctx.names), dict(ctx.hidden)

@@ -281,12 +281,21 @@ def _inferred(default):
     """UB for a buffer the kernel hands to vector ops (or inside Scope("V")), or for any
     buffer of a kernel without Cube ops; else default."""
     name = ctx.pending_name
+    key = (ctx.stmt_loc, name)  # the same allocation in every pass of the C/V split
+    if ctx.split in ("C", "V") and key in ctx.probe_scopes:
+        # The C/V split's per-core passes place each buffer where the classifying pass did:
+        # an L0C accumulator stays L0C in the Vector pass, so its copy out stays Cube work.
+        return ctx.probe_scopes[key]
     vec, cube = ctx.usage
     if ctx.scope == "V" or (name in vec and name not in cube):
-        return "UB"
-    if not cube and ctx.scope != "C":
-        return "UB"  # a kernel without Cube work: shared memory is the vector core's
-    return default
+        scope = "UB"
+    elif not cube and ctx.scope != "C":
+        scope = "UB"  # a kernel without Cube work: shared memory is the vector core's
+    else:
+        scope = default
+    if ctx.split == "probe":
+        ctx.probe_scopes[key] = scope
+    return scope
 
 
 def alloc_shared(shape, dtype, scope=None, *a, **kw):
