@@ -1432,3 +1432,30 @@ def test_unscoped_split_keeps_inferred_cube_buffers_on_the_cube():
     ref = 2 * (a.astype(np.float32) @ b.astype(np.float32))
     got = fragment_cast_handoff(32, 32, 32).check(a, b)
     np.testing.assert_allclose(got.astype(np.float32), ref, rtol=1e-2, atol=5e-2)
+
+
+@tilelang.jit(out_idx=[1])
+def remainder_rows(N, W):
+    quads = N // 4
+
+    @T.prim_func
+    def main(A: T.Tensor((N, W), "float32"), B: T.Tensor((N, W), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            row = T.alloc_ub((N, W), "float32")
+            with T.Scope("V"):
+                T.copy(A, row)
+                for q in T.serial(quads):
+                    T.tile.adds(row[q * 4:q * 4 + 4, :], row[q * 4:q * 4 + 4, :], 1.0)
+                for r in T.serial(N % 4):  # no iteration when N % 4 == 0
+                    T.tile.adds(row[quads * 4 + r, :], row[quads * 4 + r, :], 1.0)
+                T.copy(row, B)
+
+    return main
+
+
+def test_loop_without_iterations_is_dropped_with_its_body():
+    # moe_token_unpermute.py: a remainder loop of 0 trips indexes one past the tile; the
+    # original's simplifier drops it, and so does the front end (no out-of-range error).
+    for n in (16, 18):
+        x = rand(n, 64)
+        np.testing.assert_allclose(remainder_rows(n, 64)(x), x + 1, rtol=1e-6)

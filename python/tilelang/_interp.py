@@ -437,6 +437,8 @@ class Interpreter(CoreSplit):
             # Unscoped code with hand-written intra-core flags: the flags are written for the
             # loop's serial order, and the split's hand-offs order the cores per iteration.
             kind = "serial"
+        if isinstance(begin, int) and isinstance(end, int) and end <= begin:
+            return  # no iteration: the original's simplifier drops the loop and its body
         v = b.begin_for(name, begin, end, step, kind, int(stages or 0), int(cross or 1), loc)
         lo = self.bound(begin, 0)
         hi = self.bound(end, 1)
