@@ -171,9 +171,11 @@ def test_an_api_misuse_without_a_kernel_line_is_located_at_the_users_call(tmp_pa
 def test_an_argument_with_the_same_elements_in_another_shape_is_the_kernels_view():
     a = np.arange(128, dtype=np.float32).reshape(2, 64, 1)
     np.testing.assert_array_equal(double(64)(a), a.reshape(2, 64) * 2)
-    with pytest.raises(TilelangError, match=r"has shape \(2, 32\) \(64 elements\); the kernel "
-                       r"declares \(2, 64\) \(128 elements\)"):
-        double(64)(np.ones((2, 32), np.float32))
+    # fewer elements than declared: what the kernel reads past them is NaN, never data
+    with pytest.warns(UserWarning, match="past the tensor's end it reads NaN"):
+        got = double(64)(np.ones((2, 32), np.float32))
+    np.testing.assert_array_equal(got[0], 2.0)
+    assert np.isnan(got[1]).all()
 
 
 def test_a_multiple_divided_by_a_divisor_stays_a_visible_multiple():
@@ -197,3 +199,64 @@ def test_a_multiple_divided_by_a_divisor_stays_a_visible_multiple():
     g = np.arange(32, dtype=np.float32)
     np.testing.assert_array_equal(k(32)(g), np.repeat(g[:, None], 8, 1))
     assert T.Select(True, 1, 2) == 1
+
+
+@tilelang.jit
+def double_rows(N, cap):
+    """A[:n] = 2 in place, for a tensor declared with `cap` rows (a static upper bound)."""
+
+    @T.prim_func
+    def main(A: T.Tensor((cap, N), "float32"), n: T.int32):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                if vid == 0:
+                    for r in T.serial(n):
+                        T.tile.fill(x, 2.0)
+                        T.copy(x, A[r, :])
+
+    return main
+
+
+def test_a_larger_tensor_is_viewed_in_the_declared_shape_as_on_the_npu():
+    # The original's wrapper checks dtypes, not static shapes (swi_glu_grad.py passes dY of
+    # twice its declared size): the kernel sees the first elements of the memory.
+    from tilelang import TensorViewWarning
+
+    a = np.arange(256, dtype=np.float32).reshape(2, 128)
+    with pytest.warns(TensorViewWarning, match=r"argument 'A' has shape \(2, 128\); the kernel "
+                      r"declares \(2, 64\)"):
+        got = double(64)(a)
+    np.testing.assert_array_equal(got, 2 * a.reshape(-1)[:128].reshape(2, 64))
+
+
+def test_a_smaller_tensor_runs_when_the_kernel_stays_inside_it():
+    # xllm_kernels/rope.py declares a static upper bound and passes the rows it has.
+    a = np.zeros((3, 64), np.float32)
+    want = np.full((3, 64), 2.0, np.float32)
+    with pytest.warns(UserWarning):
+        double_rows(64, 8)(a, 3)
+    np.testing.assert_array_equal(a, want)
+    a[...] = 0
+    with pytest.raises(TilelangError, match="the kernel wrote element 192 of 'A', whose tensor "
+                       "has 192 elements"):
+        double_rows(64, 8)(a, 4)
+    assert not a.any()  # nothing written back
+
+
+def test_a_smaller_integer_tensor_is_an_error():
+    @tilelang.jit(out_idx=[1])
+    def copy_i32(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "int32"), B: T.Tensor((2, N), "int32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((N,), "int32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], x)
+                    T.copy(x, B[vid, :])
+
+        return main
+
+    with pytest.raises(TilelangError, match=r"argument 'A' has shape \(1, 64\) \(64 elements\); "
+                       r"the kernel declares \(2, 64\)"):
+        copy_i32(64)(np.ones((1, 64), np.int32))

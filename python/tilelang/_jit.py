@@ -287,6 +287,7 @@ class JITKernel:
         self._cache = {}
         self.last_run = None
         self._syms = set()
+        self._viewed = set()  # (parameter, shape) warned about: a shape not declared
         # Scalar parameters (`n: T.int32`) specialise the kernel on their value at call time,
         # like a symbolic dim bound from a shape (docs/python.md).
         self.scalars = {i for i, (_, spec, _) in enumerate(self.specs) if spec.scalar}
@@ -452,11 +453,13 @@ class JITKernel:
 
     def _host(self, args):
         """The compiled kernel for these arrays, its inputs as the simulator takes them
-        (float64, padded, flat, by name) and the caller's objects by parameter index."""
+        (float64, padded, flat, by name), the caller's objects by parameter index, and the
+        element counts of the caller's tensors smaller than declared."""
         arrays, with_outs = self._inputs(args)
         c = self._compile(self._bind(arrays, with_outs) if self._syms else {})
         host = {}
         given = {}  # parameter index -> the caller's object
+        short_of = {}  # name -> elements of a caller's tensor smaller than declared
         pos = 0
         for i, (name, spec, loc) in enumerate(self.specs):
             if i in self.workspace_idx or (i in self.out_idx and not with_outs):
@@ -467,15 +470,27 @@ class JITKernel:
             if spec.scalar:
                 continue
             shape = [resolve_with(d, c) for d in spec.shape]
+            size = int(np.prod(shape))
+            short = None  # elements the caller's tensor has, when fewer than declared
             if list(a.shape) != list(shape):
-                if a.size != int(np.prod(shape)):
-                    raise TilelangError(
-                        f"argument '{name}' has shape {tuple(a.shape)} ({a.size} elements); "
-                        f"the kernel declares {tuple(shape)} ({int(np.prod(shape))} elements)",
-                        loc=loc)
-                # the same elements in another shape: the kernel's view of the same memory,
-                # as a pointer is on the NPU (a [M, 1] tensor for a [M] parameter)
-                a = np.ascontiguousarray(a).reshape(shape)
+                # The kernel's view of the caller's memory, as a pointer is on the NPU (the
+                # original's wrapper checks dtypes, not static shapes): the same elements in
+                # another shape (a [M, 1] tensor for a [M] parameter), the first elements of
+                # a larger tensor, or a smaller one when the kernel touches only its part.
+                flat = np.ascontiguousarray(a).reshape(-1)
+                if a.size != size:
+                    if a.size < size and not np.issubdtype(np.dtype(numpy_dtype(spec.dtype)), np.floating):
+                        raise TilelangError(
+                            f"argument '{name}' has shape {tuple(a.shape)} ({a.size} "
+                            f"elements); the kernel declares {tuple(shape)} ({size} elements)",
+                            loc=loc, hint="pass a tensor of at least the declared size")
+                    if (name, a.shape) not in self._viewed:  # once, not on every call
+                        self._viewed.add((name, a.shape))
+                        _warn_view(name, a.shape, shape, loc)
+                if a.size >= size:
+                    a = flat[:size].reshape(shape)
+                else:
+                    short, a = a.size, flat
             if a.dtype.kind not in "biuf":  # object, complex, strings: no tensor dtype
                 raise TilelangError(
                     f"argument '{name}' has dtype {a.dtype}; expected a numeric array of "
@@ -487,16 +502,21 @@ class JITKernel:
             v = np.asarray(a, dtype=np.float64)
             if spec.dtype == "bfloat16" and isinstance(args[pos - 1], np.ndarray):
                 v = _round_bf16(v)  # a float32 array into a bf16 tensor: its bf16 values
+            if short is not None:
+                # past the caller's tensor: NaN, so a read there cannot pass for data, and a
+                # write there is found after the run (_check_short)
+                v = np.concatenate([v, np.full(size - short, np.nan)]).reshape(shape)
+                short_of[name] = short
             if name in c.pads:
                 pshape, pad = c.pads[name]
                 full = np.full(pshape, pad, dtype=np.float64)
                 full[tuple(slice(0, s) for s in v.shape)] = v
                 v = full
             host[name] = v.reshape(-1)
-        return c, host, given
+        return c, host, given, short_of
 
     def _run(self, args, mode="functional", races=False, record=False, exact=False):
-        c, host, given = self._host(args)
+        c, host, given, short_of = self._host(args)
         for hook in _call_hooks:
             hook((c, host))
         # Only the outputs come back; with no hook holding `host`, its float64 copies go
@@ -513,6 +533,8 @@ class JITKernel:
                 shape = [resolve_with(d, c) for d in spec.shape]
                 pshape = c.pads[name][0] if name in c.pads else shape
                 v = r.outputs[name].reshape(pshape)[tuple(slice(0, s) for s in shape)]
+                if name in short_of:
+                    v = _check_short(name, v, short_of[name], loc)
                 v = v.astype(numpy_dtype(spec.dtype))
                 if i in given:
                     _write_back(given[i], v)
@@ -585,7 +607,7 @@ class JITKernel:
 
     def _profile(self, args, html=""):
         """Profile through the driver, as `tilepipe profile` does: (JSON text, advice text)."""
-        c, host, _ = self._host(self._example_inputs(args))
+        c, host, _, _ = self._host(self._example_inputs(args))
         return _ext.profile(c.compiled, host, True, html, MAX_CYCLES[0])
 
     def report(self, path, *args):
@@ -785,8 +807,48 @@ def _wrap_like(v, args, dtype):
     return v
 
 
+def _warn_view(name, given, declared, loc):
+    import warnings
+
+    msg = (f"argument '{name}' has shape {tuple(given)}; the kernel declares "
+           f"{tuple(declared)}: it sees the tensor's memory in its declared shape, as on the "
+           "NPU (the original's wrapper checks no static shapes)")
+    if int(np.prod(given)) < int(np.prod(declared)):
+        msg += ("; past the tensor's end it reads NaN (on the NPU: whatever memory follows), "
+                "and a number written there is an error")
+    if loc:  # reported at the parameter's declaration
+        warnings.warn_explicit(msg, TensorViewWarning, loc[0], loc[1])
+    else:
+        warnings.warn(msg, TensorViewWarning, stacklevel=3)
+
+
+def _check_short(name, v, n, loc):
+    """An output that is an input too, given with fewer elements than declared: the kernel
+    may not write past them (on the NPU that is memory after the tensor)."""
+    past = v.reshape(-1)[n:]
+    written = np.flatnonzero(~np.isnan(past))
+    if written.size:
+        raise TilelangError(
+            f"the kernel wrote element {n + int(written[0])} of '{name}', whose tensor has "
+            f"{n} elements (on the NPU: memory past the tensor)", loc=loc,
+            hint="pass a tensor of the declared size")
+    return v.reshape(-1)[:n]
+
+
 def _write_back(dst, v):
-    """Writes an output into the caller's array or tensor in place."""
+    """Writes an output into the caller's array or tensor in place (into its first
+    elements when the kernel declares fewer than it has)."""
+    t = _torch_tensor(dst)
+    n = t.numel() if t is not None else getattr(dst, "size", None)
+    if isinstance(n, int) and v.size != n:
+        if t is not None:
+            _write_back(t.view(-1)[:v.size], v.reshape(-1))
+        elif isinstance(dst, np.ndarray):
+            dst.reshape(-1)[:v.size] = v.reshape(-1).astype(dst.dtype)
+        else:
+            raise TilelangError(f"cannot write a {v.size}-element output into a "
+                                f"{type(dst).__name__} of {n}")
+        return
     t = _torch_tensor(dst)
     if t is not None:
         import torch
@@ -884,6 +946,10 @@ _call_hooks = []  # profiler.do_bench watching which kernels a callable runs
 
 def compile(prim, out_idx=None, workspace_idx=None, pass_configs=None, **kw):  # noqa: A001
     return JITKernel(prim, out_idx, workspace_idx, pass_configs, prim.__name__)
+
+
+class TensorViewWarning(UserWarning):
+    """An argument's shape differs from its declaration: the kernel views its memory."""
 
 
 class OutOfBoundsTileWarning(UserWarning):

@@ -126,7 +126,21 @@ def _patch_device(torch):
         return real_getitem(self, widen(idx))
 
     def setitem(self, idx, value):
-        return real_setitem(self, widen(idx), value)
+        idx = widen(idx)
+        try:
+            return real_setitem(self, idx, value)
+        except RuntimeError as e:
+            # torch >= 2.0 skips a copy whose source is the destination's own memory (same
+            # address, sizes, strides, dtype: `x[:, a:b] = x_slice` where x_slice is that
+            # very view); 1.13 refuses it as an overlap
+            if "single memory location" not in str(e) or not isinstance(value, torch.Tensor):
+                raise
+            def layout(t):  # a size-1 dimension's stride addresses nothing
+                return (t.data_ptr(), t.shape, t.dtype,
+                        [st for st, n in zip(t.stride(), t.shape) if n > 1])
+
+            if layout(real_getitem(self, idx)) != layout(value):
+                raise
 
     T.__getitem__, T.__setitem__ = getitem, setitem
     if not hasattr(torch.Generator, "_tilepipe"):

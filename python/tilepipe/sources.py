@@ -285,7 +285,7 @@ class FileSource:
 
     def _launch_of(self, kernel, seed):
         kernel = self._jit_kernel(kernel)
-        c, host, _ = kernel._host(kernel._example_inputs((), seed))
+        c, host, _, _ = kernel._host(kernel._example_inputs((), seed))
         return c, host
 
     def _compiled_of(self, kernel):
