@@ -1462,3 +1462,33 @@ def test_loop_without_iterations_is_dropped_with_its_body():
     for n in (16, 18):
         x = rand(n, 64)
         np.testing.assert_allclose(remainder_rows(n, 64)(x), x + 1, rtol=1e-6)
+
+
+@tilelang.jit(out_idx=[2])
+def gemv_rows(N, K):
+    @T.prim_func
+    def main(x: T.Tensor((K,), "float16"), A: T.Tensor((N, K), "float16"),
+             y: T.Tensor((N,), "float16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a_l1 = T.alloc_L1((N, K), "float16")
+            x_l1 = T.alloc_L1((16, K), "float16")  # one 16-row fractal; x fills row 0
+            c_l0 = T.alloc_L0C((16, N), "float")
+            with T.Scope("C"):
+                T.copy(x[0], x_l1)
+                T.copy(A[0, 0], a_l1)
+                T.barrier_all()
+                T.gemm_v0(x_l1, a_l1, c_l0, transpose_B=True, init=True)
+                T.barrier_all()
+                T.copy(c_l0, y[0])  # row 0 of L0C
+
+    return main
+
+
+def test_a_vector_origin_fills_the_first_row_of_a_tile():
+    # gemv/example_gemv_c.py: `T.copy(x[k], x_L1)` of a rank-1 tensor into a [16, K] tile
+    # moves K elements into its row 0 (the original's copy takes the trailing extents).
+    x = rand(64, dtype=np.float16)
+    a = rand(32, 64, dtype=np.float16)
+    want = a.astype(np.float32) @ x.astype(np.float32)
+    np.testing.assert_allclose(gemv_rows(32, 64)(x, a).astype(np.float32), want,
+                               rtol=1e-2, atol=2e-2)

@@ -446,17 +446,22 @@ def _note_gm(r, pad=None):
 
 
 def _origin(r, other):
-    """Point-as-origin: `A[i, j]` names the corner of a tile the size of the other operand."""
+    """Point-as-origin: `A[i, j]` names the corner of a tile the size of the other operand.
+    Returns both operands: a point of lower rank than the other operand's tile takes its
+    trailing extents, and the copy moves that many elements into (or out of) the tile's
+    first row, as the original's copy does (gemv: a vector `x[k]` into row 0 of an L1
+    fractal tile, row 0 of L0C out to `y[n]`)."""
     if not all(r.points) or all(other.points) or len(r.extents) == 0:
-        return r
+        return r, other
     ext = other.squeezed()
     if len(ext) > len(r.extents):
-        raise err(
-            f"tile origin {r.buffer.name}[...] has rank {len(r.extents)} but the other operand "
-            f"is {ext}"
-        )
+        k = len(r.extents)
+        lead = len(other.extents) - k
+        other = Region(other.buffer, other.starts, [1] * lead + list(other.extents[lead:]),
+                       [False] * len(other.extents))
+        ext = ext[-k:]
     extents = [1] * (len(r.extents) - len(ext)) + ext
-    return Region(r.buffer, r.starts, extents, [False] * len(extents))
+    return Region(r.buffer, r.starts, extents, [False] * len(extents)), other
 
 
 def _prefix(s, d, pad):
@@ -493,7 +498,8 @@ def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False, relu=Fals
     b = builder()
     what = "atomic_add" if atomic_add else "copy"
     s, d = as_region(src, f"{what} source"), as_region(dst, f"{what} destination")
-    s, d = _origin(s, d), _origin(d, s)
+    s, d = _origin(s, d)
+    d, s = _origin(d, s)
     pad = None
     if pad_value is not None:
         pad = float(resolve(pad_value))
