@@ -1492,3 +1492,13 @@ def test_a_vector_origin_fills_the_first_row_of_a_tile():
     want = a.astype(np.float32) @ x.astype(np.float32)
     np.testing.assert_allclose(gemv_rows(32, 64)(x, a).astype(np.float32), want,
                                rtol=1e-2, atol=2e-2)
+
+
+def test_float32_gemm_runs_at_the_cubes_fp32_rate():
+    # AscendC's Mmad takes float operands (gemv_c's float32 case); exact float32 products,
+    # at cube.fp32_rate of the half-precision fractal rate.
+    a, b = rand(64, 128), rand(128, 64)
+    k32 = kernels.matmul(64, 64, 128, 64, 64, 64, dtype="float32")
+    np.testing.assert_allclose(k32(a, b), a @ b, rtol=1e-5, atol=1e-4)
+    k16 = kernels.matmul(64, 64, 128, 64, 64, 64, dtype="float16")
+    assert k32.profile() > k16.profile()

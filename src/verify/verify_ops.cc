@@ -159,11 +159,13 @@ void Verifier::check(const GemmStmt& n, const StmtNode& s) {
   if (!ok) return;
   DType ta = n.a.buffer->dtype, tb = n.b.buffer->dtype, tc = n.c.buffer->dtype;
   bool int8 = ta == DType::I8;
-  if (ta != tb || !(ta == DType::F16 || ta == DType::BF16 || int8) ||
+  // AscendC's Mmad on A2/A3: half, bfloat16 and float operands accumulate in float (float at
+  // cube.fp32_rate), int8 in int32.
+  if (ta != tb || !(ta == DType::F16 || ta == DType::BF16 || ta == DType::F32 || int8) ||
       tc != (int8 ? DType::I32 : DType::F32)) {
     error(s.loc, "dtype-mismatch",
           fmt::format("gemm dtypes {} x {} -> {}; expected f16 x f16 -> f32, bf16 x bf16 -> "
-                      "f32 or i8 x i8 -> i32",
+                      "f32, f32 x f32 -> f32 or i8 x i8 -> i32",
                       to_string(ta), to_string(tb), to_string(tc)),
           "cast the operands on the way into L1, or allocate L0C as f32");
     return;
