@@ -1502,3 +1502,28 @@ def test_float32_gemm_runs_at_the_cubes_fp32_rate():
     np.testing.assert_allclose(k32(a, b), a @ b, rtol=1e-5, atol=1e-4)
     k16 = kernels.matmul(64, 64, 128, 64, 64, 64, dtype="float16")
     assert k32.profile() > k16.profile()
+
+
+def test_int8_gemm_v0_cuts_k_into_whole_int8_fractals():
+    # quant_matmul.py: a [128 x 64] x [64 x 256] int8 gemm_v0 used to be cut into K chunks of
+    # 16 (the staging budget counted 4 bytes per int8 element); an int8 fractal is 32 deep.
+    @tilelang.jit(out_idx=[2])
+    def mm_i8(M, N, K):
+        @T.prim_func
+        def main(A: T.Tensor((M, K), "int8"), B: T.Tensor((K, N), "int8"),
+                 C: T.Tensor((M, N), "int32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a_l1 = T.alloc_L1((M, K), "int8")
+                b_l1 = T.alloc_L1((K, N), "int8")
+                c_l0 = T.alloc_L0C((M, N), "int32")
+                T.copy(A, a_l1)  # automatic mode: the front end cuts K for L0
+                T.copy(B, b_l1)
+                T.gemm_v0(a_l1, b_l1, c_l0, init=True)
+                T.copy(c_l0, C)
+
+        return main
+
+    a = RNG.integers(-128, 128, (128, 64)).astype(np.int8)
+    b = RNG.integers(-128, 128, (64, 256)).astype(np.int8)
+    np.testing.assert_array_equal(mm_i8(128, 256, 64)(a, b),
+                                  a.astype(np.int32) @ b.astype(np.int32))

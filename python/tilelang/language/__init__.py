@@ -607,9 +607,11 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
     if _hand_synced():
         _gemm_v0_library(ra, rb, rc, ta, tb, init, K)
         return
-    eb = 2 if ra.buffer.dtype in ("float16", "bfloat16") else 4
+    eb = _core.dtype_bytes(ra.buffer.dtype)
+    kf = 32 // eb  # a fractal's K: 16 half, 8 float, 32 int8 elements
     kc = K
-    while kc > 16 and kc % 2 == 0 and (am * kc * eb > _STAGE_BYTES or bn * kc * eb > _STAGE_BYTES):
+    while (kc // 2) % kf == 0 and kc % 2 == 0 and \
+            (am * kc * eb > _STAGE_BYTES or bn * kc * eb > _STAGE_BYTES):
         kc //= 2
     if K % kc:
         kc = K
