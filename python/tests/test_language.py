@@ -1527,3 +1527,29 @@ def test_int8_gemm_v0_cuts_k_into_whole_int8_fractals():
     b = RNG.integers(-128, 128, (64, 256)).astype(np.int8)
     np.testing.assert_array_equal(mm_i8(128, 256, 64)(a, b),
                                   a.astype(np.int32) @ b.astype(np.int32))
+
+
+@tilelang.jit(out_idx=[1])
+def scale_vector(N):
+    @T.prim_func
+    def main(S: T.Tensor((3,), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            v = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                a0 = S[0]
+                a1 = S[vid + 1]
+                for i in T.serial(N // 2):
+                    v[i] = a0  # elements 1, 2, ...: 4-byte offsets, no DMA can write there
+                for i in T.serial(N // 2):
+                    v[N // 2 + i] = a1
+                T.copy(v, B[vid, :])
+
+    return main
+
+
+def test_gm_scalar_stored_into_any_ub_element():
+    # hc_split_sinkhorn.py: `x_ub[i] = alpha` with `alpha = gm[k]` (GetValue / SetValue)
+    s = np.array([1.5, -2.0, 3.25], np.float32)
+    got = scale_vector(16)(s)
+    np.testing.assert_array_equal(got[0], [1.5] * 8 + [-2.0] * 8)
+    np.testing.assert_array_equal(got[1], [1.5] * 8 + [3.25] * 8)

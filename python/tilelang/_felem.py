@@ -137,11 +137,12 @@ def _temp(dtype):
 
 
 def _aligned(r, dtype):
-    """r starts at a constant, 32-byte aligned UB offset and has `dtype` (a vector op may
-    use it directly)."""
+    """r is UB, starts at a constant, 32-byte aligned offset and has `dtype` (a vector op
+    may use it directly)."""
     from ._core import dtype_bytes
 
-    if r.buffer.dtype != dtype or not all(isinstance(s, int) for s in r.starts):
+    if r.buffer.scope != "UB" or r.buffer.dtype != dtype or \
+            not all(isinstance(s, int) for s in r.starts):
         return False
     off, stride = 0, 1
     for st, dim in zip(reversed(r.starts), reversed(r.buffer.shape)):

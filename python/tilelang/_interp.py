@@ -228,6 +228,11 @@ class Interpreter(CoreSplit):
 
                 dst = obj[self.eval(target.slice)]
                 if isinstance(value, Region) and value.elements() == 1:
+                    if value.buffer.scope == "GM" and dst.elements() == 1:
+                        # the scalar unit's GetValue (GM) / SetValue (UB) at any UB offset:
+                        # the DMA into an aligned one-element temporary, then an element move
+                        _felem.materialize(value, dst.buffer.dtype, into=dst)
+                        return
                     T.copy(value, dst)
                     return
                 if isinstance(value, (int, float, Expr)) and dst.elements() == 1:
