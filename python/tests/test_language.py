@@ -1553,3 +1553,70 @@ def test_gm_scalar_stored_into_any_ub_element():
     got = scale_vector(16)(s)
     np.testing.assert_array_equal(got[0], [1.5] * 8 + [-2.0] * 8)
     np.testing.assert_array_equal(got[1], [1.5] * 8 + [3.25] * 8)
+
+
+@tilelang.jit(out_idx=[2], workspace_idx=[3])
+def vector_then_cube_loops(M, N, K):
+    q = K // 4
+
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float32"), ws: T.Tensor((K, N), "float16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            b_ub = T.alloc_ub((q, N), "float16")
+            a_l1 = T.alloc_L1((M, K), "float16")
+            b_l1 = T.alloc_L1((q, N), "float16")
+            c_l0 = T.alloc_L0C((M, N), "float32")
+            for r in T.serial(2):  # the Vector side: 2 chunks per vector core
+                T.copy(B[vid * 2 * q + r * q, 0], b_ub)
+                T.tile.muls(b_ub, b_ub, 2.0)
+                T.copy(b_ub, ws[vid * 2 * q + r * q, 0])
+            T.copy(A, a_l1)
+            for k in T.serial(4):  # the Cube side: 4 chunks, not the same iterations
+                T.copy(ws[k * q, 0], b_l1)
+                T.gemm_v0(a_l1[:, k * q:(k + 1) * q], b_l1, c_l0, init=(k == 0))
+            T.copy(c_l0, C)
+
+    return main
+
+
+def test_unscoped_handoff_per_iteration_only_for_loops_of_the_same_trip_count():
+    # dequant_gemm_w4a8.py: a Vector loop of 2 and a Cube loop of 4 iterations over one
+    # workspace were handed over per iteration (a deadlock); now once around both loops.
+    a, b = rand(32, 64, dtype=np.float16), rand(64, 32, dtype=np.float16)
+    ref = a.astype(np.float32) @ (2 * b.astype(np.float32))
+    np.testing.assert_allclose(vector_then_cube_loops(32, 32, 64).check(a, b), ref,
+                               rtol=1e-2, atol=5e-2)
+
+
+def test_a_shared_buffer_written_by_element_stores_is_ub():
+    # dequant_gemm_w4a8.py: `output_ub` (T.alloc_shared, in a kernel with Cube work) is only
+    # written element by element; the scalar unit stores into UB, so it is UB, not L1.
+    @tilelang.jit(out_idx=[1, 2])
+    def interleave(N):
+        @T.prim_func
+        def main(A: T.Tensor((16, N), "float16"), B: T.Tensor((2, 2 * N), "float16"),
+                 C: T.Tensor((16, 16), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a_ub = T.alloc_ub((N,), "float16")
+                out = T.alloc_shared((2 * N,), "float16")
+                a_l1 = T.alloc_L1((16, N), "float16")
+                c_l0 = T.alloc_L0C((16, 16), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], a_ub)
+                    for j in T.serial(N):
+                        out[2 * j] = a_ub[j]
+                        out[2 * j + 1] = a_ub[j]
+                    T.copy(out, B[vid, :])
+                with T.Scope("C"):  # Cube work: shared buffers default to L1
+                    T.copy(A, a_l1)
+                    T.barrier_all()
+                    T.gemm_v0(a_l1, a_l1, c_l0, transpose_B=True, init=True)
+                    T.barrier_all()
+                    T.copy(c_l0, C)
+
+        return main
+
+    a = rand(16, 16, dtype=np.float16)
+    b, _ = interleave(16)(a)
+    np.testing.assert_array_equal(b, np.repeat(a[:2], 2, axis=1))

@@ -222,7 +222,8 @@ class _Ctx:
         self.anchor_after = {}  # id(stmt) -> [(flag op, id)] emitted after it
         self.usage = (set(), set())  # names used by vector ops / by cube ops (prim_func)
         self.hand_sync = set()
-        self.loop_ids = {}  # id(ast For) -> True for the loops the probe saw  # cores whose unscoped code has hand-written intra-core flags
+        # id(ast For) -> (trip count,) for the device loops the probe saw, True for others
+        self.loop_ids = {}
         self.flag_use = []  # (core, src pipe, dst pipe, event id or None) of intra-core flags
         self.flag_remap = {}  # (core, src, dst, id) -> event id within the chip's range
         # Cross-core flag balance (hand-synced kernels): executions of each set / wait per

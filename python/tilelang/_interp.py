@@ -444,12 +444,14 @@ class Interpreter(CoreSplit):
             kind = "serial"
         if isinstance(begin, int) and isinstance(end, int) and end <= begin:
             return  # no iteration: the original's simplifier drops the loop and its body
+        trip = end - begin if step == 1 else (end - begin + step - 1) // step
+        if ctx.split == "probe":
+            ctx.loop_ids[id(s)] = (trip,)  # a device loop, and its trip count
         v = b.begin_for(name, begin, end, step, kind, int(stages or 0), int(cross or 1), loc)
         lo = self.bound(begin, 0)
         hi = self.bound(end, 1)
         if lo is not None and hi is not None:
             ctx.var_ranges[v.var_id()] = (lo, max(lo, hi - 1))
-        trip = end - begin if step == 1 else (end - begin + step - 1) // step
         ctx.trip_stack.append(trip)
         try:
             with self.loop_var(name):
@@ -887,6 +889,11 @@ class PrimFunc:
                     for n in ast.walk(node):
                         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name):
                             vec.add(n.value.id)
+                elif isinstance(node, (ast.Assign, ast.AugAssign)):
+                    # an element store (`out[j] = x[j]`): the scalar unit writes UB only
+                    for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name):
+                            vec.add(t.value.id)
             # a buffer copied to or from a vector-used one is a UB buffer too (to a fixed point)
             copies = []
             for node in ast.walk(self.source.fdef):

@@ -31,7 +31,8 @@ class CoreSplit:
             if mine and len(heads) == 1 and ctx.loop_ids.get(next(iter(heads))) and \
                     all(len(p) > common + 1 for p in mine):
                 level[core] = common + 1
-        if level["C"] != level["V"]:
+        if level["C"] != level["V"] or (level["C"] > common and not self.same_trips(
+                [p[common] for _, _, p in accesses])):
             level = {"C": common, "V": common}
         for core in ("C", "V"):
             mine = [p for c, k, p in accesses if c == core]
@@ -50,6 +51,17 @@ class CoreSplit:
                 before, after = ("wait", None, ready), ("set", "MTE2", free)
             ctx.anchor_before.setdefault((core, first), []).append(before)
             ctx.anchor_after.setdefault((core, last), []).append(after)
+
+    @staticmethod
+    def same_trips(heads):
+        """Do these device loops run the same number of iterations (so a hand-off per
+        iteration pairs one Cube iteration with one Vector iteration)?"""
+        trips = [ctx.loop_ids.get(h) for h in set(heads)]
+        if not all(isinstance(t, tuple) for t in trips):
+            return False
+        a = trips[0][0]
+        return all(b == a if isinstance(a, int) and isinstance(b, int)
+                   else _ext.const_diff(a, b) == 0 for (b,) in trips[1:])
 
     def split_kernel(self, s, item, kctx, loc):
         """Unscoped kernel body (the original's AUTO_CV_COMBINE): lowered once per core kind,
