@@ -1620,3 +1620,33 @@ def test_a_shared_buffer_written_by_element_stores_is_ub():
     a = rand(16, 16, dtype=np.float16)
     b, _ = interleave(16)(a)
     np.testing.assert_array_equal(b, np.repeat(a[:2], 2, axis=1))
+
+
+@tilelang.jit(out_idx=[3])
+def scaled_rows_masked(R, N):
+    @T.prim_func
+    def main(A: T.Tensor((2 * R, N), "float32"), W: T.Tensor((2 * R,), "float32"),
+             L: T.Tensor((1,), "int32"), B: T.Tensor((2 * R, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            s = T.alloc_ub((R, N), "float32")
+            w = T.alloc_ub((R,), "float32")
+            m = T.alloc_ub((R, N // 8), "uint8")
+            with T.Scope("V"):
+                T.copy(A[vid * R, 0], s)
+                T.copy(W[vid * R], w)
+                T.tile.row_expand_mul(s, s, w)  # in place (HISA's weights)
+                lim = L[0]
+                T.tile.compare(m, s, T.float32(lim), "LT")  # a GM int as a float scalar
+                T.tile.select(s, m, s, 0.0, "VSEL_TENSOR_SCALAR_MODE")
+                T.copy(s, B[vid * R, 0])
+
+    return main
+
+
+def test_row_expand_mul_in_place_and_a_gm_integer_as_a_float_scalar():
+    # HISA/block_sparse_mqa_attn_expert_test.py
+    a, w = rand(16, 64), rand(16)
+    want = a * w[:, None]
+    want = np.where(want < 1.0, want, 0.0)
+    got = scaled_rows_masked(8, 64)(a, w, np.array([1], np.int32))
+    np.testing.assert_allclose(got, want, rtol=1e-6)

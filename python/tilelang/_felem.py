@@ -130,7 +130,7 @@ def _scalar(x):
     return isinstance(x, (int, float, Expr))
 
 
-def _temp(dtype):
+def temp(dtype):
     from . import language as T
 
     return T.alloc_ub((1,), dtype).region()
@@ -161,13 +161,13 @@ def materialize(x, dtype, into=None):
     if isinstance(x, Region) and _aligned(x, dtype):
         out = x
     elif isinstance(x, Region):
-        out = _temp(dtype)
+        out = temp(dtype)
         T.copy(x, out)
     elif _scalar(x):
-        out = _temp(dtype)
+        out = temp(dtype)
         tile.fill(out, x)
     else:
-        out = into if into is not None and _aligned(into, dtype) else _temp(dtype)
+        out = into if into is not None and _aligned(into, dtype) else temp(dtype)
         _emit(x, dtype, out)
     if into is not None and out is not into:
         T.copy(out, into)

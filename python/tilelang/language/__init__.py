@@ -22,6 +22,18 @@ class _DType(str):
 
     def __call__(self, value=0):
         v = resolve(value)
+        if isinstance(v, Region) and v.buffer.scope == "GM" and v.elements() == 1 and \
+                self in ("float16", "bfloat16", "float32"):
+            # A GM element as a float scalar operand (`T.float32(seqlen[i])`): the scalar
+            # unit's GetValue and conversion, modelled as a one-element UB operand.
+            from .. import _felem
+            from . import tile
+
+            if v.buffer.dtype in _felem.FLOATS:
+                return _felem.materialize(v, str(self))
+            t = _felem.temp(str(self))
+            tile.fill(t, v.load())
+            return t
         if isinstance(v, Region):
             return v
         if isinstance(v, (int, float)) and self in ("float16", "bfloat16", "float32"):

@@ -376,12 +376,12 @@ def clamp(dst, src, lo, hi, count=None, *r, **kw):
 
 
 def row_expand_mul(dst, src, vec, *r, **kw):
-    """dst[i, :] = src[i, :] * vec[i]"""
-    if _overlaps(dst, src):
-        raise err("T.tile.row_expand_mul in place is not supported",
-                  hint="write into a different tile (the row vector is broadcast into dst first)")
-    broadcast(dst, vec)
-    mul(dst, dst, src)
+    """dst[i, :] = src[i, :] * vec[i]: the row vector broadcast into dst, or in place (dst is
+    src) into a UB temporary of the tile's size, then one multiply."""
+    wide = _temp("row_expand_mul", dst, as_region(dst).buffer.dtype) if _overlaps(dst, src) \
+        else dst
+    broadcast(wide, vec)
+    mul(dst, wide, src)
 
 
 def _row_vector(vec, rows, what):
