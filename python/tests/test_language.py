@@ -1400,3 +1400,52 @@ def test_inner_loop_variable_is_scoped_to_its_body():
     # reusing a name, the name is the outer loop's variable again.
     x = rand(32, 64)
     np.testing.assert_allclose(shadowed_loop_var(32, 64)(x), 2 * x, rtol=1e-6)
+
+
+# ---- T.If / T.Then / T.Else frames, several contexts in one `with` ----
+
+
+@tilelang.jit(out_idx=[1])
+def if_frames(M, N):
+    rows = M // 8
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(4, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((rows, N), "float32")
+            with T.Scope("V"):
+                row = (cid * 2 + vid) * rows
+                T.copy(A[row, 0], a)
+                with T.If(cid > 1), T.Then():  # two contexts: nested, T.Then inside T.If
+                    T.tile.mul(a, a, 2.0)
+                with T.If(vid == 0):
+                    with T.Then():
+                        T.tile.add(a, a, 1.0)
+                    with T.Else():
+                        T.tile.add(a, a, -1.0)
+                T.copy(a, C[row, 0])
+
+    return main
+
+
+def test_if_then_else_frames_and_two_contexts_in_one_with():
+    x = rand(64, 32)
+    want = x.copy().reshape(4, 2, 8, 32)
+    want[2:] *= 2
+    want[:, 0] += 1
+    want[:, 1] -= 1
+    np.testing.assert_allclose(if_frames(64, 32)(x), want.reshape(64, 32), rtol=1e-6)
+
+
+def test_if_frame_with_other_statements_is_rejected():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(2, is_npu=True) as (cid, vid):
+                with T.If(cid > 0):  # MARK-if
+                    T.printf(cid)
+
+        return main
+
+    expect(f, "must be `with T.Then():`", line_marker="# MARK-if")

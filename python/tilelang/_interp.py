@@ -80,6 +80,7 @@ class Source:
         if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise TilelangError(f"{fn.__qualname__} is not a function definition")
         self.fdef = fdef
+        self.derived = {}  # id(ast node) -> the statement it stands for (Interpreter.derive)
 
     def env(self):
         """The names the body sees: its closure cells over the module globals."""
@@ -499,14 +500,28 @@ class Interpreter(CoreSplit):
 
         nest(0)
 
-    def s_With(self, s):
-        from .language import KernelCtx, ScopeCtx
+    def derive(self, s, make):
+        """The statement that `s` stands for, built once per source: the split's probe and
+        its C / V passes key their records by node id, so every pass must see the same node."""
+        d = self.src.derived.get(id(s))
+        if d is None:
+            d = self.src.derived[id(s)] = ast.copy_location(make(), s)
+        return d
 
-        if len(s.items) != 1:
-            raise self.error(s, "one context per `with` statement")
+    def s_With(self, s):
+        from .language import ElseFrame, IfFrame, KernelCtx, ScopeCtx, ThenFrame
+
+        if len(s.items) > 1:
+            # `with A, B:` is `with A: with B:` (Python's own meaning; TVMScript parses it so)
+            self.stmt(self.derive(s, lambda: ast.With(items=s.items[:1], body=[
+                ast.copy_location(ast.With(items=s.items[1:], body=s.body), s.items[1])])))
+            return
         item = s.items[0]
         c = self.eval(item.context_expr)
         loc = self.loc(s)
+        if isinstance(c, IfFrame):
+            self.stmt(self.derive(s, lambda: self.if_frame(s, item)))
+            return
         if isinstance(c, KernelCtx):
             kernel = ctx.kernel
             if ctx.builder is not None:
@@ -537,8 +552,32 @@ class Interpreter(CoreSplit):
                 ctx.scope_hand = False
             b.end_scope(loc)
             return
+        if isinstance(c, (ThenFrame, ElseFrame)):
+            raise self.error(s, "T.Then / T.Else outside `with T.If(...)`",
+                             hint="nest them directly inside `with T.If(cond):`")
         raise self.error(s, f"unsupported context {type(c).__name__} in `with`",
                          hint='kernel bodies use `with T.Kernel(...)` and `with T.Scope("C"/"V")`')
+
+    def if_frame(self, s, item):
+        """`with T.If(c):` holding `with T.Then():` and optionally `with T.Else():` (the
+        original's IR-builder frames for an IfThenElse) as the `if c: ... else: ...` it builds."""
+        from .language import ElseFrame, ThenFrame
+
+        call = item.context_expr
+        if item.optional_vars is not None or len(call.args) != 1 or call.keywords:
+            raise self.error(s, "T.If takes one condition and binds no name",
+                             hint="with T.If(cond):  with T.Then(): ...  with T.Else(): ...")
+        kinds = []
+        for st in s.body:
+            c = (self.eval(st.items[0].context_expr)
+                 if isinstance(st, ast.With) and len(st.items) == 1 else None)
+            kinds.append(type(c) if isinstance(c, (ThenFrame, ElseFrame)) else None)
+        if kinds not in ([ThenFrame], [ThenFrame, ElseFrame]):
+            raise self.error(s, "the body of `with T.If(...)` must be `with T.Then():` and "
+                             "optionally `with T.Else():` after it, nothing else",
+                             hint="put the statements inside the T.Then / T.Else blocks")
+        return ast.If(test=call.args[0], body=s.body[0].body,
+                      orelse=s.body[1].body if len(s.body) > 1 else [])
 
     def bind_launch(self, item, s):
         if item.optional_vars is None:

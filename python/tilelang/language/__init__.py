@@ -141,6 +141,34 @@ def Scope(kind):
 # ---- loops (used by the interpreter's `for`) ----
 
 
+class IfFrame:
+    """`with T.If(cond):` (the interpreter turns the frame and its T.Then / T.Else blocks
+    into an `if`; outside a `with` it does nothing)."""
+
+    def __init__(self, cond):
+        self.cond = cond
+
+
+class ThenFrame:
+    """`with T.Then():`, only directly inside `with T.If(...)`."""
+
+
+class ElseFrame:
+    """`with T.Else():`, only directly inside `with T.If(...)`, after T.Then."""
+
+
+def If(cond):
+    return IfFrame(cond)
+
+
+def Then():
+    return ThenFrame()
+
+
+def Else():
+    return ElseFrame()
+
+
 class LoopSpec:
     def __init__(self, kind, begin, end, step=1, num_stages=0, cross_interval=1, dims=None):
         self.kind, self.begin, self.end, self.step = kind, begin, end, step
