@@ -1449,3 +1449,28 @@ def test_if_frame_with_other_statements_is_rejected():
         return main
 
     expect(f, "must be `with T.Then():`", line_marker="# MARK-if")
+
+
+# ---- T.Persistent ----
+
+
+@tilelang.jit(out_idx=[0])
+def persistent_owner():
+    @T.prim_func
+    def main(C: T.Tensor((3, 4 * 8), "int32")):
+        with T.Kernel(5, is_npu=True) as (cid, vid):
+            u = T.alloc_ub((1, 8), "int32")
+            with T.Scope("V"):
+                # 12 tiles on 5 cores in groups of 2 columns: 3 waves, the last one partial
+                for bx, by in T.Persistent([3, 4], 5, cid, 2):
+                    T.tile.fill(u, cid + 1)
+                    T.copy(u, C[bx, by * 8])
+
+    return main
+
+
+def test_persistent_visits_tiles_in_the_originals_order():
+    # tile t = w * 5 + cid is (bx, by) = ((t // 2) % 3, (t // 6) * 2 + t % 2): columns in
+    # groups of two, rows inside a group; each tile written once, by core t % 5
+    want = np.array([[1, 2, 2, 3], [3, 4, 4, 5], [5, 1, 1, 2]], dtype=np.int32)
+    np.testing.assert_array_equal(persistent_owner()(), np.repeat(want, 8, axis=1))

@@ -390,7 +390,7 @@ class Interpreter(CoreSplit):
         raise _Continue()
 
     def s_For(self, s):
-        from .language import LoopSpec
+        from .language import LoopSpec, PersistentSpec
 
         it = self.eval(s.iter)
         if s.orelse:
@@ -401,6 +401,9 @@ class Interpreter(CoreSplit):
             it = LoopSpec("serial", it.start, it.stop, it.step)
         elif isinstance(it, LoopSpec):
             pass
+        elif isinstance(it, PersistentSpec):
+            self.persistent(s, it)
+            return
         elif isinstance(it, (list, tuple)) or inspect.isgenerator(it):
             # A Python sequence: unrolled at build time.
             for v in it:
@@ -418,6 +421,60 @@ class Interpreter(CoreSplit):
             raise self.error(s, "a loop variable must be a single name")
         self.loop(s, s.target.id, it.kind, it.begin, it.end, it.step, it.num_stages,
                   it.cross_interval, lambda: self.run_body(s.body))
+
+    def persistent(self, s, it):
+        """`for v0, .., vn in T.Persistent(domain, wave_size, index, group_size)` as the original
+        builds it (src/ir.cc, PersistentFor): a serial loop over waves w; tile number
+        t = w * wave_size + index, decomposed over [dn // g, d0, .., dn-1, g] (g = min(group_size,
+        dn), innermost last) into v0..vn-1 and vn = (t's first digit) * g + (its last); with
+        two or more waves the body is skipped once t >= d0 * .. * dn (the original breaks out
+        of the loop there: t only grows with w, so skipping the rest is the same)."""
+        names = ([s.target.id] if isinstance(s.target, ast.Name) else
+                 [e.id for e in s.target.elts] if isinstance(s.target, ast.Tuple) and
+                 all(isinstance(e, ast.Name) for e in s.target.elts) else None)
+        vals = [resolve(to_index(x, "T.Persistent argument"))
+                for x in (*it.domain, it.wave_size, it.group_size)]
+        if not all(isinstance(x, int) and x > 0 for x in vals):
+            raise self.error(s, "T.Persistent needs positive compile-time domain, wave_size and "
+                             f"group_size; got {vals}",
+                             hint="the number of waves and the tile order are fixed when built")
+        dims, wave, group = vals[:-2], vals[-2], vals[-1]
+        if names is None or len(names) != len(dims):
+            raise self.error(s, f"T.Persistent over {len(dims)} dims binds {len(dims)} names")
+        size = 1
+        for d in dims:
+            size *= d
+        waves = -(-size // wave)
+        g = min(group, dims[-1])
+        grouped = [dims[-1] // g, *dims[:-1], g]
+        index = to_index(it.index, "T.Persistent index")
+        w_name = "persistent.w"  # not a Python name: the body cannot see or shadow it
+        loc = self.loc(s)
+
+        def body():
+            t = self.vars[w_name] * wave + index
+            digits, rem = [None] * len(grouped), t
+            for i in range(len(grouped) - 1, 0, -1):
+                digits[i], rem = rem % grouped[i], rem // grouped[i]
+            digits[0] = rem
+            coords = digits[1:len(dims)] + [digits[0] * g + digits[len(dims)]]
+            with contextlib.ExitStack() as scoped:
+                for n, v in zip(names, coords):
+                    scoped.enter_context(self.loop_var(n))
+                    self.vars[n] = v
+                if waves < 2:  # the original has no exit test in a one-wave loop
+                    self.run_body(s.body)
+                    return
+                b = _core.builder()
+                b.begin_if(_as_expr(t < size), loc)
+                ctx.trip_stack.append(None)
+                try:
+                    self.run_body(s.body)
+                finally:
+                    ctx.trip_stack.pop()
+                b.end_if(loc)
+
+        self.loop(s, w_name, "serial", 0, waves, 1, 0, 1, body)
 
     def loop(self, s, name, kind, begin, end, step, stages, cross, body):
         b = _core.builder()

@@ -176,6 +176,19 @@ class LoopSpec:
         self.dims = dims
 
 
+class PersistentSpec:
+    """`T.Persistent(domain, wave_size, index, group_size)`: the interpreter's
+    Interpreter.persistent lowers the loop over it."""
+
+    def __init__(self, domain, wave_size, index, group_size):
+        self.domain, self.wave_size = domain, wave_size
+        self.index, self.group_size = index, group_size
+
+
+def Persistent(domain, wave_size, index, group_size=8):
+    return PersistentSpec(list(domain), wave_size, index, group_size)
+
+
 def _range_args(args, what):
     if len(args) == 1:
         return 0, args[0], 1
