@@ -1474,3 +1474,69 @@ def test_persistent_visits_tiles_in_the_originals_order():
     # groups of two, rows inside a group; each tile written once, by core t % 5
     want = np.array([[1, 2, 2, 3], [3, 4, 4, 5], [5, 1, 1, 2]], dtype=np.int32)
     np.testing.assert_array_equal(persistent_owner()(), np.repeat(want, 8, axis=1))
+
+
+# ---- shifts by a run-time amount ----
+
+
+@tilelang.jit(out_idx=[0])
+def runtime_shifts():
+    @T.prim_func
+    def main(C: T.Tensor((6, 8), "int32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            u = T.alloc_ub((1, 8), "int32")
+            with T.Scope("V"):
+                for s in T.serial(vid * 3, vid * 3 + 3):  # s in 0..5 over both vector cores
+                    T.tile.fill(u, (1 << (s + 1)) + (-100 >> s) + ((s + 3) << s))
+                    T.copy(u, C[s, 0])
+
+    return main
+
+
+def test_shift_by_a_run_time_amount():
+    s = np.arange(6)
+    want = (1 << (s + 1)) + (-100 >> s) + ((s + 3) << s)  # >> floors, as Python's
+    np.testing.assert_array_equal(runtime_shifts()(), np.repeat(want[:, None], 8, axis=1))
+
+
+def test_shift_by_an_unbounded_amount_is_rejected():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((64, 8), "float32")):
+            with T.Kernel(4, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((16, 8), "float32")
+                with T.Scope("V"):
+                    for i in T.serial(cid * 40):
+                        T.copy(A[(1 << i) % 4 * 16, 0], x)  # MARK-shift
+
+        return main
+
+    expect(f, "a shift by a run-time amount whose range", line_marker="# MARK-shift")
+
+
+@tilelang.jit(out_idx=[1])
+def butterfly(N):
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            d = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                T.copy(A[0], d)
+                for k in T.serial(N // 2):
+                    a = d[k]
+                    b = d[k + N // 2] * 1.0
+                    d[k] = a + b  # a and b keep the values read above
+                    d[k + N // 2] = a - b
+                    a += b  # rebinding keeps a value too: d[k] is not changed
+                    d[k + N // 2] = d[k + N // 2] + a - d[k]
+                T.copy(d, B[0])
+
+    return main
+
+
+def test_element_bound_to_a_name_keeps_its_value_after_a_store():
+    # `a = d[k]` is a value (the original's LetStmt), not a reference to d[k]
+    x = rand(16)
+    lo, hi = x[:8], x[8:]
+    np.testing.assert_allclose(butterfly(16)(x), np.concatenate([lo + hi, lo - hi]), rtol=1e-6)

@@ -254,8 +254,20 @@ class Interpreter(CoreSplit):
             v = self.eval(s.value)
         finally:
             ctx.pending_name = None
+        if name is not None and ctx.builder is not None and self.binds_float_value(name, v):
+            v = _felem.snapshot(v, name)
         for t in s.targets:
             self.assign(t, v, s)
+
+    def binds_float_value(self, name, v):
+        """Whether `name = v` binds a float element's value (a one-element float UB region
+        or float element arithmetic), which the original evaluates at the assignment."""
+        from .language import Var
+
+        if isinstance(self.vars.get(name), Var):
+            return False  # a T.alloc_var store
+        return isinstance(v, _felem.FloatElem) or (
+            _felem.is_float_region(v) and v.buffer.scope == "UB" and v.elements() == 1)
 
     def s_AnnAssign(self, s):
         if s.value is None:
@@ -273,7 +285,10 @@ class Interpreter(CoreSplit):
             raise self.error(s, "augmented assignment to an element or attribute is not supported",
                              hint="tilepipe's IR has no scalar stores; use T.tile.* ops")
         cur = self.e_Name(s.target)
-        self.assign(s.target, self.binop(s.op, cur, self.eval(s.value), s), s)
+        v = self.binop(s.op, cur, self.eval(s.value), s)
+        if ctx.builder is not None and self.binds_float_value(s.target.id, v):
+            v = _felem.snapshot(v, s.target.id)
+        self.assign(s.target, v, s)
 
     def s_FunctionDef(self, s):
         raise self.error(s, "nested function definitions inside a kernel body are not supported",
@@ -742,12 +757,13 @@ class Interpreter(CoreSplit):
                                      "compile-time values")
                 raise self.error(node, "'/' on a run-time integer expression",
                                  hint="use '//' (floor division)")
+            if isinstance(op, (ast.LShift, ast.RShift)):
+                # x << k = x * 2^k and x >> k = x // 2^k (the IR's division floors, as an
+                # arithmetic shift does) for every integer x; the IR has no shift
+                p = self.pow2(b, node)
+                return a * p if isinstance(op, ast.LShift) else a // p
             if isinstance(b, int) and not isinstance(b, bool) and b >= 0:
-                # shifts and masks by constants on (non-negative) indices
-                if isinstance(op, ast.LShift):
-                    return a * (1 << b)
-                if isinstance(op, ast.RShift):
-                    return a // (1 << b)
+                # masks by constants: x & (2^n - 1) = x % 2^n (floor modulo: two's complement)
                 if isinstance(op, ast.BitAnd) and (b & (b + 1)) == 0:
                     return a % (b + 1)
             if isinstance(op, (ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift,
@@ -758,6 +774,24 @@ class Interpreter(CoreSplit):
                 raise self.error(node, "float operand in a run-time integer expression",
                                  hint="convert the compile-time value with int(...)")
         return f(a, b)
+
+    def pow2(self, k, node):
+        """2^k for a shift amount k: a number for a constant k; for a run-time k, a `select`
+        over the values its bounds allow (loop ranges, cid / vid), exact for each of them."""
+        if isinstance(k, int) and not isinstance(k, bool):
+            if k < 0:
+                raise self.error(node, f"shift by a negative amount {k}")
+            return 1 << k
+        r = _ext.bounds(_as_expr(k), ctx.var_ranges, ctx.block_num)
+        if r is None or r[0] < 0 or r[1] > 62:
+            raise self.error(node, f"a shift by a run-time amount whose range is {r or 'unknown'}",
+                             hint="shift amounts must be provably within 0..62 (a loop variable "
+                             "or cid / vid with constant bounds)")
+        lo, hi = r
+        p = 1 << lo
+        for v in range(lo + 1, hi + 1):
+            p = _ext.select(_as_expr(k) == v, 1 << v, p)
+        return p
 
     def e_BinOp(self, n):
         if isinstance(n.op, ast.FloorDiv) and isinstance(n.left, ast.BinOp) and \
