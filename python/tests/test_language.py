@@ -1540,3 +1540,21 @@ def test_element_bound_to_a_name_keeps_its_value_after_a_store():
     x = rand(16)
     lo, hi = x[:8], x[8:]
     np.testing.assert_allclose(butterfly(16)(x), np.concatenate([lo + hi, lo - hi]), rtol=1e-6)
+
+
+def test_reinterpretcast_is_a_located_refusal():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((8, 8), "int32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((8, 8), "int32")
+                m = T.alloc_ub((8, 8), "uint32")
+                with T.Scope("V"):
+                    T.copy(A[0, 0], a)
+                    T.reinterpretcast(m, a, "uint32_t")  # MARK-reinterpret
+
+        return main
+
+    expect(f, "T.reinterpretcast(dst, src, 'uint32_t') is not supported by tilepipe",
+           "buffer views", line_marker="# MARK-reinterpret")

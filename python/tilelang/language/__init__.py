@@ -983,6 +983,18 @@ def set_deq_scale(scale, *a, **kw):
                        "result by the scale with T.tile.mul")
 
 
+def reinterpretcast(dst, src, casttype, *a, **kw):
+    """AscendC's ReinterpretCast: from here on dst names src's UB bytes read as another
+    dtype (a view; no instruction). Refused: tilepipe's IR has no view of a buffer as another
+    dtype, and its simulator keeps each buffer's values by element, so a copy would neither
+    share the bytes nor be exact for every value (docs/python.md)."""
+    raise _core.UnsupportedName(
+        f"T.reinterpretcast(dst, src, {casttype!r}) is not supported by tilepipe: a view of a "
+        "UB buffer's bytes as another dtype needs buffer views in tilepipe's IR",
+        loc=_core.current_loc(),
+        hint="convert values with T.copy / T.tile.cast where the values fit both dtypes")
+
+
 def printf(*a, **kw):
     """Device printf: nothing is printed by the simulator (accepted, no IR)."""
 
