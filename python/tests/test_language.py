@@ -1558,3 +1558,25 @@ def test_reinterpretcast_is_a_located_refusal():
 
     expect(f, "T.reinterpretcast(dst, src, 'uint32_t') is not supported by tilepipe",
            "buffer views", line_marker="# MARK-reinterpret")
+
+
+@tilelang.jit(out_idx=[1])
+def cast_prefix():
+    @T.prim_func
+    def main(A: T.Tensor((1, 64), "float32"), B: T.Tensor((1, 32), "float16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((1, 64), "float32")
+            b = T.alloc_ub((1, 32), "float16")
+            with T.Scope("V"):
+                T.copy(A[0, 0], a)
+                T.tile.cast(b, a, "CAST_NONE", 16)  # the first 16 elements only
+                T.tile.cast(b[0, 16:32], a[0, 48:64], "CAST_NONE")
+                T.copy(b, B[0, 0])
+
+    return main
+
+
+def test_cast_count_converts_a_prefix_of_the_tiles():
+    x = rand(1, 64)
+    want = np.concatenate([x[:, :16], x[:, 48:]], axis=1).astype(np.float16)
+    np.testing.assert_array_equal(cast_prefix()(x), want)
