@@ -11,7 +11,8 @@ PKGS=(cmake ninja-build g++ git libfmt-dev nlohmann-json3-dev libcli11-dev
       protobuf-compiler python3-protobuf   # decoding the Perfetto traces in tests (python/tests)
       python3-hypothesis      # the property-based fuzzers (python/tests/test_fuzz_*.py)
       python3-distributed     # tune --scheduler: Dask executor and its tests (python/tilepipe/cluster.py)
-      python3-torch)          # the host side of `tilepipe run-py` (python/tilepipe/host.py)
+      python3-torch           # the host side of `tilepipe run-py` (python/tilepipe/host.py)
+      python3-scipy)          # the reference of the corpus's hadamard_transform example
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1650,3 +1650,183 @@ def test_row_expand_mul_in_place_and_a_gm_integer_as_a_float_scalar():
     want = np.where(want < 1.0, want, 0.0)
     got = scaled_rows_masked(8, 64)(a, w, np.array([1], np.int32))
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+# ---- T.If / T.Then / T.Else frames, several contexts in one `with` ----
+
+
+@tilelang.jit(out_idx=[1])
+def if_frames(M, N):
+    rows = M // 8
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+        with T.Kernel(4, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((rows, N), "float32")
+            with T.Scope("V"):
+                row = (cid * 2 + vid) * rows
+                T.copy(A[row, 0], a)
+                with T.If(cid > 1), T.Then():  # two contexts: nested, T.Then inside T.If
+                    T.tile.mul(a, a, 2.0)
+                with T.If(vid == 0):
+                    with T.Then():
+                        T.tile.add(a, a, 1.0)
+                    with T.Else():
+                        T.tile.add(a, a, -1.0)
+                T.copy(a, C[row, 0])
+
+    return main
+
+
+def test_if_then_else_frames_and_two_contexts_in_one_with():
+    x = rand(64, 32)
+    want = x.copy().reshape(4, 2, 8, 32)
+    want[2:] *= 2
+    want[:, 0] += 1
+    want[:, 1] -= 1
+    np.testing.assert_allclose(if_frames(64, 32)(x), want.reshape(64, 32), rtol=1e-6)
+
+
+def test_if_frame_with_other_statements_is_rejected():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((2, 8), "float32")):
+            with T.Kernel(2, is_npu=True) as (cid, vid):
+                with T.If(cid > 0):  # MARK-if
+                    T.printf(cid)
+
+        return main
+
+    expect(f, "must be `with T.Then():`", line_marker="# MARK-if")
+
+
+# ---- T.Persistent ----
+
+
+@tilelang.jit(out_idx=[0])
+def persistent_owner():
+    @T.prim_func
+    def main(C: T.Tensor((3, 4 * 8), "int32")):
+        with T.Kernel(5, is_npu=True) as (cid, vid):
+            u = T.alloc_ub((1, 8), "int32")
+            with T.Scope("V"):
+                # 12 tiles on 5 cores in groups of 2 columns: 3 waves, the last one partial
+                for bx, by in T.Persistent([3, 4], 5, cid, 2):
+                    T.tile.fill(u, cid + 1)
+                    T.copy(u, C[bx, by * 8])
+
+    return main
+
+
+def test_persistent_visits_tiles_in_the_originals_order():
+    # tile t = w * 5 + cid is (bx, by) = ((t // 2) % 3, (t // 6) * 2 + t % 2): columns in
+    # groups of two, rows inside a group; each tile written once, by core t % 5
+    want = np.array([[1, 2, 2, 3], [3, 4, 4, 5], [5, 1, 1, 2]], dtype=np.int32)
+    np.testing.assert_array_equal(persistent_owner()(), np.repeat(want, 8, axis=1))
+
+
+# ---- shifts by a run-time amount ----
+
+
+@tilelang.jit(out_idx=[0])
+def runtime_shifts():
+    @T.prim_func
+    def main(C: T.Tensor((6, 8), "int32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            u = T.alloc_ub((1, 8), "int32")
+            with T.Scope("V"):
+                for s in T.serial(vid * 3, vid * 3 + 3):  # s in 0..5 over both vector cores
+                    T.tile.fill(u, (1 << (s + 1)) + (-100 >> s) + ((s + 3) << s))
+                    T.copy(u, C[s, 0])
+
+    return main
+
+
+def test_shift_by_a_run_time_amount():
+    s = np.arange(6)
+    want = (1 << (s + 1)) + (-100 >> s) + ((s + 3) << s)  # >> floors, as Python's
+    np.testing.assert_array_equal(runtime_shifts()(), np.repeat(want[:, None], 8, axis=1))
+
+
+def test_shift_by_an_unbounded_amount_is_rejected():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((64, 8), "float32")):
+            with T.Kernel(4, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((16, 8), "float32")
+                with T.Scope("V"):
+                    for i in T.serial(cid * 40):
+                        T.copy(A[(1 << i) % 4 * 16, 0], x)  # MARK-shift
+
+        return main
+
+    expect(f, "a shift by a run-time amount whose range", line_marker="# MARK-shift")
+
+
+@tilelang.jit(out_idx=[1])
+def butterfly(N):
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            d = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                T.copy(A[0], d)
+                for k in T.serial(N // 2):
+                    a = d[k]
+                    b = d[k + N // 2] * 1.0
+                    d[k] = a + b  # a and b keep the values read above
+                    d[k + N // 2] = a - b
+                    a += b  # rebinding keeps a value too: d[k] is not changed
+                    d[k + N // 2] = d[k + N // 2] + a - d[k]
+                T.copy(d, B[0])
+
+    return main
+
+
+def test_element_bound_to_a_name_keeps_its_value_after_a_store():
+    # `a = d[k]` is a value (the original's LetStmt), not a reference to d[k]
+    x = rand(16)
+    lo, hi = x[:8], x[8:]
+    np.testing.assert_allclose(butterfly(16)(x), np.concatenate([lo + hi, lo - hi]), rtol=1e-6)
+
+
+def test_reinterpretcast_is_a_located_refusal():
+    @tilelang.jit
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((8, 8), "int32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((8, 8), "int32")
+                m = T.alloc_ub((8, 8), "uint32")
+                with T.Scope("V"):
+                    T.copy(A[0, 0], a)
+                    T.reinterpretcast(m, a, "uint32_t")  # MARK-reinterpret
+
+        return main
+
+    expect(f, "T.reinterpretcast(dst, src, 'uint32_t') is not supported by tilepipe",
+           "buffer views", line_marker="# MARK-reinterpret")
+
+
+@tilelang.jit(out_idx=[1])
+def cast_prefix():
+    @T.prim_func
+    def main(A: T.Tensor((1, 64), "float32"), B: T.Tensor((1, 32), "float16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((1, 64), "float32")
+            b = T.alloc_ub((1, 32), "float16")
+            with T.Scope("V"):
+                T.copy(A[0, 0], a)
+                T.tile.cast(b, a, "CAST_NONE", 16)  # the first 16 elements only
+                T.tile.cast(b[0, 16:32], a[0, 48:64], "CAST_NONE")
+                T.copy(b, B[0, 0])
+
+    return main
+
+
+def test_cast_count_converts_a_prefix_of_the_tiles():
+    x = rand(1, 64)
+    want = np.concatenate([x[:, :16], x[:, 48:]], axis=1).astype(np.float16)
+    np.testing.assert_array_equal(cast_prefix()(x), want)

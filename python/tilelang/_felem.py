@@ -197,6 +197,26 @@ def _emit(x, dtype, out):
     getattr(tile, _OPS[op])(out, materialize(a, dtype), materialize(b, dtype))
 
 
+def snapshot(x, name):
+    """The value of x (a one-element float UB region or a FloatElem) now, in a fresh
+    one-element temporary named after the variable: `a = buf[i]` binds a value (the
+    original's LetStmt), so a later store into buf[i] must not change what `a` reads."""
+    from . import language as T
+    from ._core import ctx
+
+    dtype = x.buffer.dtype if isinstance(x, Region) else x.dtype()
+    saved, ctx.pending_name = ctx.pending_name, name
+    try:
+        out = temp(dtype)
+    finally:
+        ctx.pending_name = saved
+    if isinstance(x, Region):
+        T.copy(x, out)
+    else:
+        _emit(x, dtype, out)
+    return out
+
+
 def store(dst, value):
     """dst (one UB element of a float buffer) = value (a FloatElem)."""
     if dst.buffer.scope != "UB" or dst.elements() != 1:

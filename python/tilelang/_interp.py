@@ -80,6 +80,7 @@ class Source:
         if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise TilelangError(f"{fn.__qualname__} is not a function definition")
         self.fdef = fdef
+        self.derived = {}  # id(ast node) -> the statement it stands for (Interpreter.derive)
 
     def env(self):
         """The names the body sees: its closure cells over the module globals."""
@@ -258,8 +259,20 @@ class Interpreter(CoreSplit):
             v = self.eval(s.value)
         finally:
             ctx.pending_name = None
+        if name is not None and ctx.builder is not None and self.binds_float_value(name, v):
+            v = _felem.snapshot(v, name)
         for t in s.targets:
             self.assign(t, v, s)
+
+    def binds_float_value(self, name, v):
+        """Whether `name = v` binds a float element's value (a one-element float UB region
+        or float element arithmetic), which the original evaluates at the assignment."""
+        from .language import Var
+
+        if isinstance(self.vars.get(name), Var):
+            return False  # a T.alloc_var store
+        return isinstance(v, _felem.FloatElem) or (
+            _felem.is_float_region(v) and v.buffer.scope == "UB" and v.elements() == 1)
 
     def s_AnnAssign(self, s):
         if s.value is None:
@@ -277,7 +290,10 @@ class Interpreter(CoreSplit):
             raise self.error(s, "augmented assignment to an element or attribute is not supported",
                              hint="tilepipe's IR has no scalar stores; use T.tile.* ops")
         cur = self.e_Name(s.target)
-        self.assign(s.target, self.binop(s.op, cur, self.eval(s.value), s), s)
+        v = self.binop(s.op, cur, self.eval(s.value), s)
+        if ctx.builder is not None and self.binds_float_value(s.target.id, v):
+            v = _felem.snapshot(v, s.target.id)
+        self.assign(s.target, v, s)
 
     def s_FunctionDef(self, s):
         raise self.error(s, "nested function definitions inside a kernel body are not supported",
@@ -394,7 +410,7 @@ class Interpreter(CoreSplit):
         raise _Continue()
 
     def s_For(self, s):
-        from .language import LoopSpec
+        from .language import LoopSpec, PersistentSpec
 
         it = self.eval(s.iter)
         if s.orelse:
@@ -405,6 +421,9 @@ class Interpreter(CoreSplit):
             it = LoopSpec("serial", it.start, it.stop, it.step)
         elif isinstance(it, LoopSpec):
             pass
+        elif isinstance(it, PersistentSpec):
+            self.persistent(s, it)
+            return
         elif isinstance(it, (list, tuple)) or inspect.isgenerator(it):
             # A Python sequence: unrolled at build time.
             for v in it:
@@ -422,6 +441,60 @@ class Interpreter(CoreSplit):
             raise self.error(s, "a loop variable must be a single name")
         self.loop(s, s.target.id, it.kind, it.begin, it.end, it.step, it.num_stages,
                   it.cross_interval, lambda: self.run_body(s.body))
+
+    def persistent(self, s, it):
+        """`for v0, .., vn in T.Persistent(domain, wave_size, index, group_size)` as the original
+        builds it (src/ir.cc, PersistentFor): a serial loop over waves w; tile number
+        t = w * wave_size + index, decomposed over [dn // g, d0, .., dn-1, g] (g = min(group_size,
+        dn), innermost last) into v0..vn-1 and vn = (t's first digit) * g + (its last); with
+        two or more waves the body is skipped once t >= d0 * .. * dn (the original breaks out
+        of the loop there: t only grows with w, so skipping the rest is the same)."""
+        names = ([s.target.id] if isinstance(s.target, ast.Name) else
+                 [e.id for e in s.target.elts] if isinstance(s.target, ast.Tuple) and
+                 all(isinstance(e, ast.Name) for e in s.target.elts) else None)
+        vals = [resolve(to_index(x, "T.Persistent argument"))
+                for x in (*it.domain, it.wave_size, it.group_size)]
+        if not all(isinstance(x, int) and x > 0 for x in vals):
+            raise self.error(s, "T.Persistent needs positive compile-time domain, wave_size and "
+                             f"group_size; got {vals}",
+                             hint="the number of waves and the tile order are fixed when built")
+        dims, wave, group = vals[:-2], vals[-2], vals[-1]
+        if names is None or len(names) != len(dims):
+            raise self.error(s, f"T.Persistent over {len(dims)} dims binds {len(dims)} names")
+        size = 1
+        for d in dims:
+            size *= d
+        waves = -(-size // wave)
+        g = min(group, dims[-1])
+        grouped = [dims[-1] // g, *dims[:-1], g]
+        index = to_index(it.index, "T.Persistent index")
+        w_name = "persistent.w"  # not a Python name: the body cannot see or shadow it
+        loc = self.loc(s)
+
+        def body():
+            t = self.vars[w_name] * wave + index
+            digits, rem = [None] * len(grouped), t
+            for i in range(len(grouped) - 1, 0, -1):
+                digits[i], rem = rem % grouped[i], rem // grouped[i]
+            digits[0] = rem
+            coords = digits[1:len(dims)] + [digits[0] * g + digits[len(dims)]]
+            with contextlib.ExitStack() as scoped:
+                for n, v in zip(names, coords):
+                    scoped.enter_context(self.loop_var(n))
+                    self.vars[n] = v
+                if waves < 2:  # the original has no exit test in a one-wave loop
+                    self.run_body(s.body)
+                    return
+                b = _core.builder()
+                b.begin_if(_as_expr(t < size), loc)
+                ctx.trip_stack.append(None)
+                try:
+                    self.run_body(s.body)
+                finally:
+                    ctx.trip_stack.pop()
+                b.end_if(loc)
+
+        self.loop(s, w_name, "serial", 0, waves, 1, 0, 1, body)
 
     def loop(self, s, name, kind, begin, end, step, stages, cross, body):
         b = _core.builder()
@@ -508,14 +581,28 @@ class Interpreter(CoreSplit):
 
         nest(0)
 
-    def s_With(self, s):
-        from .language import KernelCtx, ScopeCtx
+    def derive(self, s, make):
+        """The statement that `s` stands for, built once per source: the split's probe and
+        its C / V passes key their records by node id, so every pass must see the same node."""
+        d = self.src.derived.get(id(s))
+        if d is None:
+            d = self.src.derived[id(s)] = ast.copy_location(make(), s)
+        return d
 
-        if len(s.items) != 1:
-            raise self.error(s, "one context per `with` statement")
+    def s_With(self, s):
+        from .language import ElseFrame, IfFrame, KernelCtx, ScopeCtx, ThenFrame
+
+        if len(s.items) > 1:
+            # `with A, B:` is `with A: with B:` (Python's own meaning; TVMScript parses it so)
+            self.stmt(self.derive(s, lambda: ast.With(items=s.items[:1], body=[
+                ast.copy_location(ast.With(items=s.items[1:], body=s.body), s.items[1])])))
+            return
         item = s.items[0]
         c = self.eval(item.context_expr)
         loc = self.loc(s)
+        if isinstance(c, IfFrame):
+            self.stmt(self.derive(s, lambda: self.if_frame(s, item)))
+            return
         if isinstance(c, KernelCtx):
             kernel = ctx.kernel
             if ctx.builder is not None:
@@ -546,8 +633,32 @@ class Interpreter(CoreSplit):
                 ctx.scope_hand = False
             b.end_scope(loc)
             return
+        if isinstance(c, (ThenFrame, ElseFrame)):
+            raise self.error(s, "T.Then / T.Else outside `with T.If(...)`",
+                             hint="nest them directly inside `with T.If(cond):`")
         raise self.error(s, f"unsupported context {type(c).__name__} in `with`",
                          hint='kernel bodies use `with T.Kernel(...)` and `with T.Scope("C"/"V")`')
+
+    def if_frame(self, s, item):
+        """`with T.If(c):` holding `with T.Then():` and optionally `with T.Else():` (the
+        original's IR-builder frames for an IfThenElse) as the `if c: ... else: ...` it builds."""
+        from .language import ElseFrame, ThenFrame
+
+        call = item.context_expr
+        if item.optional_vars is not None or len(call.args) != 1 or call.keywords:
+            raise self.error(s, "T.If takes one condition and binds no name",
+                             hint="with T.If(cond):  with T.Then(): ...  with T.Else(): ...")
+        kinds = []
+        for st in s.body:
+            c = (self.eval(st.items[0].context_expr)
+                 if isinstance(st, ast.With) and len(st.items) == 1 else None)
+            kinds.append(type(c) if isinstance(c, (ThenFrame, ElseFrame)) else None)
+        if kinds not in ([ThenFrame], [ThenFrame, ElseFrame]):
+            raise self.error(s, "the body of `with T.If(...)` must be `with T.Then():` and "
+                             "optionally `with T.Else():` after it, nothing else",
+                             hint="put the statements inside the T.Then / T.Else blocks")
+        return ast.If(test=call.args[0], body=s.body[0].body,
+                      orelse=s.body[1].body if len(s.body) > 1 else [])
 
     def bind_launch(self, item, s):
         if item.optional_vars is None:
@@ -655,12 +766,13 @@ class Interpreter(CoreSplit):
                                      "compile-time values")
                 raise self.error(node, "'/' on a run-time integer expression",
                                  hint="use '//' (floor division)")
+            if isinstance(op, (ast.LShift, ast.RShift)):
+                # x << k = x * 2^k and x >> k = x // 2^k (the IR's division floors, as an
+                # arithmetic shift does) for every integer x; the IR has no shift
+                p = self.pow2(b, node)
+                return a * p if isinstance(op, ast.LShift) else a // p
             if isinstance(b, int) and not isinstance(b, bool) and b >= 0:
-                # shifts and masks by constants on (non-negative) indices
-                if isinstance(op, ast.LShift):
-                    return a * (1 << b)
-                if isinstance(op, ast.RShift):
-                    return a // (1 << b)
+                # masks by constants: x & (2^n - 1) = x % 2^n (floor modulo: two's complement)
                 if isinstance(op, ast.BitAnd) and (b & (b + 1)) == 0:
                     return a % (b + 1)
             if isinstance(op, (ast.Pow, ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift,
@@ -671,6 +783,24 @@ class Interpreter(CoreSplit):
                 raise self.error(node, "float operand in a run-time integer expression",
                                  hint="convert the compile-time value with int(...)")
         return f(a, b)
+
+    def pow2(self, k, node):
+        """2^k for a shift amount k: a number for a constant k; for a run-time k, a `select`
+        over the values its bounds allow (loop ranges, cid / vid), exact for each of them."""
+        if isinstance(k, int) and not isinstance(k, bool):
+            if k < 0:
+                raise self.error(node, f"shift by a negative amount {k}")
+            return 1 << k
+        r = _ext.bounds(_as_expr(k), ctx.var_ranges, ctx.block_num)
+        if r is None or r[0] < 0 or r[1] > 62:
+            raise self.error(node, f"a shift by a run-time amount whose range is {r or 'unknown'}",
+                             hint="shift amounts must be provably within 0..62 (a loop variable "
+                             "or cid / vid with constant bounds)")
+        lo, hi = r
+        p = 1 << lo
+        for v in range(lo + 1, hi + 1):
+            p = _ext.select(_as_expr(k) == v, 1 << v, p)
+        return p
 
     def e_BinOp(self, n):
         if isinstance(n.op, ast.FloorDiv) and isinstance(n.left, ast.BinOp) and \

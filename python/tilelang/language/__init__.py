@@ -153,11 +153,52 @@ def Scope(kind):
 # ---- loops (used by the interpreter's `for`) ----
 
 
+class IfFrame:
+    """`with T.If(cond):` (the interpreter turns the frame and its T.Then / T.Else blocks
+    into an `if`; outside a `with` it does nothing)."""
+
+    def __init__(self, cond):
+        self.cond = cond
+
+
+class ThenFrame:
+    """`with T.Then():`, only directly inside `with T.If(...)`."""
+
+
+class ElseFrame:
+    """`with T.Else():`, only directly inside `with T.If(...)`, after T.Then."""
+
+
+def If(cond):
+    return IfFrame(cond)
+
+
+def Then():
+    return ThenFrame()
+
+
+def Else():
+    return ElseFrame()
+
+
 class LoopSpec:
     def __init__(self, kind, begin, end, step=1, num_stages=0, cross_interval=1, dims=None):
         self.kind, self.begin, self.end, self.step = kind, begin, end, step
         self.num_stages, self.cross_interval = num_stages, cross_interval
         self.dims = dims
+
+
+class PersistentSpec:
+    """`T.Persistent(domain, wave_size, index, group_size)`: the interpreter's
+    Interpreter.persistent lowers the loop over it."""
+
+    def __init__(self, domain, wave_size, index, group_size):
+        self.domain, self.wave_size = domain, wave_size
+        self.index, self.group_size = index, group_size
+
+
+def Persistent(domain, wave_size, index, group_size=8):
+    return PersistentSpec(list(domain), wave_size, index, group_size)
 
 
 def _range_args(args, what):
@@ -969,6 +1010,18 @@ def set_deq_scale(scale, *a, **kw):
         raise err(f"T.set_deq_scale({v}) is not modelled",
                   hint="tilepipe's int32 -> float16 conversion has the scale 1.0; multiply the "
                        "result by the scale with T.tile.mul")
+
+
+def reinterpretcast(dst, src, casttype, *a, **kw):
+    """AscendC's ReinterpretCast: from here on dst names src's UB bytes read as another
+    dtype (a view; no instruction). Refused: tilepipe's IR has no view of a buffer as another
+    dtype, and its simulator keeps each buffer's values by element, so a copy would neither
+    share the bytes nor be exact for every value (docs/python.md)."""
+    raise _core.UnsupportedName(
+        f"T.reinterpretcast(dst, src, {casttype!r}) is not supported by tilepipe: a view of a "
+        "UB buffer's bytes as another dtype needs buffer views in tilepipe's IR",
+        loc=_core.current_loc(),
+        hint="convert values with T.copy / T.tile.cast where the values fit both dtypes")
 
 
 def printf(*a, **kw):
