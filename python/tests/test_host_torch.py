@@ -137,6 +137,11 @@ def test_gelu_backward_and_rotary_mul_golden_versions():
     out = torch_npu.npu_fusion_attention(bsh(q), bsh(k), bsh(v), 4, input_layout="BSH",
                                          scale=0.3)[0]
     torch.testing.assert_close(out, bsh(ref))
+    # swi_glu_grad.py passes a gradient of x's shape, not of the swiglu output's
+    x = torch.randn(4, 8)
+    with pytest.raises(tilelang.TilelangError, match=r"grad_output has shape \(4, 8\); "
+                       r"npu_swiglu of x \(4, 8\) has shape \(4, 4\)"):
+        torch_npu.npu_swiglu_backward(torch.randn(4, 8), x)
 
 
 def test_module_surface_of_the_original():

@@ -55,6 +55,14 @@ def npu_swiglu(x, dim=-1):
 def npu_swiglu_backward(grad_output, x, dim=-1):
     """The gradient of npu_swiglu with respect to x (x's shape)."""
     xx, y = _with_grad(lambda t: _swiglu(t, dim), x)
+    if tuple(grad_output.shape) != tuple(y.shape):
+        from tilelang._core import TilelangError, user_loc
+
+        raise TilelangError(
+            f"torch_npu.npu_swiglu_backward: grad_output has shape {tuple(grad_output.shape)}; "
+            f"npu_swiglu of x {tuple(x.shape)} has shape {tuple(y.shape)}", loc=user_loc(),
+            hint="pass the gradient of the swiglu output (what torch_npu does with another "
+                 "shape is not public)")
     (g,) = torch.autograd.grad(y, xx, grad_output.float())
     return g.to(x.dtype)
 
