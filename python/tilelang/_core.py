@@ -232,6 +232,11 @@ class _Ctx:
         self.flag_counts = []  # (scope kind, "set" | "wait", id, count or None)
         self.last_scope = {}  # scope kind -> id(ast With) of its last scope
         self.drains = {}  # id(ast With) -> [(flag id, n)] waits appended at its end
+        # Vid reduction (tilelang/_vid.py): T.Kernel's threads when it binds only cid, the
+        # names of the buffers left whole, the halved loops around [(var id, trips)].
+        self.vid_threads = None
+        self.vid_skip = set()
+        self.vid_loops = []
 
 
 ctx = _Ctx()
@@ -571,8 +576,9 @@ def make_region(buf, idx):
             hint=f"pass at most {len(shape)} indices",
         )
     starts, extents, points = [], [], []
+    full = getattr(buf, "vid_full", None)  # a vid-halved UB buffer (tilelang/_vid.py)
     for d, i in enumerate(idx):
-        dim = shape[d]
+        dim = full if d == 0 and full else shape[d]
         if isinstance(i, slice):
             if i.step not in (None, 1):
                 raise err(f"slice step {i.step!r} on '{buf.name}': only step 1 is supported")
@@ -601,6 +607,10 @@ def make_region(buf, idx):
             if ext <= 0:
                 raise err(f"slice of '{buf.name}' in dimension {d} has extent {ext}",
                           hint="the end of a slice must be after its start")
+            if d == 0 and full:
+                from . import _vid
+
+                ext = _vid.slice_rows(buf, start, ext)
             starts.append(start)
             extents.append(ext)
             points.append(False)

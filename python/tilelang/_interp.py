@@ -7,6 +7,7 @@ integer expressions of the IR."""
 import ast
 import builtins
 import contextlib
+import copy
 import inspect
 import operator
 import os
@@ -14,6 +15,7 @@ import textwrap
 
 from . import _core
 from . import _felem
+from . import _vid
 from ._core import Buffer, Expr, Region, Sym, TilelangError, ctx, resolve, to_index
 from ._core import _ext
 from ._split import CoreSplit
@@ -439,8 +441,21 @@ class Interpreter(CoreSplit):
             return
         if not isinstance(s.target, ast.Name):
             raise self.error(s, "a loop variable must be a single name")
-        self.loop(s, s.target.id, it.kind, it.begin, it.end, it.step, it.num_stages,
-                  it.cross_interval, lambda: self.run_body(s.body))
+        end, body = it.end, lambda: self.run_body(s.body)
+        if _vid.halved_loop(self, s.body, s.target.id):
+            # vid reduction: the loop runs over this vector core's rows
+            end = _vid.half_trips(to_index(it.begin, "loop start"), to_index(it.end, "loop end"),
+                                  resolve(it.step), f"loop '{s.target.id}'")
+
+            def body():
+                v = self.vars[s.target.id]
+                ctx.vid_loops.append((v.var_id(), end - it.begin))
+                try:
+                    self.run_body(s.body)
+                finally:
+                    ctx.vid_loops.pop()
+        self.loop(s, s.target.id, it.kind, it.begin, end, it.step, it.num_stages,
+                  it.cross_interval, body)
 
     def persistent(self, s, it):
         """`for v0, .., vn in T.Persistent(domain, wave_size, index, group_size)` as the original
@@ -555,6 +570,16 @@ class Interpreter(CoreSplit):
         return None if r is None else r[which]
 
     def parallel(self, s, it):
+        t = s.target
+        names = [e.id if isinstance(e, ast.Name) else None
+                 for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        if any(_vid.halved_loop(self, s.body, n) for n in names if n):
+            # vid reduction: each dimension whose variable indexes a halved buffer's rows
+            dims = [_vid.half_trips(0, to_index(e, "T.Parallel extent"), 1, "T.Parallel")
+                    if k < len(names) and names[k] and _vid.halved_loop(self, s.body, names[k])
+                    else e for k, e in enumerate(it.dims)]
+            it = copy.copy(it)
+            it.dims = dims
         if s.body and all(isinstance(b, (ast.Assign, ast.AugAssign)) and
                           isinstance(b.targets[0] if isinstance(b, ast.Assign) else b.target,
                                      ast.Subscript) for b in s.body):
@@ -608,6 +633,8 @@ class Interpreter(CoreSplit):
             if ctx.builder is not None:
                 raise self.error(s, "nested T.Kernel")
             kernel.start(c.block_num, loc)
+            if c.threads is not None:
+                self.vid_launch(item, s, c.threads)
             if _has_scope(s.body):
                 self.bind_launch(item, s)
                 self.run_body(s.body)
@@ -659,6 +686,20 @@ class Interpreter(CoreSplit):
                              hint="put the statements inside the T.Then / T.Else blocks")
         return ast.If(test=call.args[0], body=s.body[0].body,
                       orelse=s.body[1].body if len(s.body) > 1 else [])
+
+    def vid_launch(self, item, s, threads):
+        """Developer mode (`T.Kernel(n, threads=1|2) as cid`): threads=2 turns on vid
+        reduction (tilelang/_vid.py); threads=1 launches one vector core per Cube core."""
+        from . import _vid
+
+        if not isinstance(item.optional_vars, ast.Name):
+            raise self.error(s, f"T.Kernel(..., threads={threads}) binds only `as cid` (the "
+                             "original returns the block index alone; the vector cores' rows "
+                             "are split by the compiler)",
+                             hint="write `as cid`, or drop threads= and bind `as (cid, vid)`")
+        ctx.vid_threads = threads
+        ctx.vid_skip = _vid.skip_names(s.body)
+        ctx.kernel.vector_cores = threads
 
     def bind_launch(self, item, s):
         if item.optional_vars is None:

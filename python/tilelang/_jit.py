@@ -3,10 +3,12 @@ is a JITKernel that lowers the prim_func to tilepipe IR (per binding of its symb
 compiles it (verify -> passes -> lower) and runs it on the simulator."""
 
 import functools
+import hashlib
 import inspect
 import json
 import os
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -44,6 +46,27 @@ def available_chips():
             except (OSError, ValueError):
                 pass
     return out
+
+
+def _launch_chip(info):
+    """The chip a kernel runs on: CHIP, or for `T.Kernel(..., threads=1)` (C:V = 1:1) CHIP
+    with one vector core per AI core, as the original launches it (the second one idles)."""
+    if getattr(info, "vector_cores", None) != 1:
+        return CHIP
+    cfg = chip_config(CHIP)
+    cfg["die"]["aiv_per_core"]["value"] = 1
+    text = json.dumps(cfg, indent=1)
+    digest = hashlib.sha1(text.encode()).hexdigest()[:12]
+    d = os.path.join(tempfile.gettempdir(), f"tilepipe-chips-{os.getuid()}")
+    path = os.path.join(d, f"{os.path.basename(CHIP)[:-5] if CHIP.endswith('.json') else CHIP}"
+                        f"-1aiv-{digest}.json")
+    if not os.path.exists(path):
+        os.makedirs(d, exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    return path
 
 
 def chip_config(name=None):
@@ -398,7 +421,7 @@ class JITKernel:
         opts = pass_options(self.pass_configs, info.func_attrs)
         if lowering(self.pass_configs) == "tilepipe":
             opts.pop("original_sync", None)  # tilepipe's passes, not the original's barriers
-        compiled = _ext.compile(program, CHIP, opts)
+        compiled = _ext.compile(program, _launch_chip(info), opts)
         return Compiled(self, program, opts, compiled, info, pads, lower_s)
 
     def _positions(self, with_outs):

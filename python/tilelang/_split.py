@@ -91,6 +91,10 @@ class CoreSplit:
             # The "tilepipe" lowering: cv_split also pairs the author's GM hand-offs into
             # cross-core flags and pipelines (docs/passes.md); code with hand-written
             # intra-core flags keeps the front end's split.
+            if ctx.mixed_copy and ctx.vid_threads == 2:
+                # vid reduction is cv_split's row split there (its workspaces carry the
+                # vector cores' rows of the Cube tiles): the body keeps the author's shapes
+                ctx.vid_threads = None
             self.bind_launch(item, s)
             self.run_body(s.body)
             return

@@ -133,6 +133,14 @@ class KernelCtx:
             raise err("T.Kernel's block count must be a compile-time integer")
         self.block_num = n
         self.is_npu = is_npu
+        if isinstance(threads, (list, tuple)) and len(threads) == 1:
+            threads = threads[0]
+        threads = resolve(threads)
+        if threads is not None and threads not in (1, 2):
+            raise err(f"T.Kernel(threads={threads!r}): an NPU kernel launches 1 or 2 vector "
+                      "cores per Cube core", hint="threads=1 (C:V = 1:1) or threads=2 (1:2)")
+        # developer mode: the kernel binds only cid and the rows split by vid reduction
+        self.threads = threads
 
 
 def Kernel(*blocks, **kw):
@@ -266,7 +274,15 @@ def _flag_gate(*pipes):
 
 
 def _alloc(scope, shape, dtype, name=None):
+    full = None
+    if name is None:  # the author's allocation (the front end's temporaries are named)
+        from .. import _vid
+
+        shape, full = _vid.alloc_shape(scope, [shape] if isinstance(shape, (int, Sym))
+                                       else list(shape))
     buf = _alloc_buffer(scope, shape, dtype, name)
+    if full is not None:
+        buf.vid_full = full
     if _is_bool(dtype):
         buf.is_bool = True
     return buf
@@ -551,6 +567,9 @@ def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False, relu=Fals
     b = builder()
     what = "atomic_add" if atomic_add else "copy"
     s, d = as_region(src, f"{what} source"), as_region(dst, f"{what} destination")
+    from .. import _vid
+
+    s, d = _vid.copy_regions(s, d)
     s, d = _origin(s, d)
     d, s = _origin(d, s)
     pad = None
