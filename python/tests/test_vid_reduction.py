@@ -171,3 +171,36 @@ def test_threads_with_cid_vid_or_another_count_is_refused():
         both(2, True)(rand(64, 64))
     with pytest.raises(TilelangError, match="1 or 2 vector cores"):
         both(4, True)(rand(64, 64))
+
+
+@tilelang.jit(out_idx=[2])
+def scaled_matmul(M, N, K):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, threads=2, is_npu=True) as cid:
+            a_l1 = T.alloc_shared((M, K), "float16")
+            b_l1 = T.alloc_shared((K, N), "float16")
+            c_l0 = T.alloc_fragment((M, N), "float32")
+            c_ub = T.alloc_shared((M, N), "float32")
+            m = T.alloc_shared((M,), "float32")
+            T.copy(A[0, 0], a_l1)
+            T.copy(B[0, 0], b_l1)
+            T.gemm_v0(a_l1, b_l1, c_l0, init=True)
+            T.copy(c_l0, c_ub)  # L0C -> UB: tilepipe's cv_split splits the rows
+            T.reduce_max(c_ub, m, dim=-1)
+            for h in range(M):  # m[h]: an element of the vector core's own row
+                T.tile.sub(c_ub[h, :], c_ub[h, :], m[h])
+            T.copy(c_ub, C[0, 0])
+
+    return main
+
+
+def test_a_row_loop_reads_its_own_row_of_a_split_buffer_as_a_scalar():
+    a = rand(32, 64).astype(np.float16)
+    b = rand(64, 64).astype(np.float16)
+    c = a.astype(np.float32) @ b.astype(np.float32)
+    k = scaled_matmul(32, 64, 64)
+    np.testing.assert_allclose(k(a, b), c - c.max(axis=1, keepdims=True), rtol=1e-3, atol=1e-2)
+    k.check(a, b)  # race-free
+    assert k.summary(a, b)["buffers"]["UB"]["used_bytes"] <= (16 * 64 + 16) * 4 + 64

@@ -32,15 +32,21 @@ class RowSplit : public RegionRewriter {
     return h;
   }
 
+  /// Row r of a split buffer, r a row loop's variable (the vector core's own row)?
+  bool own_row(const Region& r) const {
+    if (!is_split(r.buffer) || r.extent[0] != 1) return false;
+    auto* v = std::get_if<VarRef>(&r.start[0]->node);
+    return v && rows_.count(v->var->id);
+  }
+
   /// One row of a split buffer indexed by a row loop's variable: the vector core's own row.
   Region rewrite(const Region& r) override {
-    if (is_split(r.buffer) && r.extent[0] == 1)
-      if (auto* v = std::get_if<VarRef>(&r.start[0]->node); v && rows_.count(v->var->id)) {
-        Region out = r;
-        for (size_t d = 1; d < out.start.size(); ++d) out.start[d] = expr(out.start[d]);
-        out.buffer = half(r.buffer);
-        return out;
-      }
+    if (own_row(r)) {
+      Region out = r;
+      for (size_t d = 1; d < out.start.size(); ++d) out.start[d] = expr(out.start[d]);
+      out.buffer = half(r.buffer);
+      return out;
+    }
     return RegionRewriter::rewrite(r);
   }
 
@@ -104,7 +110,9 @@ class RowSplit : public RegionRewriter {
              "reduce along a later dimension");
     }
     if (auto* t = std::get_if<TileOpStmt>(&s->node); t && t->scalar)
-      if (auto* sr = std::get_if<Region>(&t->scalar->value); sr && is_split(sr->buffer))
+      // an element of the vector core's own row (m_i[h_i] in a row loop) is its to read
+      if (auto* sr = std::get_if<Region>(&t->scalar->value);
+          sr && is_split(sr->buffer) && !own_row(*sr))
         fail(s->loc, "scalar operand read from UB, whose rows are split between the vector cores",
              "broadcast the value into a tile and use a tile operand");
     Stmt out = RegionRewriter::mutate_leaf(s);
