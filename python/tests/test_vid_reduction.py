@@ -204,3 +204,20 @@ def test_a_row_loop_reads_its_own_row_of_a_split_buffer_as_a_scalar():
     np.testing.assert_allclose(k(a, b), c - c.max(axis=1, keepdims=True), rtol=1e-3, atol=1e-2)
     k.check(a, b)  # race-free
     assert k.summary(a, b)["buffers"]["UB"]["used_bytes"] <= (16 * 64 + 16) * 4 + 64
+
+
+def test_a_vector_fragment_is_refused_under_threads2():
+    @tilelang.jit(out_idx=[1])
+    def frag(M, N):
+        @T.prim_func
+        def main(A: T.Tensor((M, N), "float32"), C: T.Tensor((M, N), "float32")):
+            with T.Kernel(1, threads=2, is_npu=True) as cid:
+                a = T.alloc_fragment((M, N), "float32")
+                T.copy(A[0, 0], a)
+                T.tile.exp(a, a)
+                T.copy(a, C[0, 0])
+
+        return main
+
+    with pytest.raises(TilelangError, match="T.alloc_fragment 'a' used as a UB buffer"):
+        frag(64, 64)(rand(64, 64))

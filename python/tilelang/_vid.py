@@ -38,11 +38,18 @@ def skip_names(body):
     return skip
 
 
-def alloc_shape(scope, shape):
+def alloc_shape(scope, shape, api):
     """The shape a user allocation gets: a UB buffer's first dimension halved (at least 1),
     as the original's ModifyExtents, unless the buffer is in the skip set."""
     if not reducing() or scope != "UB" or ctx.pending_name in ctx.vid_skip:
         return shape, None
+    if api not in ("alloc_shared", "alloc_ub"):
+        # The original halves "shared" (UB) buffers only: its fragments are Cube memories
+        # (wmma.*) after scope inference and alloc_local is gone; none is split.
+        raise err(f"T.{api} '{ctx.pending_name}' used as a UB buffer in a kernel with "
+                  "threads=2: the original's vid reduction splits only T.alloc_shared / "
+                  "T.alloc_ub buffers (UB) between the vector cores",
+                  hint="allocate it with T.alloc_shared or T.alloc_ub")
     shape = [_core.to_index(x, "buffer dimension") for x in shape]
     if not isinstance(shape[0], int):
         return shape, None  # refused by the allocation

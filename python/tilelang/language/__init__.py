@@ -273,13 +273,13 @@ def _flag_gate(*pipes):
     return _gate(core)
 
 
-def _alloc(scope, shape, dtype, name=None):
+def _alloc(scope, shape, dtype, name=None, api="alloc_shared"):
     full = None
     if name is None:  # the author's allocation (the front end's temporaries are named)
         from .. import _vid
 
         shape, full = _vid.alloc_shape(scope, [shape] if isinstance(shape, (int, Sym))
-                                       else list(shape))
+                                       else list(shape), api)
     buf = _alloc_buffer(scope, shape, dtype, name)
     if full is not None:
         buf.vid_full = full
@@ -375,11 +375,11 @@ def alloc_shared(shape, dtype, scope=None, *a, **kw):
 
 def alloc_fragment(shape, dtype, scope=None, *a, **kw):
     """Developer-mode spelling: UB when used by vector ops (or in Scope("V")), else L0C."""
-    return _alloc(_inferred("L0C"), shape, dtype)
+    return _alloc(_inferred("L0C"), shape, dtype, api="alloc_fragment")
 
 
 def alloc_local(shape, dtype, *a, **kw):
-    return _alloc("UB", shape, dtype)
+    return _alloc("UB", shape, dtype, api="alloc_local")
 
 
 class Var:
