@@ -221,3 +221,25 @@ def test_a_vector_fragment_is_refused_under_threads2():
 
     with pytest.raises(TilelangError, match="T.alloc_fragment 'a' used as a UB buffer"):
         frag(64, 64)(rand(64, 64))
+
+
+@tilelang.jit(out_idx=[2])
+def gm_indexed(M, N, bm):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), P: T.Tensor((M // bm,), "int32"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(M // bm, threads=2, is_npu=True) as cid:
+            a = T.alloc_shared((bm, N), "float32")
+            # an element of a GM tensor as the index: not the skip set, `a` is halved
+            T.copy(A[P[cid], 0], a)
+            T.copy(a, C[cid * bm, 0])
+
+    return main
+
+
+def test_a_gm_element_index_does_not_put_the_tile_in_the_skip_set():
+    a = rand(64, 32)
+    p = np.array([32, 0], np.int32)
+    k = gm_indexed(64, 32, 32)
+    np.testing.assert_allclose(k(a, p), np.concatenate([a[32:], a[:32]]), rtol=0)
+    assert k.summary(a, p)["buffers"]["UB"]["used_bytes"] == 16 * 32 * 4

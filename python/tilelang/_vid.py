@@ -18,11 +18,19 @@ def reducing():
     return getattr(ctx, "vid_threads", None) == 2
 
 
+_ALLOCS = ("alloc_shared", "alloc_ub", "alloc_fragment", "alloc_local")
+
+
 def skip_names(body):
     """Names of the buffers the original leaves whole: the UB side of a T.copy whose other
-    side is indexed (directly, in one of its indices) by an element of a buffer."""
+    side is indexed (directly, in one of its indices) by an element of an on-chip buffer."""
+    tree = ast.Module(body=list(body), type_ignores=[])
+    onchip = {n.targets[0].id for n in ast.walk(tree)
+              if isinstance(n, ast.Assign) and len(n.targets) == 1 and
+              isinstance(n.targets[0], ast.Name) and isinstance(n.value, ast.Call) and
+              getattr(n.value.func, "attr", "") in _ALLOCS}
     skip = set()
-    for node in ast.walk(ast.Module(body=list(body), type_ignores=[])):
+    for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "copy"
                 and len(node.args) >= 2):
             continue
@@ -30,7 +38,8 @@ def skip_names(body):
             if not isinstance(here, ast.Subscript):
                 continue
             idx = here.slice.elts if isinstance(here.slice, ast.Tuple) else [here.slice]
-            if any(isinstance(i, ast.Subscript) and isinstance(i.value, ast.Name) for i in idx):
+            if any(isinstance(i, ast.Subscript) and isinstance(i.value, ast.Name) and
+                   i.value.id in onchip for i in idx):
                 while isinstance(other, ast.Subscript):
                     other = other.value
                 if isinstance(other, ast.Name):
