@@ -243,3 +243,31 @@ def test_a_gm_element_index_does_not_put_the_tile_in_the_skip_set():
     k = gm_indexed(64, 32, 32)
     np.testing.assert_allclose(k(a, p), np.concatenate([a[32:], a[:32]]), rtol=0)
     assert k.summary(a, p)["buffers"]["UB"]["used_bytes"] == 16 * 32 * 4
+
+
+@tilelang.jit(out_idx=[2])
+def gather_by_loop(B, D, BI):
+    @T.prim_func
+    def main(KV: T.Tensor((BI, B * BI, D), "float32"), IDX: T.Tensor((B, BI), "int32"),
+             ws: T.Tensor((B, BI, D), "float32")):
+        with T.Kernel(B, threads=2, is_npu=True) as cid:
+            idx = T.alloc_shared((BI,), "int32")
+            row = T.alloc_shared((D,), "float32")
+            T.copy(IDX[cid, 0:BI], idx)
+            for i in range(BI):
+                # the loop variable and a UB element index the gather: no offset on i, as
+                # the original leaves a copy with a UB load in its GM index as written
+                T.copy(KV[i, idx[i], :], row)
+                T.copy(row, ws[cid, i, :])
+
+    return main
+
+
+def test_a_gather_keeps_its_loop_index_unshifted():
+    kv = rand(8, 16, 8)
+    idx = RNG.permutation(16).reshape(2, 8).astype(np.int32)
+    out = gather_by_loop(2, 8, 8)(kv, idx)
+    # each core runs i in [0, 4) over its own idx half (idx[i + vid * 4]), reads KV[i, ...]
+    # and writes ws row i + vid * 4
+    ref = np.stack([np.stack([kv[i % 4, idx[c, i], :] for i in range(8)]) for c in range(2)])
+    np.testing.assert_allclose(out, ref, rtol=0)

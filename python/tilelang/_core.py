@@ -237,6 +237,7 @@ class _Ctx:
         self.vid_threads = None
         self.vid_skip = set()
         self.vid_loops = []
+        self.vid_ub_loads = []  # element loads of UB buffers (index expressions)
 
 
 ctx = _Ctx()
@@ -532,7 +533,10 @@ class Region:
                 f"slice of '{self.buffer.name}' with extents {self.extents} used as a scalar",
                 hint="index every dimension with a single position to read one element",
             )
-        return _ext.load(self.buffer.ext, list(self.starts), current_loc())
+        e = _ext.load(self.buffer.ext, list(self.starts), current_loc())
+        if self.buffer.scope == "UB" and ctx.vid_threads == 2:
+            ctx.vid_ub_loads.append(e)  # a GM index that is one keeps its rows (_vid.py)
+        return e
 
     def __getitem__(self, idx):
         raise err("slicing a slice is not supported", hint="index the buffer directly")

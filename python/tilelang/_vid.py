@@ -127,6 +127,8 @@ def copy_regions(s, d):
     ub, other = (s, d) if su else (d, s)
     if other.buffer.scope != "GM":
         return s, d  # L0C -> UB / UB -> L1: tilepipe's cv_split splits the rows (_split.py)
+    if any(st is e for st in other.starts for e in ctx.vid_ub_loads):
+        return s, d  # a gather (the skip set's copies): the original leaves it as written
     rows = rows_of(ub.buffer)
     vid = _ext.vid()
     starts, extents = list(other.starts), list(other.extents)
