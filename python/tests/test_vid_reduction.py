@@ -174,11 +174,11 @@ def test_threads_with_cid_vid_or_another_count_is_refused():
 
 
 @tilelang.jit(out_idx=[2])
-def scaled_matmul(M, N, K):
+def scaled_matmul(M, N, K, threads=2):
     @T.prim_func
     def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
              C: T.Tensor((M, N), "float32")):
-        with T.Kernel(1, threads=2, is_npu=True) as cid:
+        with T.Kernel(1, threads=threads, is_npu=True) as cid:
             a_l1 = T.alloc_shared((M, K), "float16")
             b_l1 = T.alloc_shared((K, N), "float16")
             c_l0 = T.alloc_fragment((M, N), "float32")
@@ -271,3 +271,13 @@ def test_a_gather_keeps_its_loop_index_unshifted():
     # and writes ws row i + vid * 4
     ref = np.stack([np.stack([kv[i % 4, idx[c, i], :] for i in range(8)]) for c in range(2)])
     np.testing.assert_allclose(out, ref, rtol=0)
+
+
+def test_threads1_with_a_cube_to_vector_copy_runs_the_whole_tile_on_one_vector_core():
+    a = rand(32, 64).astype(np.float16)
+    b = rand(64, 64).astype(np.float16)
+    c = a.astype(np.float32) @ b.astype(np.float32)
+    k = scaled_matmul(32, 64, 64, threads=1)
+    np.testing.assert_allclose(k(a, b), c - c.max(axis=1, keepdims=True), rtol=1e-3, atol=1e-2)
+    k.check(a, b)
+    assert k.summary(a, b)["buffers"]["UB"]["used_bytes"] >= 32 * 64 * 4  # all 32 rows

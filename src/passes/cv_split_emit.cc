@@ -16,7 +16,7 @@ Stmt crossing_copy(const CopyStmt& c, const Crossing& x, CoreKind kind, Expr slo
     ws.start.push_back(make_int(0));
     ws.extent.push_back(x.ws->shape[d]);
   }
-  if (kind == CoreKind::V) {  // the vector core's rows
+  if (kind == CoreKind::V && nv > 1) {  // the vector core's rows (one AIV: all of them)
     int64_t h = x.ws->shape[2] / nv;
     ws.start[2] = make_binary(BinOp::Mul, make_vid(), make_int(h));
     ws.extent[2] = h;

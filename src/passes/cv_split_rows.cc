@@ -53,7 +53,7 @@ class RowSplit : public RegionRewriter {
   /// A row loop's variable elsewhere: the row of the whole tile, vid * rows / nv + r.
   Expr var(const Expr& e, const VarRef& v) override {
     auto it = rows_.find(v.var->id);
-    if (it == rows_.end()) return e;
+    if (it == rows_.end() || nv_ == 1) return e;  // one AIV (threads=1): vid is 0
     return make_binary(BinOp::Add, e, make_binary(BinOp::Mul, make_vid(), make_int(it->second)));
   }
 
@@ -144,6 +144,7 @@ class RowSplit : public RegionRewriter {
 
   /// The vector core's share of a GM tile whose first non-unit dimension holds `rows`.
   Region split_gm(Region g, int64_t rows, const Loc& loc) const {
+    if (nv_ == 1) return g;  // one AIV (threads=1) moves the whole tile; vid is 0
     for (size_t d = 0; d < g.extent.size(); ++d) {
       if (g.extent[d] == 1) continue;
       if (g.extent[d] != rows) break;
