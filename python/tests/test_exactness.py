@@ -89,7 +89,81 @@ def test_float_element_expressions_round_like_the_scalar_unit():
     np.testing.assert_array_equal(element_expression(16)(x, g), ref)
 
 
-def test_a_float_element_as_a_condition_is_refused_at_its_line():
+@tilelang.jit(out_idx=[-1])
+def element_branches(N):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), H: T.Tensor((2, N), "float16"),
+             B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((1, N), "float32")
+            h = T.alloc_ub((1, N), "float16")
+            b = T.alloc_ub((1, N), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, :], a[0, :])
+                T.copy(H[vid, :], h[0, :])
+                T.tile.fill(b, 0.0)
+                for i in T.serial(N):
+                    if a[0, i] * 2.0 > 0.5:  # an expression against a number
+                        b[0, i] = a[0, i]
+                    elif h[0, i] >= a[0, i]:  # float16 against float32 (widened exactly)
+                        b[0, i] = 7.0
+                    else:
+                        b[0, i] = T.if_then_else(i % 2 == 0, a[0, i] - 1.0, A[vid, 0])
+                T.copy(b[0, :], B[vid, :])
+
+    return main
+
+
+def test_a_float_element_condition_is_a_vector_compare_read_back():
+    """`if a[i] * 2 > 0.5:` (fused_sigmoid_gating_delta_rule's softplus threshold): a
+    one-element compare whose 0 / 1 the scalar unit reads; T.if_then_else between float
+    elements (one of them in GM, chunk_gated_delta_rule's g_last) is an IR if. Race-free."""
+    a = RNG.standard_normal((2, 64)).astype(np.float32)
+    h = RNG.standard_normal((2, 64)).astype(np.float16)
+    h[:, ::5] = a[:, ::5].astype(np.float16)  # equal after rounding: >= at the boundary
+    f = np.float32
+    ref = np.zeros_like(a)
+    for r in range(2):
+        for i in range(64):
+            if f(a[r, i] * f(2.0)) > f(0.5):
+                ref[r, i] = a[r, i]
+            elif f(h[r, i]) >= a[r, i]:
+                ref[r, i] = 7.0
+            else:
+                ref[r, i] = f(a[r, i] - f(1.0)) if i % 2 == 0 else a[r, 0]
+    np.testing.assert_array_equal(element_branches(64).check(a, h), ref)
+
+
+def test_a_float_element_bound_to_a_name_is_read_at_its_statement():
+    """`v = buf[0]` reads the value then (the original's GetValue into a scalar): a later
+    store into buf[0] leaves v as it was (it used to alias the element)."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((1, N), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], a[0, :])
+                    v = a[0, 0]
+                    w = a[0, 1] * 3.0
+                    a[0, 0] = 5.0
+                    a[0, 1] = 6.0
+                    T.tile.adds(a, a, v + w)
+                    T.copy(a[0, :], B[vid, :])
+
+        return main
+
+    a = RNG.standard_normal((2, 32)).astype(np.float32)
+    f = np.float32
+    ref = a.copy()
+    ref[:, 0], ref[:, 1] = 5.0, 6.0
+    ref = ref + (a[:, :1] + f(3.0) * a[:, 1:2]).astype(np.float32)
+    np.testing.assert_array_equal(k(32).check(a), ref)
+
+
+def test_a_float_element_as_an_index_is_refused_at_its_line():
     @tilelang.jit
     def k(N):
         @T.prim_func
@@ -98,8 +172,7 @@ def test_a_float_element_as_a_condition_is_refused_at_its_line():
                 a = T.alloc_ub((1, N), "float32")
                 with T.Scope("V"):
                     T.copy(A[vid, :], a[0, :])
-                    if a[0, 0] > 0:  # MARK-fcond
-                        T.tile.fill(a, 1.0)
+                    T.copy(A[vid, a[0, 0]:a[0, 0] + 8], a[0, 0:8])  # MARK-findex
                     T.copy(a[0, :], B[vid, :])
 
         return main
@@ -107,7 +180,7 @@ def test_a_float_element_as_a_condition_is_refused_at_its_line():
     with pytest.raises(TilelangError) as e:
         k(32)
     assert "read as an integer value" in str(e.value)
-    assert e.value.loc == (HERE, lineno("# MARK-fcond"))
+    assert e.value.loc == (HERE, lineno("# MARK-findex"))
 
 
 def test_a_guard_false_on_every_iteration_is_no_code():

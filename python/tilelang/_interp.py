@@ -42,6 +42,8 @@ def _as_expr(x):
 
 
 _FLOAT_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_FLOAT_CMPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+               ast.NotEq: "!="}
 
 
 class _Break(Exception):
@@ -202,7 +204,7 @@ class Interpreter(CoreSplit):
             if isinstance(cur, Var) and not isinstance(value, Var):
                 cur.store(value)  # a T.alloc_var: assignment is a store
             else:
-                self.vars[target.id] = value
+                self.vars[target.id] = _felem.snapshot(value) if ctx.builder else value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (Expr, Region, Buffer)):
                 raise self.error(node, "cannot unpack a single value into several names")
@@ -491,11 +493,17 @@ class Interpreter(CoreSplit):
         if len(names) != len(it.dims):
             raise self.error(s, f"T.Parallel over {len(it.dims)} dims bound to {len(names)} names")
 
+        # A branch in the body: the original's AscendLowerParallelToVector cannot vectorize
+        # it (only stores and sequences of stores) and lowers the loops to serial ones,
+        # the body then run element by element (test_parallel_if_else_serial_fallback).
+        kind = "serial" if any(isinstance(n, ast.If) for st in s.body
+                               for n in ast.walk(st)) else "parallel"
+
         def nest(k):
             if k == len(names):
                 self.run_body(s.body)
                 return
-            self.loop(s, names[k], "parallel", 0, it.dims[k], 1, 0, 1, lambda: nest(k + 1))
+            self.loop(s, names[k], kind, 0, it.dims[k], 1, 0, 1, lambda: nest(k + 1))
 
         nest(0)
 
@@ -702,7 +710,10 @@ class Interpreter(CoreSplit):
         for op, right_node in zip(n.ops, n.comparators):
             right = self.eval(right_node)
             f = _CMPOPS[type(op)]
-            if _dyn(left) or _dyn(right):
+            if type(op) in _FLOAT_CMPS and (_felem.is_float(left) or _felem.is_float(right)):
+                # float elements: a one-element vector compare read back (_felem.py)
+                r = _felem.compare(_FLOAT_CMPS[type(op)], left, right)
+            elif _dyn(left) or _dyn(right):
                 if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
                     raise self.error(n, f"'{type(op).__name__}' on a run-time value")
                 r = f(_as_expr(left), _as_expr(right))
