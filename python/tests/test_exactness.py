@@ -331,3 +331,41 @@ def test_parallel_row_slice_indexed_by_the_row_variable_broadcasts_along_columns
 
     a = RNG.standard_normal((32, 32)).astype(np.float32)
     np.testing.assert_allclose(k()(a), a[:rows, :cols] * a[2, :rows][:, None], rtol=1e-6)
+
+
+@tilelang.jit(out_idx=[-1])
+def hand_pipelined(N, trips):
+    @T.prim_func
+    def main(A: T.Tensor((2, trips * N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((1, N), "float32")
+            s = T.alloc_ub((1, N), "float32")
+            with T.Scope("V"):
+                T.tile.fill(s, 0.0)
+                for i in T.Pipelined(trips, num_stages=2):  # MARK-handpipe
+                    off = i * N
+                    T.copy(A[vid, off:off + N], a[0, :])
+                    T.barrier_all()
+                    T.tile.add(s, s, a)
+                T.set_flag("v", "mte3", 0)
+                T.wait_flag("v", "mte3", 0)
+                T.copy(s[0, :], B[vid, :])
+
+    return main
+
+
+def test_a_one_trip_pipelined_loop_with_hand_flags_is_the_program_order():
+    """group_norm's cpipeline kernel (s_num == 1): the original's pipeline of one iteration
+    is its GM copies (prologue), then the rest (epilogue): the program order."""
+    a = RNG.standard_normal((2, 64)).astype(np.float32)
+    np.testing.assert_array_equal(hand_pipelined(64, 1).check(a), a)
+
+
+def test_a_pipelined_loop_with_hand_flags_is_refused_at_its_line():
+    """With two iterations the original reorders the body (copies of later iterations ahead
+    of this one's compute), which tilepipe does not model: a located error, not a serial
+    run whose timing would be another program's."""
+    with pytest.raises(TilelangError) as e:
+        hand_pipelined(64, 2)
+    assert "software-pipelines it anyway" in str(e.value)
+    assert e.value.loc == (HERE, lineno("# MARK-handpipe"))

@@ -435,6 +435,8 @@ class Interpreter(CoreSplit):
         if kind == "pipelined" and id(s) in ctx.xpipe and ctx.split in ("C", "V"):
             self.xpipe_loop(s, name, begin, end, step, ctx.xpipe[id(s)])
             return
+        if kind == "pipelined" and ctx.split is None and ctx.scope_hand:
+            kind = self.hand_pipelined(s, begin, end, step)
         if kind == "pipelined" and ctx.split in ctx.hand_sync:
             # Unscoped code with hand-written intra-core flags: the flags are written for the
             # loop's serial order, and the split's hand-offs order the cores per iteration.
@@ -453,6 +455,51 @@ class Interpreter(CoreSplit):
         finally:
             ctx.trip_stack.pop()
         b.end_for(loc)
+
+    def hand_pipelined(self, s, begin, end, step):
+        """A T.Pipelined loop in a T.Scope with the author's flags. The original does not look
+        at the flags: PipelinePlanning puts each GM -> on-chip copy read later in the body in
+        stage 0 and the other statements in stage num_stages, and InjectSoftwarePipeline
+        emits a prologue (the copies of the first iterations), a reordered body over
+        versioned buffers and an epilogue; the author's flags move with their statements.
+        With one iteration and the copies ahead of every other statement, that schedule is
+        the prologue's copies, then the epilogue's rest: the program order, run serially here
+        (group_norm's cpipeline kernel, s_num == 1). Other loops are refused: their reordered
+        body is not modelled."""
+        trip = end - begin if step == 1 else None
+        seen_other = False
+        for st in s.body:
+            if isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets):
+                continue  # a name binding (a let): no statement of the schedule
+            if self._gm_copy(st):
+                if seen_other:
+                    break
+            else:
+                seen_other = True
+        else:
+            if trip == 1:
+                return "serial"
+        raise self.error(
+            s, "T.Pipelined loop in a T.Scope with hand-written flags: the original software-"
+            "pipelines it anyway (GM copies of later iterations moved ahead, buffers versioned, "
+            "the flags moving with their statements); tilepipe models that only for a loop of "
+            "one iteration whose GM copies come first",
+            hint="write the loop as T.serial (the flags then order the serial program), or "
+            "drop the scope's flags so auto_sync places them")
+
+    def _gm_copy(self, st):
+        """Is st `T.copy(<GM tensor slice>, <on-chip buffer>)` (a PipelinePlanning copy
+        stage)? Decided from the source: evaluating the slice could need the body's lets."""
+        if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
+                and getattr(st.value.func, "attr", None) == "copy" and st.value.args):
+            return False
+        src = st.value.args[0]
+        base = src.value if isinstance(src, ast.Subscript) else src
+        try:
+            buf = self.eval(base)
+        except TilelangError:
+            return False
+        return isinstance(buf, Buffer) and buf.scope == "GM"
 
     @contextlib.contextmanager
     def loop_var(self, name):
