@@ -12,7 +12,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from tilelang import TilelangError
+from tilelang import TilelangError, TilepipeError
 
 from conftest import ROOT
 
@@ -361,11 +361,79 @@ def test_a_one_trip_pipelined_loop_with_hand_flags_is_the_program_order():
     np.testing.assert_array_equal(hand_pipelined(64, 1).check(a), a)
 
 
-def test_a_pipelined_loop_with_hand_flags_is_refused_at_its_line():
-    """With two iterations the original reorders the body (copies of later iterations ahead
-    of this one's compute), which tilepipe does not model: a located error, not a serial
-    run whose timing would be another program's."""
+def test_a_pipelined_ub_copy_with_hand_flags_runs_the_original_schedule():
+    """The original moves the GM -> UB copy of iteration i + 1 ahead of the add of
+    iteration i, over two versions of `a`, its flags moving with their statements. With two
+    iterations no version is reused: exact and race-free. With four, the author's barrier
+    does not order the add of i - 1 before the copy into its version, and the race check
+    says so at the lines (as on the NPU, where it is a race too)."""
+    a = RNG.standard_normal((2, 128)).astype(np.float32)
+    np.testing.assert_array_equal(hand_pipelined(64, 2).check(a), a[:, :64] + a[:, 64:])
+    k = hand_pipelined(64, 4)
+    ir = k.get_ir()
+    assert "alloc a_v: UB f32[2, 1, 64]" in ir
+    loop = ir[ir.index("for i_pipe"):]
+    assert loop.index("copy A[") < loop.index("tile.add s, s, a_v")
+    with pytest.raises(TilepipeError) as e:
+        k.check(RNG.standard_normal((2, 256)).astype(np.float32))
+    assert "data race on 'a_v'" in str(e.value)
+
+
+@tilelang.jit(out_idx=[-1])
+def hand_pipelined_l1(M, N, K, bk):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a_l1 = T.alloc_L1((M, bk), "float16")
+            b_l1 = T.alloc_L1((bk, N), "float16")
+            c_l0 = T.alloc_L0C((M, N), "float32")
+            with T.Scope("C"):
+                for k in T.Pipelined(K // bk, num_stages=3):
+                    T.barrier_all()
+                    T.copy(A[0, k * bk], a_l1)
+                    T.copy(B[k * bk, 0], b_l1)
+                    if k == 0:
+                        T.gemm_v0(a_l1, b_l1, c_l0, init=True)
+                    else:
+                        T.gemm_v0(a_l1, b_l1, c_l0)
+                    T.barrier_all()
+                T.copy(c_l0, C[0, 0])
+
+    return main
+
+
+def test_a_pipelined_l1_loop_with_hand_flags_is_the_program_order():
+    """gemm_v0_pipeline.py: the original's planner matches GM copies into its "shared" (UB)
+    scope only, not L1's "shared.l1"; with no copy stage every block is in one stage and
+    the pipelined schedule is the program order. Race-free, exact."""
+    a = RNG.standard_normal((32, 256)).astype(np.float16)
+    b = RNG.standard_normal((256, 64)).astype(np.float16)
+    out = hand_pipelined_l1(32, 64, 256, 64).check(a, b)
+    np.testing.assert_allclose(out, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3,
+                               atol=1e-3)
+
+
+def test_a_pipelined_loop_with_a_nested_gm_copy_is_refused_at_its_line():
+    @tilelang.jit
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, 4 * N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((1, N), "float32")
+                s = T.alloc_ub((1, N), "float32")
+                with T.Scope("V"):
+                    T.tile.fill(s, 0.0)
+                    for i in T.Pipelined(4, num_stages=2):  # MARK-nested
+                        if i > 0:
+                            T.copy(A[vid, i * N:i * N + N], a[0, :])
+                        T.barrier_all()
+                        T.tile.add(s, s, a)
+                    T.copy(s[0, :], B[vid, :])
+
+        return main
+
     with pytest.raises(TilelangError) as e:
-        hand_pipelined(64, 2)
-    assert "software-pipelines it anyway" in str(e.value)
-    assert e.value.loc == (HERE, lineno("# MARK-handpipe"))
+        k(64)
+    assert "GM copy nested in the statement" in str(e.value)
+    assert e.value.loc == (HERE, lineno("# MARK-nested"))

@@ -436,7 +436,9 @@ class Interpreter(CoreSplit):
             self.xpipe_loop(s, name, begin, end, step, ctx.xpipe[id(s)])
             return
         if kind == "pipelined" and ctx.split is None and ctx.scope_hand:
-            kind = self.hand_pipelined(s, begin, end, step)
+            kind = self.hand_pipelined(s, name, begin, end, step, stages)
+            if kind is None:
+                return
         if kind == "pipelined" and ctx.split in ctx.hand_sync:
             # Unscoped code with hand-written intra-core flags: the flags are written for the
             # loop's serial order, and the split's hand-offs order the cores per iteration.
@@ -456,22 +458,22 @@ class Interpreter(CoreSplit):
             ctx.trip_stack.pop()
         b.end_for(loc)
 
-    def hand_pipelined(self, s, begin, end, step):
+    def hand_pipelined(self, s, name, begin, end, step, stages):
         """A T.Pipelined loop in a T.Scope with the author's flags. The original does not look
         at the flags: PipelinePlanning puts each GM -> on-chip copy read later in the body in
         stage 0 and the other statements in stage num_stages, and InjectSoftwarePipeline
         emits a prologue (the copies of the first iterations), a reordered body over
         versioned buffers and an epilogue; the author's flags move with their statements.
         With one iteration and the copies ahead of every other statement, that schedule is
-        the prologue's copies, then the epilogue's rest: the program order, run serially here
-        (group_norm's cpipeline kernel, s_num == 1). Other loops are refused: their reordered
-        body is not modelled."""
+        the program order: run serially ("serial"). Otherwise the schedule is emitted
+        (_pipeline.py; None), or it is the program order too (no copy stage: "serial"), or
+        refused at the loop."""
         trip = end - begin if step == 1 else None
         seen_other = False
         for st in s.body:
-            if isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets):
+            if _is_let(st):
                 continue  # a name binding (a let): no statement of the schedule
-            if self._gm_copy(st):
+            if self._gm_copy(st) is not None:
                 if seen_other:
                     break
             else:
@@ -479,27 +481,32 @@ class Interpreter(CoreSplit):
         else:
             if trip == 1:
                 return "serial"
-        raise self.error(
-            s, "T.Pipelined loop in a T.Scope with hand-written flags: the original software-"
-            "pipelines it anyway (GM copies of later iterations moved ahead, buffers versioned, "
-            "the flags moving with their statements); tilepipe models that only for a loop of "
-            "one iteration whose GM copies come first",
-            hint="write the loop as T.serial (the flags then order the serial program), or "
-            "drop the scope's flags so auto_sync places them")
+        from ._pipeline import software_pipeline
+
+        return None if software_pipeline(self, s, name, begin, end, step, stages) else "serial"
 
     def _gm_copy(self, st):
-        """Is st `T.copy(<GM tensor slice>, <on-chip buffer>)` (a PipelinePlanning copy
-        stage)? Decided from the source: evaluating the slice could need the body's lets."""
+        """The UB buffer st writes if it is `T.copy(<GM tensor slice>, <UB buffer>)` (a
+        PipelinePlanning copy stage), else None. Decided from the source: evaluating the
+        slices could need the body's lets."""
         if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
                 and getattr(st.value.func, "attr", None) == "copy" and st.value.args):
-            return False
+            return None
         src = st.value.args[0]
-        base = src.value if isinstance(src, ast.Subscript) else src
+        dst = st.value.args[1] if len(st.value.args) > 1 else None
+        bases = [x.value if isinstance(x, ast.Subscript) else x for x in (src, dst)]
         try:
-            buf = self.eval(base)
+            sb = self.eval(bases[0])
+            db = self.eval(bases[1]) if dst is not None else None
         except TilelangError:
-            return False
-        return isinstance(buf, Buffer) and buf.scope == "GM"
+            return None
+        # UB only: the original's UB is scope "shared", which its planner's copy pattern
+        # matches; its L1 is "shared.l1", which it does not (a GM -> L1 copy is an ordinary
+        # block, in program order)
+        if isinstance(sb, Buffer) and sb.scope == "GM" and isinstance(db, Buffer) and \
+                db.scope == "UB":
+            return db
+        return None
 
     @contextlib.contextmanager
     def loop_var(self, name):
@@ -809,6 +816,10 @@ class Interpreter(CoreSplit):
 
 
 _FLAG_CALLS = ("set_flag", "wait_flag", "pipe_barrier", "barrier_all")
+
+
+def _is_let(st):
+    return isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets)
 
 
 def _has_flags(body):
