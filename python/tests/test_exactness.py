@@ -163,6 +163,39 @@ def test_a_float_element_bound_to_a_name_is_read_at_its_statement():
     np.testing.assert_array_equal(k(32).check(a), ref)
 
 
+def test_float_element_reads_in_hand_synced_code_are_ordered_for_the_scalar_unit():
+    """With the author's flags auto_sync places none: the V ops standing for the scalar
+    unit's compare and GetValue are followed by a V -> S flag pair, so the scalar reads of
+    their results are race-free (the author's flags cannot know of those V ops)."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((1, N), "float32")
+                b = T.alloc_ub((1, N), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], a[0, :])
+                    T.set_flag("mte2", "v", 0)
+                    T.wait_flag("mte2", "v", 0)
+                    T.tile.fill(b, 0.0)
+                    for i in T.serial(N):
+                        if a[0, i] > 0.5:
+                            b[0, i] = 1.0
+                    v = a[0, 0]
+                    T.tile.adds(b, b, v)
+                    T.set_flag("v", "mte3", 0)
+                    T.wait_flag("v", "mte3", 0)
+                    T.copy(b[0, :], B[vid, :])
+
+        return main
+
+    a = RNG.standard_normal((2, 32)).astype(np.float32)
+    ref = (a > np.float32(0.5)).astype(np.float32) + a[:, :1]
+    np.testing.assert_array_equal(k(32).check(a), ref)
+
+
 def test_a_float_element_as_an_index_is_refused_at_its_line():
     @tilelang.jit
     def k(N):

@@ -147,7 +147,20 @@ def compare(op, a, b):
     rhs = float(b) if isinstance(b, (int, float)) else _f32(b)
     out = _temp("int32")
     tile.compare(out, lhs, rhs, _MODES[op])
+    _to_scalar_unit()
     return out.load()
+
+
+def _to_scalar_unit():
+    """The original computes these values in the scalar unit's registers; here the V pipe
+    does, so in code with the author's flags (which cannot know of these V ops) the front
+    end orders them before the scalar unit's reads itself: a V -> S flag pair, on
+    barrier_all's event id. In automatic code auto_sync places the flags."""
+    from .language import BARRIER_EVENT_ID, _hand_synced, set_flag, wait_flag
+
+    if _hand_synced():
+        set_flag("V", "S", BARRIER_EVENT_ID)
+        wait_flag("V", "S", BARRIER_EVENT_ID)
 
 
 def _f32(x):
@@ -283,7 +296,9 @@ def snapshot(value):
             is_float_region(value) and value.buffer.scope == "UB" and all(value.points)
             and value.elements() == 1):
         d = value.dtype() if isinstance(value, FloatElem) else value.buffer.dtype
-        return materialize(value, d, into=_temp(d))
+        out = materialize(value, d, into=_temp(d))
+        _to_scalar_unit()  # the value is in a scalar register from here on
+        return out
     return value
 
 
