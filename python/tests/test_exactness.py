@@ -470,3 +470,31 @@ def test_a_pipelined_loop_with_a_nested_gm_copy_is_refused_at_its_line():
         k(64)
     assert "GM copy nested in the statement" in str(e.value)
     assert e.value.loc == (HERE, lineno("# MARK-nested"))
+
+
+def test_a_versioned_buffer_used_after_the_pipelined_loop_is_refused_at_the_loop():
+    """The original versions only buffers allocated in the loop (used nowhere else); one
+    used after it keeps a single version there, which the pipeline would overwrite."""
+
+    @tilelang.jit
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, 4 * N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((1, N), "float32")
+                s = T.alloc_ub((1, N), "float32")
+                with T.Scope("V"):
+                    T.tile.fill(s, 0.0)
+                    for i in T.Pipelined(4, num_stages=2):  # MARK-outside
+                        T.copy(A[vid, i * N:i * N + N], a[0, :])
+                        T.barrier_all()
+                        T.tile.add(s, s, a)
+                    T.tile.add(s, s, a)
+                    T.copy(s[0, :], B[vid, :])
+
+        return main
+
+    with pytest.raises(TilelangError) as e:
+        k(64)
+    assert "used outside the loop" in str(e.value)
+    assert e.value.loc == (HERE, lineno("# MARK-outside"))

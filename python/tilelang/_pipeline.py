@@ -20,7 +20,7 @@ outside the loop, a run-time trip count) is an error at the loop."""
 import ast
 
 from . import _core
-from ._core import Buffer, ctx
+from ._core import ctx
 
 
 class _Ring(_core.Versioned):
@@ -60,6 +60,12 @@ def software_pipeline(interp, s, name, begin, end, step, stages):
     if not isinstance(n, int) or not isinstance(begin, int):
         raise refuse("a run-time trip count or a step other than 1 is not modelled")
     lets = [(k, st) for k, st in enumerate(s.body) if _is_let(st)]
+    for k, st in lets:
+        if any(isinstance(x, ast.Subscript) for x in ast.walk(st.value)):
+            # it is re-evaluated before each block at that block's iteration: only index
+            # arithmetic may be (an element read would be a value at another time)
+            raise refuse(f"the binding at line {interp.loc(st)[1]} reads a buffer element; "
+                         "only index arithmetic is modelled there")
     blocks = []
     for k, st in enumerate(s.body):
         if _is_let(st):
@@ -131,6 +137,11 @@ def software_pipeline(interp, s, name, begin, end, step, stages):
             v -= 1
         if v < 2:
             continue
+        fdef = interp.src.tree.body[0]
+        if any(getattr(d, "attr", getattr(d, "id", None)) == "macro"
+               for d in getattr(fdef, "decorator_list", [])):
+            raise refuse(f"'{buf.name}' needs {v} versions, and in a T.macro its uses outside "
+                         "the loop cannot be seen")
         outside = set()
         for node in _outside(interp.src.tree, s):
             outside |= _names(node)
