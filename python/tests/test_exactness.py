@@ -12,7 +12,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from tilelang import TilelangError
+from tilelang import TilelangError, TilepipeError
 
 from conftest import ROOT
 
@@ -89,7 +89,114 @@ def test_float_element_expressions_round_like_the_scalar_unit():
     np.testing.assert_array_equal(element_expression(16)(x, g), ref)
 
 
-def test_a_float_element_as_a_condition_is_refused_at_its_line():
+@tilelang.jit(out_idx=[-1])
+def element_branches(N):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), H: T.Tensor((2, N), "float16"),
+             B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((1, N), "float32")
+            h = T.alloc_ub((1, N), "float16")
+            b = T.alloc_ub((1, N), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, :], a[0, :])
+                T.copy(H[vid, :], h[0, :])
+                T.tile.fill(b, 0.0)
+                for i in T.serial(N):
+                    if a[0, i] * 2.0 > 0.5:  # an expression against a number
+                        b[0, i] = a[0, i]
+                    elif h[0, i] >= a[0, i]:  # float16 against float32 (widened exactly)
+                        b[0, i] = 7.0
+                    else:
+                        b[0, i] = T.if_then_else(i % 2 == 0, a[0, i] - 1.0, A[vid, 0])
+                T.copy(b[0, :], B[vid, :])
+
+    return main
+
+
+def test_a_float_element_condition_is_a_vector_compare_read_back():
+    """`if a[i] * 2 > 0.5:` (fused_sigmoid_gating_delta_rule's softplus threshold): a
+    one-element compare whose 0 / 1 the scalar unit reads; T.if_then_else between float
+    elements (one of them in GM, chunk_gated_delta_rule's g_last) is an IR if. Race-free."""
+    a = RNG.standard_normal((2, 64)).astype(np.float32)
+    h = RNG.standard_normal((2, 64)).astype(np.float16)
+    h[:, ::5] = a[:, ::5].astype(np.float16)  # equal after rounding: >= at the boundary
+    f = np.float32
+    ref = np.zeros_like(a)
+    for r in range(2):
+        for i in range(64):
+            if f(a[r, i] * f(2.0)) > f(0.5):
+                ref[r, i] = a[r, i]
+            elif f(h[r, i]) >= a[r, i]:
+                ref[r, i] = 7.0
+            else:
+                ref[r, i] = f(a[r, i] - f(1.0)) if i % 2 == 0 else a[r, 0]
+    np.testing.assert_array_equal(element_branches(64).check(a, h), ref)
+
+
+def test_a_float_element_bound_to_a_name_is_read_at_its_statement():
+    """`v = buf[0]` reads the value then (the original's GetValue into a scalar): a later
+    store into buf[0] leaves v as it was (it used to alias the element)."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((1, N), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], a[0, :])
+                    v = a[0, 0]
+                    w = a[0, 1] * 3.0
+                    a[0, 0] = 5.0
+                    a[0, 1] = 6.0
+                    T.tile.adds(a, a, v + w)
+                    T.copy(a[0, :], B[vid, :])
+
+        return main
+
+    a = RNG.standard_normal((2, 32)).astype(np.float32)
+    f = np.float32
+    ref = a.copy()
+    ref[:, 0], ref[:, 1] = 5.0, 6.0
+    ref = ref + (a[:, :1] + f(3.0) * a[:, 1:2]).astype(np.float32)
+    np.testing.assert_array_equal(k(32).check(a), ref)
+
+
+def test_float_element_reads_in_hand_synced_code_are_ordered_for_the_scalar_unit():
+    """With the author's flags auto_sync places none: the V ops standing for the scalar
+    unit's compare and GetValue are followed by a V -> S flag pair, so the scalar reads of
+    their results are race-free (the author's flags cannot know of those V ops)."""
+
+    @tilelang.jit(out_idx=[-1])
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((1, N), "float32")
+                b = T.alloc_ub((1, N), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], a[0, :])
+                    T.set_flag("mte2", "v", 0)
+                    T.wait_flag("mte2", "v", 0)
+                    T.tile.fill(b, 0.0)
+                    for i in T.serial(N):
+                        if a[0, i] > 0.5:
+                            b[0, i] = 1.0
+                    v = a[0, 0]
+                    T.tile.adds(b, b, v)
+                    T.set_flag("v", "mte3", 0)
+                    T.wait_flag("v", "mte3", 0)
+                    T.copy(b[0, :], B[vid, :])
+
+        return main
+
+    a = RNG.standard_normal((2, 32)).astype(np.float32)
+    ref = (a > np.float32(0.5)).astype(np.float32) + a[:, :1]
+    np.testing.assert_array_equal(k(32).check(a), ref)
+
+
+def test_a_float_element_as_an_index_is_refused_at_its_line():
     @tilelang.jit
     def k(N):
         @T.prim_func
@@ -98,8 +205,7 @@ def test_a_float_element_as_a_condition_is_refused_at_its_line():
                 a = T.alloc_ub((1, N), "float32")
                 with T.Scope("V"):
                     T.copy(A[vid, :], a[0, :])
-                    if a[0, 0] > 0:  # MARK-fcond
-                        T.tile.fill(a, 1.0)
+                    T.copy(A[vid, a[0, 0]:a[0, 0] + 8], a[0, 0:8])  # MARK-findex
                     T.copy(a[0, :], B[vid, :])
 
         return main
@@ -107,7 +213,7 @@ def test_a_float_element_as_a_condition_is_refused_at_its_line():
     with pytest.raises(TilelangError) as e:
         k(32)
     assert "read as an integer value" in str(e.value)
-    assert e.value.loc == (HERE, lineno("# MARK-fcond"))
+    assert e.value.loc == (HERE, lineno("# MARK-findex"))
 
 
 def test_a_guard_false_on_every_iteration_is_no_code():
@@ -258,3 +364,137 @@ def test_parallel_row_slice_indexed_by_the_row_variable_broadcasts_along_columns
 
     a = RNG.standard_normal((32, 32)).astype(np.float32)
     np.testing.assert_allclose(k()(a), a[:rows, :cols] * a[2, :rows][:, None], rtol=1e-6)
+
+
+@tilelang.jit(out_idx=[-1])
+def hand_pipelined(N, trips):
+    @T.prim_func
+    def main(A: T.Tensor((2, trips * N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((1, N), "float32")
+            s = T.alloc_ub((1, N), "float32")
+            with T.Scope("V"):
+                T.tile.fill(s, 0.0)
+                for i in T.Pipelined(trips, num_stages=2):  # MARK-handpipe
+                    off = i * N
+                    T.copy(A[vid, off:off + N], a[0, :])
+                    T.barrier_all()
+                    T.tile.add(s, s, a)
+                T.set_flag("v", "mte3", 0)
+                T.wait_flag("v", "mte3", 0)
+                T.copy(s[0, :], B[vid, :])
+
+    return main
+
+
+def test_a_one_trip_pipelined_loop_with_hand_flags_is_the_program_order():
+    """group_norm's cpipeline kernel (s_num == 1): the original's pipeline of one iteration
+    is its GM copies (prologue), then the rest (epilogue): the program order."""
+    a = RNG.standard_normal((2, 64)).astype(np.float32)
+    np.testing.assert_array_equal(hand_pipelined(64, 1).check(a), a)
+
+
+def test_a_pipelined_ub_copy_with_hand_flags_runs_the_original_schedule():
+    """The original moves the GM -> UB copy of iteration i + 1 ahead of the add of
+    iteration i, over two versions of `a`, its flags moving with their statements. With two
+    iterations no version is reused: exact and race-free. With four, the author's barrier
+    does not order the add of i - 1 before the copy into its version, and the race check
+    says so at the lines (as on the NPU, where it is a race too)."""
+    a = RNG.standard_normal((2, 128)).astype(np.float32)
+    np.testing.assert_array_equal(hand_pipelined(64, 2).check(a), a[:, :64] + a[:, 64:])
+    k = hand_pipelined(64, 4)
+    ir = k.get_ir()
+    assert "alloc a_v: UB f32[2, 1, 64]" in ir
+    loop = ir[ir.index("for i_pipe"):]
+    assert loop.index("copy A[") < loop.index("tile.add s, s, a_v")
+    with pytest.raises(TilepipeError) as e:
+        k.check(RNG.standard_normal((2, 256)).astype(np.float32))
+    assert "data race on 'a_v'" in str(e.value)
+
+
+@tilelang.jit(out_idx=[-1])
+def hand_pipelined_l1(M, N, K, bk):
+    @T.prim_func
+    def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+             C: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a_l1 = T.alloc_L1((M, bk), "float16")
+            b_l1 = T.alloc_L1((bk, N), "float16")
+            c_l0 = T.alloc_L0C((M, N), "float32")
+            with T.Scope("C"):
+                for k in T.Pipelined(K // bk, num_stages=3):
+                    T.barrier_all()
+                    T.copy(A[0, k * bk], a_l1)
+                    T.copy(B[k * bk, 0], b_l1)
+                    if k == 0:
+                        T.gemm_v0(a_l1, b_l1, c_l0, init=True)
+                    else:
+                        T.gemm_v0(a_l1, b_l1, c_l0)
+                    T.barrier_all()
+                T.copy(c_l0, C[0, 0])
+
+    return main
+
+
+def test_a_pipelined_l1_loop_with_hand_flags_is_the_program_order():
+    """gemm_v0_pipeline.py: the original's planner matches GM copies into its "shared" (UB)
+    scope only, not L1's "shared.l1"; with no copy stage every block is in one stage and
+    the pipelined schedule is the program order. Race-free, exact."""
+    a = RNG.standard_normal((32, 256)).astype(np.float16)
+    b = RNG.standard_normal((256, 64)).astype(np.float16)
+    out = hand_pipelined_l1(32, 64, 256, 64).check(a, b)
+    np.testing.assert_allclose(out, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3,
+                               atol=1e-3)
+
+
+def test_a_pipelined_loop_with_a_nested_gm_copy_is_refused_at_its_line():
+    @tilelang.jit
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, 4 * N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((1, N), "float32")
+                s = T.alloc_ub((1, N), "float32")
+                with T.Scope("V"):
+                    T.tile.fill(s, 0.0)
+                    for i in T.Pipelined(4, num_stages=2):  # MARK-nested
+                        if i > 0:
+                            T.copy(A[vid, i * N:i * N + N], a[0, :])
+                        T.barrier_all()
+                        T.tile.add(s, s, a)
+                    T.copy(s[0, :], B[vid, :])
+
+        return main
+
+    with pytest.raises(TilelangError) as e:
+        k(64)
+    assert "GM copy nested in the statement" in str(e.value)
+    assert e.value.loc == (HERE, lineno("# MARK-nested"))
+
+
+def test_a_versioned_buffer_used_after_the_pipelined_loop_is_refused_at_the_loop():
+    """The original versions only buffers allocated in the loop (used nowhere else); one
+    used after it keeps a single version there, which the pipeline would overwrite."""
+
+    @tilelang.jit
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, 4 * N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((1, N), "float32")
+                s = T.alloc_ub((1, N), "float32")
+                with T.Scope("V"):
+                    T.tile.fill(s, 0.0)
+                    for i in T.Pipelined(4, num_stages=2):  # MARK-outside
+                        T.copy(A[vid, i * N:i * N + N], a[0, :])
+                        T.barrier_all()
+                        T.tile.add(s, s, a)
+                    T.tile.add(s, s, a)
+                    T.copy(s[0, :], B[vid, :])
+
+        return main
+
+    with pytest.raises(TilelangError) as e:
+        k(64)
+    assert "used outside the loop" in str(e.value)
+    assert e.value.loc == (HERE, lineno("# MARK-outside"))

@@ -122,3 +122,31 @@ def unscoped_barrier(M, N):
 def test_barrier_all_in_unscoped_code_is_each_cores_own():
     a = RNG.standard_normal((8, 64)).astype(np.float32)
     np.testing.assert_allclose(unscoped_barrier(8, 64)(a), a.sum(axis=1), rtol=1e-5)
+
+
+def test_a_branch_in_t_parallel_runs_serially():
+    """`if a[j] > 0: c[j] = a[j] else: c[j] = 0.0` in T.Parallel (the language suite's
+    test_parallel_if_else_serial_fallback): the original lowers a Parallel loop it cannot
+    vectorize to a serial one; each element's condition is a float compare read back."""
+
+    @tilelang.jit(out_idx=[-1])
+    def relu(N, block):
+        @T.prim_func
+        def main(A: T.Tensor((N,), "float32"), C: T.Tensor((N,), "float32")):
+            with T.Kernel(N // block, is_npu=True) as (cid, vid):
+                h = block // 2  # each vector core its half (the race check's rule)
+                a = T.alloc_ub((h,), "float32")
+                c = T.alloc_ub((h,), "float32")
+                with T.Scope("V"):
+                    T.copy(A[cid * block + vid * h], a)
+                    for j in T.Parallel(h):
+                        if a[j] > 0:
+                            c[j] = a[j]
+                        else:
+                            c[j] = 0.0
+                    T.copy(c, C[cid * block + vid * h])
+
+        return main
+
+    a = RNG.standard_normal(256).astype(np.float32)
+    np.testing.assert_array_equal(relu(256, 64).check(a), np.maximum(a, 0))

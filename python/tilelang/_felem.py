@@ -6,8 +6,11 @@ tilepipe's scalar expressions (Expr) are integers, so a float element must never
 elements, numbers and integer expressions builds a FloatElem tree, and storing it into a UB
 element lowers it exactly to vector ops on one-element regions: `+ - * /` and negation, each
 result rounded to the element's dtype as the scalar unit rounds it (one op per node, a
-one-element UB temporary per inner node). A FloatElem used anywhere else — a condition, an
-index, a comparison — is an error at the line (docs/python.md)."""
+one-element UB temporary per inner node). A comparison of float elements (`if x > 20.0:`)
+is a one-element vector compare whose 0 / 1 the scalar unit reads back, an integer; a
+`T.if_then_else` choosing between float elements is an IR `if` around two one-element
+moves. A FloatElem used anywhere else — an index, a loop bound, `int(x)` — is an error at
+the line (docs/python.md)."""
 
 from ._core import Buffer, Expr, Region, err
 
@@ -36,9 +39,9 @@ def _operand(x):
         if x.elements() != 1:
             raise err(f"a slice of '{x.buffer.name}' with {x.elements()} elements in element "
                       "arithmetic", hint="index one element, or use T.tile.* ops on tiles")
-        if x.buffer.scope != "UB":
+        if x.buffer.scope not in ("UB", "GM"):
             raise err(f"float element arithmetic on '{x.buffer.name}' in {x.buffer.scope}: only "
-                      "UB elements are modelled", hint="copy the values to UB first")
+                      "UB and GM elements are modelled", hint="copy the values to UB first")
         return x if x.buffer.dtype in FLOATS else _int_load(x)
     if isinstance(x, (int, float, Expr, FloatElem)):
         return x
@@ -53,8 +56,8 @@ class FloatElem:
     """op in + - * / neg over operands: float Regions (one element), FloatElems, numbers,
     integer Exprs."""
 
-    def __init__(self, op, a, b=None):
-        self.op, self.a, self.b = op, a, b
+    def __init__(self, op, a, b=None, cond=None):
+        self.op, self.a, self.b, self.cond = op, a, b, cond  # cond: "select"'s condition
 
     @staticmethod
     def make(op, a, b=None):
@@ -78,14 +81,21 @@ class FloatElem:
         return self
 
     def _refuse(self, *a):
-        raise refuse("used as an integer, a condition or in a comparison")
+        raise refuse("used as an integer or a truth value")
 
-    __lt__ = __le__ = __gt__ = __ge__ = __eq__ = __ne__ = _refuse
+    def _cmp(op):
+        return lambda self, other: compare(op, self, other)
+
+    __lt__, __le__, __gt__, __ge__ = _cmp("<"), _cmp("<="), _cmp(">"), _cmp(">=")
+    # == / != stay Python's identity tests on the object (the interpreter's `==` compares
+    # values through compare(); a FloatElem in a Python container must not emit IR)
     __bool__ = __index__ = __int__ = _refuse
     __hash__ = object.__hash__
     __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __float__ = _refuse
 
     def dtype(self):
+        if self.op == "select":
+            return _dtype_of(self.b if _scalar(self.a) else self.a)
         for x in (self.a, self.b):
             if isinstance(x, Region):
                 return x.buffer.dtype
@@ -97,11 +107,18 @@ class FloatElem:
         return f"FloatElem({self.op}, {self.a!r}, {self.b!r})"
 
 
+def _dtype_of(x):
+    if isinstance(x, Region):
+        return x.buffer.dtype
+    return x.dtype() if isinstance(x, FloatElem) else "float32"
+
+
 def refuse(how):
     return err(f"float element arithmetic on UB values {how}: tilepipe models it only when "
-               "stored into a UB element (`x[i] = a[i] * 2 + b[j]`) or passed as the scalar "
-               "of a T.tile op", hint="tilepipe's scalar expressions are integers; compute "
-               "on tiles with T.tile.* instead")
+               "stored into a UB element (`x[i] = a[i] * 2 + b[j]`), passed as the scalar "
+               "of a T.tile op, compared (`if x > 0.5:`) or chosen by T.if_then_else",
+               hint="tilepipe's scalar expressions are integers; compute on tiles with "
+               "T.tile.* instead")
 
 
 def arith(op, a, b=None):
@@ -111,15 +128,75 @@ def arith(op, a, b=None):
     return FloatElem.make(op, a, b)
 
 
+_MODES = {"<": "LT", "<=": "LE", ">": "GT", ">=": "GE", "==": "EQ", "!=": "NE"}
+_MIRROR = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def compare(op, a, b):
+    """a op b with a float element operand, as the original's scalar unit compares (float
+    values, the result a bool): here a one-element vector compare (both sides widened to
+    float32 exactly) into a one-element int32 temporary, which the scalar unit reads back
+    (a scalar load waits for the V pipe's write). The result is an integer 0 / 1 usable in
+    conditions and index arithmetic."""
+    from .language import tile
+
+    a, b = _operand(a), _operand(b)
+    if _scalar(a) and not _scalar(b):
+        a, b, op = b, a, _MIRROR[op]
+    lhs = _f32(a)
+    rhs = float(b) if isinstance(b, (int, float)) else _f32(b)
+    out = temp("int32")
+    tile.compare(out, lhs, rhs, _MODES[op])
+    _to_scalar_unit()
+    return out.load()
+
+
+def _to_scalar_unit():
+    """The original computes these values in the scalar unit's registers; here the V pipe
+    does, so in code with the author's flags (which cannot know of these V ops) the front
+    end orders them before the scalar unit's reads itself: a V -> S flag pair, on
+    barrier_all's event id. In automatic code auto_sync places the flags."""
+    from .language import BARRIER_EVENT_ID, _hand_synced, set_flag, wait_flag
+
+    if _hand_synced():
+        set_flag("V", "S", BARRIER_EVENT_ID)
+        wait_flag("V", "S", BARRIER_EVENT_ID)
+
+
+def _f32(x):
+    """x (an operand) in an aligned one-element float32 region: computed in its own dtype
+    (rounded as the scalar unit rounds it), then widened (exact for f16 / bf16)."""
+    from .language import tile
+
+    d = _dtype_of(x) if not _scalar(x) else "float32"
+    r = materialize(x, d)
+    if d == "float32":
+        return r
+    w = temp("float32")
+    tile.cast(w, r)
+    return w
+
+
+def select(cond, a, b):
+    """T.if_then_else(cond, a, b) with float element operands (cond a run-time integer):
+    materialised as an IR `if` around the two one-element moves."""
+    return FloatElem("select", _operand(a), _operand(b), cond)
+
+
 _REGION_OPS = {"__add__": ("+", False), "__radd__": ("+", True), "__sub__": ("-", False),
                "__rsub__": ("-", True), "__mul__": ("*", False), "__rmul__": ("*", True),
                "__truediv__": ("/", False), "__rtruediv__": ("/", True)}
+
+
+_REGION_CMPS = {"__lt__": "<", "__le__": "<=", "__gt__": ">", "__ge__": ">="}
 
 
 def region_op(name, region, *a):
     """Python operator `name` on a float element region."""
     if name == "__neg__":
         return arith("neg", region)
+    if name in _REGION_CMPS:
+        return compare(_REGION_CMPS[name], region, a[0])
     if name not in _REGION_OPS:
         raise refuse(f"with operator {name.strip('_')}")
     op, rev = _REGION_OPS[name]
@@ -177,6 +254,17 @@ def materialize(x, dtype, into=None):
 def _emit(x, dtype, out):
     from .language import tile
 
+    if x.op == "select":
+        from . import _core
+
+        b = _core.builder()
+        loc = _core.current_loc()
+        b.begin_if(x.cond, loc)
+        materialize(x.a, dtype, into=out)
+        b.begin_else(loc)
+        materialize(x.b, dtype, into=out)
+        b.end_if(loc)
+        return
     if x.op == "neg":
         tile.muls(out, materialize(x.a, dtype), -1.0)
         return
@@ -197,24 +285,29 @@ def _emit(x, dtype, out):
     getattr(tile, _OPS[op])(out, materialize(a, dtype), materialize(b, dtype))
 
 
-def snapshot(x, name):
-    """The value of x (a one-element float UB region or a FloatElem) now, in a fresh
-    one-element temporary named after the variable: `a = buf[i]` binds a value (the
-    original's LetStmt), so a later store into buf[i] must not change what `a` reads."""
-    from . import language as T
+def snapshot(value, name=None):
+    """`x = buf[i]` / `x = a[i] * 2 + b` binding a float element to a name: in the original
+    a scalar the scalar unit reads (GetValue) or computes at that statement (a LetStmt), so
+    later stores into buf do not change x (fused_sigmoid_gating_delta_rule reads
+    `exp_A = v[0]`, then overwrites v[0]; hadamard's butterfly). The value is copied into a
+    one-element temporary named after the variable; other values (a tile slice, an index, a
+    GM element, whose tensor a kernel does not change under its reads) are bound as they
+    are."""
     from ._core import ctx
 
-    dtype = x.buffer.dtype if isinstance(x, Region) else x.dtype()
-    saved, ctx.pending_name = ctx.pending_name, name
-    try:
-        out = temp(dtype)
-    finally:
-        ctx.pending_name = saved
-    if isinstance(x, Region):
-        T.copy(x, out)
-    else:
-        _emit(x, dtype, out)
-    return out
+    if isinstance(value, FloatElem) or (
+            is_float_region(value) and value.buffer.scope == "UB" and all(value.points)
+            and value.elements() == 1):
+        d = value.dtype() if isinstance(value, FloatElem) else value.buffer.dtype
+        saved, ctx.pending_name = ctx.pending_name, name
+        try:
+            t = temp(d)
+        finally:
+            ctx.pending_name = saved
+        out = materialize(value, d, into=t)
+        _to_scalar_unit()  # the value is in a scalar register from here on
+        return out
+    return value
 
 
 def store(dst, value):

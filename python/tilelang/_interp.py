@@ -44,6 +44,8 @@ def _as_expr(x):
 
 
 _FLOAT_OPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_FLOAT_CMPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==",
+               ast.NotEq: "!="}
 
 
 class _Break(Exception):
@@ -205,7 +207,8 @@ class Interpreter(CoreSplit):
             if isinstance(cur, Var) and not isinstance(value, Var):
                 cur.store(value)  # a T.alloc_var: assignment is a store
             else:
-                self.vars[target.id] = value
+                self.vars[target.id] = _felem.snapshot(value, target.id) if ctx.builder \
+                    else value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (Expr, Region, Buffer)):
                 raise self.error(node, "cannot unpack a single value into several names")
@@ -261,20 +264,8 @@ class Interpreter(CoreSplit):
             v = self.eval(s.value)
         finally:
             ctx.pending_name = None
-        if name is not None and ctx.builder is not None and self.binds_float_value(name, v):
-            v = _felem.snapshot(v, name)
         for t in s.targets:
             self.assign(t, v, s)
-
-    def binds_float_value(self, name, v):
-        """Whether `name = v` binds a float element's value (a one-element float UB region
-        or float element arithmetic), which the original evaluates at the assignment."""
-        from .language import Var
-
-        if isinstance(self.vars.get(name), Var):
-            return False  # a T.alloc_var store
-        return isinstance(v, _felem.FloatElem) or (
-            _felem.is_float_region(v) and v.buffer.scope == "UB" and v.elements() == 1)
 
     def s_AnnAssign(self, s):
         if s.value is None:
@@ -293,8 +284,6 @@ class Interpreter(CoreSplit):
                              hint="tilepipe's IR has no scalar stores; use T.tile.* ops")
         cur = self.e_Name(s.target)
         v = self.binop(s.op, cur, self.eval(s.value), s)
-        if ctx.builder is not None and self.binds_float_value(s.target.id, v):
-            v = _felem.snapshot(v, s.target.id)
         self.assign(s.target, v, s)
 
     def s_FunctionDef(self, s):
@@ -526,6 +515,10 @@ class Interpreter(CoreSplit):
         if kind == "pipelined" and id(s) in ctx.xpipe and ctx.split in ("C", "V"):
             self.xpipe_loop(s, name, begin, end, step, ctx.xpipe[id(s)])
             return
+        if kind == "pipelined" and ctx.split is None and ctx.scope_hand:
+            kind = self.hand_pipelined(s, name, begin, end, step, stages)
+            if kind is None:
+                return
         if kind == "pipelined" and ctx.split in ctx.hand_sync:
             # Unscoped code with hand-written intra-core flags: the flags are written for the
             # loop's serial order, and the split's hand-offs order the cores per iteration.
@@ -548,6 +541,56 @@ class Interpreter(CoreSplit):
         finally:
             ctx.trip_stack.pop()
         b.end_for(loc)
+
+    def hand_pipelined(self, s, name, begin, end, step, stages):
+        """A T.Pipelined loop in a T.Scope with the author's flags. The original does not look
+        at the flags: PipelinePlanning puts each GM -> on-chip copy read later in the body in
+        stage 0 and the other statements in stage num_stages, and InjectSoftwarePipeline
+        emits a prologue (the copies of the first iterations), a reordered body over
+        versioned buffers and an epilogue; the author's flags move with their statements.
+        With one iteration and the copies ahead of every other statement, that schedule is
+        the program order: run serially ("serial"). Otherwise the schedule is emitted
+        (_pipeline.py; None), or it is the program order too (no copy stage: "serial"), or
+        refused at the loop."""
+        trip = end - begin if step == 1 else None
+        seen_other = False
+        for st in s.body:
+            if _is_let(st):
+                continue  # a name binding (a let): no statement of the schedule
+            if self._gm_copy(st) is not None:
+                if seen_other:
+                    break
+            else:
+                seen_other = True
+        else:
+            if trip == 1:
+                return "serial"
+        from ._pipeline import software_pipeline
+
+        return None if software_pipeline(self, s, name, begin, end, step, stages) else "serial"
+
+    def _gm_copy(self, st):
+        """The UB buffer st writes if it is `T.copy(<GM tensor slice>, <UB buffer>)` (a
+        PipelinePlanning copy stage), else None. Decided from the source: evaluating the
+        slices could need the body's lets."""
+        if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
+                and getattr(st.value.func, "attr", None) == "copy" and st.value.args):
+            return None
+        src = st.value.args[0]
+        dst = st.value.args[1] if len(st.value.args) > 1 else None
+        bases = [x.value if isinstance(x, ast.Subscript) else x for x in (src, dst)]
+        try:
+            sb = self.eval(bases[0])
+            db = self.eval(bases[1]) if dst is not None else None
+        except TilelangError:
+            return None
+        # UB only: the original's UB is scope "shared", which its planner's copy pattern
+        # matches; its L1 is "shared.l1", which it does not (a GM -> L1 copy is an ordinary
+        # block, in program order)
+        if isinstance(sb, Buffer) and sb.scope == "GM" and isinstance(db, Buffer) and \
+                db.scope == "UB":
+            return db
+        return None
 
     @contextlib.contextmanager
     def loop_var(self, name):
@@ -598,11 +641,17 @@ class Interpreter(CoreSplit):
         if len(names) != len(it.dims):
             raise self.error(s, f"T.Parallel over {len(it.dims)} dims bound to {len(names)} names")
 
+        # A branch in the body: the original's AscendLowerParallelToVector cannot vectorize
+        # it (only stores and sequences of stores) and lowers the loops to serial ones,
+        # the body then run element by element (test_parallel_if_else_serial_fallback).
+        kind = "serial" if any(isinstance(n, ast.If) for st in s.body
+                               for n in ast.walk(st)) else "parallel"
+
         def nest(k):
             if k == len(names):
                 self.run_body(s.body)
                 return
-            self.loop(s, names[k], "parallel", 0, it.dims[k], 1, 0, 1, lambda: nest(k + 1))
+            self.loop(s, names[k], kind, 0, it.dims[k], 1, 0, 1, lambda: nest(k + 1))
 
         nest(0)
 
@@ -882,7 +931,10 @@ class Interpreter(CoreSplit):
         for op, right_node in zip(n.ops, n.comparators):
             right = self.eval(right_node)
             f = _CMPOPS[type(op)]
-            if _dyn(left) or _dyn(right):
+            if type(op) in _FLOAT_CMPS and (_felem.is_float(left) or _felem.is_float(right)):
+                # float elements: a one-element vector compare read back (_felem.py)
+                r = _felem.compare(_FLOAT_CMPS[type(op)], left, right)
+            elif _dyn(left) or _dyn(right):
                 if isinstance(op, (ast.Is, ast.IsNot, ast.In, ast.NotIn)):
                     raise self.error(n, f"'{type(op).__name__}' on a run-time value")
                 r = f(_as_expr(left), _as_expr(right))
@@ -931,6 +983,10 @@ class Interpreter(CoreSplit):
 
 
 _FLAG_CALLS = ("set_flag", "wait_flag", "pipe_barrier", "barrier_all")
+
+
+def _is_let(st):
+    return isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets)
 
 
 def _has_flags(body):

@@ -927,6 +927,10 @@ def if_then_else(cond, a, b):
         c = c.load()
     if not isinstance(c, _ext.Expr):
         return a if c else b
+    from .._felem import is_float, select
+
+    if is_float(a) or is_float(b):  # float elements: an IR `if` when stored (_felem.py)
+        return select(c, a, b)
     return _ext.select(c, to_index(a), to_index(b))
 
 
