@@ -1830,3 +1830,57 @@ def test_cast_count_converts_a_prefix_of_the_tiles():
     x = rand(1, 64)
     want = np.concatenate([x[:, :16], x[:, 48:]], axis=1).astype(np.float16)
     np.testing.assert_array_equal(cast_prefix()(x), want)
+
+
+@tilelang.jit(out_idx=[1])
+def ping_pong_ids(N, tiles):
+    @T.prim_func
+    def main(A: T.Tensor((2 * tiles, N), "float32"), B: T.Tensor((2 * tiles, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((2, N), "float32")
+            with T.Scope("V"):
+                T.set_flag("mte3", "mte2", 10)
+                T.set_flag("mte3", "mte2", 11)
+                for t in T.serial(tiles):
+                    s = t % 2
+                    T.wait_flag("mte3", "mte2", s + 10)  # run-time ids past 0..7
+                    T.copy(A[t * 2 + vid, :], x[s, :])
+                    T.set_flag("mte2", "v", 0)
+                    T.wait_flag("mte2", "v", 0)
+                    T.tile.adds(x[s, :], x[s, :], 1.0)
+                    T.set_flag("v", "mte3", 0)
+                    T.wait_flag("v", "mte3", 0)
+                    T.copy(x[s, :], B[t * 2 + vid, :])
+                    T.set_flag("mte3", "mte2", s + 10)
+                T.wait_flag("mte3", "mte2", 10)
+                T.wait_flag("mte3", "mte2", 11)
+
+    return main
+
+
+def test_run_time_event_ids_past_the_range_are_shifted_into_it():
+    # moe_token_permute.py: `T.set_flag("mte2", "mte3", nxt + 10)` with nxt in {0, 1}: every
+    # id of the pipe pair lies in [10, 11], so the pair is renamed by one shift to [0, 1].
+    k = ping_pong_ids(64, 4)
+    a = rand(8, 64)
+    np.testing.assert_allclose(k.check(a), a + 1, rtol=1e-6)
+    src = k.get_kernel_source()
+    assert "wait_flag MTE3->MTE2 #(((t % 2) + 10) - 10)" in src
+    assert "set_flag MTE3->MTE2 #0" in src and "#10" not in src
+
+
+def test_sync_all_is_refused_at_its_line():
+    @tilelang.jit(out_idx=[1])
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(2, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((N,), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], x)
+                    T.sync_all()
+                    T.copy(x, B[vid, :])
+
+        return main
+
+    expect(lambda: k(64), "T.sync_all (a barrier across all AI cores) is not modelled")

@@ -681,22 +681,41 @@ class JITKernel:
 
 
 def _remap():
-    """Renames constant event ids past the chip's range to unused ids of their pipe pair."""
+    """Renames event ids past the chip's range to unused ids of their pipe pair: constant
+    ids each to a free id; with run-time ids, every id of the pair shifted down by one
+    amount when all of them lie in a window of EVENT_IDS values (moe_token_permute's
+    `(i + 1) % 2 + 10`), clear of barrier_all's id."""
     from .language import EVENT_IDS, BARRIER_EVENT_ID
 
-    pairs = {}
-    for core, src, dst, fid in ctx.flag_use:
+    pairs, spans = {}, {}
+    for core, src, dst, fid, span in ctx.flag_use:
         pairs.setdefault((core, src, dst), set()).add(fid)
+        spans.setdefault((core, src, dst), []).append(span)
     out = {}
-    for (core, src, dst), ids in pairs.items():
-        big = sorted(i for i in ids if i is not None and i >= EVENT_IDS)
-        if not big or None in ids:
-            continue  # in range, or run-time ids: left to the verifier
+    for pair, ids in pairs.items():
+        if None in ids:  # run-time ids: one shift of the whole pair, if their bounds allow
+            ss = spans[pair]
+            if any(sp is None for sp in ss):
+                continue  # unbounded: left to the verifier
+            lo, hi = min(a for a, _ in ss), max(b for _, b in ss)
+            if hi < EVENT_IDS or hi - lo >= EVENT_IDS:
+                continue
+            shift = None
+            for base in range(0, EVENT_IDS - (hi - lo)):
+                if not (base <= BARRIER_EVENT_ID <= base + hi - lo):
+                    shift = lo - base
+                    break
+            if shift is not None:
+                out[pair + ("shift",)] = shift
+            continue
+        big = sorted(i for i in ids if i >= EVENT_IDS)
+        if not big:
+            continue  # in range
         free = [i for i in range(EVENT_IDS) if i not in ids and i != BARRIER_EVENT_ID]
         if len(free) < len(big):
             continue
         for i, j in zip(big, free):
-            out[(core, src, dst, i)] = j
+            out[pair + (i,)] = j
     return out
 
 

@@ -811,13 +811,21 @@ EVENT_IDS = 8  # event ids per pipe pair (configs/a3.json sync.event_ids)
 
 
 def _event(src, dst, event_id):
-    """The event id of a flag; constant ids past the chip's range are renamed to unused ids
-    of the same pipe pair (a renaming: the original's kernels use ids up to 15)."""
+    """The event id of a flag; ids past the chip's range are renamed to unused ids of the
+    same pipe pair (a renaming: the original's kernels use ids up to 15): a constant id to a
+    free id, or every id of the pair shifted down when run-time ids (`i % 2 + 10`) lie in a
+    window of the range's size (_jit._remap)."""
     fid = to_index(event_id, "event id")
     core = ctx.split if ctx.split in ("C", "V") else ctx.scope
-    key = (core, src, dst, fid if isinstance(fid, int) else None)
-    ctx.flag_use.append(key)
-    return ctx.flag_remap.get(key, fid)
+    if isinstance(fid, int):
+        span = (fid, fid)
+    else:
+        span = _ext.bounds(fid, ctx.var_ranges, ctx.block_num)  # None: unbounded
+    ctx.flag_use.append((core, src, dst, fid if isinstance(fid, int) else None, span))
+    shift = ctx.flag_remap.get((core, src, dst, "shift"))
+    if shift is not None:
+        return fid - shift
+    return ctx.flag_remap.get((core, src, dst, fid if isinstance(fid, int) else None), fid)
 
 
 def set_flag(src, dst, event_id=0, *a, **kw):
@@ -1019,7 +1027,12 @@ rsqrt = _scalar_math("rsqrt", lambda v: 1.0 / _math.sqrt(v))
 
 
 def sync_all(*a, **kw):
-    barrier_all()
+    """AscendC's SyncAll: a barrier across every AI core of the launch. The simulator has no
+    all-core barrier (barrier_all orders one core's pipes only; standing in for it would let
+    a core read another core's workspace before it is written): refused at the line."""
+    raise err("T.sync_all (a barrier across all AI cores) is not modelled by tilepipe",
+              hint="hand data between cores through GM with cross-core flags "
+                   "(T.set_cross_flag / T.wait_cross_flag), or split the kernel in two launches")
 
 
 def set_deq_scale(scale, *a, **kw):
