@@ -1884,3 +1884,27 @@ def test_sync_all_is_refused_at_its_line():
         return main
 
     expect(lambda: k(64), "T.sync_all (a barrier across all AI cores) is not modelled")
+
+
+def test_real_shape_results_fill_the_leading_elements_of_a_row_destination():
+    # reduce/example_row_reduce_max_slice_buffer.py: the max of each of 4 rows of the
+    # [4, 4] corner of a [4, 8] tile lands in out[0, 0:4] of a [1, 8] destination.
+    @tilelang.jit(out_idx=[1])
+    def corner_max():
+        @T.prim_func
+        def main(A: T.Tensor((4, 8), "float32"), B: T.Tensor((1, 8), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((4, 8), "float32")
+                y = T.alloc_ub((1, 8), "float32")
+                with T.Scope("V"):
+                    if vid == 0:
+                        T.tile.fill(y, 0.0)
+                        T.copy(A, x)
+                        T.reduce_max(x, y, dim=-1, real_shape=[4, 4])
+                        T.copy(y, B)
+
+        return main
+
+    a = rand(4, 8)
+    got = corner_max()(a)
+    np.testing.assert_array_equal(got[0, :4], a[:, :4].max(axis=1))

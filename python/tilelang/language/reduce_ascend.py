@@ -43,8 +43,18 @@ def _reduce_with_clear(buffer, out, reduce_type, dim, clear, real_shape):
         real = [int(r) for r in real_shape]
         buffer = buffer[tuple(slice(0, r) for r in real)]
         kept = [r for d, r in enumerate(real) if d != (len(real) - 1 if dim == -1 else dim)]
+        shp = _shape(out)
         if _ndim(out) == len(kept):
             out = out[tuple(slice(0, r) for r in kept)]
+        elif shp is not None and len([d for d in shp if d != 1]) == 1:
+            # a row / column destination of another rank (out [1, 8] for 4 results): the
+            # results fill its leading elements, as the original writes them
+            n = 1
+            for r in kept:
+                n *= r
+            long = next(i for i, d in enumerate(shp) if d != 1)
+            if shp[long] > n:
+                out = out[tuple(slice(0, n if i == long else d) for i, d in enumerate(shp))]
     from ..tvm import Call, is_decl
 
     if is_decl(buffer) or is_decl(out):
