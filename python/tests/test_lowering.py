@@ -49,14 +49,29 @@ DRIVER = textwrap.dedent('''
 ''')
 
 
-@pytest.fixture(scope="module")
-def lowerings():
-    if not os.path.isfile(FA_AUTO):
+def run_driver(path):
+    if not os.path.isfile(path):
         pytest.skip(f"corpus not found at {CORPUS}")
-    code = DRIVER.format(tools=os.path.join(ROOT, "python", "tools"), path=FA_AUTO)
+    code = DRIVER.format(tools=os.path.join(ROOT, "python", "tools"), path=path)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr[-4000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def lowerings():
+    return run_driver(FA_AUTO)
+
+
+def test_a_scalar_operand_read_in_a_later_stage_is_versioned():
+    """The h32 d512 auto file (at D=128, so it fits UB) multiplies acc_o row by row by
+    m_i_prev[h_i], written a stage earlier: the cross-core pipeline must version m_i_prev.
+    The probe did not count a scalar operand as a read, so the Vector side's second stage
+    used the last iteration's m_i_prev for every iteration of a batch (22 % of the outputs
+    wrong, race-free)."""
+    out = run_driver(FA_AUTO.replace("h16_d128", "h32_d512"))
+    assert out["original"]["err"] < 2e-2 and out["tilepipe"]["err"] < 2e-2, \
+        (out["original"]["err"], out["tilepipe"]["err"])
 
 
 def test_both_lowerings_of_the_fa_auto_file_give_the_attention_race_free(lowerings):

@@ -22,7 +22,7 @@ def _scalar(x, what):
         if x.elements() != 1:
             raise err(f"{what}: a slice with {x.elements()} elements used as a scalar",
                       hint="index one element, or pass a tile of the destination's size")
-        return x.tup()
+        return x  # a UB element read by the scalar unit (_emit passes it on as a region)
     if isinstance(x, bool):
         return float(x)
     if isinstance(x, (int, float)):
@@ -65,11 +65,15 @@ def _emit(kind, dst, srcs, scalar=None, cmp="EQ", attrs=(0, 0, 0)):
     if _core.ctx.split == "probe":
         d = as_region(dst, f"T.tile.{kind} destination")
         rd = [as_region(s) for s in srcs] + ([d] if kind in _READS_DST else [])
+        if isinstance(scalar, Region):  # a UB element as the scalar operand is read too
+            rd.append(scalar)
         _core.probe_access("V", rd, [d])
     if not _gate("V"):
         return
     d = as_region(dst, f"T.tile.{kind} destination")
     rs = [as_region(s, f"T.tile.{kind} source").tup() for s in srcs]
+    if isinstance(scalar, Region):
+        scalar = scalar.tup()
     builder().tile_op(kind, d.tup(), rs, scalar, cmp, _core.current_loc(), list(attrs))
 
 
