@@ -283,8 +283,7 @@ class Interpreter(CoreSplit):
             raise self.error(s, "augmented assignment to an element or attribute is not supported",
                              hint="tilepipe's IR has no scalar stores; use T.tile.* ops")
         cur = self.e_Name(s.target)
-        v = self.binop(s.op, cur, self.eval(s.value), s)
-        self.assign(s.target, v, s)
+        self.assign(s.target, self.binop(s.op, cur, self.eval(s.value), s), s)
 
     def s_FunctionDef(self, s):
         raise self.error(s, "nested function definitions inside a kernel body are not supported",
@@ -739,8 +738,6 @@ class Interpreter(CoreSplit):
     def vid_launch(self, item, s, threads):
         """Developer mode (`T.Kernel(n, threads=1|2) as cid`): threads=2 turns on vid
         reduction (tilelang/_vid.py); threads=1 launches one vector core per Cube core."""
-        from . import _vid
-
         if not isinstance(item.optional_vars, ast.Name):
             raise self.error(s, f"T.Kernel(..., threads={threads}) binds only `as cid` (the "
                              "original returns the block index alone; the vector cores' rows "

@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from . import _core
+from . import _felem
 from ._core import Sym, TilelangError, ctx, dtype_code, numpy_dtype, resolve, sym_vars
 from ._core import _ext
 from ._interp import PrimFunc
@@ -502,7 +503,7 @@ class JITKernel:
                 # a larger tensor, or a smaller one when the kernel touches only its part.
                 flat = np.ascontiguousarray(a).reshape(-1)
                 if a.size != size:
-                    if a.size < size and not np.issubdtype(np.dtype(numpy_dtype(spec.dtype)), np.floating):
+                    if a.size < size and spec.dtype not in _felem.FLOATS:
                         raise TilelangError(
                             f"argument '{name}' has shape {tuple(a.shape)} ({a.size} "
                             f"elements); the kernel declares {tuple(shape)} ({size} elements)",

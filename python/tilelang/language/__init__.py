@@ -5,6 +5,7 @@ tilepipe's KernelBuilder. See docs/python.md for what maps to what."""
 import math as _math
 
 from .. import _core
+from .. import _felem
 from .._core import (Buffer as _Buffer, Expr, Region, Sym, TilelangError, as_region, builder, ctx,
                      err, dtype_code, dtype_name, resolve, to_index)
 from .._core import _ext
@@ -23,20 +24,15 @@ class _DType(str):
     def __call__(self, value=0):
         v = resolve(value)
         if isinstance(v, Region) and v.buffer.scope == "GM" and v.elements() == 1 and \
-                self in ("float16", "bfloat16", "float32"):
+                self in _felem.FLOATS:
             # A GM element as a float scalar operand (`T.float32(seqlen[i])`): the scalar
-            # unit's GetValue and conversion, modelled as a one-element UB operand.
-            from .. import _felem
-            from . import tile
-
-            if v.buffer.dtype in _felem.FLOATS:
-                return _felem.materialize(v, str(self))
-            t = _felem.temp(str(self))
-            tile.fill(t, v.load())
-            return t
+            # unit's GetValue and conversion, modelled as a one-element UB operand (an
+            # integer element is read as an integer and filled in).
+            return _felem.materialize(v if v.buffer.dtype in _felem.FLOATS else v.load(),
+                                      str(self))
         if isinstance(v, Region):
             return v
-        if isinstance(v, (int, float)) and self in ("float16", "bfloat16", "float32"):
+        if isinstance(v, (int, float)) and self in _felem.FLOATS:
             return float(v)
         return v
 
@@ -817,15 +813,14 @@ def _event(src, dst, event_id):
     window of the range's size (_jit._remap)."""
     fid = to_index(event_id, "event id")
     core = ctx.split if ctx.split in ("C", "V") else ctx.scope
-    if isinstance(fid, int):
-        span = (fid, fid)
-    else:
-        span = _ext.bounds(fid, ctx.var_ranges, ctx.block_num)  # None: unbounded
-    ctx.flag_use.append((core, src, dst, fid if isinstance(fid, int) else None, span))
+    const = fid if isinstance(fid, int) else None  # None: a run-time id
+    span = (fid, fid) if const is not None else \
+        _ext.bounds(fid, ctx.var_ranges, ctx.block_num)  # None: unbounded
+    ctx.flag_use.append((core, src, dst, const, span))
     shift = ctx.flag_remap.get((core, src, dst, "shift"))
     if shift is not None:
         return fid - shift
-    return ctx.flag_remap.get((core, src, dst, fid if isinstance(fid, int) else None), fid)
+    return ctx.flag_remap.get((core, src, dst, const), fid)
 
 
 def set_flag(src, dst, event_id=0, *a, **kw):
