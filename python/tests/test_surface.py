@@ -228,6 +228,12 @@ def test_a_larger_tensor_is_viewed_in_the_declared_shape_as_on_the_npu():
                       r"declares \(2, 64\)"):
         got = double(64)(a)
     np.testing.assert_array_equal(got, 2 * a.reshape(-1)[:128].reshape(2, 64))
+    # a larger output array, transposed: its first elements (in order) are written, in place
+    out = np.zeros((128, 2), np.float32).T  # [2, 128]; flattening it would be a copy
+    with pytest.warns(TensorViewWarning):
+        double(64)(a[:, :64].copy(), out)
+    np.testing.assert_array_equal(out.reshape(-1)[:128], 2 * a[:, :64].reshape(-1))
+    assert not out.reshape(-1)[128:].any()
 
 
 def test_a_smaller_tensor_runs_when_the_kernel_stays_inside_it():

@@ -887,7 +887,7 @@ def _write_back(dst, v):
         if t is not None:
             _write_back(t.view(-1)[:v.size], v.reshape(-1))
         elif isinstance(dst, np.ndarray):
-            dst.reshape(-1)[:v.size] = v.reshape(-1).astype(dst.dtype)
+            dst.flat[:v.size] = v.reshape(-1).astype(dst.dtype)  # any layout, in place
         else:
             raise TilelangError(f"cannot write a {v.size}-element output into a "
                                 f"{type(dst).__name__} of {n}")
