@@ -426,6 +426,14 @@ std::vector<AnchorRun> run_anchors(const AnchorSet& set, const AnchorOptions& op
     if (is_python_anchor(a)) {
       std::string file = python_path(a.kernel);
       if (a.in_corpus) file = (fs::path(opts.corpus) / file).string();
+      // Without the front end no file runs, wherever the corpus is: that reason first.
+      if (!has_resolvers()) {
+        r.status = "skipped";
+        r.note =
+            "a Python file needs the Python front end: run the tilepipe binary of a build with "
+            "-DTILEPIPE_PYTHON=ON (it hands this command to python3 -m tilepipe.cli)";
+        return finish();
+      }
       std::error_code ec;
       if (a.in_corpus && (opts.corpus.empty() || !fs::is_regular_file(file, ec))) {
         r.status = "skipped";
@@ -434,13 +442,6 @@ std::vector<AnchorRun> run_anchors(const AnchorSet& set, const AnchorOptions& op
                                            "{} not found (the TileLang-Ascend corpus: set "
                                            "TILELANG_CORPUS or --corpus DIR)",
                                            file);
-        return finish();
-      }
-      if (!has_resolvers()) {
-        r.status = "skipped";
-        r.note =
-            "a Python file needs the Python front end: run the tilepipe binary of a build with "
-            "-DTILEPIPE_PYTHON=ON (it hands this command to python3 -m tilepipe.cli)";
         return finish();
       }
     }
