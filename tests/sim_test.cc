@@ -209,7 +209,9 @@ TEST(SimFunctional, BinaryOpsWithTileAndScalarOperandsMatchHandComputedValues) {
       EXPECT_EQ(got[row * 8 + c], want[row][c]) << "row " << row << " col " << c;
 }
 
-TEST(SimFunctional, ExpIsComputedInF32) {
+/// exp of an f32 operand, correctly rounded: computed in double and rounded once (glibc's
+/// expf, which the simulator used, is 0.502 ulp: 1.64926004 at 0.500326693, one ulp high).
+TEST(SimFunctional, ExpIsCorrectlyRounded) {
   KernelBuilder k("exp", 1);
   auto X = k.input("X", {8}, f32);
   auto Y = k.output("Y", {8}, f32);
@@ -224,14 +226,14 @@ TEST(SimFunctional, ExpIsComputedInF32) {
       copy(x, Y);
     });
   });
-  std::vector<double> x = {0, 1, -1, 2, 0.5, -3, 10, -200};
+  std::vector<double> x = {0, 1, -1, 2, 0.500326693f, -3, 10, -200};
   auto r = run(k.finish(), {{"X", x}});
   const auto& y = r.io.at("Y");
   EXPECT_EQ(y[0], 1.0);
   EXPECT_FLOAT_EQ(y[1], 2.7182817f);
   EXPECT_FLOAT_EQ(y[2], 0.36787945f);
   EXPECT_FLOAT_EQ(y[3], 7.389056f);
-  EXPECT_FLOAT_EQ(y[4], 1.6487213f);
+  EXPECT_EQ(y[4], 1.64925992f);
   EXPECT_FLOAT_EQ(y[5], 0.049787067f);
   EXPECT_FLOAT_EQ(y[6], 22026.465f);
   EXPECT_EQ(y[7], 0.0);  // underflows f32
@@ -867,6 +869,62 @@ TEST(SimFunctional, FillWritesOnlyItsSliceAndRoundsToTheDestinationType) {
 
 /// C = A x B^T through L1 / L0A / L0B / L0C with B stored [N, K]; a second mmad with
 /// init=false accumulates into the first when `accumulate`.
+/// The Cube's arithmetic written out: per fractal of K, an f32 FMA chain from 0 in K order,
+/// then one f32 add into C.
+std::vector<float> cube_chain(int64_t m, int64_t n, int64_t k, int64_t kf,
+                              const std::vector<float>& a, const std::vector<float>& b) {
+  std::vector<float> c(static_cast<size_t>(m * n), 0.0f);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t k0 = 0; k0 < k; k0 += kf) {
+        float acc = 0;
+        for (int64_t kk = k0; kk < std::min(k, k0 + kf); ++kk)
+          acc =
+              std::fma(a[static_cast<size_t>(i * k + kk)], b[static_cast<size_t>(kk * n + j)], acc);
+        float& cij = c[static_cast<size_t>(i * n + j)];
+        cij = k0 == 0 ? acc : cij + acc;
+      }
+  return c;
+}
+
+TEST(CubeArithmetic, OneFractalOfKAtATimeWhateverTheSplitAlongK) {
+  const int64_t m = 37, n = 70, k = 96;  // edges of every BLAS register tile
+  std::vector<float> a(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n));
+  uint32_t s = 7;
+  auto fp16ish = [&] {  // 11-bit values, as float16 holds: products are exact, sums are not
+    s = s * 1664525u + 1013904223u;
+    return std::ldexp(static_cast<float>(static_cast<int32_t>(s >> 21) - 1024),
+                      -8 - static_cast<int>((s >> 8) & 7u));
+  };
+  for (auto& x : a) x = fp16ish();
+  for (auto& x : b) x = fp16ish();
+  const int64_t kf = sim::cube_k_fractal(ir::DType::F16);
+  ASSERT_EQ(kf, 16);
+  EXPECT_EQ(sim::cube_k_fractal(ir::DType::F32), 8);
+  EXPECT_EQ(sim::cube_k_fractal(ir::DType::I8), 32);
+  std::vector<float> whole(static_cast<size_t>(m * n)), split(whole.size());
+  sim::cube_matmul(m, n, k, kf, a.data(), b.data(), whole.data(), false);
+  EXPECT_EQ(whole, cube_chain(m, n, k, kf, a, b));
+  // the same product as a kernel's K loop of three mmads (init on the first)
+  std::vector<float> ak(static_cast<size_t>(m * 32)), bk(static_cast<size_t>(32 * n));
+  for (int64_t step = 0; step < 3; ++step) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t kk = 0; kk < 32; ++kk)
+        ak[static_cast<size_t>(i * 32 + kk)] = a[static_cast<size_t>(i * k + step * 32 + kk)];
+    std::copy_n(b.begin() + step * 32 * n, 32 * n, bk.begin());
+    sim::cube_matmul(m, n, 32, kf, ak.data(), bk.data(), split.data(), step > 0);
+  }
+  EXPECT_EQ(split, whole);
+  // a plain f32 sum in another order differs somewhere: the test can tell them apart
+  std::vector<float> plain(whole.size(), 0.0f);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t kk = k - 1; kk >= 0; --kk)
+        plain[static_cast<size_t>(i * n + j)] +=
+            a[static_cast<size_t>(i * k + kk)] * b[static_cast<size_t>(kk * n + j)];
+  EXPECT_NE(plain, whole);
+}
+
 ir::Program build_gemm_tb(bool accumulate) {
   KernelBuilder k("gemm_tb", 1);
   auto A = k.input("A", {16, 32}, f16);

@@ -209,6 +209,23 @@ class InvariantError : public std::logic_error {
 /// Version of the timing model; part of every tuning-cache key.
 inline constexpr const char* kSimVersion = "tilepipe-sim-4";
 
+/// The Cube's arithmetic (an mmad's values; docs/simulator.md, "The Cube's arithmetic"): C
+/// [m, n] (+)= A [m, k] B [k, n], row-major f32 operands (every Cube input type converts to
+/// f32 exactly). The Cube adds one K fractal at a time into the f32 accumulator, L0C: per
+/// `k_fractal` elements of K (cube_k_fractal), a chain of f32 fused multiply-adds from 0 in
+/// K order, then one f32 add into C. So a product split along K at fractal boundaries (a
+/// kernel's K loop of mmads with init on its first step) gives the same bits as one mmad,
+/// and a host reference computed with this function (tilepipe run-py's torch matmul of
+/// float16 / bfloat16 tensors, as torch_npu's runs on the same Cube) matches a kernel's bits.
+void cube_matmul(int64_t m, int64_t n, int64_t k, int64_t k_fractal, const float* a, const float* b,
+                 float* c, bool accumulate);
+
+/// Elements of K per Cube fractal for an operand type: 32 bytes (16 fp16 / bf16, 8 f32,
+/// 32 int8), the L0A / L0B fractal row (hardware.md: 16 x 16 fp16 fractals of 512 B).
+inline int64_t cube_k_fractal(ir::DType operand) {
+  return 32 / ir::dtype_bytes(operand);
+}
+
 /// Runs `prog`. In functional mode `io` supplies every input tensor (missing = zeros) and
 /// receives every GM tensor after the run (or those of SimOptions::write_back). Throws UserError
 /// for run-time errors in the program (out-of-range slice, flag misuse, deadlock, cycle budget) and

@@ -470,6 +470,26 @@ PYBIND11_MODULE(_tilepipe, m) {
           return PyBuffer{ir::make_buffer(name, scopes.at(scope), dtype_of(dtype), std::move(shape),
                                           ir::TensorRole::None, make_loc(loc))};
         });
+  // The host's reference of a float16 / bfloat16 matrix product (tilepipe run-py): the
+  // simulated Cube's own arithmetic, as torch_npu's matmul runs on the Cube (sim.h).
+  m.def("cube_matmul", [](const py::array_t<float, py::array::c_style | py::array::forcecast>& a,
+                          const py::array_t<float, py::array::c_style | py::array::forcecast>& b,
+                          const std::string& dtype) {
+    if (a.ndim() != 3 || b.ndim() != 3 || a.shape(0) != b.shape(0) || a.shape(2) != b.shape(1))
+      throw std::invalid_argument(fmt::format(
+          "cube_matmul: operands [batch, M, K] and [batch, K, N] expected, got {}-d and {}-d",
+          a.ndim(), b.ndim()));
+    const int64_t batch = a.shape(0), m = a.shape(1), k = a.shape(2), n = b.shape(2);
+    py::array_t<float> c({batch, m, n});
+    const int64_t kf = sim::cube_k_fractal(dtype_of(dtype));
+    {
+      py::gil_scoped_release release;
+      for (int64_t i = 0; i < batch; ++i)
+        sim::cube_matmul(m, n, k, kf, a.data() + i * m * k, b.data() + i * k * n,
+                         c.mutable_data() + i * m * n, false);
+    }
+    return c;
+  });
   m.def("set_error_type", [](py::object t) { tilepipe_error() = t; });
 
   py::class_<PyBuffer>(m, "Buffer")

@@ -351,3 +351,32 @@ def test_int32_class_indices_for_cross_entropy_as_on_the_npu(tmp_path):
         print("OK")
     """)
     assert r.stdout.strip() == "OK", r.stderr
+
+
+def test_float16_products_and_exp_on_the_host_match_the_kernel_bit_for_bit(tmp_path):
+    """On the board a script's reference `a @ b` of float16 tensors runs on the same Cube as
+    the kernel it checks, so the corpus's gdn examples compare them at 1e-5. The host computes
+    such products with the simulator's Cube arithmetic (one K fractal at a time into float32),
+    so they agree bit for bit however the kernel splits K; float32 exp is correctly rounded on
+    both sides (the simulator used glibc's expf, 0.502 ulp)."""
+    r = run_py(tmp_path, f"""
+        import sys
+        sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+        import torch
+        from kernels import matmul, unary
+
+        torch.manual_seed(0)
+        for dt in (torch.float16, torch.bfloat16):
+            a, b = torch.randn(256, 256).to(dt), torch.randn(256, 256).to(dt)
+            c = matmul(256, 256, 256, 128, 128, 64, dtype=str(dt)[6:])(a, b)
+            for ref in (a @ b, torch.matmul(a, b), torch.mm(a, b), torch.einsum("mk,kn->mn", a, b),
+                        torch.einsum("mk,nk->mn", a, b.t().contiguous()),
+                        torch.bmm(a[None], b[None])[0], torch.matmul(a[:4], b)):
+                assert ref.dtype == dt and torch.equal(c[:ref.shape[0]], ref), \\
+                    int((c[:ref.shape[0]] != ref).sum())
+        x = torch.randn(16, 2048) * 4
+        y = unary(16, 2048, "exp")(x)
+        assert torch.equal(y, torch.exp(x)), int((y != torch.exp(x)).sum())
+        print("OK")
+    """)
+    assert r.stdout.strip() == "OK", r.stdout + r.stderr

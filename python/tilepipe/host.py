@@ -359,7 +359,7 @@ def _half_mode(torch):
     and rounds the results back to float16, as an NPU computes them (float32 accumulation).
     In-place operations write back into their float16 tensor. Normalisations and softmax of
     float16 / bfloat16 tensors are computed in float32 and rounded once, as the NPU's
-    vector unit accumulates."""
+    vector unit accumulates; their matrix products as the Cube computes them (_host/cube.py)."""
     from torch.overrides import TorchFunctionMode
 
     half, f32 = torch.float16, torch.float32
@@ -414,9 +414,17 @@ def _half_mode(torch):
         out = func(*up_args, **up_kwargs)
         return tree(out, lambda t: t.to(dt) if t.dtype == f32 else t)
 
+    from ._host import cube
+
+    products = set(cube.FUNCS)
+
     class HalfOnCpu(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
+            if func in products:
+                out = cube.product(func, args, kwargs)
+                if out is not NotImplemented:
+                    return out
             if func in precise and "out" not in kwargs:
                 seen = dtypes((args, kwargs), set())
                 if seen == {f32}:

@@ -5,9 +5,7 @@
 // Speed: values go through per-thread scratch buffers (no allocation per instruction), in
 // float where every operand is a float type (each such value is exactly a float, and the
 // math is f32 anyway) and in double otherwise; each loop is compiled per dtype and op, so
-// no element pays a switch; the cube's matmul is one sgemm (OpenBLAS, one thread).
-#include <cblas.h>
-
+// no element pays a switch; the cube's matmul is cube_matmul (OpenBLAS, one thread).
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -19,6 +17,7 @@
 
 #include "instr.h"
 #include "tilepipe/numeric.h"
+#include "tilepipe/sim.h"
 #include "tilepipe/vec_modes.h"
 
 namespace tilepipe::sim {
@@ -334,15 +333,19 @@ double apply_bits(TileOpKind op, ir::DType dt, double a, double b) {
   return wrap_int(dt, r);
 }
 
+/// Transcendentals are correctly rounded: computed in double on the f32 operand and rounded
+/// once by the store (glibc's float expf / logf are within 0.502 ulp, not exact, and a
+/// float16 result near a rounding boundary then differs from a reference computed the same
+/// way: docs/simulator.md, "Values").
 template <TileOpKind Op>
 double apply_unary(double a) {
-  float x = static_cast<float>(a);
+  const double x = static_cast<float>(a);
   if constexpr (Op == TileOpKind::Exp) return std::exp(x);
   if constexpr (Op == TileOpKind::Ln) return std::log(x);
   if constexpr (Op == TileOpKind::Abs) return std::fabs(a);
   if constexpr (Op == TileOpKind::Sqrt) return std::sqrt(x);
-  if constexpr (Op == TileOpKind::Rsqrt) return 1.0f / std::sqrt(x);
-  if constexpr (Op == TileOpKind::Reciprocal) return 1.0f / x;
+  if constexpr (Op == TileOpKind::Rsqrt) return 1.0 / std::sqrt(x);
+  if constexpr (Op == TileOpKind::Reciprocal) return 1.0f / static_cast<float>(x);
   if constexpr (Op == TileOpKind::Relu) return a > 0 ? a : 0.0;
   if constexpr (Op == TileOpKind::Sin) return std::sin(x);
   if constexpr (Op == TileOpKind::Cos) return std::cos(x);
@@ -740,29 +743,20 @@ void exec_copy(const Instr& in) {
   write(dst, v);
 }
 
-/// C = A B in f32 (every operand type converts exactly or is rounded to f32 as the cube
-/// reads it); with init false the product is added to the old C.
+/// C = A B as the Cube computes it (cube_matmul: one K fractal of the operands' type at a
+/// time into f32); with init false the product is added to the old C.
 void exec_mmad(const Instr& in) {
   const auto& t = *in.t;
-  const int M = static_cast<int>(t.m), N = static_cast<int>(t.n), K = static_cast<int>(t.k);
+  const int64_t M = t.m, N = t.n, K = t.k;
   const size_t mn = static_cast<size_t>(M) * static_cast<size_t>(N);
   const float* a = read(in.acc[1], scratch<float>(1, static_cast<size_t>(in.acc[1].t->elements())));
   const float* b = read(in.acc[2], scratch<float>(2, static_cast<size_t>(in.acc[2].t->elements())));
-  // Transposed operands are laid out [M, K] / [K, N] first, so one product has one summation
-  // order whichever way its operands were loaded (BLAS kernels for Trans and NoTrans
-  // accumulate differently; the cube reads L0 in one fractal order either way).
-  if (t.transpose_a) a = transposed(a, K, M, scratch<float>(4, static_cast<size_t>(M) * K));
-  if (t.transpose_b) b = transposed(b, N, K, scratch<float>(5, static_cast<size_t>(K) * N));
-  float* c = scratch<float>(0, mn);
-  // Single-threaded: the simulator runs cores on its own threads, and a fixed thread count
-  // keeps the summation order, so the result, the same from run to run.
-  static const bool one_thread = (openblas_set_num_threads(1), true);
-  (void)one_thread;
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a, K, b, N, 0.0f, c, N);
-  if (!t.init) {
-    const float* old = read(in.acc[0], scratch<float>(3, mn));
-    for (size_t i = 0; i < mn; ++i) c[i] = old[i] + c[i];
-  }
+  // Operands are laid out [M, K] / [K, N] first: the Cube reads L0 in one fractal order
+  // whichever way its operands were loaded.
+  if (t.transpose_a) a = transposed(a, K, M, scratch<float>(4, static_cast<size_t>(M * K)));
+  if (t.transpose_b) b = transposed(b, N, K, scratch<float>(5, static_cast<size_t>(K * N)));
+  float* c = t.init ? scratch<float>(0, mn) : read(in.acc[0], scratch<float>(0, mn));
+  cube_matmul(M, N, K, cube_k_fractal(in.acc[1].t->dtype), a, b, c, !t.init);
   write(in.acc[0], c);
 }
 
