@@ -137,6 +137,14 @@ def test_gelu_backward_and_rotary_mul_golden_versions():
     out = torch_npu.npu_fusion_attention(bsh(q), bsh(k), bsh(v), 4, input_layout="BSH",
                                          scale=0.3)[0]
     torch.testing.assert_close(out, bsh(ref))
+    # GQA (2 query heads per kv head) and causal, computed one (batch, head) at a time
+    kv, vv = k[:, :2], v[:, :2]
+    kk, vr = kv.repeat_interleave(2, dim=1), vv.repeat_interleave(2, dim=1)
+    sc = (q @ kk.transpose(-2, -1) * 0.3).masked_fill(
+        torch.ones(16, 16, dtype=torch.bool).triu(1), float("-inf"))
+    out = torch_npu.npu_fusion_attention(q, kv, vv, 4, input_layout="BNSD", scale=0.3,
+                                         sparse_mode=2)[0]
+    torch.testing.assert_close(out, torch.softmax(sc, -1) @ vr)
     # swi_glu_grad.py passes a gradient of x's shape, not of the swiglu output's
     x = torch.randn(4, 8)
     with pytest.raises(tilelang.TilelangError, match=r"grad_output has shape \(4, 8\); "

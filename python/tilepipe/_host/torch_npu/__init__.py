@@ -193,19 +193,24 @@ def npu_fusion_attention(query, key, value, head_num, input_layout="BNSD", pse=N
             return x.reshape(s, b, -1, query.shape[-1] // head_num).permute(1, 2, 0, 3)
         raise _unsupported(f"npu_fusion_attention(input_layout={input_layout!r})")
 
-    q, k, v = (to_bnsd(x).float() for x in (query, key, value))
-    if k.shape[1] != q.shape[1]:
-        rep = q.shape[1] // k.shape[1]
-        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-    s = q @ k.transpose(-2, -1) * scale
+    q, k, v = (to_bnsd(x) for x in (query, key, value))
+    B, N, L = q.shape[:3]
+    S = k.shape[2]
+    rep = N // k.shape[1]  # GQA: query head n reads kv head n // rep
     if sparse_mode in (2, 3):  # causal (lower-left / lower-right aligned)
-        L, S = s.shape[-2:]
         off = 0 if sparse_mode == 2 else S - L
-        mask = torch.ones(L, S, dtype=torch.bool).triu(diagonal=1 + off)
-        s = s.masked_fill(mask, float("-inf"))
-    elif atten_mask is not None:
-        s = s.masked_fill(atten_mask.bool(), float("-inf"))
-    out = torch.softmax(s, dim=-1) @ v
+        mask = torch.ones(L, S, dtype=torch.bool).triu(diagonal=1 + off).expand(B, N, L, S)
+    else:
+        mask = None if atten_mask is None else atten_mask.bool().expand(B, N, L, S)
+    # One (batch, head) at a time: a whole batch's score matrix at S = 4096 is gigabytes
+    # (flash_attn_bhsd_ascendc's B=4, 32 heads: 8.6 GB of floats).
+    out = torch.empty(B, N, L, v.shape[-1])
+    for b in range(B):
+        for n in range(N):
+            s = q[b, n].float() @ k[b, n // rep].float().transpose(-2, -1) * scale
+            if mask is not None:
+                s = s.masked_fill(mask[b, n], float("-inf"))
+            out[b, n] = torch.softmax(s, dim=-1) @ v[b, n // rep].float()
     if input_layout == "BSND":
         out = out.transpose(1, 2)
     elif input_layout == "BSH":
