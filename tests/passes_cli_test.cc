@@ -62,8 +62,9 @@ TEST(CliPrintAfter, UnknownPassIsBadInputNamingThePasses) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--print-after fuse_everything: no such pass"), std::string::npos) << r.err;
   EXPECT_NE(
-      r.err.find("passes, in order: vectorize, cv_split, l1_residency, fuse_axpy, multibuffer, "
-                 "plan_memory, auto_sync"),
+      r.err.find(
+          "passes, in order: event_ids, vectorize, cv_split, l1_residency, fuse_axpy, multibuffer, "
+          "plan_memory, auto_sync"),
       std::string::npos)
       << r.err;
 }

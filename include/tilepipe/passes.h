@@ -18,6 +18,9 @@ namespace tilepipe::passes {
 /// The validated option table of the pipeline (the original's pass configs). Switches
 /// that would have no effect are errors, not silently ignored (validate()).
 struct PassOptions {
+  /// Event ids past the chip's count (the original's kernels use up to 15) renamed into it
+  /// per pipe pair, injectively (passes/event_ids.h). Off: such an id is the verifier's error.
+  bool event_ids = true;
   /// Vectorisation: Parallel loops become tile ops over all their rows. Off: a Parallel
   /// loop is an error (`unsupported`), never a silent serial loop.
   bool vectorize = true;

@@ -52,6 +52,9 @@ struct VerifyOptions {
   /// sequential layout may use the reserved bytes, as the original's code generator lets
   /// it (passes::PassOptions::reserved_tail).
   bool reserved_tail = false;
+  /// Check intra-core event ids against the chip's count. Off before the pipeline's
+  /// event_ids pass, which renames ids past it; the program is verified again afterwards.
+  bool event_id_range = true;
 };
 
 /// All problems found in `p` for `chip` (empty = valid).

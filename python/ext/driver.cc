@@ -87,6 +87,8 @@ passes::PassOptions pass_options(const py::dict& opts) {
       o.reserved_tail = on;
     else if (key == "original_sync")
       o.original_sync = on;
+    else if (key == "event_ids")
+      o.event_ids = on;
     else
       throw std::invalid_argument("unknown pass option " + key);
   }

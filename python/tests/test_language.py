@@ -1860,13 +1860,15 @@ def ping_pong_ids(N, tiles):
 
 def test_run_time_event_ids_past_the_range_are_shifted_into_it():
     # moe_token_permute.py: `T.set_flag("mte2", "mte3", nxt + 10)` with nxt in {0, 1}: every
-    # id of the pipe pair lies in [10, 11], so the pair is renamed by one shift to [0, 1].
+    # id of the pipe pair lies in [10, 11], so the pipeline's event_ids pass renames the pair
+    # by one shift to [0, 1] (the kernel's source keeps the author's ids).
     k = ping_pong_ids(64, 4)
     a = rand(8, 64)
     np.testing.assert_allclose(k.check(a), a + 1, rtol=1e-6)
-    src = k.get_kernel_source()
-    assert "wait_flag MTE3->MTE2 #(((t % 2) + 10) - 10)" in src
-    assert "set_flag MTE3->MTE2 #0" in src and "#10" not in src
+    assert "wait_flag MTE3->MTE2 #((t % 2) + 10)" in k.get_kernel_source()
+    ir = k.get_ir()
+    assert "wait_flag MTE3->MTE2 #(((t % 2) + 10) - 10)" in ir
+    assert "set_flag MTE3->MTE2 #0" in ir and "#10" not in ir
 
 
 def test_sync_all_is_refused_at_its_line():

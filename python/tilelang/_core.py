@@ -224,12 +224,6 @@ class _Ctx:
         self.hand_sync = set()
         # id(ast For) -> (trip count,) for the device loops the probe saw, True for others
         self.loop_ids = {}
-        # (core, src pipe, dst pipe, constant event id or None, its bounds or None) of the
-        # intra-core flags (_jit._remap)
-        self.flag_use = []
-        # (core, src, dst, id) -> event id within the chip's range; (core, src, dst, "shift")
-        # -> the amount every id of that pipe pair moves down
-        self.flag_remap = {}
         # Cross-core flag balance (hand-synced kernels): executions of each set / wait per
         # scope kind and flag id, as trip-count expressions (None: under a run-time if).
         self.trip_stack = []

@@ -341,14 +341,13 @@ class JITKernel:
                 roles[name] = "input"
         return roles
 
-    def _lower(self, bindings, roles, pads, drains=None, remap=None):
+    def _lower(self, bindings, roles, pads, drains=None):
         from ._core import Buffer
 
         saved = (ctx.builder, ctx.bindings, ctx.kernel)
         ctx.__init__()
         ctx.bindings = bindings
         ctx.drains = drains or {}
-        ctx.flag_remap = remap or {}
         ctx.lowering = lowering(self.pass_configs)
         try:
             params = []
@@ -378,7 +377,6 @@ class JITKernel:
             gm_pad = dict(ctx.gm_pad)
             self._past = {n: dict(v) for n, v in ctx.gm_past.items()}
             info.drains = _drains()
-            info.remap = _remap()
             return program, info, extents, gm_pad
         finally:
             ctx.builder, ctx.bindings, ctx.kernel = saved
@@ -416,8 +414,8 @@ class JITKernel:
                 for d, loc in sorted(getattr(self, "_past", {}).get(name, {}).items()):
                     _warn_past(name, d, shape, pads[name][0], loc)
         roles2 = self._roles(written)
-        if roles2 != roles or pads or info.drains or info.remap:
-            program, info, _, _ = self._lower(bindings, roles2, pads, info.drains, info.remap)
+        if roles2 != roles or pads or info.drains:
+            program, info, _, _ = self._lower(bindings, roles2, pads, info.drains)
         lower_s = time.perf_counter() - t0
         opts = pass_options(self.pass_configs, info.func_attrs)
         if lowering(self.pass_configs) == "tilepipe":
@@ -679,45 +677,6 @@ class JITKernel:
         from .profiler import Profiler
 
         return Profiler(self)
-
-
-def _remap():
-    """Renames event ids past the chip's range to unused ids of their pipe pair: constant
-    ids each to a free id; with run-time ids, every id of the pair shifted down by one
-    amount when all of them lie in a window of EVENT_IDS values (moe_token_permute's
-    `(i + 1) % 2 + 10`), clear of barrier_all's id."""
-    from .language import EVENT_IDS, BARRIER_EVENT_ID
-
-    pairs, spans = {}, {}
-    for core, src, dst, fid, span in ctx.flag_use:
-        pairs.setdefault((core, src, dst), set()).add(fid)
-        spans.setdefault((core, src, dst), []).append(span)
-    out = {}
-    for pair, ids in pairs.items():
-        if None in ids:  # run-time ids: one shift of the whole pair, if their bounds allow
-            ss = spans[pair]
-            if any(sp is None for sp in ss):
-                continue  # unbounded: left to the verifier
-            lo, hi = min(a for a, _ in ss), max(b for _, b in ss)
-            if hi < EVENT_IDS or hi - lo >= EVENT_IDS:
-                continue
-            shift = None
-            for base in range(0, EVENT_IDS - (hi - lo)):
-                if not (base <= BARRIER_EVENT_ID <= base + hi - lo):
-                    shift = lo - base
-                    break
-            if shift is not None:
-                out[pair + ("shift",)] = shift
-            continue
-        big = sorted(i for i in ids if i >= EVENT_IDS)
-        if not big:
-            continue  # in range
-        free = [i for i in range(EVENT_IDS) if i not in ids and i != BARRIER_EVENT_ID]
-        if len(free) < len(big):
-            continue
-        for i, j in zip(big, free):
-            out[pair + (i,)] = j
-    return out
 
 
 def _drains():

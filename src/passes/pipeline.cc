@@ -6,6 +6,7 @@
 
 #include "passes/auto_sync.h"
 #include "passes/cv_split.h"
+#include "passes/event_ids.h"
 #include "passes/fuse_axpy.h"
 #include "passes/l1_residency.h"
 #include "passes/multibuffer.h"
@@ -18,6 +19,9 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
+      {"event_ids",
+       "intra-core event ids past the chip's count renamed into it, per pipe pair (injective)",
+       &PassOptions::event_ids, &event_ids},
       {"vectorize",
        "Parallel loops -> tile ops over all their rows (row broadcasts for per-row scalars)",
        &PassOptions::vectorize, &vectorize},
@@ -103,6 +107,7 @@ VerifyOptions verify_options(const PassOptions& o) {
   v.unscoped = o.cv_split;
   v.parallel = o.vectorize;
   v.reserved_tail = o.reserved_tail;
+  v.event_id_range = !o.event_ids;
   return v;
 }
 
@@ -116,6 +121,7 @@ ir::Program run_passes(const ir::Program& p, const ChipConfig& chip, const PassO
     if (!(o.*pass.flag)) continue;
     ir::Program next = pass.run(cur, chip, o);
     if (pass.name == "plan_memory") vo.capacity = true;
+    if (pass.name == "event_ids") vo.event_id_range = true;
     auto diags = verify(next, chip, vo);
     if (!diags.empty())
       throw std::logic_error(fmt::format(

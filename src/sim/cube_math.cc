@@ -7,8 +7,8 @@
 
 namespace tilepipe::sim {
 
-void cube_matmul(int64_t m, int64_t n, int64_t k, int64_t k_fractal, const float* a,
-                 const float* b, float* c, bool accumulate) {
+void cube_matmul(int64_t m, int64_t n, int64_t k, int64_t k_fractal, const float* a, const float* b,
+                 float* c, bool accumulate) {
   // Single-threaded: the simulator runs cores on its own threads, and a fixed thread count
   // keeps the summation order, so the result, the same from run to run.
   static const bool one_thread = (openblas_set_num_threads(1), true);

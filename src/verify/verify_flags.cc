@@ -55,7 +55,7 @@ void Verifier::flag(Pipe src, Pipe dst, const Expr& id, const Loc& loc, const ch
                 "FIX->MTE1, MTE1->FIX"
               : "Vector pairs: any two of S, V, MTE2, MTE3");
   }
-  event_id(id, chip_.event_ids, loc, what);
+  if (opts_.event_id_range) event_id(id, chip_.event_ids, loc, what);
 }
 
 void Verifier::check(const SetFlagStmt& n, const StmtNode& s) {

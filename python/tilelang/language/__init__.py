@@ -803,38 +803,24 @@ def _pipe(p):
     return _PIPES[p]
 
 
-EVENT_IDS = 8  # event ids per pipe pair (configs/a3.json sync.event_ids)
-
-
-def _event(src, dst, event_id):
-    """The event id of a flag; ids past the chip's range are renamed to unused ids of the
-    same pipe pair (a renaming: the original's kernels use ids up to 15): a constant id to a
-    free id, or every id of the pair shifted down when run-time ids (`i % 2 + 10`) lie in a
-    window of the range's size (_jit._remap)."""
-    fid = to_index(event_id, "event id")
-    core = ctx.split if ctx.split in ("C", "V") else ctx.scope
-    const = fid if isinstance(fid, int) else None  # None: a run-time id
-    span = (fid, fid) if const is not None else \
-        _ext.bounds(fid, ctx.var_ranges, ctx.block_num)  # None: unbounded
-    ctx.flag_use.append((core, src, dst, const, span))
-    shift = ctx.flag_remap.get((core, src, dst, "shift"))
-    if shift is not None:
-        return fid - shift
-    return ctx.flag_remap.get((core, src, dst, const), fid)
+def _event(event_id):
+    """The event id of a flag, as written: ids past the chip's count (the original's kernels
+    use up to 15) are renamed by the pipeline's event_ids pass (docs/passes.md)."""
+    return to_index(event_id, "event id")
 
 
 def set_flag(src, dst, event_id=0, *a, **kw):
     s, d = _pipe(src), _pipe(dst)
     if not _flag_gate(s, d):
         return
-    builder().set_flag(s, d, _event(s, d, event_id), _core.current_loc())
+    builder().set_flag(s, d, _event(event_id), _core.current_loc())
 
 
 def wait_flag(src, dst, event_id=0, *a, **kw):
     s, d = _pipe(src), _pipe(dst)
     if not _flag_gate(s, d):
         return
-    builder().wait_flag(s, d, _event(s, d, event_id), _core.current_loc())
+    builder().wait_flag(s, d, _event(event_id), _core.current_loc())
 
 
 def pipe_barrier(pipe, *a, **kw):

@@ -1,0 +1,23 @@
+// Event ids past the chip's count renamed into it, per core kind and pipe pair.
+#pragma once
+
+#include "tilepipe/chip.h"
+#include "tilepipe/ir.h"
+#include "tilepipe/passes.h"
+
+namespace tilepipe::passes {
+
+/// The original's kernels use intra-core event ids up to 15 (moe_token_permute_grad's
+/// `set_flag("mte2", "v", 10)`, the SFA files' 8-11); A2 / A3 have `sync.event_ids` (8) per
+/// pipe pair. Flags match by (core, src, dst, id) only, so an injective renaming of one
+/// pair's ids keeps the program's meaning and its timing. Per core kind (C / V) and pipe
+/// pair, over the whole program:
+/// - every id a constant: each id past the range -> an id of the range the pair does not
+///   use, in ascending order;
+/// - some id a run-time value (`i % 2 + 10`): every id of the pair (constants too) shifted
+///   down by the lowest, when every id's range is known and all lie in a window of the
+///   chip's count.
+/// A pair neither fits is an error at its first id past the range (UserError).
+ir::Program event_ids(const ir::Program& p, const ChipConfig& chip, const PassOptions& o);
+
+}  // namespace tilepipe::passes
