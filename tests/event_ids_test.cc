@@ -61,9 +61,9 @@ TEST(EventIds, RunTimeIdsShiftedAsOneConstantsToFreeIds) {
   auto p = chunks([](Ex k) { return k % 2 + 11; }, 10);
   EXPECT_FALSE(verify(p, testing::a3()).empty());  // as written: ids past 0..7
   std::string text = ir::print(renamed(p));
-  for (const char* want : {"set_flag MTE2->V #0", "wait_flag MTE2->V #0",
-                           "set_flag MTE2->V #(((i % 2) + 11) - 10)", "set_flag V->MTE3 #0",
-                           "wait_flag V->MTE3 #0", "set_flag MTE3->MTE2 #0"})
+  for (const char* want :
+       {"set_flag MTE2->V #0", "wait_flag MTE2->V #0", "set_flag MTE2->V #(((i % 2) + 11) - 10)",
+        "set_flag V->MTE3 #0", "wait_flag V->MTE3 #0", "set_flag MTE3->MTE2 #0"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   // Ids in range: the program as it was.
   auto in_range = chunks([](Ex k) { return k % 2 + 1; }, 0, 3);

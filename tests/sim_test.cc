@@ -209,6 +209,55 @@ TEST(SimFunctional, BinaryOpsWithTileAndScalarOperandsMatchHandComputedValues) {
       EXPECT_EQ(got[row * 8 + c], want[row][c]) << "row " << row << " col " << c;
 }
 
+/// Inputs by reference (SimOptions::raw_inputs, the Python front end's arrays): the bytes
+/// of a tensor of the same dtype as they are, another dtype converted as a HostData value
+/// would be; a wrong element count is the host-data error.
+TEST(SimFunctional, RawInputsAreReadInPlaceOrConvertedAsValuesWouldBe) {
+  KernelBuilder k("raw", 1);
+  auto X = k.input("X", {16}, f16);
+  auto W = k.input("W", {16}, f16);
+  auto Y = k.output("Y", {16}, f16);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto x = alloc_ub("x", {16}, f16);
+    auto w = alloc_ub("w", {16}, f16);
+    if_(vid == 0, [&] {
+      copy(X, x);
+      copy(W, w);
+      handoff(Pipe::MTE2, Pipe::V);
+      tile::add(x, x, w);
+      handoff(Pipe::V, Pipe::MTE3);
+      copy(x, Y);
+    });
+  });
+  ir::Program p = k.finish();
+  std::vector<uint16_t> xbits(16);
+  std::vector<float> wf(16);
+  std::vector<double> xv(16), wv(16);
+  for (int i = 0; i < 16; ++i) {
+    xv[i] = 0.25 * i - 1.5;
+    xbits[i] = float_to_f16(static_cast<float>(xv[i]));
+    wf[i] = 1.0f / 3.0f + static_cast<float>(i);  // not a float16: rounded on the way in
+    wv[i] = wf[i];
+  }
+  sim::SimOptions o = options(sim::Mode::Functional);
+  o.raw_inputs["X"] = {xbits.data(), ir::DType::F16, 16};
+  o.raw_inputs["W"] = {wf.data(), ir::DType::F32, 16};
+  auto raw = run(p, {}, o);
+  auto values = run(p, {{"X", xv}, {"W", wv}});
+  EXPECT_EQ(raw.io.at("Y"), values.io.at("Y"));
+  EXPECT_EQ(raw.io.at("Y")[6], 0.0 + f16_to_float(float_to_f16(1.0f / 3.0f + 6.0f)));
+  o.raw_inputs["W"].elements = 15;
+  try {
+    run(p, {}, o);
+    FAIL() << "expected a host-data error";
+  } catch (const UserError& e) {
+    EXPECT_NE(e.diagnostics().front().message.find("host data for 'W' has 15 values; the "
+                                                   "tensor has 16"),
+              std::string::npos);
+  }
+}
+
 /// exp of an f32 operand, correctly rounded: computed in double and rounded once (glibc's
 /// expf, which the simulator used, is 0.502 ulp: 1.64926004 at 0.500326693, one ulp high).
 TEST(SimFunctional, ExpIsCorrectlyRounded) {

@@ -34,6 +34,15 @@ enum class Mode { Timing, Functional };
 /// GM tensor contents exchanged with the host, as logical row-major values.
 using HostData = std::map<std::string, std::vector<double>>;
 
+/// An input tensor as the host holds it, by reference (a front end's array): `elements`
+/// values of `dtype`, row-major. Loaded into GM without a float64 copy: the bytes when
+/// `dtype` is the tensor's, else converted value by value as a HostData entry would be.
+struct RawTensor {
+  const void* data = nullptr;
+  ir::DType dtype = ir::DType::F32;
+  int64_t elements = 0;
+};
+
 /// One executed instruction, as observers see it.
 struct InstrEvent {
   int core = 0;  // index into SimResult::cores
@@ -118,6 +127,9 @@ struct SimOptions {
   /// Functional mode: the GM tensors written back to `io` after the run (empty: every one).
   /// A front end that reads only the outputs skips converting inputs and workspaces back.
   std::vector<std::string> write_back;
+  /// Functional mode: input tensors given by reference instead of through `io` (an `io`
+  /// entry of the same name wins). Must outlive the run.
+  std::map<std::string, RawTensor> raw_inputs;
 };
 
 /// Where each cycle of a pipe went, from cycle 0 to the kernel's span (the fields sum to

@@ -27,6 +27,7 @@
 #include "registry.h"
 #include "tilepipe/advisor.h"
 #include "tilepipe/driver.h"
+#include "tilepipe/numeric.h"
 
 namespace tilepipe::ext {
 
@@ -102,13 +103,77 @@ sim::HostData host_data(const py::dict& arrays, bool consume = false) {
   sim::HostData io;
   for (const auto& k : py::list(arrays.attr("keys")())) {
     {
-      auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(arrays[k]);
-      if (!a) throw py::type_error("input must be convertible to a float64 array");
-      io[k.cast<std::string>()] = std::vector<double>(a.data(), a.data() + a.size());
+      py::object v = arrays[k];
+      auto& out = io[k.cast<std::string>()];
+      if (py::isinstance<py::tuple>(v)) {  // (bits, "bf16"): the values those bits hold
+        auto t = v.cast<py::tuple>();
+        auto bits = py::array::ensure(t[0], py::array::c_style);
+        const ir::DType dt = dtype_of(t[1].cast<std::string>());
+        if (!bits || bits.itemsize() != ir::dtype_bytes(dt))
+          throw py::type_error("input bits must be a contiguous array of the dtype's size");
+        out.resize(static_cast<size_t>(bits.size()));
+        load_elems(dt, static_cast<const uint8_t*>(bits.data()), out.data(), out.size());
+      } else {
+        auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(v);
+        if (!a) throw py::type_error("input must be convertible to a float64 array");
+        out.assign(a.data(), a.data() + a.size());
+      }
     }
     if (consume && PyDict_DelItem(arrays.ptr(), k.ptr()) != 0) throw py::error_already_set();
   }
   return io;
+}
+
+/// The element type of a numpy array the simulator can read in place, if any.
+std::optional<ir::DType> raw_dtype(const py::array& a) {
+  const char kind = a.dtype().kind();
+  const auto size = a.itemsize();
+  static const std::map<std::pair<char, py::ssize_t>, ir::DType> types = {
+      {{'f', 2}, ir::DType::F16}, {{'f', 4}, ir::DType::F32}, {{'i', 1}, ir::DType::I8},
+      {{'i', 2}, ir::DType::I16}, {{'i', 4}, ir::DType::I32}, {{'u', 1}, ir::DType::U8},
+      {{'u', 2}, ir::DType::U16}, {{'u', 4}, ir::DType::U32}, {{'b', 1}, ir::DType::U8}};
+  auto it = types.find({kind, size});
+  if (it == types.end()) return std::nullopt;
+  return it->second;
+}
+
+/// The inputs of a functional run: arrays of a type the simulator reads in place (float16,
+/// float32, the integer types, and `(uint16 bits, "bf16")` pairs) by reference — no float64
+/// copy of a tensor that may be gigabytes — and any other through host_data.
+struct HostInputs {
+  sim::HostData values;
+  std::map<std::string, sim::RawTensor> raw;
+  std::vector<py::array> keep;  // what `raw` points into, alive until the run ends
+};
+
+HostInputs host_inputs(const py::dict& arrays, bool consume) {
+  HostInputs in;
+  for (const auto& k : py::list(arrays.attr("keys")())) {
+    py::object obj = arrays[k];
+    std::optional<ir::DType> dt;
+    if (py::isinstance<py::tuple>(obj)) {
+      auto t = obj.cast<py::tuple>();
+      obj = t[0];
+      dt = dtype_of(t[1].cast<std::string>());
+    }
+    bool by_reference = false;
+    if (py::isinstance<py::array>(obj)) {
+      py::array a = obj.cast<py::array>();
+      if (!dt) dt = raw_dtype(a);
+      if (dt && (a.flags() & py::array::c_style) && a.itemsize() == ir::dtype_bytes(*dt)) {
+        in.raw[k.cast<std::string>()] = {a.data(), *dt, static_cast<int64_t>(a.size())};
+        in.keep.push_back(a);
+        by_reference = true;
+      }
+    }
+    if (!by_reference) {
+      py::dict one;
+      one[k] = arrays[k];
+      in.values.merge(host_data(one));
+    }
+    if (consume && PyDict_DelItem(arrays.ptr(), k.ptr()) != 0) throw py::error_already_set();
+  }
+  return in;
 }
 
 /// A program the front end built, as a driver source: no parameters, the given inputs.
@@ -202,7 +267,9 @@ std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dic
                                const std::string& mode, bool races, bool record, bool exact,
                                const std::vector<std::string>& outputs, bool consume,
                                double max_cycles) {
-  sim::HostData io = host_data(inputs, consume && !record);
+  // A recorded run keeps its inputs for the trace's replay: as values.
+  HostInputs in = record ? HostInputs{host_data(inputs), {}, {}} : host_inputs(inputs, consume);
+  sim::HostData& io = in.values;
   auto r = std::make_shared<RunResult>();
   if (record) r->inputs = io;
   r->exact = exact;
@@ -211,6 +278,7 @@ std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dic
   opts.detect_races = races;
   opts.fast_forward.enabled = !exact;
   opts.write_back = outputs;
+  opts.raw_inputs = in.raw;
   opts.max_cycles = max_cycles;
   if (record) {
     r->recorder = std::make_shared<prof::Recorder>();

@@ -34,6 +34,9 @@ auto guarded(F&& f) -> decltype(f()) {
   }
 }
 
+/// The IR dtype of the front end's short names ("f16", "bf16", "f32", "i32", ...).
+ir::DType dtype_of(const std::string& s);
+
 /// Registers Compiled, run, profile, report, trace and the command line on `m`.
 void bind_driver(py::module_& m);
 

@@ -34,9 +34,20 @@
 namespace py = pybind11;
 using namespace tilepipe;
 using tilepipe::ext::bind_driver;
+using tilepipe::ext::dtype_of;
 using tilepipe::ext::guarded;
 using tilepipe::ext::raise_diags;
 using tilepipe::ext::tilepipe_error;
+
+ir::DType tilepipe::ext::dtype_of(const std::string& s) {
+  static const std::map<std::string, ir::DType> names = {
+      {"f16", ir::DType::F16}, {"bf16", ir::DType::BF16}, {"f32", ir::DType::F32},
+      {"i32", ir::DType::I32}, {"i8", ir::DType::I8},     {"u8", ir::DType::U8},
+      {"i16", ir::DType::I16}, {"u16", ir::DType::U16},   {"u32", ir::DType::U32}};
+  auto it = names.find(s);
+  if (it == names.end()) throw std::invalid_argument("unknown dtype " + s);
+  return it->second;
+}
 
 namespace {
 
@@ -48,19 +59,6 @@ ir::Loc make_loc(const py::object& loc) {
   l.line = t[1].cast<int>();
   if (t.size() > 2) l.column = t[2].cast<int>();
   return l;
-}
-
-ir::DType dtype_of(const std::string& s) {
-  if (s == "f16") return ir::DType::F16;
-  if (s == "bf16") return ir::DType::BF16;
-  if (s == "f32") return ir::DType::F32;
-  if (s == "i32") return ir::DType::I32;
-  if (s == "i8") return ir::DType::I8;
-  if (s == "u8") return ir::DType::U8;
-  if (s == "i16") return ir::DType::I16;
-  if (s == "u16") return ir::DType::U16;
-  if (s == "u32") return ir::DType::U32;
-  throw std::invalid_argument("unknown dtype " + s);
 }
 
 ir::Pipe pipe_of(const std::string& s) {

@@ -224,6 +224,22 @@ class _KernelInfo:
         self.started = True
 
 
+def _raw_input(dtype, given, a, shape):
+    """The argument as the simulator reads it in place (the extension's host_inputs): the
+    array itself when its element type is the tensor's, the bits of a torch bfloat16 tensor
+    of the declared shape with their dtype, else None (float64 values)."""
+    code = dtype_code(dtype)
+    if code == "bf16":
+        t = _torch_tensor(given)
+        if t is None or str(t.dtype) != "torch.bfloat16" or list(t.shape) != list(shape):
+            return None
+        torch = sys.modules["torch"]
+        return (t.detach().cpu().contiguous().view(torch.int16).numpy().reshape(-1), "bf16")
+    if a.dtype != np.dtype(numpy_dtype(dtype)):
+        return None
+    return np.ascontiguousarray(a).reshape(-1)
+
+
 def _torch_tensor(x):
     """x if it is a torch.Tensor (torch already imported by the caller), else None."""
     torch = sys.modules.get("torch")
@@ -475,7 +491,8 @@ class JITKernel:
 
     def _host(self, args):
         """The compiled kernel for these arrays, its inputs as the simulator takes them
-        (float64, padded, flat, by name), the caller's objects by parameter index, and the
+        (by name: flat arrays of the tensor's own type read in place, _raw_input, else
+        float64, padded), the caller's objects by parameter index, and the
         element counts of the caller's tensors smaller than declared."""
         arrays, with_outs = self._inputs(args)
         c = self._compile(self._bind(arrays, with_outs) if self._syms else {})
@@ -521,6 +538,11 @@ class JITKernel:
             _check_dtype(name, spec, args[pos - 1], a, loc, i in self.out_idx)
             if spec.dtype in _TWIN and a.dtype == _TWIN[spec.dtype]:
                 a = a.view(spec.dtype)  # torch.uint16 / uint32 of the runner's host
+            if short is None and name not in c.pads:
+                raw = _raw_input(spec.dtype, args[pos - 1], a, shape)
+                if raw is not None:  # read in place: no float64 copy of a large tensor
+                    host[name] = raw
+                    continue
             v = np.asarray(a, dtype=np.float64)
             if spec.dtype == "bfloat16" and isinstance(args[pos - 1], np.ndarray):
                 v = _round_bf16(v)  # a float32 array into a bf16 tensor: its bf16 values

@@ -55,14 +55,14 @@ class FlagWalk : public StmtMutator {
   Stmt mutate_leaf(const Stmt& self) override {
     if (!core_) return self;  // outside a scope: the verifier's error, not ours
     if (auto* f = std::get_if<SetFlagStmt>(&self->node)) {
-      Expr id = on_flag({*core_, f->src, f->dst}, f->event_id, eval_range(f->event_id, vars_),
-                        self->loc);
+      Expr id =
+          on_flag({*core_, f->src, f->dst}, f->event_id, eval_range(f->event_id, vars_), self->loc);
       return id == f->event_id ? self
                                : make_stmt(SetFlagStmt{f->src, f->dst, std::move(id)}, self->loc);
     }
     if (auto* f = std::get_if<WaitFlagStmt>(&self->node)) {
-      Expr id = on_flag({*core_, f->src, f->dst}, f->event_id, eval_range(f->event_id, vars_),
-                        self->loc);
+      Expr id =
+          on_flag({*core_, f->src, f->dst}, f->event_id, eval_range(f->event_id, vars_), self->loc);
       return id == f->event_id ? self
                                : make_stmt(WaitFlagStmt{f->src, f->dst, std::move(id)}, self->loc);
     }
@@ -121,11 +121,12 @@ Renaming renaming(const PairKey& key, const Collect::Ids& ids, int64_t count) {
   const auto [core, src, dst] = key;
   auto fail = [&](std::string found) {
     throw UserError(Diagnostic{
-        *ids.past, "flag-id",
+        *ids.past,
+        "flag-id",
         fmt::format("the {}->{} flags of the {} core use {}; the chip has {} event ids per pipe "
                     "pair (sync.event_ids), and no renaming of these ids fits in them",
-                    to_string(src), to_string(dst), core == CoreKind::C ? "Cube" : "Vector",
-                    found, count),
+                    to_string(src), to_string(dst), core == CoreKind::C ? "Cube" : "Vector", found,
+                    count),
         {},
         "reuse ids of finished handshakes, or merge buffers that are released together"});
   };
@@ -140,9 +141,10 @@ Renaming renaming(const PairKey& key, const Collect::Ids& ids, int64_t count) {
   Renaming out;
   if (ids.runtime) {  // one shift of every id of the pair
     if (hi - lo >= count)
-      fail(fmt::format("ids from {} to {} (run-time ones among them: one shift of all of them "
-                       "must fit)",
-                       lo, hi));
+      fail(
+          fmt::format("ids from {} to {} (run-time ones among them: one shift of all of them "
+                      "must fit)",
+                      lo, hi));
     out.shift = lo;
     return out;
   }

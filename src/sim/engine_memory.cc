@@ -20,17 +20,32 @@ void Engine::setup_memory() {
     // branches that depend on data must follow the real data.
     if (!functional_ && !p_.gm[i].scalar_read) continue;
     gm_[i].assign(static_cast<size_t>(b.bytes()), 0);
-    if (!io_) continue;
-    auto it = io_->find(b.name);
-    if (it == io_->end()) continue;
-    if (static_cast<int64_t>(it->second.size()) != b.elements()) {
-      throw UserError(Diagnostic{b.loc,
-                                 "host-data",
-                                 fmt::format("host data for '{}' has {} values; the tensor has {}",
-                                             b.name, it->second.size(), b.elements()),
-                                 {},
-                                 "pass exactly one value per element"});
+    auto count_error = [&](int64_t given) {
+      return UserError(Diagnostic{b.loc,
+                                  "host-data",
+                                  fmt::format("host data for '{}' has {} values; the tensor has {}",
+                                              b.name, given, b.elements()),
+                                  {},
+                                  "pass exactly one value per element"});
+    };
+    auto it = io_ ? io_->find(b.name) : HostData::iterator{};
+    if (!io_ || it == io_->end()) {
+      auto raw = opts_.raw_inputs.find(b.name);
+      if (raw == opts_.raw_inputs.end()) continue;
+      const RawTensor& r = raw->second;
+      if (r.elements != b.elements()) throw count_error(r.elements);
+      const auto* src = static_cast<const uint8_t*>(r.data);
+      if (r.dtype == b.dtype) {
+        std::copy_n(src, gm_[i].size(), gm_[i].data());
+      } else {
+        const int64_t eb = ir::dtype_bytes(r.dtype), db = ir::dtype_bytes(b.dtype);
+        for (int64_t e = 0; e < r.elements; ++e)
+          store_elem(b.dtype, gm_[i].data() + e * db, load_elem(r.dtype, src + e * eb));
+      }
+      continue;
     }
+    if (static_cast<int64_t>(it->second.size()) != b.elements())
+      throw count_error(static_cast<int64_t>(it->second.size()));
     store_elems(b.dtype, it->second.data(), gm_[i].data(), it->second.size());
     // collect() writes every tensor back: the host copy is not needed until then (at
     // 8 bytes a value it is the run's largest memory).
