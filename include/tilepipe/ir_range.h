@@ -28,6 +28,10 @@ inline constexpr int kVidVar = -2;
 /// Value range of an integer expression given variable ranges (a comparison is [0, 1]).
 Range eval_range(const Expr& e, const VarRanges& vars);
 
+/// Range of a loop's variable: [begin's lowest, end's highest - 1] (any when either bound
+/// is unbounded).
+Range loop_var_range(const ForStmt& f, const VarRanges& vars);
+
 /// The outcome of a comparison (`a < b`, `a >= b`, ...) when it is the same for every value
 /// the ranges allow, else nullopt: a guard decided at build time is no code at all.
 std::optional<bool> decided(const Expr& cond, const VarRanges& vars);

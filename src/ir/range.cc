@@ -107,4 +107,10 @@ std::optional<bool> decided(const Expr& cond, const VarRanges& vars) {
   }
 }
 
+Range loop_var_range(const ForStmt& f, const VarRanges& vars) {
+  Range b = eval_range(f.begin, vars), e = eval_range(f.end, vars);
+  if (!b.known || !e.known) return Range::any();
+  return Range::of(b.lo, std::max(b.lo, e.hi - 1));
+}
+
 }  // namespace tilepipe::ir

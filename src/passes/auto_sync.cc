@@ -403,11 +403,7 @@ class AutoSync {
     return {s};
   }
 
-  Range loop_range(const ForStmt& f) const {
-    Range b = eval_range(f.begin, vars_), e = eval_range(f.end, vars_);
-    if (!b.known || !e.known) return Range::any();
-    return Range::of(b.lo, std::max(b.lo, e.hi - 1));
-  }
+  Range loop_range(const ForStmt& f) const { return loop_var_range(f, vars_); }
 
   // ---- ids and emission ----
 
@@ -717,9 +713,7 @@ class ScopeFinder : public StmtMutator {
   }
 
   Stmt mutate_for(const ForStmt& s, const Stmt& self) override {
-    Range b = eval_range(s.begin, vars_), e = eval_range(s.end, vars_);
-    vars_[s.var->id] =
-        b.known && e.known ? Range::of(b.lo, std::max(b.lo, e.hi - 1)) : Range::any();
+    vars_[s.var->id] = loop_var_range(s, vars_);
     ++loops_;
     Stmt r = StmtMutator::mutate_for(s, self);
     --loops_;

@@ -130,12 +130,6 @@ std::vector<Access> leaf_accesses(const Stmt& s, const std::vector<Buffer>& fenc
 
 namespace {
 
-Range loop_var_range(const ForStmt& f, const VarRanges& vars) {
-  Range b = eval_range(f.begin, vars), e = eval_range(f.end, vars);
-  if (!b.known || !e.known) return Range::any();
-  return Range::of(b.lo, std::max(b.lo, e.hi - 1));
-}
-
 void collect(const Stmt& s, VarRanges& vars, std::vector<const ForStmt*>& loops,
              const std::vector<Buffer>& fences, std::vector<Access>& out) {
   if (!s) return;

@@ -38,9 +38,7 @@ class FlagWalk : public StmtMutator {
   virtual Expr on_flag(const PairKey& key, const Expr& id, const Range& r, const Loc& loc) = 0;
 
   Stmt mutate_for(const ForStmt& s, const Stmt& self) override {
-    Range b = eval_range(s.begin, vars_), e = eval_range(s.end, vars_);
-    vars_[s.var->id] =
-        b.known && e.known ? Range::of(b.lo, std::max(b.lo, e.hi - 1)) : Range::any();
+    vars_[s.var->id] = loop_var_range(s, vars_);
     Stmt r = StmtMutator::mutate_for(s, self);
     vars_.erase(s.var->id);
     return r;
