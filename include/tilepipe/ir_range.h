@@ -28,6 +28,16 @@ inline constexpr int kVidVar = -2;
 /// Value range of an integer expression given variable ranges (a comparison is [0, 1]).
 Range eval_range(const Expr& e, const VarRanges& vars);
 
+/// Range of cid in a launch of `block_num` blocks.
+inline Range cid_range(int64_t block_num) {
+  return Range::of(0, block_num > 1 ? block_num - 1 : 0);
+}
+
+/// Range of vid in a scope of core kind `k`: the two AIVs of an AI core, or the one AIC.
+inline Range vid_range(CoreKind k) {
+  return k == CoreKind::V ? Range::of(0, 1) : Range::of(0, 0);
+}
+
 /// Range of a loop's variable: [begin's lowest, end's highest - 1] (any when either bound
 /// is unbounded).
 Range loop_var_range(const ForStmt& f, const VarRanges& vars);

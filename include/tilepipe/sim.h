@@ -221,7 +221,7 @@ class InvariantError : public std::logic_error {
 /// Version of the timing model; part of every tuning-cache key.
 inline constexpr const char* kSimVersion = "tilepipe-sim-4";
 
-/// The Cube's arithmetic (an mmad's values; docs/simulator.md, "The Cube's arithmetic"): C
+/// The Cube's arithmetic (an mmad's values; docs/simulator.md, "Functional and timing mode"): C
 /// [m, n] (+)= A [m, k] B [k, n], row-major f32 operands (every Cube input type converts to
 /// f32 exactly). The Cube adds one K fractal at a time into the f32 accumulator, L0C: per
 /// `k_fractal` elements of K (cube_k_fractal), a chain of f32 fused multiply-adds from 0 in

@@ -96,29 +96,40 @@ passes::PassOptions pass_options(const py::dict& opts) {
   return o;
 }
 
-/// Tensors by name from a dict of arrays (float64, flattened).
+/// One entry of a host dict: an array, with the dtype its bits hold for a `(bits, "bf16")`
+/// pair (numpy has no bfloat16).
+struct HostEntry {
+  py::object array;
+  std::optional<ir::DType> bits_of;
+};
+
+HostEntry host_entry(const py::handle& v) {
+  if (!py::isinstance<py::tuple>(v)) return {py::reinterpret_borrow<py::object>(v), std::nullopt};
+  auto t = v.cast<py::tuple>();
+  return {t[0], dtype_of(t[1].cast<std::string>())};
+}
+
+/// The entry's values as the simulator takes them through HostData (float64, flattened).
+std::vector<double> host_values(const HostEntry& e) {
+  if (e.bits_of) {
+    auto bits = py::array::ensure(e.array, py::array::c_style);
+    if (!bits || bits.itemsize() != ir::dtype_bytes(*e.bits_of))
+      throw py::type_error("input bits must be a contiguous array of the dtype's size");
+    std::vector<double> out(static_cast<size_t>(bits.size()));
+    load_elems(*e.bits_of, static_cast<const uint8_t*>(bits.data()), out.data(), out.size());
+    return out;
+  }
+  auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(e.array);
+  if (!a) throw py::type_error("input must be convertible to a float64 array");
+  return {a.data(), a.data() + a.size()};
+}
+
 /// The arrays as simulator inputs. `consume`: each entry leaves the dict once copied, so a
 /// caller holding no other reference frees it at once (one tensor in two copies at a time).
 sim::HostData host_data(const py::dict& arrays, bool consume = false) {
   sim::HostData io;
   for (const auto& k : py::list(arrays.attr("keys")())) {
-    {
-      py::object v = arrays[k];
-      auto& out = io[k.cast<std::string>()];
-      if (py::isinstance<py::tuple>(v)) {  // (bits, "bf16"): the values those bits hold
-        auto t = v.cast<py::tuple>();
-        auto bits = py::array::ensure(t[0], py::array::c_style);
-        const ir::DType dt = dtype_of(t[1].cast<std::string>());
-        if (!bits || bits.itemsize() != ir::dtype_bytes(dt))
-          throw py::type_error("input bits must be a contiguous array of the dtype's size");
-        out.resize(static_cast<size_t>(bits.size()));
-        load_elems(dt, static_cast<const uint8_t*>(bits.data()), out.data(), out.size());
-      } else {
-        auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(v);
-        if (!a) throw py::type_error("input must be convertible to a float64 array");
-        out.assign(a.data(), a.data() + a.size());
-      }
-    }
+    io[k.cast<std::string>()] = host_values(host_entry(arrays[k]));
     if (consume && PyDict_DelItem(arrays.ptr(), k.ptr()) != 0) throw py::error_already_set();
   }
   return io;
@@ -126,20 +137,18 @@ sim::HostData host_data(const py::dict& arrays, bool consume = false) {
 
 /// The element type of a numpy array the simulator can read in place, if any.
 std::optional<ir::DType> raw_dtype(const py::array& a) {
-  const char kind = a.dtype().kind();
-  const auto size = a.itemsize();
   static const std::map<std::pair<char, py::ssize_t>, ir::DType> types = {
       {{'f', 2}, ir::DType::F16}, {{'f', 4}, ir::DType::F32}, {{'i', 1}, ir::DType::I8},
       {{'i', 2}, ir::DType::I16}, {{'i', 4}, ir::DType::I32}, {{'u', 1}, ir::DType::U8},
       {{'u', 2}, ir::DType::U16}, {{'u', 4}, ir::DType::U32}, {{'b', 1}, ir::DType::U8}};
-  auto it = types.find({kind, size});
+  auto it = types.find({a.dtype().kind(), a.itemsize()});
   if (it == types.end()) return std::nullopt;
   return it->second;
 }
 
 /// The inputs of a functional run: arrays of a type the simulator reads in place (float16,
 /// float32, the integer types, and `(uint16 bits, "bf16")` pairs) by reference — no float64
-/// copy of a tensor that may be gigabytes — and any other through host_data.
+/// copy of a tensor that may be gigabytes — and any other as host_data's values.
 struct HostInputs {
   sim::HostData values;
   std::map<std::string, sim::RawTensor> raw;
@@ -149,28 +158,20 @@ struct HostInputs {
 HostInputs host_inputs(const py::dict& arrays, bool consume) {
   HostInputs in;
   for (const auto& k : py::list(arrays.attr("keys")())) {
-    py::object obj = arrays[k];
+    const std::string name = k.cast<std::string>();
+    HostEntry e = host_entry(arrays[k]);
     std::optional<ir::DType> dt;
-    if (py::isinstance<py::tuple>(obj)) {
-      auto t = obj.cast<py::tuple>();
-      obj = t[0];
-      dt = dtype_of(t[1].cast<std::string>());
-    }
-    bool by_reference = false;
-    if (py::isinstance<py::array>(obj)) {
-      py::array a = obj.cast<py::array>();
-      if (!dt) dt = raw_dtype(a);
+    if (py::isinstance<py::array>(e.array)) {
+      py::array a = e.array.cast<py::array>();
+      dt = e.bits_of ? e.bits_of : raw_dtype(a);
       if (dt && (a.flags() & py::array::c_style) && a.itemsize() == ir::dtype_bytes(*dt)) {
-        in.raw[k.cast<std::string>()] = {a.data(), *dt, static_cast<int64_t>(a.size())};
+        in.raw[name] = {a.data(), *dt, static_cast<int64_t>(a.size())};
         in.keep.push_back(a);
-        by_reference = true;
+      } else {
+        dt.reset();
       }
     }
-    if (!by_reference) {
-      py::dict one;
-      one[k] = arrays[k];
-      in.values.merge(host_data(one));
-    }
+    if (!dt) in.values[name] = host_values(e);
     if (consume && PyDict_DelItem(arrays.ptr(), k.ptr()) != 0) throw py::error_already_set();
   }
   return in;

@@ -709,7 +709,7 @@ class ScopeFinder : public StmtMutator {
  public:
   ScopeFinder(const Program& p, const ChipConfig& chip, const PassOptions& o)
       : p_(p), chip_(chip), o_(o) {
-    vars_[kCidVar] = Range::of(0, std::max<int64_t>(0, p.block_num - 1));
+    vars_[kCidVar] = cid_range(p.block_num);
   }
 
   Stmt mutate_for(const ForStmt& s, const Stmt& self) override {
@@ -724,7 +724,7 @@ class ScopeFinder : public StmtMutator {
   Stmt mutate_scope(const ScopeStmt& s, const Stmt& self) override {
     if (has_hand_sync(s.body)) return self;
     VarRanges v = vars_;
-    v[kVidVar] = s.kind == CoreKind::V ? Range::of(0, 1) : Range::of(0, 0);
+    v[kVidVar] = vid_range(s.kind);
     AutoSync a(p_, chip_, o_, s.kind, self->loc, std::move(v), loops_ > 0);
     Stmt b = a.run(s.body);
     if (o_.original_sync) b = original_barriers(b, s.kind, chip_, self->loc);

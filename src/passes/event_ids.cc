@@ -32,9 +32,7 @@ struct Renaming {
 /// set / wait with its pair key and the range of its id.
 class FlagWalk : public StmtMutator {
  public:
-  explicit FlagWalk(const Program& p) {
-    vars_[kCidVar] = Range::of(0, std::max<int64_t>(0, p.block_num - 1));
-  }
+  explicit FlagWalk(const Program& p) { vars_[kCidVar] = cid_range(p.block_num); }
   virtual Expr on_flag(const PairKey& key, const Expr& id, const Range& r, const Loc& loc) = 0;
 
   Stmt mutate_for(const ForStmt& s, const Stmt& self) override {
@@ -45,25 +43,22 @@ class FlagWalk : public StmtMutator {
   }
   Stmt mutate_scope(const ScopeStmt& s, const Stmt& self) override {
     core_ = s.kind;
-    vars_[kVidVar] = s.kind == CoreKind::V ? Range::of(0, 1) : Range::of(0, 0);
+    vars_[kVidVar] = vid_range(s.kind);
     Stmt r = StmtMutator::mutate_scope(s, self);
     core_.reset();
     return r;
   }
   Stmt mutate_leaf(const Stmt& self) override {
-    if (!core_) return self;  // outside a scope: the verifier's error, not ours
-    if (auto* f = std::get_if<SetFlagStmt>(&self->node)) {
+    if (!core_) return self;      // outside a scope: the verifier's error, not ours
+    auto renamed = [&](auto f) {  // a SetFlagStmt or WaitFlagStmt with its id renamed
       Expr id =
-          on_flag({*core_, f->src, f->dst}, f->event_id, eval_range(f->event_id, vars_), self->loc);
-      return id == f->event_id ? self
-                               : make_stmt(SetFlagStmt{f->src, f->dst, std::move(id)}, self->loc);
-    }
-    if (auto* f = std::get_if<WaitFlagStmt>(&self->node)) {
-      Expr id =
-          on_flag({*core_, f->src, f->dst}, f->event_id, eval_range(f->event_id, vars_), self->loc);
-      return id == f->event_id ? self
-                               : make_stmt(WaitFlagStmt{f->src, f->dst, std::move(id)}, self->loc);
-    }
+          on_flag({*core_, f.src, f.dst}, f.event_id, eval_range(f.event_id, vars_), self->loc);
+      if (id == f.event_id) return self;
+      f.event_id = std::move(id);
+      return make_stmt(std::move(f), self->loc);
+    };
+    if (auto* f = std::get_if<SetFlagStmt>(&self->node)) return renamed(*f);
+    if (auto* f = std::get_if<WaitFlagStmt>(&self->node)) return renamed(*f);
     return self;
   }
 
@@ -75,7 +70,7 @@ class FlagWalk : public StmtMutator {
 /// First walk: every id of every pair (constants as points, run-time ids as ranges).
 class Collect : public FlagWalk {
  public:
-  using FlagWalk::FlagWalk;
+  Collect(const Program& p, int64_t count) : FlagWalk(p), count_(count) {}
   struct Ids {
     std::set<int64_t> constants;
     std::vector<Range> ranges;  // of all ids, constants included
@@ -83,18 +78,20 @@ class Collect : public FlagWalk {
     std::optional<Loc> past;  // the first flag whose id may lie past the range
   };
   std::map<PairKey, Ids> ids;
-  int64_t count = 0;
 
   Expr on_flag(const PairKey& key, const Expr& id, const Range& r, const Loc& loc) override {
     Ids& i = ids[key];
     i.ranges.push_back(r);
-    if (!i.past && (!r.known || r.lo < 0 || r.hi >= count)) i.past = loc;
+    if (!i.past && (!r.known || r.lo < 0 || r.hi >= count_)) i.past = loc;
     if (auto c = as_const(id))
       i.constants.insert(*c);
     else
       i.runtime = true;
     return id;
   }
+
+ private:
+  int64_t count_;
 };
 
 /// Second walk: the renaming applied.
@@ -163,8 +160,7 @@ Renaming renaming(const PairKey& key, const Collect::Ids& ids, int64_t count) {
 }  // namespace
 
 Program event_ids(const Program& p, const ChipConfig& chip, const PassOptions&) {
-  Collect c(p);
-  c.count = chip.event_ids;
+  Collect c(p, chip.event_ids);
   c.mutate(p.body);
   std::map<PairKey, Renaming> r;
   for (const auto& [key, ids] : c.ids)

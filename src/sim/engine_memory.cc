@@ -28,8 +28,10 @@ void Engine::setup_memory() {
                                   {},
                                   "pass exactly one value per element"});
     };
-    auto it = io_ ? io_->find(b.name) : HostData::iterator{};
-    if (!io_ || it == io_->end()) {
+    std::vector<double>* values = nullptr;
+    if (io_)
+      if (auto it = io_->find(b.name); it != io_->end()) values = &it->second;
+    if (!values) {
       auto raw = opts_.raw_inputs.find(b.name);
       if (raw == opts_.raw_inputs.end()) continue;
       const RawTensor& r = raw->second;
@@ -44,12 +46,12 @@ void Engine::setup_memory() {
       }
       continue;
     }
-    if (static_cast<int64_t>(it->second.size()) != b.elements())
-      throw count_error(static_cast<int64_t>(it->second.size()));
-    store_elems(b.dtype, it->second.data(), gm_[i].data(), it->second.size());
+    if (static_cast<int64_t>(values->size()) != b.elements())
+      throw count_error(static_cast<int64_t>(values->size()));
+    store_elems(b.dtype, values->data(), gm_[i].data(), values->size());
     // collect() writes every tensor back: the host copy is not needed until then (at
     // 8 bytes a value it is the run's largest memory).
-    if (functional_) std::vector<double>().swap(it->second);
+    if (functional_) std::vector<double>().swap(*values);
   }
 }
 

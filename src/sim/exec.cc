@@ -336,7 +336,7 @@ double apply_bits(TileOpKind op, ir::DType dt, double a, double b) {
 /// Transcendentals are correctly rounded: computed in double on the f32 operand and rounded
 /// once by the store (glibc's float expf / logf are within 0.502 ulp, not exact, and a
 /// float16 result near a rounding boundary then differs from a reference computed the same
-/// way: docs/simulator.md, "Values").
+/// way: docs/simulator.md, "Functional and timing mode").
 template <TileOpKind Op>
 double apply_unary(double a) {
   const double x = static_cast<float>(a);

@@ -8,6 +8,8 @@ elements). Here such products go through the simulator's own Cube arithmetic
 rounded once to the operands' dtype, as torch_npu returns them. Anything else (other dtypes,
 `out=`, an einsum without a contracted index, ellipses, repeated indices) is left to torch."""
 
+import math
+
 import torch
 
 _LOW = {torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -42,18 +44,15 @@ def _matmul(a, b):
     return c
 
 
-def _einsum(eq, *ops):
+def _einsum(eq, a, b):
     """A two-operand einsum with a contracted index, as one batched matrix product: batch
     indices (both operands and the output), each operand's own output indices, the contracted
     ones in the first operand's order (the K order of the product)."""
-    if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
-        ops = tuple(ops[0])
     eq = eq.replace(" ", "")
-    if len(ops) != 2 or "." in eq or "->" not in eq:
+    if "." in eq or "->" not in eq:
         return NotImplemented
     lhs, out = eq.split("->")
     ins = lhs.split(",")
-    a, b = ops
     if len(ins) != 2 or any(len(set(s)) != len(s) for s in (*ins, out)) or \
             len(ins[0]) != a.dim() or len(ins[1]) != b.dim():
         return NotImplemented
@@ -72,10 +71,7 @@ def _einsum(eq, *ops):
         size[i] = b.shape[sb.index(i)]
 
     def prod(ix):
-        n = 1
-        for i in ix:
-            n *= size[i]
-        return n
+        return math.prod(size[i] for i in ix)
 
     pa = a.permute(*[sa.index(i) for i in bat + fa + con]).reshape(prod(bat), prod(fa), prod(con))
     pb = b.permute(*[sb.index(i) for i in bat + con + fb]).reshape(prod(bat), prod(con), prod(fb))
@@ -89,19 +85,17 @@ def product(func, args, kwargs):
     when `func`'s call is not one (torch computes it)."""
     if kwargs:
         return NotImplemented
-    tensors = [t for t in args if isinstance(t, torch.Tensor)]
-    if func is torch.einsum:
-        ops = args[1:]
-        if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
-            ops = tuple(ops[0])
-        tensors = list(ops)
-    if len(tensors) != 2 or not all(isinstance(t, torch.Tensor) for t in tensors) or \
-            tensors[0].dtype != tensors[1].dtype or tensors[0].dtype not in _LOW or \
-            any(t.requires_grad for t in tensors):
+    einsum = func is torch.einsum
+    ops = args[1:] if einsum else args  # einsum(eq, a, b) or einsum(eq, [a, b])
+    if einsum and len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+        ops = tuple(ops[0])
+    if len(ops) != 2 or not all(isinstance(t, torch.Tensor) for t in ops) or \
+            ops[0].dtype != ops[1].dtype or ops[0].dtype not in _LOW or \
+            any(t.requires_grad for t in ops):
         return NotImplemented
-    if func is torch.einsum:
-        return _einsum(args[0], *args[1:]) if isinstance(args[0], str) else NotImplemented
-    a, b = tensors
+    a, b = ops
+    if einsum:
+        return _einsum(args[0], a, b) if isinstance(args[0], str) else NotImplemented
     if func in (torch.mm, torch.Tensor.mm) and (a.dim() != 2 or b.dim() != 2):
         return NotImplemented
     if func in (torch.bmm, torch.Tensor.bmm) and (a.dim() != 3 or b.dim() != 3):
