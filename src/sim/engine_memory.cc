@@ -124,7 +124,7 @@ int64_t Engine::scalar_load(Core& c, const lower::LoadSite& site, const int64_t*
 
 /// Waits until core c's AI core has applied its values, which the engine then reads.
 void Engine::drain_values(const Core& c) {
-  values_exec_->drain(c.ai_core);
+  values_exec_->wait_for_read(c.ai_core, values_exec_->submitted(c.ai_core));
   if (values_exec_->skipped()) interrupted(c.t);  // cancelled: the values are not the run's
 }
 
@@ -136,7 +136,7 @@ void Engine::await_ub(const Core& c, const Access& a) {
   uint64_t seq = 0;
   for (int64_t p = lo / kUbPage; p <= (lo + a.t->elem_bytes - 1) / kUbPage; ++p)
     seq = std::max(seq, c.ub_write_seq[static_cast<size_t>(p)]);
-  values_exec_->wait_for(c.ai_core, seq);
+  values_exec_->wait_for_read(c.ai_core, seq);
   if (values_exec_->skipped()) interrupted(c.t);
 }
 

@@ -63,6 +63,20 @@ void ValueExecutor::wait_for(int group, uint64_t seq) {
     done.wait(d, std::memory_order_acquire);
 }
 
+void ValueExecutor::wait_for_read(int group, uint64_t seq) {
+  Group& g = groups_[static_cast<size_t>(group)];
+  if (!g.worker || seq <= g.read_seq) return;  // inline, or applied for an earlier read
+  g.read_seq = seq;
+  wait_for(group, seq);
+  if (g.submitted - g.window_start > kInlineWindow) {
+    g.window_start = g.submitted;
+    g.fresh_reads = 0;
+  }
+  if (++g.fresh_reads < kInlineReads) return;
+  drain(group);
+  g.worker = nullptr;
+}
+
 void ValueExecutor::drain(int group) {
   wait_for(group, groups_[static_cast<size_t>(group)].submitted);
 }
@@ -101,6 +115,12 @@ uint64_t ValueExecutor::submit(int group, const Instr& in) {
     if (a.t->scope == ir::Scope::GM) order_gm(group, a, i == 0, seq);
   }
   g.submitted = seq;
+  if (!g.worker) {
+    apply(in);
+    g.done.store(seq, std::memory_order_release);
+    g.done.notify_all();
+    return seq;
+  }
   {
     std::lock_guard lk(g.worker->m);
     g.worker->jobs.push_back({group, in});

@@ -8,6 +8,9 @@
 //   engine's order: a page table of the GM tensors some instruction writes makes the later
 //   one wait for the earlier one's AI core to have applied it;
 // - the engine's own reads of values (a UB scalar, the outputs) wait for the AI core first.
+// A group whose values the engine keeps reading back (a scalar read of UB after most few
+// instructions: index-driven gathers) is applied on the engine thread from then on: each
+// read would otherwise cost two thread hand-offs, more than the instructions in between.
 // Once the run's cancel flag is up (SimOptions::cancel) the instructions are skipped, not
 // applied, so the engine is not held back by the values; it then reads `skipped()` after
 // each drain and stops instead of using the values.
@@ -42,6 +45,12 @@ class ValueExecutor {
   uint64_t submit(int group, const Instr& in);
   /// Returns once the group's instructions up to sequence number `seq` have been applied.
   void wait_for(int group, uint64_t seq);
+  /// wait_for, for the engine's own read of a value: counts the reads that depend on a
+  /// newer instruction than the previous read did, and turns a group that does so often
+  /// (kInlineReads per kInlineWindow instructions) to inline application.
+  void wait_for_read(int group, uint64_t seq);
+  /// Instructions submitted for the group so far (the sequence number of the last).
+  uint64_t submitted(int group) const { return groups_[static_cast<size_t>(group)].submitted; }
   /// Returns once every instruction submitted for the group has been applied.
   void drain(int group);
   void drain_all();
@@ -62,8 +71,11 @@ class ValueExecutor {
     std::thread thread;
   };
   struct Group {
-    Worker* worker = nullptr;
+    Worker* worker = nullptr;        // null: applied on the engine thread at submit
     uint64_t submitted = 0;          // engine thread only
+    uint64_t read_seq = 0;           // engine thread only: the last read's dependency
+    uint64_t window_start = 0;       // engine thread only: `submitted` when counting began
+    uint64_t fresh_reads = 0;        // engine thread only: reads of newer values since
     std::atomic<uint64_t> done = 0;  // applied, in submission order
   };
   /// Last GM access of a page of a written tensor (kPage bytes).
@@ -76,6 +88,8 @@ class ValueExecutor {
   // Instructions an AI core may have submitted and not yet applied: bounds the queues'
   // memory where the engine runs ahead of the values.
   static constexpr uint64_t kBehind = 1024;
+  static constexpr uint64_t kInlineWindow = 1024;
+  static constexpr uint64_t kInlineReads = 32;
 
   /// Applies `in`, or skips it once the cancel flag is up.
   void apply(const Instr& in);
