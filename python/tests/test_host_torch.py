@@ -275,6 +275,24 @@ def test_unsigned_tensors_and_argument_free_kernels_under_the_runner(tmp_path):
     assert r.stdout.strip() == "OK", r.stderr
 
 
+def test_the_host_mode_reaches_python_functions_and_keeps_its_place(tmp_path):
+    """The float16 host mode is torch's C-level function mode: functions written in Python
+    (F.silu, len() of a tensor) reach it through torch.overrides' stack helper, and it is
+    still installed after them (a float16 matmul, which 1.13's CPU lacks, still works)."""
+    r = run_py(tmp_path, """
+        import torch
+        import torch.nn.functional as F
+
+        h = torch.randn(4, 8).half()
+        assert len(h) == 4
+        assert torch.equal(F.silu(h), F.silu(h.float()).half())
+        assert (h @ h.T).dtype == torch.float16
+        assert torch.equal(F.softmax(h, -1), F.softmax(h.float(), -1).half())
+        print("OK")
+    """)
+    assert r.stdout.strip() == "OK", r.stderr
+
+
 def test_more_of_newer_torch_under_the_runner(tmp_path):
     """int32 index tensors (torch >= 2.0), F.rms_norm (2.4), the moe permute round trip,
     T.min(...).value, and a located error for an API misuse without a kernel line."""

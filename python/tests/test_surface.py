@@ -162,10 +162,14 @@ def test_an_api_misuse_without_a_kernel_line_is_located_at_the_users_call(tmp_pa
 
             return main
 
-        print(k().get_kernel_source())
+        kernel = k()
+        print(kernel.get_kernel_source())  # before any call: the source, not yet lowered
+        kernel.profile()
     """)
     assert r.returncode == 2
-    assert "script.py:19: error: kernel k has symbolic dims (M)" in r.stderr
+    assert "# kernel k: symbolic dims (M) are bound per call" in r.stdout
+    assert "def main(A: T.Tensor((M, 64)" in r.stdout
+    assert "script.py:21: error: profile() of a kernel with symbolic dims" in r.stderr
 
 
 def test_an_argument_with_the_same_elements_in_another_shape_is_the_kernels_view():
@@ -176,6 +180,37 @@ def test_an_argument_with_the_same_elements_in_another_shape_is_the_kernels_view
         got = double(64)(np.ones((2, 32), np.float32))
     np.testing.assert_array_equal(got[0], 2.0)
     assert np.isnan(got[1]).all()
+
+
+def test_a_leading_dim_beyond_the_chips_memory_is_sized_by_the_callers_tensor():
+    """`T.Tensor((MAX_TOKENS, 64), ...)` with MAX_TOKENS far past HBM (split_qkv_rmsnorm_mrope's
+    1e8 rows of 68 heads): a bound on the rows, the true count a scalar parameter; the
+    caller's smaller tensor sizes it, and an access past its rows is a located error."""
+    MAX = 10**12
+
+    @tilelang.jit
+    def rows_of():
+        @T.prim_func
+        def main(A: T.Tensor((MAX, 64), "float32"), B: T.Tensor((MAX, 64), "float32"),
+                 n: T.int32):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((1, 64), "float32")
+                with T.Scope("V"):
+                    for i in T.serial(n):
+                        T.copy(A[i, 0], x)
+                        T.tile.mul(x, x, 2.0)
+                        T.copy(x, B[i, 0])
+
+        return main
+
+    k = rows_of()
+    a = np.arange(5 * 64, dtype=np.float32).reshape(5, 64)
+    b = np.zeros((5, 64), np.float32)
+    k(a, b, 5)
+    np.testing.assert_array_equal(b, a * 2)
+    with pytest.raises(TilelangError, match=r"of 'A' dimension 0 reads \[5, 6\) at the "
+                       "extreme, but the dimension has 5 elements"):
+        k(a, b, 6)
 
 
 def test_a_multiple_divided_by_a_divisor_stays_a_visible_multiple():

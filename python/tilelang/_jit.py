@@ -339,10 +339,39 @@ class JITKernel:
                 self._syms.add(name)
             for d in spec.shape:
                 sym_vars(d, self._syms)
-        if not self._syms:
+        if not self._syms and not self._beyond_hbm():
             self._compile({})  # errors surface at the factory call, as in the original
 
     # ---- lowering ----
+
+    def _beyond_hbm(self):
+        """Whether the tensor parameters' declared static shapes exceed the chip's HBM
+        together: then a leading dim is a bound on the rows the kernel accepts
+        (`T.Tensor([MAX_TOKENS, H], ...)`, the true extent a scalar parameter), and a
+        caller's smaller tensor sizes it at each call (_bind)."""
+        hbm = chip_config(CHIP)["die"]["hbm_bytes"]["value"]
+        total = 0
+        for name, spec, _ in self.specs:
+            if not spec.scalar and all(isinstance(d, int) for d in spec.shape):
+                total += _core.dtype_bytes(spec.dtype) * int(np.prod(spec.shape, dtype=object))
+        return total > hbm
+
+    def _shape(self, name, spec):
+        """A tensor parameter's shape under the current bindings (ctx.bindings): the
+        declared one, its leading dim the caller's rows where _bind bound them."""
+        shape = [resolve(d) for d in spec.shape]
+        rows = (ctx.bindings or {}).get(name + ".rows")
+        if rows is not None:
+            shape[0] = rows
+        return shape
+
+    def _bound_shape(self, name, spec, c):
+        saved = ctx.bindings
+        ctx.bindings = c.bindings
+        try:
+            return self._shape(name, spec)
+        finally:
+            ctx.bindings = saved
 
     def _roles(self, written):
         roles = {}
@@ -370,7 +399,7 @@ class JITKernel:
             for name, spec, loc in self.specs:
                 if spec.scalar:
                     continue
-                shape = [resolve(d) for d in spec.shape]
+                shape = self._shape(name, spec)
                 if name in pads:
                     shape = pads[name][0]
                 _core.check_buffer_size(name, shape, spec.dtype, loc)
@@ -398,6 +427,11 @@ class JITKernel:
             ctx.builder, ctx.bindings, ctx.kernel = saved
             ctx.stmt_loc = None
 
+    def _compile_for(self, arrays, with_outs):
+        """The kernel compiled for the caller's arrays (bound where it has call-time sizes)."""
+        call_time = self._syms or self._beyond_hbm()
+        return self._compile(self._bind(arrays, with_outs) if call_time else {})
+
     def _compile(self, bindings):
         key = (CHIP, lowering(self.pass_configs), tuple(sorted(bindings.items())))
         if key in self._cache:
@@ -423,7 +457,7 @@ class JITKernel:
         for name, spec, _ in self.specs:
             if spec.scalar:
                 continue
-            shape = [resolve(d) for d in spec.shape]
+            shape = self._shape(name, spec)
             ends = extents.get(name)
             if ends and any(e > s for e, s in zip(ends, shape)):
                 pads[name] = ([max(e, s) for e, s in zip(ends, shape)], gm_pad.get(name, 0.0))
@@ -448,11 +482,17 @@ class JITKernel:
         """Symbolic dims from the shapes of the arrays the caller passed, scalar parameters
         from their values."""
         bindings = {}
+        beyond = self._beyond_hbm()
         for i, a in zip(self._positions(with_outs), arrays):
             name, spec, loc = self.specs[i]
             if spec.scalar:
                 bindings[name] = _scalar_value(name, spec, a, loc)
                 continue
+            static = all(isinstance(d, int) for d in spec.shape) and spec.shape
+            if beyond and static and a.size < int(np.prod(spec.shape, dtype=object)):
+                # the rows the caller's tensor has: its memory on the NPU
+                row = int(np.prod(spec.shape[1:], dtype=object))
+                bindings[name + ".rows"] = max(1, -(-int(a.size) // row))
             if len(a.shape) != len(spec.shape):
                 continue  # a view of another rank binds nothing (checked in _run)
             for d, (want, got) in enumerate(zip(spec.shape, a.shape)):
@@ -495,7 +535,7 @@ class JITKernel:
         float64, padded), the caller's objects by parameter index, and the
         element counts of the caller's tensors smaller than declared."""
         arrays, with_outs = self._inputs(args)
-        c = self._compile(self._bind(arrays, with_outs) if self._syms else {})
+        c = self._compile_for(arrays, with_outs)
         host = {}
         given = {}  # parameter index -> the caller's object
         short_of = {}  # name -> elements of a caller's tensor smaller than declared
@@ -508,7 +548,7 @@ class JITKernel:
             pos += 1
             if spec.scalar:
                 continue
-            shape = [resolve_with(d, c) for d in spec.shape]
+            shape = self._bound_shape(name, spec, c)
             size = int(np.prod(shape))
             short = None  # elements the caller's tensor has, when fewer than declared
             if list(a.shape) != list(shape):
@@ -574,7 +614,7 @@ class JITKernel:
             for i, (name, spec, loc) in enumerate(self.specs):
                 if i in self.workspace_idx or c.info.roles[name] != "output":
                     continue
-                shape = [resolve_with(d, c) for d in spec.shape]
+                shape = self._bound_shape(name, spec, c)
                 pshape = c.pads[name][0] if name in c.pads else shape
                 v = r.outputs[name].reshape(pshape)[tuple(slice(0, s) for s in shape)]
                 if name in short_of:
@@ -591,17 +631,39 @@ class JITKernel:
     # ---- tools ----
 
     def get_kernel_source(self, *args):
+        if self._unbound(args):
+            return self._unbound_source()
         c = self._current(args)
         return c.program.print()
 
     def get_ir(self, after_passes=True, *args):
+        if self._unbound(args):
+            return self._unbound_source()
         c = self._current(args)
         return c.compiled.print() if after_passes else c.program.print()
+
+    def _unbound(self, args):
+        return not args and self._syms and self.last_run is None
+
+    def _unbound_source(self):
+        """What a kernel with symbolic dims is before its first call: tilepipe's IR has
+        static shapes, so it is lowered per call, at the arguments' sizes (the original prints
+        its dynamic-shape code here; a script printing it before the call goes on)."""
+        import inspect
+
+        try:
+            text = inspect.getsource(self.prim.fn)
+        except (OSError, TypeError):
+            text = ""
+        dims = ", ".join(sorted(self._syms))
+        return (f"# kernel {self.name}: symbolic dims ({dims}) are bound per call, from the "
+                "arguments' shapes and scalars;\n# call it, then ask again for the program "
+                "at those sizes.\n" + text)
 
     def _current(self, args=()):
         if args:
             arrays, with_outs = self._inputs(args)
-            return self._compile(self._bind(arrays, with_outs) if self._syms else {})
+            return self._compile_for(arrays, with_outs)
         if self._syms:
             if self.last_run is not None:
                 return self.last_run[0]

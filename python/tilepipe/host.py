@@ -108,41 +108,6 @@ def _patch_device(torch):
     T.npu = npu
     T.is_npu = property(lambda self: False)
 
-    # torch >= 2.0 indexes with int32 tensors; 1.13 wants int64 (or bool / uint8 masks)
-    narrow = (torch.int32, torch.int16, torch.int8)
-
-    def widen(idx):
-        if isinstance(idx, torch.Tensor) and idx.dtype in narrow:
-            return idx.long()
-        if isinstance(idx, tuple):
-            return tuple(widen(i) for i in idx)
-        if isinstance(idx, list) and any(isinstance(i, torch.Tensor) for i in idx):
-            return [widen(i) for i in idx]
-        return idx
-
-    real_getitem, real_setitem = T.__getitem__, T.__setitem__
-
-    def getitem(self, idx):
-        return real_getitem(self, widen(idx))
-
-    def setitem(self, idx, value):
-        idx = widen(idx)
-        try:
-            return real_setitem(self, idx, value)
-        except RuntimeError as e:
-            # torch >= 2.0 skips a copy whose source is the destination's own memory (same
-            # address, sizes, strides, dtype: `x[:, a:b] = x_slice` where x_slice is that
-            # very view); 1.13 refuses it as an overlap
-            if "single memory location" not in str(e) or not isinstance(value, torch.Tensor):
-                raise
-            def layout(t):  # a size-1 dimension's stride addresses nothing
-                return (t.data_ptr(), t.shape, t.dtype,
-                        [st for st, n in zip(t.stride(), t.shape) if n > 1])
-
-            if layout(real_getitem(self, idx)) != layout(value):
-                raise
-
-    T.__getitem__, T.__setitem__ = getitem, setitem
     if not hasattr(torch.Generator, "_tilepipe"):
         real_gen = torch.Generator
 
@@ -211,6 +176,55 @@ class _Props:
 
     def __repr__(self):
         return f"_NPUDeviceProperties(name='{self.name}', cube_core_num={self.cube_core_num})"
+
+
+def _indexing(torch):
+    """Tensor indexing as torch >= 2.0 does it (Tensor.__getitem__ / __setitem__ replaced).
+    Returns the real methods by the replacements: what the function mode (_half_mode) calls
+    when torch hands it a replacement, the index widened already."""
+    T = torch.Tensor
+    # torch >= 2.0 indexes with int32 tensors; 1.13 wants int64 (or bool / uint8 masks)
+    narrow = (torch.int32, torch.int16, torch.int8)
+
+    plain = {int, slice, bool, type(None), type(Ellipsis)}  # most indices: kept as they are
+
+    def widen(idx):
+        if type(idx) in plain:
+            return idx
+        if isinstance(idx, torch.Tensor) and idx.dtype in narrow:
+            return idx.long()
+        if isinstance(idx, tuple):
+            if all(type(i) in plain for i in idx):
+                return idx
+            return tuple(widen(i) for i in idx)
+        if isinstance(idx, list) and any(isinstance(i, torch.Tensor) for i in idx):
+            return [widen(i) for i in idx]
+        return idx
+
+    real_getitem, real_setitem = T.__getitem__, T.__setitem__
+
+    def getitem(self, idx):
+        return real_getitem(self, widen(idx))
+
+    def setitem(self, idx, value):
+        idx = widen(idx)
+        try:
+            return real_setitem(self, idx, value)
+        except RuntimeError as e:
+            # torch >= 2.0 skips a copy whose source is the destination's own memory (same
+            # address, sizes, strides, dtype: `x[:, a:b] = x_slice` where x_slice is that
+            # very view); 1.13 refuses it as an overlap
+            if "single memory location" not in str(e) or not isinstance(value, torch.Tensor):
+                raise
+            def layout(t):  # a size-1 dimension's stride addresses nothing
+                return (t.data_ptr(), t.shape, t.dtype,
+                        [st for st, n in zip(t.stride(), t.shape) if n > 1])
+
+            if layout(real_getitem(self, idx)) != layout(value):
+                raise
+
+    T.__getitem__, T.__setitem__ = getitem, setitem
+    return {getitem: real_getitem, setitem: real_setitem}
 
 
 def _unsupported(what, why):
@@ -353,14 +367,21 @@ def _int32_class_indices(torch):
         setattr(F, name, widened(getattr(F, name)))
 
 
-def _half_mode(torch):
+def _half_mode(torch, indexing):
     """A torch function mode that runs float16 operations the CPU build lacks (matmul,
     softmax, exp, ... are "not implemented for 'Half'" in torch 1.13's CPU kernels) in float32
     and rounds the results back to float16, as an NPU computes them (float32 accumulation).
     In-place operations write back into their float16 tensor. Normalisations and softmax of
     float16 / bfloat16 tensors are computed in float32 and rounded once, as the NPU's
-    vector unit accumulates; their matrix products as the Cube computes them (_host/cube.py)."""
-    from torch.overrides import TorchFunctionMode
+    vector unit accumulates; their matrix products as the Cube computes them (_host/cube.py).
+
+    Installed as torch's C-level function mode, not through torch.overrides.TorchFunctionMode:
+    that class pushes and pops its mode stack in Python on every call (18 us per tensor
+    operation, a 4x slowdown of scripts that build their tensors element by element); here
+    the handler swaps the C-level mode out and back (7 us; plain torch 4 us). A script's own
+    TorchFunctionMode would replace it (torch 1.13 has one C-level mode). `indexing`: the
+    real indexing methods by their replacements (_indexing)."""
+    set_mode = torch._C._set_torch_function_mode
 
     half, f32 = torch.float16, torch.float32
 
@@ -418,46 +439,64 @@ def _half_mode(torch):
 
     products = set(cube.FUNCS)
 
-    class HalfOnCpu(TorchFunctionMode):
+    class HalfOnCpu:
+        def __enter__(self):
+            # Functions written in Python (F.silu, ...) reach a mode through torch.overrides'
+            # stack helper, which expects TorchFunctionMode's stack: it calls this one.
+            mode = self
+
+            class Stack:
+                def __torch_function__(self, func, types, args=(), kwargs=None):
+                    return mode.__torch_function__(func, types, args, kwargs)
+
+            torch.overrides._TorchFunctionStackMode = Stack
+            set_mode(self)
+
         def __torch_function__(self, func, types, args=(), kwargs=None):
-            kwargs = kwargs or {}
-            if func in products:
-                out = cube.product(func, args, kwargs)
-                if out is not NotImplemented:
-                    return out
-            if func in precise and "out" not in kwargs:
-                seen = dtypes((args, kwargs), set())
-                if seen == {f32}:
-                    return in_f64(func, args, kwargs)
-            if func in accumulate_f32:
-                seen = dtypes((args, kwargs), set())
-                if len(seen & set(low)) == 1 and not seen & {f32, torch.float64} \
-                        and "dtype" not in kwargs:
-                    return in_f32(func, args, kwargs, (seen & set(low)).pop())
+            set_mode(None)  # torch calls made here run unhandled
             try:
-                return func(*args, **kwargs)
-            except RuntimeError as e:
-                if "'Half'" not in str(e):
-                    raise
+                return handle(func, args, kwargs or {})
+            finally:
+                set_mode(self)
+
+    def handle(func, args, kwargs):
+        if func in indexing:
+            return indexing[func](*args, **kwargs)
+        if func in products:
+            out = cube.product(func, args, kwargs)
+            if out is not NotImplemented:
+                return out
+        if func in precise and "out" not in kwargs:
             seen = dtypes((args, kwargs), set())
-            if half not in seen:
+            if seen == {f32}:
+                return in_f64(func, args, kwargs)
+        if func in accumulate_f32:
+            seen = dtypes((args, kwargs), set())
+            if len(seen & set(low)) == 1 and not seen & {f32, torch.float64} \
+                    and "dtype" not in kwargs:
+                return in_f32(func, args, kwargs, (seen & set(low)).pop())
+        try:
+            return func(*args, **kwargs)
+        except RuntimeError as e:
+            seen = dtypes((args, kwargs), set())
+            if "'Half'" not in str(e) or half not in seen:
                 raise
-            up_args, up_kwargs = tree((args, kwargs), lambda t: t.float() if t.dtype == half
-                                      else t)
-            out = func(*up_args, **up_kwargs)
-            name = getattr(func, "__name__", "")
-            target = args[0] if args and isinstance(args[0], torch.Tensor) else None
-            if name.endswith("_") and not name.endswith("__") and target is not None \
-                    and target.dtype == half:
-                with torch.no_grad():
-                    target.copy_(out)
-                return target
-            if "out" in kwargs and isinstance(kwargs["out"], torch.Tensor):
-                kwargs["out"].copy_(out)
-                return kwargs["out"]
-            if seen & {f32, torch.float64}:
-                return out  # a float input promotes the result anyway
-            return tree(out, lambda t: t.half() if t.dtype == f32 else t)
+        up_args, up_kwargs = tree((args, kwargs), lambda t: t.float() if t.dtype == half
+                                  else t)
+        out = func(*up_args, **up_kwargs)
+        name = getattr(func, "__name__", "")
+        target = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if name.endswith("_") and not name.endswith("__") and target is not None \
+                and target.dtype == half:
+            with torch.no_grad():
+                target.copy_(out)
+            return target
+        if "out" in kwargs and isinstance(kwargs["out"], torch.Tensor):
+            kwargs["out"].copy_(out)
+            return kwargs["out"]
+        if seen & {f32, torch.float64}:
+            return out  # a float input promotes the result anyway
+        return tree(out, lambda t: t.half() if t.dtype == f32 else t)
 
     return HalfOnCpu()
 
@@ -511,6 +550,7 @@ def install():
     if getattr(torch, "_tilepipe_host", False):
         return torch
     _patch_device(torch)
+    indexing = _indexing(torch)
     npu = _npu_module(torch)
     torch.npu = npu
     sys.modules["torch.npu"] = npu
@@ -523,8 +563,7 @@ def install():
     except Exception:
         pass
     _child_errors()
-    mode = _half_mode(torch)
+    mode = _half_mode(torch, indexing)
     mode.__enter__()  # for the whole script run
-    torch._tilepipe_half_mode = mode
     torch._tilepipe_host = True
     return torch
