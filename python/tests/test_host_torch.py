@@ -278,12 +278,15 @@ def test_unsigned_tensors_and_argument_free_kernels_under_the_runner(tmp_path):
 def test_the_host_mode_reaches_python_functions_and_keeps_its_place(tmp_path):
     """The float16 host mode is torch's C-level function mode: functions written in Python
     (F.silu, len() of a tensor) reach it through torch.overrides' stack helper, and it is
-    still installed after them (a float16 matmul, which 1.13's CPU lacks, still works)."""
+    still installed after them (a float16 matmul, which 1.13's CPU lacks, still works).
+    `with torch.device(...)` (torch >= 2.0) runs its block on the host."""
     r = run_py(tmp_path, """
         import torch
         import torch.nn.functional as F
 
-        h = torch.randn(4, 8).half()
+        with torch.device("cpu"):  # torch >= 2.0's default-device block: the host's
+            h = torch.randn(4, 8).half()
+        assert isinstance(torch.device("npu"), torch.device) and h.device == torch.device("npu")
         assert len(h) == 4
         assert torch.equal(F.silu(h), F.silu(h.float()).half())
         assert (h @ h.T).dtype == torch.float16

@@ -767,26 +767,37 @@ def _drains():
     """Cross-core sets a hand-synced kernel leaves pending at its end (the original's init
     credits: hardware ignores them, tilepipe's simulator reports `unmatched-flag`): when the
     excess of one flag's sets over its waits is a known constant, that many waits are
-    appended at the end of the waiting core's last scope (docs/python.md)."""
-    sums = {}
+    appended at the end of the waiting core's last scope (docs/python.md). The Cube's sets
+    reach both vector cores, so each AIV's excess is counted on its own waits: a V wait on
+    `c + vid` (_count_flag) is flag c on AIV 0 and c + 1 on AIV 1. Returns, by scope, a
+    list of (flag id, count, AIV or None for both)."""
+    sums = {}  # (scope, kind, fid, aiv) -> count, None where not a known constant
+
+    def add(key, count):
+        prev = sums.get(key, 0)
+        sums[key] = None if (prev is None or count is None) else prev + count
+
     for scope, kind, fid, count in ctx.flag_counts:
         if scope is None or fid is None:
             continue
-        key = (scope, kind, fid)
-        prev = sums.get(key, 0)
-        sums[key] = None if (prev is None or count is None) else prev + count
+        for aiv in (0, 1):
+            add((scope, kind, fid[aiv] if isinstance(fid, tuple) else fid, aiv), count)
     out = {}
-    for (scope, kind, fid), total in sums.items():
-        if kind != "set" or total is None:
-            continue
+    for (scope, kind, fid, aiv), total in sums.items():
+        if kind != "set" or total is None or (scope == "V" and aiv == 1):
+            continue  # V -> C: each AIV's sets, counted once as before
         other = "V" if scope == "C" else "C"
-        waits = sums.get((other, "wait", fid), 0)
-        if waits is None:
+        waits = sums.get((other, "wait", fid, aiv), 0)
+        if waits is None or other not in ctx.last_scope:
             continue
         excess = total - waits if isinstance(total, int) and isinstance(waits, int) else \
             _ext.const_diff(waits, total)
-        if excess and excess > 0 and other in ctx.last_scope:
-            out.setdefault(ctx.last_scope[other], []).append((fid, excess))
+        if excess and excess > 0:
+            out.setdefault(ctx.last_scope[other], []).append((fid, excess, aiv))
+    for scope, items in out.items():  # the same waits on both AIVs: written once
+        both = [(f, n) for f, n, a in items if a == 0 and (f, n, 1) in items]
+        out[scope] = [(f, n, None) for f, n in both] + \
+            [(f, n, a) for f, n, a in items if (f, n) not in both]
     return out
 
 

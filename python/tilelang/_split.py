@@ -181,11 +181,16 @@ class CoreSplit:
                         continue
                     left = trip - bt * S
                     n = _ext.min(S, left) if not isinstance(left, int) else min(S, left)
-                    # automatic code double-buffers each stage loop (multibuffer), as tilepipe's
-                    # cv_split does; hand-written flags are written for the serial order
+                    # Hand-written flags are written for the serial order. Automatic code: the
+                    # original compiler's stage loops are serial (CrossCorePipeline tags them
+                    # stage_loop and drops num_stages, so PipelinePlanning skips them: only
+                    # what crosses stages gets versions); tilepipe's lowering double-buffers
+                    # each stage loop (multibuffer), as its cv_split does.
                     auto = ctx.split not in ctx.hand_sync
-                    j = b.begin_for(name + "_stage", 0, n, 1, "pipelined" if auto else "serial",
-                                    2 if auto else 0, 1, loc)
+                    versioned = auto and ctx.lowering == "tilepipe"
+                    j = b.begin_for(name + "_stage", 0, n, 1,
+                                    "pipelined" if versioned else "serial",
+                                    2 if versioned else 0, 1, loc)
                     ctx.var_ranges[j.var_id()] = (0, S - 1)
                     self.vars[name] = begin + bt * S + j
                     exact = isinstance(trip, int) and trip % S == 0

@@ -62,6 +62,22 @@ def _wrap_device_kw(fn):
     return wrapper
 
 
+def _device_context(real_device):
+    """torch >= 2.0: `with torch.device(d):` makes d the default device of the factories in
+    the block. Every device a script names under run-py is the host CPU, so the block runs as
+    it is. 1.13's device type has no such methods and cannot be subclassed (torch's argument
+    parsing takes only the real type), so they are added to the type's own dictionary."""
+    import ctypes
+    import gc
+
+    if hasattr(real_device, "__enter__"):
+        return
+    methods = gc.get_referents(real_device.__dict__)[0]  # the dict behind the mappingproxy
+    methods["__enter__"] = lambda self: self
+    methods["__exit__"] = lambda self, *exc: None
+    ctypes.pythonapi.PyType_Modified(ctypes.py_object(real_device))
+
+
 def _patch_device(torch):
     real_device = torch.device
 
@@ -82,6 +98,7 @@ def _patch_device(torch):
 
     torch.device = device
     torch._tilepipe_real_device = real_device
+    _device_context(real_device)
     for name in _FACTORIES:
         fn = getattr(torch, name, None)
         if fn is not None and not hasattr(fn, "__wrapped__"):

@@ -870,12 +870,16 @@ def drain(core):
 
 
 def _count_flag(kind, flag_id):
+    """Records a cross-flag use for _drains: its id, a constant, or (c, c + 1) for the two
+    vector cores where the id is `c + vid` (one flag per AIV), else None (not accounted)."""
     fid = to_index(flag_id, "cross flag id")
     count = 1
     for t in ctx.trip_stack:
         count = None if (t is None or count is None) else count * t
-    ctx.flag_counts.append((ctx.scope, kind, fid if isinstance(fid, int) else None, count))
-    return fid
+    if not isinstance(fid, int):
+        c = _ext.const_diff(_ext.vid(), fid)  # fid - vid
+        fid = (c, c + 1) if isinstance(c, int) and ctx.scope == "V" else None
+    ctx.flag_counts.append((ctx.scope, kind, fid, count))
 
 
 def set_cross_flag(pipe, flag_id, mode=2, *a, **kw):
