@@ -469,6 +469,30 @@ TEST(SimFunctional, Sort32PairsEachBlockWithItsIndexBits) {
 
 /// Every built-in pattern on 16 elements, and CreateVecIndex / Round / GatherB on the same
 /// run.
+// T.reinterpretcast: the bytes of an i32 tile read as f32, at no cost.
+TEST(SimFunctional, ReinterpretKeepsTheBytes) {
+  KernelBuilder k("bits", 1);
+  auto X = k.input("X", {8}, i32);
+  auto Y = k.output("Y", {8}, f32);
+  k.launch();
+  scope_v([&] {
+    auto x = alloc_ub("x", {8}, i32);
+    auto y = alloc_ub("y", {8}, f32);
+    copy(X, x);
+    handoff(Pipe::MTE2, Pipe::V);
+    tile::reinterpret(y, x);
+    handoff(Pipe::V, Pipe::MTE3);
+    copy(y, Y);
+  });
+  std::vector<double> x = {1065353216, -1082130432, 0, 1078530011, 2139095040, 1, 8, 1};
+  auto r = run(k.finish(), {{"X", x}});
+  const std::vector<double> want = {
+      1.0,           -1.0, 0.0, 3.14159274101257324, INFINITY, 1.40129846e-45, 1.12103877e-44,
+      1.40129846e-45};
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_FLOAT_EQ(static_cast<float>(r.io.at("Y")[i]), static_cast<float>(want[i])) << i;
+}
+
 TEST(SimFunctional, GatherMaskArangeRoundAndGatherb) {
   KernelBuilder k("masks", 2);
   auto X = k.input("X", {16}, i32);

@@ -3,6 +3,7 @@
 // but must not reject (those are checked at run time by the simulator).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <source_location>
 #include <string>
 #include <vector>
@@ -474,6 +475,50 @@ TEST(Verify, MergeSortNeedsRoomForEveryPair) {
   expect_diag(kb.finish(), "shape-mismatch",
               {"tile.merge_sort: destination d has 24 elements; the merged lists have 32",
                "allocate the destination with 32 elements", here(-4)});
+}
+
+// T.reinterpretcast: a copy of the bytes at the cast, used only where a view reads the same.
+TEST(Verify, AReinterpretViewIsUsedOnlyWhereItsCopyReadsTheSame) {
+  auto diags = [](const std::function<void(Tile, Tile, Tile)>& body) {
+    KernelBuilder kb("k", 1);
+    scope_v([&] {
+      auto a = alloc_ub("a", {64}, i32);
+      auto v = alloc_ub("v", {64}, f32);
+      auto o = alloc_ub("o", {64}, f32);
+      body(a, v, o);
+    });
+    return text_of(diags_of(kb.finish()));
+  };
+  EXPECT_EQ(diags([](Tile a, Tile v, Tile o) {
+              tile::fill(a, 4);
+              tile::reinterpret(v, a);
+              tile::add(o, v, v);
+            }),
+            "");
+  EXPECT_NE(diags([](Tile a, Tile v, Tile o) {
+              tile::reinterpret(v, a);
+              tile::fill(a, 4);  // the view would see it
+              tile::add(o, v, v);
+            }).find("reads 'v', a view of 'a', after 'a' was written"),
+            std::string::npos);
+  EXPECT_NE(diags([](Tile a, Tile v, Tile) {
+              tile::reinterpret(v, a);
+              tile::fill(v, 1);  // a would see it
+            }).find("this op writes 'v', a T.reinterpretcast view of 'a'"),
+            std::string::npos);
+  EXPECT_NE(diags([](Tile a, Tile v, Tile o) {
+              tile::add(o, v, v);
+              tile::reinterpret(v, a);
+            }).find("reads 'v' before it is made a view of 'a'"),
+            std::string::npos);
+  KernelBuilder kb("k", 1);
+  scope_v([&] {
+    auto a = alloc_ub("a", {64}, f32);
+    auto h = alloc_ub("h", {64}, f16);
+    tile::reinterpret(h, a);
+  });
+  EXPECT_NE(text_of(diags_of(kb.finish())).find("a reinterpretation keeps the element width"),
+            std::string::npos);
 }
 
 TEST(Verify, GatherMaskDestinationMustHoldTheKeptElements) {

@@ -319,6 +319,9 @@ enum class TileOpKind : uint8_t {
   Sort32,      // each 32-element block of src sorted descending with srcs[1]'s u32 indices
   GatherMask,  // src's elements where a pattern bit is set, packed into dst
   Gatherb,     // 32-byte blocks of src at the byte offsets in srcs[1] (u32) into dst
+  // dst's bytes = src's, read as dst's dtype of the same width (the original's
+  // ReinterpretCast: a view, no instruction; the verifier keeps the two a view would be)
+  Reinterpret,
 };
 const char* to_string(TileOpKind k);
 /// Built-in GatherMask patterns (AscendC numbering): whether pattern p keeps element i.

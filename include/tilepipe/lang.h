@@ -336,6 +336,9 @@ void cast(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
 /// A float -> integer cast rounding by `round` (the plain cast rounds to nearest even).
 void cast(Tile dst, Tile src, ir::CastRound round, SrcLoc loc = SrcLoc::current());
 void fill(Tile dst, Scalar value, SrcLoc loc = SrcLoc::current());
+/// dst's bytes = src's, read as dst's dtype of the same width (ReinterpretCast: no
+/// instruction; dst stands for a view of src, which the verifier checks it can).
+void reinterpret(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
 /// [R] or [R,1] -> [R,C] (one value per row); [C] or [1,C] -> [R,C] (one value per column).
 void broadcast(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
 /// dst = (a cmp b) ? 1 : 0, elementwise.

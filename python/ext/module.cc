@@ -236,7 +236,7 @@ ir::TileOpKind tile_kind(const std::string& s) {
       {"round", ir::TileOpKind::Round},     {"arange", ir::TileOpKind::Arange},
       {"sort", ir::TileOpKind::Sort},       {"merge_sort", ir::TileOpKind::MergeSort},
       {"sort32", ir::TileOpKind::Sort32},   {"gather_mask", ir::TileOpKind::GatherMask},
-      {"gatherb", ir::TileOpKind::Gatherb}};
+      {"gatherb", ir::TileOpKind::Gatherb}, {"reinterpret", ir::TileOpKind::Reinterpret}};
   auto it = m.find(s);
   if (it == m.end()) throw std::invalid_argument("unknown tile op " + s);
   return it->second;

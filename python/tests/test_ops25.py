@@ -371,3 +371,35 @@ def test_arith_progression_with_another_step_is_an_error():
 
     with pytest.raises(TilelangError, match="step 3 is not modelled"):
         tilelang.compile(main)(np.zeros(64, np.int32))
+
+
+@tilelang.jit(out_idx=[-1])
+def bits_as_float(write_after):
+    @T.prim_func
+    def main(A: T.Tensor((64,), "int32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((64,), "int32")
+            f = T.alloc_ub((64,), "float32")
+            g = T.alloc_ub((64,), "float32")
+            with T.Scope("V"):
+                T.copy(A, a)
+                T.barrier_all()
+                T.tile.add(a, a, 1)
+                T.reinterpretcast(f, a, "float")
+                if write_after:
+                    T.tile.add(a, a, 1)  # MARK-write-after
+                T.tile.mul(g, f, 2.0)
+                T.barrier_all()
+                T.copy(g, B)
+
+    return main
+
+
+def test_reinterpretcast_reads_the_bytes_as_the_other_dtype():
+    """rope.py's T.reinterpretcast(mask_ub, mask_ub_i32, "uint32_t"): a view of the bytes,
+    modelled as their copy at the cast; a kernel where the two would differ stops at its
+    line."""
+    a = np.array([1.0, -2.5, 3.25, 0.0] * 16, np.float32).view(np.int32) - 1
+    np.testing.assert_array_equal(bits_as_float(False)(a), (a + 1).view(np.float32) * 2)
+    with pytest.raises(TilepipeError, match="reads 'f', a view of 'a', after 'a' was written"):
+        bits_as_float(True)

@@ -93,6 +93,7 @@ const char* tile_name(TileOpKind k) {
     case TileOpKind::MergeSort:
     case TileOpKind::GatherMask:
     case TileOpKind::Gatherb:
+    case TileOpKind::Reinterpret:
       return nullptr;
     default:
       return to_string(k);  // the IR printer's names are the original's for the rest
@@ -559,6 +560,19 @@ class Emitter {
       case TileOpKind::Round:
         line("T.tile.round({}, {})", fmt::join(args, ", "), n.dst.elements());
         return true;
+      case TileOpKind::Reinterpret: {  // whole buffers, the type by its AscendC name
+        static const std::map<DType, const char*> kCType = {
+            {DType::F32, "float"},    {DType::F16, "half"},     {DType::BF16, "bfloat16_t"},
+            {DType::I32, "int32_t"},  {DType::U32, "uint32_t"}, {DType::I16, "int16_t"},
+            {DType::U16, "uint16_t"}, {DType::I8, "int8_t"},    {DType::U8, "uint8_t"}};
+        const auto c = kCType.find(n.dst.buffer->dtype);
+        if (c == kCType.end() || flat_prefix(n.dst) != n.dst.buffer->elements() ||
+            flat_prefix(n.srcs[0]) != n.srcs[0].buffer->elements())
+          return false;
+        line("T.reinterpretcast({}, {}, \"{}\")", buffer(n.dst.buffer, s.loc),
+             buffer(n.srcs[0].buffer, s.loc), c->second);
+        return true;
+      }
       case TileOpKind::MergeSort:
         line("T.tile.merge_sort({})", fmt::join(args, ", "));
         return true;

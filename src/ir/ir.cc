@@ -187,6 +187,8 @@ const char* to_string(TileOpKind k) {
       return "gather_mask";
     case TileOpKind::Gatherb:
       return "gatherb";
+    case TileOpKind::Reinterpret:
+      return "reinterpret";
     case TileOpKind::Axpy:
       return "axpy";
     case TileOpKind::Cast:

@@ -477,6 +477,7 @@ TP_UN(sin, Sin)
 TP_UN(cos, Cos)
 TP_UN(cast, Cast)
 TP_UN(broadcast, Broadcast)
+TP_UN(reinterpret, Reinterpret)
 #undef TP_UN
 
 void cast(Tile dst, Tile src, ir::CastRound round, SrcLoc loc) {

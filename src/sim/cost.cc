@@ -22,6 +22,8 @@ static Cost vec_cost(const Instr& in, const ChipConfig& c) {
   double elems_per_repeat =
       static_cast<double>(c.vector_repeat_bytes) / ir::dtype_bytes(in.acc[0].t->dtype);
   switch (in.t->tile_op) {
+    case TileOpKind::Reinterpret:  // ReinterpretCast names the same bytes: no instruction
+      return {0, 0};
     case TileOpKind::Add:
     case TileOpKind::Sub:
       return {rep * c.vector_simple_cycles_per_repeat, c.vector_startup_add};

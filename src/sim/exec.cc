@@ -770,6 +770,7 @@ void execute(const Instr& in) {
     case lower::Opcode::Mmad:
       return exec_mmad(in);
     case lower::Opcode::Vec:
+      if (in.t->tile_op == TileOpKind::Reinterpret) return copy_raw(in.acc[0], in.acc[1]);
       // Compare and select keep their scalar operand unrounded: double.
       return f && in.t->tile_op != TileOpKind::Compare ? exec_vec<float>(in) : exec_vec<double>(in);
     case lower::Opcode::Reduce:

@@ -162,6 +162,7 @@ std::vector<Diagnostic> Verifier::run() {
   check_gm_capacity();
   stmt(p_.body);
   check_load_sources();
+  check_reinterpret();
   if (opts_.capacity) check_capacity();
   return std::move(diags_);
 }

@@ -106,6 +106,9 @@ class Verifier {
   void check_merge_sort(const TileOpStmt& n, const StmtNode& s, const std::string& what);
   void check_gather_mask(const TileOpStmt& n, const StmtNode& s, const std::string& what);
   void check_gatherb(const TileOpStmt& n, const StmtNode& s, const std::string& what);
+  /// T.reinterpretcast's views, modelled as copies, used only where a view would read the
+  /// same (verify_reinterpret.cc).
+  void check_reinterpret();
 
   // ---- flags (verify_flags.cc) ----
   void event_id(const Expr& id, int limit, const Loc& loc, const char* what);

@@ -183,6 +183,16 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
                           n.srcs[1].buffer->name, to_string(n.srcs[1].buffer->dtype)),
               "store the offsets as u32 bytes from the source's start");
       break;
+    case TileOpKind::Reinterpret:
+      // the same bytes as another dtype: whole buffers (a view of all of src) of one width
+      if (same_count(n.srcs[0]) && dtype_bytes(n.srcs[0].buffer->dtype) != dtype_bytes(dt))
+        error(s.loc, "dtype-mismatch",
+              fmt::format("{}: '{}' is {} and '{}' is {}; a reinterpretation keeps the "
+                          "element width",
+                          what, n.dst.buffer->name, to_string(dt), n.srcs[0].buffer->name,
+                          to_string(n.srcs[0].buffer->dtype)),
+              "reinterpret as a dtype of the same width (int32 / uint32 / float32, ...)");
+      break;
     case TileOpKind::Cast:
       same_count(n.srcs[0]);
       if (!valid_cast_round(n.attrs[0]))

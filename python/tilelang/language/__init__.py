@@ -1033,16 +1033,33 @@ def set_deq_scale(scale, *a, **kw):
                        "result by the scale with T.tile.mul")
 
 
+_CTYPES = {"float": "float32", "float32_t": "float32", "half": "float16",
+           "float16_t": "float16", "bfloat16_t": "bfloat16", "int32_t": "int32",
+           "uint32_t": "uint32", "int16_t": "int16", "uint16_t": "uint16", "int8_t": "int8",
+           "uint8_t": "uint8"}
+
+
 def reinterpretcast(dst, src, casttype, *a, **kw):
-    """AscendC's ReinterpretCast: from here on dst names src's UB bytes read as another
-    dtype (a view; no instruction). Refused: tilepipe's IR has no view of a buffer as another
-    dtype, and its simulator keeps each buffer's values by element, so a copy would neither
-    share the bytes nor be exact for every value (docs/python.md)."""
-    raise _core.UnsupportedName(
-        f"T.reinterpretcast(dst, src, {casttype!r}) is not supported by tilepipe: a view of a "
-        "UB buffer's bytes as another dtype needs buffer views in tilepipe's IR",
-        loc=_core.current_loc(),
-        hint="convert values with T.copy / T.tile.cast where the values fit both dtypes")
+    """AscendC's ReinterpretCast: from here to the end of the block, dst names src's UB
+    bytes read as `casttype` (dst's own dtype; a view, no instruction). tilepipe copies the
+    bytes at this line, in no cycles (tile.reinterpret); its verifier refuses the kernels
+    where a copy and a view would differ (a write of either after the cast, a read of dst
+    outside the block) at their line (docs/python.md)."""
+    from .tile import _emit
+
+    want = _CTYPES.get(str(casttype))
+    if want is None:
+        raise err(f"T.reinterpretcast type {casttype!r}",
+                  hint="an AscendC element type: " + ", ".join(sorted(_CTYPES)))
+    for what, x in (("destination", dst), ("source", src)):
+        if not isinstance(x, _Buffer):
+            raise err(f"T.reinterpretcast {what} must be a whole UB buffer",
+                      hint="pass the buffers themselves, not slices of them")
+    if _core.dtype_name(dst.dtype) != want:
+        raise err(f"T.reinterpretcast({dst.name}, {src.name}, {casttype!r}): '{dst.name}' is "
+                  f"{_core.dtype_name(dst.dtype)}, not {want}",
+                  hint=f"allocate '{dst.name}' as {want}")
+    _emit("reinterpret", dst, [src])
 
 
 def printf(*a, **kw):
