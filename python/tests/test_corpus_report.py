@@ -91,3 +91,25 @@ def test_checks_logged_on_stderr_count():
     assert (r["status"], r["kind"]) == ("passed", "")
     r = corpus_run.classify(0, "", "ERROR:root:[FAILED] precision\n", "/c/examples")
     assert (r["status"], r["kind"]) == ("failed", "wrong result")
+
+
+def test_a_script_killed_beside_another_is_run_again_alone(tmp_path):
+    """SIGKILL is the kernel's out-of-memory verdict when two scripts' host references
+    share the machine: the script is run once more, alone, and reported as that run."""
+    import types
+
+    root = tmp_path / "examples"
+    (root / "big").mkdir(parents=True)
+    (root / "big" / "ref.py").write_text(
+        "import os, signal\n"
+        "if not os.path.exists('ran'):\n"
+        "    open('ran', 'w').close()\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "print('Kernel Output Match!')\n")
+    a = types.SimpleNamespace(no_language=True, no_examples=False, only=None, timeout=60,
+                              language_timeout=60, out=str(tmp_path / "out"))
+    assert corpus_run.run_all(a, 1, str(root), "") == 0
+    report = json.loads((tmp_path / "out" / "corpus_report.json").read_text())
+    (r,) = report["examples"]
+    assert (r["script"], r["status"]) == ("big/ref.py", "passed")
+    assert r["reason"] == "run alone (killed beside another script)"
