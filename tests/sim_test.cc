@@ -467,8 +467,6 @@ TEST(SimFunctional, Sort32PairsEachBlockWithItsIndexBits) {
   }
 }
 
-/// Every built-in pattern on 16 elements, and CreateVecIndex / Round / GatherB on the same
-/// run.
 // T.reinterpretcast: the bytes of an i32 tile read as f32, at no cost.
 TEST(SimFunctional, ReinterpretKeepsTheBytes) {
   KernelBuilder k("bits", 1);
@@ -493,6 +491,8 @@ TEST(SimFunctional, ReinterpretKeepsTheBytes) {
     EXPECT_FLOAT_EQ(static_cast<float>(r.io.at("Y")[i]), static_cast<float>(want[i])) << i;
 }
 
+/// Every built-in pattern on 16 elements, and CreateVecIndex / Round / GatherB on the same
+/// run.
 TEST(SimFunctional, GatherMaskArangeRoundAndGatherb) {
   KernelBuilder k("masks", 2);
   auto X = k.input("X", {16}, i32);

@@ -26,13 +26,19 @@ class Leaves : public StmtVisitor {
  public:
   std::vector<Leaf> leaves;
 
-  void visit_seq(const SeqStmt& s, const StmtNode& n) override { nest(n, [&] { StmtVisitor::visit_seq(s, n); }); }
-  void visit_for(const ForStmt& s, const StmtNode& n) override { nest(n, [&] { StmtVisitor::visit_for(s, n); }); }
-  void visit_if(const IfStmt& s, const StmtNode& n) override { nest(n, [&] { StmtVisitor::visit_if(s, n); }); }
-  void visit_scope(const ScopeStmt& s, const StmtNode& n) override { nest(n, [&] { StmtVisitor::visit_scope(s, n); }); }
-  void visit_copy(const CopyStmt& s, const StmtNode& n) override {
-    leaf(n, {&s.src}, {&s.dst});
+  void visit_seq(const SeqStmt& s, const StmtNode& n) override {
+    nest(n, [&] { StmtVisitor::visit_seq(s, n); });
   }
+  void visit_for(const ForStmt& s, const StmtNode& n) override {
+    nest(n, [&] { StmtVisitor::visit_for(s, n); });
+  }
+  void visit_if(const IfStmt& s, const StmtNode& n) override {
+    nest(n, [&] { StmtVisitor::visit_if(s, n); });
+  }
+  void visit_scope(const ScopeStmt& s, const StmtNode& n) override {
+    nest(n, [&] { StmtVisitor::visit_scope(s, n); });
+  }
+  void visit_copy(const CopyStmt& s, const StmtNode& n) override { leaf(n, {&s.src}, {&s.dst}); }
   void visit_gemm(const GemmStmt& s, const StmtNode& n) override {
     leaf(n, {&s.a, &s.b, &s.c}, {&s.c});
   }
