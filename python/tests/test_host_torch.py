@@ -409,3 +409,43 @@ def test_float16_products_and_exp_on_the_host_match_the_kernel_bit_for_bit(tmp_p
         print("OK")
     """)
     assert r.stdout.strip() == "OK", r.stdout + r.stderr
+
+
+def test_a_captured_graph_replays_its_kernel_launches_on_the_same_tensors(tmp_path):
+    """torch.npu.graph (rms_rope_aclgraph): launches inside the capture are recorded (their
+    outputs allocated, undefined until the replay) and run by replay() on the tensors as they
+    are then; a torch compute op inside the capture, which the NPU would replay and the host
+    ran once, is refused at its line."""
+    r = run_py(tmp_path, """
+        import torch
+        import tilelang
+        import tilelang.language as T
+
+        @tilelang.jit(out_idx=[-1])
+        def double():
+            @T.prim_func
+            def main(A: T.Tensor((2, 64), "float32"), B: T.Tensor((2, 64), "float32")):
+                with T.Kernel(1, is_npu=True) as (cid, vid):
+                    x = T.alloc_ub((1, 64), "float32")
+                    with T.Scope("V"):
+                        T.copy(A[vid, 0], x)
+                        T.barrier_all()
+                        T.tile.mul(x, x, 2.0)
+                        T.barrier_all()
+                        T.copy(x, B[vid, 0])
+            return main
+
+        k = double()
+        a = torch.ones(2, 64)
+        g = torch.npu.NPUGraph()
+        with torch.npu.graph(g):
+            b = k(a.view(2, 64))
+        a.fill_(3.0)
+        g.replay()
+        assert torch.equal(b, torch.full((2, 64), 6.0)), b
+        print("replayed")
+        with torch.npu.graph(torch.npu.NPUGraph()):
+            c = a * 2  # MARK
+    """)
+    assert r.stdout.strip() == "replayed", r.stderr
+    assert "script.py:30: error: torch.mul inside a torch.npu.graph capture" in r.stderr, r.stderr

@@ -21,6 +21,8 @@ from ._interp import PrimFunc
 
 CHIP = "a3"
 MAX_CYCLES = [1e13]  # the simulator's cycle budget per run (set_max_cycles)
+# The kernel launches of a torch.npu.graph capture, or None: launched at replay (tilepipe.host)
+CAPTURE = [None]
 
 
 def config_dir():
@@ -506,12 +508,38 @@ class JITKernel:
     # ---- calling ----
 
     def __call__(self, *args, **kw):
+        if CAPTURE[0] is not None:
+            return self._capture(args)
         c, outs = self._run(args, mode="functional")
         if os.environ.get("TILEPIPE_PROFILE") == "1":
             r = self.last_run[1]
             print(f"[tilepipe] {self.name}: {r.cycles:.0f} cycles = "
                   f"{r.cycles * c.compiled.us_per_cycle:.2f} us simulated on {c.compiled.chip} "
                   f"(lower {c.lower_s * 1000:.0f} ms, simulate {r.wall_s:.2f} s)", file=sys.stderr)
+        if not outs:
+            return None
+        return outs[0] if len(outs) == 1 else outs
+
+    def _capture(self, args):
+        """A launch inside torch.npu.graph: recorded with every argument (the outputs
+        allocated here, undefined until the replay, as on the NPU) and run at replay."""
+        records, CAPTURE[0] = CAPTURE[0], None  # the host's own torch calls are not captured
+        try:
+            arrays, with_outs = self._inputs(args)
+            c = self._compile_for(arrays, with_outs)
+            full, outs, pos = [], [], 0
+            for i in self._positions(True):
+                name, spec, _ = self.specs[i]
+                if i in self.out_idx and not with_outs:
+                    v = np.zeros(self._bound_shape(name, spec, c), numpy_dtype(spec.dtype))
+                    full.append(_wrap_like(v, args, spec.dtype))
+                    outs.append(full[-1])
+                else:
+                    full.append(args[pos])
+                    pos += 1
+            records.append((self, full))
+        finally:
+            CAPTURE[0] = records
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else outs

@@ -269,14 +269,51 @@ def _npu_module(torch):
     m.config = types.SimpleNamespace(allow_internal_format=False)
     m.utils = types.SimpleNamespace(get_device_properties=m.get_device_properties)
 
-    class _NoGraph:
-        def __init__(self, *a, **kw):
-            raise _unsupported("torch.npu.NPUGraph / torch.npu.graph",
-                               "graph capture and replay need the NPU runtime")
-
-    m.NPUGraph = _NoGraph
-    m.graph = _NoGraph
+    m.NPUGraph = _Graph
+    m.graph = _capturing
     return m
+
+
+class _Graph:
+    """torch.npu.NPUGraph: the kernel launches made while capturing, run again by replay()
+    on the same tensors (as the NPU replays its captured tasks on the same memory). Torch
+    operations inside the capture are refused unless they only view or name tensors: the
+    NPU would replay them, and here they ran once (_half_mode)."""
+
+    def __init__(self, *a, **kw):
+        self.launches = []
+
+    def capture_begin(self, *a, **kw):
+        from tilelang import _jit
+
+        if _jit.CAPTURE[0] is not None:
+            raise _unsupported("nested torch.npu.graph captures", "capture one graph at a time")
+        self.launches = []
+        _jit.CAPTURE[0] = self.launches
+
+    def capture_end(self):
+        from tilelang import _jit
+
+        _jit.CAPTURE[0] = None
+
+    def replay(self):
+        for kernel, args in self.launches:
+            kernel(*args)
+
+    def reset(self):
+        self.launches = []
+
+
+class _capturing:  # noqa: N801  (torch.npu.graph)
+    def __init__(self, graph, *a, **kw):
+        self.graph = graph
+
+    def __enter__(self):
+        self.graph.capture_begin()
+        return self.graph
+
+    def __exit__(self, *exc):
+        self.graph.capture_end()
 
 
 def _ops_npu(torch):
@@ -455,6 +492,13 @@ def _half_mode(torch, indexing):
     from ._host import cube
 
     products = set(cube.FUNCS)
+    from tilelang._jit import CAPTURE as capture
+
+    # what a captured graph may do with tensors besides launching kernels: name and view them
+    VIEWS = {"view", "reshape", "view_as", "reshape_as", "__getitem__", "getitem", "size",
+             "dim", "numel", "stride", "is_contiguous", "contiguous", "__get__", "data_ptr",
+             "element_size", "unsqueeze", "squeeze", "flatten", "permute", "transpose",
+             "expand", "narrow", "detach", "__len__", "__repr__", "__format__"}
 
     class HalfOnCpu:
         def __enter__(self):
@@ -477,6 +521,16 @@ def _half_mode(torch, indexing):
                 set_mode(self)
 
     def handle(func, args, kwargs):
+        if capture[0] is not None:
+            name = getattr(func, "__name__", "")
+            if name not in VIEWS:
+                out = func(*args, **kwargs)
+                if name == "to" and args and out is args[0]:
+                    return out  # to the device and dtype it has: the tensor itself
+                raise _unsupported(f"torch.{name} inside a torch.npu.graph capture",
+                                   "tilepipe replays the captured kernel launches; a torch "
+                                   "operation there ran once at capture and would not be "
+                                   "replayed: move it out of the capture")
         if func in indexing:
             return indexing[func](*args, **kwargs)
         if func in products:
