@@ -80,6 +80,12 @@ def chip_config(name=None):
         return json.load(f)
 
 
+@functools.lru_cache(maxsize=None)
+def _hbm_bytes(chip):
+    """The HBM capacity of a chip config (read once per chip: kernels ask at every call)."""
+    return chip_config(chip)["die"]["hbm_bytes"]["value"]
+
+
 def set_chip(name):
     """Validates and selects the chip config kernels compile and simulate for; kernels
     compiled before recompile for it on their next call (the chip is part of the cache key)."""
@@ -351,7 +357,7 @@ class JITKernel:
         together: then a leading dim is a bound on the rows the kernel accepts
         (`T.Tensor([MAX_TOKENS, H], ...)`, the true extent a scalar parameter), and a
         caller's smaller tensor sizes it at each call (_bind)."""
-        hbm = chip_config(CHIP)["die"]["hbm_bytes"]["value"]
+        hbm = _hbm_bytes(CHIP)
         total = 0
         for name, spec, _ in self.specs:
             if not spec.scalar and all(isinstance(d, int) for d in spec.shape):

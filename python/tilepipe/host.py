@@ -524,9 +524,10 @@ def _half_mode(torch, indexing):
         if capture[0] is not None:
             name = getattr(func, "__name__", "")
             if name not in VIEWS:
-                out = func(*args, **kwargs)
-                if name == "to" and args and out is args[0]:
-                    return out  # to the device and dtype it has: the tensor itself
+                if name == "to":
+                    out = func(*args, **kwargs)
+                    if args and out is args[0]:
+                        return out  # to the device and dtype it has: the tensor itself
                 raise _unsupported(f"torch.{name} inside a torch.npu.graph capture",
                                    "tilepipe replays the captured kernel launches; a torch "
                                    "operation there ran once at capture and would not be "
