@@ -1792,7 +1792,7 @@ def test_element_bound_to_a_name_keeps_its_value_after_a_store():
     np.testing.assert_allclose(butterfly(16)(x), np.concatenate([lo + hi, lo - hi]), rtol=1e-6)
 
 
-def test_reinterpretcast_is_a_located_refusal():
+def test_reinterpretcast_to_a_type_not_the_destinations_is_located():
     @tilelang.jit
     def f():
         @T.prim_func
@@ -1802,12 +1802,12 @@ def test_reinterpretcast_is_a_located_refusal():
                 m = T.alloc_ub((8, 8), "uint32")
                 with T.Scope("V"):
                     T.copy(A[0, 0], a)
-                    T.reinterpretcast(m, a, "uint32_t")  # MARK-reinterpret
+                    T.reinterpretcast(m, a, "float")  # MARK-reinterpret
 
         return main
 
-    expect(f, "T.reinterpretcast(dst, src, 'uint32_t') is not supported by tilepipe",
-           "buffer views", line_marker="# MARK-reinterpret")
+    expect(f, "T.reinterpretcast(m, a, 'float'): 'm' is uint32, not float32",
+           "allocate 'm' as float32", line_marker="# MARK-reinterpret")
 
 
 @tilelang.jit(out_idx=[1])
