@@ -95,9 +95,21 @@ class Leaves : public StmtVisitor {
   }
 };
 
+/// Whether the program casts at all: most do not, and the walk below builds a set per leaf.
+class HasCast : public StmtVisitor {
+ public:
+  bool found = false;
+  void visit_tile(const TileOpStmt& s, const StmtNode&) override {
+    found = found || s.op == TileOpKind::Reinterpret;
+  }
+};
+
 }  // namespace
 
 void Verifier::check_reinterpret() {
+  HasCast any;
+  any.visit(p_.body);
+  if (!any.found) return;
   Leaves w;
   w.visit(p_.body);
   const auto& ls = w.leaves;
