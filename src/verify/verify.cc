@@ -67,6 +67,26 @@ std::optional<CoreKind> leaf_core(const Stmt& s) {
   return std::nullopt;
 }
 
+void verify_detail::loaded_buffers(const Expr& e, std::set<int>& ids) {
+  if (!e) return;
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, Binary>) {
+          loaded_buffers(n.a, ids);
+          loaded_buffers(n.b, ids);
+        } else if constexpr (std::is_same_v<T, Select>) {
+          loaded_buffers(n.cond, ids);
+          loaded_buffers(n.then_value, ids);
+          loaded_buffers(n.else_value, ids);
+        } else if constexpr (std::is_same_v<T, Load>) {
+          if (n.buffer) ids.insert(n.buffer->id);
+          for (const auto& i : n.index) loaded_buffers(i, ids);
+        }
+      },
+      e->node);
+}
+
 namespace {
 
 /// Collects every buffer a statement tree reads or writes (accessed_buffers).
@@ -74,25 +94,7 @@ class AccessedBuffers : public StmtVisitor {
  public:
   std::set<int> ids;
 
-  void expr(const Expr& e) {
-    if (!e) return;
-    std::visit(
-        [&](const auto& n) {
-          using T = std::decay_t<decltype(n)>;
-          if constexpr (std::is_same_v<T, Binary>) {
-            expr(n.a);
-            expr(n.b);
-          } else if constexpr (std::is_same_v<T, Select>) {
-            expr(n.cond);
-            expr(n.then_value);
-            expr(n.else_value);
-          } else if constexpr (std::is_same_v<T, Load>) {
-            if (n.buffer) ids.insert(n.buffer->id);
-            for (const auto& i : n.index) expr(i);
-          }
-        },
-        e->node);
-  }
+  void expr(const Expr& e) { verify_detail::loaded_buffers(e, ids); }
   void region(const Region& r) {
     if (r.buffer) ids.insert(r.buffer->id);
     for (const auto& e : r.start) expr(e);

@@ -27,6 +27,8 @@ using namespace ir;
 std::string shape_str(const std::vector<int64_t>& s);
 /// Pipes that exist on each core kind (hardware.md "Pipes").
 bool pipe_on(CoreKind k, Pipe p);
+/// Adds to `ids` the buffers an expression's scalar loads read (indices included).
+void loaded_buffers(const Expr& e, std::set<int>& ids);
 
 /// An on-chip allocation with its size rounded up to the scope's alignment.
 struct Alloc {

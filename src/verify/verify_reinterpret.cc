@@ -4,6 +4,7 @@
 // apart; the rules below keep kernels to that and name the line where they would not.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
@@ -20,6 +21,18 @@ struct Leaf {
   const StmtNode* node;
   std::set<int> reads, writes;
   std::vector<const StmtNode*> path;
+
+  bool within(const StmtNode* block) const {
+    return std::find(path.begin(), path.end(), block) != path.end();
+  }
+  /// The leaf as a well-formed cast (malformed ones are bad-operand errors), or null.
+  const TileOpStmt* cast() const {
+    auto* t = std::get_if<TileOpStmt>(&node->node);
+    return t && t->op == TileOpKind::Reinterpret && t->srcs.size() == 1 && t->dst.buffer &&
+                   t->srcs[0].buffer
+               ? t
+               : nullptr;
+  }
 };
 
 class Leaves : public StmtVisitor {
@@ -62,25 +75,6 @@ class Leaves : public StmtVisitor {
     body();
     path_.pop_back();
   }
-  void loads(const Expr& e, std::set<int>& out) {
-    if (!e) return;
-    std::visit(
-        [&](const auto& x) {
-          using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, Binary>) {
-            loads(x.a, out);
-            loads(x.b, out);
-          } else if constexpr (std::is_same_v<T, Select>) {
-            loads(x.cond, out);
-            loads(x.then_value, out);
-            loads(x.else_value, out);
-          } else if constexpr (std::is_same_v<T, Load>) {
-            if (x.buffer) out.insert(x.buffer->id);
-            for (const auto& i : x.index) loads(i, out);
-          }
-        },
-        e->node);
-  }
   void leaf(const StmtNode& n, std::vector<const Region*> in, std::vector<const Region*> out) {
     Leaf l{&n, {}, {}, path_};
     for (const Region* r : in)
@@ -88,9 +82,9 @@ class Leaves : public StmtVisitor {
     for (const Region* r : out)
       if (r->buffer) l.writes.insert(r->buffer->id);
     for (const auto* r : in)
-      for (const auto& e : r->start) loads(e, l.reads);
+      for (const auto& e : r->start) loaded_buffers(e, l.reads);
     for (const auto* r : out)
-      for (const auto& e : r->start) loads(e, l.reads);
+      for (const auto& e : r->start) loaded_buffers(e, l.reads);
     leaves.push_back(std::move(l));
   }
 };
@@ -121,10 +115,8 @@ void Verifier::check_reinterpret() {
   std::map<int, std::vector<Cast>> casts;  // by dst buffer id, in program order
   std::map<int, std::string> names;
   for (size_t i = 0; i < ls.size(); ++i) {
-    auto* t = std::get_if<TileOpStmt>(&ls[i].node->node);
-    if (!t || t->op != TileOpKind::Reinterpret || t->srcs.size() != 1 || !t->dst.buffer ||
-        !t->srcs[0].buffer)
-      continue;  // malformed: a bad-operand error already
+    const TileOpStmt* t = ls[i].cast();
+    if (!t) continue;
     casts[t->dst.buffer->id].push_back(
         {i, ls[i].path.empty() ? nullptr : ls[i].path.back(), t->srcs[0].buffer->id});
     names[t->dst.buffer->id] = t->dst.buffer->name;
@@ -139,9 +131,8 @@ void Verifier::check_reinterpret() {
     const std::string& sn = names[src];
     for (size_t i = 0; i < ls.size(); ++i) {
       const Leaf& l = ls[i];
-      auto* t = std::get_if<TileOpStmt>(&l.node->node);
-      const bool is_cast = t && t->op == TileOpKind::Reinterpret && t->srcs.size() == 1 &&
-                           t->dst.buffer && t->srcs[0].buffer && t->dst.buffer->id == dst;
+      const TileOpStmt* t = l.cast();
+      const bool is_cast = t && t->dst.buffer->id == dst;
       if (is_cast && t->srcs[0].buffer->id != src) {
         error(l.node->loc, "reinterpret",
               fmt::format("'{}' is made a view of '{}' here and of '{}' at line {}", dn,
@@ -172,9 +163,7 @@ void Verifier::check_reinterpret() {
               fix);
         continue;
       }
-      bool inside = !last->block;
-      for (const auto* p : l.path) inside = inside || p == last->block;
-      if (!inside) {
+      if (last->block && !l.within(last->block)) {
         error(l.node->loc, "reinterpret",
               fmt::format("this op reads '{}' outside the block of its T.reinterpretcast (line "
                           "{}), where the original's view is out of scope and '{}' is its own "
@@ -197,33 +186,32 @@ void Verifier::check_reinterpret() {
     // Across iterations of a loop around a read of the view: a later write of src reaches
     // the next iteration's read only through a cast in between (after the write, or before
     // the read, in the loop's body).
-    auto in_loop = [&](size_t i, const StmtNode* loop) {
-      for (const auto* p : ls[i].path)
-        if (p == loop) return true;
-      return false;
-    };
-    for (size_t r = 0; r < ls.size(); ++r) {
-      if (!ls[r].reads.count(dst)) continue;
+    // The first write of src with no cast between it and the next iteration's read r, in a
+    // loop around r; ls.size() if none.
+    auto unsynced_write = [&](size_t r) {
       for (const auto* loop : ls[r].path) {
         if (!std::holds_alternative<ForStmt>(loop->node)) continue;
         for (size_t k = r + 1; k < ls.size(); ++k) {
-          if (!ls[k].writes.count(src) || !in_loop(k, loop)) continue;
+          if (!ls[k].writes.count(src) || !ls[k].within(loop)) continue;
           bool synced = false;
           for (const auto& c : cs)
-            synced = synced || (in_loop(c.at, loop) && (c.at > k || c.at < r));
-          if (!synced) {
-            error(ls[k].node->loc, "reinterpret",
-                  fmt::format("this op writes '{}' in a loop that reads its T.reinterpretcast "
-                              "view '{}' (line {}) earlier in the body: the next iteration's "
-                              "read would see this write, tilepipe's copy at the cast would not",
-                              sn, dn, ls[r].node->loc.line),
-                  fix);
-            r = ls.size();  // once per view
-            break;
-          }
+            synced = synced || (ls[c.at].within(loop) && (c.at > k || c.at < r));
+          if (!synced) return k;
         }
-        if (r == ls.size()) break;
       }
+      return ls.size();
+    };
+    for (size_t r = 0; r < ls.size(); ++r) {
+      if (!ls[r].reads.count(dst)) continue;
+      const size_t k = unsynced_write(r);
+      if (k == ls.size()) continue;
+      error(ls[k].node->loc, "reinterpret",
+            fmt::format("this op writes '{}' in a loop that reads its T.reinterpretcast "
+                        "view '{}' (line {}) earlier in the body: the next iteration's "
+                        "read would see this write, tilepipe's copy at the cast would not",
+                        sn, dn, ls[r].node->loc.line),
+            fix);
+      break;  // once per view
     }
   }
 }
