@@ -53,16 +53,34 @@ def npu_swiglu(x, dim=-1):
 
 
 def npu_swiglu_backward(grad_output, x, dim=-1):
-    """The gradient of npu_swiglu with respect to x (x's shape)."""
+    """The gradient of npu_swiglu with respect to x (x's shape).
+
+    aclnnSwiGluGrad checks no shape: given a grad_output larger than the swiglu output, the
+    board reads its first elements in the output's shape (reported to CANN as ops-nn issue
+    7173, "yGrad not halved is silently accepted"), which is what `swi_glu_grad.py`'s kernel
+    also reads of the same tensor; that is modelled, with a warning. Fewer elements would be
+    read past the tensor's end: an error."""
     xx, y = _with_grad(lambda t: _swiglu(t, dim), x)
     if tuple(grad_output.shape) != tuple(y.shape):
-        from tilelang._core import TilelangError, user_loc
+        import warnings
 
-        raise TilelangError(
-            f"torch_npu.npu_swiglu_backward: grad_output has shape {tuple(grad_output.shape)}; "
-            f"npu_swiglu of x {tuple(x.shape)} has shape {tuple(y.shape)}", loc=user_loc(),
-            hint="pass the gradient of the swiglu output (what torch_npu does with another "
-                 "shape is not public)")
+        from tilelang._core import TilelangError, user_loc
+        from tilelang._jit import TensorViewWarning
+
+        shapes = (f"torch_npu.npu_swiglu_backward: grad_output has shape "
+                  f"{tuple(grad_output.shape)}; npu_swiglu of x {tuple(x.shape)} has shape "
+                  f"{tuple(y.shape)}")
+        if grad_output.numel() < y.numel():
+            raise TilelangError(shapes, loc=user_loc(),
+                                hint="pass the gradient of the swiglu output")
+        msg = (f"{shapes}: its first {y.numel()} elements are read in that shape, as "
+               f"aclnnSwiGluGrad reads them (it checks no shape)")
+        loc = user_loc()
+        if loc:
+            warnings.warn_explicit(msg, TensorViewWarning, loc[0], loc[1])
+        else:
+            warnings.warn(msg, TensorViewWarning, stacklevel=2)
+        grad_output = grad_output.reshape(-1)[:y.numel()].reshape(y.shape)
     (g,) = torch.autograd.grad(y, xx, grad_output.float())
     return g.to(x.dtype)
 
