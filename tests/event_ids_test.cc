@@ -56,13 +56,13 @@ ir::Program renamed(const ir::Program& p) {
 }
 
 TEST(EventIds, RunTimeIdsShiftedAsOneConstantsToFreeIds) {
-  // MTE2->V: 10 and k % 2 + 11 -> all shifted down by 10; V->MTE3: 9 -> 0 (free);
-  // MTE3->MTE2: 0 stays.
+  // MTE2->V: k % 2 + 11 shifted down by 11, the handshake 10 -> the first id they leave
+  // free (2); V->MTE3: 9 -> 0 (free); MTE3->MTE2: 0 stays.
   auto p = chunks([](Ex k) { return k % 2 + 11; }, 10);
   EXPECT_FALSE(verify(p, testing::a3()).empty());  // as written: ids past 0..7
   std::string text = ir::print(renamed(p));
   for (const char* want :
-       {"set_flag MTE2->V #0", "wait_flag MTE2->V #0", "set_flag MTE2->V #(((i % 2) + 11) - 10)",
+       {"set_flag MTE2->V #2", "wait_flag MTE2->V #2", "set_flag MTE2->V #(((i % 2) + 11) - 11)",
         "set_flag V->MTE3 #0", "wait_flag V->MTE3 #0", "set_flag MTE3->MTE2 #0"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   // Ids in range: the program as it was.
@@ -86,11 +86,77 @@ TEST(EventIds, SameCyclesAndValuesAsTheIdsWrittenInRange) {
   EXPECT_EQ(y1, std::vector<double>(256, 3.0));
 }
 
-TEST(EventIds, NoRenamingFitsIsAnErrorAtTheFirstIdPastTheRange) {
-  // MTE2->V uses 0..7 at run time and 10 once: 11 ids do not fit in 8.
-  auto p = chunks([](Ex k) { return k * 2; }, 10);
+TEST(EventIds, AHandshakePastTheRangeTakesAnIdFreeThere) {
+  // MTE2->V: run-time ids k * 7 / 3 (0, 2, 4, 7) span all 8; the handshake #10 before the
+  // loop, where no token is held: id 0. The loop's ids stay as they are.
+  auto p = chunks([](Ex k) { return k * 7 / 3; }, 10);
+  std::string text = ir::print(renamed(p));
+  EXPECT_NE(text.find("set_flag MTE2->V #0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("set_flag MTE2->V #((i * 7) / 3)"), std::string::npos) << text;
+  // Run-time ids 1..7 shifted to 0..6: the handshake takes the id they leave free, 7.
+  auto q = chunks([](Ex k) { return k * 2 + 1; }, 10);
+  EXPECT_NE(ir::print(renamed(q)).find("set_flag MTE2->V #7\n"), std::string::npos);
+}
+
+/// Eight MTE2 -> V tokens held across a handshake #`once` (ids 0..7 of a loop), or none.
+ir::Program held(int64_t once, bool across) {
+  KernelBuilder kb("held", 1);
+  auto x = kb.input("X", {8, 64}, f32);
+  auto y = kb.output("Y", {8, 64}, f32);
+  kb.launch();
+  scope_v([&] {
+    auto a = alloc_ub("a", {8, 64}, f32);
+    auto give = [&] {
+      serial(8, [&](Ex k) {
+        copy(x(k, all), a(k, all));
+        set_flag(Pipe::MTE2, Pipe::V, k);
+      });
+    };
+    auto take = [&] { serial(8, [&](Ex k) { wait_flag(Pipe::MTE2, Pipe::V, k); }); };
+    give();
+    if (!across) take();
+    set_flag(Pipe::MTE2, Pipe::V, once);
+    wait_flag(Pipe::MTE2, Pipe::V, once);
+    if (across) take();
+    set_flag(Pipe::V, Pipe::MTE3, 0);
+    wait_flag(Pipe::V, Pipe::MTE3, 0);
+    copy(a, y);
+  });
+  return kb.finish();
+}
+
+TEST(EventIds, AHandshakeWhereEveryIdHoldsATokenIsAnError) {
+  EXPECT_NE(ir::print(renamed(held(10, false))).find("set_flag MTE2->V #0\n"), std::string::npos);
   try {
-    renamed(p);
+    renamed(held(10, true));
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    const std::string msg = e.diagnostics().front().str();
+    EXPECT_NE(msg.find("ids from 0 to 7 (run-time ones among them) and the handshake #10, at "
+                       "which each of the 8 ids may hold a token"),
+              std::string::npos)
+        << msg;
+  }
+}
+
+TEST(EventIds, NoRenamingFitsIsAnErrorAtTheFirstIdPastTheRange) {
+  // MTE2->V uses 0..7 at run time and 10 in a set and wait apart: 11 ids do not fit in 8.
+  KernelBuilder kb("apart", 1);
+  auto x = kb.input("X", {8, 64}, f32);
+  kb.output("Y", {8, 64}, f32);
+  kb.launch();
+  scope_v([&] {
+    auto a = alloc_ub("a", {8, 64}, f32);
+    serial(8, [&](Ex k) {
+      copy(x(k, all), a(k, all));
+      set_flag(Pipe::MTE2, Pipe::V, 10);
+      set_flag(Pipe::MTE2, Pipe::V, k);
+      wait_flag(Pipe::MTE2, Pipe::V, k);
+      wait_flag(Pipe::MTE2, Pipe::V, 10);
+    });
+  });
+  try {
+    renamed(kb.finish());
     FAIL() << "expected an error";
   } catch (const UserError& e) {
     const std::string msg = e.diagnostics().front().str();

@@ -327,6 +327,12 @@ def test_more_of_newer_torch_under_the_runner(tmp_path):
         summed = torch_npu.npu_moe_token_unpermute(perm, sidx, probs)
         assert torch.allclose(summed, tokens * probs.sum(-1, keepdim=True))
         assert perm[sidx[5].item()].equal(tokens[2])  # token 2's second copy
+        # the permute's gradient sums a token's copies in float32 and rounds once: 1 +
+        # 2**-11 + 2**-11 is 1 + 2**-10 (float16 adds would round to 1 twice)
+        t = torch.ones(1, 2, dtype=torch.float16, requires_grad=True)
+        p, _ = torch_npu.npu_moe_token_permute(t, torch.tensor([[0, 1, 2]], dtype=torch.int32))
+        p.backward(torch.tensor([[1.0] * 2, [2**-11] * 2, [2**-11] * 2]).half())
+        assert t.grad.tolist() == [[1 + 2**-10] * 2], t.grad
         assert T.min(4, 6).value == 4 and T.ceildiv(7, 2).value == 4
         print("OK")
     """)

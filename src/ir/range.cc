@@ -33,6 +33,10 @@ Range eval_range(const Expr& e, const VarRanges& vars) {
           return it == vars.end() ? Range::of(0, 1) : it->second;
         } else if constexpr (std::is_same_v<T, Binary>) {
           Range a = eval_range(n.a, vars), b = eval_range(n.b, vars);
+          const bool divides = !(n.op == BinOp::Div || n.op == BinOp::Mod) || b.lo != 0;
+          if (a.known && b.known && a.lo == a.hi && b.lo == b.hi && divides &&
+              !binop_overflows(n.op, a.lo, b.lo))  // two points: the one value
+            return Range::of(eval_binop(n.op, a.lo, b.lo), eval_binop(n.op, a.lo, b.lo));
           using W = __int128;
           switch (n.op) {
             case BinOp::Add:

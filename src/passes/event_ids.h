@@ -17,7 +17,12 @@ namespace tilepipe::passes {
 /// - some id a run-time value (`i % 2 + 10`): every id of the pair (constants too) shifted
 ///   down by the lowest, when every id's range is known and all lie in a window of the
 ///   chip's count.
-/// A pair neither fits is an error at its first id past the range (UserError).
+/// A constant past the range that only ever appears as a handshake (`set_flag(a, b, 10);
+/// wait_flag(a, b, 10)`: its token is taken as soon as it is given) is renamed last: into an
+/// id no other flag of the pair uses, else into one that provably holds no token at every
+/// execution of the handshake (the pair's flags run alone with every loop bound, guard and
+/// id evaluated; a bound or id depending on cid, vid or a loaded value proves nothing).
+/// A pair none of this fits is an error at its first id past the range (UserError).
 ir::Program event_ids(const ir::Program& p, const ChipConfig& chip, const PassOptions& o);
 
 }  // namespace tilepipe::passes

@@ -115,6 +115,40 @@ def npu_cross_entropy_loss(input, target, weight=None, reduction="mean", ignore_
     return loss.to(input.dtype), log_prob.to(input.dtype), zloss, lse
 
 
+class _Permute(torch.autograd.Function):
+    """index_select of token rows whose gradient is aclnnMoeTokenPermuteGrad's: each token's
+    topk copies summed in float32 in copy order and rounded once to the tokens' dtype (a
+    float16 index_add would round after every add)."""
+
+    @staticmethod
+    def forward(ctx, tokens, rows, sorted_indices, topk):
+        ctx.save_for_backward(sorted_indices)
+        ctx.topk = topk
+        return tokens.index_select(0, rows)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (sorted_indices,) = ctx.saved_tensors
+        return _sum_copies(grad, sorted_indices, ctx.topk, None), None, None, None
+
+
+def _sum_copies(rows_of, sorted_indices, topk, probs):
+    """Token t: the sum over k of row sorted_indices[t * topk + k] of `rows_of` (rows past it
+    count 0), weighted by probs[t, k] when given, in float32 in k order, rounded once."""
+    hidden = rows_of.size(-1)
+    rows = sorted_indices.long()
+    n = rows_of.size(0)
+    src = torch.cat((rows_of.float(), torch.zeros(1, hidden)), 0)
+    out = src.index_select(0, torch.where(rows < n, rows, torch.full_like(rows, n)))
+    out = out.reshape(-1, topk, hidden)
+    if probs is not None:
+        out = out * probs.float().unsqueeze(-1)
+    acc = out[:, 0]
+    for k in range(1, topk):
+        acc = acc + out[:, k]
+    return acc.to(rows_of.dtype)
+
+
 def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=False):
     """(permuted tokens, sorted indices): the tokens' copies grouped by expert id, stable in
     token order (the first num_out_tokens of them); sorted_indices[t * topk + k] is the row
@@ -125,8 +159,8 @@ def npu_moe_token_permute(tokens, indices, num_out_tokens=None, padded_mode=Fals
     flat = indices.reshape(-1)
     order = torch.sort(flat.long(), stable=True)[1]
     n = flat.numel() if not num_out_tokens else int(num_out_tokens)
-    permuted = tokens.index_select(0, order[:n] // topk)
-    return permuted, torch.argsort(order).to(torch.int32)
+    sorted_indices = torch.argsort(order).to(torch.int32)
+    return _Permute.apply(tokens, order[:n] // topk, sorted_indices, topk), sorted_indices
 
 
 def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_mode=False,
@@ -137,16 +171,7 @@ def npu_moe_token_unpermute(permuted_tokens, sorted_indices, probs=None, padded_
     if padded_mode:
         raise _unsupported("npu_moe_token_unpermute(padded_mode=True)")
     topk = 1 if probs is None else probs.size(-1)
-    hidden = permuted_tokens.size(-1)
-    rows = sorted_indices.long()
-    n = permuted_tokens.size(0)
-    keep = rows < n
-    src = torch.cat((permuted_tokens.float(), torch.zeros(1, hidden)), 0)
-    out = src.index_select(0, torch.where(keep, rows, torch.full_like(rows, n)))
-    out = out.reshape(-1, topk, hidden)
-    if probs is not None:
-        out = out * probs.float().unsqueeze(-1)
-    return out.sum(dim=1).to(permuted_tokens.dtype)
+    return _sum_copies(permuted_tokens, sorted_indices, topk, probs)
 
 
 def _golden():
