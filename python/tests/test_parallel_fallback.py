@@ -104,6 +104,42 @@ def test_a_parallel_store_of_an_l0c_tile_is_one_converting_copy():
                                atol=1e-2)
 
 
+def test_element_stores_into_l0c_are_the_originals_ub_only_setvalue_warned():
+    """grouped_gemm_bwd's `C_L0[i, j] = 0` in scope C: SetValue reaches UB only, so L0C is
+    left as it was (the gemm's init then writes it); a warning at the line, no tile.fill."""
+
+    @tilelang.jit(out_idx=[-1])
+    def zero_then_gemm(M, N, K):
+        @T.prim_func
+        def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+                 C: T.Tensor((M, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, _):
+                a = T.alloc_L1((M, K), "float16")
+                b = T.alloc_L1((K, N), "float16")
+                c = T.alloc_L0C((M, N), "float32")
+                with T.Scope("C"):
+                    for i, j in T.Parallel(M, N):
+                        c[i, j] = 0
+                    T.copy(A, a)
+                    T.copy(B, b)
+                    T.barrier_all()
+                    T.gemm_v0(a, b, c, init=True)
+                    T.barrier_all()
+                    T.copy(c, C)
+
+        return main
+
+    a = (RNG.standard_normal((32, 64)) * 0.3).astype(np.float16)
+    b = (RNG.standard_normal((64, 32)) * 0.3).astype(np.float16)
+    with pytest.warns(UserWarning, match=r"element stores into L0C buffer 'c': the original "
+                      r"emits the scalar unit's SetValue, which writes UB only"):
+        k = zero_then_gemm(32, 32, 64)
+        got = k(a, b)
+    assert "fill" not in k.get_ir()
+    np.testing.assert_allclose(got, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-5,
+                               atol=1e-5)
+
+
 @tilelang.jit(out_idx=[1])
 def unscoped_barrier(M, N):
     @T.prim_func

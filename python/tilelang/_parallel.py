@@ -73,6 +73,9 @@ def vectorize(it, s, spec):
             ast.copy_location(value, stmt)
         else:
             value = stmt.value
+        if dst.region.buffer.scope in ("L0A", "L0B", "L0C"):
+            _warn_cube_store(it, stmt, dst.region.buffer)
+            continue
         value = V.inline(value, stmt)
         if dst.region.buffer.scope == "GM":
             # A GM element: computed into a UB tile, then copied out (the original's
@@ -95,6 +98,26 @@ def vectorize(it, s, spec):
             T.copy(t.region, dst.region)
         else:
             V.emit_into(value, dst, stmt)
+
+
+class CubeStoreWarning(UserWarning):
+    """Element stores into a Cube buffer: the original's SetValue reaches UB only."""
+
+
+def _warn_cube_store(it, stmt, buf):
+    """`C_L0[i, j] = 0` over a T.Parallel: the original emits one scalar-unit SetValue per
+    element, which AscendC supports on UB tensors only (the AIC has no UB): no L0 buffer
+    changes on the NPU, and none here (grouped_gemm_bwd's fill, which its gemm's init
+    overwrites). Warned, since a kernel that reads those elements reads undefined data."""
+    import warnings
+
+    f, line, col = it.loc(stmt)
+    warnings.warn_explicit(
+        f"element stores into {buf.scope} buffer '{buf.name}': the original emits the scalar "
+        f"unit's SetValue, which writes UB only (AscendC supports it on VECIN / VECCALC / "
+        f"VECOUT tensors), so {buf.name} is left as it was, on the NPU and here; reading these "
+        f"elements before a gemm with init=True reads undefined data (their scalar cycles are "
+        f"not counted)", CubeStoreWarning, f, line)
 
 
 def _names(node):
