@@ -623,12 +623,13 @@ class Lowerer {
   }
 
   void flag(Opcode op, Pipe on, Pipe src, Pipe dst, const Expr& id, const StmtNode& s,
-            bool in_scope, Block& out) {
+            bool in_scope, Block& out, int cross_mode = 2) {
     if (!in_scope) return;
     OpTemplate t = base(op, on, s.loc, to_string(op));
     t.flag_src = src;
     t.flag_dst = dst;
     t.flag_id = compile(id);
+    t.cross_mode = cross_mode;
     out.items.push_back(instr_item(std::move(t)));
   }
 
@@ -642,7 +643,7 @@ class Lowerer {
     flag(Opcode::Barrier, n.pipe, n.pipe, n.pipe, make_int(0), s, in_scope, out);
   }
   void lower_node(const SetCrossFlagStmt& n, const StmtNode& s, bool in_scope, Block& out) {
-    flag(Opcode::SetCross, n.pipe, n.pipe, n.pipe, n.flag_id, s, in_scope, out);
+    flag(Opcode::SetCross, n.pipe, n.pipe, n.pipe, n.flag_id, s, in_scope, out, n.mode);
   }
   void lower_node(const WaitCrossFlagStmt& n, const StmtNode& s, bool in_scope, Block& out) {
     flag(Opcode::WaitCross, Pipe::S, Pipe::S, Pipe::S, n.flag_id, s, in_scope, out);

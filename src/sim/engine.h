@@ -263,6 +263,7 @@ class Engine {
   // ---- engine_setup.cc: templates, cores, the result ----
   static inline std::vector<int64_t> tensor_bytes(const lower::LoweredProgram& p);
   void setup_cores();
+  void check_sync_all();
   inline void add_core(CoreKind kind, int ai, int vid, const lower::CoreProgram* prog);
   inline const std::vector<int32_t>& compile_code(const lower::Block& b,
                                                   const std::vector<IssueFacts>& facts);
@@ -293,6 +294,7 @@ class Engine {
   [[noreturn, gnu::noinline, gnu::cold]] void double_set(const Core& c, const Ring<SetRecord>& q,
                                                          const Instr& wait);
   [[gnu::noinline]] void deliver_cross(Core& c, const Instr& in, double when);
+  void arrive_all(Core& c, const Instr& in, double when);
   static inline void deliver(Core& c, Flag& f, const SetRecord& r);
   static inline void pending(Core& c, size_t n);
 
@@ -334,6 +336,7 @@ class Engine {
   void check_invariants(const SimResult& r) const;
   inline std::string flag_state(const LastSet& s) const;
   void check_finished();
+  [[noreturn]] void unfinished_sync_all(int id);
   void unmatched_flags(const Core& c, const std::string& when,
                        std::vector<Diagnostic>& diags) const;
   void unmatched_cross(size_t ai, const std::string& when, std::vector<Diagnostic>& diags) const;
@@ -359,6 +362,12 @@ class Engine {
     double end = 0;
   };
   std::vector<BlockEnd> block_ends_;
+  // T.sync_all (mode-0 cross-core sets), per flag id: the cores arrived, the last arrival.
+  struct AllSync {
+    int arrived = 0;
+    double latest = 0;
+  };
+  std::vector<AllSync> sync_all_;
   int members_ = 0;
   BandwidthLedger hbm_, l2_;
   L2Residency l2res_;

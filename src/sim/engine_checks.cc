@@ -2,6 +2,7 @@
 // flag ids, the cycle and wall-clock budgets and the cancel flag; deadlocks and unmatched
 // flags at a block's or the kernel's end; the physical invariants of every timed run.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <map>
 #include <string>
@@ -109,8 +110,35 @@ std::string Engine::flag_state(const LastSet& s) const {
   return fmt::format("last set at cycle {:.0f} ({})", s.time, s.loc->str());
 }
 
+/// A T.sync_all (mode-0 flag `id`) some cores never reached: they ended, or wait elsewhere.
+void Engine::unfinished_sync_all(int id) {
+  const ir::Loc* at = nullptr;
+  std::vector<std::string> missing;
+  for (const auto& c : cores_) {
+    const bool here =
+        c.has_pending && c.pending.t->op == Opcode::WaitCross && c.pending.flag_id == id;
+    if (here && !at) at = &c.pending.t->loc;
+    if (!here) missing.push_back(c.stats.name);
+  }
+  const size_t shown = std::min<size_t>(missing.size(), 4);
+  throw UserError(Diagnostic{
+      at ? *at : ir::Loc{},
+      "deadlock",
+      fmt::format(
+          "deadlock: T.sync_all (cross-core flag #{}) waits for every core of the launch, "
+          "and {} of {} arrived; never: {}{}",
+          id, sync_all_[static_cast<size_t>(id)].arrived, cores_.size(),
+          fmt::join(missing.begin(), missing.begin() + static_cast<ptrdiff_t>(shown), ", "),
+          missing.size() > shown ? fmt::format(" and {} more", missing.size() - shown) : ""),
+      {},
+      "call T.sync_all on every path of every core kind of the kernel (the Cube code too, "
+      "where the kernel has any)"});
+}
+
 void Engine::check_finished() {
   std::vector<Diagnostic> diags;
+  for (size_t id = 0; id < sync_all_.size(); ++id)
+    if (sync_all_[id].arrived > 0) unfinished_sync_all(static_cast<int>(id));
   for (const auto& c : cores_) {
     if (c.has_pending) {
       const auto& t = *c.pending.t;

@@ -29,8 +29,14 @@ void Engine::find_outer_loops(const lower::CoreProgram& prog, const lower::Block
 void Engine::setup_fast_forward() {
   const auto& o = opts_.fast_forward;
   const bool observed_part = o.observed_from > 0 || std::isfinite(o.observed_to);
+  // Not across T.sync_all: its arrivals couple every core's history.
+  auto sync_all = [](const lower::CoreProgram& prog) {
+    return std::ranges::any_of(prog.instrs, [](const lower::OpTemplate& t) {
+      return t.op == Opcode::SetCross && t.cross_mode == 0;
+    });
+  };
   ff_ = o.enabled && !functional_ && (!opts_.observer || observed_part) && !opts_.detect_races &&
-        p_.aic.loads.empty() && p_.aiv.loads.empty();
+        p_.aic.loads.empty() && p_.aiv.loads.empty() && !sync_all(p_.aic) && !sync_all(p_.aiv);
   if (!ff_) return;
   find_outer_loops(p_.aic, p_.aic.body);
   find_outer_loops(p_.aiv, p_.aiv.body);

@@ -130,6 +130,10 @@ void Engine::double_set(const Core& c, const Ring<SetRecord>& q, const Instr& wa
 }
 
 void Engine::deliver_cross(Core& c, const Instr& in, double when) {
+  if (in.t->cross_mode == 0) {
+    arrive_all(c, in, when);
+    return;
+  }
   CrossFlags& x = cross_[static_cast<size_t>(c.ai_core)];
   size_t id = static_cast<size_t>(in.flag_id);
   double visible = when + chip_.cross_flag_latency;
@@ -149,6 +153,44 @@ void Engine::deliver_cross(Core& c, const Instr& in, double when) {
     Core& peer = cores_[i];
     if (peer.kind != c.kind && peer.has_pending && !peer.in_heap) push(peer);
   }
+}
+
+/// A core reaches T.sync_all (a mode-0 set of id `in.flag_id`). Once every core of the
+/// launch has, each finds its own cross-core flag of that id set (the AIC: from both AIVs,
+/// as its wait takes), sync.cross_flag_latency after the last arrival: AscendC's SyncAll
+/// is FFTS cross-core flags (hardware.md). The wait that follows takes it as any other.
+void Engine::arrive_all(Core& c, const Instr& in, double when) {
+  AllSync& s = sync_all_[static_cast<size_t>(in.flag_id)];
+  s.latest = std::max(s.latest, when);
+  if (race_)
+    race_->arrive_all(c.ai_core,
+                      race_->release(c.ai_core, RaceDetector::thread(c.role, in.t->pipe)));
+  if (++s.arrived < static_cast<int>(cores_.size())) return;
+  if (race_) race_->complete_all();
+  const bool two = !p_.aiv.empty() && chip_.aiv_per_core >= 2;
+  const size_t id = static_cast<size_t>(in.flag_id);
+  int vc = -1, vc_ai = -1;
+  for (Core& m : cores_) {
+    if (race_ && m.ai_core != vc_ai) {  // cores_ holds an AI core's cores together
+      clocks_.push_back(race_->all_clock(m.ai_core));
+      vc = static_cast<int>(clocks_.size()) - 1;
+      vc_ai = m.ai_core;
+    }
+    const SetRecord r{s.latest + chip_.cross_flag_latency, s.latest, in.t, c.index, vc};
+    auto put = [&](Flag& f) {
+      f.last = {r.time, &r.op->loc};
+      f.sets.push_back(r);
+    };
+    CrossFlags& x = cross_[static_cast<size_t>(m.ai_core)];
+    if (m.kind == CoreKind::V) {
+      put(x.c2v[static_cast<size_t>(m.vid)][id]);
+    } else {
+      put(x.v2c[0][id]);
+      if (two) put(x.v2c[1][id]);
+    }
+    if (m.has_pending && !m.in_heap) push(m);
+  }
+  s = {};
 }
 
 /// Cross-core set `r` of core `c` reaches flag `f`.

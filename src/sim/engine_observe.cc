@@ -21,9 +21,11 @@ void Engine::acquire_set(Core& c, Pipe pipe, const SetRecord& r, bool cross) {
   if (pipe == Pipe::S) {
     c.s_clock = -1;
     if (cross)  // a cross-core wait blocks every pipe of the core (hardware.md)
-      for (int p = 0; p < kPipes; ++p)
-        race_->acquire(c.ai_core, RaceDetector::thread(c.role, static_cast<Pipe>(p)),
-                       clocks_[static_cast<size_t>(r.vc)]);
+      for (int p = 0; p < kPipes; ++p) {
+        const int tid = RaceDetector::thread(c.role, static_cast<Pipe>(p));
+        race_->acquire(c.ai_core, tid, clocks_[static_cast<size_t>(r.vc)]);
+        if (r.op->cross_mode == 0) race_->pass_all(c.ai_core, tid);  // past T.sync_all
+      }
   }
 }
 

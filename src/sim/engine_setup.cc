@@ -68,6 +68,8 @@ void Engine::setup_cores() {
     }
   }
   block_ends_.resize(static_cast<size_t>(n));
+  sync_all_.resize(static_cast<size_t>(chip_.cross_flag_ids));
+  check_sync_all();
   if (opts_.detect_races) race_ = std::make_unique<RaceDetector>(n);
   op_hooks_ = race_ || opts_.observer || functional_;
   for (int ai = 0; ai < n; ++ai) {
@@ -77,6 +79,33 @@ void Engine::setup_cores() {
   }
   members_ = n > 0 ? static_cast<int>(cores_.size()) / n : 0;
   for (auto& c : cores_) push(c);
+}
+
+/// T.sync_all waits for every core of the launch at once: every block must be resident
+/// (a later block would start only after the earlier ones end, which wait for it), and its
+/// flag id is its own (a mode-2 set of that id would be taken by its waits, as on the NPU).
+void Engine::check_sync_all() {
+  std::map<int64_t, const lower::OpTemplate*> all, pair;  // constant ids of mode 0 / mode 2
+  for (const auto* prog : {&p_.aic, &p_.aiv})
+    for (const auto& t : prog->instrs) {
+      if (t.op != Opcode::SetCross) continue;
+      if (t.cross_mode == 0 && p_.block_num > chip_.ai_cores)
+        fail(t.loc, "sync-all",
+             fmt::format("T.sync_all waits for every block at once, and {} blocks do not fit "
+                         "on the {} AI cores: the first ones would wait forever for the rest "
+                         "(a hang on the NPU)",
+                         p_.block_num, chip_.ai_cores),
+             fmt::format("launch at most {} blocks and loop over the work inside", chip_.ai_cores));
+      if (t.flag_id.is_const())
+        (t.cross_mode == 0 ? all : pair).emplace(t.flag_id.ops[0].value, &t);
+    }
+  for (const auto& [id, t] : pair)
+    if (all.count(id))
+      fail(t->loc, "sync-all",
+           fmt::format("cross-core flag #{} is also T.sync_all's (at {}): its waits would take "
+                       "this set",
+                       id, all.at(id)->loc.str()),
+           "use another cross-core flag id");
 }
 
 void Engine::add_core(CoreKind kind, int ai, int vid, const lower::CoreProgram* prog) {

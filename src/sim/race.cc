@@ -6,7 +6,11 @@
 
 namespace tilepipe::sim {
 
-RaceDetector::RaceDetector(int ai_cores) : clocks_(static_cast<size_t>(ai_cores * kRaceThreads)) {
+RaceDetector::RaceDetector(int ai_cores)
+    : clocks_(static_cast<size_t>(ai_cores * kRaceThreads)),
+      arriving_(static_cast<size_t>(ai_cores), VectorClock{}),
+      passed_(static_cast<size_t>(ai_cores)),
+      gen_(static_cast<size_t>(ai_cores * kRaceThreads), 0) {
   for (int ai = 0; ai < ai_cores; ++ai)
     for (int t = 0; t < kRaceThreads; ++t) {
       clock(ai, t).fill(0);
@@ -35,8 +39,24 @@ void RaceDetector::barrier(int ai) {
   }
 }
 
+void RaceDetector::arrive_all(int ai, const VectorClock& vc) {
+  VectorClock& j = arriving_[static_cast<size_t>(ai)];
+  for (size_t i = 0; i < j.size(); ++i) j[i] = std::max(j[i], vc[i]);
+}
+
+void RaceDetector::complete_all() {
+  for (size_t ai = 0; ai < arriving_.size(); ++ai) {
+    passed_[ai].push_back(arriving_[ai]);
+    arriving_[ai] = VectorClock{};
+  }
+}
+
 bool RaceDetector::ordered(const Epoch& prev, int ai, int tid) const {
-  if (prev.ai != ai) return false;   // different AI cores never synchronise
+  if (prev.ai != ai) {  // AI cores synchronise only at T.sync_all
+    const uint32_t k = gen_[static_cast<size_t>(ai * kRaceThreads + tid)];
+    return k > 0 && prev.clock <=
+                        passed_[static_cast<size_t>(prev.ai)][k - 1][static_cast<size_t>(prev.tid)];
+  }
   if (prev.tid == tid) return true;  // program order within a pipe
   return prev.clock <=
          clocks_[static_cast<size_t>(ai * kRaceThreads + tid)][static_cast<size_t>(prev.tid)];

@@ -5,8 +5,10 @@
 // scalar unit's clock flows into every instruction it dispatches, and a pipe is ordered
 // with itself. Accesses are tracked per 32-byte block of each memory; two accesses to a
 // block, at least one a write, from different threads with no happens-before path are a
-// race. Cores of different AI cores never synchronise, so any conflict between them is a
-// race. Reads config: nothing. Ignores: atomic accumulation (not modelled yet).
+// race. Cores of different AI cores synchronise only at T.sync_all (a barrier of every
+// core): an access of another AI core is ordered before a thread that has passed the k-th
+// barrier when it precedes what its AI core released arriving at that barrier; any other
+// conflict between AI cores is a race. Reads config: nothing.
 #pragma once
 
 #include <array>
@@ -52,6 +54,18 @@ class RaceDetector {
   /// acquires all the others' clocks, then advances.
   void barrier(int ai);
 
+  /// T.sync_all: a thread of AI core `ai` arrives, releasing `vc`.
+  void arrive_all(int ai, const VectorClock& vc);
+  /// Every core has arrived: the barrier's clock per AI core (its arrivals' join) is fixed.
+  void complete_all();
+  /// What AI core `ai`'s threads acquire from the last completed barrier.
+  const VectorClock& all_clock(int ai) const { return passed_[static_cast<size_t>(ai)].back(); }
+  /// A thread of `ai` has passed the last completed barrier.
+  void pass_all(int ai, int tid) {
+    gen_[static_cast<size_t>(ai * kRaceThreads + tid)] =
+        static_cast<uint32_t>(passed_[static_cast<size_t>(ai)].size());
+  }
+
   /// Records an access and checks it against earlier conflicting ones. `mem` identifies the
   /// memory (GM tensor or one core's scope); `site` is built lazily only on a report.
   template <class SiteFn>
@@ -77,6 +91,9 @@ class RaceDetector {
               const Access& a);
 
   std::vector<VectorClock> clocks_;
+  std::vector<VectorClock> arriving_;             // per AI core: the open barrier's join
+  std::vector<std::vector<VectorClock>> passed_;  // per AI core: each completed barrier's
+  std::vector<uint32_t> gen_;                     // per thread: barriers it has passed
   std::unordered_map<int64_t, std::unordered_map<int64_t, Block>> shadow_;
   std::vector<AccessSite> sites_;
   std::vector<Diagnostic> reports_;

@@ -1011,13 +1011,32 @@ sqrt = _scalar_math("sqrt", _math.sqrt)
 rsqrt = _scalar_math("rsqrt", lambda v: 1.0 / _math.sqrt(v))
 
 
+SYNC_ALL_FLAG_ID = 15  # the cross-core flag id T.sync_all uses (docs/python.md)
+
+
 def sync_all(*a, **kw):
-    """AscendC's SyncAll: a barrier across every AI core of the launch. The simulator has no
-    all-core barrier (barrier_all orders one core's pipes only; standing in for it would let
-    a core read another core's workspace before it is written): refused at the line."""
-    raise err("T.sync_all (a barrier across all AI cores) is not modelled by tilepipe",
-              hint="hand data between cores through GM with cross-core flags "
-                   "(T.set_cross_flag / T.wait_cross_flag), or split the kernel in two launches")
+    """AscendC's SyncAll: every core of the launch (AIC and AIVs) finishes its earlier work,
+    then waits until all have arrived. Spelt as a drain of the core's pipes (barrier_all), a
+    mode-0 cross-core set (every core of the launch; FFTS, as SyncAll is built) and its wait,
+    on cross-core flag SYNC_ALL_FLAG_ID."""
+    if ctx.split is not None:
+        if ctx.split in ("C", "V"):
+            _sync_all(ctx.split)
+        return
+    if ctx.scope is None:
+        raise err("T.sync_all() outside T.Scope: each core kind reaches it in its own code",
+                  hint='call it in `with T.Scope("V")` (and in `with T.Scope("C")` where the '
+                       'kernel has Cube code: every core of the launch must arrive)')
+    _sync_all(ctx.scope)
+
+
+def _sync_all(core):
+    drain(core)
+    bd = builder()
+    loc = _core.current_loc()
+    # the set fires after the drain's hub: M on the Cube core, the scalar unit on the Vector
+    bd.set_cross_flag("M" if core == "C" else "S", SYNC_ALL_FLAG_ID, 0, loc)
+    bd.wait_cross_flag(SYNC_ALL_FLAG_ID, loc)
 
 
 def set_deq_scale(scale, *a, **kw):
