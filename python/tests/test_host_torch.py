@@ -460,3 +460,17 @@ def test_a_captured_graph_replays_its_kernel_launches_on_the_same_tensors(tmp_pa
     """)
     assert r.stdout.strip() == "replayed", r.stderr
     assert "script.py:30: error: torch.mul inside a torch.npu.graph capture" in r.stderr, r.stderr
+
+
+def test_loading_an_ahead_of_time_kernel_library_is_a_located_error(tmp_path):
+    """gemm_aot/test_example_gemm.py loads the library bisheng would have built: a clear
+    error at the line under run-py; a library that exists still loads."""
+    r = run_py(tmp_path, """
+        import ctypes
+        import ctypes.util
+        ctypes.CDLL(ctypes.util.find_library("m"))  # a system library: loads
+        lib = ctypes.CDLL("./kernel_lib.so")
+    """)
+    assert r.returncode == 2, r.stderr
+    assert ("script.py:5: error: loading the kernel library ./kernel_lib.so is not supported "
+            "by tilepipe: no such file") in r.stderr, r.stderr

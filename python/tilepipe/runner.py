@@ -43,6 +43,31 @@ def use_host_torch():
     return "shim"
 
 
+def guard_npu_libraries():
+    """ctypes.CDLL of a shared library that does not exist: under run-py that is the NPU
+    library an ahead-of-time build (bisheng; the original's gemm_aot) would have written,
+    which tilepipe never builds. A located error instead of ctypes' OSError."""
+    import ctypes
+
+    real_init = ctypes.CDLL.__init__
+
+    def init(self, name, *a, **kw):
+        try:
+            real_init(self, name, *a, **kw)
+        except OSError as e:
+            if name and os.sep in str(name) and not os.path.exists(name):
+                from tilelang._core import unsupported
+
+                raise unsupported(
+                    f"loading the kernel library {name}",
+                    "no such file: it is what an ahead-of-time build of a kernel for the NPU "
+                    "(bisheng) writes, and tilepipe simulates kernels instead of building them",
+                    hint="call the @tilelang.jit kernel from Python instead") from e
+            raise
+
+    ctypes.CDLL.__init__ = init
+
+
 def main(argv):
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
@@ -53,6 +78,7 @@ def main(argv):
         print(f"tilepipe run-py: {path}: {problem}", file=sys.stderr)
         return 2
     use_host_torch()
+    guard_npu_libraries()
     script_dir = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, script_dir)
     sys.argv = [path] + list(argv[1:])
