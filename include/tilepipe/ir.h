@@ -377,7 +377,11 @@ struct WaitFlagStmt {
 struct PipeBarrierStmt {
   Pipe pipe;
 };
-/// Cross-core counting semaphore between an AIC and its AIVs (mode 2).
+/// The SetCrossFlagStmt mode of T.sync_all (AscendC's SyncAll, which it builds from FFTS
+/// flags of modes 0 and 2): a barrier of every core of the launch. Hardware's own mode 0
+/// (every core of one kind) and mode 1 are not modelled.
+inline constexpr int kSyncAllMode = 3;
+/// Cross-core counting semaphore between an AIC and its AIVs (mode 2), or T.sync_all's set.
 struct SetCrossFlagStmt {
   Pipe pipe;
   Expr flag_id;

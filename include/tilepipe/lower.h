@@ -219,8 +219,8 @@ struct OpTemplate {
   bool transpose_a = false, transpose_b = false, init = true;
   int64_t m = 0, n = 0, k = 0;  // Mmad dims, Copy/Vec matrix view [m rows, n cols]
   CExpr flag_id;                // flags
-  // SetCross: 2 = the AIC and the AIVs of its AI core; 0 = every core of the launch, all
-  // waiting for all (AscendC's SyncAll; docs/simulator.md "Cross-core flags")
+  // SetCross: 2 = the AIC and the AIVs of its AI core; ir::kSyncAllMode = every core of the
+  // launch, all waiting for all (T.sync_all; docs/simulator.md "Flags")
   int cross_mode = 2;
   ir::Loc loc;
   std::string name;  // e.g. "copy GM->L1", "tile.exp" (trace event names)

@@ -8,6 +8,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -16,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ext.h"
@@ -481,10 +484,25 @@ PYBIND11_MODULE(_tilepipe, m) {
     py::array_t<float> c({batch, m, n});
     const int64_t kf = sim::cube_k_fractal(dtype_of(dtype));
     {
+      // Rows of C on every hardware thread: each element is its own chain over K (sim.h), so
+      // the split changes nothing in the result.
       py::gil_scoped_release release;
-      for (int64_t i = 0; i < batch; ++i)
-        sim::cube_matmul(m, n, k, kf, a.data() + i * m * k, b.data() + i * k * n,
-                         c.mutable_data() + i * m * n, false);
+      const int64_t threads = std::max<int64_t>(
+          1, std::min<int64_t>(std::thread::hardware_concurrency(), batch * m / 64));
+      const int64_t per = (m + threads - 1) / threads;  // rows of one batch per work item
+      const int64_t parts = (m + per - 1) / per, items = batch * parts;
+      std::atomic<int64_t> next = 0;
+      auto work = [&] {
+        for (int64_t w; (w = next.fetch_add(1)) < items;) {
+          const int64_t i = w / parts, r0 = (w % parts) * per, rows = std::min(per, m - r0);
+          sim::cube_matmul(rows, n, k, kf, a.data() + i * m * k + r0 * k, b.data() + i * k * n,
+                           c.mutable_data() + i * m * n + r0 * n, false);
+        }
+      };
+      std::vector<std::thread> pool;
+      for (int64_t t = 1; t < threads; ++t) pool.emplace_back(work);
+      work();
+      for (auto& t : pool) t.join();
     }
     return c;
   });

@@ -113,3 +113,27 @@ def test_a_script_killed_beside_another_is_run_again_alone(tmp_path):
     (r,) = report["examples"]
     assert (r["script"], r["status"]) == ("big/ref.py", "passed")
     assert r["reason"] == "run alone (killed beside another script)"
+
+
+def test_a_script_timed_out_beside_another_is_run_again_alone(tmp_path):
+    """A script over the limit while another shares the cores gets one more run, alone;
+    one that is slow alone stays a timeout."""
+    import types
+
+    root = tmp_path / "examples"
+    (root / "x").mkdir(parents=True)
+    (root / "x" / "a_slow_once.py").write_text(
+        "import os, time\n"
+        "if not os.path.exists('ran'):\n"
+        "    open('ran', 'w').close()\n"
+        "    time.sleep(30)\n"
+        "print('Kernel Output Match!')\n")
+    (root / "x" / "b_slow.py").write_text("import time\ntime.sleep(30)\n")
+    a = types.SimpleNamespace(no_language=True, no_examples=False, only=None, timeout=3,
+                              language_timeout=60, out=str(tmp_path / "out"))
+    corpus_run.run_all(a, 2, str(root), "")
+    report = json.loads((tmp_path / "out" / "corpus_report.json").read_text())
+    once, slow = report["examples"]
+    assert (once["status"], once["reason"]) == ("passed",
+                                                "run alone (timed out beside another script)")
+    assert slow["status"] == "timeout"

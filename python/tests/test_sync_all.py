@@ -3,6 +3,9 @@ earlier work. A kernel whose blocks each read every block's partial sum through 
 workspace: right values, race-free past the barrier, a race without it, and the located
 errors (more blocks than AI cores, its flag id taken by a kernel's own cross-core flag)."""
 
+import json
+import os
+
 import numpy as np
 import pytest
 
@@ -12,9 +15,14 @@ import tilelang.language as T
 RNG = np.random.default_rng(2731)
 
 
-def partial_sums(blocks, N=64, barrier=True, cube=True, own_flag=None):
+def partial_sums(blocks, N=64, barrier=True, cube=True, own_flag=None, rounds=1,
+                 reuse_barrier=True):
     """Block b sums its row of A into WS[b] (AIV 0); after the barrier each block adds
-    every block's partial into OUT[b] (all of them, so OUT[b] = A.sum())."""
+    every block's partial (all of them, so A.sum()). With rounds=2 each block then writes
+    that total into WS[b] again (after a barrier ordering the reads before it, unless
+    reuse_barrier is off) and, past another, sums WS into OUT[b] = blocks * A.sum()."""
+
+    barriers = int(barrier) + (0 if rounds == 1 else 1 + int(reuse_barrier))
 
     @tilelang.jit(out_idx=[2])
     def kernel():
@@ -27,8 +35,9 @@ def partial_sums(blocks, N=64, barrier=True, cube=True, own_flag=None):
                 w = T.alloc_ub((blocks, 8), "float32")
                 acc = T.alloc_ub((1, 8), "float32")
                 if cube:
-                    with T.Scope("C"):
-                        T.sync_all()
+                    with T.Scope("C"):  # the Cube core reaches every barrier the AIVs do
+                        for _ in range(barriers):
+                            T.sync_all()
                         if own_flag is not None:
                             T.set_cross_flag("FIX", own_flag)
                 with T.Scope("V"):
@@ -52,6 +61,20 @@ def partial_sums(blocks, N=64, barrier=True, cube=True, own_flag=None):
                         for b in T.serial(blocks):
                             T.tile.add(acc, acc, w[b, :])
                         T.barrier_all()
+                    if rounds == 2:  # every block's total back into WS, then summed again
+                        if reuse_barrier:
+                            T.sync_all()  # every block has read WS before it is rewritten
+                        if vid == 0:
+                            T.copy(acc, WS[cid, 0])
+                        T.sync_all()
+                        if vid == 0:
+                            T.copy(WS, w)
+                            T.barrier_all()
+                            T.tile.fill(acc, 0.0)
+                            for b in T.serial(blocks):
+                                T.tile.add(acc, acc, w[b, :])
+                            T.barrier_all()
+                    if vid == 0:
                         T.copy(acc, OUT[cid, 0])
 
         return main
@@ -76,11 +99,23 @@ def test_without_the_barrier_the_reads_of_other_blocks_are_races():
         partial_sums(4, barrier=False, cube=False).check(a, np.zeros((4, 8), np.float32))
 
 
-def test_the_barrier_costs_the_last_arrival_plus_the_cross_core_flag_latency():
+def test_barriers_in_a_row_and_a_workspace_reused_across_them():
+    a = RNG.standard_normal((6, 64)).astype(np.float32)
+    out = partial_sums(6, rounds=2).check(a, np.zeros((6, 8), np.float32))
+    np.testing.assert_allclose(out[:, 0], np.full(6, 6 * a.sum()), rtol=1e-4)
+    # without the barrier between the reads of WS and its rewrite: a race across AI cores
+    with pytest.raises(tilelang.TilepipeError, match="race"):
+        partial_sums(6, rounds=2, reuse_barrier=False).check(a, np.zeros((6, 8), np.float32))
+
+
+def test_the_barrier_costs_at_least_the_cross_core_flag_latency():
+    """Each core waits for the last arrival, then sync.cross_flag_latency for its flag."""
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "configs", "a3.json")) as f:
+        latency = json.load(f)["sync"]["cross_flag_latency"]["value"]
     a = RNG.standard_normal((4, 64)).astype(np.float32)
     with_b = partial_sums(4, cube=False).cycles(a, np.zeros((4, 8), np.float32))
     without = partial_sums(4, barrier=False, cube=False).cycles(a, np.zeros((4, 8), np.float32))
-    assert with_b > without
+    assert with_b - without >= latency, (with_b, without, latency)
 
 
 def test_more_blocks_than_ai_cores_is_an_error_at_the_barrier():

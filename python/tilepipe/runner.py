@@ -43,19 +43,24 @@ def use_host_torch():
     return "shim"
 
 
-def guard_npu_libraries():
-    """ctypes.CDLL of a shared library that does not exist: under run-py that is the NPU
-    library an ahead-of-time build (bisheng; the original's gemm_aot) would have written,
-    which tilepipe never builds. A located error instead of ctypes' OSError."""
+def guard_npu_libraries(script):
+    """ctypes.CDLL, called by the script itself, of a shared library that does not exist:
+    under run-py that is the NPU library an ahead-of-time build (bisheng; the original's
+    gemm_aot) would have written, which tilepipe never builds. A located error instead of
+    ctypes' OSError; any other caller (a library probing for an optional one) gets the
+    OSError."""
     import ctypes
 
     real_init = ctypes.CDLL.__init__
+    script = os.path.abspath(script)
 
     def init(self, name, *a, **kw):
         try:
             real_init(self, name, *a, **kw)
         except OSError as e:
-            if name and os.sep in str(name) and not os.path.exists(name):
+            caller = os.path.abspath(sys._getframe(1).f_code.co_filename)
+            if (caller == script and name and os.sep in str(name)
+                    and not os.path.exists(name)):
                 from tilelang._core import unsupported
 
                 raise unsupported(
@@ -78,7 +83,7 @@ def main(argv):
         print(f"tilepipe run-py: {path}: {problem}", file=sys.stderr)
         return 2
     use_host_torch()
-    guard_npu_libraries()
+    guard_npu_libraries(path)
     script_dir = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, script_dir)
     sys.argv = [path] + list(argv[1:])

@@ -19,7 +19,8 @@ Classification of an example (by exit status and output; the scripts check thems
   failed       a wrong result (AssertionError, or exit 0 with a mismatch message printed) or
                a crash (killed by a signal, or any other uncaught exception); a script
                killed by SIGKILL (out of memory beside another) is run again alone
-  timeout      still running after the timeout
+  timeout      still running after the timeout; with other scripts running beside it, it is
+               run again alone (the cores were shared) and reported as that run
 A language case is passed / unsupported / failed by the same rules applied to its pytest
 outcome (skipped cases are listed apart)."""
 
@@ -434,11 +435,15 @@ def run_all(a, jobs, ex_root, lang_root):
                 s = summarize(cases)
                 print(f"language    {secs:6.1f}s {f}: {s['passed']}/{s['total']} passed", flush=True)
     # A script the kernel killed beside another (two 19 GB host references do not fit in
-    # 24 GB) is run again alone: its own memory is what the report is about.
+    # 24 GB), or that ran out of time sharing the cores, is run again alone: its own memory
+    # and time are what the report is about.
+    beside = jobs > 1 and len(report["examples"]) > 1
     for i, r in enumerate(report["examples"]):
-        if r["status"] == "failed" and "SIGKILL" in r["reason"]:
+        killed = r["status"] == "failed" and "SIGKILL" in r["reason"]
+        if killed or (beside and r["status"] == "timeout"):
             again = run_example(r["script"], a.timeout, ex_root)
-            again["reason"] = again["reason"] or "run alone (killed beside another script)"
+            again["reason"] = again["reason"] or (
+                f"run alone ({'killed' if killed else 'timed out'} beside another script)")
             report["examples"][i] = again
             print(f"{again['status']:11} {again['seconds']:6.1f}s {r['script']}  (alone)",
                   flush=True)

@@ -40,8 +40,8 @@ const F* flag_of(const Stmt& s) {
   return std::get_if<F>(&s->node);
 }
 
-/// `set_flag(a, b, c); wait_flag(a, b, c)` with a constant c: a handshake whose token is
-/// taken as soon as it is given.
+/// `set_flag(a, b, c); wait_flag(a, b, c)` with a constant c: a handshake, its wait the
+/// next instruction of the program after its set.
 bool handshake(const Stmt& set, const Stmt& wait) {
   const auto* f = flag_of<SetFlagStmt>(set);
   const auto* w = flag_of<WaitFlagStmt>(wait);
@@ -230,7 +230,7 @@ class Tokens {
     if (lone_.count(*id)) {  // the handshake's set; its wait takes the token at once
       if (set)
         for (const auto& [k, n] : held_[vid_])
-          if (n > 0) busy_[*id].insert(k);
+          if (n != 0) busy_[*id].insert(k);
       return true;
     }
     held_[vid_][w_.of(*id)] += set ? 1 : -1;
@@ -317,15 +317,20 @@ Renaming renaming(const Program& p, const PairKey& key, const Collect::Ids& ids,
     return out;
   }
   auto busy = Tokens(key, out, lone).run(p);
+  const std::string range = fmt::format("ids from {} to {}{}", lo, hi,
+                                        ids.runtime.empty() ? "" : " (run-time ones among them)");
   for (int64_t c : lone) {
+    if (!busy)
+      fail(fmt::format("{} and the handshake #{}; which ids are free there could not be worked "
+                       "out (a loop bound, guard or id depends on cid or a loaded value, or the "
+                       "flags run over 2^20 steps)",
+                       range, c));
     std::optional<int64_t> k;
-    for (int64_t i = 0; i < count && !k && busy; ++i)
+    for (int64_t i = 0; i < count && !k; ++i)
       if (!(*busy)[c].count(i)) k = i;
     if (!k)
-      fail(
-          fmt::format("ids from {} to {}{} and the handshake #{}, at which each of the {} ids "
-                      "may hold a token",
-                      lo, hi, ids.runtime.empty() ? "" : " (run-time ones among them)", c, count));
+      fail(fmt::format("{} and the handshake #{}, at which each of the {} ids may hold a token",
+                       range, c, count));
     out.to[c] = *k;
   }
   return out;

@@ -18,10 +18,14 @@ namespace tilepipe::passes {
 ///   down by the lowest, when every id's range is known and all lie in a window of the
 ///   chip's count.
 /// A constant past the range that only ever appears as a handshake (`set_flag(a, b, 10);
-/// wait_flag(a, b, 10)`: its token is taken as soon as it is given) is renamed last: into an
-/// id no other flag of the pair uses, else into one that provably holds no token at every
+/// wait_flag(a, b, 10)`, the wait the next instruction) is renamed last: into an id no other
+/// flag of the pair uses, else into one that holds no token in program order at every
 /// execution of the handshake (the pair's flags run alone with every loop bound, guard and
-/// id evaluated; a bound or id depending on cid, vid or a loaded value proves nothing).
+/// id evaluated, for each vid; a bound or id depending on cid or a loaded value proves
+/// nothing). Program order is what the count sees: flags are binary, and a set of the shared
+/// id can still fire before the dst pipe has taken the other use's token when the src pipe
+/// runs ahead of it; the engine reports that at run time (`flag-double-set`), never a wrong
+/// value.
 /// A pair none of this fits is an error at its first id past the range (UserError).
 ir::Program event_ids(const ir::Program& p, const ChipConfig& chip, const PassOptions& o);
 

@@ -366,6 +366,7 @@ class Engine {
   struct AllSync {
     int arrived = 0;
     double latest = 0;
+    std::vector<char> here;  // per core: arrived at the open barrier
   };
   std::vector<AllSync> sync_all_;
   int members_ = 0;

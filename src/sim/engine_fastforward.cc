@@ -32,7 +32,7 @@ void Engine::setup_fast_forward() {
   // Not across T.sync_all: its arrivals couple every core's history.
   auto sync_all = [](const lower::CoreProgram& prog) {
     return std::ranges::any_of(prog.instrs, [](const lower::OpTemplate& t) {
-      return t.op == Opcode::SetCross && t.cross_mode == 0;
+      return t.op == Opcode::SetCross && t.cross_mode == ir::kSyncAllMode;
     });
   };
   ff_ = o.enabled && !functional_ && (!opts_.observer || observed_part) && !opts_.detect_races &&

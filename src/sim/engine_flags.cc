@@ -130,7 +130,7 @@ void Engine::double_set(const Core& c, const Ring<SetRecord>& q, const Instr& wa
 }
 
 void Engine::deliver_cross(Core& c, const Instr& in, double when) {
-  if (in.t->cross_mode == 0) {
+  if (in.t->cross_mode == ir::kSyncAllMode) {
     arrive_all(c, in, when);
     return;
   }
@@ -155,16 +155,23 @@ void Engine::deliver_cross(Core& c, const Instr& in, double when) {
   }
 }
 
-/// A core reaches T.sync_all (a mode-0 set of id `in.flag_id`). Once every core of the
-/// launch has, each finds its own cross-core flag of that id set (the AIC: from both AIVs,
-/// as its wait takes), sync.cross_flag_latency after the last arrival: AscendC's SyncAll
-/// is FFTS cross-core flags (hardware.md). The wait that follows takes it as any other.
+/// A core reaches T.sync_all (a set of mode ir::kSyncAllMode and id `in.flag_id`). Once
+/// every core of the launch has, each finds its own cross-core flag of that id set (the
+/// AIC: from both AIVs, as its wait takes), sync.cross_flag_latency after the last arrival:
+/// AscendC's SyncAll is FFTS cross-core flags (hardware.md). The wait that follows takes it
+/// as any other.
 void Engine::arrive_all(Core& c, const Instr& in, double when) {
   AllSync& s = sync_all_[static_cast<size_t>(in.flag_id)];
+  if (s.here.empty()) s.here.assign(cores_.size(), 0);
+  if (s.here[static_cast<size_t>(c.index)]++)
+    fail(in.t->loc, "sync-all",
+         fmt::format("{} reaches T.sync_all (cross-core flag #{}) again before every core "
+                     "arrived at the previous one",
+                     c.stats.name, in.flag_id),
+         "wait for each T.sync_all before the next (T.sync_all does: a set of its mode alone "
+         "does not)");
   s.latest = std::max(s.latest, when);
-  if (race_)
-    race_->arrive_all(c.ai_core,
-                      race_->release(c.ai_core, RaceDetector::thread(c.role, in.t->pipe)));
+  if (race_) race_->arrive_all(c.ai_core, clocks_[static_cast<size_t>(release(c, in))]);
   if (++s.arrived < static_cast<int>(cores_.size())) return;
   if (race_) race_->complete_all();
   const bool two = !p_.aiv.empty() && chip_.aiv_per_core >= 2;
@@ -177,16 +184,12 @@ void Engine::arrive_all(Core& c, const Instr& in, double when) {
       vc_ai = m.ai_core;
     }
     const SetRecord r{s.latest + chip_.cross_flag_latency, s.latest, in.t, c.index, vc};
-    auto put = [&](Flag& f) {
-      f.last = {r.time, &r.op->loc};
-      f.sets.push_back(r);
-    };
     CrossFlags& x = cross_[static_cast<size_t>(m.ai_core)];
     if (m.kind == CoreKind::V) {
-      put(x.c2v[static_cast<size_t>(m.vid)][id]);
+      deliver(c, x.c2v[static_cast<size_t>(m.vid)][id], r);
     } else {
-      put(x.v2c[0][id]);
-      if (two) put(x.v2c[1][id]);
+      deliver(c, x.v2c[0][id], r);
+      if (two) deliver(c, x.v2c[1][id], r);
     }
     if (m.has_pending && !m.in_heap) push(m);
   }

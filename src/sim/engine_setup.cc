@@ -89,7 +89,7 @@ void Engine::check_sync_all() {
   for (const auto* prog : {&p_.aic, &p_.aiv})
     for (const auto& t : prog->instrs) {
       if (t.op != Opcode::SetCross) continue;
-      if (t.cross_mode == 0 && p_.block_num > chip_.ai_cores)
+      if (t.cross_mode == ir::kSyncAllMode && p_.block_num > chip_.ai_cores)
         fail(t.loc, "sync-all",
              fmt::format("T.sync_all waits for every block at once, and {} blocks do not fit "
                          "on the {} AI cores: the first ones would wait forever for the rest "
@@ -97,7 +97,7 @@ void Engine::check_sync_all() {
                          p_.block_num, chip_.ai_cores),
              fmt::format("launch at most {} blocks and loop over the work inside", chip_.ai_cores));
       if (t.flag_id.is_const())
-        (t.cross_mode == 0 ? all : pair).emplace(t.flag_id.ops[0].value, &t);
+        (t.cross_mode == ir::kSyncAllMode ? all : pair).emplace(t.flag_id.ops[0].value, &t);
     }
   for (const auto& [id, t] : pair)
     if (all.count(id))

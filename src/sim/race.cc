@@ -99,8 +99,8 @@ void RaceDetector::report(const Epoch& prev, RaceKind prev_kind, const AccessSit
                 "wait_flag({0}, {1}, id) before the second",
                 ir::to_string(p.pipe), ir::to_string(cur.pipe))
           : (p.core.substr(0, p.core.find('.')) != cur.core.substr(0, cur.core.find('.'))
-                 ? "cores of different AI cores cannot synchronise: give each core its own "
-                   "slice of the buffer (index it by cid)"
+                 ? "cores of different AI cores synchronise only at T.sync_all: give each core "
+                   "its own slice of the buffer (index it by cid), or put a T.sync_all between"
              : (p.core.find("AIC") == std::string::npos &&
                 cur.core.find("AIC") == std::string::npos)
                  ? "the two AIVs of an AI core cannot order each other: give each its own rows "

@@ -90,11 +90,11 @@ void Verifier::check(const SetCrossFlagStmt& n, const StmtNode& s) {
                       to_string(n.pipe), *scope_ == CoreKind::C ? "Cube" : "Vector"),
           "set it on the pipe that wrote the data (FIX/MTE2 on Cube, MTE3/MTE2/V on Vector)");
   }
-  if (n.mode != 2 && n.mode != 0) {
+  if (n.mode != 2 && n.mode != kSyncAllMode) {
     error(s.loc, "cross-flag",
           fmt::format("set_cross_flag mode {} is not modelled; mode 2 (AIC <-> both AIVs of "
-                      "one AI core) and mode 0 (every core of the launch: T.sync_all) are",
-                      n.mode),
+                      "one AI core) is, and T.sync_all's barrier of every core (mode {})",
+                      n.mode, kSyncAllMode),
           "use mode 2, or T.sync_all() for a barrier across all cores");
   }
   event_id(n.flag_id, chip_.cross_flag_ids, s.loc, "set_cross_flag");

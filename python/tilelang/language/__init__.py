@@ -1012,13 +1012,14 @@ rsqrt = _scalar_math("rsqrt", lambda v: 1.0 / _math.sqrt(v))
 
 
 SYNC_ALL_FLAG_ID = 15  # the cross-core flag id T.sync_all uses (docs/python.md)
+SYNC_ALL_MODE = 3  # its set's mode: every core of the launch (ir::kSyncAllMode)
 
 
 def sync_all(*a, **kw):
     """AscendC's SyncAll: every core of the launch (AIC and AIVs) finishes its earlier work,
     then waits until all have arrived. Spelt as a drain of the core's pipes (barrier_all), a
-    mode-0 cross-core set (every core of the launch; FFTS, as SyncAll is built) and its wait,
-    on cross-core flag SYNC_ALL_FLAG_ID."""
+    cross-core set of every core of the launch (SYNC_ALL_MODE; SyncAll is built from FFTS
+    flags) and its wait, on cross-core flag SYNC_ALL_FLAG_ID."""
     if ctx.split is not None:
         if ctx.split in ("C", "V"):
             _sync_all(ctx.split)
@@ -1035,7 +1036,7 @@ def _sync_all(core):
     bd = builder()
     loc = _core.current_loc()
     # the set fires after the drain's hub: M on the Cube core, the scalar unit on the Vector
-    bd.set_cross_flag("M" if core == "C" else "S", SYNC_ALL_FLAG_ID, 0, loc)
+    bd.set_cross_flag("M" if core == "C" else "S", SYNC_ALL_FLAG_ID, SYNC_ALL_MODE, loc)
     bd.wait_cross_flag(SYNC_ALL_FLAG_ID, loc)
 
 
