@@ -321,10 +321,11 @@ Renaming renaming(const Program& p, const PairKey& key, const Collect::Ids& ids,
                                         ids.runtime.empty() ? "" : " (run-time ones among them)");
   for (int64_t c : lone) {
     if (!busy)
-      fail(fmt::format("{} and the handshake #{}; which ids are free there could not be worked "
-                       "out (a loop bound, guard or id depends on cid or a loaded value, or the "
-                       "flags run over 2^20 steps)",
-                       range, c));
+      fail(
+          fmt::format("{} and the handshake #{}; which ids are free there could not be worked "
+                      "out (a loop bound, guard or id depends on cid or a loaded value, or the "
+                      "flags run over 2^20 steps)",
+                      range, c));
     std::optional<int64_t> k;
     for (int64_t i = 0; i < count && !k; ++i)
       if (!(*busy)[c].count(i)) k = i;

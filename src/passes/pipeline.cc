@@ -19,8 +19,7 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
-      {"event_ids",
-       "intra-core event ids past the chip's count renamed into it, per pipe pair",
+      {"event_ids", "intra-core event ids past the chip's count renamed into it, per pipe pair",
        &PassOptions::event_ids, &event_ids},
       {"vectorize",
        "Parallel loops -> tile ops over all their rows (row broadcasts for per-row scalars)",
