@@ -1871,23 +1871,6 @@ def test_run_time_event_ids_past_the_range_are_shifted_into_it():
     assert "set_flag MTE3->MTE2 #0" in ir and "#10" not in ir
 
 
-def test_sync_all_is_refused_at_its_line():
-    @tilelang.jit(out_idx=[1])
-    def k(N):
-        @T.prim_func
-        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
-            with T.Kernel(2, is_npu=True) as (cid, vid):
-                x = T.alloc_ub((N,), "float32")
-                with T.Scope("V"):
-                    T.copy(A[vid, :], x)
-                    T.sync_all()
-                    T.copy(x, B[vid, :])
-
-        return main
-
-    expect(lambda: k(64), "T.sync_all (a barrier across all AI cores) is not modelled")
-
-
 def test_real_shape_results_fill_the_leading_elements_of_a_row_destination():
     # reduce/example_row_reduce_max_slice_buffer.py: the max of each of 4 rows of the
     # [4, 4] corner of a [4, 8] tile lands in out[0, 0:4] of a [1, 8] destination.
