@@ -1,8 +1,7 @@
 // Sync mutation tests (kernels/mutate.h): for every kernel with hand-written flags, dropping
-// any single sync op is either caught by the simulator's race / deadlock / flag-protocol
-// checks (a dropped wait lets its pipe run ahead and set its next flag twice) or proven
-// redundant (no race, no deadlock, bit-identical outputs). A value mismatch without a report
-// would be a hole in the checks.
+// any single sync op is either caught by the simulator's race / deadlock detection or proven
+// redundant (no race, no deadlock, bit-identical outputs). A value mismatch without a race
+// report would be a hole in the race detector.
 #include <gtest/gtest.h>
 
 #include <map>
