@@ -492,8 +492,6 @@ void Engine::fire(Core& c, const Instr& in, double when) {
   Flag& f = c.flags[flag_key(t.flag_src, t.flag_dst, in.flag_id)];
   SetRecord& r = f.sets.back_slot();  // built in place, committed unless a dropped wait took it
   r = record(c, in, when, when + chip_.flag_latency);
-  if (f.sets.empty() && r.time < f.taken) [[unlikely]]  // the flag was still up
-    set_while_up(c, in, r.time, f.taken);
   f.last = {r.time, &t.loc};
   if (f.debt > 0) [[unlikely]] {  // a dropped wait already took this set
     --f.debt;
@@ -612,8 +610,7 @@ void Engine::drain(Core& c, Pipe p) {
 /// A wait_flag at the head of pipe p takes its set; false while the set has not arrived.
 bool Engine::start_wait(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Instr& head) {
   const auto& t = *head.t;
-  Flag& f = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)];
-  auto& q = f.sets;
+  auto& q = c.flags[flag_key(t.flag_src, t.flag_dst, head.flag_id)].sets;
   if (q.empty()) return false;
   double start = std::max({head.issue, ps.ready, q.front().time});
   double from = std::max(head.issue, ps.ready);
@@ -623,7 +620,7 @@ bool Engine::start_wait(Core& c, Pipe p, PipeState& ps, PipeStats& st, const Ins
       kWaitGap[static_cast<size_t>(t.flag_src) * ir::kNumPipes + static_cast<size_t>(t.flag_dst)]);
   consumed(c, p, head, q.front(), from, start, false);
   q.pop_front();
-  check_double_set(c, f, start, head);
+  check_double_set(c, q, start, head);
   ps.ready = start;
   ps.done = std::max(ps.done, start);
   ++st.instructions;

@@ -206,12 +206,11 @@ class Engine {
   }
 
   /// A flag is binary: a second set visible no later than the wait that consumes the first
-  /// is lost on hardware (and hangs the second wait). Checked here for sets already fired,
-  /// and in fire for a set fired after (in the engine's order) the wait took the first.
-  void check_double_set(const Core& c, Flag& f, double consumed_at, const Instr& wait) {
-    f.taken = consumed_at;
-    if (f.sets.empty() || f.sets.front().time > consumed_at) return;
-    double_set(c, f.sets, wait);
+  /// is lost on hardware (and hangs the second wait).
+  void check_double_set(const Core& c, const Ring<SetRecord>& q, double consumed_at,
+                        const Instr& wait) {
+    if (q.empty() || q.front().time > consumed_at) return;
+    double_set(c, q, wait);
   }
 
   /// The operand of a copy that is in GM (the source if both are), or -1.
@@ -294,8 +293,6 @@ class Engine {
                                    const Core& c);
   [[noreturn, gnu::noinline, gnu::cold]] void double_set(const Core& c, const Ring<SetRecord>& q,
                                                          const Instr& wait);
-  [[noreturn, gnu::noinline, gnu::cold]] void set_while_up(const Core& c, const Instr& set,
-                                                           double visible, double taken);
   [[gnu::noinline]] void deliver_cross(Core& c, const Instr& in, double when);
   void arrive_all(Core& c, const Instr& in, double when);
   static inline void deliver(Core& c, Flag& f, const SetRecord& r);

@@ -49,14 +49,13 @@ bool Engine::try_scalar_wait(Core& c, const Instr& in) {
     return true;
   }
   // wait_flag(X, S): the scalar unit waits for pipe X.
-  Flag& f = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)];
-  auto& q = f.sets;
+  auto& q = c.flags[flag_key(in.t->flag_src, in.t->flag_dst, in.flag_id)].sets;
   if (q.empty()) return false;
   double before = c.t;
   c.t = std::max(c.t, q.front().time);
   consumed(c, Pipe::S, in, q.front(), in.issue, c.t, false);
   q.pop_front();
-  check_double_set(c, f, c.t, in);
+  check_double_set(c, q, c.t, in);
   block(c, before, kBlockedFlag);
   return true;
 }
@@ -127,17 +126,6 @@ void Engine::double_set(const Core& c, const Ring<SetRecord>& q, const Instr& wa
                    "set (hangs on hardware)",
                    c.stats.name, ir::to_string(t.flag_src), ir::to_string(t.flag_dst), wait.flag_id,
                    t.loc.str()),
-       "pair every set with exactly one wait before setting the flag again");
-}
-
-void Engine::set_while_up(const Core& c, const Instr& set, double visible, double taken) {
-  const auto& t = *set.t;
-  fail(t.loc, "flag-double-set",
-       fmt::format("{}: flag {}->{} #{} set again while its previous set was still up (this "
-                   "one visible at cycle {:.0f}, the previous taken by its wait at {:.0f}; "
-                   "lost on hardware, and the next wait hangs)",
-                   c.stats.name, ir::to_string(t.flag_src), ir::to_string(t.flag_dst), set.flag_id,
-                   visible, taken),
        "pair every set with exactly one wait before setting the flag again");
 }
 

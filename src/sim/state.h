@@ -83,8 +83,7 @@ struct LastSet {
 struct alignas(64) Flag {
   Ring<SetRecord> sets;  // in flight, oldest first
   LastSet last;
-  double taken = -1;  // when a wait last consumed a set (the flag went down)
-  int debt = 0;       // dropped waits that found no set: swallow the next sets
+  int debt = 0;  // dropped waits that found no set: swallow the next sets
 };
 static_assert(sizeof(Flag) == 64);
 
