@@ -22,10 +22,9 @@ namespace tilepipe::passes {
 /// flag of the pair uses, else into one that holds no token in program order at every
 /// execution of the handshake (the pair's flags run alone with every loop bound, guard and
 /// id evaluated, for each vid; a bound or id depending on cid or a loaded value proves
-/// nothing). Program order is what the count sees: flags are binary, and a set of the shared
-/// id can still fire before the dst pipe has taken the other use's token when the src pipe
-/// runs ahead of it; the engine reports that at run time (`flag-double-set`), never a wrong
-/// value.
+/// nothing). Program order is what the count sees: where the src pipe runs ahead of the dst
+/// pipe, a set of the shared id can still fire before the other use's token was taken; the
+/// engine's flag-double-set check sees that only in some processing orders (docs/passes.md).
 /// A pair none of this fits is an error at its first id past the range (UserError).
 ir::Program event_ids(const ir::Program& p, const ChipConfig& chip, const PassOptions& o);
 
