@@ -474,3 +474,30 @@ def test_loading_an_ahead_of_time_kernel_library_is_a_located_error(tmp_path):
     assert r.returncode == 2, r.stderr
     assert ("script.py:5: error: loading the kernel library ./kernel_lib.so is not supported "
             "by tilepipe: no such file") in r.stderr, r.stderr
+
+
+def test_running_out_of_host_memory_is_an_error_at_the_line(tmp_path):
+    """The runner caps the address space at RAM + swap (here 3 GB by the variable): a host
+    tensor past it fails at the script's line, not by the kernel's out-of-memory kill."""
+    path = tmp_path / "script.py"
+    path.write_text("import torch\nx = torch.zeros(1024, 1024)\ny = torch.zeros(2**31)\n")
+    env = dict(os.environ, TILEPIPE_MEMORY_LIMIT_GB="3")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [os.path.join(ROOT, "python"), env.get("TILEPIPE_BUILD_DIR", os.path.join(ROOT, "build"))])
+    r = subprocess.run([sys.executable, "-m", "tilepipe", str(path)], env=env, cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    assert "script.py:3: error: the host ran out of memory" in r.stderr, r.stderr
+    assert "(3.0 GB, the address space tilepipe run-py allows" in r.stderr, r.stderr
+
+
+def test_running_the_npu_profiler_is_an_error_at_the_line(tmp_path):
+    """fa_opt/run.py benchmarks through msprof: without one, its call is a located error."""
+    r = run_py(tmp_path, """
+        import subprocess
+        subprocess.run("true", shell=True, check=True)  # other commands still run
+        subprocess.Popen('msprof --output=out --application="python3 x.py"', shell=True)
+    """)
+    assert r.returncode == 2, r.stderr
+    assert ("script.py:4: error: running msprof (the NPU's profiler) is not supported by "
+            "tilepipe") in r.stderr, r.stderr

@@ -43,12 +43,12 @@ def use_host_torch():
     return "shim"
 
 
-def guard_npu_libraries(script):
+def guard_npu_tools(script):
     """ctypes.CDLL, called by the script itself, of a shared library that does not exist:
     under run-py that is the NPU library an ahead-of-time build (bisheng; the original's
     gemm_aot) would have written, which tilepipe never builds. A located error instead of
     ctypes' OSError; any other caller (a library probing for an optional one) gets the
-    OSError."""
+    OSError. Likewise the NPU's profiler (guard_npu_profiler)."""
     import ctypes
 
     real_init = ctypes.CDLL.__init__
@@ -71,6 +71,77 @@ def guard_npu_libraries(script):
             raise
 
     ctypes.CDLL.__init__ = init
+    guard_npu_profiler(script)
+
+
+def guard_npu_profiler(script):
+    """A command the script runs through subprocess that starts with `msprof` (the NPU's
+    profiler; fa_opt/run.py's benchmark) where no msprof is installed: a located error at
+    the script's call instead of the shell's exit 127."""
+    import shlex
+    import shutil
+    import subprocess
+
+    real_init = subprocess.Popen.__init__
+    script = os.path.abspath(script)
+
+    def first_word(args):
+        if isinstance(args, (str, bytes)):
+            args = args.decode() if isinstance(args, bytes) else args
+            try:
+                words = shlex.split(args)
+            except ValueError:
+                words = args.split()
+        else:
+            words = [str(a) for a in args]
+        return os.path.basename(words[0]) if words else ""
+
+    def init(self, args, *a, **kw):
+        caller = os.path.abspath(sys._getframe(1).f_code.co_filename)
+        if caller == script and first_word(args) == "msprof" and shutil.which("msprof") is None:
+            from tilelang._core import unsupported
+
+            raise unsupported(
+                "running msprof (the NPU's profiler)",
+                "it measures kernels on an NPU, and there is none here",
+                hint="simulate the kernel instead: `tilepipe profile FILE.py` or "
+                     "kernel.profile() / kernel.summary()")
+        real_init(self, args, *a, **kw)
+
+    subprocess.Popen.__init__ = init
+
+
+def limit_memory():
+    """Caps the script's address space at the machine's RAM + swap (TILEPIPE_MEMORY_LIMIT_GB
+    overrides it; 0 lifts it): an allocation past it fails in the script, at its line (torch:
+    "can't allocate memory", numpy and the simulator: MemoryError), where the kernel's
+    out-of-memory killer would otherwise end the process without a word."""
+    import resource
+
+    given = os.environ.get("TILEPIPE_MEMORY_LIMIT_GB")
+    if given is not None:
+        limit = int(float(given) * 2**30)
+    else:
+        sizes = {}
+        try:
+            with open("/proc/meminfo") as f:
+                for ln in f:
+                    k, v = ln.split(":", 1)
+                    sizes[k] = int(v.split()[0]) * 1024
+        except OSError:
+            return
+        limit = sizes.get("MemTotal", 0) + sizes.get("SwapTotal", 0)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if limit <= 0 or (soft != resource.RLIM_INFINITY and soft <= limit):
+        return
+    if hard != resource.RLIM_INFINITY:
+        limit = min(limit, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+def _out_of_memory(e):
+    return isinstance(e, MemoryError) or (
+        isinstance(e, RuntimeError) and "can't allocate memory" in str(e))
 
 
 def main(argv):
@@ -83,7 +154,8 @@ def main(argv):
         print(f"tilepipe run-py: {path}: {problem}", file=sys.stderr)
         return 2
     use_host_torch()
-    guard_npu_libraries(path)
+    guard_npu_tools(path)
+    limit_memory()
     script_dir = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, script_dir)
     sys.argv = [path] + list(argv[1:])
@@ -121,6 +193,18 @@ def report(e):
     frames = traceback.extract_tb(e.__traceback__)
     shown = frames if full else [f for f in frames if not _own(f.filename)]
     user_error = isinstance(e, TilelangError)
+    if _out_of_memory(e) and shown:
+        import resource
+
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        gb = f"{limit / 2**30:.1f} GB" if limit != resource.RLIM_INFINITY else "all"
+        e = TilelangError(
+            f"the host ran out of memory: {str(e).splitlines()[0][:200]}",
+            loc=(os.path.basename(shown[-1].filename), shown[-1].lineno),
+            hint=f"the script's host-side arrays need more than this machine's RAM + swap "
+                 f"({gb}, the address space tilepipe run-py allows; TILEPIPE_MEMORY_LIMIT_GB "
+                 f"sets another, 0 none)")
+        user_error = True
     out = []
     if shown:
         out.append("Traceback (most recent call last):\n")
