@@ -93,24 +93,32 @@ def test_checks_logged_on_stderr_count():
     assert (r["status"], r["kind"]) == ("failed", "wrong result")
 
 
+def _bad_first_run(path, first):
+    """A script whose first run does `first` (one statement) and whose next one passes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("import os, signal, time\n"
+                    "if not os.path.exists('ran'):\n"
+                    "    open('ran', 'w').close()\n"
+                    f"    {first}\n"
+                    "print('Kernel Output Match!')\n")
+
+
+def _run_examples(tmp_path, root, jobs, timeout):
+    import types
+
+    a = types.SimpleNamespace(no_language=True, no_examples=False, only=None, timeout=timeout,
+                              language_timeout=60, out=str(tmp_path / "out"))
+    rc = corpus_run.run_all(a, jobs, str(root), "")
+    return rc, json.loads((tmp_path / "out" / "corpus_report.json").read_text())["examples"]
+
+
 def test_a_script_killed_beside_another_is_run_again_alone(tmp_path):
     """SIGKILL is the kernel's out-of-memory verdict when two scripts' host references
     share the machine: the script is run once more, alone, and reported as that run."""
-    import types
-
     root = tmp_path / "examples"
-    (root / "big").mkdir(parents=True)
-    (root / "big" / "ref.py").write_text(
-        "import os, signal\n"
-        "if not os.path.exists('ran'):\n"
-        "    open('ran', 'w').close()\n"
-        "    os.kill(os.getpid(), signal.SIGKILL)\n"
-        "print('Kernel Output Match!')\n")
-    a = types.SimpleNamespace(no_language=True, no_examples=False, only=None, timeout=60,
-                              language_timeout=60, out=str(tmp_path / "out"))
-    assert corpus_run.run_all(a, 1, str(root), "") == 0
-    report = json.loads((tmp_path / "out" / "corpus_report.json").read_text())
-    (r,) = report["examples"]
+    _bad_first_run(root / "big" / "ref.py", "os.kill(os.getpid(), signal.SIGKILL)")
+    rc, (r,) = _run_examples(tmp_path, root, 1, 60)
+    assert rc == 0
     assert (r["script"], r["status"]) == ("big/ref.py", "passed")
     assert r["reason"] == "run alone (killed beside another script)"
 
@@ -118,22 +126,10 @@ def test_a_script_killed_beside_another_is_run_again_alone(tmp_path):
 def test_a_script_timed_out_beside_another_is_run_again_alone(tmp_path):
     """A script over the limit while another shares the cores gets one more run, alone;
     one that is slow alone stays a timeout."""
-    import types
-
     root = tmp_path / "examples"
-    (root / "x").mkdir(parents=True)
-    (root / "x" / "a_slow_once.py").write_text(
-        "import os, time\n"
-        "if not os.path.exists('ran'):\n"
-        "    open('ran', 'w').close()\n"
-        "    time.sleep(30)\n"
-        "print('Kernel Output Match!')\n")
+    _bad_first_run(root / "x" / "a_slow_once.py", "time.sleep(30)")
     (root / "x" / "b_slow.py").write_text("import time\ntime.sleep(30)\n")
-    a = types.SimpleNamespace(no_language=True, no_examples=False, only=None, timeout=3,
-                              language_timeout=60, out=str(tmp_path / "out"))
-    corpus_run.run_all(a, 2, str(root), "")
-    report = json.loads((tmp_path / "out" / "corpus_report.json").read_text())
-    once, slow = report["examples"]
+    _, (once, slow) = _run_examples(tmp_path, root, 2, 3)
     assert (once["status"], once["reason"]) == ("passed",
                                                 "run alone (timed out beside another script)")
     assert slow["status"] == "timeout"

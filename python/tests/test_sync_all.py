@@ -54,19 +54,13 @@ def partial_sums(blocks, N=64, barrier=True, cube=True, own_flag=None, rounds=1,
                         T.sync_all()
                     else:
                         T.barrier_all()
-                    if vid == 0:
-                        T.copy(WS, w)
-                        T.barrier_all()
-                        T.tile.fill(acc, 0.0)
-                        for b in T.serial(blocks):
-                            T.tile.add(acc, acc, w[b, :])
-                        T.barrier_all()
-                    if rounds == 2:  # every block's total back into WS, then summed again
-                        if reuse_barrier:
-                            T.sync_all()  # every block has read WS before it is rewritten
-                        if vid == 0:
-                            T.copy(acc, WS[cid, 0])
-                        T.sync_all()
+                    for r in range(rounds):  # round 2: each block's total into WS, summed
+                        if r == 1:
+                            if reuse_barrier:
+                                T.sync_all()  # every block has read WS before it is rewritten
+                            if vid == 0:
+                                T.copy(acc, WS[cid, 0])
+                            T.sync_all()
                         if vid == 0:
                             T.copy(WS, w)
                             T.barrier_all()

@@ -841,14 +841,20 @@ def barrier_all(*a, **kw):
     the Vector core), event id 7. In unscoped code each core's part of the C/V split gets
     its own (PipeBarrier<PIPE_ALL> orders one core's pipes; what crosses the cores is the
     split's hand-offs)."""
+    _on_the_core(drain, "T.barrier_all() outside T.Scope: the barrier belongs to one core",
+                 'place it inside `with T.Scope("C")` or `with T.Scope("V")`')
+
+
+def _on_the_core(emit, outside, hint):
+    """emit(core) for the scope's core, or for each core's part of the C/V split of unscoped
+    code; `outside` (with `hint`) is the error outside both."""
     if ctx.split is not None:
         if ctx.split in ("C", "V"):
-            drain(ctx.split)
+            emit(ctx.split)
         return
     if ctx.scope is None:
-        raise err("T.barrier_all() outside T.Scope: the barrier belongs to one core",
-                  hint='place it inside `with T.Scope("C")` or `with T.Scope("V")`')
-    drain(ctx.scope)
+        raise err(outside, hint=hint)
+    emit(ctx.scope)
 
 
 def drain(core):
@@ -1020,15 +1026,10 @@ def sync_all(*a, **kw):
     then waits until all have arrived. Spelt as a drain of the core's pipes (barrier_all), a
     cross-core set of every core of the launch (SYNC_ALL_MODE; SyncAll is built from FFTS
     flags) and its wait, on cross-core flag SYNC_ALL_FLAG_ID."""
-    if ctx.split is not None:
-        if ctx.split in ("C", "V"):
-            _sync_all(ctx.split)
-        return
-    if ctx.scope is None:
-        raise err("T.sync_all() outside T.Scope: each core kind reaches it in its own code",
-                  hint='call it in `with T.Scope("V")` (and in `with T.Scope("C")` where the '
-                       'kernel has Cube code: every core of the launch must arrive)')
-    _sync_all(ctx.scope)
+    _on_the_core(_sync_all,
+                 "T.sync_all() outside T.Scope: each core kind reaches it in its own code",
+                 'call it in `with T.Scope("V")` (and in `with T.Scope("C")` where the kernel '
+                 'has Cube code: every core of the launch must arrive)')
 
 
 def _sync_all(core):
