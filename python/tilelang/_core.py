@@ -100,6 +100,17 @@ def user_loc():
     return None
 
 
+def warn_at(msg, category, loc, stacklevel=2):
+    """A warning reported at `loc` ((file, line[, column]), the user's line) when known, else
+    at the caller `stacklevel` frames up, as warnings.warn counts them."""
+    import warnings
+
+    if loc:
+        warnings.warn_explicit(msg, category, loc[0], loc[1])
+    else:
+        warnings.warn(msg, category, stacklevel=stacklevel + 1)
+
+
 def unsupported(what, why, hint=None):
     """The error for a part of the original's surface tilepipe does not model, at the
     user's line."""

@@ -939,18 +939,13 @@ def _wrap_like(v, args, dtype):
 
 
 def _warn_view(name, given, declared, loc):
-    import warnings
-
     msg = (f"argument '{name}' has shape {tuple(given)}; the kernel declares "
            f"{tuple(declared)}: it sees the tensor's memory in its declared shape, as on the "
            "NPU (the original's wrapper checks no static shapes)")
     if int(np.prod(given)) < int(np.prod(declared)):
         msg += ("; past the tensor's end it reads NaN (on the NPU: whatever memory follows), "
                 "and a number written there is an error")
-    if loc:  # reported at the parameter's declaration
-        warnings.warn_explicit(msg, TensorViewWarning, loc[0], loc[1])
-    else:
-        warnings.warn(msg, TensorViewWarning, stacklevel=3)
+    _core.warn_at(msg, TensorViewWarning, loc, stacklevel=3)  # at the parameter's declaration
 
 
 def _check_short(name, v, n, loc):

@@ -109,15 +109,12 @@ def _warn_cube_store(it, stmt, buf):
     element, which AscendC supports on UB tensors only (the AIC has no UB): no L0 buffer
     changes on the NPU, and none here (grouped_gemm_bwd's fill, which its gemm's init
     overwrites). Warned, since a kernel that reads those elements reads undefined data."""
-    import warnings
-
-    f, line, col = it.loc(stmt)
-    warnings.warn_explicit(
+    _core.warn_at(
         f"element stores into {buf.scope} buffer '{buf.name}': the original emits the scalar "
         f"unit's SetValue, which writes UB only (AscendC supports it on VECIN / VECCALC / "
         f"VECOUT tensors), so {buf.name} is left as it was, on the NPU and here; reading these "
         f"elements before a gemm with init=True reads undefined data (their scalar cycles are "
-        f"not counted)", CubeStoreWarning, f, line)
+        f"not counted)", CubeStoreWarning, it.loc(stmt))
 
 
 def _names(node):

@@ -44,46 +44,38 @@ def use_host_torch():
 
 
 def guard_npu_tools(script):
-    """ctypes.CDLL, called by the script itself, of a shared library that does not exist:
-    under run-py that is the NPU library an ahead-of-time build (bisheng; the original's
-    gemm_aot) would have written, which tilepipe never builds. A located error instead of
-    ctypes' OSError; any other caller (a library probing for an optional one) gets the
-    OSError. Likewise the NPU's profiler (guard_npu_profiler)."""
+    """What the script itself asks of the NPU's own tools where they are not here, a located
+    error instead of the OS's answer:
+    - ctypes.CDLL of a shared library that does not exist: the NPU library an ahead-of-time
+      build (bisheng; the original's gemm_aot) would have written, which tilepipe never
+      builds (any other caller, a library probing for an optional one, gets the OSError);
+    - a subprocess command starting with `msprof` (the NPU's profiler; fa_opt/run.py's
+      benchmark) where none is installed, instead of the shell's exit 127."""
     import ctypes
+    import shlex
+    import shutil
+    import subprocess
 
-    real_init = ctypes.CDLL.__init__
+    from tilelang._core import unsupported
+
     script = os.path.abspath(script)
 
-    def init(self, name, *a, **kw):
-        try:
-            real_init(self, name, *a, **kw)
-        except OSError as e:
-            caller = os.path.abspath(sys._getframe(1).f_code.co_filename)
-            if (caller == script and name and os.sep in str(name)
-                    and not os.path.exists(name)):
-                from tilelang._core import unsupported
+    def from_script():  # the caller of the patched __init__ is the script's own code
+        return os.path.abspath(sys._getframe(2).f_code.co_filename) == script
 
+    real_cdll = ctypes.CDLL.__init__
+
+    def cdll(self, name, *a, **kw):
+        try:
+            real_cdll(self, name, *a, **kw)
+        except OSError as e:
+            if from_script() and name and os.sep in str(name) and not os.path.exists(name):
                 raise unsupported(
                     f"loading the kernel library {name}",
                     "no such file: it is what an ahead-of-time build of a kernel for the NPU "
                     "(bisheng) writes, and tilepipe simulates kernels instead of building them",
                     hint="call the @tilelang.jit kernel from Python instead") from e
             raise
-
-    ctypes.CDLL.__init__ = init
-    guard_npu_profiler(script)
-
-
-def guard_npu_profiler(script):
-    """A command the script runs through subprocess that starts with `msprof` (the NPU's
-    profiler; fa_opt/run.py's benchmark) where no msprof is installed: a located error at
-    the script's call instead of the shell's exit 127."""
-    import shlex
-    import shutil
-    import subprocess
-
-    real_init = subprocess.Popen.__init__
-    script = os.path.abspath(script)
 
     def first_word(args):
         if isinstance(args, (str, bytes)):
@@ -96,19 +88,19 @@ def guard_npu_profiler(script):
             words = [str(a) for a in args]
         return os.path.basename(words[0]) if words else ""
 
-    def init(self, args, *a, **kw):
-        caller = os.path.abspath(sys._getframe(1).f_code.co_filename)
-        if caller == script and first_word(args) == "msprof" and shutil.which("msprof") is None:
-            from tilelang._core import unsupported
+    real_popen = subprocess.Popen.__init__
 
+    def popen(self, args, *a, **kw):
+        if from_script() and first_word(args) == "msprof" and shutil.which("msprof") is None:
             raise unsupported(
                 "running msprof (the NPU's profiler)",
                 "it measures kernels on an NPU, and there is none here",
                 hint="simulate the kernel instead: `tilepipe profile FILE.py` or "
                      "kernel.profile() / kernel.summary()")
-        real_init(self, args, *a, **kw)
+        real_popen(self, args, *a, **kw)
 
-    subprocess.Popen.__init__ = init
+    ctypes.CDLL.__init__ = cdll
+    subprocess.Popen.__init__ = popen
 
 
 def limit_memory():

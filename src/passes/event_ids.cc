@@ -136,7 +136,10 @@ class Rename : public FlagWalk {
   Expr on_flag(const PairKey& key, const Expr& id, const Range&, const Loc&, bool) override {
     auto it = r_.find(key);
     if (it == r_.end()) return id;
-    if (auto c = as_const(id)) return it->second.of(*c) == *c ? id : make_int(it->second.of(*c));
+    if (auto c = as_const(id)) {
+      const int64_t to = it->second.of(*c);
+      return to == *c ? id : make_int(to);
+    }
     if (it->second.shift.value_or(0) != 0)
       return make_binary(BinOp::Sub, id, make_int(*it->second.shift), id->loc);
     return id;
@@ -282,6 +285,12 @@ Renaming renaming(const Program& p, const PairKey& key, const Collect::Ids& ids,
     hi = i == 0 ? r.hi : std::max(hi, r.hi);
   }
   if (lo < 0) fail(fmt::format("the negative id {}", lo));
+  auto free_of = [&](const std::set<int64_t>& taken) {  // the ids of the range not taken
+    std::vector<int64_t> free;
+    for (int64_t i = 0; i < count; ++i)
+      if (!taken.count(i)) free.push_back(i);
+    return free;
+  };
   Renaming out;
   std::set<int64_t> used;      // the ids of the range the renamed flags other than `lone` use
   if (!ids.runtime.empty()) {  // one shift of every id of the pair
@@ -293,9 +302,7 @@ Renaming renaming(const Program& p, const PairKey& key, const Collect::Ids& ids,
     out.shift = lo;
     for (int64_t i = 0; i <= hi - lo; ++i) used.insert(i);
   } else {
-    std::vector<int64_t> free;
-    for (int64_t i = 0; i < count; ++i)
-      if (!rest.count(i)) free.push_back(i);
+    const std::vector<int64_t> free = free_of(rest);
     size_t next = 0;
     for (int64_t c : rest) {
       if (c < count) {
@@ -308,9 +315,7 @@ Renaming renaming(const Program& p, const PairKey& key, const Collect::Ids& ids,
       used.insert(out.to[c] = free[next++]);
     }
   }
-  std::vector<int64_t> free;
-  for (int64_t i = 0; i < count; ++i)
-    if (!used.count(i)) free.push_back(i);
+  const std::vector<int64_t> free = free_of(used);
   if (lone.size() <= free.size()) {
     size_t next = 0;
     for (int64_t c : lone) out.to[c] = free[next++];

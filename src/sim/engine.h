@@ -213,6 +213,11 @@ class Engine {
     double_set(c, q, wait);
   }
 
+  /// A T.sync_all's set: a cross-core set every core of the launch waits for.
+  static bool is_sync_all(const lower::OpTemplate& t) {
+    return t.op == Opcode::SetCross && t.cross_mode == ir::kSyncAllMode;
+  }
+
   /// The operand of a copy that is in GM (the source if both are), or -1.
   static int gm_operand(const lower::OpTemplate& t) {
     if (t.acc[1].scope == ir::Scope::GM) return 1;
@@ -362,7 +367,7 @@ class Engine {
     double end = 0;
   };
   std::vector<BlockEnd> block_ends_;
-  // T.sync_all (mode-0 cross-core sets), per flag id: the cores arrived, the last arrival.
+  // T.sync_all (is_sync_all sets), per flag id: the cores arrived, the last arrival.
   struct AllSync {
     int arrived = 0;
     double latest = 0;

@@ -110,7 +110,7 @@ std::string Engine::flag_state(const LastSet& s) const {
   return fmt::format("last set at cycle {:.0f} ({})", s.time, s.loc->str());
 }
 
-/// A T.sync_all (mode-0 flag `id`) some cores never reached: they ended, or wait elsewhere.
+/// A T.sync_all (cross-core flag `id`) some cores never reached: they ended, or wait elsewhere.
 void Engine::unfinished_sync_all(int id) {
   const ir::Loc* at = nullptr;
   std::vector<std::string> missing;

@@ -31,9 +31,7 @@ void Engine::setup_fast_forward() {
   const bool observed_part = o.observed_from > 0 || std::isfinite(o.observed_to);
   // Not across T.sync_all: its arrivals couple every core's history.
   auto sync_all = [](const lower::CoreProgram& prog) {
-    return std::ranges::any_of(prog.instrs, [](const lower::OpTemplate& t) {
-      return t.op == Opcode::SetCross && t.cross_mode == ir::kSyncAllMode;
-    });
+    return std::ranges::any_of(prog.instrs, is_sync_all);
   };
   ff_ = o.enabled && !functional_ && (!opts_.observer || observed_part) && !opts_.detect_races &&
         p_.aic.loads.empty() && p_.aiv.loads.empty() && !sync_all(p_.aic) && !sync_all(p_.aiv);

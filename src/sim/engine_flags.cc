@@ -130,7 +130,7 @@ void Engine::double_set(const Core& c, const Ring<SetRecord>& q, const Instr& wa
 }
 
 void Engine::deliver_cross(Core& c, const Instr& in, double when) {
-  if (in.t->cross_mode == ir::kSyncAllMode) {
+  if (is_sync_all(*in.t)) {
     arrive_all(c, in, when);
     return;
   }

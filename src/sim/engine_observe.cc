@@ -24,8 +24,7 @@ void Engine::acquire_set(Core& c, Pipe pipe, const SetRecord& r, bool cross) {
       for (int p = 0; p < kPipes; ++p) {
         const int tid = RaceDetector::thread(c.role, static_cast<Pipe>(p));
         race_->acquire(c.ai_core, tid, clocks_[static_cast<size_t>(r.vc)]);
-        if (r.op->cross_mode == ir::kSyncAllMode)
-          race_->pass_all(c.ai_core, tid);  // past T.sync_all
+        if (is_sync_all(*r.op)) race_->pass_all(c.ai_core, tid);  // past T.sync_all
       }
   }
 }

@@ -85,19 +85,18 @@ void Engine::setup_cores() {
 /// (a later block would start only after the earlier ones end, which wait for it), and its
 /// flag id is its own (a mode-2 set of that id would be taken by its waits, as on the NPU).
 void Engine::check_sync_all() {
-  std::map<int64_t, const lower::OpTemplate*> all, pair;  // constant ids of mode 0 / mode 2
+  std::map<int64_t, const lower::OpTemplate*> all, pair;  // constant ids: T.sync_all / mode 2
   for (const auto* prog : {&p_.aic, &p_.aiv})
     for (const auto& t : prog->instrs) {
       if (t.op != Opcode::SetCross) continue;
-      if (t.cross_mode == ir::kSyncAllMode && p_.block_num > chip_.ai_cores)
+      if (is_sync_all(t) && p_.block_num > chip_.ai_cores)
         fail(t.loc, "sync-all",
              fmt::format("T.sync_all waits for every block at once, and {} blocks do not fit "
                          "on the {} AI cores: the first ones would wait forever for the rest "
                          "(a hang on the NPU)",
                          p_.block_num, chip_.ai_cores),
              fmt::format("launch at most {} blocks and loop over the work inside", chip_.ai_cores));
-      if (t.flag_id.is_const())
-        (t.cross_mode == ir::kSyncAllMode ? all : pair).emplace(t.flag_id.ops[0].value, &t);
+      if (t.flag_id.is_const()) (is_sync_all(t) ? all : pair).emplace(t.flag_id.ops[0].value, &t);
     }
   for (const auto& [id, t] : pair)
     if (all.count(id))

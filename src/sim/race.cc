@@ -6,6 +6,15 @@
 
 namespace tilepipe::sim {
 
+namespace {
+
+/// into = into joined with `vc` (the componentwise max).
+void join(VectorClock& into, const VectorClock& vc) {
+  for (size_t i = 0; i < into.size(); ++i) into[i] = std::max(into[i], vc[i]);
+}
+
+}  // namespace
+
 RaceDetector::RaceDetector(int ai_cores)
     : clocks_(static_cast<size_t>(ai_cores * kRaceThreads)),
       arriving_(static_cast<size_t>(ai_cores), VectorClock{}),
@@ -25,14 +34,12 @@ VectorClock RaceDetector::release(int ai, int tid) {
 }
 
 void RaceDetector::acquire(int ai, int tid, const VectorClock& vc) {
-  VectorClock& mine = clock(ai, tid);
-  for (size_t i = 0; i < mine.size(); ++i) mine[i] = std::max(mine[i], vc[i]);
+  join(clock(ai, tid), vc);
 }
 
 void RaceDetector::barrier(int ai) {
   VectorClock all{};
-  for (int t = 0; t < kRaceThreads; ++t)
-    for (size_t i = 0; i < all.size(); ++i) all[i] = std::max(all[i], clock(ai, t)[i]);
+  for (int t = 0; t < kRaceThreads; ++t) join(all, clock(ai, t));
   for (int t = 0; t < kRaceThreads; ++t) {
     clock(ai, t) = all;
     ++clock(ai, t)[static_cast<size_t>(t)];
@@ -40,8 +47,7 @@ void RaceDetector::barrier(int ai) {
 }
 
 void RaceDetector::arrive_all(int ai, const VectorClock& vc) {
-  VectorClock& j = arriving_[static_cast<size_t>(ai)];
-  for (size_t i = 0; i < j.size(); ++i) j[i] = std::max(j[i], vc[i]);
+  join(arriving_[static_cast<size_t>(ai)], vc);
 }
 
 void RaceDetector::complete_all() {

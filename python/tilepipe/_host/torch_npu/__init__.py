@@ -62,9 +62,7 @@ def npu_swiglu_backward(grad_output, x, dim=-1):
     read past the tensor's end: an error."""
     xx, y = _with_grad(lambda t: _swiglu(t, dim), x)
     if tuple(grad_output.shape) != tuple(y.shape):
-        import warnings
-
-        from tilelang._core import TilelangError, user_loc
+        from tilelang._core import TilelangError, user_loc, warn_at
         from tilelang._jit import TensorViewWarning
 
         shapes = (f"torch_npu.npu_swiglu_backward: grad_output has shape "
@@ -75,11 +73,7 @@ def npu_swiglu_backward(grad_output, x, dim=-1):
                                 hint="pass the gradient of the swiglu output")
         msg = (f"{shapes}: its first {y.numel()} elements are read in that shape, as "
                f"aclnnSwiGluGrad reads them (it checks no shape)")
-        loc = user_loc()
-        if loc:
-            warnings.warn_explicit(msg, TensorViewWarning, loc[0], loc[1])
-        else:
-            warnings.warn(msg, TensorViewWarning, stacklevel=2)
+        warn_at(msg, TensorViewWarning, user_loc())
         grad_output = grad_output.reshape(-1)[:y.numel()].reshape(y.shape)
     (g,) = torch.autograd.grad(y, xx, grad_output.float())
     return g.to(x.dtype)
