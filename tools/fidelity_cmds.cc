@@ -94,6 +94,7 @@ int cmd_fidelity(const FidelityArgs& a) {
   o.corpus = driver::corpus_dir(set, a.corpus);
   o.fast_forward = !a.exact;
   o.jobs = default_jobs(a.jobs);
+  o.other_variants = true;  // a Python file's tilepipe lowering beside the original's
   const bool tty = isatty(STDERR_FILENO);
   size_t finished = 0;
   o.done = [&](size_t i, const driver::AnchorRun& r) {
@@ -145,6 +146,17 @@ int cmd_fidelity(const FidelityArgs& a) {
       j["simulated_us"] = r.simulated_us;
       j["cycles"] = r.cycles;
       j["error_pct"] = r.error_pct;
+      for (const auto& v : r.others) {
+        json jv = {{"variant", v.name}};
+        if (v.error.empty()) {
+          jv["simulated_us"] = v.simulated_us;
+          kernel += fmt::format("; {} lowering {:.1f} us", v.name, v.simulated_us);
+        } else {
+          jv["error"] = v.error;
+          kernel += fmt::format("; {} lowering rejected: {}", v.name, v.error);
+        }
+        j["other_variants"].push_back(jv);
+      }
       text += fmt::format("  {:<24} {:<8} {:<4} {:>12.1f} {:>13.1f} {:>9} {:>7.1f}  {}\n", an.name,
                           an.kind, r.chip, an.measured_us, r.simulated_us, pct(r.error_pct),
                           r.wall_s, kernel);

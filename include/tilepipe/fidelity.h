@@ -32,6 +32,10 @@ struct Anchor {
   std::string kind = "measured";  // or "derived": computed from a published ratio
   std::string source;             // where the number is published
   double weight = 1;              // weight of its squared log error in a fit
+  /// A condition of the measurement: the kernel's inputs were in the L2 when it started (the
+  /// benchmark ran another op on the same tensors just before). Runs with
+  /// die.l2_warm_inputs = 1 whatever the chip config says.
+  bool l2_warm = false;
 };
 
 struct AnchorSet {
@@ -74,6 +78,15 @@ struct AnchorRun {
   double simulated_us = 0;
   double error_pct = 0;  // 100 x (simulated - measured) / measured
   double wall_s = 0;     // build, compile and simulation
+  /// With AnchorOptions::other_variants: the source's other variants that build another
+  /// program (a Python file's tilepipe lowering beside the original-compatible one), in the
+  /// source's order, with their simulated time (0 and `error` set when one is rejected).
+  struct Variant {
+    std::string name;
+    double simulated_us = 0;
+    std::string error;
+  };
+  std::vector<Variant> others;
 };
 
 struct AnchorOptions {
@@ -82,6 +95,9 @@ struct AnchorOptions {
   std::string corpus;  // corpus directory (corpus_dir())
   bool fast_forward = true;
   int jobs = 1;
+  /// Also time the other variants of sources that show theirs side by side
+  /// (KernelSource::profile_variants), for anchors that name no variant.
+  bool other_variants = false;
   /// Called after each anchor finishes (any thread, one call at a time).
   std::function<void(size_t index, const AnchorRun&)> done = {};
 };

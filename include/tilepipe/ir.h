@@ -248,6 +248,15 @@ struct IfStmt {
   Stmt then_body;
   Stmt else_body;  // may be null
 };
+/// `var = value`: the scalar unit evaluates `value` once, here (each element read costs a
+/// read), into a register that the statements after it in the enclosing sequence, and
+/// everything nested in them, read as `var`. What the original's parser makes of
+/// `x = buf[i]` in a kernel (a LetStmt); without it every use of the name would read the
+/// element again. A leaf: passes move it as one statement.
+struct LetStmt {
+  Var var;
+  Expr value;
+};
 /// Code for one core kind: Scope("C") runs on the AIC, Scope("V") on each AIV.
 struct ScopeStmt {
   CoreKind kind;
@@ -392,8 +401,8 @@ struct WaitCrossFlagStmt {
 };
 
 struct StmtNode {
-  std::variant<SeqStmt, ForStmt, IfStmt, ScopeStmt, AllocStmt, CopyStmt, GemmStmt, TileOpStmt,
-               ReduceStmt, SetFlagStmt, WaitFlagStmt, PipeBarrierStmt, SetCrossFlagStmt,
+  std::variant<SeqStmt, ForStmt, IfStmt, ScopeStmt, LetStmt, AllocStmt, CopyStmt, GemmStmt,
+               TileOpStmt, ReduceStmt, SetFlagStmt, WaitFlagStmt, PipeBarrierStmt, SetCrossFlagStmt,
                WaitCrossFlagStmt>
       node;
   Loc loc;
@@ -465,6 +474,7 @@ class StmtVisitor {
   virtual void visit_for(const ForStmt& s, const StmtNode& n);
   virtual void visit_if(const IfStmt& s, const StmtNode& n);
   virtual void visit_scope(const ScopeStmt& s, const StmtNode& n);
+  virtual void visit_let(const LetStmt&, const StmtNode&) {}
   virtual void visit_alloc(const AllocStmt&, const StmtNode&) {}
   virtual void visit_copy(const CopyStmt&, const StmtNode&) {}
   virtual void visit_gemm(const GemmStmt&, const StmtNode&) {}
@@ -487,7 +497,8 @@ class StmtMutator {
   virtual Stmt mutate_for(const ForStmt& s, const Stmt& self);
   virtual Stmt mutate_if(const IfStmt& s, const Stmt& self);
   virtual Stmt mutate_scope(const ScopeStmt& s, const Stmt& self);
-  /// Leaves (alloc, copy, gemm, tile ops, reduce, flags) are returned unchanged by default.
+  /// Leaves (let, alloc, copy, gemm, tile ops, reduce, flags) are returned unchanged by
+  /// default.
   virtual Stmt mutate_leaf(const Stmt& self) { return self; }
 };
 

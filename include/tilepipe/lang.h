@@ -165,6 +165,10 @@ Scalar at(const Tensor& t, std::vector<Index> idx, SrcLoc loc = SrcLoc::current(
 /// `copy(kv(load(block_table, {b, idx / 128}), idx % 128, all), row)`. The tensor must be
 /// an i32 GM input or a UB buffer filled from one (docs/ir.md "Load").
 Ex load(const Tensor& t, std::vector<Ex> idx, SrcLoc loc = SrcLoc::current());
+/// `name = value`: the scalar unit evaluates `value` (its element reads) once, here, into a
+/// register the rest of the enclosing block reads (ir::LetStmt). Without it, every use of
+/// an expression with loads reads the elements again.
+Ex let_(const std::string& name, Ex value, SrcLoc loc = SrcLoc::current());
 
 /// Second operand of a binary tile op: a tile or a scalar.
 struct Operand {

@@ -229,9 +229,9 @@ struct OpTemplate {
 /// Control flow around instruction templates, walked by the simulated scalar unit.
 struct Block;
 struct Item {
-  enum Kind : uint8_t { Instr, Loop, If } kind = Instr;
+  enum Kind : uint8_t { Instr, Loop, If, Let } kind = Instr;
   int instr = -1;  // index into CoreProgram::instrs
-  // Loop
+  // Loop (Let: `begin` evaluated once into `slot`; no body)
   int slot = -1;
   CExpr begin, end;
   int64_t step = 1;
@@ -258,6 +258,7 @@ struct CoreProgram {
   std::vector<LoadSite> loads;
   Block body;
   int num_slots = 2;
+  bool lets = false;                     // has Let items (fast-forward replays loops without them)
   std::array<int64_t, 6> scope_bytes{};  // bytes allocated per ir::Scope on this core
   bool empty() const { return instrs.empty(); }
 };

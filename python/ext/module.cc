@@ -129,6 +129,20 @@ std::string key_of(const ir::Expr& e) {
       e->node);
 }
 
+/// Does the expression read a tensor element (a scalar load)?
+bool has_load(const ir::Expr& e) {
+  return std::visit(
+      [&](const auto& n) -> bool {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, ir::Load>) return true;
+        if constexpr (std::is_same_v<T, ir::Binary>) return has_load(n.a) || has_load(n.b);
+        if constexpr (std::is_same_v<T, ir::Select>)
+          return has_load(n.cond) || has_load(n.then_value) || has_load(n.else_value);
+        return false;
+      },
+      e->node);
+}
+
 Linear linear(const ir::Expr& e) {
   Linear l;
   if (auto c = ir::as_const(e)) {
@@ -311,6 +325,15 @@ class Builder {
   void begin_if(const py::object& c, const py::object& loc) {
     guarded([&] { kb_->begin_if(lang::Ex(to_expr(c)), make_loc(loc)); });
   }
+  /// `name = value`, evaluated once here (ir::LetStmt); returns the variable.
+  PyExpr let(const std::string& name, const py::object& value, const py::object& loc) {
+    return guarded([&] {
+      ir::Var v = ir::make_var(name);
+      ir::Loc l = make_loc(loc);
+      kb_->emit(ir::make_stmt(ir::LetStmt{v, to_expr(value)}, l));
+      return PyExpr{ir::make_var_ref(v, l)};
+    });
+  }
   void begin_else(const py::object& loc) {
     guarded([&] { kb_->begin_else(make_loc(loc)); });
   }
@@ -436,6 +459,7 @@ PYBIND11_MODULE(_tilepipe, m) {
       .def("logical_or", [](py::object a, py::object b) { return bin(ir::BinOp::Or, a, b); })
       .def("const_value",
            [](const PyExpr& e) -> std::optional<int64_t> { return ir::as_const(e.e); })
+      .def("has_load", [](const PyExpr& e) { return has_load(e.e); })
       .def("var_id",
            [](const PyExpr& e) -> std::optional<int> {
              if (auto* v = std::get_if<ir::VarRef>(&e.e->node)) return v->var->id;
@@ -524,6 +548,7 @@ PYBIND11_MODULE(_tilepipe, m) {
       .def("begin_scope", &Builder::begin_scope)
       .def("end_scope", &Builder::end_scope)
       .def("begin_if", &Builder::begin_if)
+      .def("let", &Builder::let)
       .def("begin_else", &Builder::begin_else)
       .def("end_if", &Builder::end_if)
       .def("copy", &Builder::copy, py::arg("src"), py::arg("dst"), py::arg("transpose"),

@@ -504,8 +504,35 @@ class Versioned(Buffer):
                                     [False] * len(self.shape)))
 
 
+def bind_let(name, value):
+    """`name = value` in a scope, where value reads a tensor element: an integer element
+    (`index_i = indices_ub_[i]`, `block_i = block_table[b, idx]`) or an integer expression
+    that reads one. The original's parser makes such a binding a LetStmt, read once by the
+    scalar unit where it stands; so does tilepipe (ir::LetStmt), instead of substituting the
+    read into every use. Anything else is returned unchanged."""
+    if ctx.builder is None or ctx.scope is None or not name:
+        return value
+    if isinstance(value, Region) and all(value.points) and value.elements() == 1 and \
+            value.buffer.dtype.startswith(("int", "uint")) and value.buffer.dtype != "uint8":
+        bound = Region(value.buffer, value.starts, value.extents, value.points)
+        bound.let = _bind(name, value.load())
+        return bound
+    if isinstance(value, Expr) and value.has_load():
+        return _bind(name, value)
+    return value
+
+
+def _bind(name, e):
+    v = ctx.builder.let(name, e, current_loc())
+    if any(e is x for x in ctx.vid_ub_loads):
+        ctx.vid_ub_loads.append(v)  # still a UB element for the vid reduction (_vid.py)
+    return v
+
+
 class Region:
     """A rectangular slice: start expression and static extent per dimension."""
+
+    let = None  # the variable a binding read the element into (bind_let)
 
     def __init__(self, buffer, starts, extents, points):
         self.buffer = buffer
@@ -529,6 +556,8 @@ class Region:
         return e
 
     def load(self):
+        if self.let is not None:
+            return self.let
         if self.buffer.dtype in ("float16", "bfloat16", "float32"):
             # tilepipe's scalar expressions are integers: a float element read as one would
             # be truncated (see _felem.py)

@@ -207,8 +207,8 @@ class Interpreter(CoreSplit):
             if isinstance(cur, Var) and not isinstance(value, Var):
                 cur.store(value)  # a T.alloc_var: assignment is a store
             else:
-                self.vars[target.id] = _felem.snapshot(value, target.id) if ctx.builder \
-                    else value
+                self.vars[target.id] = _felem.snapshot(_core.bind_let(target.id, value),
+                                                       target.id) if ctx.builder else value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (Expr, Region, Buffer)):
                 raise self.error(node, "cannot unpack a single value into several names")

@@ -86,9 +86,9 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
       throw ParamError{fmt::format("{}: \"corpus\" must be a string (a directory)", path)};
     set.corpus = root["corpus"].get<std::string>();
   }
-  static const std::set<std::string> keys = {"name",        "group",   "kernel", "file",
-                                             "args",        "variant", "params", "chip",
-                                             "measured_us", "kind",    "source", "weight"};
+  static const std::set<std::string> keys = {"name",    "group",  "kernel", "file", "args",
+                                             "variant", "params", "chip",   "kind", "measured_us",
+                                             "source",  "weight", "l2_warm"};
   std::set<std::string> names;
   size_t index = 0;
   for (const auto& j : root["anchors"]) {
@@ -158,6 +158,11 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
         throw ParamError{fmt::format("{}: \"weight\" must be a number >= 0", where)};
       a.weight = j["weight"].get<double>();
     }
+    if (j.contains("l2_warm")) {
+      if (!j["l2_warm"].is_boolean())
+        throw ParamError{fmt::format("{}: \"l2_warm\" must be true or false", where)};
+      a.l2_warm = j["l2_warm"].get<bool>();
+    }
     set.anchors.push_back(std::move(a));
   }
   return set;
@@ -226,7 +231,7 @@ std::vector<std::string> shell_words(const std::string& s, const std::string& wh
 AnchorSet parse_csv(const std::string& text, const std::string& path) {
   static const std::vector<std::string> known = {"name",   "kernel", "variant",     "params",
                                                  "args",   "chip",   "measured_us", "kind",
-                                                 "source", "weight"};
+                                                 "source", "weight", "l2_warm"};
   AnchorSet set;
   set.origin = path;
   std::istringstream in(text);
@@ -296,6 +301,11 @@ AnchorSet parse_csv(const std::string& text, const std::string& path) {
         throw ParamError{where + ": kind is measured or derived"};
     }
     a.source = row["source"].empty() ? path : row["source"];
+    if (const std::string& w = row["l2_warm"]; !w.empty()) {
+      if (w != "0" && w != "1" && w != "true" && w != "false")
+        throw ParamError{fmt::format("{}: l2_warm '{}' must be 1 / true or 0 / false", where, w)};
+      a.l2_warm = w == "1" || w == "true";
+    }
     if (!row["weight"].empty()) {
       a.weight = std::strtod(row["weight"].c_str(), &end);
       if (*end != '\0' || !(a.weight >= 0))
@@ -452,10 +462,35 @@ std::vector<AnchorRun> run_anchors(const AnchorSet& set, const AnchorOptions& op
       req.params = resolve_params(k, a.params);
       req.mode = sim::Mode::Timing;
       req.fast_forward.enabled = opts.fast_forward;
+      ChipConfig warm;
+      if (a.l2_warm && !chip->l2_warm_inputs) {
+        warm = *chip;
+        warm.l2_warm_inputs = 1;
+        chip = &warm;
+      }
       RunReport rep = run_kernel(k, req, *chip);
       r.cycles = rep.sim.cycles;
       r.simulated_us = rep.sim.cycles * chip->us_per_cycle();
       r.error_pct = 100.0 * (r.simulated_us - a.measured_us) / a.measured_us;
+      if (opts.other_variants && k.profile_variants && a.variant.empty()) {
+        const ir::Program mine = k.build(req.params, rep.variant).program;
+        for (const auto& v : k.variants) {
+          if (v == rep.variant) continue;
+          AnchorRun::Variant o{v, r.simulated_us, ""};
+          try {
+            if (!ir::equal(k.build(req.params, v).program, mine)) {
+              RunRequest other = req;
+              other.variant = v;
+              o.simulated_us = run_kernel(k, other, *chip).sim.cycles * chip->us_per_cycle();
+            }
+          } catch (const UserError& e) {
+            o = {v, 0, first_reason(e)};
+          } catch (const lang::BuildError& e) {
+            o = {v, 0, e.loc.str() + ": " + e.message};
+          }
+          r.others.push_back(std::move(o));
+        }
+      }
     } catch (const ParamError& e) {
       r.status = "error";
       r.note = e.message;

@@ -710,6 +710,9 @@ class Emitter {
     }
   }
 
+  /// The original's parser makes a LetStmt of a name binding: the binding back.
+  void emit(const LetStmt& n, const StmtNode&) { line("{} = {}", var(n.var), expr(n.value)); }
+
   void emit(const ScopeStmt& n, const StmtNode&) {
     line("with T.Scope(\"{}\"):{}", to_string(n.kind),
          source_scoped_ ? "" : "  # cv_split: this core's half of the program");

@@ -21,6 +21,7 @@ bool is_sync(Opcode op) {
 void loop_names(const lower::Block& b, std::map<int64_t, std::string>& names) {
   for (const auto& it : b.items) {
     if (it.kind == lower::Item::Loop) names[it.slot] = fmt::format("loop@{}", it.loc.line);
+    if (it.kind == lower::Item::Let) names[it.slot] = fmt::format("let@{}", it.loc.line);
     if (it.body) loop_names(*it.body, names);
     if (it.else_body) loop_names(*it.else_body, names);
   }

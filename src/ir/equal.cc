@@ -111,10 +111,23 @@ class Equal {
   }
 
   bool node(const SeqStmt& x, const SeqStmt& y) {
-    if (x.body.size() != y.body.size()) return false;
-    for (size_t i = 0; i < x.body.size(); ++i)
-      if (!stmt(x.body[i], y.body[i])) return false;
+    return x.body.size() == y.body.size() && seq_from(x, y, 0);
+  }
+  /// Statements i.. of two sequences; a let binds its variable for the rest of them.
+  bool seq_from(const SeqStmt& x, const SeqStmt& y, size_t i) {
+    for (; i < x.body.size(); ++i) {
+      const Stmt &a = x.body[i], &b = y.body[i];
+      auto *la = a ? std::get_if<LetStmt>(&a->node) : nullptr,
+           *lb = b ? std::get_if<LetStmt>(&b->node) : nullptr;
+      if (la && lb)
+        return expr(la->value, lb->value) &&
+               bound(la->var, lb->var, [&] { return seq_from(x, y, i + 1); });
+      if (!stmt(a, b)) return false;
+    }
     return true;
+  }
+  bool node(const LetStmt& x, const LetStmt& y) {
+    return expr(x.value, y.value) && var(x.var, y.var);
   }
   bool node(const ForStmt& x, const ForStmt& y) {
     return expr(x.begin, y.begin) && expr(x.end, y.end) && x.step == y.step && x.kind == y.kind &&

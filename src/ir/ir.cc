@@ -370,6 +370,8 @@ void StmtVisitor::visit(const Stmt& s) {
           visit_if(n, *s);
         else if constexpr (std::is_same_v<T, ScopeStmt>)
           visit_scope(n, *s);
+        else if constexpr (std::is_same_v<T, LetStmt>)
+          visit_let(n, *s);
         else if constexpr (std::is_same_v<T, AllocStmt>)
           visit_alloc(n, *s);
         else if constexpr (std::is_same_v<T, CopyStmt>)

@@ -136,6 +136,7 @@ class Printer {
     if (n.else_body) block("else", n.else_body);
   }
   void print_node(const ScopeStmt& n) { block(fmt::format("scope {}", to_string(n.kind)), n.body); }
+  void print_node(const LetStmt& n) { line(fmt::format("let {} = {}", var(n.var), expr(n.value))); }
   void print_node(const AllocStmt& n) { line("alloc " + buffer_decl(n.buffer)); }
   void print_node(const CopyStmt& n) {
     std::string extra;

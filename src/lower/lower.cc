@@ -295,7 +295,8 @@ class Lowerer {
           } else if constexpr (std::is_same_v<T, VarRef>) {
             auto it = slots_.find(n.var->id);
             if (it == slots_.end())
-              fail(e->loc, fmt::format("variable '{}' used outside its loop", n.var->name),
+              fail(e->loc,
+                   fmt::format("variable '{}' used outside its loop or binding", n.var->name),
                    "use loop variables only inside the loop body");
             c.ops.push_back({CExpr::Slot, BinOp::Add, it->second});
           } else if constexpr (std::is_same_v<T, CoreIdx>) {
@@ -499,13 +500,33 @@ class Lowerer {
     return out;
   }
 
+  /// Lowers a block; the let bindings made in it end with it.
   void lower_into(const Stmt& s, bool in_scope, Block& out) {
+    const size_t mark = lets_.size();
+    lower_stmt(s, in_scope, out);
+    for (; lets_.size() > mark; lets_.pop_back()) slots_.erase(lets_.back());
+  }
+
+  void lower_stmt(const Stmt& s, bool in_scope, Block& out) {
     if (!s) return;
     std::visit([&](const auto& n) { lower_node(n, *s, in_scope, out); }, s->node);
   }
 
   void lower_node(const SeqStmt& n, const StmtNode&, bool in_scope, Block& out) {
-    for (const auto& c : n.body) lower_into(c, in_scope, out);
+    for (const auto& c : n.body) lower_stmt(c, in_scope, out);
+  }
+
+  /// Evaluated on every core kind that reaches it (the scalar units of both read it).
+  void lower_node(const LetStmt& n, const StmtNode& s, bool, Block& out) {
+    Item it;
+    it.kind = Item::Let;
+    it.loc = s.loc;
+    it.begin = compile(n.value);
+    it.slot = cur_->num_slots++;
+    slots_[n.var->id] = it.slot;
+    lets_.push_back(n.var->id);
+    cur_->lets = true;
+    out.items.push_back(std::move(it));
   }
 
   void lower_node(const ForStmt& n, const StmtNode& s, bool in_scope, Block& out) {
@@ -653,6 +674,7 @@ class Lowerer {
   const ChipConfig& chip_;
   CoreProgram* cur_ = nullptr;
   std::map<int, int> slots_;
+  std::vector<int> lets_;  // let variables bound in the blocks being lowered, innermost last
   std::map<int, int> gm_index_;
   std::map<int, int64_t> addr_;
   std::map<int, int64_t> placed_ids_;

@@ -1,6 +1,8 @@
 // Dependence analysis: accesses of statements and region overlap tests (dependence.h).
 #include "passes/dependence.h"
 
+#include "passes/rewrite.h"
+
 #include "tilepipe/verify.h"
 
 #include <algorithm>
@@ -122,6 +124,8 @@ std::vector<Access> leaf_accesses(const Stmt& s, const std::vector<Buffer>& fenc
           expr_loads(n.flag_id, at, out);
         } else if constexpr (std::is_same_v<T, SetFlagStmt> || std::is_same_v<T, WaitFlagStmt>) {
           expr_loads(n.event_id, at, out);
+        } else if constexpr (std::is_same_v<T, LetStmt>) {
+          expr_loads(n.value, at, out);  // the scalar unit reads them here, once
         }
       },
       s->node);
@@ -130,11 +134,24 @@ std::vector<Access> leaf_accesses(const Stmt& s, const std::vector<Buffer>& fenc
 
 namespace {
 
+/// Let variables replaced by their values: the overlap tests see a let-bound index as the
+/// element read it holds (an opaque value of the iteration that bound it), not as a
+/// variable common to every iteration.
+class LetValues : public RegionRewriter {
+ public:
+  std::map<int, Expr> values;
+  Expr var(const Expr& e, const VarRef& v) override {
+    auto it = values.find(v.var->id);
+    return it == values.end() ? e : it->second;
+  }
+};
+
 void collect(const Stmt& s, VarRanges& vars, std::vector<const ForStmt*>& loops,
-             const std::vector<Buffer>& fences, std::vector<Access>& out) {
+             const std::vector<Buffer>& fences, LetValues& lets, std::vector<Access>& out) {
   if (!s) return;
   auto push = [&](std::vector<Access> accs) {
     for (auto& a : accs) {
+      if (!lets.values.empty()) a.region = lets.rewrite(a.region);
       a.loops = loops;
       for (const ForStmt* f : loops) a.local_ranges[f->var->id] = vars.at(f->var->id);
       out.push_back(std::move(a));
@@ -144,7 +161,15 @@ void collect(const Stmt& s, VarRanges& vars, std::vector<const ForStmt*>& loops,
       [&](const auto& n) {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, SeqStmt>) {
-          for (const auto& c : n.body) collect(c, vars, loops, fences, out);
+          std::vector<int> bound;
+          for (const auto& c : n.body) {
+            collect(c, vars, loops, fences, lets, out);
+            if (auto* l = std::get_if<LetStmt>(&c->node)) {
+              lets.values[l->var->id] = lets.expr(l->value);
+              bound.push_back(l->var->id);
+            }
+          }
+          for (int id : bound) lets.values.erase(id);
         } else if constexpr (std::is_same_v<T, ForStmt>) {
           std::vector<Access> hdr;
           expr_loads(n.begin, s.get(), hdr);
@@ -152,17 +177,17 @@ void collect(const Stmt& s, VarRanges& vars, std::vector<const ForStmt*>& loops,
           push(std::move(hdr));
           vars[n.var->id] = loop_var_range(n, vars);
           loops.push_back(&n);
-          collect(n.body, vars, loops, fences, out);
+          collect(n.body, vars, loops, fences, lets, out);
           loops.pop_back();
           vars.erase(n.var->id);
         } else if constexpr (std::is_same_v<T, IfStmt>) {
           std::vector<Access> hdr;
           expr_loads(n.cond, s.get(), hdr);
           push(std::move(hdr));
-          collect(n.then_body, vars, loops, fences, out);
-          collect(n.else_body, vars, loops, fences, out);
+          collect(n.then_body, vars, loops, fences, lets, out);
+          collect(n.else_body, vars, loops, fences, lets, out);
         } else if constexpr (std::is_same_v<T, ScopeStmt>) {
-          collect(n.body, vars, loops, fences, out);
+          collect(n.body, vars, loops, fences, lets, out);
         } else {
           push(leaf_accesses(s, fences));
         }
@@ -478,7 +503,8 @@ std::vector<Access> collect_accesses(const Stmt& s, const VarRanges& outer,
   std::vector<Access> out;
   VarRanges vars = outer;
   std::vector<const ForStmt*> loops;
-  collect(s, vars, loops, fences, out);
+  LetValues lets;
+  collect(s, vars, loops, fences, lets, out);
   if (addresses)
     for (auto& a : out)
       if (auto it = addresses->find(a.region.buffer->id); it != addresses->end())

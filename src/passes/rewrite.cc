@@ -98,6 +98,8 @@ Stmt RegionRewriter::mutate_leaf(const Stmt& s) {
         } else if constexpr (std::is_same_v<T, ReduceStmt>) {
           m.src = rewrite(n.src);
           m.dst = rewrite(n.dst);
+        } else if constexpr (std::is_same_v<T, LetStmt>) {
+          m.value = expr(n.value);
         } else if constexpr (std::is_same_v<T, SetFlagStmt> || std::is_same_v<T, WaitFlagStmt>) {
           m.event_id = expr(n.event_id);
         } else if constexpr (std::is_same_v<T, SetCrossFlagStmt> ||

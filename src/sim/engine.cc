@@ -183,6 +183,11 @@ void Engine::enter_block(Core& c) {
 void Engine::enter(Core& c, const Control& ctl) {
   const lower::Item& it = *ctl.item;
   const double sc = chip_.scalar_op_cycles;
+  if (it.kind == lower::Item::Let) {
+    c.slots[static_cast<size_t>(it.slot)] = eval(c, it.begin);
+    scalar(c, sc);  // the move into the register
+    return;
+  }
   if (it.kind == lower::Item::Loop) {
     int64_t b = eval(c, it.begin), e = eval(c, it.end);
     scalar(c, 2 * sc);

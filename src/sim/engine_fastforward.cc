@@ -34,7 +34,8 @@ void Engine::setup_fast_forward() {
     return std::ranges::any_of(prog.instrs, is_sync_all);
   };
   ff_ = o.enabled && !functional_ && (!opts_.observer || observed_part) && !opts_.detect_races &&
-        p_.aic.loads.empty() && p_.aiv.loads.empty() && !sync_all(p_.aic) && !sync_all(p_.aiv);
+        p_.aic.loads.empty() && p_.aiv.loads.empty() && !p_.aic.lets && !p_.aiv.lets &&
+        !sync_all(p_.aic) && !sync_all(p_.aiv);
   if (!ff_) return;
   find_outer_loops(p_.aic, p_.aic.body);
   find_outer_loops(p_.aiv, p_.aiv.body);

@@ -133,6 +133,7 @@ class AccessedBuffers : public StmtVisitor {
   void visit_wait_flag(const WaitFlagStmt& s, const StmtNode&) override { expr(s.event_id); }
   void visit_set_cross(const SetCrossFlagStmt& s, const StmtNode&) override { expr(s.flag_id); }
   void visit_wait_cross(const WaitCrossFlagStmt& s, const StmtNode&) override { expr(s.flag_id); }
+  void visit_let(const LetStmt& s, const StmtNode&) override { expr(s.value); }
 };
 
 }  // namespace

@@ -56,6 +56,7 @@ class Verifier {
   void check(const ForStmt& n, const StmtNode& s);
   void check(const IfStmt& n, const StmtNode&);
   void check(const ScopeStmt& n, const StmtNode& s);
+  void check(const LetStmt& n, const StmtNode& s);
   void check(const AllocStmt& n, const StmtNode& s);
 
   // ---- expression ranges and scalar loads (verify_ranges.cc) ----

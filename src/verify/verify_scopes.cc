@@ -52,7 +52,23 @@ void Verifier::stmt(const Stmt& s) {
 }
 
 void Verifier::check(const SeqStmt& n, const StmtNode&) {
-  for (const auto& c : n.body) stmt(c);
+  // A let's variable is visible to the rest of the sequence.
+  std::vector<int> lets;
+  for (const auto& c : n.body) {
+    stmt(c);
+    if (auto* l = std::get_if<LetStmt>(&c->node)) lets.push_back(l->var->id);
+  }
+  for (int id : lets) vars_.erase(id);
+}
+
+void Verifier::check(const LetStmt& n, const StmtNode&) {
+  // A second binding of the same variable (a pass's copy of a loop body) overwrites the
+  // register, as on the scalar unit. Like a loop bound, a value that depends on variables is
+  // correlated with them.
+  std::map<int, int> uses;
+  Interval v = range(n.value, uses);
+  v.exact = v.exact && uses.empty();
+  vars_[n.var->id] = v;
 }
 
 void Verifier::check(const ForStmt& n, const StmtNode& s) {
