@@ -132,6 +132,32 @@ TEST(Anchors, ACsvNamesItsKernelsParamsAndTimesAndItsErrorsTheirLine) {
             std::string::npos);
 }
 
+/// `l2_warm` is a condition of the measurement (the benchmark ran another op on the same
+/// tensors first): the anchor runs with its inputs in the L2 whatever the chip says, so a
+/// GEMM whose first reads miss to HBM reads faster; the published SFA anchors carry it, the
+/// others do not.
+TEST(Anchors, AnL2WarmAnchorRunsWithItsInputsInTheL2) {
+  kernels::register_all();
+  TempDir dir;
+  auto set = driver::load_anchors(dir.file("w.csv",
+                                           "name,kernel,variant,params,measured_us,l2_warm\n"
+                                           "cold,gemm,expert,M=2048 N=2048 K=2048,70,0\n"
+                                           "warm,gemm,expert,M=2048 N=2048 K=2048,70,true\n"));
+  EXPECT_FALSE(set.anchors[0].l2_warm);
+  EXPECT_TRUE(set.anchors[1].l2_warm);
+  driver::AnchorOptions o;
+  o.jobs = 2;
+  auto runs = driver::run_anchors(set, o);
+  ASSERT_EQ(runs[0].status, "ok") << runs[0].note;
+  ASSERT_EQ(runs[1].status, "ok") << runs[1].note;
+  EXPECT_LT(runs[1].simulated_us, 0.9 * runs[0].simulated_us);
+  std::string bad = dir.file("bad.csv", "kernel,measured_us,l2_warm\ngemm,3,yes\n");
+  EXPECT_NE(error_of([&] { driver::load_anchors(bad); }).find("l2_warm 'yes' must be 1"),
+            std::string::npos);
+  for (const auto& a : driver::load_anchors(driver::default_anchors_path()).anchors)
+    EXPECT_EQ(a.l2_warm, a.group == "sfa-file") << a.name;
+}
+
 TEST(Calibrate, ChipValuesAreSetByDottedKeyAndUnknownKeysAreNamed) {
   ojson c = a3_json();
   driver::set_chip_value(c, "dma.nd2nz_efficiency", 0.9125);

@@ -44,6 +44,11 @@ def test_the_table_runs_a_cheap_subset_with_its_errors():
     # bench_sfa.py's first shape through the driver's Python-file source.
     assert all(abs(a["error_pct"]) < 10 for a in j["anchors"][:3])
     assert j["anchors"][3]["kernel"].endswith("bench_sfa.py --file sparse_flash_attn_pa")
+    # A Python file's tilepipe lowering is timed beside the original-compatible one (pa
+    # places its flags by hand: the same program, the same time); C++ kernels have none.
+    assert j["anchors"][3]["other_variants"] == [
+        {"variant": "tilepipe", "simulated_us": j["anchors"][3]["simulated_us"]}]
+    assert all("other_variants" not in a for a in j["anchors"][:3])
     s = j["summary"]["all"]
     assert s["anchors"] == 4
     assert s["max_abs_error_pct"] == pytest.approx(max(abs(a["error_pct"]) for a in j["anchors"]))
