@@ -315,51 +315,63 @@ TEST(CvSplit, WhatCannotBeSplitIsAClearError) {
 
 /// Y = X[idx] B: rows of X gathered by index (scalar reads of a replicated index vector),
 /// one row per copy in a row loop, handed to the Cube as one tile.
+/// With `guarded`, each row's copy sits under `if (idx[r] >= 0)`: a header reading a UB
+/// element in unscoped code runs on the core of its body (the Vector), where the verifier
+/// checks the read and cv_split places the branch.
 TEST(CvSplit, GatheredRowsAndReplicatedIndicesMatchTheReference) {
-  constexpr int64_t n = 16, N = 40;
-  KernelBuilder kb("gather", 1);
-  auto X = kb.input("X", {N, 32}, f16);
-  auto I = kb.input("I", {n}, i32);
-  auto Bm = kb.input("B", {32, 32}, f16);
-  auto Y = kb.output("Y", {n, 32}, f32);
-  auto idx = alloc_ub("idx", {n}, i32);
-  auto g = alloc_ub("g", {n, 32}, f16);
-  auto g_l1 = alloc_L1("g_l1", {n, 32}, f16);
-  auto b_l1 = alloc_L1("b_l1", {32, 32}, f16);
-  auto a0 = alloc_L0A("a0", {n, 32}, f16);
-  auto b0 = alloc_L0B("b0", {32, 32}, f16);
-  auto c0 = alloc_L0C("c0", {n, 32}, f32);
-  auto y = alloc_ub("y", {n, 32}, f32);
-  copy(I, idx);
-  serial(n, [&](Ex r) { copy(X(load(idx, {r}), all), g(r, all)); });
-  copy(g, g_l1);
-  copy(Bm, b_l1);
-  copy(g_l1, a0);
-  copy(b_l1, b0);
-  gemm(a0, b0, c0);
-  copy(c0, y);
-  copy(y, Y);
-  auto p = compiled(kb.finish());
-  std::string ir = ir::print(p);
-  EXPECT_NE(ir.find("alloc idx: UB i32[16]"), std::string::npos) << ir;   // replicated
-  EXPECT_NE(ir.find("alloc g: UB f16[8, 32]"), std::string::npos) << ir;  // split
-  std::vector<double> x(N * 32), b(32 * 32), ind(n);
-  for (size_t e = 0; e < x.size(); ++e) x[e] = static_cast<double>(e % 9) - 4;
-  for (size_t e = 0; e < b.size(); ++e) b[e] = static_cast<double>(e % 5) - 2;
-  for (int64_t r = 0; r < n; ++r)
-    ind[static_cast<size_t>(r)] = static_cast<double>((r * 7 + 3) % N);
-  sim::HostData io{{"X", x}, {"I", ind}, {"B", b}};
-  sim::SimOptions o;
-  o.detect_races = true;
-  sim::simulate(lower::lower(p, testing::a3()), testing::a3(), &io, o);
-  for (int64_t r = 0; r < n; ++r)
-    for (int64_t col = 0; col < 32; ++col) {
-      double want = 0;
-      for (int64_t k = 0; k < 32; ++k)
-        want += x[static_cast<size_t>(ind[static_cast<size_t>(r)] * 32 + k)] *
-                b[static_cast<size_t>(k * 32 + col)];
-      ASSERT_EQ(io.at("Y")[static_cast<size_t>(r * 32 + col)], want) << r << "," << col;
-    }
+  for (bool guarded : {false, true}) {
+    SCOPED_TRACE(guarded ? "guarded" : "plain");
+    constexpr int64_t n = 16, N = 40;
+    KernelBuilder kb("gather", 1);
+    auto X = kb.input("X", {N, 32}, f16);
+    auto I = kb.input("I", {n}, i32);
+    auto Bm = kb.input("B", {32, 32}, f16);
+    auto Y = kb.output("Y", {n, 32}, f32);
+    auto idx = alloc_ub("idx", {n}, i32);
+    auto g = alloc_ub("g", {n, 32}, f16);
+    auto g_l1 = alloc_L1("g_l1", {n, 32}, f16);
+    auto b_l1 = alloc_L1("b_l1", {32, 32}, f16);
+    auto a0 = alloc_L0A("a0", {n, 32}, f16);
+    auto b0 = alloc_L0B("b0", {32, 32}, f16);
+    auto c0 = alloc_L0C("c0", {n, 32}, f32);
+    auto y = alloc_ub("y", {n, 32}, f32);
+    copy(I, idx);
+    serial(n, [&](Ex r) {
+      auto row = [&] { copy(X(load(idx, {r}), all), g(r, all)); };
+      if (guarded)
+        if_(load(idx, {r}) >= 0, row);
+      else
+        row();
+    });
+    copy(g, g_l1);
+    copy(Bm, b_l1);
+    copy(g_l1, a0);
+    copy(b_l1, b0);
+    gemm(a0, b0, c0);
+    copy(c0, y);
+    copy(y, Y);
+    auto p = compiled(kb.finish());
+    std::string ir = ir::print(p);
+    EXPECT_NE(ir.find("alloc idx: UB i32[16]"), std::string::npos) << ir;   // replicated
+    EXPECT_NE(ir.find("alloc g: UB f16[8, 32]"), std::string::npos) << ir;  // split
+    std::vector<double> x(N * 32), b(32 * 32), ind(n);
+    for (size_t e = 0; e < x.size(); ++e) x[e] = static_cast<double>(e % 9) - 4;
+    for (size_t e = 0; e < b.size(); ++e) b[e] = static_cast<double>(e % 5) - 2;
+    for (int64_t r = 0; r < n; ++r)
+      ind[static_cast<size_t>(r)] = static_cast<double>((r * 7 + 3) % N);
+    sim::HostData io{{"X", x}, {"I", ind}, {"B", b}};
+    sim::SimOptions o;
+    o.detect_races = true;
+    sim::simulate(lower::lower(p, testing::a3()), testing::a3(), &io, o);
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t col = 0; col < 32; ++col) {
+        double want = 0;
+        for (int64_t k = 0; k < 32; ++k)
+          want += x[static_cast<size_t>(ind[static_cast<size_t>(r)] * 32 + k)] *
+                  b[static_cast<size_t>(k * 32 + col)];
+        ASSERT_EQ(io.at("Y")[static_cast<size_t>(r * 32 + col)], want) << r << "," << col;
+      }
+  }
 }
 
 /// A Cube tile computed from a GM tile (A A) and handed to a UB tile: one crossing.

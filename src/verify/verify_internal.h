@@ -52,6 +52,8 @@ class Verifier {
   void stmt(const Stmt& s);
   bool in_scope(const Loc& loc, const char* what);
   bool operand_on_core(const Region& r, const Loc& loc, const char* what);
+  /// Sets scope_ for a header in unscoped code from its bodies; returns the scope to restore.
+  std::optional<CoreKind> header_scope(std::initializer_list<const Stmt*> bodies);
   void check(const SeqStmt& n, const StmtNode&);
   void check(const ForStmt& n, const StmtNode& s);
   void check(const IfStmt& n, const StmtNode&);

@@ -51,6 +51,46 @@ void Verifier::stmt(const Stmt& s) {
   record_write(s);
 }
 
+namespace {
+
+void leaf_kinds(const Stmt& s, std::set<CoreKind>& out) {
+  if (!s) return;
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, SeqStmt>) {
+          for (const auto& c : n.body) leaf_kinds(c, out);
+        } else if constexpr (std::is_same_v<T, ForStmt> || std::is_same_v<T, ScopeStmt>) {
+          leaf_kinds(n.body, out);
+        } else if constexpr (std::is_same_v<T, IfStmt>) {
+          leaf_kinds(n.then_body, out);
+          leaf_kinds(n.else_body, out);
+        } else if constexpr (!std::is_same_v<T, AllocStmt>) {
+          if (auto k = leaf_core(s)) out.insert(*k);
+        }
+      },
+      s->node);
+}
+
+/// The one core kind the leaves of these bodies run on (allocations and flags aside), or
+/// none when they hold both or neither.
+std::optional<CoreKind> body_core(std::initializer_list<const Stmt*> bodies) {
+  std::set<CoreKind> kinds;
+  for (const Stmt* b : bodies) leaf_kinds(*b, kinds);
+  if (kinds.size() != 1) return std::nullopt;
+  return *kinds.begin();
+}
+
+}  // namespace
+
+/// Unscoped code: a loop's or branch's header runs on the core its body runs on (cv_split
+/// places the whole statement there), so its element reads are checked on that core.
+std::optional<CoreKind> Verifier::header_scope(std::initializer_list<const Stmt*> bodies) {
+  std::optional<CoreKind> saved = scope_;
+  if (opts_.unscoped && !scope_) scope_ = body_core(bodies);
+  return saved;
+}
+
 void Verifier::check(const SeqStmt& n, const StmtNode&) {
   // A let's variable is visible to the rest of the sequence.
   std::vector<int> lets;
@@ -104,7 +144,9 @@ void Verifier::check(const ForStmt& n, const StmtNode& s) {
   // A loop variable's range is exact only for constant bounds: bounds that depend on cid
   // or outer loops correlate it with them, and interval arithmetic would overshoot.
   std::map<int, int> bound_uses;
+  std::optional<CoreKind> outer_scope = header_scope({&n.body});
   Interval b = range(n.begin, bound_uses), e = range(n.end, bound_uses);
+  scope_ = outer_scope;
   Interval v{b.lo, std::max(b.lo, e.hi - 1), b.exact && e.exact && bound_uses.empty()};
   // From a constant begin the variable only takes begin + multiples of step.
   if (b.lo == b.hi && n.step > 1) v.hi = b.lo + (v.hi - b.lo) / n.step * n.step;
@@ -119,7 +161,9 @@ void Verifier::check(const IfStmt& n, const StmtNode&) {
   // Under the branches, values of the condition's variables are no longer all reachable
   // (a guarded tail `if (i < 3)` never runs i = 3): their ranges become inexact.
   std::map<int, int> cond_uses;
+  std::optional<CoreKind> outer_scope = header_scope({&n.then_body, &n.else_body});
   range(n.cond, cond_uses);
+  scope_ = outer_scope;
   std::set<int> outer = guarded_;
   for (const auto& [id, count] : cond_uses) guarded_.insert(id);
   visible_.emplace_back();
