@@ -9,6 +9,7 @@
 #include "test_util.h"
 #include "tilepipe/lang.h"
 #include "tilepipe/lower.h"
+#include "tilepipe/passes.h"
 #include "tilepipe/sim.h"
 #include "tilepipe/verify.h"
 
@@ -457,6 +458,51 @@ TEST(Let, AUseOutsideItsBlockIsAnError) {
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("'v' used outside its loop or binding"), std::string::npos)
         << e.what();
+  }
+}
+
+/// A variable bound again is assigned (T.alloc_var's store): `x = 0; for j: if j == 2:
+/// x = 5 + j`, then row x of src is copied out after the loop, in both modes, with races
+/// checked. Automatic sync refuses such a scope: it reads a let variable as its value.
+ir::Program register_program(bool hand_flags) {
+  KernelBuilder kb("register", 1);
+  auto src = kb.input("src", {16, 8}, f32);
+  auto out = kb.output("out", {1, 8}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    if_(vid == 0, [&] {
+      auto row = alloc_ub("row", {1, 8}, f32);
+      Ex x = let_("x", 0);
+      serial(4, [&](Ex j) { if_(j == 2, [&] { assign(x, j + 5); }); });
+      copy(src(slice(x, 1), all), row);
+      if (hand_flags) {
+        set_flag(Pipe::MTE2, Pipe::MTE3, 0);
+        wait_flag(Pipe::MTE2, Pipe::MTE3, 0);
+      }
+      copy(row, out);
+    });
+  });
+  return kb.finish();
+}
+
+TEST(Let, AVariableBoundAgainIsAssignedTheSameRegister) {
+  std::string text = ir::print(register_program(true));
+  EXPECT_NE(text.find("let x = 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("let x = (i + 5)"), std::string::npos) << text;
+  for (auto mode : {sim::Mode::Functional, sim::Mode::Timing}) {
+    sim::HostData io = gather_inputs({0, 0, 0, 0});
+    run(register_program(true), io, mode, mode == sim::Mode::Functional);
+    if (mode == sim::Mode::Functional) {
+      for (int c = 0; c < 8; ++c) EXPECT_EQ(io["out"][static_cast<size_t>(c)], 7 * 8 + c);
+    }
+  }
+  passes::PassOptions o;
+  try {
+    passes::run_passes(register_program(false), testing::a3(), o);
+    FAIL() << "auto_sync synchronised a scope whose let variable is assigned";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.diagnostics().front().kind, "auto-sync");
+    EXPECT_NE(e.diagnostics().front().message.find("assigned again"), std::string::npos);
   }
 }
 

@@ -169,6 +169,9 @@ Ex load(const Tensor& t, std::vector<Ex> idx, SrcLoc loc = SrcLoc::current());
 /// register the rest of the enclosing block reads (ir::LetStmt). Without it, every use of
 /// an expression with loads reads the elements again.
 Ex let_(const std::string& name, Ex value, SrcLoc loc = SrcLoc::current());
+/// `var = value` for a variable let_ returned: an assignment to its register (T.alloc_var's
+/// store), visible to every later read of it, also after the block it is made in.
+void assign(const Ex& var, Ex value, SrcLoc loc = SrcLoc::current());
 
 /// Second operand of a binary tile op: a tile or a scalar.
 struct Operand {

@@ -15,6 +15,14 @@
 
 namespace tilepipe::passes {
 
+/// Let variables bound more than once in a tree (T.alloc_var registers: every binding after
+/// the first assigns), and the first such assignment (null when there is none).
+struct LetAssignments {
+  std::set<int> vars;
+  const ir::StmtNode* first = nullptr;
+};
+LetAssignments let_assignments(const ir::Stmt& s);
+
 /// The validated option table of the pipeline (the original's pass configs). Switches
 /// that would have no effect are errors, not silently ignored (validate()).
 struct PassOptions {

@@ -334,6 +334,14 @@ class Builder {
       return PyExpr{ir::make_var_ref(v, l)};
     });
   }
+  /// `var = value` for a variable let() returned: an assignment to its register.
+  void assign(const PyExpr& var, const py::object& value, const py::object& loc) {
+    guarded([&] {
+      auto* v = std::get_if<ir::VarRef>(&var.e->node);
+      if (!v) throw std::invalid_argument("assign: not a variable");
+      kb_->emit(ir::make_stmt(ir::LetStmt{v->var, to_expr(value)}, make_loc(loc)));
+    });
+  }
   void begin_else(const py::object& loc) {
     guarded([&] { kb_->begin_else(make_loc(loc)); });
   }
@@ -549,6 +557,7 @@ PYBIND11_MODULE(_tilepipe, m) {
       .def("end_scope", &Builder::end_scope)
       .def("begin_if", &Builder::begin_if)
       .def("let", &Builder::let)
+      .def("assign", &Builder::assign)
       .def("begin_else", &Builder::begin_else)
       .def("end_if", &Builder::end_if)
       .def("copy", &Builder::copy, py::arg("src"), py::arg("dst"), py::arg("transpose"),

@@ -198,6 +198,44 @@ def test_row_expand_experiments_apply_one_value_per_row(kind, fn, dtype, in_plac
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3)
 
 
+@tilelang.jit(out_idx=[2])
+def row_expand_brcb_kernel(R, C, kind):
+    """xattention's spelling: a per-row statistic [1, R, 1] broadcast by brcb into one
+    32-byte block per row ([R, 8] f32), then row_expand without tmp on a [1, R, C] slice of a
+    3-D tile, in place."""
+    op = getattr(T.tile, f"row_expand_{kind}_experiment")
+
+    @T.prim_func
+    def main(A: T.Tensor((R, C), "float32"), S: T.Tensor((R,), "float32"),
+             D: T.Tensor((R, C), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((2, R, C), "float32")
+            s = T.alloc_ub((1, R, 1), "float32")
+            b = T.alloc_ub((R, 8), "float32")
+            with T.Scope("V"):
+                if vid == 0:
+                    T.copy(A, a[1, :, :])
+                    T.copy(S, s[0, :, 0])
+                    T.set_flag("mte2", "v", 0)
+                    T.wait_flag("mte2", "v", 0)
+                    T.tile.brcb_experiment(b, s, R // 8, 1, 8)
+                    T.pipe_barrier("v")
+                    op(a[1, :, :], a[1, :, :], b)
+                    T.set_flag("v", "mte3", 0)
+                    T.wait_flag("v", "mte3", 0)
+                    T.copy(a[1, :, :], D)
+
+    return main
+
+
+@pytest.mark.parametrize("kind,fn", [("mul", np.multiply), ("sub", np.subtract)])
+def test_row_expand_of_a_brcb_block_per_row_on_a_3d_tile(kind, fn):
+    a = RNG.standard_normal((16, 64)).astype(np.float32)
+    s = (RNG.random(16) + 0.5).astype(np.float32)
+    got = row_expand_brcb_kernel(16, 64, kind)(a, s)
+    np.testing.assert_allclose(got, fn(a, s[:, None]), rtol=1e-6)
+
+
 @tilelang.jit(out_idx=[1])
 def brcb_kernel(M, dtype, blk=1, rep_stride=8):
     per = 32 // (2 if dtype == "float16" else 4)

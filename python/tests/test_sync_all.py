@@ -87,6 +87,53 @@ def test_every_block_reads_every_blocks_partial_after_the_barrier():
     np.testing.assert_allclose(out[:, 0], np.full(8, a.sum()), rtol=1e-4)
 
 
+@tilelang.jit(out_idx=[2])
+def kernel_level_barrier(blocks, N=64):
+    """xattention's spelling: T.sync_all() between two scopes, at kernel level, where the
+    original's C/V separation puts it into both cores' code."""
+
+    @T.prim_func
+    def main(A: T.Tensor((blocks, N), "float32"), WS: T.Tensor((blocks, 8), "float32"),
+             OUT: T.Tensor((blocks, 8), "float32")):
+        with T.Kernel(blocks, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((1, N), "float32")
+            s = T.alloc_ub((1, 8), "float32")
+            w = T.alloc_ub((blocks, 8), "float32")
+            acc = T.alloc_ub((1, 8), "float32")
+            l1 = T.alloc_L1((16, 16), "float32")
+            with T.Scope("C"):
+                T.copy(A[0:16, 0:16], l1)  # Cube code: the AIC is in the launch
+            with T.Scope("V"):
+                if vid == 0:
+                    T.copy(A[cid, 0], a)
+                    T.tile.fill(s, 0.0)
+                    T.barrier_all()
+                    T.reduce_sum(a, s[0, 0:1], -1)
+                    T.barrier_all()
+                    T.copy(s, WS[cid, 0])
+            T.sync_all()
+            with T.Scope("V"):
+                if vid == 0:
+                    T.copy(WS, w)
+                    T.barrier_all()
+                    T.tile.fill(acc, 0.0)
+                    for b in T.serial(blocks):
+                        T.tile.add(acc, acc, w[b, :])
+                    T.barrier_all()
+                    T.copy(acc, OUT[cid, 0])
+
+    return main
+
+
+def test_at_kernel_level_every_core_reaches_it_in_its_own_code():
+    a = RNG.standard_normal((16, 64)).astype(np.float32)
+    k = kernel_level_barrier(16)
+    out = k.check(a, np.zeros((16, 8), np.float32))
+    np.testing.assert_allclose(out[:, 0], np.full(16, a.sum()), rtol=1e-4)
+    text = k.get_ir(after_passes=False)
+    assert text.count("set_cross_flag") == 2, text  # one in each core kind's scope
+
+
 def test_without_the_barrier_the_reads_of_other_blocks_are_races():
     a = RNG.standard_normal((4, 64)).astype(np.float32)
     with pytest.raises(tilelang.TilepipeError, match="race"):

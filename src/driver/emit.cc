@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "tilepipe/driver.h"
+#include "tilepipe/passes.h"
 #include "tilepipe/vec_modes.h"
 
 namespace tilepipe::driver {
@@ -242,6 +243,7 @@ class Emitter {
     source_scoped_ = has_scope(c.source.body);
     transposed_ = transposed_operands(c.program.body);
     sort_padding_ = sort_padding(c.program.body);
+    assigned_ = passes::let_assignments(c.program.body).vars;
   }
 
   std::string file() {
@@ -710,8 +712,14 @@ class Emitter {
     }
   }
 
-  /// The original's parser makes a LetStmt of a name binding: the binding back.
-  void emit(const LetStmt& n, const StmtNode&) { line("{} = {}", var(n.var), expr(n.value)); }
+  /// The original's parser makes a LetStmt of a name binding: the binding back. A variable
+  /// assigned again is a register, declared where it is first bound (T.alloc_var).
+  void emit(const LetStmt& n, const StmtNode&) {
+    if (assigned_.count(n.var->id) && declared_.insert(n.var->id).second)
+      line("{} = T.alloc_var(\"int32\", init={})", var(n.var), expr(n.value));
+    else
+      line("{} = {}", var(n.var), expr(n.value));
+  }
 
   void emit(const ScopeStmt& n, const StmtNode&) {
     line("with T.Scope(\"{}\"):{}", to_string(n.kind),
@@ -871,6 +879,8 @@ class Emitter {
   std::set<std::string> used_;
   std::map<int, std::string> names_;  // buffer id -> identifier
   std::map<int, std::string> vars_;   // variable id -> identifier
+  std::set<int> assigned_;            // let variables bound more than once: registers
+  std::set<int> declared_;            // those already declared with T.alloc_var
 };
 
 }  // namespace

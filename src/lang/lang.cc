@@ -126,6 +126,17 @@ Ex let_(const std::string& name, Ex value, SrcLoc loc) {
   return Ex(ir::make_var_ref(v, ir::Loc::from(loc)));
 }
 
+void assign(const Ex& var, Ex value, SrcLoc loc) {
+  auto* v = std::get_if<ir::VarRef>(&var.ir()->node);
+  if (!v)
+    throw BuildError{ir::Loc::from(loc),
+                     fmt::format("assign to '{}', which is not a variable: assign to what let_ "
+                                 "returned",
+                                 ir::print(var.ir()))};
+  KernelBuilder::current(loc).emit(
+      ir::make_stmt(ir::LetStmt{v->var, value.ir()}, ir::Loc::from(loc)));
+}
+
 Ex load(const Tensor& t, std::vector<Ex> idx, SrcLoc loc) {
   require_buffer(t.ir(), "load from", loc);
   if (idx.size() != t.shape().size()) {

@@ -516,15 +516,20 @@ class Lowerer {
     for (const auto& c : n.body) lower_stmt(c, in_scope, out);
   }
 
-  /// Evaluated on every core kind that reaches it (the scalar units of both read it).
+  /// Evaluated on every core kind that reaches it (the scalar units of both read it). A
+  /// variable bound already is assigned: the same register (T.alloc_var's stores).
   void lower_node(const LetStmt& n, const StmtNode& s, bool, Block& out) {
     Item it;
     it.kind = Item::Let;
     it.loc = s.loc;
     it.begin = compile(n.value);
-    it.slot = cur_->num_slots++;
-    slots_[n.var->id] = it.slot;
-    lets_.push_back(n.var->id);
+    if (auto bound = slots_.find(n.var->id); bound != slots_.end()) {
+      it.slot = bound->second;
+    } else {
+      it.slot = cur_->num_slots++;
+      slots_[n.var->id] = it.slot;
+      lets_.push_back(n.var->id);
+    }
     cur_->lets = true;
     out.items.push_back(std::move(it));
   }

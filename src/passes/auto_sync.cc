@@ -24,6 +24,7 @@
 
 #include "passes/dependence.h"
 #include "passes/original_sync.h"
+#include "tilepipe/passes.h"
 #include "tilepipe/verify.h"
 
 namespace tilepipe::passes {
@@ -723,6 +724,18 @@ class ScopeFinder : public StmtMutator {
 
   Stmt mutate_scope(const ScopeStmt& s, const Stmt& self) override {
     if (has_hand_sync(s.body)) return self;
+    // The analysis reads a let variable as the value it was bound to, which a variable
+    // assigned again does not keep.
+    if (const StmtNode* a = let_assignments(s.body).first)
+      throw UserError(Diagnostic{
+          a->loc,
+          "auto-sync",
+          "a scalar variable is assigned again (a T.alloc_var stored under a branch or loop) in "
+          "a scope without hand flags: automatic sync cannot tell which elements the accesses "
+          "it indexes touch",
+          {},
+          "place this scope's flags by hand (expert mode), or compute the value as an "
+          "expression of loop variables (T.if_then_else) instead of storing it"});
     VarRanges v = vars_;
     v[kVidVar] = vid_range(s.kind);
     AutoSync a(p_, chip_, o_, s.kind, self->loc, std::move(v), loops_ > 0);

@@ -3,6 +3,7 @@
 
 #include "passes/rewrite.h"
 
+#include "tilepipe/passes.h"
 #include "tilepipe/verify.h"
 
 #include <algorithm>
@@ -21,6 +22,20 @@ bool has_hand_sync(const Stmt& s) {
   } v;
   v.visit(s);
   return v.found;
+}
+
+LetAssignments let_assignments(const Stmt& s) {
+  struct V : StmtVisitor {
+    std::set<int> bound;
+    LetAssignments out;
+    void visit_let(const LetStmt& l, const StmtNode& n) override {
+      if (bound.insert(l.var->id).second) return;
+      out.vars.insert(l.var->id);
+      if (!out.first) out.first = &n;
+    }
+  } v;
+  v.visit(s);
+  return v.out;
 }
 
 std::optional<Pipe> leaf_pipe(const Stmt& s) {

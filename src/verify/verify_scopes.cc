@@ -95,19 +95,21 @@ void Verifier::check(const SeqStmt& n, const StmtNode&) {
   // A let's variable is visible to the rest of the sequence.
   std::vector<int> lets;
   for (const auto& c : n.body) {
+    auto* l = std::get_if<LetStmt>(&c->node);
+    if (l && !vars_.count(l->var->id)) lets.push_back(l->var->id);
     stmt(c);
-    if (auto* l = std::get_if<LetStmt>(&c->node)) lets.push_back(l->var->id);
   }
   for (int id : lets) vars_.erase(id);
 }
 
 void Verifier::check(const LetStmt& n, const StmtNode&) {
-  // A second binding of the same variable (a pass's copy of a loop body) overwrites the
-  // register, as on the scalar unit. Like a loop bound, a value that depends on variables is
-  // correlated with them.
+  // Like a loop bound, a value that depends on variables is correlated with them.
   std::map<int, int> uses;
   Interval v = range(n.value, uses);
   v.exact = v.exact && uses.empty();
+  // A variable bound already is assigned (the same register): past a store under a
+  // branch or loop it may hold any value it was given, so it has no useful range.
+  if (vars_.count(n.var->id)) v = {INT64_MIN / 4, INT64_MAX / 4, false};
   vars_[n.var->id] = v;
 }
 

@@ -379,25 +379,34 @@ def alloc_local(shape, dtype, *a, **kw):
 
 
 class Var:
-    """`T.alloc_var`: a mutable scalar. tilepipe's IR has no scalar registers (and timing
-    mode computes no values the scalar unit could read back), so the front end tracks the
-    variable's value as it builds the kernel: a store rebinds it to the stored number or
-    integer expression, a use reads the current one. Stores must happen under the same
-    run-time control as the declaration: under a run-time `if` or loop the value after it
-    would depend on the path taken, which is an error at the store."""
+    """`T.alloc_var`: a mutable scalar, a register of the scalar unit. The front end tracks
+    its value as it builds the kernel, so a variable stored only under the control it was
+    declared in folds into the code like a constant. The first store under a run-time `if`
+    or loop makes it a register for the rest of the kernel: every store is an assignment
+    (an ir::LetStmt of the same variable, emitted at each store) and every later read
+    reads the register. A read under run-time control before that store may be a later
+    iteration's read of the stored value, so it is an error at the store. Integer and
+    bool variables only (the scalar unit's registers here hold integers)."""
 
     def __init__(self, name, dtype, value):
         self.name, self.dtype = name, dtype
         self.depth = len(ctx.trip_stack)  # run-time loops / ifs around the declaration
         self.value = None
+        self.reg = None  # the register's variable, once a store is emitted
+        self.live = False  # reads read the register
+        self.read_under = None  # where a tracked read happened under run-time control
         self.store(value)
 
     def load(self):
+        if self.live:
+            return self.reg
+        if len(ctx.trip_stack) > self.depth and self.read_under is None:
+            self.read_under = _core.current_loc() or ("the kernel", 0)
         return self.value
 
     def store(self, value):
         if isinstance(value, Var):
-            value = value.value
+            value = value.load()
         if isinstance(value, Region):
             value = value.load()  # one element, read by the scalar unit now
         if isinstance(value, Sym):
@@ -408,17 +417,32 @@ class Var:
             raise err(f"cannot store {type(value).__name__} {value!r} in the T.alloc_var "
                       f"'{self.name}'",
                       hint="store a number, an integer expression or one element of a buffer")
-        if len(ctx.trip_stack) > self.depth and self.value is not None:
-            raise err(f"T.alloc_var '{self.name}' assigned under a run-time loop or if: its "
-                      "value after it would depend on the path taken at run time, and "
-                      "tilepipe's IR has no scalar registers",
-                      hint="declare the variable inside that loop / branch, or compute the "
-                      "value as an expression (T.if_then_else(cond, a, b), loop variables)")
         if self.dtype == "bool":
             value = bool(value) if not isinstance(value, Expr) else value
         elif self.dtype.startswith(("int", "uint")) and isinstance(value, float):
             value = int(value)
+        integer = self.dtype == "bool" or self.dtype.startswith(("int", "uint"))
+        if len(ctx.trip_stack) > self.depth and self.value is not None and not self.live:
+            why = None
+            if not integer:
+                why = f"a {self.dtype} variable (registers here hold integers)"
+            elif self.read_under is not None:
+                why = (f"it was read under run-time control before (at {self.read_under[0]}:"
+                       f"{self.read_under[1]}), where a later iteration would read this store")
+            if why is not None:
+                raise err(f"T.alloc_var '{self.name}' assigned under a run-time loop or if: "
+                          f"{why}",
+                          hint="declare the variable inside that loop / branch, or compute "
+                          "the value as an expression (T.if_then_else(cond, a, b), loop "
+                          "variables)")
+            self.live = True
         self.value = value
+        if integer and ctx.builder is not None:
+            v = int(value) if isinstance(value, bool) else value
+            if self.reg is None:
+                self.reg = ctx.builder.let(self.name, v, _core.current_loc())
+            else:
+                ctx.builder.assign(self.reg, v, _core.current_loc())
 
     def __repr__(self):
         return f"Var({self.name}, {self.dtype}, {self.value!r})"
@@ -1026,10 +1050,16 @@ def sync_all(*a, **kw):
     then waits until all have arrived. Spelt as a drain of the core's pipes (barrier_all), a
     cross-core set of every core of the launch (SYNC_ALL_MODE; SyncAll is built from FFTS
     flags) and its wait, on cross-core flag SYNC_ALL_FLAG_ID."""
-    _on_the_core(_sync_all,
-                 "T.sync_all() outside T.Scope: each core kind reaches it in its own code",
-                 'call it in `with T.Scope("V")` (and in `with T.Scope("C")` where the kernel '
-                 'has Cube code: every core of the launch must arrive)')
+    if ctx.split is None and ctx.scope is None and ctx.builder is not None:
+        # At kernel level in an expert kernel: the original replicates kernel-level code into
+        # both cores' programs, so every core of the launch arrives, each in its own code.
+        bd, loc = builder(), _core.current_loc()
+        for core in ("C", "V"):
+            bd.begin_scope(core, loc)
+            _sync_all(core)
+            bd.end_scope(loc)
+        return
+    _on_the_core(_sync_all, "T.sync_all() outside a kernel", "call it inside T.Kernel")
 
 
 def _sync_all(core):

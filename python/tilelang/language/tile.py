@@ -249,12 +249,15 @@ def transpose(dst, src, *r, **kw):
 _ELEM_SHIFT = {1: 0, 2: 1, 4: 2}
 
 
-def _temp(tag, like, dtype):
-    """A UB temporary of `like`'s extents for one call site (ctx.hidden)."""
+def _temp(tag, like, dtype, shared=False):
+    """A UB temporary of `like`'s extents for one call site (ctx.hidden), or with `shared`
+    one for every call site of its tag, extents and dtype: a temporary only the vector pipe
+    writes and reads within its statement, which runs its instructions in order, needs no
+    second copy (kernels that pin every byte of UB leave room for one)."""
     from . import _alloc
 
     r = as_region(like)
-    key = (tag, tuple(r.extents), dtype, _core.ctx.stmt_loc)
+    key = (tag, tuple(r.extents), dtype, None if shared else _core.ctx.stmt_loc)
     if key not in _core.ctx.hidden:
         _core.ctx.hidden[key] = _alloc("UB", list(r.extents), dtype, name=f"{tag}_tmp")
     return _core.ctx.hidden[key]
@@ -394,9 +397,11 @@ def row_expand_mul(dst, src, vec, *r, **kw):
 
 
 def _row_vector(vec, rows, what):
-    """The row vector of a row-expand op: [R] or [R, 1] (one value per row)."""
+    """The row vector of a row-expand op: one value per row, [R] with any unit dimensions
+    around it ([R, 1], or xattention's [1, R, 1] of a per-row statistic)."""
     v = as_region(vec, what)
-    if v.elements() != rows or (len(v.extents) == 2 and v.extents[1] != 1) or len(v.extents) > 2:
+    if v.elements() != rows or len([e for e in v.extents if e != 1]) > 1 or (
+            len(v.extents) >= 2 and v.extents[-1] != 1 and rows != 1):
         raise err(f"{what}: the row vector {v.buffer.name} {list(v.extents)} is not [R] or "
                   f"[R, 1] for the destination's {rows} rows",
                   hint="pass one value per row as a 1-D tile")
@@ -406,18 +411,25 @@ def _row_vector(vec, rows, what):
 def _row_expand(kind):
     def op(dst, src0, src1, tmp=None, *r, **kw):
         d = as_region(dst, f"T.tile.row_expand_{kind}_experiment destination")
-        if len(d.extents) != 2:
-            raise err(f"T.tile.row_expand_{kind}_experiment needs a 2-D destination, found "
-                      f"{list(d.extents)}")
+        if len(d.extents) < 2 or any(e != 1 for e in d.extents[:-2]):
+            raise err(f"T.tile.row_expand_{kind}_experiment needs a 2-D destination (rows x "
+                      f"columns, unit dimensions before them allowed), found {list(d.extents)}")
         what = f"T.tile.row_expand_{kind}_experiment"
-        v = _row_vector(src1, d.extents[0], what)
+        rows = d.extents[-2]
+        s1 = as_region(src1, what)
+        block = 32 // _core.dtype_bytes(s1.buffer.dtype)
+        if tmp is None and list(s1.extents) == [rows, block] and rows != 1:
+            # Without tmp the original takes src1 as brcb's output, one 32-byte block per
+            # row holding that row's value (its codegen: {op}_mask with src1 block stride 0).
+            src1 = Region(s1.buffer, list(s1.starts), [rows, 1], [False, False])
+        v = _row_vector(src1, rows, what)
         if tmp is not None:
             # the original broadcasts src1 into tmp's 32-byte blocks (brcb) first
             t = as_region(tmp, f"{what} tmp")
-            if len(t.extents) == 2 and t.extents[0] == d.extents[0]:
+            if len(t.extents) == 2 and t.extents[0] == rows:
                 broadcast(t, v)
         wide = (d if not (_overlaps(dst, src0) or _overlaps(dst, src1))
-                else _temp(f"row_expand_{kind}", d, d.buffer.dtype))
+                else _temp("row_expand", d, d.buffer.dtype, shared=True))
         broadcast(wide, v)
         _emit(kind, d, [src0, wide])
 
