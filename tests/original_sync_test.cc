@@ -17,31 +17,34 @@ namespace {
 
 using namespace lang;
 
-void gather_rows(Tensor src, Tensor table, Tensor idx, Tensor out, int64_t n);
+void gather_rows(Tensor src, Tensor table, Tensor idx, Tensor out, int64_t n, bool lets);
 
 /// Row j of `out` is row table[idx[j] / 4] * 4 + idx[j] % 4 of `src`, in two column halves
 /// (two copies through the same loads), taken only when idx[j] >= 0, on AIV 0. No hand flags.
-ir::Program gather(int64_t n) {
+/// With `lets` the index and the row are bindings (`let_`), as the Python front end makes
+/// `index = idx_ub[j]` and `row = ...`.
+ir::Program gather(int64_t n, bool lets = false) {
   KernelBuilder kb("gather", 1);
   auto src = kb.input("src", {16, 16}, f32);
   auto table = kb.input("table", {4}, i32);
   auto idx = kb.input("idx", {n}, i32);
   auto out = kb.output("out", {n, 16}, f32);
   auto [cid, vid] = kb.launch();
-  scope_v([&] { if_(vid == 0, [&] { gather_rows(src, table, idx, out, n); }); });
+  scope_v([&] { if_(vid == 0, [&] { gather_rows(src, table, idx, out, n, lets); }); });
   return kb.finish();
 }
 
-void gather_rows(Tensor src, Tensor table, Tensor idx, Tensor out, int64_t n) {
+void gather_rows(Tensor src, Tensor table, Tensor idx, Tensor out, int64_t n, bool lets) {
   {
     auto iub = alloc_ub("iub", {n}, i32);
     auto row = alloc_ub("row", {n, 16}, f32);
     copy(idx, iub);
     tile::fill(row, 0.0);
     serial(n, [&](Ex j) {
-      Ex i = load(iub, {j});
+      Ex i = lets ? let_("at", load(iub, {j})) : load(iub, {j});
       if_(i >= 0, [&] {
         Ex r = load(table, {i / 4}) * 4 + i % 4;
+        if (lets) r = let_("r", r);
         copy(src(r, rows(0, 8)), row(j, rows(0, 8)));
         copy(src(r, rows(8, 8)), row(j, rows(8, 8)));
       });
@@ -103,6 +106,36 @@ TEST(OriginalSync, FullBarriersAroundTheIfAndBeforeTheFirstCopyThroughTheLoads) 
   EXPECT_NE(unindented(text).find(unindented(golden)), std::string::npos) << text;
   // Without the option, auto_sync alone: no barrier id.
   EXPECT_EQ(ir::print(synced(gather(4), false)).find("#7"), std::string::npos);
+}
+
+/// As the original's VisitStmt_(LetStmtNode): a barrier before each binding that reads an
+/// element (the index, then the page), and around the `if`.
+TEST(OriginalSync, ABarrierBeforeEachBindingThatReadsAnElement) {
+  std::string text = ir::print(synced(gather(4, true), true));
+  const std::string barrier = R"(set_flag MTE2->S #7
+        wait_flag MTE2->S #7
+        set_flag V->S #7
+        wait_flag V->S #7
+        set_flag MTE3->S #7
+        wait_flag MTE3->S #7)";
+  const std::string golden = barrier + R"(
+        let at = load(iub[i])
+        )" + barrier + R"(
+        if (at >= 0) {
+          )" + barrier + R"(
+          let r = ((load(table[(at / 4)]) * 4) + (at % 4))
+          copy src[r:+1, 0:+8] -> row[i:+1, 0:+8]
+          copy src[r:+1, 8:+8] -> row[i:+1, 8:+8]
+        }
+        )" + barrier;
+  EXPECT_NE(unindented(text).find(unindented(golden)), std::string::npos) << text;
+  // The same rows as the substituted form, race-free.
+  sim::HostData base = {{"src", {}}, {"table", {2, 0, 3, 1}}, {"idx", {5, -1, 14, 0}}};
+  for (int i = 0; i < 16 * 16; ++i) base["src"].push_back(i);
+  sim::HostData bound = base, inlined = base;
+  run(synced(gather(4, true), true), bound, sim::Mode::Functional);
+  run(synced(gather(4), true), inlined, sim::Mode::Functional);
+  EXPECT_EQ(bound.at("out"), inlined.at("out"));
 }
 
 TEST(OriginalSync, SameValuesRaceFreeAndTheGatherSerialised) {

@@ -249,15 +249,12 @@ def transpose(dst, src, *r, **kw):
 _ELEM_SHIFT = {1: 0, 2: 1, 4: 2}
 
 
-def _temp(tag, like, dtype, shared=False):
-    """A UB temporary of `like`'s extents for one call site (ctx.hidden), or with `shared`
-    one for every call site of its tag, extents and dtype: a temporary only the vector pipe
-    writes and reads within its statement, which runs its instructions in order, needs no
-    second copy (kernels that pin every byte of UB leave room for one)."""
+def _temp(tag, like, dtype):
+    """A UB temporary of `like`'s extents for one call site (ctx.hidden)."""
     from . import _alloc
 
     r = as_region(like)
-    key = (tag, tuple(r.extents), dtype, None if shared else _core.ctx.stmt_loc)
+    key = (tag, tuple(r.extents), dtype, _core.ctx.stmt_loc)
     if key not in _core.ctx.hidden:
         _core.ctx.hidden[key] = _alloc("UB", list(r.extents), dtype, name=f"{tag}_tmp")
     return _core.ctx.hidden[key]
@@ -429,7 +426,7 @@ def _row_expand(kind):
             if len(t.extents) == 2 and t.extents[0] == rows:
                 broadcast(t, v)
         wide = (d if not (_overlaps(dst, src0) or _overlaps(dst, src1))
-                else _temp("row_expand", d, d.buffer.dtype, shared=True))
+                else _temp(f"row_expand_{kind}", d, d.buffer.dtype))
         broadcast(wide, v)
         _emit(kind, d, [src0, wide])
 
