@@ -81,17 +81,19 @@ sim::SimResult run(const ir::Program& p, sim::HostData& io, sim::Mode mode) {
   return sim::simulate(low, testing::a3(), &io, o);
 }
 
-TEST(OriginalSync, FullBarriersAroundTheIfAndBeforeTheFirstCopyThroughTheLoads) {
-  std::string text = ir::print(synced(gather(4), true));
-  // One barrier before the `if` (whose condition binds the index), one before the copies
-  // (the page-table read; the second copy shares it), one after the `if`.
-  const std::string barrier = R"(set_flag MTE2->S #7
+/// One full barrier on the Vector core, as original_sync spells it (the printed IR).
+const std::string kBarrier = R"(set_flag MTE2->S #7
         wait_flag MTE2->S #7
         set_flag V->S #7
         wait_flag V->S #7
         set_flag MTE3->S #7
         wait_flag MTE3->S #7)";
-  const std::string golden = barrier + R"(
+
+TEST(OriginalSync, FullBarriersAroundTheIfAndBeforeTheFirstCopyThroughTheLoads) {
+  std::string text = ir::print(synced(gather(4), true));
+  // One barrier before the `if` (whose condition binds the index), one before the copies
+  // (the page-table read; the second copy shares it), one after the `if`.
+  const std::string golden = kBarrier + R"(
         if (load(iub[i]) >= 0) {
           set_flag MTE2->S #7
           wait_flag MTE2->S #7
@@ -102,7 +104,7 @@ TEST(OriginalSync, FullBarriersAroundTheIfAndBeforeTheFirstCopyThroughTheLoads) 
           copy src[((load(table[(load(iub[i]) / 4)]) * 4) + (load(iub[i]) % 4)):+1, 0:+8] -> row[i:+1, 0:+8]
           copy src[((load(table[(load(iub[i]) / 4)]) * 4) + (load(iub[i]) % 4)):+1, 8:+8] -> row[i:+1, 8:+8]
         }
-        )" + barrier;
+        )" + kBarrier;
   EXPECT_NE(unindented(text).find(unindented(golden)), std::string::npos) << text;
   // Without the option, auto_sync alone: no barrier id.
   EXPECT_EQ(ir::print(synced(gather(4), false)).find("#7"), std::string::npos);
@@ -112,22 +114,16 @@ TEST(OriginalSync, FullBarriersAroundTheIfAndBeforeTheFirstCopyThroughTheLoads) 
 /// element (the index, then the page), and around the `if`.
 TEST(OriginalSync, ABarrierBeforeEachBindingThatReadsAnElement) {
   std::string text = ir::print(synced(gather(4, true), true));
-  const std::string barrier = R"(set_flag MTE2->S #7
-        wait_flag MTE2->S #7
-        set_flag V->S #7
-        wait_flag V->S #7
-        set_flag MTE3->S #7
-        wait_flag MTE3->S #7)";
-  const std::string golden = barrier + R"(
+  const std::string golden = kBarrier + R"(
         let at = load(iub[i])
-        )" + barrier + R"(
+        )" + kBarrier + R"(
         if (at >= 0) {
-          )" + barrier + R"(
+          )" + kBarrier + R"(
           let r = ((load(table[(at / 4)]) * 4) + (at % 4))
           copy src[r:+1, 0:+8] -> row[i:+1, 0:+8]
           copy src[r:+1, 8:+8] -> row[i:+1, 8:+8]
         }
-        )" + barrier;
+        )" + kBarrier;
   EXPECT_NE(unindented(text).find(unindented(golden)), std::string::npos) << text;
   // The same rows as the substituted form, race-free.
   sim::HostData base = {{"src", {}}, {"table", {2, 0, 3, 1}}, {"idx", {5, -1, 14, 0}}};

@@ -684,33 +684,21 @@ def test_alloc_var_stored_under_a_run_time_branch_is_a_register_unless_a_float()
     """An int variable stored under a run-time branch is a scalar register from that store
     on (tests/test_let.py runs one); a float one cannot be (registers hold integers)."""
     @tilelang.jit
-    def f():
+    def f(dtype, init, stored):
         @T.prim_func
         def main(A: T.Tensor((2, 8), "float32")):
             with T.Kernel(2, is_npu=True) as (cid, vid):
-                v = T.alloc_var("int32", init=0)
+                v = T.alloc_var(dtype, init=init)
                 if cid > 0:
-                    v = 1
+                    v = stored  # MARK-var
                 T.printf(v)
 
         return main
 
-    f().get_ir(after_passes=False)  # builds: printf reads nothing the IR keeps
-
-    @tilelang.jit
-    def g():
-        @T.prim_func
-        def main(A: T.Tensor((2, 8), "float32")):
-            with T.Kernel(2, is_npu=True) as (cid, vid):
-                v = T.alloc_var("float32", init=0.5)
-                if cid > 0:
-                    v = 1.5  # MARK-var
-                T.printf(v)
-
-        return main
-
-    expect(g, "T.alloc_var 'v' assigned under a run-time loop or if: a float32 variable",
-           "hint", line_marker="# MARK-var")
+    f("int32", 0, 1).get_ir(after_passes=False)  # builds: printf reads nothing the IR keeps
+    expect(lambda: f("float32", 0.5, 1.5),
+           "T.alloc_var 'v' assigned under a run-time loop or if: a float32 variable", "hint",
+           line_marker="# MARK-var")
 
 
 def test_alloc_var_bad_arguments():

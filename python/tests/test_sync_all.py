@@ -15,6 +15,28 @@ import tilelang.language as T
 RNG = np.random.default_rng(2731)
 
 
+@T.macro
+def write_partial(A, WS, a, s, cid):
+    """WS[cid] = the sum of A's row cid (AIV 0's part)."""
+    T.copy(A[cid, 0], a)
+    T.tile.fill(s, 0.0)
+    T.barrier_all()
+    T.reduce_sum(a, s[0, 0:1], -1)
+    T.barrier_all()
+    T.copy(s, WS[cid, 0])
+
+
+@T.macro
+def sum_partials(WS, w, acc, blocks):
+    """acc = the sum of every block's partial in WS."""
+    T.copy(WS, w)
+    T.barrier_all()
+    T.tile.fill(acc, 0.0)
+    for b in T.serial(blocks):
+        T.tile.add(acc, acc, w[b, :])
+    T.barrier_all()
+
+
 def partial_sums(blocks, N=64, barrier=True, cube=True, own_flag=None, rounds=1,
                  reuse_barrier=True):
     """Block b sums its row of A into WS[b] (AIV 0); after the barrier each block adds
@@ -44,12 +66,7 @@ def partial_sums(blocks, N=64, barrier=True, cube=True, own_flag=None, rounds=1,
                     if own_flag is not None:
                         T.wait_cross_flag(own_flag)
                     if vid == 0:
-                        T.copy(A[cid, 0], a)
-                        T.tile.fill(s, 0.0)
-                        T.barrier_all()
-                        T.reduce_sum(a, s[0, 0:1], -1)
-                        T.barrier_all()
-                        T.copy(s, WS[cid, 0])
+                        write_partial(A, WS, a, s, cid)
                     if barrier:
                         T.sync_all()
                     else:
@@ -62,12 +79,7 @@ def partial_sums(blocks, N=64, barrier=True, cube=True, own_flag=None, rounds=1,
                                 T.copy(acc, WS[cid, 0])
                             T.sync_all()
                         if vid == 0:
-                            T.copy(WS, w)
-                            T.barrier_all()
-                            T.tile.fill(acc, 0.0)
-                            for b in T.serial(blocks):
-                                T.tile.add(acc, acc, w[b, :])
-                            T.barrier_all()
+                            sum_partials(WS, w, acc, blocks)
                     if vid == 0:
                         T.copy(acc, OUT[cid, 0])
 
@@ -105,21 +117,11 @@ def kernel_level_barrier(blocks, N=64):
                 T.copy(A[0:16, 0:16], l1)  # Cube code: the AIC is in the launch
             with T.Scope("V"):
                 if vid == 0:
-                    T.copy(A[cid, 0], a)
-                    T.tile.fill(s, 0.0)
-                    T.barrier_all()
-                    T.reduce_sum(a, s[0, 0:1], -1)
-                    T.barrier_all()
-                    T.copy(s, WS[cid, 0])
+                    write_partial(A, WS, a, s, cid)
             T.sync_all()
             with T.Scope("V"):
                 if vid == 0:
-                    T.copy(WS, w)
-                    T.barrier_all()
-                    T.tile.fill(acc, 0.0)
-                    for b in T.serial(blocks):
-                        T.tile.add(acc, acc, w[b, :])
-                    T.barrier_all()
+                    sum_partials(WS, w, acc, blocks)
                     T.copy(acc, OUT[cid, 0])
 
     return main
