@@ -260,10 +260,11 @@ def current_loc():
     while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
         f = f.f_back
     if f is not None and ctx.builder is not None and ctx.stmt_loc is not None:
-        # Frames below the interpreter belong to the script that called the kernel factory.
+        # Frames below the interpreter (its statement walk, its expression evaluation)
+        # belong to the script that called the kernel factory.
         g = sys._getframe(1)
         while g is not None and g is not f:
-            if g.f_code.co_filename.endswith("_interp.py"):
+            if g.f_code.co_filename.endswith(("_interp.py", "_eval.py")):
                 return ctx.stmt_loc
             g = g.f_back
         return (os.path.basename(f.f_code.co_filename), f.f_lineno)

@@ -10,6 +10,11 @@ from .._core import (Buffer as _Buffer, Expr, Region, Sym, TilelangError, as_reg
                      err, dtype_code, dtype_name, resolve, to_index)
 from .._core import _ext
 from .._interp import macro, prim_func  # noqa: F401
+from ._gates import _CUBE, _flag_gate, _gate, _no_split  # noqa: F401
+from ._var import Var, alloc_var  # noqa: F401
+from .sync import (BARRIER_EVENT_ID, SYNC_ALL_FLAG_ID, SYNC_ALL_MODE, _on_the_core,  # noqa: F401
+                   barrier_all, drain, pipe_barrier, set_cross_flag, set_flag, sync_all,
+                   wait_cross_flag, wait_flag)
 
 # ---- types ----
 
@@ -235,40 +240,6 @@ vectorized = serial
 # ---- memory ----
 
 
-_CUBE = ("L1", "L0A", "L0B", "L0C")
-
-
-def _gate(core):
-    """Whether an op of `core` ("C" or "V") is emitted now (the C/V split of unscoped code)."""
-    if ctx.split is None:
-        return True
-    if ctx.split == "probe":
-        for n in ctx.node_stack:
-            ctx.probe.setdefault(n, set()).add(core)
-        ctx.probe_cores.add(core)
-        return False
-    return ctx.split == core
-
-
-def _no_split(what):
-    if ctx.split is not None:
-        raise err(f"{what} in unscoped code (the automatic C/V split inserts the "
-                  "cross-core synchronisation)",
-                  hint='write the kernel with T.Scope("C") / T.Scope("V") to place cross-core '
-                  'flags by hand')
-
-
-def _flag_gate(*pipes):
-    """Intra-core flags and barriers in unscoped code belong to the core owning their pipes
-    (MTE1 / M / FIX: Cube; V / MTE3 / S: Vector; MTE2 alone: Vector)."""
-    if ctx.split is None:
-        return True
-    core = "C" if any(p in ("MTE1", "M", "FIX") for p in pipes) else "V"
-    if ctx.split == "probe":
-        ctx.hand_sync.add(core)
-    return _gate(core)
-
-
 def _alloc(scope, shape, dtype, name=None, api="alloc_shared"):
     full = None
     if name is None:  # the author's allocation (the front end's temporaries are named)
@@ -376,97 +347,6 @@ def alloc_fragment(shape, dtype, scope=None, *a, **kw):
 
 def alloc_local(shape, dtype, *a, **kw):
     return _alloc("UB", shape, dtype, api="alloc_local")
-
-
-class Var:
-    """`T.alloc_var`: a mutable scalar, a register of the scalar unit. The front end tracks
-    its value as it builds the kernel, so a variable stored only under the control it was
-    declared in folds into the code like a constant. The first store under a run-time `if`
-    or loop makes it a register for the rest of the kernel: every store is an assignment
-    (an ir::LetStmt of the same variable, emitted at each store) and every later read
-    reads the register. A read under run-time control before that store may be a later
-    iteration's read of the stored value, so it is an error at the store. Integer and
-    bool variables only (the scalar unit's registers here hold integers)."""
-
-    def __init__(self, name, dtype, value):
-        self.name, self.dtype = name, dtype
-        self.depth = len(ctx.trip_stack)  # run-time loops / ifs around the declaration
-        self.value = None
-        self.reg = None  # the register's variable, once a store is emitted
-        self.live = False  # reads read the register
-        self.read_under = None  # where a tracked read happened under run-time control
-        self.store(value)
-
-    def load(self):
-        if self.live:
-            return self.reg
-        if len(ctx.trip_stack) > self.depth and self.read_under is None:
-            self.read_under = _core.current_loc() or ("the kernel", 0)
-        return self.value
-
-    def store(self, value):
-        if isinstance(value, Var):
-            value = value.load()
-        if isinstance(value, Region):
-            value = value.load()  # one element, read by the scalar unit now
-        if isinstance(value, Sym):
-            value = resolve(value)
-        if isinstance(value, Expr) and value.const_value() is not None:
-            value = value.const_value()
-        if not isinstance(value, (bool, int, float, Expr)):
-            raise err(f"cannot store {type(value).__name__} {value!r} in the T.alloc_var "
-                      f"'{self.name}'",
-                      hint="store a number, an integer expression or one element of a buffer")
-        if self.dtype == "bool":
-            value = bool(value) if not isinstance(value, Expr) else value
-        elif self.dtype.startswith(("int", "uint")) and isinstance(value, float):
-            value = int(value)
-        integer = self.dtype == "bool" or self.dtype.startswith(("int", "uint"))
-        if len(ctx.trip_stack) > self.depth and self.value is not None and not self.live:
-            why = None
-            if not integer:
-                why = f"a {self.dtype} variable (registers here hold integers)"
-            elif self.read_under is not None:
-                why = (f"it was read under run-time control before (at {self.read_under[0]}:"
-                       f"{self.read_under[1]}), where a later iteration would read this store")
-            if why is not None:
-                raise err(f"T.alloc_var '{self.name}' assigned under a run-time loop or if: "
-                          f"{why}",
-                          hint="declare the variable inside that loop / branch, or compute "
-                          "the value as an expression (T.if_then_else(cond, a, b), loop "
-                          "variables)")
-            self.live = True
-        self.value = value
-        if integer and ctx.builder is not None:
-            v = int(value) if isinstance(value, bool) else value
-            if self.reg is None:
-                self.reg = ctx.builder.let(self.name, v, _core.current_loc())
-            else:
-                ctx.builder.assign(self.reg, v, _core.current_loc())
-
-    def __repr__(self):
-        return f"Var({self.name}, {self.dtype}, {self.value!r})"
-
-
-def alloc_var(dtype, *args, scope="local.var", init=None):
-    """A mutable scalar (the original's `local.var`): `T.alloc_var("int32", init=1)`,
-    `T.alloc_var("int32", 1)`, `T.alloc_var("int32", "local.var", init=1)`; 0 when no
-    initial value is given."""
-    if len(args) == 1 and isinstance(args[0], str):
-        scope = args[0]
-    elif len(args) == 1:
-        if init is not None:
-            raise err("T.alloc_var: the initial value is given twice")
-        init = args[0]
-    elif len(args) == 2:
-        if init is not None:
-            raise err("T.alloc_var: the initial value is given twice")
-        init, scope = args
-    elif args:
-        raise err(f"T.alloc_var takes (dtype, [init], [scope]); got {len(args) + 1} arguments")
-    if scope != "local.var":
-        raise err(f"T.alloc_var scope {scope!r}: only 'local.var' is supported")
-    return Var(ctx.pending_name or "var", dtype_name(dtype), 0 if init is None else init)
 
 
 def annotate_layout(layouts):
@@ -815,116 +695,6 @@ reduce_sum = _reduce_entry("sum")
 
 # ---- synchronisation ----
 
-_PIPES = {"MTE1": "MTE1", "MTE2": "MTE2", "MTE3": "MTE3", "M": "M", "FIX": "FIX", "V": "V",
-          "S": "S", "PIPE_MTE1": "MTE1", "PIPE_MTE2": "MTE2", "PIPE_MTE3": "MTE3",
-          "PIPE_M": "M", "PIPE_FIX": "FIX", "PIPE_V": "V", "PIPE_S": "S"}
-
-
-def _pipe(p):
-    p = str(p).upper()
-    if p not in _PIPES:
-        raise err(f"unknown pipe {p!r}", hint="pipes: MTE1, MTE2, MTE3, M, FIX, V, S")
-    return _PIPES[p]
-
-
-def _event(event_id):
-    """The event id of a flag, as written: ids past the chip's count (the original's kernels
-    use up to 15) are renamed by the pipeline's event_ids pass (docs/passes.md)."""
-    return to_index(event_id, "event id")
-
-
-def set_flag(src, dst, event_id=0, *a, **kw):
-    s, d = _pipe(src), _pipe(dst)
-    if not _flag_gate(s, d):
-        return
-    builder().set_flag(s, d, _event(event_id), _core.current_loc())
-
-
-def wait_flag(src, dst, event_id=0, *a, **kw):
-    s, d = _pipe(src), _pipe(dst)
-    if not _flag_gate(s, d):
-        return
-    builder().wait_flag(s, d, _event(event_id), _core.current_loc())
-
-
-def pipe_barrier(pipe, *a, **kw):
-    if str(pipe).upper() in ("ALL", "PIPE_ALL"):
-        return barrier_all()
-    p = _pipe(pipe)
-    if not _flag_gate(p):
-        return
-    builder().pipe_barrier(p, _core.current_loc())
-
-
-BARRIER_EVENT_ID = 7  # the event id barrier_all's flags use (docs/python.md)
-
-
-def barrier_all(*a, **kw):
-    """PipeBarrier<PIPE_ALL>: every earlier instruction of the core finishes before any later
-    one starts. Spelt as flags through a hub pipe (M on the Cube core, the scalar unit on
-    the Vector core), event id 7. In unscoped code each core's part of the C/V split gets
-    its own (PipeBarrier<PIPE_ALL> orders one core's pipes; what crosses the cores is the
-    split's hand-offs)."""
-    _on_the_core(drain, "T.barrier_all() outside T.Scope: the barrier belongs to one core",
-                 'place it inside `with T.Scope("C")` or `with T.Scope("V")`')
-
-
-def _on_the_core(emit, outside, hint):
-    """emit(core) for the scope's core, or for each core's part of the C/V split of unscoped
-    code; `outside` (with `hint`) is the error outside both."""
-    if ctx.split is not None:
-        if ctx.split in ("C", "V"):
-            emit(ctx.split)
-        return
-    if ctx.scope is None:
-        raise err(outside, hint=hint)
-    emit(ctx.scope)
-
-
-def drain(core):
-    """Every earlier instruction of `core` ("C" / "V") finishes before any later one starts."""
-    bd = builder()
-    loc = _core.current_loc()
-    e = BARRIER_EVENT_ID
-    if core == "C":
-        for p in ("MTE2", "MTE1", "FIX"):
-            bd.set_flag(p, "M", e, loc)
-            bd.wait_flag(p, "M", e, loc)
-        for p in ("MTE2", "MTE1", "FIX"):
-            bd.set_flag("M", p, e, loc)
-            bd.wait_flag("M", p, e, loc)
-    else:
-        for p in ("MTE2", "V", "MTE3"):
-            bd.set_flag(p, "S", e, loc)
-            bd.wait_flag(p, "S", e, loc)
-
-
-def _count_flag(kind, flag_id):
-    """Records a cross-flag use for _drains: its id, a constant, or (c, c + 1) for the two
-    vector cores where the id is `c + vid` (one flag per AIV), else None (not accounted)."""
-    fid = to_index(flag_id, "cross flag id")
-    count = 1
-    for t in ctx.trip_stack:
-        count = None if (t is None or count is None) else count * t
-    if not isinstance(fid, int):
-        c = _ext.const_diff(_ext.vid(), fid)  # fid - vid
-        fid = (c, c + 1) if isinstance(c, int) and ctx.scope == "V" else None
-    ctx.flag_counts.append((ctx.scope, kind, fid, count))
-
-
-def set_cross_flag(pipe, flag_id, mode=2, *a, **kw):
-    _no_split("T.set_cross_flag")
-    _count_flag("set", flag_id)
-    builder().set_cross_flag(_pipe(pipe), to_index(flag_id, "cross flag id"), int(mode),
-                             _core.current_loc())
-
-
-def wait_cross_flag(flag_id, *a, **kw):
-    _no_split("T.wait_cross_flag")
-    _count_flag("wait", flag_id)
-    builder().wait_cross_flag(to_index(flag_id, "cross flag id"), _core.current_loc())
-
-
 # ---- scalar helpers ----
 
 
@@ -1039,36 +809,6 @@ exp = _scalar_math("exp", _math.exp)
 log = _scalar_math("log", _math.log)
 sqrt = _scalar_math("sqrt", _math.sqrt)
 rsqrt = _scalar_math("rsqrt", lambda v: 1.0 / _math.sqrt(v))
-
-
-SYNC_ALL_FLAG_ID = 15  # the cross-core flag id T.sync_all uses (docs/python.md)
-SYNC_ALL_MODE = 3  # its set's mode: every core of the launch (ir::kSyncAllMode)
-
-
-def sync_all(*a, **kw):
-    """AscendC's SyncAll: every core of the launch (AIC and AIVs) finishes its earlier work,
-    then waits until all have arrived. Spelt as a drain of the core's pipes (barrier_all), a
-    cross-core set of every core of the launch (SYNC_ALL_MODE; SyncAll is built from FFTS
-    flags) and its wait, on cross-core flag SYNC_ALL_FLAG_ID."""
-    if ctx.split is None and ctx.scope is None and ctx.builder is not None:
-        # At kernel level in an expert kernel: the original replicates kernel-level code into
-        # both cores' programs, so every core of the launch arrives, each in its own code.
-        bd, loc = builder(), _core.current_loc()
-        for core in ("C", "V"):
-            bd.begin_scope(core, loc)
-            _sync_all(core)
-            bd.end_scope(loc)
-        return
-    _on_the_core(_sync_all, "T.sync_all() outside a kernel", "call it inside T.Kernel")
-
-
-def _sync_all(core):
-    drain(core)
-    bd = builder()
-    loc = _core.current_loc()
-    # the set fires after the drain's hub: M on the Cube core, the scalar unit on the Vector
-    bd.set_cross_flag("M" if core == "C" else "S", SYNC_ALL_FLAG_ID, SYNC_ALL_MODE, loc)
-    bd.wait_cross_flag(SYNC_ALL_FLAG_ID, loc)
 
 
 def set_deq_scale(scale, *a, **kw):

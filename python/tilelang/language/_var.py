@@ -1,0 +1,95 @@
+"""`T.alloc_var`: mutable scalars, tracked by the front end and, once stored under
+run-time control, scalar registers (ir::LetStmt bindings of the same variable)."""
+
+from .. import _core
+from .._core import Expr, Region, Sym, ctx, dtype_name, err, resolve
+
+class Var:
+    """`T.alloc_var`: a mutable scalar, a register of the scalar unit. The front end tracks
+    its value as it builds the kernel, so a variable stored only under the control it was
+    declared in folds into the code like a constant. The first store under a run-time `if`
+    or loop makes it a register for the rest of the kernel: every store is an assignment
+    (an ir::LetStmt of the same variable, emitted at each store) and every later read
+    reads the register. A read under run-time control before that store may be a later
+    iteration's read of the stored value, so it is an error at the store. Integer and
+    bool variables only (the scalar unit's registers here hold integers)."""
+
+    def __init__(self, name, dtype, value):
+        self.name, self.dtype = name, dtype
+        self.depth = len(ctx.trip_stack)  # run-time loops / ifs around the declaration
+        self.value = None
+        self.reg = None  # the register's variable, once a store is emitted
+        self.live = False  # reads read the register
+        self.read_under = None  # where a tracked read happened under run-time control
+        self.store(value)
+
+    def load(self):
+        if self.live:
+            return self.reg
+        if len(ctx.trip_stack) > self.depth and self.read_under is None:
+            self.read_under = _core.current_loc() or ("the kernel", 0)
+        return self.value
+
+    def store(self, value):
+        if isinstance(value, Var):
+            value = value.load()
+        if isinstance(value, Region):
+            value = value.load()  # one element, read by the scalar unit now
+        if isinstance(value, Sym):
+            value = resolve(value)
+        if isinstance(value, Expr) and value.const_value() is not None:
+            value = value.const_value()
+        if not isinstance(value, (bool, int, float, Expr)):
+            raise err(f"cannot store {type(value).__name__} {value!r} in the T.alloc_var "
+                      f"'{self.name}'",
+                      hint="store a number, an integer expression or one element of a buffer")
+        if self.dtype == "bool":
+            value = bool(value) if not isinstance(value, Expr) else value
+        elif self.dtype.startswith(("int", "uint")) and isinstance(value, float):
+            value = int(value)
+        integer = self.dtype == "bool" or self.dtype.startswith(("int", "uint"))
+        if len(ctx.trip_stack) > self.depth and self.value is not None and not self.live:
+            why = None
+            if not integer:
+                why = f"a {self.dtype} variable (registers here hold integers)"
+            elif self.read_under is not None:
+                why = (f"it was read under run-time control before (at {self.read_under[0]}:"
+                       f"{self.read_under[1]}), where a later iteration would read this store")
+            if why is not None:
+                raise err(f"T.alloc_var '{self.name}' assigned under a run-time loop or if: "
+                          f"{why}",
+                          hint="declare the variable inside that loop / branch, or compute "
+                          "the value as an expression (T.if_then_else(cond, a, b), loop "
+                          "variables)")
+            self.live = True
+        self.value = value
+        if integer and ctx.builder is not None:
+            v = int(value) if isinstance(value, bool) else value
+            if self.reg is None:
+                self.reg = ctx.builder.let(self.name, v, _core.current_loc())
+            else:
+                ctx.builder.assign(self.reg, v, _core.current_loc())
+
+    def __repr__(self):
+        return f"Var({self.name}, {self.dtype}, {self.value!r})"
+
+
+def alloc_var(dtype, *args, scope="local.var", init=None):
+    """A mutable scalar (the original's `local.var`): `T.alloc_var("int32", init=1)`,
+    `T.alloc_var("int32", 1)`, `T.alloc_var("int32", "local.var", init=1)`; 0 when no
+    initial value is given."""
+    if len(args) == 1 and isinstance(args[0], str):
+        scope = args[0]
+    elif len(args) == 1:
+        if init is not None:
+            raise err("T.alloc_var: the initial value is given twice")
+        init = args[0]
+    elif len(args) == 2:
+        if init is not None:
+            raise err("T.alloc_var: the initial value is given twice")
+        init, scope = args
+    elif args:
+        raise err(f"T.alloc_var takes (dtype, [init], [scope]); got {len(args) + 1} arguments")
+    if scope != "local.var":
+        raise err(f"T.alloc_var scope {scope!r}: only 'local.var' is supported")
+    return Var(ctx.pending_name or "var", dtype_name(dtype), 0 if init is None else init)

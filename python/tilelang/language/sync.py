@@ -1,0 +1,145 @@
+"""Synchronisation in the kernel language: intra-core flags and barriers, cross-core flags,
+T.sync_all (docs/python.md)."""
+
+from .. import _core
+from .._core import _ext, builder, ctx, err, to_index
+from ._gates import _flag_gate, _no_split
+
+_PIPES = {"MTE1": "MTE1", "MTE2": "MTE2", "MTE3": "MTE3", "M": "M", "FIX": "FIX", "V": "V",
+          "S": "S", "PIPE_MTE1": "MTE1", "PIPE_MTE2": "MTE2", "PIPE_MTE3": "MTE3",
+          "PIPE_M": "M", "PIPE_FIX": "FIX", "PIPE_V": "V", "PIPE_S": "S"}
+
+
+def _pipe(p):
+    p = str(p).upper()
+    if p not in _PIPES:
+        raise err(f"unknown pipe {p!r}", hint="pipes: MTE1, MTE2, MTE3, M, FIX, V, S")
+    return _PIPES[p]
+
+
+def _event(event_id):
+    """The event id of a flag, as written: ids past the chip's count (the original's kernels
+    use up to 15) are renamed by the pipeline's event_ids pass (docs/passes.md)."""
+    return to_index(event_id, "event id")
+
+
+def set_flag(src, dst, event_id=0, *a, **kw):
+    s, d = _pipe(src), _pipe(dst)
+    if not _flag_gate(s, d):
+        return
+    builder().set_flag(s, d, _event(event_id), _core.current_loc())
+
+
+def wait_flag(src, dst, event_id=0, *a, **kw):
+    s, d = _pipe(src), _pipe(dst)
+    if not _flag_gate(s, d):
+        return
+    builder().wait_flag(s, d, _event(event_id), _core.current_loc())
+
+
+def pipe_barrier(pipe, *a, **kw):
+    if str(pipe).upper() in ("ALL", "PIPE_ALL"):
+        return barrier_all()
+    p = _pipe(pipe)
+    if not _flag_gate(p):
+        return
+    builder().pipe_barrier(p, _core.current_loc())
+
+
+BARRIER_EVENT_ID = 7  # the event id barrier_all's flags use (docs/python.md)
+
+
+def barrier_all(*a, **kw):
+    """PipeBarrier<PIPE_ALL>: every earlier instruction of the core finishes before any later
+    one starts. Spelt as flags through a hub pipe (M on the Cube core, the scalar unit on
+    the Vector core), event id 7. In unscoped code each core's part of the C/V split gets
+    its own (PipeBarrier<PIPE_ALL> orders one core's pipes; what crosses the cores is the
+    split's hand-offs)."""
+    _on_the_core(drain, "T.barrier_all() outside T.Scope: the barrier belongs to one core",
+                 'place it inside `with T.Scope("C")` or `with T.Scope("V")`')
+
+
+def _on_the_core(emit, outside, hint):
+    """emit(core) for the scope's core, or for each core's part of the C/V split of unscoped
+    code; `outside` (with `hint`) is the error outside both."""
+    if ctx.split is not None:
+        if ctx.split in ("C", "V"):
+            emit(ctx.split)
+        return
+    if ctx.scope is None:
+        raise err(outside, hint=hint)
+    emit(ctx.scope)
+
+
+def drain(core):
+    """Every earlier instruction of `core` ("C" / "V") finishes before any later one starts."""
+    bd = builder()
+    loc = _core.current_loc()
+    e = BARRIER_EVENT_ID
+    if core == "C":
+        for p in ("MTE2", "MTE1", "FIX"):
+            bd.set_flag(p, "M", e, loc)
+            bd.wait_flag(p, "M", e, loc)
+        for p in ("MTE2", "MTE1", "FIX"):
+            bd.set_flag("M", p, e, loc)
+            bd.wait_flag("M", p, e, loc)
+    else:
+        for p in ("MTE2", "V", "MTE3"):
+            bd.set_flag(p, "S", e, loc)
+            bd.wait_flag(p, "S", e, loc)
+
+
+def _count_flag(kind, flag_id):
+    """Records a cross-flag use for _drains: its id, a constant, or (c, c + 1) for the two
+    vector cores where the id is `c + vid` (one flag per AIV), else None (not accounted)."""
+    fid = to_index(flag_id, "cross flag id")
+    count = 1
+    for t in ctx.trip_stack:
+        count = None if (t is None or count is None) else count * t
+    if not isinstance(fid, int):
+        c = _ext.const_diff(_ext.vid(), fid)  # fid - vid
+        fid = (c, c + 1) if isinstance(c, int) and ctx.scope == "V" else None
+    ctx.flag_counts.append((ctx.scope, kind, fid, count))
+
+
+def set_cross_flag(pipe, flag_id, mode=2, *a, **kw):
+    _no_split("T.set_cross_flag")
+    _count_flag("set", flag_id)
+    builder().set_cross_flag(_pipe(pipe), to_index(flag_id, "cross flag id"), int(mode),
+                             _core.current_loc())
+
+
+def wait_cross_flag(flag_id, *a, **kw):
+    _no_split("T.wait_cross_flag")
+    _count_flag("wait", flag_id)
+    builder().wait_cross_flag(to_index(flag_id, "cross flag id"), _core.current_loc())
+
+
+SYNC_ALL_FLAG_ID = 15  # the cross-core flag id T.sync_all uses (docs/python.md)
+SYNC_ALL_MODE = 3  # its set's mode: every core of the launch (ir::kSyncAllMode)
+
+
+def sync_all(*a, **kw):
+    """AscendC's SyncAll: every core of the launch (AIC and AIVs) finishes its earlier work,
+    then waits until all have arrived. Spelt as a drain of the core's pipes (barrier_all), a
+    cross-core set of every core of the launch (SYNC_ALL_MODE; SyncAll is built from FFTS
+    flags) and its wait, on cross-core flag SYNC_ALL_FLAG_ID."""
+    if ctx.split is None and ctx.scope is None and ctx.builder is not None:
+        # At kernel level in an expert kernel: the original replicates kernel-level code into
+        # both cores' programs, so every core of the launch arrives, each in its own code.
+        bd, loc = builder(), _core.current_loc()
+        for core in ("C", "V"):
+            bd.begin_scope(core, loc)
+            _sync_all(core)
+            bd.end_scope(loc)
+        return
+    _on_the_core(_sync_all, "T.sync_all() outside a kernel", "call it inside T.Kernel")
+
+
+def _sync_all(core):
+    drain(core)
+    bd = builder()
+    loc = _core.current_loc()
+    # the set fires after the drain's hub: M on the Cube core, the scalar unit on the Vector
+    bd.set_cross_flag("M" if core == "C" else "S", SYNC_ALL_FLAG_ID, SYNC_ALL_MODE, loc)
+    bd.wait_cross_flag(SYNC_ALL_FLAG_ID, loc)
