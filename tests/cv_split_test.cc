@@ -454,6 +454,32 @@ TEST(CvSplit, OddProgramsRunOrEndInADiagnostic) {
       "nested cross-core pipelines", "cv-split");
   expect_runs_or_diagnoses(
       [](KernelBuilder& kb) {
+        auto x = kb.input("x", {8, 32}, f32);
+        auto idx = kb.input("idx", {8}, i32);
+        auto y = kb.output("y", {8, 32}, f32);
+        auto row = alloc_ub("row", {8, 32}, f32);
+        serial(8, [&](Ex r) {
+          Ex at = let_("at", load(idx, {r}));
+          copy(x(at, all), row(r, all));
+        });
+        copy(row, y);
+      },
+      "a let in unscoped code", "cv-split");
+  expect_runs_or_diagnoses(
+      [](KernelBuilder& kb) {
+        auto f = kb.input("f", {8}, i32);
+        auto x = kb.input("x", {32, 32}, f16);
+        auto fu = alloc_ub("fu", {8}, i32);
+        auto xu = alloc_ub("xu", {32, 32}, f16);
+        auto p = alloc_L1("p", {32, 32}, f16);
+        copy(f, fu);
+        copy(x, xu);
+        // a crossing runs on both cores: its guard's UB read cannot be the Cube's
+        if_(load(fu, {0}) > 0, [&] { copy(xu, p); });
+      },
+      "a UB guard around a crossing", "scope-rule");
+  expect_runs_or_diagnoses(
+      [](KernelBuilder& kb) {
         auto x = kb.input("x", {4, 32, 32}, f16);
         auto s = alloc_ub("s", {32, 32}, f32);
         CubeTile cube;

@@ -15,9 +15,10 @@
 
 namespace tilepipe::passes {
 
-/// Let variables bound more than once in a tree (T.alloc_var registers: every binding after
-/// the first assigns), and the first such assignment (null when there is none).
+/// The let variables a tree binds; those bound more than once (T.alloc_var registers: every
+/// binding after the first assigns), and the first such assignment (null when there is none).
 struct LetAssignments {
+  std::set<int> bound;
   std::set<int> vars;
   const ir::StmtNode* first = nullptr;
 };

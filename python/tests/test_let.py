@@ -115,3 +115,112 @@ def test_a_read_under_the_loop_before_the_first_store_there_is_an_error_at_the_s
     with pytest.raises(tilelang.TilelangError, match=r"'prev' assigned under a run-time "
                        r"loop or if: it was read under run-time control before"):
         read_before_its_store(4).get_ir()
+
+
+@tilelang.jit(out_idx=[-1])
+def two_bound_rows(n):
+    """Row j of X into buf[at], then buf[bt] out, at / bt bound from one index tile: two
+    different elements, whatever the names (the dependence analysis compares variables by
+    identity, and reads a bound index as data)."""
+
+    @T.prim_func
+    def main(X: T.Tensor((n, 16), "float32"), Idx: T.Tensor((2 * n,), "int32"),
+             Out: T.Tensor((n, 16), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            with T.Scope("V"):
+                idx_ub = T.alloc_ub((2 * n,), "int32")
+                buf = T.alloc_ub((4, 16), "float32")
+                tmp = T.alloc_ub((4, 16), "float32")
+                x = T.alloc_ub((1, 16), "float32")
+                T.copy(Idx, idx_ub)
+                T.tile.fill(buf, 0.0)
+                for j in T.serial(n):
+                    at = idx_ub[2 * j]
+                    bt = idx_ub[2 * j + 1]
+                    T.copy(X[j, 0:16], buf[at, 0:16])
+                    T.copy(buf[bt, 0:16], x)
+                    T.copy(x, Out[j, 0:16])
+                    T.tile.fill(tmp, 1.0)
+
+    return main
+
+
+def test_two_bound_indices_name_different_elements_and_buffers_are_not_shared():
+    x = np.arange(64, dtype=np.float32).reshape(4, 16) + 10
+    out = two_bound_rows(4)(x, np.array([0, 0, 1, 0, 2, 1, 3, 2], dtype=np.int32))
+    np.testing.assert_array_equal(out[:, 0], [10, 10, 26, 42])
+
+
+@tilelang.jit(out_idx=[-1])
+def paged_cube(n):
+    """A page bound from a table in the loop, its K rows copied to L1: the copy moves with
+    the iteration (l1_residency keeps it in the loop that binds the page)."""
+
+    @T.prim_func
+    def main(Q: T.Tensor((16, 16), "float16"), K: T.Tensor((64, 16), "float16"),
+             Table: T.Tensor((n,), "int32"), O: T.Tensor((n * 16, 16), "float")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            with T.Scope("C"):
+                q_l1 = T.alloc_L1((16, 16), "float16")
+                k_l1 = T.alloc_L1((16, 16), "float16")
+                c = T.alloc_L0C((16, 16), "float")
+                T.copy(Q, q_l1)
+                for i in T.serial(n):
+                    page = Table[i]
+                    T.copy(K[page * 16:(page + 1) * 16, 0:16], k_l1)
+                    T.gemm_v0(q_l1, k_l1, c, transpose_B=True, init=True)
+                    T.copy(c, O[i * 16:(i + 1) * 16, 0:16])
+
+    return main
+
+
+def test_a_copy_through_a_page_bound_in_its_loop_stays_in_the_loop():
+    rng = np.random.default_rng(5)
+    q = rng.random((16, 16)).astype(np.float16)
+    k = rng.random((64, 16)).astype(np.float16)
+    t = np.array([3, 1, 0, 2], dtype=np.int32)
+    out = paged_cube(4)(q, k, t)
+    want = np.concatenate([q.astype(np.float32) @ k[p * 16:(p + 1) * 16].astype(np.float32).T
+                           for p in t])
+    np.testing.assert_allclose(out, want, rtol=1e-3)
+
+
+@tilelang.jit(out_idx=[-1])
+def marked_row(n, kernel_level):
+    """last_marked_row without hand flags, unscoped, or in a scope with the variable declared
+    at kernel level (`kernel_level`)."""
+
+    @T.prim_func
+    def main(Src: T.Tensor((n, 16), "float32"), Mark: T.Tensor((n,), "int32"),
+             Out: T.Tensor((1, 16), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            last = T.alloc_var("int32", init=0)
+            mark_ub = T.alloc_ub((n,), "int32")
+            row = T.alloc_ub((1, 16), "float32")
+            if kernel_level:
+                with T.Scope("V"):
+                    T.copy(Mark, mark_ub)
+                    for j in T.serial(n - 1):
+                        if mark_ub[j] > 0:
+                            last = j + 1
+                    T.copy(Src[last, 0:16], row)
+                    T.copy(row, Out)
+            else:
+                T.copy(Mark, mark_ub)
+                for j in T.serial(n - 1):
+                    if mark_ub[j] > 0:
+                        last = j + 1
+                T.copy(Src[last, 0:16], row)
+                T.copy(row, Out)
+
+    return main
+
+
+def test_registers_outside_a_scope_or_in_an_automatically_synced_one_are_errors():
+    """Unscoped, the Cube/Vector split would drop the store; with the variable declared at
+    kernel level, automatic sync would read it as its first value."""
+    with pytest.raises(tilelang.TilelangError, match="outside T.Scope, where the Cube/Vector "
+                       "split does not carry scalar registers"):
+        marked_row(8, kernel_level=False).get_ir()
+    with pytest.raises(tilelang.TilepipeError, match="a scalar variable is assigned again"):
+        marked_row(8, kernel_level=True).get_ir()

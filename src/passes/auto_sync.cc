@@ -709,8 +709,22 @@ class AutoSync {
 class ScopeFinder : public StmtMutator {
  public:
   ScopeFinder(const Program& p, const ChipConfig& chip, const PassOptions& o)
-      : p_(p), chip_(chip), o_(o) {
+      : p_(p), chip_(chip), o_(o), assigned_(let_assignments(p.body).vars) {
     vars_[kCidVar] = cid_range(p.block_num);
+  }
+
+  /// The first let in `body` of a variable the program binds more than once, or null.
+  const StmtNode* reassigned_in(const Stmt& body) const {
+    struct V : StmtVisitor {
+      const std::set<int>* assigned;
+      const StmtNode* found = nullptr;
+      void visit_let(const LetStmt& l, const StmtNode& n) override {
+        if (!found && assigned->count(l.var->id)) found = &n;
+      }
+    } v;
+    v.assigned = &assigned_;
+    v.visit(body);
+    return v.found;
   }
 
   Stmt mutate_for(const ForStmt& s, const Stmt& self) override {
@@ -725,8 +739,8 @@ class ScopeFinder : public StmtMutator {
   Stmt mutate_scope(const ScopeStmt& s, const Stmt& self) override {
     if (has_hand_sync(s.body)) return self;
     // The analysis reads a let variable as the value it was bound to, which a variable
-    // assigned again does not keep.
-    if (const StmtNode* a = let_assignments(s.body).first)
+    // assigned again (here, or bound outside the scope as well) does not keep.
+    if (const StmtNode* a = reassigned_in(s.body))
       throw UserError(Diagnostic{
           a->loc,
           "auto-sync",
@@ -749,6 +763,7 @@ class ScopeFinder : public StmtMutator {
   const Program& p_;
   const ChipConfig& chip_;
   const PassOptions& o_;
+  std::set<int> assigned_;  // let variables the program binds more than once
   VarRanges vars_;
   int loops_ = 0;
 };

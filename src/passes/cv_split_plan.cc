@@ -199,6 +199,12 @@ void Splitter::plan(const Stmt& s, bool in_pipeline) {
         } else if constexpr (std::is_same_v<T, IfStmt>) {
           plan(n.then_body, in_pipeline);
           plan(n.else_body, in_pipeline);
+        } else if constexpr (std::is_same_v<T, LetStmt>) {
+          fail(s->loc,
+               fmt::format("a scalar binding of '{}' in unscoped code: the Cube/Vector split "
+                           "does not place bindings",
+                           n.var->name),
+               "bind it inside a scope (T.Scope), or write the value into its uses");
         } else {
           if (is_crossing(s)) new_crossing(s, 1);
         }

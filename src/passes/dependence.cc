@@ -26,16 +26,51 @@ bool has_hand_sync(const Stmt& s) {
 
 LetAssignments let_assignments(const Stmt& s) {
   struct V : StmtVisitor {
-    std::set<int> bound;
     LetAssignments out;
     void visit_let(const LetStmt& l, const StmtNode& n) override {
-      if (bound.insert(l.var->id).second) return;
+      if (out.bound.insert(l.var->id).second) return;
       out.vars.insert(l.var->id);
       if (!out.first) out.first = &n;
     }
   } v;
   v.visit(s);
   return v.out;
+}
+
+bool identical(const Expr& a, const Expr& b) {
+  if (!a || !b) return a == b;
+  if (a->node.index() != b->node.index()) return false;
+  return std::visit(
+      [&](const auto& x) -> bool {
+        using T = std::decay_t<decltype(x)>;
+        const T& y = std::get<T>(b->node);
+        if constexpr (std::is_same_v<T, IntImm>)
+          return x.value == y.value;
+        else if constexpr (std::is_same_v<T, VarRef>)
+          return x.var->id == y.var->id;
+        else if constexpr (std::is_same_v<T, Binary>)
+          return x.op == y.op && identical(x.a, y.a) && identical(x.b, y.b);
+        else if constexpr (std::is_same_v<T, Select>)
+          return identical(x.cond, y.cond) && identical(x.then_value, y.then_value) &&
+                 identical(x.else_value, y.else_value);
+        else if constexpr (std::is_same_v<T, Load>) {
+          if (x.buffer->id != y.buffer->id || x.index.size() != y.index.size()) return false;
+          for (size_t i = 0; i < x.index.size(); ++i)
+            if (!identical(x.index[i], y.index[i])) return false;
+          return true;
+        } else {
+          return true;  // cid, vid
+        }
+      },
+      a->node);
+}
+
+bool same_region(const Region& a, const Region& b) {
+  if (a.buffer->id != b.buffer->id || a.start.size() != b.start.size() || a.extent != b.extent)
+    return false;
+  for (size_t d = 0; d < a.start.size(); ++d)
+    if (!identical(a.start[d], b.start[d])) return false;
+  return true;
 }
 
 std::optional<Pipe> leaf_pipe(const Stmt& s) {
@@ -608,32 +643,27 @@ struct Flow {
   bool exposed = false, kills = false;
 };
 
-/// A region whose start may change between two statements of one sequence only through a
-/// load (data-dependent addressing) is not compared.
-bool stable(const Region& r) {
+/// A region whose start may change between two statements of one sequence only through data
+/// (a load, or a variable `lets` the analysed statement binds to one) is not compared.
+bool stable(const Region& r, const std::set<int>& lets) {
   for (const auto& e : r.start)
-    if (expr_any(e, [](const ExprNode& n) { return std::holds_alternative<Load>(n.node); }))
+    if (expr_any(e, [&](const ExprNode& n) {
+          auto* v = std::get_if<VarRef>(&n.node);
+          return std::holds_alternative<Load>(n.node) || (v && lets.count(v->var->id));
+        }))
       return false;
   return true;
 }
 
-bool same_region(const Region& a, const Region& b) {
-  if (a.buffer->id != b.buffer->id || a.start.size() != b.start.size() || a.extent != b.extent)
-    return false;
-  for (size_t d = 0; d < a.start.size(); ++d)
-    if (!ir::equal(a.start[d], b.start[d])) return false;
-  return true;
-}
-
-std::vector<Region> must_writes(const Stmt& s, int id, bool rows);
+std::vector<Region> must_writes(const Stmt& s, int id, bool rows, const std::set<int>& lets);
 
 /// A loop `for v in [0, n)` (constant, so it runs) whose body surely writes index v of one
 /// dimension of the buffer, n its size, and the other dimensions whole: the rows of a tile
 /// filled one by one (a gather of KV rows). It writes the whole buffer.
-bool fills_whole(const ForStmt& f, int id) {
+bool fills_whole(const ForStmt& f, int id, const std::set<int>& lets) {
   auto lo = as_const(f.begin), hi = as_const(f.end);
   if (lo != 0 || !hi || *hi <= 0 || f.step != 1) return false;
-  for (const auto& r : must_writes(f.body, id, true)) {
+  for (const auto& r : must_writes(f.body, id, true, lets)) {
     const auto& shape = r.buffer->shape;
     int along = -1;
     bool whole = true;
@@ -652,7 +682,7 @@ bool fills_whole(const ForStmt& f, int id) {
 /// The regions of buffer `id` every execution of `s` writes (leaves, sequences, both
 /// branches of an if; nothing through loops, which may not run, except with `rows` the
 /// whole buffer a row loop fills).
-std::vector<Region> must_writes(const Stmt& s, int id, bool rows) {
+std::vector<Region> must_writes(const Stmt& s, int id, bool rows, const std::set<int>& lets) {
   std::vector<Region> out;
   if (!s) return out;
   std::visit(
@@ -660,17 +690,18 @@ std::vector<Region> must_writes(const Stmt& s, int id, bool rows) {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, SeqStmt>) {
           for (const auto& c : n.body)
-            for (auto& r : must_writes(c, id, rows)) out.push_back(std::move(r));
+            for (auto& r : must_writes(c, id, rows, lets)) out.push_back(std::move(r));
         } else if constexpr (std::is_same_v<T, IfStmt>) {
-          auto t = must_writes(n.then_body, id, rows), e = must_writes(n.else_body, id, rows);
+          auto t = must_writes(n.then_body, id, rows, lets),
+               e = must_writes(n.else_body, id, rows, lets);
           for (auto& r : t)
             if (std::any_of(e.begin(), e.end(), [&](const Region& x) { return same_region(r, x); }))
               out.push_back(std::move(r));
         } else if constexpr (std::is_same_v<T, ScopeStmt>) {
-          out = must_writes(n.body, id, rows);
+          out = must_writes(n.body, id, rows, lets);
         } else if constexpr (std::is_same_v<T, ForStmt>) {
-          if (rows && fills_whole(n, id)) {
-            for (const auto& r : must_writes(n.body, id, true))
+          if (rows && fills_whole(n, id, lets)) {
+            for (const auto& r : must_writes(n.body, id, true, lets))
               if (r.buffer->id == id) {
                 out.push_back(full_region(r.buffer));
                 break;
@@ -678,7 +709,7 @@ std::vector<Region> must_writes(const Stmt& s, int id, bool rows) {
           }
         } else {
           for (auto& a : leaf_accesses(s))
-            if (a.region.buffer->id == id && a.kind == AccessKind::Write && stable(a.region))
+            if (a.region.buffer->id == id && a.kind == AccessKind::Write && stable(a.region, lets))
               out.push_back(std::move(a.region));
         }
       },
@@ -688,15 +719,16 @@ std::vector<Region> must_writes(const Stmt& s, int id, bool rows) {
 
 /// Does every read of buffer `id` by leaf `s` read a region an earlier statement of the same
 /// sequence wrote (so the value read was made by the sequence itself)?
-bool reads_covered(const Stmt& s, int id, const std::vector<Region>& written) {
+bool reads_covered(const Stmt& s, int id, const std::vector<Region>& written,
+                   const std::set<int>& lets) {
   if (std::holds_alternative<SeqStmt>(s->node) || std::holds_alternative<ForStmt>(s->node) ||
       std::holds_alternative<IfStmt>(s->node) || std::holds_alternative<ScopeStmt>(s->node))
     return false;
   for (const auto& a : leaf_accesses(s)) {
     if (a.region.buffer->id != id || a.kind != AccessKind::Read) continue;
-    if (!stable(a.region) || std::none_of(written.begin(), written.end(), [&](const Region& w) {
-          return covers_whole(w) || same_region(w, a.region);
-        }))
+    if (!stable(a.region, lets) ||
+        std::none_of(written.begin(), written.end(),
+                     [&](const Region& w) { return covers_whole(w) || same_region(w, a.region); }))
       return false;
   }
   return true;
@@ -705,7 +737,8 @@ bool reads_covered(const Stmt& s, int id, const std::vector<Region>& written) {
 /// exposed / kills of one statement (dependence.h), computed together. `before`: regions of
 /// the buffer the enclosing statement surely wrote earlier (a read of one of them sees a
 /// value the enclosing statement made, not one from before it).
-Flow value_flow(const Stmt& s, int id, bool rows, const std::vector<Region>& before = {}) {
+Flow value_flow(const Stmt& s, int id, bool rows, const std::set<int>& lets,
+                const std::vector<Region>& before = {}) {
   if (!s) return {};
   return std::visit(
       [&](const auto& n) -> Flow {
@@ -713,30 +746,31 @@ Flow value_flow(const Stmt& s, int id, bool rows, const std::vector<Region>& bef
         if constexpr (std::is_same_v<T, SeqStmt>) {
           std::vector<Region> written = before;
           for (const auto& c : n.body) {
-            Flow f = value_flow(c, id, rows, written);
+            Flow f = value_flow(c, id, rows, lets, written);
             if (f.exposed) return {true, false};
             if (f.kills) return {false, true};
-            for (auto& r : must_writes(c, id, rows)) written.push_back(std::move(r));
+            for (auto& r : must_writes(c, id, rows, lets)) written.push_back(std::move(r));
           }
           return {};
         } else if constexpr (std::is_same_v<T, ForStmt>) {
           bool reads = own_use(s, id).reads;
-          Flow b = value_flow(n.body, id, rows, before);
+          Flow b = value_flow(n.body, id, rows, lets, before);
           // Only a loop that surely runs once kills: by killing in its body, or by filling
           // the buffer a row at a time.
           auto lo = as_const(n.begin), hi = as_const(n.end);
-          return {reads || b.exposed, lo && hi && *lo < *hi && !reads &&
-                                          (b.kills || (rows && !b.exposed && fills_whole(n, id)))};
+          return {reads || b.exposed,
+                  lo && hi && *lo < *hi && !reads &&
+                      (b.kills || (rows && !b.exposed && fills_whole(n, id, lets)))};
         } else if constexpr (std::is_same_v<T, IfStmt>) {
           bool reads = own_use(s, id).reads;
-          Flow t = value_flow(n.then_body, id, rows, before),
-               e = value_flow(n.else_body, id, rows, before);
+          Flow t = value_flow(n.then_body, id, rows, lets, before),
+               e = value_flow(n.else_body, id, rows, lets, before);
           return {reads || t.exposed || e.exposed, !reads && t.kills && e.kills};
         } else if constexpr (std::is_same_v<T, ScopeStmt>) {
-          return value_flow(n.body, id, rows, before);
+          return value_flow(n.body, id, rows, lets, before);
         } else {
           OwnUse u = own_use(s, id);
-          return {u.reads && !reads_covered(s, id, before), u.kills};
+          return {u.reads && !reads_covered(s, id, before, lets), u.kills};
         }
       },
       s->node);
@@ -745,11 +779,11 @@ Flow value_flow(const Stmt& s, int id, bool rows, const std::vector<Region>& bef
 }  // namespace
 
 bool exposed(const Stmt& s, int id, bool row_fills) {
-  return value_flow(s, id, row_fills).exposed;
+  return value_flow(s, id, row_fills, let_assignments(s).bound).exposed;
 }
 
 bool kills(const Stmt& s, int id, bool row_fills) {
-  return value_flow(s, id, row_fills).kills;
+  return value_flow(s, id, row_fills, let_assignments(s).bound).kills;
 }
 
 bool expr_any(const Expr& e, const std::function<bool(const ExprNode&)>& pred) {

@@ -38,6 +38,12 @@ using ir::VarRanges;
 /// "automatic": auto_sync syncs them and plan_memory may reuse their bytes.
 bool has_hand_sync(const ir::Stmt& s);
 
+/// The same expression, variables compared by identity (ir::equal matches two different free
+/// variables to each other, which is not "the same element" within one program).
+bool identical(const ir::Expr& a, const ir::Expr& b);
+/// Same buffer, extents and identical starts.
+bool same_region(const ir::Region& a, const ir::Region& b);
+
 /// The statements of `s` with nested sequences spliced in, in order (empty for null).
 std::vector<ir::Stmt> flatten(const ir::Stmt& s);
 

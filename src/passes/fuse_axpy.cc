@@ -14,14 +14,6 @@ using namespace ir;
 
 namespace {
 
-bool same_region(const Region& a, const Region& b) {
-  if (a.buffer->id != b.buffer->id || a.extent != b.extent || a.start.size() != b.start.size())
-    return false;
-  for (size_t d = 0; d < a.start.size(); ++d)
-    if (!equal(a.start[d], b.start[d])) return false;
-  return true;
-}
-
 /// Every node of a subtree (the statements an access's `stmt` may point at).
 void subtree(const Stmt& s, std::set<const StmtNode*>& out) {
   if (!s) return;

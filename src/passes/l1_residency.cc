@@ -4,6 +4,7 @@
 #include <set>
 
 #include "passes/dependence.h"
+#include "tilepipe/passes.h"
 
 namespace tilepipe::passes {
 
@@ -93,12 +94,15 @@ class Pass : public StmtMutator {
   std::pair<Stmt, std::vector<Stmt>> hoist(const ForStmt& f, const Stmt& self, const Stmt& orig) {
     std::vector<Stmt> body = flatten(f.body), kept, hoisted;
     std::vector<Access> all = collect_accesses(f.body, {});
+    // Variables the body binds (lets) change with the iteration like the loop variable.
+    std::set<int> varying = {f.var->id};
+    for (int id : let_assignments(f.body).bound) varying.insert(id);
     for (size_t i = 0; i < body.size(); ++i) {
       const Stmt& st = body[i];
       auto* c = std::get_if<CopyStmt>(&st->node);
       if (!c || c->src.buffer->scope != Scope::GM || c->dst.buffer->scope != Scope::L1 ||
           c->src.buffer->role != TensorRole::Input || !covers_whole(c->dst) ||
-          !invariant(c->src, f.var->id)) {
+          !invariant(c->src, varying)) {
         kept.push_back(st);
         continue;
       }
@@ -122,9 +126,10 @@ class Pass : public StmtMutator {
     return {make_stmt(std::move(g), self->loc), hoisted};
   }
 
-  static bool invariant(const Region& r, int var) {
+  static bool invariant(const Region& r, const std::set<int>& vars) {
     for (const auto& s : r.start)
-      if (uses_var(s, var)) return false;
+      for (int v : vars)
+        if (uses_var(s, v)) return false;
     return true;
   }
 

@@ -177,6 +177,7 @@ class Pass : public StmtMutator {
         StmtVisitor::visit_if(f, s);
       }
       void visit_alloc(const AllocStmt&, const StmtNode& s) override { visit_node(s); }
+      void visit_let(const LetStmt&, const StmtNode& s) override { visit_node(s); }
       void visit_copy(const CopyStmt&, const StmtNode& s) override { visit_node(s); }
       void visit_gemm(const GemmStmt&, const StmtNode& s) override { visit_node(s); }
       void visit_tile(const TileOpStmt&, const StmtNode& s) override { visit_node(s); }

@@ -43,6 +43,10 @@ class Verifier {
 
   std::vector<Diagnostic> run();
 
+  /// L0C -> UB and UB -> L1 in unscoped code: the Cube/Vector split turns them into two
+  /// copies through a GM workspace.
+  static bool crossing(const CopyStmt& c);
+
  private:
   /// Records one diagnostic (the first 50 of a program).
   void error(const Loc& loc, const std::string& kind, std::string msg, std::string hint = {},
@@ -89,9 +93,6 @@ class Verifier {
   void check_capacity();
 
   // ---- copies, gemm, reduce (verify_ops.cc) ----
-  /// L0C -> UB and UB -> L1 in unscoped code: the Cube/Vector split turns them into two
-  /// copies through a GM workspace.
-  static bool crossing(const CopyStmt& c);
   void check_crossing(const CopyStmt& n, const StmtNode& s);
   /// A one-element UB -> UB copy is an element move (`a[i] = b[j]`: the scalar unit's
   /// GetValue / SetValue on hardware), which needs no vector alignment.

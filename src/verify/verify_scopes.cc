@@ -65,6 +65,13 @@ void leaf_kinds(const Stmt& s, std::set<CoreKind>& out) {
         } else if constexpr (std::is_same_v<T, IfStmt>) {
           leaf_kinds(n.then_body, out);
           leaf_kinds(n.else_body, out);
+        } else if constexpr (std::is_same_v<T, CopyStmt>) {
+          if (Verifier::crossing(n)) {  // cv_split puts one copy on each core
+            out.insert(CoreKind::C);
+            out.insert(CoreKind::V);
+          } else if (auto k = leaf_core(s)) {
+            out.insert(*k);
+          }
         } else if constexpr (!std::is_same_v<T, AllocStmt>) {
           if (auto k = leaf_core(s)) out.insert(*k);
         }

@@ -52,6 +52,9 @@ class Var:
             why = None
             if not integer:
                 why = f"a {self.dtype} variable (registers here hold integers)"
+            elif ctx.split is not None or ctx.scope is None:
+                why = ("outside T.Scope, where the Cube/Vector split does not carry scalar "
+                       "registers")
             elif self.read_under is not None:
                 why = (f"it was read under run-time control before (at {self.read_under[0]}:"
                        f"{self.read_under[1]}), where a later iteration would read this store")
