@@ -56,6 +56,7 @@ struct RunArgs {
   std::vector<std::string> print_after;
   bool print_after_all = false;
   std::vector<std::string> no_pass;
+  std::vector<std::string> with_pass;
   std::string trace;
   std::string trace_window;
   std::string trace_cores;
@@ -84,6 +85,8 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
   cmd->add_flag("--print-after-all", a.print_after_all, "print the IR after every pass");
   cmd->add_option("--no-pass", a.no_pass,
                   "switch an automatic-mode pass off, e.g. l1_residency (repeatable)");
+  cmd->add_option("--pass", a.with_pass,
+                  "switch a pass on that is off by default, e.g. cross_drains (repeatable)");
   cmd->add_option("--trace", a.trace,
                   "write a trace of the run to this file: Perfetto protobuf if it ends in "
                   ".pftrace or .perfetto-trace, else Chrome trace JSON (gzip'd if .gz)");
@@ -189,6 +192,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   req.print.after = {a.print_after.begin(), a.print_after.end()};
   req.print.after_all = a.print_after_all;
   req.no_pass = a.no_pass;
+  req.with_pass = a.with_pass;
   ChipConfig chip = load_chip_config(a.chip);
   prof::TraceOptions topts = trace_options(a, chip);
   std::unique_ptr<prof::TraceWriter> trace;
@@ -404,6 +408,7 @@ int cmd_ladder(const LadderArgs& a) {
 struct EmitArgs : KernelConfigArgs {
   std::string output;
   std::vector<std::string> no_pass;
+  std::vector<std::string> with_pass;
   bool json = false;
 };
 
@@ -416,6 +421,7 @@ int cmd_emit(const EmitArgs& a) {
   req.variant = a.variant;
   req.params = driver::resolve_params(k, parse_params(a.params));
   req.no_pass = a.no_pass;
+  req.with_pass = a.with_pass;
   ChipConfig chip = load_chip_config(a.chip);
   const std::string text = driver::emit_expert(k, req, chip);
   json out;
@@ -593,6 +599,7 @@ int tilepipe::cli::main(int argc, char** argv) {
       "emit", "write the compiled kernel as a TileLang-Ascend expert-mode Python file");
   add_kernel_config(emit, emit_args);
   emit->add_option("--no-pass", emit_args.no_pass, "switch an automatic-mode pass off");
+  emit->add_option("--pass", emit_args.with_pass, "switch a pass on that is off by default");
   emit->add_option("-o,--output", emit_args.output, "write the file here (default: stdout)");
   emit->add_flag("--json", emit_args.json, "print one JSON object on stdout");
 
@@ -635,6 +642,7 @@ int tilepipe::cli::main(int argc, char** argv) {
                                         {"--print-after", !profile_args.print_after.empty()},
                                         {"--print-after-all", profile_args.print_after_all},
                                         {"--no-pass", !profile_args.no_pass.empty()},
+                                        {"--pass", !profile_args.with_pass.empty()},
                                         {"--exact", profile_args.exact}})
         if (given)
           throw UsageError{fmt::format(

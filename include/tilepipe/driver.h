@@ -109,11 +109,12 @@ class SimFailure : public UserError {
 };
 
 struct CompileRequest {
-  std::string variant;               // empty = the kernel's default
-  Params params;                     // already resolved (resolve_params)
-  passes::PassOptions pass_options;  // used when the source carries none
-  std::vector<std::string> no_pass;  // passes switched off on top (--no-pass)
-  passes::PrintOptions print;        // --print-after / --print-after-all
+  std::string variant;                 // empty = the kernel's default
+  Params params;                       // already resolved (resolve_params)
+  passes::PassOptions pass_options;    // used when the source carries none
+  std::vector<std::string> no_pass;    // passes switched off on top (--no-pass)
+  std::vector<std::string> with_pass;  // passes switched on on top (--pass), e.g. cross_drains
+  passes::PrintOptions print;          // --print-after / --print-after-all
 };
 
 struct Compiled {

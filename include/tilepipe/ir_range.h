@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 
 #include "tilepipe/ir.h"
 
@@ -45,5 +46,23 @@ Range loop_var_range(const ForStmt& f, const VarRanges& vars);
 /// The outcome of a comparison (`a < b`, `a >= b`, ...) when it is the same for every value
 /// the ranges allow, else nullopt: a guard decided at build time is no code at all.
 std::optional<bool> decided(const Expr& cond, const VarRanges& vars);
+
+/// `a op b` with constants folded (as make_binary) and the identities `x + 0`, `0 + x`,
+/// `x - 0`, `x * 1`, `1 * x`, `x * 0`, `0 * x`, `x / 1` applied, so built expressions stay
+/// readable in printed IR and cost the scalar unit no operation that does nothing.
+Expr fold(BinOp op, const Expr& a, const Expr& b);
+
+/// Linear form of an integer expression: constant + sum(coefficient * atom). Atoms are what
+/// the form cannot open (variables, cid, vid, products of two non-constants, loads, ...),
+/// keyed by their structure, so two expressions built alike share their atoms.
+struct Linear {
+  int64_t c = 0;
+  std::map<std::string, int64_t> terms;
+};
+Linear linear(const Expr& e);
+
+/// b - a when it is the same constant for every value of the variables (a slice
+/// `x : x + 64`, a count of flag sets against its waits), else nullopt.
+std::optional<int64_t> const_diff(const Expr& a, const Expr& b);
 
 }  // namespace tilepipe::ir

@@ -27,6 +27,11 @@ LetAssignments let_assignments(const ir::Stmt& s);
 /// The validated option table of the pipeline (the original's pass configs). Switches
 /// that would have no effect are errors, not silently ignored (validate()).
 struct PassOptions {
+  /// Cross-core flags set more often than the other core waits on them (the original's init
+  /// credits, which the hardware drops at the kernel's end) taken back by waits at the end
+  /// of the waiting core's last scope (passes/cross_drains.h). Off: such a flag is the
+  /// simulator's `unmatched-flag` error. The Python front end sets it.
+  bool cross_drains = false;
   /// Event ids past the chip's count (the original's kernels use up to 15) renamed into it
   /// per pipe pair, injectively (passes/event_ids.h). Off: such an id is the verifier's error.
   bool event_ids = true;
@@ -93,9 +98,9 @@ struct PrintOptions {
   std::ostream* out = nullptr;  // nullptr: std::cerr
 };
 
-/// Switches a pass off by name (`--no-pass NAME`); an unknown name is UserError
-/// "pass-option" listing the passes.
-void switch_off(PassOptions& o, const std::string& pass);
+/// Switches a pass on or off by name (`--pass NAME`, `--no-pass NAME`); an unknown name is
+/// UserError "pass-option" listing the passes.
+void switch_pass(PassOptions& o, const std::string& pass, bool on);
 
 /// Throws UserError (kind "pass-option") for option values that are out of range and for
 /// --print-after names that are not passes.

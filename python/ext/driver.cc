@@ -90,6 +90,8 @@ passes::PassOptions pass_options(const py::dict& opts) {
       o.original_sync = on;
     else if (key == "event_ids")
       o.event_ids = on;
+    else if (key == "cross_drains")
+      o.cross_drains = on;
     else
       throw std::invalid_argument("unknown pass option " + key);
   }

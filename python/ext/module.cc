@@ -90,43 +90,7 @@ PyExpr bin(ir::BinOp op, const py::handle& a, const py::handle& b) {
   ir::Expr x = to_expr(a), y = to_expr(b);
   auto cx = ir::as_const(x), cy = ir::as_const(y);
   if (cx && cy) return {ir::make_int(ir::eval_binop(op, *cx, *cy))};
-  // Light folding keeps printed IR readable: x + 0, x * 1, x * 0.
-  if (op == ir::BinOp::Add && cy && *cy == 0) return {x};
-  if (op == ir::BinOp::Add && cx && *cx == 0) return {y};
-  if (op == ir::BinOp::Sub && cy && *cy == 0) return {x};
-  if (op == ir::BinOp::Mul && cy && *cy == 1) return {x};
-  if (op == ir::BinOp::Mul && cx && *cx == 1) return {y};
-  if (op == ir::BinOp::Mul && ((cy && *cy == 0) || (cx && *cx == 0))) return {ir::make_int(0)};
-  if (op == ir::BinOp::Div && cy && *cy == 1) return {x};
-  return {ir::make_binary(op, x, y)};
-}
-
-/// Linear form of an expression: constant + sum(coef * atom), atoms keyed structurally.
-struct Linear {
-  int64_t c = 0;
-  std::map<std::string, int64_t> terms;
-};
-
-std::string key_of(const ir::Expr& e) {
-  return std::visit(
-      [&](const auto& n) -> std::string {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, ir::IntImm>) return std::to_string(n.value);
-        if constexpr (std::is_same_v<T, ir::VarRef>) return "v" + std::to_string(n.var->id);
-        if constexpr (std::is_same_v<T, ir::CoreIdx>) return "cid";
-        if constexpr (std::is_same_v<T, ir::VecIdx>) return "vid";
-        if constexpr (std::is_same_v<T, ir::Binary>)
-          return fmt::format("({} {} {})", key_of(n.a), ir::to_string(n.op), key_of(n.b));
-        if constexpr (std::is_same_v<T, ir::Select>)
-          return fmt::format("sel({},{},{})", key_of(n.cond), key_of(n.then_value),
-                             key_of(n.else_value));
-        if constexpr (std::is_same_v<T, ir::Load>) {
-          std::string s = "load" + std::to_string(n.buffer->id) + "[";
-          for (const auto& i : n.index) s += key_of(i) + ",";
-          return s + "]";
-        }
-      },
-      e->node);
+  return {ir::fold(op, x, y)};
 }
 
 /// Does the expression read a tensor element (a scalar load)?
@@ -143,57 +107,9 @@ bool has_load(const ir::Expr& e) {
       e->node);
 }
 
-Linear linear(const ir::Expr& e) {
-  Linear l;
-  if (auto c = ir::as_const(e)) {
-    l.c = *c;
-    return l;
-  }
-  if (auto* b = std::get_if<ir::Binary>(&e->node)) {
-    if (b->op == ir::BinOp::Add || b->op == ir::BinOp::Sub) {
-      Linear x = linear(b->a), y = linear(b->b);
-      int64_t s = b->op == ir::BinOp::Add ? 1 : -1;
-      x.c += s * y.c;
-      for (auto& [k, v] : y.terms) x.terms[k] += s * v;
-      return x;
-    }
-    if (b->op == ir::BinOp::Div) {
-      // (64 * vid + 64) / 2 = 32 * vid + 32: exact when every coefficient divides.
-      auto d = ir::as_const(b->b);
-      if (d && *d > 0) {
-        Linear x = linear(b->a);
-        bool exact = x.c % *d == 0;
-        for (auto& [_, v] : x.terms) exact = exact && v % *d == 0;
-        if (exact) {
-          x.c /= *d;
-          for (auto& [_, v] : x.terms) v /= *d;
-          return x;
-        }
-      }
-    }
-    if (b->op == ir::BinOp::Mul) {
-      auto ca = ir::as_const(b->a), cb = ir::as_const(b->b);
-      if (ca || cb) {
-        Linear x = linear(ca ? b->b : b->a);
-        int64_t k = ca ? *ca : *cb;
-        x.c *= k;
-        for (auto& [_, v] : x.terms) v *= k;
-        return x;
-      }
-    }
-  }
-  l.terms[key_of(e)] = 1;
-  return l;
-}
-
 /// b - a when it is a constant (slice extents `x : x + 64`).
 std::optional<int64_t> const_diff(const py::handle& a, const py::handle& b) {
-  Linear x = linear(to_expr(a)), y = linear(to_expr(b));
-  int64_t c = y.c - x.c;
-  for (auto& [k, v] : x.terms) y.terms[k] -= v;
-  for (auto& [_, v] : y.terms)
-    if (v != 0) return std::nullopt;
-  return c;
+  return ir::const_diff(to_expr(a), to_expr(b));
 }
 
 /// Interval of an expression given intervals of loop variables (by id), cid in

@@ -1,11 +1,13 @@
-"""Hand-written cross-core flags (T.set_cross_flag / T.wait_cross_flag): the waits appended
-for the sets a kernel leaves pending at its end (docs/python.md)."""
+"""Hand-written cross-core flags (T.set_cross_flag / T.wait_cross_flag): the waits the
+cross_drains pass appends for the sets a kernel leaves pending at its end (docs/passes.md)."""
 
 import numpy as np
 
+import pytest
+
 import tilelang
 import tilelang.language as T
-
+from tilelang import TilepipeError
 
 
 @tilelang.jit(out_idx=[-1])
@@ -37,5 +39,15 @@ def test_each_vector_core_drains_the_cross_flags_it_left_pending():
     k = one_flag_per_vector_core(64)
     a = np.arange(128, dtype=np.float32).reshape(2, 64)
     np.testing.assert_array_equal(k(a), a * 2)
-    text = k.get_ir(after_passes=False)
+    assert "wait_cross_flag #1" not in k.get_ir(after_passes=False)  # the front end adds none
+    text = k.get_ir(after_passes=True)
     assert text.count("wait_cross_flag #1") == 1 and text.count("wait_cross_flag #0") == 1, text
+
+
+def test_cross_drains_can_be_switched_off():
+    """Without the pass the credits stay set: the simulator's unmatched-flag error."""
+    off = tilelang.jit(out_idx=[-1], pass_configs={"tilepipe.cross_drains": False})(
+        one_flag_per_vector_core.__wrapped__)
+    with pytest.raises(TilepipeError) as e:
+        off(64)(np.zeros((2, 64), dtype=np.float32))
+    assert "never waited on" in str(e.value), str(e.value)

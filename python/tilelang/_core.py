@@ -238,9 +238,6 @@ class _Ctx:
         # Cross-core flag balance (hand-synced kernels): executions of each set / wait per
         # scope kind and flag id, as trip-count expressions (None: under a run-time if).
         self.trip_stack = []
-        self.flag_counts = []  # (scope kind, "set" | "wait", id, count or None)
-        self.last_scope = {}  # scope kind -> id(ast With) of its last scope
-        self.drains = {}  # id(ast With) -> [(flag id, n)] waits appended at its end
         # Vid reduction (tilelang/_vid.py): T.Kernel's threads when it binds only cid, the
         # names of the buffers left whole, the halved loops around [(var id, trips)].
         self.vid_threads = None

@@ -673,16 +673,8 @@ class Interpreter(CoreSplit, ExprEval):
             b.begin_scope(c.kind, loc)
             ctx.scope = c.kind
             ctx.scope_hand = _has_flags(s.body)
-            ctx.last_scope[c.kind] = id(s)
             try:
                 self.run_body(s.body)
-                for fid, n, aiv in ctx.drains.get(id(s), ()):
-                    if aiv is not None:
-                        b.begin_if(_ext.vid() == aiv, loc)
-                    for _ in range(n):
-                        b.wait_cross_flag(fid, loc)
-                    if aiv is not None:
-                        b.end_if(loc)
             finally:
                 ctx.scope = None
                 ctx.scope_hand = False

@@ -211,6 +211,8 @@ def pass_options(configs, func_attrs):
     # The original's code generator lays the author's buffers out without checking its
     # limit; the hardware runs them up to the physical size (docs/python.md).
     o.setdefault("reserved_tail", True)
+    # The original's init credits left set at the end: the hardware drops them (cross_drains).
+    o.setdefault("cross_drains", True)
     return o
 
 
@@ -334,13 +336,12 @@ class JITKernel:
                 roles[name] = "input"
         return roles
 
-    def _lower(self, bindings, roles, pads, drains=None):
+    def _lower(self, bindings, roles, pads):
         from ._core import Buffer
 
         saved = (ctx.builder, ctx.bindings, ctx.kernel)
         ctx.__init__()
         ctx.bindings = bindings
-        ctx.drains = drains or {}
         ctx.lowering = lowering(self.pass_configs)
         try:
             params = []
@@ -369,7 +370,6 @@ class JITKernel:
             extents = dict(ctx.gm_extent)
             gm_pad = dict(ctx.gm_pad)
             self._past = {n: dict(v) for n, v in ctx.gm_past.items()}
-            info.drains = _drains()
             return program, info, extents, gm_pad
         finally:
             ctx.builder, ctx.bindings, ctx.kernel = saved
@@ -412,8 +412,8 @@ class JITKernel:
                 for d, loc in sorted(getattr(self, "_past", {}).get(name, {}).items()):
                     _warn_past(name, d, shape, pads[name][0], loc)
         roles2 = self._roles(written)
-        if roles2 != roles or pads or info.drains:
-            program, info, _, _ = self._lower(bindings, roles2, pads, info.drains)
+        if roles2 != roles or pads:
+            program, info, _, _ = self._lower(bindings, roles2, pads)
         lower_s = time.perf_counter() - t0
         opts = pass_options(self.pass_configs, info.func_attrs)
         if lowering(self.pass_configs) == "tilepipe":
@@ -735,44 +735,6 @@ class JITKernel:
         from .profiler import Profiler
 
         return Profiler(self)
-
-
-def _drains():
-    """Cross-core sets a hand-synced kernel leaves pending at its end (the original's init
-    credits: hardware ignores them, tilepipe's simulator reports `unmatched-flag`): when the
-    excess of one flag's sets over its waits is a known constant, that many waits are
-    appended at the end of the waiting core's last scope (docs/python.md). The Cube's sets
-    reach both vector cores, so each AIV's excess is counted on its own waits: a V wait on
-    `c + vid` (_count_flag) is flag c on AIV 0 and c + 1 on AIV 1. Returns, by scope, a
-    list of (flag id, count, AIV or None for both)."""
-    sums = {}  # (scope, kind, fid, aiv) -> count, None where not a known constant
-
-    def add(key, count):
-        prev = sums.get(key, 0)
-        sums[key] = None if (prev is None or count is None) else prev + count
-
-    for scope, kind, fid, count in ctx.flag_counts:
-        if scope is None or fid is None:
-            continue
-        for aiv in (0, 1):
-            add((scope, kind, fid[aiv] if isinstance(fid, tuple) else fid, aiv), count)
-    out = {}
-    for (scope, kind, fid, aiv), total in sums.items():
-        if kind != "set" or total is None or (scope == "V" and aiv == 1):
-            continue  # V -> C: each AIV's sets, counted once as before
-        other = "V" if scope == "C" else "C"
-        waits = sums.get((other, "wait", fid, aiv), 0)
-        if waits is None or other not in ctx.last_scope:
-            continue
-        excess = total - waits if isinstance(total, int) and isinstance(waits, int) else \
-            _ext.const_diff(waits, total)
-        if excess and excess > 0:
-            out.setdefault(ctx.last_scope[other], []).append((fid, excess, aiv))
-    for scope, items in out.items():  # the same waits on both AIVs: written once
-        both = [(f, n) for f, n, a in items if a == 0 and (f, n, 1) in items]
-        out[scope] = [(f, n, None) for f, n in both] + \
-            [(f, n, a) for f, n, a in items if (f, n) not in both]
-    return out
 
 
 def resolve_with(d, c):

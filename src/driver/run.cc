@@ -89,7 +89,8 @@ Compiled compile(const KernelSource& k, const CompileRequest& req, const ChipCon
   Built built = k.build(req.params, c.variant);
   c.source = std::move(built.program);
   c.pass_options = built.pass_options.value_or(req.pass_options);
-  for (const auto& name : req.no_pass) passes::switch_off(c.pass_options, name);
+  for (const auto& name : req.with_pass) passes::switch_pass(c.pass_options, name, true);
+  for (const auto& name : req.no_pass) passes::switch_pass(c.pass_options, name, false);
   try {
     verify_or_throw(c.source, chip, passes::verify_options(c.pass_options));
     c.program = passes::run_passes(c.source, chip, c.pass_options, req.print);

@@ -117,4 +117,114 @@ Range loop_var_range(const ForStmt& f, const VarRanges& vars) {
   return Range::of(b.lo, std::max(b.lo, e.hi - 1));
 }
 
+namespace {
+/// An atom's key: its structure, with variables by identity (appended to `out`).
+void key_of(const Expr& e, std::string& out) {
+  std::visit(
+      [&](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, IntImm>) {
+          out += std::to_string(n.value);
+        } else if constexpr (std::is_same_v<T, VarRef>) {
+          out += 'v';
+          out += std::to_string(n.var->id);
+        } else if constexpr (std::is_same_v<T, CoreIdx>) {
+          out += "cid";
+        } else if constexpr (std::is_same_v<T, VecIdx>) {
+          out += "vid";
+        } else if constexpr (std::is_same_v<T, Binary>) {
+          out += '(';
+          key_of(n.a, out);
+          out += ' ';
+          out += to_string(n.op);
+          out += ' ';
+          key_of(n.b, out);
+          out += ')';
+        } else if constexpr (std::is_same_v<T, Select>) {
+          out += "sel(";
+          for (const Expr* x : {&n.cond, &n.then_value, &n.else_value}) {
+            key_of(*x, out);
+            out += ',';
+          }
+          out += ')';
+        } else if constexpr (std::is_same_v<T, Load>) {
+          out += "load";
+          out += std::to_string(n.buffer->id);
+          out += '[';
+          for (const auto& i : n.index) {
+            key_of(i, out);
+            out += ',';
+          }
+          out += ']';
+        }
+      },
+      e->node);
+}
+}  // namespace
+
+Expr fold(BinOp op, const Expr& a, const Expr& b) {
+  auto ca = as_const(a), cb = as_const(b);
+  if (ca && cb) return make_binary(op, a, b);
+  if ((op == BinOp::Add || op == BinOp::Sub) && cb == 0) return a;
+  if (op == BinOp::Add && ca == 0) return b;
+  if ((op == BinOp::Mul || op == BinOp::Div) && cb == 1) return a;
+  if (op == BinOp::Mul && ca == 1) return b;
+  if (op == BinOp::Mul && (ca == 0 || cb == 0)) return make_int(0);
+  return make_binary(op, a, b);
+}
+
+Linear linear(const Expr& e) {
+  Linear l;
+  if (auto c = as_const(e)) {
+    l.c = *c;
+    return l;
+  }
+  if (auto* b = std::get_if<Binary>(&e->node)) {
+    if (b->op == BinOp::Add || b->op == BinOp::Sub) {
+      Linear x = linear(b->a), y = linear(b->b);
+      int64_t s = b->op == BinOp::Add ? 1 : -1;
+      x.c += s * y.c;
+      for (auto& [k, v] : y.terms) x.terms[k] += s * v;
+      return x;
+    }
+    if (b->op == BinOp::Div) {
+      // (64 * vid + 64) / 2 = 32 * vid + 32: exact when every coefficient divides.
+      auto d = as_const(b->b);
+      if (d && *d > 0) {
+        Linear x = linear(b->a);
+        bool exact = x.c % *d == 0;
+        for (auto& [_, v] : x.terms) exact = exact && v % *d == 0;
+        if (exact) {
+          x.c /= *d;
+          for (auto& [_, v] : x.terms) v /= *d;
+          return x;
+        }
+      }
+    }
+    if (b->op == BinOp::Mul) {
+      auto ca = as_const(b->a), cb = as_const(b->b);
+      if (ca || cb) {
+        Linear x = linear(ca ? b->b : b->a);
+        int64_t k = ca ? *ca : *cb;
+        x.c *= k;
+        for (auto& [_, v] : x.terms) v *= k;
+        return x;
+      }
+    }
+  }
+  std::string key;
+  key_of(e, key);
+  l.terms[key] = 1;
+  return l;
+}
+
+std::optional<int64_t> const_diff(const Expr& a, const Expr& b) {
+  Linear x = linear(a), y = linear(b);
+  int64_t c = y.c - x.c;
+  for (auto& [k, v] : x.terms) y.terms[k] -= v;
+  for (auto& [_, v] : y.terms)
+    if (v != 0) return std::nullopt;
+  return c;
+}
+
 }  // namespace tilepipe::ir

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "passes/auto_sync.h"
+#include "passes/cross_drains.h"
 #include "passes/cv_split.h"
 #include "passes/event_ids.h"
 #include "passes/fuse_axpy.h"
@@ -19,6 +20,10 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
+      {"cross_drains",
+       "cross-core flags set more often than waited on: waits appended at the end of the "
+       "waiting core's last scope",
+       &PassOptions::cross_drains, &cross_drains},
       {"event_ids", "intra-core event ids past the chip's count renamed into it, per pipe pair",
        &PassOptions::event_ids, &event_ids},
       {"vectorize",
@@ -60,16 +65,16 @@ Diagnostic option_error(std::string message, std::string hint) {
 }
 }  // namespace
 
-void switch_off(PassOptions& o, const std::string& pass) {
+void switch_pass(PassOptions& o, const std::string& pass, bool on) {
   std::vector<std::string> names;
   for (const auto& info : pass_table()) {
     if (info.name == pass) {
-      o.*info.flag = false;
+      o.*info.flag = on;
       return;
     }
     names.push_back(info.name);
   }
-  throw UserError(option_error(fmt::format("--no-pass {}: no such pass", pass),
+  throw UserError(option_error(fmt::format("--{}pass {}: no such pass", on ? "" : "no-", pass),
                                fmt::format("passes, in order: {}", fmt::join(names, ", "))));
 }
 

@@ -2,7 +2,7 @@
 T.sync_all (docs/python.md)."""
 
 from .. import _core
-from .._core import _ext, builder, ctx, err, to_index
+from .._core import builder, ctx, err, to_index
 from ._gates import _flag_gate, _no_split
 
 _PIPES = {"MTE1": "MTE1", "MTE2": "MTE2", "MTE3": "MTE3", "M": "M", "FIX": "FIX", "V": "V",
@@ -89,29 +89,14 @@ def drain(core):
             bd.wait_flag(p, "S", e, loc)
 
 
-def _count_flag(kind, flag_id):
-    """Records a cross-flag use for _drains: its id, a constant, or (c, c + 1) for the two
-    vector cores where the id is `c + vid` (one flag per AIV), else None (not accounted)."""
-    fid = to_index(flag_id, "cross flag id")
-    count = 1
-    for t in ctx.trip_stack:
-        count = None if (t is None or count is None) else count * t
-    if not isinstance(fid, int):
-        c = _ext.const_diff(_ext.vid(), fid)  # fid - vid
-        fid = (c, c + 1) if isinstance(c, int) and ctx.scope == "V" else None
-    ctx.flag_counts.append((ctx.scope, kind, fid, count))
-
-
 def set_cross_flag(pipe, flag_id, mode=2, *a, **kw):
     _no_split("T.set_cross_flag")
-    _count_flag("set", flag_id)
     builder().set_cross_flag(_pipe(pipe), to_index(flag_id, "cross flag id"), int(mode),
                              _core.current_loc())
 
 
 def wait_cross_flag(flag_id, *a, **kw):
     _no_split("T.wait_cross_flag")
-    _count_flag("wait", flag_id)
     builder().wait_cross_flag(to_index(flag_id, "cross flag id"), _core.current_loc())
 
 
