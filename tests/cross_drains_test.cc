@@ -53,7 +53,8 @@ ir::Program primed(int credits, const std::function<Ex(Ex)>& trips,
 }
 
 TEST(CrossDrains, CreditsLeftSetAreWaitedAtTheEndOfTheLastVectorScope) {
-  auto p = primed(2, [](Ex c) { return c + 3; }, [](Ex c) { return c + 3; });
+  auto p = primed(
+      2, [](Ex c) { return c + 3; }, [](Ex c) { return c + 3; });
   EXPECT_THROW(run(p), UserError);  // as written: two sets never waited on
   std::string text = ir::print(drained(p));
   const std::string tail =
@@ -68,10 +69,12 @@ TEST(CrossDrains, CreditsLeftSetAreWaitedAtTheEndOfTheLastVectorScope) {
 
 TEST(CrossDrains, BalancedOrUnknownCountsAreLeftAlone) {
   // balanced: the same count on both sides, written differently
-  auto balanced = primed(1, [](Ex c) { return c + 3; }, [](Ex c) { return 4 + c; });
+  auto balanced = primed(
+      1, [](Ex c) { return c + 3; }, [](Ex c) { return 4 + c; });
   EXPECT_TRUE(ir::equal(drained(balanced), balanced));
   // counts that differ by more than a constant: no drain
-  auto unknown = primed(1, [](Ex c) { return c + 3; }, [](Ex c) { return c * 2; });
+  auto unknown = primed(
+      1, [](Ex c) { return c + 3; }, [](Ex c) { return c * 2; });
   EXPECT_TRUE(ir::equal(drained(unknown), unknown));
 }
 
@@ -87,8 +90,8 @@ TEST(CrossDrains, EachVectorCoreTakesBackTheFlagItDoesNotWaitOn) {
   scope_v([&] { wait_cross_flag(vid); });
   ir::Program p = kb.finish();
   std::string text = ir::print(drained(p));
-  for (const char* want : {"if (vid == 0) {\n      wait_cross_flag #1",
-                           "if (vid == 1) {\n      wait_cross_flag #0"})
+  for (const char* want :
+       {"if (vid == 0) {\n      wait_cross_flag #1", "if (vid == 1) {\n      wait_cross_flag #0"})
     EXPECT_NE(text.find(want), std::string::npos) << want << "\n" << text;
   EXPECT_GT(run(drained(p)).cycles, 0);
 }
@@ -120,7 +123,8 @@ TEST(CrossDrains, SetsUnderARunTimeIfAndSyncAllsAreNotCounted) {
 }
 
 TEST(CrossDrains, OffByDefaultAndNamedInThePipeline) {
-  auto p = primed(1, [](Ex) { return Ex(2); }, [](Ex) { return Ex(2); });
+  auto p = primed(
+      1, [](Ex) { return Ex(2); }, [](Ex) { return Ex(2); });
   passes::PassOptions o;
   EXPECT_FALSE(o.cross_drains);
   EXPECT_THROW(run(passes::run_passes(p, testing::a3(), o)), UserError);

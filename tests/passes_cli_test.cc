@@ -62,9 +62,8 @@ TEST(CliPrintAfter, UnknownPassIsBadInputNamingThePasses) {
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--print-after fuse_everything: no such pass"), std::string::npos) << r.err;
   EXPECT_NE(
-      r.err.find(
-          "passes, in order: cross_drains, event_ids, vectorize, cv_split, l1_residency, "
-          "fuse_axpy, multibuffer, plan_memory, auto_sync"),
+      r.err.find("passes, in order: cross_drains, event_ids, hand_pipeline, vectorize, cv_split, "
+                 "l1_residency, fuse_axpy, multibuffer, plan_memory, auto_sync"),
       std::string::npos)
       << r.err;
 }
@@ -92,11 +91,11 @@ TEST(CliPass, SwitchesAnOffPassOnAndPrintsAfterIt) {
   // FA expert waits on every cross-core set it makes).
   auto off = tilepipe("run fa --param S=1024 --param H=1 --print-after cross_drains");
   EXPECT_EQ(off.code, 2);
-  EXPECT_NE(off.err.find("--print-after cross_drains: the pass is switched off"),
-            std::string::npos)
+  EXPECT_NE(off.err.find("--print-after cross_drains: the pass is switched off"), std::string::npos)
       << off.err;
-  auto on = tilepipe("run fa --param S=1024 --param H=1 --pass cross_drains --print-after "
-                     "cross_drains");
+  auto on = tilepipe(
+      "run fa --param S=1024 --param H=1 --pass cross_drains --print-after "
+      "cross_drains");
   ASSERT_EQ(on.code, 0) << on.err;
   EXPECT_NE(on.err.find("// ---- IR after cross_drains (unchanged) ----"), std::string::npos)
       << on.err;

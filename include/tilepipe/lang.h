@@ -224,6 +224,10 @@ class KernelBuilder {
   void begin_if(Ex cond, ir::Loc loc);
   void begin_else(ir::Loc loc);
   void end_if(ir::Loc loc);
+  /// A group of statements that passes treat as one: a block of a Pipelined loop's body in
+  /// a hand-synced scope (passes/hand_pipeline.h). Emitted as a SeqStmt of its statements.
+  void begin_block(ir::Loc loc);
+  void end_block(ir::Loc loc);
   void emit(ir::Stmt s);
   void add_knob(ir::Knob k) { prog_.knobs.push_back(std::move(k)); }
   Tensor alloc(const std::string& name, ir::Scope scope, std::vector<int64_t> shape, DType dtype,

@@ -35,6 +35,10 @@ struct PassOptions {
   /// Event ids past the chip's count (the original's kernels use up to 15) renamed into it
   /// per pipe pair, injectively (passes/event_ids.h). Off: such an id is the verifier's error.
   bool event_ids = true;
+  /// Pipelined loops in hand-synced scopes scheduled as TileLang-Ascend's compiler does
+  /// (copy stages ahead, buffers versioned; passes/hand_pipeline.h). Off: such a loop is
+  /// multibuffer's `pipelined` error. The Python front end sets it.
+  bool hand_pipeline = false;
   /// Vectorisation: Parallel loops become tile ops over all their rows. Off: a Parallel
   /// loop is an error (`unsupported`), never a silent serial loop.
   bool vectorize = true;

@@ -92,6 +92,8 @@ passes::PassOptions pass_options(const py::dict& opts) {
       o.event_ids = on;
     else if (key == "cross_drains")
       o.cross_drains = on;
+    else if (key == "hand_pipeline")
+      o.hand_pipeline = on;
     else
       throw std::invalid_argument("unknown pass option " + key);
   }

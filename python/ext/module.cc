@@ -261,6 +261,12 @@ class Builder {
   void begin_else(const py::object& loc) {
     guarded([&] { kb_->begin_else(make_loc(loc)); });
   }
+  void begin_block(const py::object& loc) {
+    guarded([&] { kb_->begin_block(make_loc(loc)); });
+  }
+  void end_block(const py::object& loc) {
+    guarded([&] { kb_->end_block(make_loc(loc)); });
+  }
   void end_if(const py::object& loc) {
     guarded([&] { kb_->end_if(make_loc(loc)); });
   }
@@ -476,6 +482,8 @@ PYBIND11_MODULE(_tilepipe, m) {
       .def("assign", &Builder::assign)
       .def("begin_else", &Builder::begin_else)
       .def("end_if", &Builder::end_if)
+      .def("begin_block", &Builder::begin_block)
+      .def("end_block", &Builder::end_block)
       .def("copy", &Builder::copy, py::arg("src"), py::arg("dst"), py::arg("transpose"),
            py::arg("pad"), py::arg("loc"), py::arg("atomic_add") = false, py::arg("relu") = false)
       .def("gemm", &Builder::gemm)

@@ -110,8 +110,19 @@ class Interpreter(CoreSplit, ExprEval):
     # ---- statements ----
 
     def run_body(self, stmts):
+        if stmts is not ctx.blocks_of:
+            for s in stmts:
+                self.stmt(s)
+            return
+        ctx.blocks_of = None
+        b = _core.builder()
         for s in stmts:
+            if _is_let(s):  # a binding is no block: it holds for the statements after it
+                self.stmt(s)
+                continue
+            b.begin_block(self.loc(s))
             self.stmt(s)
+            b.end_block(self.loc(s))
 
     def stmt(self, s):
         ctx.stmt_loc = self.loc(s)
@@ -490,10 +501,7 @@ class Interpreter(CoreSplit, ExprEval):
         if kind == "pipelined" and id(s) in ctx.xpipe and ctx.split in ("C", "V"):
             self.xpipe_loop(s, name, begin, end, step, ctx.xpipe[id(s)])
             return
-        if kind == "pipelined" and ctx.split is None and ctx.scope_hand:
-            kind = self.hand_pipelined(s, name, begin, end, step, stages)
-            if kind is None:
-                return
+        blocks = kind == "pipelined" and ctx.split is None and ctx.scope_hand
         if kind == "pipelined" and ctx.split in ctx.hand_sync:
             # Unscoped code with hand-written intra-core flags: the flags are written for the
             # loop's serial order, and the split's hand-offs order the cores per iteration.
@@ -509,63 +517,18 @@ class Interpreter(CoreSplit, ExprEval):
         if lo is not None and hi is not None:
             ctx.var_ranges[v.var_id()] = (lo, max(lo, hi - 1))
         ctx.trip_stack.append(trip)
+        saved = ctx.blocks_of
+        # A T.Pipelined loop in a scope with the author's flags: the hand_pipeline pass
+        # schedules it as the original does, each source statement of the body one block.
+        ctx.blocks_of = s.body if blocks else None
         try:
             with self.loop_var(name):
                 self.vars[name] = v
                 body()
         finally:
             ctx.trip_stack.pop()
+            ctx.blocks_of = saved
         b.end_for(loc)
-
-    def hand_pipelined(self, s, name, begin, end, step, stages):
-        """A T.Pipelined loop in a T.Scope with the author's flags. The original does not look
-        at the flags: PipelinePlanning puts each GM -> on-chip copy read later in the body in
-        stage 0 and the other statements in stage num_stages, and InjectSoftwarePipeline
-        emits a prologue (the copies of the first iterations), a reordered body over
-        versioned buffers and an epilogue; the author's flags move with their statements.
-        With one iteration and the copies ahead of every other statement, that schedule is
-        the program order: run serially ("serial"). Otherwise the schedule is emitted
-        (_pipeline.py; None), or it is the program order too (no copy stage: "serial"), or
-        refused at the loop."""
-        trip = end - begin if step == 1 else None
-        seen_other = False
-        for st in s.body:
-            if _is_let(st):
-                continue  # a name binding (a let): no statement of the schedule
-            if self._gm_copy(st) is not None:
-                if seen_other:
-                    break
-            else:
-                seen_other = True
-        else:
-            if trip == 1:
-                return "serial"
-        from ._pipeline import software_pipeline
-
-        return None if software_pipeline(self, s, name, begin, end, step, stages) else "serial"
-
-    def _gm_copy(self, st):
-        """The UB buffer st writes if it is `T.copy(<GM tensor slice>, <UB buffer>)` (a
-        PipelinePlanning copy stage), else None. Decided from the source: evaluating the
-        slices could need the body's lets."""
-        if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Call)
-                and getattr(st.value.func, "attr", None) == "copy" and st.value.args):
-            return None
-        src = st.value.args[0]
-        dst = st.value.args[1] if len(st.value.args) > 1 else None
-        bases = [x.value if isinstance(x, ast.Subscript) else x for x in (src, dst)]
-        try:
-            sb = self.eval(bases[0])
-            db = self.eval(bases[1]) if dst is not None else None
-        except TilelangError:
-            return None
-        # UB only: the original's UB is scope "shared", which its planner's copy pattern
-        # matches; its L1 is "shared.l1", which it does not (a GM -> L1 copy is an ordinary
-        # block, in program order)
-        if isinstance(sb, Buffer) and sb.scope == "GM" and isinstance(db, Buffer) and \
-                db.scope == "UB":
-            return db
-        return None
 
     @contextlib.contextmanager
     def loop_var(self, name):

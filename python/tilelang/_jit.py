@@ -213,6 +213,8 @@ def pass_options(configs, func_attrs):
     o.setdefault("reserved_tail", True)
     # The original's init credits left set at the end: the hardware drops them (cross_drains).
     o.setdefault("cross_drains", True)
+    # The original software-pipelines T.Pipelined loops in hand-synced scopes too.
+    o.setdefault("hand_pipeline", True)
     return o
 
 

@@ -18,7 +18,7 @@ void require_buffer(const ir::Buffer& b, const char* what, SrcLoc loc) {
                                  what)};
 }
 
-enum FrameKind { kRoot, kFor, kScope, kIfThen, kIfElse };
+enum FrameKind { kRoot, kFor, kScope, kIfThen, kIfElse, kBlock };
 const char* frame_name(int k) {
   switch (k) {
     case kFor:
@@ -28,6 +28,8 @@ const char* frame_name(int k) {
     case kIfThen:
     case kIfElse:
       return "if";
+    case kBlock:
+      return "block";
     default:
       return "kernel";
   }
@@ -367,6 +369,17 @@ void KernelBuilder::end_scope(ir::Loc loc) {
   Frame f = std::move(frames_->back());
   frames_->pop_back();
   emit(ir::make_stmt(ir::ScopeStmt{f.scope_kind, seq_of(std::move(f.body), f.loc)}, f.loc));
+}
+
+void KernelBuilder::begin_block(ir::Loc loc) {
+  frames_->push_back(Frame{kBlock, loc, {}, {}, ir::CoreKind::C, nullptr, {}});
+}
+
+void KernelBuilder::end_block(ir::Loc loc) {
+  close(kBlock, loc);
+  Frame f = std::move(frames_->back());
+  frames_->pop_back();
+  if (!f.body.empty()) emit(ir::make_stmt(ir::SeqStmt{std::move(f.body)}, f.loc));
 }
 
 void KernelBuilder::begin_if(Ex cond, ir::Loc loc) {

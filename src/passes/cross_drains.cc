@@ -22,13 +22,14 @@ using Count = Expr;
 Expr trips(const ForStmt& f) {
   Expr n = make_binary(BinOp::Sub, f.end, f.begin);
   if (f.step != 1)
-    n = make_binary(BinOp::Div, make_binary(BinOp::Add, n, make_int(f.step - 1)),
-                    make_int(f.step));
+    n = make_binary(BinOp::Div, make_binary(BinOp::Add, n, make_int(f.step - 1)), make_int(f.step));
   if (auto c = as_const(n); c && *c < 0) return make_int(0);
   return n;
 }
 
-CoreKind other(CoreKind k) { return k == CoreKind::C ? CoreKind::V : CoreKind::C; }
+CoreKind other(CoreKind k) {
+  return k == CoreKind::C ? CoreKind::V : CoreKind::C;
+}
 
 /// One flag's uses on one side: (scope kind, set?, flag id, AIV).
 using Key = std::tuple<CoreKind, bool, int64_t, int>;
@@ -116,8 +117,9 @@ std::map<CoreKind, std::vector<Drain>> drains_of(const Counter& c) {
     std::vector<Drain> both, rest;
     for (const auto& d : items) {
       bool pair = false;
-      for (const auto& e : items) pair = pair || (e.flag_id == d.flag_id && e.count == d.count &&
-                                                  d.aiv != e.aiv && d.aiv >= 0 && e.aiv >= 0);
+      for (const auto& e : items)
+        pair = pair || (e.flag_id == d.flag_id && e.count == d.count && d.aiv != e.aiv &&
+                        d.aiv >= 0 && e.aiv >= 0);
       if (!pair)
         rest.push_back(d);
       else if (d.aiv == 0)

@@ -73,8 +73,9 @@ class Pass : public StmtMutator {
           "Pipelined loop in a scope with hand-written flags: the flags would not cover the "
           "buffer versions this loop needs",
           {},
-          "drop the scope's intra-core flags (auto_sync inserts them), or write the slots "
-          "and flags by hand in a serial loop"});
+          "drop the scope's intra-core flags (auto_sync inserts them), write the slots "
+          "and flags by hand in a serial loop, or schedule it as TileLang-Ascend does "
+          "(--pass hand_pipeline)"});
     ForStmt f = s;
     f.kind = ForKind::Serial;
     f.body = body;

@@ -9,6 +9,7 @@
 #include "passes/cv_split.h"
 #include "passes/event_ids.h"
 #include "passes/fuse_axpy.h"
+#include "passes/hand_pipeline.h"
 #include "passes/l1_residency.h"
 #include "passes/multibuffer.h"
 #include "passes/plan_memory.h"
@@ -26,6 +27,10 @@ const std::vector<PassInfo>& pass_table() {
        &PassOptions::cross_drains, &cross_drains},
       {"event_ids", "intra-core event ids past the chip's count renamed into it, per pipe pair",
        &PassOptions::event_ids, &event_ids},
+      {"hand_pipeline",
+       "Pipelined loops in hand-synced scopes: the original's software pipeline (GM -> UB "
+       "copies of later iterations ahead, their buffers versioned)",
+       &PassOptions::hand_pipeline, &hand_pipeline},
       {"vectorize",
        "Parallel loops -> tile ops over all their rows (row broadcasts for per-row scalars)",
        &PassOptions::vectorize, &vectorize},

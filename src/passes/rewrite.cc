@@ -40,9 +40,12 @@ Expr RegionRewriter::expr(const Expr& e) {
       [&](const auto& n) -> Expr {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, Binary>) {
+          if (fold_) return fold(n.op, expr(n.a), expr(n.b));
           return make_binary(n.op, expr(n.a), expr(n.b), e->loc);
         } else if constexpr (std::is_same_v<T, Select>) {
-          return make_select(expr(n.cond), expr(n.then_value), expr(n.else_value), e->loc);
+          Expr c = expr(n.cond);
+          if (auto k = as_const(c); k && fold_) return expr(*k ? n.then_value : n.else_value);
+          return make_select(c, expr(n.then_value), expr(n.else_value), e->loc);
         } else if constexpr (std::is_same_v<T, Load>) {
           std::vector<Expr> idx;
           for (const auto& i : n.index) idx.push_back(expr(i));

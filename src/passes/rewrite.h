@@ -38,6 +38,11 @@ class RegionRewriter : public ir::StmtMutator {
   ir::Stmt mutate_for(const ir::ForStmt& s, const ir::Stmt& self) override;
   ir::Stmt mutate_if(const ir::IfStmt& s, const ir::Stmt& self) override;
   ir::Stmt mutate_leaf(const ir::Stmt& s) override;
+
+ protected:
+  /// Rebuild arithmetic with ir::fold (identities dropped) and selects on a constant
+  /// condition as their branch: for rewriters that substitute values for variables.
+  bool fold_ = false;
 };
 
 }  // namespace tilepipe::passes
