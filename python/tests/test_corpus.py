@@ -62,7 +62,7 @@ def test_elementwise_example_uses_the_reserved_tail_of_ub():
     assert pass_options({tilelang.PassConfigKey.TL_ASCEND_MEMORY_PLANNING: True,
                          "tl.ascend_auto_sync": False, "tir.disable_vectorize": True}, {}) == {
         "memory_planning": True, "auto_sync": False, "original_sync": False, "vectorize": False,
-        "reserved_tail": True, "cross_drains": True}
+        "reserved_tail": True, "cross_drains": True, "hand_pipeline": True}
 
 
 def test_runner_shim_is_only_active_under_the_runner():
