@@ -69,11 +69,11 @@ std::vector<double> run(const ir::Program& p, int64_t trips) {
 TEST(HandPipeline, CopiesOfLaterIterationsRunAheadOverVersionedBuffers) {
   // Blocks: the copy (stage 0, ordered right after the add that reads it), the flags and the
   // add (stage 2): two copies in the prologue; each steady iteration adds i - 2 and copies
-  // i into the version that add read (the original's race at four iterations).
+  // i into the version that add read (the original's race at four iterations). `a_v`
+  // replaces `a`, whose allocation goes.
   EXPECT_EQ(ir::print(pipelined_out(sum_chunks(4))),
             R"(kernel sum_chunks(X: GM f32[1, 256] in, Y: GM f32[2, 64] out) block_num=1 {
   scope V {
-    alloc a: UB f32[1, 64]
     alloc s: UB f32[1, 64]
     tile.fill s, 0.0
     alloc a_v: UB f32[2, 1, 64]
@@ -127,15 +127,16 @@ TEST(HandPipeline, OneStageIsTheProgramOrder) {
   });
   auto p = kb.finish();
   std::string text = ir::print(pipelined_out(p));
-  EXPECT_NE(text.find("for i in serial(0, 4) {\n      pipe_barrier V\n      tile.add s, s, 1.0\n    }"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("for i in serial(0, 4) {\n      pipe_barrier V\n      tile.add s, s, 1.0\n    }"),
+      std::string::npos)
       << text;
 }
 
 TEST(HandPipeline, WhatTheScheduleCannotModelIsRefusedAtTheLoop) {
-  testing::expect_user_error([] { pipelined_out(sum_chunks(4, /*after=*/true)); },
-                             {"'a' needs 2 versions but is used outside the loop",
-                              "hand_pipeline_test.cc:"});
+  testing::expect_user_error(
+      [] { pipelined_out(sum_chunks(4, /*after=*/true)); },
+      {"'a' needs 2 versions but is used outside the loop", "hand_pipeline_test.cc:"});
   testing::expect_user_error([] { pipelined_out(sum_chunks(4, false, /*guarded=*/true)); },
                              {"the GM copy nested in the statement at line"});
   KernelBuilder kb("run_time_trips", 2);
@@ -155,12 +156,12 @@ TEST(HandPipeline, WhatTheScheduleCannotModelIsRefusedAtTheLoop) {
 TEST(HandPipeline, OffByDefaultTheLoopIsMultibuffersError) {
   passes::PassOptions o;
   EXPECT_FALSE(o.hand_pipeline);
-  testing::expect_user_error([&] { passes::run_passes(sum_chunks(4), testing::a3(), o); },
-                             {"Pipelined loop in a scope with hand-written flags",
-                              "--pass hand_pipeline"});
+  testing::expect_user_error(
+      [&] { passes::run_passes(sum_chunks(4), testing::a3(), o); },
+      {"Pipelined loop in a scope with hand-written flags", "--pass hand_pipeline"});
   passes::switch_pass(o, "hand_pipeline", true);
-  EXPECT_TRUE(ir::equal(passes::run_passes(sum_chunks(4), testing::a3(), o),
-                        pipelined_out(sum_chunks(4))));
+  EXPECT_TRUE(
+      ir::equal(passes::run_passes(sum_chunks(4), testing::a3(), o), pipelined_out(sum_chunks(4))));
 }
 
 }  // namespace

@@ -116,6 +116,8 @@ class Interpreter(CoreSplit, ExprEval):
             return
         ctx.blocks_of = None
         b = _core.builder()
+        # The body is one block of blocks, so that a body of one statement stays one block.
+        b.begin_block(self.loc(stmts[0]))
         for s in stmts:
             if _is_let(s):  # a binding is no block: it holds for the statements after it
                 self.stmt(s)
@@ -123,6 +125,7 @@ class Interpreter(CoreSplit, ExprEval):
             b.begin_block(self.loc(s))
             self.stmt(s)
             b.end_block(self.loc(s))
+        b.end_block(self.loc(stmts[-1]))
 
     def stmt(self, s):
         ctx.stmt_loc = self.loc(s)

@@ -4,6 +4,7 @@
 #include <array>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -46,6 +47,7 @@ class Counter : public StmtVisitor {
   std::vector<Key> order;
   std::map<Key, Count> sums;
   std::array<const StmtNode*, 2> last_scope{};
+  std::set<int64_t> sync_all_ids;  // T.sync_all's flags: a barrier, no hand-off
 
   void visit_for(const ForStmt& f, const StmtNode&) override {
     Count saved = count_;
@@ -68,6 +70,7 @@ class Counter : public StmtVisitor {
   }
   void visit_set_cross(const SetCrossFlagStmt& s, const StmtNode&) override {
     if (s.mode == 2) use(true, s.flag_id);
+    if (auto id = as_const(s.flag_id); id && s.mode == kSyncAllMode) sync_all_ids.insert(*id);
   }
   void visit_wait_cross(const WaitCrossFlagStmt& s, const StmtNode&) override {
     use(false, s.flag_id);
@@ -103,7 +106,7 @@ std::map<CoreKind, std::vector<Drain>> drains_of(const Counter& c) {
     auto [scope, set, fid, aiv] = key;
     const Count& total = c.sums.at(key);
     // A Vector set is both AIVs': counted once, on AIV 0's key.
-    if (!set || !total || (scope == CoreKind::V && aiv == 1)) continue;
+    if (!set || !total || (scope == CoreKind::V && aiv == 1) || c.sync_all_ids.count(fid)) continue;
     const CoreKind waiter = other(scope);
     auto w = c.sums.find(Key{waiter, false, fid, aiv});
     Count waits = w != c.sums.end() ? w->second : make_int(0);

@@ -19,7 +19,7 @@ namespace tilepipe::passes {
 ///   waits: a Vector wait on `c + vid` is flag c on AIV 0 and c + 1 on AIV 1, and a wait only
 ///   one AIV needs goes under `if vid == v`. A Vector set counts once (both AIVs set it).
 /// - Not counted: a flag id that is neither a constant nor `c + vid` on a vector core, and
-///   T.sync_all's sets (mode 3: a barrier, not a hand-off). A flag under a run-time `if`, or in a
+///   T.sync_all's flag (a barrier, not a hand-off). A flag under a run-time `if`, or in a
 ///   loop whose trip count differs from the other side's by more than a constant, leaves its id's
 ///   balance unknown: no drain for it.
 /// Off by default: in tilepipe's own kernels a flag left set is a bug to report. The Python

@@ -30,17 +30,22 @@ const CopyStmt* gm_to_ub(const Stmt& s) {
   return c && c->src.buffer->scope == Scope::GM && c->dst.buffer->scope == Scope::UB ? c : nullptr;
 }
 
-/// The UB buffer a block fills when it is nothing but GM -> UB copies into that buffer (the
-/// planner's copy pattern; the original's L1 is another scope, so a GM -> L1 copy is an
-/// ordinary block), else null.
+/// The UB buffer a block fills when it is nothing but GM -> UB copies into that buffer, and
+/// the fill of a padded copy (the planner's copy pattern; the original's L1 is another
+/// scope, so a GM -> L1 copy is an ordinary block), else null.
 Buffer copy_dst(const Stmt& block) {
-  Buffer dst;
+  Buffer dst, filled;
   for (const Stmt& s : items_of(block)) {
+    const auto* t = std::get_if<TileOpStmt>(&s->node);
+    if (t && t->op == TileOpKind::Fill && (!filled || filled == t->dst.buffer)) {
+      filled = t->dst.buffer;
+      continue;
+    }
     const CopyStmt* c = gm_to_ub(s);
     if (!c || (dst && dst != c->dst.buffer)) return nullptr;
     dst = c->dst.buffer;
   }
-  return dst;
+  return filled && filled != dst ? nullptr : dst;
 }
 
 std::set<int> used_by(const Stmt& s) {
@@ -136,8 +141,8 @@ class Instance : public RegionRewriter {
   std::optional<bool> decide(const Expr& c) {
     if (auto k = as_const(c)) return *k != 0;
     const auto* b = std::get_if<Binary>(&c->node);
-    if (!b || !(b->op == BinOp::Lt || b->op == BinOp::Le || b->op == BinOp::Gt ||
-                b->op == BinOp::Ge))
+    if (!b ||
+        !(b->op == BinOp::Lt || b->op == BinOp::Le || b->op == BinOp::Gt || b->op == BinOp::Ge))
       return std::nullopt;
     return decided(make_binary(b->op, make_int(0), fold(BinOp::Sub, b->b, b->a)), ranges_);
   }
@@ -159,9 +164,7 @@ class Pass : public StmtMutator {
     struct Names : StmtVisitor {
       std::set<std::string>& out;
       explicit Names(std::set<std::string>& o) : out(o) {}
-      void visit_alloc(const AllocStmt& a, const StmtNode&) override {
-        out.insert(a.buffer->name);
-      }
+      void visit_alloc(const AllocStmt& a, const StmtNode&) override { out.insert(a.buffer->name); }
     } names(names_);
     names.visit(p.body);
     for (const auto& b : p.params) names_.insert(b->name);
@@ -186,6 +189,9 @@ class Pass : public StmtMutator {
     return make_stmt(std::move(f), self->loc);
   }
 
+ public:
+  std::set<int> replaced;  // buffers the versioned ones replace: unused after the pass
+
  private:
   const Program& p_;
   bool hand_ = false;
@@ -204,11 +210,11 @@ class Pass : public StmtMutator {
         "or drop the scope's flags so auto_sync places them"});
   }
 
-  Stmt serial(const ForStmt& s, const Stmt& self) {
+  Stmt serial(const ForStmt& s, const Stmt& inner, const Stmt& self) {
     ForStmt f = s;
     f.kind = ForKind::Serial;
     std::vector<Stmt> body;
-    append(body, s.body);
+    append(body, inner);
     f.body = make_stmt(SeqStmt{std::move(body)}, s.body->loc);
     return make_stmt(std::move(f), self->loc);
   }
@@ -219,11 +225,20 @@ class Pass : public StmtMutator {
       refuse(self, "a run-time trip count or a step other than 1 is not modelled");
     const int64_t n = *end - *begin;
     if (n <= 0) return make_stmt(SeqStmt{}, self->loc);
+    ranges_[s.var->id] = loop_var_range(s, ranges_);
+    const Stmt inner = mutate(s.body);  // Pipelined loops inside it first
+    // One iteration with the copies ahead of every other block: the program order.
+    bool copies_first = true, seen_other = false;
+    for (const Stmt& st : items_of(inner)) {
+      if (!copy_dst(st)) seen_other = true;
+      if (copy_dst(st) && seen_other) copies_first = false;
+    }
+    if (copies_first && n == 1) return serial(s, inner, self);
     std::vector<Block> blocks;
-    for (const Stmt& st : items_of(s.body)) {
+    for (const Stmt& st : items_of(inner)) {
       if (std::holds_alternative<LetStmt>(st->node))
-        refuse(self, fmt::format("the binding at line {} reads a buffer element; only index "
-                                 "arithmetic is modelled there",
+        refuse(self, fmt::format("the binding at line {} (an element read or a register) is "
+                                 "not modelled there; only index arithmetic is",
                                  st->loc.line));
       Block b{st, copy_dst(st), used_by(st)};
       if (!b.dst) {
@@ -241,18 +256,11 @@ class Pass : public StmtMutator {
       }
       blocks.push_back(std::move(b));
     }
-    // A block's copies, and the program order, when there is a single stage.
-    bool copies_first = true, seen_other = false;
-    for (const Block& b : blocks) {
-      if (!b.dst) seen_other = true;
-      if (b.dst && seen_other) copies_first = false;
-    }
-    if (copies_first && n == 1) return serial(s, self);
     for (size_t j = 0; j < blocks.size(); ++j)
       if (blocks[j].dst)
         for (size_t m = j + 1; m < blocks.size(); ++m)
           if (blocks[m].uses.count(blocks[j].dst->id)) blocks[j].last = static_cast<int>(m);
-    const std::set<int> tested = read_by_conditions(s.body);
+    const std::set<int> tested = read_by_conditions(inner);
     for (const Block& b : blocks)
       if (b.dst && tested.count(b.dst->id))
         refuse(self, fmt::format("a condition reads '{}', which a GM copy writes (the "
@@ -288,7 +296,7 @@ class Pass : public StmtMutator {
       }
     std::set<int> stages;
     for (const Block& b : blocks) stages.insert(b.stage);
-    if (stages.size() <= 1) return serial(s, self);
+    if (stages.size() <= 1) return serial(s, inner, self);
 
     std::vector<Stmt> out;
     std::map<int, Ring> rings = versions(s, self, blocks, out);
@@ -363,6 +371,7 @@ class Pass : public StmtMutator {
       Buffer inner = make_buffer(name, buf->scope, buf->dtype, shape, TensorRole::None, self->loc);
       out.push_back(make_stmt(AllocStmt{inner}, self->loc));
       rings[buf->id] = Ring{inner, v, nullptr};
+      replaced.insert(buf->id);
     }
     (void)s;
     return rings;
@@ -387,7 +396,24 @@ class Pass : public StmtMutator {
 
 Program hand_pipeline(const Program& p, const ChipConfig&, const PassOptions&) {
   Program out = p;
-  out.body = Pass(p).mutate(p.body);
+  Pass pass(p);
+  out.body = pass.mutate(p.body);
+  if (pass.replaced.empty()) return out;
+  // The buffers the versions replace are used nowhere else (used_outside): their
+  // allocations go, as the original allocates only the versioned buffer.
+  struct Drop : StmtMutator {
+    const std::set<int>& ids;
+    explicit Drop(const std::set<int>& i) : ids(i) {}
+    Stmt mutate_seq(const SeqStmt& s, const Stmt& self) override {
+      std::vector<Stmt> body;
+      for (const Stmt& x : s.body) {
+        const auto* a = std::get_if<AllocStmt>(&x->node);
+        if (!(a && ids.count(a->buffer->id))) body.push_back(mutate(x));
+      }
+      return make_stmt(SeqStmt{std::move(body)}, self->loc);
+    }
+  } drop(pass.replaced);
+  out.body = drop.mutate(out.body);
   return out;
 }
 

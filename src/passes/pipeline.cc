@@ -21,16 +21,16 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
+      {"hand_pipeline",
+       "Pipelined loops in hand-synced scopes: the original's software pipeline (GM -> UB "
+       "copies of later iterations ahead, their buffers versioned)",
+       &PassOptions::hand_pipeline, &hand_pipeline},
       {"cross_drains",
        "cross-core flags set more often than waited on: waits appended at the end of the "
        "waiting core's last scope",
        &PassOptions::cross_drains, &cross_drains},
       {"event_ids", "intra-core event ids past the chip's count renamed into it, per pipe pair",
        &PassOptions::event_ids, &event_ids},
-      {"hand_pipeline",
-       "Pipelined loops in hand-synced scopes: the original's software pipeline (GM -> UB "
-       "copies of later iterations ahead, their buffers versioned)",
-       &PassOptions::hand_pipeline, &hand_pipeline},
       {"vectorize",
        "Parallel loops -> tile ops over all their rows (row broadcasts for per-row scalars)",
        &PassOptions::vectorize, &vectorize},
