@@ -153,6 +153,34 @@ TEST(HandPipeline, WhatTheScheduleCannotModelIsRefusedAtTheLoop) {
                              {"a run-time trip count or a step other than 1 is not modelled"});
 }
 
+/// A loop whose condition reads the copied buffer `a`: in an if, or in a select.
+ir::Program condition_on_copy(bool via_select) {
+  KernelBuilder kb("condition_on_copy", 1);
+  auto x = kb.input("X", {1, 256}, i32);
+  kb.launch();
+  scope_v([&] {
+    auto a = alloc_ub("a", {1, 64}, i32);
+    auto s = alloc_ub("s", {1, 64}, f32);
+    pipelined(4, {2}, [&](Ex i) {
+      copy(x(0, slice(i * 64, 64)), a);
+      pipe_barrier(Pipe::V);
+      if (via_select) {
+        Ex half = select(load(a, {0, 0}) > 0, 0, 32);
+        tile::adds(s(0, slice(half, 32)), s(0, slice(half, 32)), 1.0);
+      } else {
+        if_(load(a, {0, 0}) > 0, [&] { tile::adds(s, s, 1.0); });
+      }
+    });
+  });
+  return kb.finish();
+}
+
+TEST(HandPipeline, AConditionReadingACopiedBufferIsRefused) {
+  for (bool via_select : {false, true})
+    testing::expect_user_error([&] { pipelined_out(condition_on_copy(via_select)); },
+                               {"a condition reads 'a', which a GM copy writes"});
+}
+
 TEST(HandPipeline, OffByDefaultTheLoopIsMultibuffersError) {
   passes::PassOptions o;
   EXPECT_FALSE(o.hand_pipeline);

@@ -54,17 +54,26 @@ std::set<int> used_by(const Stmt& s) {
   return accessed_buffers(one);
 }
 
-/// Buffers read by the conditions of the ifs and selects in a subtree.
+/// Buffers read by the conditions of the ifs and selects in a subtree (the rewriter only
+/// walks: what it builds is dropped).
 std::set<int> read_by_conditions(const Stmt& s) {
-  struct V : StmtVisitor {
+  struct Loads : RegionRewriter {
+    std::set<int>& ids;
+    explicit Loads(std::set<int>& i) : ids(i) {}
+    Expr load(const Load& l, std::vector<Expr> index, const Loc& loc) override {
+      ids.insert(l.buffer->id);
+      return RegionRewriter::load(l, std::move(index), loc);
+    }
+  };
+  struct Conditions : RegionRewriter {
     std::set<int> ids;
-    void visit_if(const IfStmt& f, const StmtNode& n) override {
-      auto c = used_by(make_stmt(IfStmt{f.cond, make_stmt(SeqStmt{}, n.loc), nullptr}, n.loc));
-      ids.insert(c.begin(), c.end());
-      StmtVisitor::visit_if(f, n);
+    void on_select(const Select& sel) override { Loads(ids).expr(sel.cond); }
+    Stmt mutate_if(const IfStmt& f, const Stmt& self) override {
+      Loads(ids).expr(f.cond);
+      return RegionRewriter::mutate_if(f, self);
     }
   } v;
-  v.visit(s);
+  v.mutate(s);
   return v.ids;
 }
 

@@ -43,6 +43,7 @@ Expr RegionRewriter::expr(const Expr& e) {
           if (fold_) return fold(n.op, expr(n.a), expr(n.b));
           return make_binary(n.op, expr(n.a), expr(n.b), e->loc);
         } else if constexpr (std::is_same_v<T, Select>) {
+          on_select(n);
           Expr c = expr(n.cond);
           if (auto k = as_const(c); k && fold_) return expr(*k ? n.then_value : n.else_value);
           return make_select(c, expr(n.then_value), expr(n.else_value), e->loc);

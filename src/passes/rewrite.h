@@ -32,6 +32,8 @@ class RegionRewriter : public ir::StmtMutator {
   }
   /// A region whose starts are already rewritten (default: unchanged).
   virtual ir::Region region(ir::Region r) { return r; }
+  /// A select, before it is rewritten (default: nothing; for analyses of conditions).
+  virtual void on_select(const ir::Select&) {}
 
   /// A region: starts through expr(), then the region() hook.
   virtual ir::Region rewrite(const ir::Region& r);
