@@ -25,9 +25,8 @@ std::vector<Stmt> items_of(const Stmt& s) {
   return {s};
 }
 
-const CopyStmt* gm_to_ub(const Stmt& s) {
-  const auto* c = std::get_if<CopyStmt>(&s->node);
-  return c && c->src.buffer->scope == Scope::GM && c->dst.buffer->scope == Scope::UB ? c : nullptr;
+bool gm_to_ub(const CopyStmt& c) {
+  return c.src.buffer->scope == Scope::GM && c.dst.buffer->scope == Scope::UB;
 }
 
 /// The UB buffer a block fills when it is nothing but GM -> UB copies into that buffer, and
@@ -41,8 +40,8 @@ Buffer copy_dst(const Stmt& block) {
       filled = t->dst.buffer;
       continue;
     }
-    const CopyStmt* c = gm_to_ub(s);
-    if (!c || (dst && dst != c->dst.buffer)) return nullptr;
+    const auto* c = std::get_if<CopyStmt>(&s->node);
+    if (!c || !gm_to_ub(*c) || (dst && dst != c->dst.buffer)) return nullptr;
     dst = c->dst.buffer;
   }
   return filled && filled != dst ? nullptr : dst;
@@ -239,8 +238,9 @@ class Pass : public StmtMutator {
     // One iteration with the copies ahead of every other block: the program order.
     bool copies_first = true, seen_other = false;
     for (const Stmt& st : items_of(inner)) {
-      if (!copy_dst(st)) seen_other = true;
-      if (copy_dst(st) && seen_other) copies_first = false;
+      const bool copy = copy_dst(st) != nullptr;
+      copies_first = copies_first && !(copy && seen_other);
+      seen_other = seen_other || !copy;
     }
     if (copies_first && n == 1) return serial(s, inner, self);
     std::vector<Block> blocks;
@@ -253,8 +253,8 @@ class Pass : public StmtMutator {
       if (!b.dst) {
         struct Nested : StmtVisitor {
           const StmtNode* at = nullptr;
-          void visit_copy(const CopyStmt&, const StmtNode& n) override {
-            if (!at && gm_to_ub(std::make_shared<const StmtNode>(n))) at = &n;
+          void visit_copy(const CopyStmt& c, const StmtNode& n) override {
+            if (!at && gm_to_ub(c)) at = &n;
           }
         } nested;
         nested.visit(st);
@@ -308,7 +308,7 @@ class Pass : public StmtMutator {
     if (stages.size() <= 1) return serial(s, inner, self);
 
     std::vector<Stmt> out;
-    std::map<int, Ring> rings = versions(s, self, blocks, out);
+    std::map<int, Ring> rings = versions(self, blocks, out);
     int smax = 0;
     for (const Block& b : blocks) smax = std::max(smax, b.stage);
     std::vector<const Block*> ordered;
@@ -346,7 +346,7 @@ class Pass : public StmtMutator {
   }
 
   /// The versioned buffers (their allocations appended to `out`), by the id they replace.
-  std::map<int, Ring> versions(const ForStmt& s, const Stmt& self, const std::vector<Block>& blocks,
+  std::map<int, Ring> versions(const Stmt& self, const std::vector<Block>& blocks,
                                std::vector<Stmt>& out) {
     std::map<int, Ring> rings;
     for (const Block& w : blocks) {
@@ -382,7 +382,6 @@ class Pass : public StmtMutator {
       rings[buf->id] = Ring{inner, v, nullptr};
       replaced.insert(buf->id);
     }
-    (void)s;
     return rings;
   }
 
