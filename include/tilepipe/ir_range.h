@@ -65,4 +65,8 @@ Linear linear(const Expr& e);
 /// `x : x + 64`, a count of flag sets against its waits), else nullopt.
 std::optional<int64_t> const_diff(const Expr& a, const Expr& b);
 
+/// How many iterations a loop runs: `end - begin`, or `ceil((end - begin) / step)`; 0 when
+/// that is a negative constant.
+Expr trip_count(const ForStmt& f);
+
 }  // namespace tilepipe::ir

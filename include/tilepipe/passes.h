@@ -39,6 +39,11 @@ struct PassOptions {
   /// (copy stages ahead, buffers versioned; passes/hand_pipeline.h). Off: such a loop is
   /// multibuffer's `pipelined` error. The Python front end sets it.
   bool hand_pipeline = false;
+  /// Unscoped code split into Cube and Vector scopes as TileLang-Ascend's compiler splits
+  /// it: each core's statements, the author's GM tensors handed between the cores per
+  /// iteration of the block holding them (passes/original_split.h). Off: cv_split, tilepipe's
+  /// own split, takes such code. The Python front end's original lowering sets it.
+  bool original_split = false;
   /// Vectorisation: Parallel loops become tile ops over all their rows. Off: a Parallel
   /// loop is an error (`unsupported`), never a silent serial loop.
   bool vectorize = true;

@@ -73,8 +73,10 @@ ir::CoreKind owner(ir::Scope s);
 /// L0C->GM/L1 FIX, UB->GM MTE3, UB->UB V); nullopt for a direction that is not a data path.
 std::optional<ir::Pipe> copy_pipe(ir::Scope from, ir::Scope to);
 /// The core kind a leaf statement runs on by its on-chip operands (an alloc: its buffer's;
-/// a copy: its first on-chip operand's, the producer for a crossing); nullopt for leaves
-/// without one (flags, GM -> GM copies) and for loops, ifs and scopes.
+/// a copy: its first on-chip operand's, the producer for a crossing; a binding reading a UB
+/// element: the Vector core; an intra-core flag or barrier: the Cube's when a pipe is MTE1,
+/// M or FIX); nullopt for GM -> GM copies, other bindings, cross-core flags, and for loops,
+/// ifs and scopes.
 std::optional<ir::CoreKind> leaf_core(const ir::Stmt& s);
 /// L0C -> UB and UB -> L1: no hardware path; automatic mode routes them through a GM
 /// workspace between the Cube and the Vector cores (cv_split).

@@ -94,6 +94,8 @@ passes::PassOptions pass_options(const py::dict& opts) {
       o.cross_drains = on;
     else if (key == "hand_pipeline")
       o.hand_pipeline = on;
+    else if (key == "original_split")
+      o.original_split = on;
     else
       throw std::invalid_argument("unknown pass option " + key);
   }

@@ -211,31 +211,14 @@ class _Ctx:
         self.hidden = {}  # gemm_v0 L0 staging buffers by key
         self.kernel = None  # the _KernelInfo being built
         self.interp_file = None
-        # The C/V split of unscoped kernels (tilelang/_interp.py, docs/python.md): None,
-        # "probe" (classify only), "C" or "V" (emit that core's statements).
+        # The C/V split of unscoped kernels (tilelang/_split.py, docs/python.md): None,
+        # "probe" (what the lowering must know first; nothing emitted) or "all" (lowered
+        # once for the original_split pass).
         self.split = None
-        self.probe = {}  # id(ast node) -> cores of the statements under it
-        self.probe_cores = set()
-        self.probe_scopes = {}  # (loc, name) -> scope the C/V split's probe inferred
-        self.node_stack = []
-        self.gm_use = {}  # GM buffer name -> {"w": cores, "r": cores}
         self.mixed_copy = False  # an L0C -> UB / UB -> L1 copy: tilepipe's own cv_split
         self.lowering = "original"  # of unscoped kernels: "original" | "tilepipe" (_jit.py)
-        self.crossing = {}  # GM buffer name -> (producer core, ready id, free id)
-        self.stmt_path = []  # ids of the statements (and if branches) being lowered
-        self.gm_paths = {}  # GM buffer name -> [(core, "r" | "w", statement path)]
-        # On-chip accesses seen by the probe: name -> [(core, reads, writes whole, path)]
-        self.onchip = {}
-        self.pipelined = {}  # id(ast For) -> num_stages of the T.Pipelined loops probed
-        self.xpipe = {}  # id(ast For) -> cross-core pipeline plan (tilelang/_xpipe.py)
-        self.versioned = {}  # buffer name -> versions (cross-core pipeline stages)
-        self.slot = None  # the version index inside a pipeline stage loop
-        self.anchor_before = {}  # id(stmt) -> [(flag op, id)] emitted before it (this core)
-        self.anchor_after = {}  # id(stmt) -> [(flag op, id)] emitted after it
         self.usage = (set(), set())  # names used by vector ops / by cube ops (prim_func)
-        self.hand_sync = set()
-        # id(ast For) -> (trip count,) for the device loops the probe saw, True for others
-        self.loop_ids = {}
+        self.hand_sync = set()  # the cores whose unscoped code has the author's flags
         # Cross-core flag balance (hand-synced kernels): executions of each set / wait per
         # scope kind and flag id, as trip-count expressions (None: under a run-time if).
         self.trip_stack = []
@@ -431,85 +414,13 @@ class Buffer:
         )
 
 
-def probe_access(core, reads=(), writes=()):
-    """The C/V split's probe notes which statement reads / writes which part of which
-    on-chip buffer (the cross-core pipeline versions buffers whose value crosses its stages).
-    A part is a box of [lo, hi) per dimension: for a read, covering every value a start can
-    take (loop variable ranges); for a write, exact (constant starts); None otherwise."""
-    if ctx.split != "probe":
-        return
-    stmt = {}
-    for r, w in [(x, False) for x in reads] + [(x, True) for x in writes]:
-        if not isinstance(r, Region) or r.buffer.scope == "GM":
-            continue
-        box = []
-        for st, e in zip(r.starts, r.extents):
-            if not isinstance(st, int):
-                # a read covers every start it can take; a write is exact or unknown
-                b = None if w else _ext.bounds(st, ctx.var_ranges, ctx.block_num)
-                if b is None:
-                    box = None
-                    break
-                box.append((b[0], b[1] + e))  # every start the expression can take
-            else:
-                box.append((st, st + e))
-        stmt.setdefault(r.buffer.name, ([], []))[1 if w else 0].append(box)
-    for name, (rd, wr) in stmt.items():
-        ctx.onchip.setdefault(name, []).append((core, rd, wr, tuple(ctx.stmt_path)))
-
-
-def box_within(inner, outer):
-    return inner is not None and outer is not None and all(
-        o[0] <= i[0] and i[1] <= o[1] for i, o in zip(inner, outer))
-
-
-# Versions of a buffer of this rank or more share its first dimension. The IR takes buffers
-# of up to 8 dimensions (lower::kMaxDims); folding from rank 4 on keeps the IR (and so the
-# cycles) of the kernels written when its limit was 4, and both forms simulate alike.
-SLOT_FOLD_RANK = 4
-
-
-def slotted_shape(slots, shape):
-    """The shape holding `slots` versions of a `shape` buffer: `[slots, *shape]`, or with
-    the slots folded into the first dimension from rank SLOT_FOLD_RANK on (the original's
-    4-D FA workspaces, whose compiler adds the stage dimension)."""
-    shape = list(shape)
-    return [slots] + shape if len(shape) < SLOT_FOLD_RANK else [slots * shape[0]] + shape[1:]
-
-
-class Versioned(Buffer):
-    """A buffer with one version per stage of a cross-core pipeline (`slotted_shape`
-    underneath), indexed by the iteration's slot (ctx.slot) wherever it is used."""
-
-    def __init__(self, inner, shape):
-        super().__init__(inner.ext, inner.name, shape, inner.dtype, inner.scope)
-        self.inner = inner
-
-    def _slotted(self, r):
-        if ctx.slot is None:
-            raise err(f"'{self.name}' has a version per pipeline stage and is used outside the "
-                      "stage loops", hint="use it only inside the T.Pipelined loop")
-        if len(self.inner.shape) == len(self.shape):  # folded into dimension 0
-            return Region(self.inner, [ctx.slot * self.shape[0] + r.starts[0]] +
-                          list(r.starts[1:]), list(r.extents), list(r.points))
-        return Region(self.inner, [ctx.slot] + list(r.starts), [1] + list(r.extents),
-                      [True] + list(r.points))
-
-    def __getitem__(self, idx):
-        return self._slotted(make_region(self, idx))
-
-    def region(self):
-        return self._slotted(Region(self, [0] * len(self.shape), list(self.shape),
-                                    [False] * len(self.shape)))
-
-
 def bind_let(name, value):
     """`name = value` in a scope, where value reads a tensor element: an integer element
     (`index_i = indices_ub_[i]`, `block_i = block_table[b, idx]`) or an integer expression
     that reads one. The original's parser makes such a binding a LetStmt, read once by the
     scalar unit where it stands; so does tilepipe (ir::LetStmt), instead of substituting the
     read into every use. Anything else is returned unchanged."""
-    if ctx.builder is None or ctx.scope is None or not name:
+    if ctx.builder is None or (ctx.scope is None and ctx.split != "all") or not name:
         return value
     if isinstance(value, Region) and all(value.points) and value.elements() == 1 and \
             value.buffer.dtype.startswith(("int", "uint")) and value.buffer.dtype != "uint8":
@@ -564,7 +475,6 @@ class Region:
 
             raise refuse(f"('{self.buffer.name}') read as an integer value: a condition, an "
                          "index, a loop bound, a comparison or a T.alloc_var")
-        probe_access("V" if self.buffer.scope == "UB" else "C", reads=[self])
         if any(e != 1 for e in self.extents):
             raise err(
                 f"slice of '{self.buffer.name}' with extents {self.extents} used as a scalar",

@@ -158,7 +158,7 @@ def _to_scalar_unit():
     barrier_all's event id. In automatic code auto_sync places the flags."""
     from .language import BARRIER_EVENT_ID, _hand_synced, set_flag, wait_flag
 
-    if _hand_synced():
+    if _hand_synced("V"):
         set_flag("V", "S", BARRIER_EVENT_ID)
         wait_flag("V", "S", BARRIER_EVENT_ID)
 

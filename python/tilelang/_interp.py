@@ -129,26 +129,18 @@ class Interpreter(CoreSplit, ExprEval):
 
     def stmt(self, s):
         ctx.stmt_loc = self.loc(s)
-        if isinstance(s, (ast.For, ast.If, ast.While)) and ctx.split in ("C", "V") and \
-                ctx.split not in ctx.probe.get(id(s), ()):
-            # C/V split: a loop or if holding none of this core's statements is left out
-            # (assignments inside it bind nothing used outside a kernel's loop body).
-            return
         method = getattr(self, "s_" + type(s).__name__, None)
         if method is None:
             raise self.error(
                 s, f"'{type(s).__name__}' statements are not supported in a kernel body",
                 hint="kernel bodies use for / with / if / assignments / calls (docs/python.md)")
-        probing = ctx.split == "probe"
-        if probing:
-            ctx.node_stack.append(id(s))
-        ctx.stmt_path.append(id(s))
-        if ctx.split in ("C", "V"):
-            self.anchor(ctx.anchor_before.get((ctx.split, id(s))), s)
+        # Lowered for the original_split pass: each source statement is one block (a
+        # binding is none: it holds for the statements after it).
+        block = ctx.split == "all" and not _is_let(s)
+        if block:
+            ctx.builder.begin_block(self.loc(s))
         try:
             method(s)
-            if ctx.split in ("C", "V"):
-                self.anchor(ctx.anchor_after.get((ctx.split, id(s))), s)
         except (TilelangError, _Return, _Break, _Continue):
             raise
         except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError,
@@ -156,18 +148,8 @@ class Interpreter(CoreSplit, ExprEval):
             if isinstance(e, AssertionError):
                 raise
             raise self.error(s, f"{type(e).__name__}: {e}") from e
-        finally:
-            ctx.stmt_path.pop()
-            if probing:
-                ctx.node_stack.pop()
-
-    def anchor(self, ops, s):
-        """The C/V split's hand-offs placed around this statement (split_kernel)."""
-        for op, pipe, fid in ops or ():
-            if op == "wait":
-                ctx.builder.wait_cross_flag(fid, self.loc(s))
-            else:
-                ctx.builder.set_cross_flag(pipe, fid, 2, self.loc(s))
+        if block:
+            ctx.builder.end_block(self.loc(s))
 
     def s_Expr(self, s):
         if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
@@ -329,11 +311,7 @@ class Interpreter(CoreSplit, ExprEval):
             self.run_body(s.body)
             if s.orelse:
                 b.begin_else(loc)
-                ctx.stmt_path.append(("else", id(s)))
-                try:
-                    self.run_body(s.orelse)
-                finally:
-                    ctx.stmt_path.pop()
+                self.run_body(s.orelse)
         finally:
             ctx.trip_stack.pop()
         b.end_if(loc)
@@ -395,8 +373,6 @@ class Interpreter(CoreSplit, ExprEval):
         it = self.eval(s.iter)
         if s.orelse:
             raise self.error(s, "for/else is not supported")
-        if ctx.split == "probe":
-            ctx.loop_ids[id(s)] = True
         if isinstance(it, range):
             it = LoopSpec("serial", it.start, it.stop, it.step)
         elif isinstance(it, LoopSpec):
@@ -499,21 +475,10 @@ class Interpreter(CoreSplit, ExprEval):
         stages, cross = resolve(stages), resolve(cross)
         if kind == "pipelined" and (not isinstance(stages, int) or stages < 1):
             raise self.error(s, f"T.Pipelined num_stages={stages!r} must be an integer >= 1")
-        if kind == "pipelined" and ctx.split == "probe" and isinstance(stages, int) and stages > 1:
-            ctx.pipelined[id(s)] = (s, stages)
-        if kind == "pipelined" and id(s) in ctx.xpipe and ctx.split in ("C", "V"):
-            self.xpipe_loop(s, name, begin, end, step, ctx.xpipe[id(s)])
-            return
         blocks = kind == "pipelined" and ctx.split is None and ctx.scope_hand
-        if kind == "pipelined" and ctx.split in ctx.hand_sync:
-            # Unscoped code with hand-written intra-core flags: the flags are written for the
-            # loop's serial order, and the split's hand-offs order the cores per iteration.
-            kind = "serial"
         if isinstance(begin, int) and isinstance(end, int) and end <= begin:
             return  # no iteration: the original's simplifier drops the loop and its body
         trip = end - begin if step == 1 else (end - begin + step - 1) // step
-        if ctx.split == "probe":
-            ctx.loop_ids[id(s)] = (trip,)  # a device loop, and its trip count
         v = b.begin_for(name, begin, end, step, kind, int(stages or 0), int(cross or 1), loc)
         lo = self.bound(begin, 0)
         hi = self.bound(end, 1)

@@ -227,6 +227,7 @@ class _KernelInfo:
         self.roles = roles
         self.buffers = {}
         self.func_attrs = {}
+        self.split_pass = False  # the C/V split left to the original_split pass (_split.py)
         self.started = False
 
     def start(self, block_num, loc):
@@ -418,6 +419,8 @@ class JITKernel:
             program, info, _, _ = self._lower(bindings, roles2, pads)
         lower_s = time.perf_counter() - t0
         opts = pass_options(self.pass_configs, info.func_attrs)
+        if info.split_pass:
+            opts["original_split"] = True
         if lowering(self.pass_configs) == "tilepipe":
             opts.pop("original_sync", None)  # tilepipe's passes, not the original's barriers
         compiled = _ext.compile(program, _launch_chip(info), opts)

@@ -227,4 +227,12 @@ std::optional<int64_t> const_diff(const Expr& a, const Expr& b) {
   return c;
 }
 
+Expr trip_count(const ForStmt& f) {
+  Expr n = make_binary(BinOp::Sub, f.end, f.begin);
+  if (f.step != 1)
+    n = make_binary(BinOp::Div, make_binary(BinOp::Add, n, make_int(f.step - 1)), make_int(f.step));
+  if (auto c = as_const(n); c && *c < 0) return make_int(0);
+  return n;
+}
+
 }  // namespace tilepipe::ir

@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "tilepipe/ir_vars.h"
+
 namespace tilepipe::lang {
 namespace {
 thread_local KernelBuilder* g_current = nullptr;
@@ -210,97 +212,6 @@ static ir::Stmt seq_of(std::vector<ir::Stmt> body, const ir::Loc& loc) {
   return ir::make_stmt(ir::SeqStmt{std::move(body)}, loc);
 }
 
-namespace {
-
-void expr_vars(const ir::Expr& e, std::set<int>& used) {
-  if (!e) return;
-  std::visit(
-      [&](const auto& n) {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, ir::VarRef>) {
-          used.insert(n.var->id);
-        } else if constexpr (std::is_same_v<T, ir::Binary>) {
-          expr_vars(n.a, used);
-          expr_vars(n.b, used);
-        } else if constexpr (std::is_same_v<T, ir::Select>) {
-          expr_vars(n.cond, used);
-          expr_vars(n.then_value, used);
-          expr_vars(n.else_value, used);
-        } else if constexpr (std::is_same_v<T, ir::Load>) {
-          for (const auto& i : n.index) expr_vars(i, used);
-        }
-      },
-      e->node);
-}
-
-/// The variables a statement tree reads.
-void stmt_vars(const ir::Stmt& s, std::set<int>& used) {
-  if (!s) return;
-  auto region = [&](const ir::Region& r) {
-    for (const auto& x : r.start) expr_vars(x, used);
-  };
-  std::visit(
-      [&](const auto& n) {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, ir::SeqStmt>) {
-          for (const auto& c : n.body) stmt_vars(c, used);
-        } else if constexpr (std::is_same_v<T, ir::ForStmt>) {
-          expr_vars(n.begin, used);
-          expr_vars(n.end, used);
-          stmt_vars(n.body, used);
-        } else if constexpr (std::is_same_v<T, ir::IfStmt>) {
-          expr_vars(n.cond, used);
-          stmt_vars(n.then_body, used);
-          stmt_vars(n.else_body, used);
-        } else if constexpr (std::is_same_v<T, ir::ScopeStmt>) {
-          stmt_vars(n.body, used);
-        } else if constexpr (std::is_same_v<T, ir::LetStmt>) {
-          expr_vars(n.value, used);
-        } else if constexpr (std::is_same_v<T, ir::CopyStmt>) {
-          region(n.src);
-          region(n.dst);
-        } else if constexpr (std::is_same_v<T, ir::GemmStmt>) {
-          region(n.a);
-          region(n.b);
-          region(n.c);
-        } else if constexpr (std::is_same_v<T, ir::TileOpStmt>) {
-          region(n.dst);
-          for (const auto& r : n.srcs) region(r);
-          if (n.scalar) {
-            if (auto* x = std::get_if<ir::Expr>(&n.scalar->value)) expr_vars(*x, used);
-            if (auto* r = std::get_if<ir::Region>(&n.scalar->value)) region(*r);
-          }
-        } else if constexpr (std::is_same_v<T, ir::ReduceStmt>) {
-          region(n.src);
-          region(n.dst);
-        } else if constexpr (std::is_same_v<T, ir::SetFlagStmt> ||
-                             std::is_same_v<T, ir::WaitFlagStmt>) {
-          expr_vars(n.event_id, used);
-        } else if constexpr (std::is_same_v<T, ir::SetCrossFlagStmt> ||
-                             std::is_same_v<T, ir::WaitCrossFlagStmt>) {
-          expr_vars(n.flag_id, used);
-        }
-      },
-      s->node);
-}
-
-/// Drops the bindings nothing reads, as the original's simplifier does: a front end that
-/// lowers an unscoped body once per core kind binds names in both passes, and a core must
-/// not pay for a read only the other core uses.
-class DeadLets : public ir::StmtMutator {
- public:
-  explicit DeadLets(std::set<int> used) : used_(std::move(used)) {}
-  ir::Stmt mutate_leaf(const ir::Stmt& s) override {
-    auto* l = std::get_if<ir::LetStmt>(&s->node);
-    return l && !used_.count(l->var->id) ? nullptr : s;
-  }
-
- private:
-  std::set<int> used_;
-};
-
-}  // namespace
-
 ir::Program KernelBuilder::finish(SrcLoc loc) {
   if (frames_->size() != 1) {
     const Frame& open = frames_->back();
@@ -311,12 +222,9 @@ ir::Program KernelBuilder::finish(SrcLoc loc) {
   }
   prog_.body = seq_of(std::move(frames_->back().body), prog_.loc);
   frames_->back().body.clear();
-  for (ir::Stmt before; before != prog_.body;) {  // a binding only dead ones read is dead
-    before = prog_.body;
-    std::set<int> used;
-    stmt_vars(prog_.body, used);
-    prog_.body = DeadLets(std::move(used)).mutate(prog_.body);
-  }
+  // A front end that lowers an unscoped body once per core kind binds names in both
+  // passes; a core must not pay for a read only the other core uses.
+  prog_.body = ir::drop_dead_lets(prog_.body);
   return prog_;
 }
 

@@ -20,14 +20,6 @@ namespace {
 /// `if`.
 using Count = Expr;
 
-Expr trips(const ForStmt& f) {
-  Expr n = make_binary(BinOp::Sub, f.end, f.begin);
-  if (f.step != 1)
-    n = make_binary(BinOp::Div, make_binary(BinOp::Add, n, make_int(f.step - 1)), make_int(f.step));
-  if (auto c = as_const(n); c && *c < 0) return make_int(0);
-  return n;
-}
-
 CoreKind other(CoreKind k) {
   return k == CoreKind::C ? CoreKind::V : CoreKind::C;
 }
@@ -51,7 +43,7 @@ class Counter : public StmtVisitor {
 
   void visit_for(const ForStmt& f, const StmtNode&) override {
     Count saved = count_;
-    if (count_) count_ = fold(BinOp::Mul, count_, trips(f));
+    if (count_) count_ = fold(BinOp::Mul, count_, trip_count(f));
     visit(f.body);
     count_ = saved;
   }

@@ -12,6 +12,7 @@
 #include "passes/hand_pipeline.h"
 #include "passes/l1_residency.h"
 #include "passes/multibuffer.h"
+#include "passes/original_split.h"
 #include "passes/plan_memory.h"
 #include "passes/vectorize.h"
 #include "tilepipe/passes.h"
@@ -25,6 +26,10 @@ const std::vector<PassInfo>& pass_table() {
        "Pipelined loops in hand-synced scopes: the original's software pipeline (GM -> UB "
        "copies of later iterations ahead, their buffers versioned)",
        &PassOptions::hand_pipeline, &hand_pipeline},
+      {"original_split",
+       "unscoped code into Cube and Vector scopes as the original's compiler splits it: the "
+       "author's GM tensors handed over per iteration of the block holding them",
+       &PassOptions::original_split, &original_split},
       {"cross_drains",
        "cross-core flags set more often than waited on: waits appended at the end of the "
        "waiting core's last scope",
@@ -113,7 +118,7 @@ void validate(const PassOptions& o, const PrintOptions& print) {
 VerifyOptions verify_options(const PassOptions& o) {
   VerifyOptions v;
   v.capacity = !o.memory_planning;
-  v.unscoped = o.cv_split;
+  v.unscoped = o.cv_split || o.original_split;
   v.parallel = o.vectorize;
   v.reserved_tail = o.reserved_tail;
   v.event_id_range = !o.event_ids;

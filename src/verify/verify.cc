@@ -4,9 +4,11 @@
 // (verify_internal.h). Collects every problem rather than stopping at the first.
 #include "tilepipe/verify.h"
 
-#include "verify/verify_internal.h"
-
 #include <fmt/format.h>
+
+#include <algorithm>
+
+#include "verify/verify_internal.h"
 
 namespace tilepipe {
 
@@ -55,8 +57,41 @@ std::optional<Pipe> copy_pipe(Scope from, Scope to) {
   return std::nullopt;
 }
 
+namespace {
+bool loads_ub(const Expr& e) {
+  if (!e) return false;
+  return std::visit(
+      [](const auto& n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, Binary>) {
+          return loads_ub(n.a) || loads_ub(n.b);
+        } else if constexpr (std::is_same_v<T, Select>) {
+          return loads_ub(n.cond) || loads_ub(n.then_value) || loads_ub(n.else_value);
+        } else if constexpr (std::is_same_v<T, Load>) {
+          return (n.buffer && n.buffer->scope == Scope::UB) ||
+                 std::any_of(n.index.begin(), n.index.end(), loads_ub);
+        } else {
+          return false;
+        }
+      },
+      e->node);
+}
+}  // namespace
+
 std::optional<CoreKind> leaf_core(const Stmt& s) {
   if (auto* a = std::get_if<AllocStmt>(&s->node)) return owner(a->buffer->scope);
+  if (auto* l = std::get_if<LetStmt>(&s->node))  // the scalar unit reading a UB element
+    return loads_ub(l->value) ? std::optional<CoreKind>(CoreKind::V) : std::nullopt;
+  // Intra-core flags and barriers: the Cube's when a pipe is (MTE1, M, FIX only there).
+  auto by_pipes = [](std::initializer_list<Pipe> ps) {
+    bool cube = std::any_of(ps.begin(), ps.end(), [](Pipe p) {
+      return p == Pipe::MTE1 || p == Pipe::M || p == Pipe::FIX;
+    });
+    return cube ? CoreKind::C : CoreKind::V;
+  };
+  if (auto* f = std::get_if<SetFlagStmt>(&s->node)) return by_pipes({f->src, f->dst});
+  if (auto* f = std::get_if<WaitFlagStmt>(&s->node)) return by_pipes({f->src, f->dst});
+  if (auto* b = std::get_if<PipeBarrierStmt>(&s->node)) return by_pipes({b->pipe});
   if (std::holds_alternative<GemmStmt>(s->node)) return CoreKind::C;
   if (std::holds_alternative<TileOpStmt>(s->node) || std::holds_alternative<ReduceStmt>(s->node))
     return CoreKind::V;

@@ -117,8 +117,17 @@ void Verifier::check_reinterpret() {
   for (size_t i = 0; i < ls.size(); ++i) {
     const TileOpStmt* t = ls[i].cast();
     if (!t) continue;
-    casts[t->dst.buffer->id].push_back(
-        {i, ls[i].path.empty() ? nullptr : ls[i].path.back(), t->srcs[0].buffer->id});
+    // The block a front end makes of the cast's own statement (same location) is not the
+    // block the cast is written in.
+    const StmtNode* block = nullptr;
+    for (auto it = ls[i].path.rbegin(); it != ls[i].path.rend() && !block; ++it) {
+      const Loc& b = (*it)->loc;
+      const Loc& c = ls[i].node->loc;
+      bool own = std::holds_alternative<SeqStmt>((*it)->node) && b.file == c.file &&
+                 b.line == c.line && b.column == c.column;
+      if (!own) block = *it;
+    }
+    casts[t->dst.buffer->id].push_back({i, block, t->srcs[0].buffer->id});
     names[t->dst.buffer->id] = t->dst.buffer->name;
     names[t->srcs[0].buffer->id] = t->srcs[0].buffer->name;
   }

@@ -60,8 +60,10 @@ void leaf_kinds(const Stmt& s, std::set<CoreKind>& out) {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, SeqStmt>) {
           for (const auto& c : n.body) leaf_kinds(c, out);
-        } else if constexpr (std::is_same_v<T, ForStmt> || std::is_same_v<T, ScopeStmt>) {
+        } else if constexpr (std::is_same_v<T, ForStmt>) {
           leaf_kinds(n.body, out);
+        } else if constexpr (std::is_same_v<T, ScopeStmt>) {
+          // one core's own spelling inside unscoped code (a barrier's): not the body's core
         } else if constexpr (std::is_same_v<T, IfStmt>) {
           leaf_kinds(n.then_body, out);
           leaf_kinds(n.else_body, out);
@@ -79,7 +81,7 @@ void leaf_kinds(const Stmt& s, std::set<CoreKind>& out) {
       s->node);
 }
 
-/// The one core kind the leaves of these bodies run on (allocations and flags aside), or
+/// The one core kind the leaves of these bodies run on (allocations and scopes aside), or
 /// none when they hold both or neither.
 std::optional<CoreKind> body_core(std::initializer_list<const Stmt*> bodies) {
   std::set<CoreKind> kinds;

@@ -272,25 +272,11 @@ def _alloc_buffer(scope, shape, dtype, name=None):
     dt = dtype_name(dtype)
     loc = _core.current_loc()
     _core.check_buffer_size(name, shape, dt)
-    core = "C" if scope in _CUBE else "V"
-    if ctx.split is not None and ctx.split != core:
-        # the other core's buffer: visible to this pass's Python, never allocated
+    if ctx.split == "probe":
+        # the probe's: visible to its Python, never allocated
         return _Buffer(_ext.detached_buffer(name, scope, shape, dtype_code(dt), loc), name,
                        shape, dt, scope)
-    # Buffers whose value crosses the stages of a cross-core pipeline get a version per
-    # stage (tilelang/_xpipe.py).
-    slots = ctx.versioned.get(name)
-
-    def make(nm, shp, code, dtn):
-        if not slots:
-            return _Buffer(b.alloc(nm, scope, shp, code, loc), nm, shp, dtn, scope)
-        full = _core.slotted_shape(slots, shp)
-        inner = _Buffer(b.alloc(nm, scope, full, code, loc), nm, full, dtn, scope)
-        return _core.Versioned(inner, shp)
-
-    # A uint8 / int8 tile with one eighth of a compare's or select's lanes is the original's
-    # bit mask (one bit per lane): tilepipe's compare and select read and write it packed.
-    return make(name, shape, dtype_code(dt), dt)
+    return _Buffer(b.alloc(name, scope, shape, dtype_code(dt), loc), name, shape, dt, scope)
 
 
 def alloc_L1(shape, dtype, *a, **kw):
@@ -317,11 +303,6 @@ def _inferred(default):
     """UB for a buffer the kernel hands to vector ops (or inside Scope("V")), or for any
     buffer of a kernel without Cube ops; else default."""
     name = ctx.pending_name
-    key = (ctx.stmt_loc, name)  # the same allocation in every pass of the C/V split
-    if ctx.split in ("C", "V") and key in ctx.probe_scopes:
-        # The C/V split's per-core passes place each buffer where the classifying pass did:
-        # an L0C accumulator stays L0C in the Vector pass, so its copy out stays Cube work.
-        return ctx.probe_scopes[key]
     vec, cube = ctx.usage
     if ctx.scope == "V" or (name in vec and name not in cube):
         scope = "UB"
@@ -329,8 +310,6 @@ def _inferred(default):
         scope = "UB"  # a kernel without Cube work: shared memory is the vector core's
     else:
         scope = default
-    if ctx.split == "probe":
-        ctx.probe_scopes[key] = scope
     return scope
 
 
@@ -377,7 +356,7 @@ def annotate_address(addresses):
         o = to_index(off, "address")
         if not isinstance(o, int):
             raise err("T.annotate_address offsets must be compile-time integers")
-        if ctx.split is None or ctx.split == ("C" if buf.scope in _CUBE else "V"):
+        if ctx.split != "probe":
             b.pin(buf.ext, o)
 
 
@@ -441,20 +420,12 @@ def _prefix(s, d, pad):
     lead = [i for i, e in enumerate(d.extents) if e != 1]
     if len(se) > len(lead) or any(d.extents[i] < e for i, e in zip(lead, se)):
         return d  # not a prefix: the verifier reports the size mismatch
-    if pad is not None and _gate("V"):
+    if pad is not None and _gate():
         builder().tile_op("fill", d.tup(), [], float(pad), "EQ", _core.current_loc())
     extents = list(d.extents)
     for i, e in zip(lead, se):
         extents[i] = e
     return Region(d.buffer, d.starts, extents, [False] * len(extents))
-
-
-def _copy_core(ss, ds):
-    if "UB" in (ss, ds):
-        return "X" if (ss in _CUBE or ds in _CUBE) else "V"
-    if ss == "GM" and ds == "GM":
-        return "V"
-    return "C"
 
 
 def copy(src, dst, transpose=False, pad_value=None, *a, enable_relu=False, **kw):
@@ -477,17 +448,10 @@ def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False, relu=Fals
         pad = float(resolve(pad_value))
     if s.elements() < d.elements() and s.buffer.scope == "GM" and d.buffer.scope == "UB":
         d = _prefix(s, d, pad)
-    core = _copy_core(s.buffer.scope, d.buffer.scope)
-    if ctx.split == "probe":
-        _core.probe_access(core if core != "X" else "V", [s] + ([d] if atomic_add else []), [d])
-        if core == "X":
-            ctx.mixed_copy = True
-            core = "V"
-        for r, k in ((s, "r"), (d, "w")):
-            if r.buffer.scope == "GM":
-                ctx.gm_use.setdefault(r.buffer.name, {"w": set(), "r": set()})[k].add(core)
-                ctx.gm_paths.setdefault(r.buffer.name, []).append((core, k, tuple(ctx.stmt_path)))
-    if not _gate(core if core != "X" else "V"):
+    scopes = (s.buffer.scope, d.buffer.scope)
+    if ctx.split == "probe" and "UB" in scopes and any(x in _CUBE for x in scopes):
+        ctx.mixed_copy = True  # L0C -> UB / UB -> L1: tilepipe's cv_split (_split.py)
+    if not _gate():
         return
     _note_gm(s, pad)
     _note_gm(d)
@@ -509,8 +473,7 @@ def _init_flag(init):
 
 def _gemm(a, b, c, ta, tb, init):
     flag = _init_flag(init)
-    _core.probe_access("C", [a, b] + ([] if flag is True else [c]), [c])
-    if not _gate("C"):
+    if not _gate():
         return
     bd = builder()
     loc = _core.current_loc()
@@ -557,10 +520,8 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
     fit the staging budget; each chunk is copied L1 -> L0A / L0B (MTE1) and multiplied (M),
     the first chunk initialising C when `init`."""
     ra, rb, rc = as_region(A), as_region(B), as_region(C)
-    if ctx.split is not None and ctx.split != "C":
-        _core.probe_access("C", [ra, rb] + ([] if _init_flag(init) is True else [rc]), [rc])
-        _gate("C")
-        return
+    if ctx.split == "probe":
+        return  # nothing to note: the library's flags are its own
     if ra.buffer.scope != "L1" and rb.buffer.scope != "L1":
         _gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), init)
         return
@@ -576,7 +537,7 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
         raise err(f"T.gemm_v0: A is [{am} x {ak}] and B is [{bk} x {bn}]; the K extents differ",
                   hint="check the shapes and the transpose flags")
     K = ak
-    if _hand_synced():
+    if _hand_synced("C"):
         _gemm_v0_library(ra, rb, rc, ta, tb, init, K)
         return
     eb = _core.dtype_bytes(ra.buffer.dtype)
@@ -605,10 +566,10 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
             bd.gemm(ops[0].tup(), ops[1].tup(), rc.tup(), ta, tb, False, loc)
 
 
-def _hand_synced():
-    """Is the code being lowered on a core whose code carries the author's flags?"""
-    if ctx.split in ("C", "V"):
-        return ctx.split in ctx.hand_sync
+def _hand_synced(core):
+    """Is the code being lowered for `core` ("C" / "V") code carrying the author's flags?"""
+    if ctx.split == "all":
+        return core in ctx.hand_sync
     return ctx.scope_hand
 
 
@@ -665,10 +626,7 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
 
 
 def _reduce(kind, src, dst, dim, clear):
-    if ctx.split == "probe":
-        d = as_region(dst)
-        _core.probe_access("V", [as_region(src)] + ([] if clear else [d]), [d])
-    if not _gate("V"):
+    if not _gate():
         return
     if kind == "sum" and as_region(src).buffer.is_bool:
         from .tile import refuse_bool

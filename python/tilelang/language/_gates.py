@@ -1,21 +1,14 @@
-"""Where an op of the kernel language is emitted during the front end's C/V split of
-unscoped code (tilelang._split): each core kind's pass keeps its own ops."""
+"""Whether an op of the kernel language is emitted now: not while the front end probes an
+unscoped body before lowering it for the C/V split (tilelang/_split.py)."""
 
 from .._core import ctx, err
 
 _CUBE = ("L1", "L0A", "L0B", "L0C")
 
 
-def _gate(core):
-    """Whether an op of `core` ("C" or "V") is emitted now (the C/V split of unscoped code)."""
-    if ctx.split is None:
-        return True
-    if ctx.split == "probe":
-        for n in ctx.node_stack:
-            ctx.probe.setdefault(n, set()).add(core)
-        ctx.probe_cores.add(core)
-        return False
-    return ctx.split == core
+def _gate():
+    """Whether an op is emitted now (not during the C/V split's probe)."""
+    return ctx.split != "probe"
 
 
 def _no_split(what):
@@ -28,10 +21,8 @@ def _no_split(what):
 
 def _flag_gate(*pipes):
     """Intra-core flags and barriers in unscoped code belong to the core owning their pipes
-    (MTE1 / M / FIX: Cube; V / MTE3 / S: Vector; MTE2 alone: Vector)."""
-    if ctx.split is None:
-        return True
-    core = "C" if any(p in ("MTE1", "M", "FIX") for p in pipes) else "V"
+    (MTE1 / M / FIX: Cube; V / MTE3 / S: Vector; MTE2 alone: Vector); the probe notes which
+    cores carry them."""
     if ctx.split == "probe":
-        ctx.hand_sync.add(core)
-    return _gate(core)
+        ctx.hand_sync.add("C" if any(p in ("MTE1", "M", "FIX") for p in pipes) else "V")
+    return _gate()

@@ -62,9 +62,15 @@ def barrier_all(*a, **kw):
 def _on_the_core(emit, outside, hint):
     """emit(core) for the scope's core, or for each core's part of the C/V split of unscoped
     code; `outside` (with `hint`) is the error outside both."""
-    if ctx.split is not None:
-        if ctx.split in ("C", "V"):
-            emit(ctx.split)
+    if ctx.split == "all":
+        # Lowered once for the original_split pass: each core's spelling in its own scope.
+        bd, loc = builder(), _core.current_loc()
+        for core in ("C", "V"):
+            bd.begin_scope(core, loc)
+            emit(core)
+            bd.end_scope(loc)
+        return
+    if ctx.split == "probe":
         return
     if ctx.scope is None:
         raise err(outside, hint=hint)

@@ -36,9 +36,6 @@ def _scalar(x, what):
 
 
 # Tile ops that read their destination as well as write it.
-_READS_DST = ("axpy",)
-
-
 # What a buffer declared "bool" may take part in: moves, masks, selects, casts and the
 # logical ops (max / min on 0 / 1 are or / and). Arithmetic on bools has no exact meaning on
 # uint8 lanes (0 - 1 wraps to 255 where a float reference gives -1): refused (docs/python.md).
@@ -62,13 +59,7 @@ def _emit(kind, dst, srcs, scalar=None, cmp="EQ", attrs=(0, 0, 0)):
             if b is not None and b.is_bool:
                 refuse_bool(f"T.tile.{kind}", b)
 
-    if _core.ctx.split == "probe":
-        d = as_region(dst, f"T.tile.{kind} destination")
-        rd = [as_region(s) for s in srcs] + ([d] if kind in _READS_DST else [])
-        if isinstance(scalar, Region):  # a UB element as the scalar operand is read too
-            rd.append(scalar)
-        _core.probe_access("V", rd, [d])
-    if not _gate("V"):
+    if not _gate():
         return
     d = as_region(dst, f"T.tile.{kind} destination")
     rs = [as_region(s, f"T.tile.{kind} source").tup() for s in srcs]
