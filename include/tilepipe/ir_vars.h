@@ -2,11 +2,16 @@
 // dead-binding sweep and the passes that copy bindings to more than one core.
 #pragma once
 
+#include <functional>
 #include <set>
 
 #include "tilepipe/ir.h"
 
 namespace tilepipe::ir {
+
+/// Calls `f` on every node of `e`, each before its operands (a load's indices included):
+/// the one expression walk of the analyses that collect from expressions.
+void walk_expr(const Expr& e, const std::function<void(const ExprNode&)>& f);
 
 /// Adds the ids of the variables `e` reads (loop variables, bindings) to `used`.
 void read_vars(const Expr& e, std::set<int>& used);

@@ -51,3 +51,4 @@ def test_cross_drains_can_be_switched_off():
     with pytest.raises(TilepipeError) as e:
         off(64)(np.zeros((2, 64), dtype=np.float32))
     assert "never waited on" in str(e.value), str(e.value)
+    assert "--pass cross_drains" in str(e.value), str(e.value)  # the hint names the fix

@@ -141,7 +141,11 @@ class Interpreter(CoreSplit, ExprEval):
             ctx.builder.begin_block(self.loc(s))
         try:
             method(s)
-        except (TilelangError, _Return, _Break, _Continue):
+        except (_Return, _Break, _Continue):
+            if block:  # the statement ends here too
+                ctx.builder.end_block(self.loc(s))
+            raise
+        except TilelangError:
             raise
         except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError,
                 AssertionError, RuntimeError) as e:
@@ -562,8 +566,8 @@ class Interpreter(CoreSplit, ExprEval):
         nest(0)
 
     def derive(self, s, make):
-        """The statement that `s` stands for, built once per source: the split's probe and
-        its C / V passes key their records by node id, so every pass must see the same node."""
+        """The statement that `s` stands for, built once per source, so the C/V split's probe
+        and its lowering of the body see the same node."""
         d = self.src.derived.get(id(s))
         if d is None:
             d = self.src.derived[id(s)] = ast.copy_location(make(), s)

@@ -3,25 +3,25 @@
 
 namespace tilepipe::ir {
 
-void read_vars(const Expr& e, std::set<int>& used) {
+void walk_expr(const Expr& e, const std::function<void(const ExprNode&)>& f) {
   if (!e) return;
-  std::visit(
-      [&](const auto& n) {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, VarRef>) {
-          used.insert(n.var->id);
-        } else if constexpr (std::is_same_v<T, Binary>) {
-          read_vars(n.a, used);
-          read_vars(n.b, used);
-        } else if constexpr (std::is_same_v<T, Select>) {
-          read_vars(n.cond, used);
-          read_vars(n.then_value, used);
-          read_vars(n.else_value, used);
-        } else if constexpr (std::is_same_v<T, Load>) {
-          for (const auto& i : n.index) read_vars(i, used);
-        }
-      },
-      e->node);
+  f(*e);
+  if (auto* b = std::get_if<Binary>(&e->node)) {
+    walk_expr(b->a, f);
+    walk_expr(b->b, f);
+  } else if (auto* s = std::get_if<Select>(&e->node)) {
+    walk_expr(s->cond, f);
+    walk_expr(s->then_value, f);
+    walk_expr(s->else_value, f);
+  } else if (auto* l = std::get_if<Load>(&e->node)) {
+    for (const auto& i : l->index) walk_expr(i, f);
+  }
+}
+
+void read_vars(const Expr& e, std::set<int>& used) {
+  walk_expr(e, [&](const ExprNode& n) {
+    if (auto* v = std::get_if<VarRef>(&n.node)) used.insert(v->var->id);
+  });
 }
 
 void read_vars(const Stmt& s, std::set<int>& used) {

@@ -19,30 +19,13 @@ bool is_crossing(const Stmt& s) {
 }
 
 std::set<CoreKind> kinds_in(const Stmt& s) {
-  std::set<CoreKind> out;
-  if (!s) return out;
-  std::visit(
-      [&](const auto& n) {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, SeqStmt>) {
-          for (const auto& c : n.body) out.merge(kinds_in(c));
-        } else if constexpr (std::is_same_v<T, ForStmt>) {
-          out = kinds_in(n.body);
-        } else if constexpr (std::is_same_v<T, IfStmt>) {
-          out = kinds_in(n.then_body);
-          out.merge(kinds_in(n.else_body));
-        } else if constexpr (std::is_same_v<T, ScopeStmt>) {
-          out.insert(n.kind);
-        } else {
-          if (is_crossing(s)) {
-            out = {CoreKind::C, CoreKind::V};
-          } else if (auto k = leaf_core(s); k && !std::holds_alternative<AllocStmt>(s->node)) {
-            out.insert(*k);
-          }
-        }
-      },
-      s->node);
-  return out;
+  return kinds_of(s, [](const Stmt& l) -> std::set<CoreKind> {
+    if (auto* sc = std::get_if<ScopeStmt>(&l->node)) return {sc->kind};
+    if (is_crossing(l)) return {CoreKind::C, CoreKind::V};
+    auto k = leaf_core(l);
+    if (!k || std::holds_alternative<AllocStmt>(l->node)) return {};
+    return {*k};
+  });
 }
 
 Unscoped check_unscoped(const Program& p) {

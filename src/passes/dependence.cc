@@ -786,6 +786,23 @@ bool kills(const Stmt& s, int id, bool row_fills) {
   return value_flow(s, id, row_fills, let_assignments(s).bound).kills;
 }
 
+std::set<CoreKind> kinds_of(const Stmt& s,
+                            const std::function<std::set<CoreKind>(const Stmt&)>& leaf) {
+  std::set<CoreKind> out;
+  if (!s) return out;
+  if (auto* q = std::get_if<SeqStmt>(&s->node)) {
+    for (const auto& c : q->body) out.merge(kinds_of(c, leaf));
+  } else if (auto* f = std::get_if<ForStmt>(&s->node)) {
+    out = kinds_of(f->body, leaf);
+  } else if (auto* i = std::get_if<IfStmt>(&s->node)) {
+    out = kinds_of(i->then_body, leaf);
+    out.merge(kinds_of(i->else_body, leaf));
+  } else {
+    out = leaf(s);
+  }
+  return out;
+}
+
 bool expr_any(const Expr& e, const std::function<bool(const ExprNode&)>& pred) {
   if (!e) return false;
   if (pred(*e)) return true;

@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "tilepipe/ir.h"
@@ -43,6 +44,11 @@ bool has_hand_sync(const ir::Stmt& s);
 bool identical(const ir::Expr& a, const ir::Expr& b);
 /// Same buffer, extents and identical starts.
 bool same_region(const ir::Region& a, const ir::Region& b);
+
+/// The core kinds a subtree holds work for: the union of `leaf` over its leaves and scopes,
+/// through sequences, loops and branches (each split says what a leaf's kinds are).
+std::set<ir::CoreKind> kinds_of(const ir::Stmt& s,
+                                const std::function<std::set<ir::CoreKind>(const ir::Stmt&)>& leaf);
 
 /// The statements of `s` with nested sequences spliced in, in order (empty for null).
 std::vector<ir::Stmt> flatten(const ir::Stmt& s);

@@ -11,6 +11,7 @@
 #include <tuple>
 #include <vector>
 
+#include "passes/dependence.h"
 #include "passes/rewrite.h"
 #include "tilepipe/ir_range.h"
 #include "tilepipe/ir_vars.h"
@@ -58,24 +59,13 @@ bool is_flag(const Stmt& s) {
 
 /// The core kinds with work in a subtree (inner scopes, bindings and allocations aside).
 std::set<CoreKind> kinds(const Stmt& s) {
-  std::set<CoreKind> out;
-  if (!s) return out;
-  std::visit(
-      [&](const auto& n) {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, SeqStmt>) {
-          for (const auto& c : n.body) out.merge(kinds(c));
-        } else if constexpr (std::is_same_v<T, ForStmt>) {
-          out = kinds(n.body);
-        } else if constexpr (std::is_same_v<T, IfStmt>) {
-          out = kinds(n.then_body);
-          out.merge(kinds(n.else_body));
-        } else if constexpr (!std::is_same_v<T, ScopeStmt> && !std::is_same_v<T, LetStmt>) {
-          if (auto k = core_of(s)) out.insert(*k);
-        }
-      },
-      s->node);
-  return out;
+  return kinds_of(s, [](const Stmt& l) -> std::set<CoreKind> {
+    if (std::holds_alternative<ScopeStmt>(l->node) || std::holds_alternative<LetStmt>(l->node))
+      return {};
+    auto k = core_of(l);
+    if (!k) return {};
+    return {*k};
+  });
 }
 
 Stmt seq_of(std::vector<Stmt> body, const Loc& loc) {
@@ -203,7 +193,8 @@ std::vector<Stmt> body_statements(const ForStmt& f, const Loc& loc) {
 
 class Split {
  public:
-  Split(const Program& p, const ChipConfig& chip) : p_(p), chip_(chip) {
+  Split(const Program& p, const ChipConfig& chip)
+      : p_(p), chip_(chip), reassigned_(let_assignments(p.body).vars) {
     vars_[kCidVar] = Range::of(0, p.block_num - 1);
     vars_[kVidVar] = Range::of(0, 1);
   }
@@ -237,6 +228,7 @@ class Split {
       scopes.push_back(make_stmt(ScopeStmt{k, b ? b : make_stmt(SeqStmt{}, loc)}, loc));
     }
     out.body = seq_of(std::move(scopes), p_.loc);
+    out.addresses.insert(pins_.begin(), pins_.end());
     return out;
   }
 
@@ -259,7 +251,19 @@ class Split {
               blocks_.emplace(path_.back(), s.get());
               block_nodes_.push_back(s.get());
             }
-            for (const auto& c : n.body) walk(c, nullptr);
+            for (size_t i = 0; i < n.body.size(); ++i) {
+              const Stmt& c = n.body[i];
+              // A leaf of the body itself (a binding's statement is no block) is a statement.
+              bool own = !block && !std::holds_alternative<SeqStmt>(c->node);
+              // The pad of a GM tile copied into the front of a bigger UB tile is part of
+              // the copy (the front end's T.copy), not an op of its own.
+              bool pad = i + 1 < n.body.size() && pad_fill(*c, *n.body[i + 1]);
+              if (own) path_.push_back(key_of(c->loc));
+              skip_onchip_ += pad;
+              walk(c, nullptr);
+              skip_onchip_ -= pad;
+              if (own) path_.pop_back();
+            }
             if (block) {
               path_.pop_back();
               block_nodes_.pop_back();
@@ -270,14 +274,24 @@ class Split {
             if (n.kind == ForKind::Pipelined && n.num_stages > 1 && !block_nodes_.empty() &&
                 std::get<SeqStmt>(block_nodes_.back()->node).body.size() == 1)
               pipelined_.push_back({s.get(), path_.back()});
+            record_loads({n.begin, n.end});
             vars_[n.var->id] = loop_var_range(n, vars_);
             walk(n.body, &s->loc);
             vars_.erase(n.var->id);
           } else if constexpr (std::is_same_v<T, IfStmt>) {
+            record_loads({n.cond});
+            // `C = A x B` on the first iteration, `C += A x B` on the others: one matmul
+            // that reads C, as the front end's T.gemm is one op.
+            const GemmStmt *a = single_gemm(n.then_body), *b = single_gemm(n.else_body);
+            bool matmul = a && b && a->c.buffer == b->c.buffer && a->init != b->init;
+            if (matmul)
+              record_onchip(make_stmt(GemmStmt{b->a, b->b, b->c, false, false, false}, s->loc));
+            skip_onchip_ += matmul;
             walk(n.then_body, &s->loc);
             path_.push_back(key_of(s->loc, true));
             walk(n.else_body, &s->loc);
             path_.pop_back();
+            skip_onchip_ -= matmul;
           } else if constexpr (std::is_same_v<T, ScopeStmt>) {
             if (path_.empty()) scoped_ = true;  // expert code: scopes at kernel level
           } else if constexpr (std::is_same_v<T, SetCrossFlagStmt> ||
@@ -292,7 +306,7 @@ class Split {
   }
 
   void leaf(const Stmt& s) {
-    record_onchip(s);
+    if (!skip_onchip_) record_onchip(s);
     auto k = core_of(s);
     if (!k || std::holds_alternative<LetStmt>(s->node)) return;
     present_.insert(*k);
@@ -347,28 +361,17 @@ class Split {
       wr = {&r->dst};
     }
     std::map<std::string, OnChip> op;
-    // Elements the scalar unit reads (an index, a scalar operand, a binding's value).
-    std::function<void(const Expr&)> loads = [&](const Expr& e) {
-      if (!e) return;
-      if (auto* b = std::get_if<Binary>(&e->node)) {
-        loads(b->a);
-        loads(b->b);
-      } else if (auto* c = std::get_if<Select>(&e->node)) {
-        loads(c->cond);
-        loads(c->then_value);
-        loads(c->else_value);
-      } else if (auto* l = std::get_if<Load>(&e->node)) {
-        for (const auto& i : l->index) loads(i);
-        if (l->buffer->scope == Scope::GM) return;
-        Region r{l->buffer, l->index, std::vector<int64_t>(l->index.size(), 1)};
-        op[l->buffer->name].reads.push_back(box(r, false));
-      }
-    };
+    auto loads = [&](const Expr& e) { note_loads(e, op); };
     for (const Region* r : rd)
       for (const auto& e : r->start) loads(e);
     for (const Region* r : wr)
       for (const auto& e : r->start) loads(e);
-    if (auto* l = std::get_if<LetStmt>(&s->node)) loads(l->value);
+    if (auto* l = std::get_if<LetStmt>(&s->node)) {
+      // A name bound once to an element is read where it is used (the front end's probe
+      // substitutes such a binding); a register stored again is read at each store.
+      if (!reassigned_.count(l->var->id)) return void(bound_.emplace(l->var->id, l->value));
+      loads(l->value);
+    }
     if (auto* t = std::get_if<TileOpStmt>(&s->node); t && t->scalar)
       if (auto* e = std::get_if<Expr>(&t->scalar->value)) loads(*e);
     for (bool w : {false, true})
@@ -376,10 +379,43 @@ class Split {
         if (r->buffer->scope == Scope::GM) continue;
         (w ? op[r->buffer->name].writes : op[r->buffer->name].reads).push_back(box(*r, w));
       }
+    commit(op);
+  }
+
+  /// Elements of on-chip buffers the scalar unit reads in `e` (an index, a scalar operand,
+  /// a binding's value, a loop bound, a condition): reads of one element each.
+  void note_loads(const Expr& e, std::map<std::string, OnChip>& op) const {
+    walk_expr(e, [&](const ExprNode& n) {
+      if (auto* v = std::get_if<VarRef>(&n.node))
+        if (auto it = bound_.find(v->var->id); it != bound_.end()) note_loads(it->second, op);
+      auto* l = std::get_if<Load>(&n.node);
+      if (!l || l->buffer->scope == Scope::GM) return;
+      Region r{l->buffer, l->index, std::vector<int64_t>(l->index.size(), 1)};
+      op[l->buffer->name].reads.push_back(box(r, false));
+    });
+  }
+  void record_loads(std::initializer_list<Expr> es) {
+    std::map<std::string, OnChip> op;
+    for (const auto& e : es) note_loads(e, op);
+    commit(op);
+  }
+  void commit(std::map<std::string, OnChip>& op) {
     for (auto& [name, a] : op) {
       a.path = path_;
       onchip_[name].push_back(std::move(a));
     }
+  }
+  static bool pad_fill(const StmtNode& fill, const StmtNode& next) {
+    auto* t = std::get_if<TileOpStmt>(&fill.node);
+    auto* c = std::get_if<CopyStmt>(&next.node);
+    return t && c && t->op == TileOpKind::Fill && c->src.buffer->scope == Scope::GM &&
+           c->dst.buffer == t->dst.buffer && same_loc(fill.loc, next.loc);
+  }
+  static const GemmStmt* single_gemm(const Stmt& s) {
+    if (!s) return nullptr;
+    if (auto* q = std::get_if<SeqStmt>(&s->node))
+      return q->body.size() == 1 ? single_gemm(q->body[0]) : nullptr;
+    return std::get_if<GemmStmt>(&s->node);
   }
 
   /// The cross-core pipeline of each mixed Pipelined loop (the original's CrossCorePipeline),
@@ -388,8 +424,13 @@ class Split {
     std::stable_sort(pipelined_.begin(), pipelined_.end(), [](const auto& a, const auto& b) {
       return a.first->loc.line < b.first->loc.line;
     });
+    std::map<Key, std::optional<Plan>> by_statement;  // a loop run twice is one source loop
     for (const auto& [loop, key] : pipelined_) {
-      auto plan = plan_pipeline(*loop, key);
+      if (auto it = by_statement.find(key); it != by_statement.end()) {
+        if (it->second) plans_[loop] = *it->second;
+        continue;
+      }
+      auto plan = by_statement[key] = plan_pipeline(*loop, key);
       if (!plan) continue;
       for (const auto& name : plan->workspaces) {
         crossings_[name].credits = plan->stages;
@@ -517,7 +558,8 @@ class Split {
       rw.slot = make_var_ref(stage.var);
       rw.value = fold(BinOp::Add, fold(BinOp::Add, f.begin, fold(BinOp::Mul, bt, S)), rw.slot);
       rw.slots = &slots_;
-      for (auto& st : part) st = rw.mutate(st);
+      FreshLets fresh;  // each stage binds the body's names anew, as each ran the body
+      for (auto& st : part) st = fresh.mutate(rw.mutate(st));
       stage.body = seq_of(std::move(part), loc);
       stages.push_back(make_stmt(std::move(stage), loc));
     }
@@ -658,14 +700,20 @@ class Split {
           if constexpr (std::is_same_v<T, SeqStmt>) {
             std::optional<Key> key;
             if (is_block(s, frame)) key = key_of(s->loc);
-            auto anchors = [&](const auto& at) {
-              if (!key) return;
-              if (auto it = at.find({k, *key}); it != at.end())
+            auto anchors = [&](const auto& at, const std::optional<Key>& at_key) {
+              if (!at_key) return;
+              if (auto it = at.find({k, *at_key}); it != at.end())
                 out.insert(out.end(), it->second.begin(), it->second.end());
             };
-            anchors(before_);
-            for (const auto& c : n.body) emit(c, k, nullptr, out);
-            anchors(after_);
+            anchors(before_, key);
+            for (const auto& c : n.body) {
+              std::optional<Key> own;
+              if (!key && !std::holds_alternative<SeqStmt>(c->node)) own = key_of(c->loc);
+              anchors(before_, own);
+              emit(c, k, nullptr, out);
+              anchors(after_, own);
+            }
+            anchors(after_, key);
           } else if constexpr (std::is_same_v<T, ForStmt>) {
             if (!kinds(n.body).count(k)) return;
             if (auto it = plans_.find(s.get()); it != plans_.end())
@@ -685,7 +733,10 @@ class Split {
             if (n.else_body) i.else_body = body_of(n.else_body, k, s->loc);
             out.push_back(make_stmt(std::move(i), s->loc));
           } else if constexpr (std::is_same_v<T, ScopeStmt>) {
-            if (n.kind == k) emit(n.body, k, &s->loc, out);
+            if (n.kind != k) return;
+            ++own_scope_;  // all of it is the core's (cross-core flags too)
+            emit(n.body, k, &s->loc, out);
+            --own_scope_;
           } else if constexpr (std::is_same_v<T, LetStmt>) {
             out.push_back(s);
           } else if constexpr (std::is_same_v<T, AllocStmt>) {
@@ -696,9 +747,11 @@ class Split {
             Buffer nb = make_buffer(b->name, b->scope, b->dtype, slotted_shape(v->second, b->shape),
                                     b->role, b->loc);
             slots_[b->id] = nb;
+            if (auto pin = p_.addresses.find(b->id); pin != p_.addresses.end())
+              pins_[nb->id] = pin->second;
             out.push_back(make_stmt(AllocStmt{nb}, s->loc));
           } else {
-            if (core_of(s) == k) out.push_back(s);
+            if (own_scope_ || core_of(s) == k) out.push_back(s);
           }
         },
         s->node);
@@ -729,6 +782,11 @@ class Split {
   std::map<const StmtNode*, Plan> plans_;
   std::map<std::string, int64_t> versioned_;  // on-chip buffers with a version per stage
   std::map<int, Buffer> slots_;               // buffer id -> its versions / slots
+  std::map<int, int64_t> pins_;               // versions of pinned buffers: the same offset
+  int skip_onchip_ = 0;                       // inside a first-iteration matmul's branches
+  std::set<int> reassigned_;                  // variables bound more than once (registers)
+  std::map<int, Expr> bound_;                 // names bound once: their values
+  int own_scope_ = 0;                         // inside a core's own scope
 };
 
 }  // namespace

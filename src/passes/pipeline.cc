@@ -22,14 +22,14 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
-      {"hand_pipeline",
-       "Pipelined loops in hand-synced scopes: the original's software pipeline (GM -> UB "
-       "copies of later iterations ahead, their buffers versioned)",
-       &PassOptions::hand_pipeline, &hand_pipeline},
       {"original_split",
        "unscoped code into Cube and Vector scopes as the original's compiler splits it: the "
        "author's GM tensors handed over per iteration of the block holding them",
        &PassOptions::original_split, &original_split},
+      {"hand_pipeline",
+       "Pipelined loops in hand-synced scopes: the original's software pipeline (GM -> UB "
+       "copies of later iterations ahead, their buffers versioned)",
+       &PassOptions::hand_pipeline, &hand_pipeline},
       {"cross_drains",
        "cross-core flags set more often than waited on: waits appended at the end of the "
        "waiting core's last scope",

@@ -228,7 +228,9 @@ void Engine::unmatched_cross(size_t ai, const std::string& when,
                                      ai, id, c2v ? "AIC ->" : "AIC <-", v, q.size(), when),
                          {},
                          "make the number of set_cross_flag and wait_cross_flag calls equal "
-                         "on every path"});
+                         "on every path; for credits primed before a loop and never taken "
+                         "back (the original's kernels), `--pass cross_drains` (on in the "
+                         "Python front end) waits them at the end"});
       }
     }
   }

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 
+#include "tilepipe/ir_vars.h"
 #include "verify/verify_internal.h"
 
 namespace tilepipe {
@@ -57,31 +58,16 @@ std::optional<Pipe> copy_pipe(Scope from, Scope to) {
   return std::nullopt;
 }
 
-namespace {
-bool loads_ub(const Expr& e) {
-  if (!e) return false;
-  return std::visit(
-      [](const auto& n) {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, Binary>) {
-          return loads_ub(n.a) || loads_ub(n.b);
-        } else if constexpr (std::is_same_v<T, Select>) {
-          return loads_ub(n.cond) || loads_ub(n.then_value) || loads_ub(n.else_value);
-        } else if constexpr (std::is_same_v<T, Load>) {
-          return (n.buffer && n.buffer->scope == Scope::UB) ||
-                 std::any_of(n.index.begin(), n.index.end(), loads_ub);
-        } else {
-          return false;
-        }
-      },
-      e->node);
-}
-}  // namespace
-
 std::optional<CoreKind> leaf_core(const Stmt& s) {
   if (auto* a = std::get_if<AllocStmt>(&s->node)) return owner(a->buffer->scope);
-  if (auto* l = std::get_if<LetStmt>(&s->node))  // the scalar unit reading a UB element
-    return loads_ub(l->value) ? std::optional<CoreKind>(CoreKind::V) : std::nullopt;
+  if (auto* l = std::get_if<LetStmt>(&s->node)) {  // the scalar unit reading a UB element
+    bool ub = false;
+    walk_expr(l->value, [&](const ExprNode& n) {
+      auto* ld = std::get_if<Load>(&n.node);
+      ub = ub || (ld && ld->buffer && ld->buffer->scope == Scope::UB);
+    });
+    return ub ? std::optional<CoreKind>(CoreKind::V) : std::nullopt;
+  }
   // Intra-core flags and barriers: the Cube's when a pipe is (MTE1, M, FIX only there).
   auto by_pipes = [](std::initializer_list<Pipe> ps) {
     bool cube = std::any_of(ps.begin(), ps.end(), [](Pipe p) {
@@ -103,23 +89,9 @@ std::optional<CoreKind> leaf_core(const Stmt& s) {
 }
 
 void verify_detail::loaded_buffers(const Expr& e, std::set<int>& ids) {
-  if (!e) return;
-  std::visit(
-      [&](const auto& n) {
-        using T = std::decay_t<decltype(n)>;
-        if constexpr (std::is_same_v<T, Binary>) {
-          loaded_buffers(n.a, ids);
-          loaded_buffers(n.b, ids);
-        } else if constexpr (std::is_same_v<T, Select>) {
-          loaded_buffers(n.cond, ids);
-          loaded_buffers(n.then_value, ids);
-          loaded_buffers(n.else_value, ids);
-        } else if constexpr (std::is_same_v<T, Load>) {
-          if (n.buffer) ids.insert(n.buffer->id);
-          for (const auto& i : n.index) loaded_buffers(i, ids);
-        }
-      },
-      e->node);
+  walk_expr(e, [&](const ExprNode& n) {
+    if (auto* l = std::get_if<Load>(&n.node); l && l->buffer) ids.insert(l->buffer->id);
+  });
 }
 
 namespace {

@@ -117,15 +117,20 @@ void Verifier::check_reinterpret() {
   for (size_t i = 0; i < ls.size(); ++i) {
     const TileOpStmt* t = ls[i].cast();
     if (!t) continue;
-    // The block a front end makes of the cast's own statement (same location) is not the
-    // block the cast is written in.
+    // The cast's block: the innermost loop, branch, scope or body around it. A sequence
+    // that is not a body (its location is not its parent's) is a front end's group of one
+    // source statement (KernelBuilder::begin_block), not a block of the source.
     const StmtNode* block = nullptr;
-    for (auto it = ls[i].path.rbegin(); it != ls[i].path.rend() && !block; ++it) {
-      const Loc& b = (*it)->loc;
-      const Loc& c = ls[i].node->loc;
-      bool own = std::holds_alternative<SeqStmt>((*it)->node) && b.file == c.file &&
-                 b.line == c.line && b.column == c.column;
-      if (!own) block = *it;
+    const auto& path = ls[i].path;
+    for (size_t j = path.size(); j-- > 0 && !block;) {
+      bool group = false;
+      if (std::holds_alternative<SeqStmt>(path[j]->node) && j > 0) {
+        const Loc& a = path[j]->loc;
+        const Loc& b = path[j - 1]->loc;
+        group = std::holds_alternative<SeqStmt>(path[j - 1]->node) || a.file != b.file ||
+                a.line != b.line || a.column != b.column;
+      }
+      if (!group) block = path[j];
     }
     casts[t->dst.buffer->id].push_back({i, block, t->srcs[0].buffer->id});
     names[t->dst.buffer->id] = t->dst.buffer->name;

@@ -53,39 +53,43 @@ void Verifier::stmt(const Stmt& s) {
 
 namespace {
 
-void leaf_kinds(const Stmt& s, std::set<CoreKind>& out) {
+/// The core kinds of the unscoped leaves of `s` (`leaves`) and of the scopes in it
+/// (`scopes`).
+void leaf_kinds(const Stmt& s, std::set<CoreKind>& leaves, std::set<CoreKind>& scopes) {
   if (!s) return;
   std::visit(
       [&](const auto& n) {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, SeqStmt>) {
-          for (const auto& c : n.body) leaf_kinds(c, out);
+          for (const auto& c : n.body) leaf_kinds(c, leaves, scopes);
         } else if constexpr (std::is_same_v<T, ForStmt>) {
-          leaf_kinds(n.body, out);
+          leaf_kinds(n.body, leaves, scopes);
         } else if constexpr (std::is_same_v<T, ScopeStmt>) {
-          // one core's own spelling inside unscoped code (a barrier's): not the body's core
+          scopes.insert(n.kind);
         } else if constexpr (std::is_same_v<T, IfStmt>) {
-          leaf_kinds(n.then_body, out);
-          leaf_kinds(n.else_body, out);
+          leaf_kinds(n.then_body, leaves, scopes);
+          leaf_kinds(n.else_body, leaves, scopes);
         } else if constexpr (std::is_same_v<T, CopyStmt>) {
           if (Verifier::crossing(n)) {  // cv_split puts one copy on each core
-            out.insert(CoreKind::C);
-            out.insert(CoreKind::V);
+            leaves.insert(CoreKind::C);
+            leaves.insert(CoreKind::V);
           } else if (auto k = leaf_core(s)) {
-            out.insert(*k);
+            leaves.insert(*k);
           }
         } else if constexpr (!std::is_same_v<T, AllocStmt>) {
-          if (auto k = leaf_core(s)) out.insert(*k);
+          if (auto k = leaf_core(s)) leaves.insert(*k);
         }
       },
       s->node);
 }
 
-/// The one core kind the leaves of these bodies run on (allocations and scopes aside), or
-/// none when they hold both or neither.
+/// The one core kind the leaves of these bodies run on (allocations aside), or none when
+/// they hold both or neither. Scopes count only without unscoped leaves: in unscoped code
+/// a scope is one core's own spelling of something (a barrier's), not the body's core.
 std::optional<CoreKind> body_core(std::initializer_list<const Stmt*> bodies) {
-  std::set<CoreKind> kinds;
-  for (const Stmt* b : bodies) leaf_kinds(*b, kinds);
+  std::set<CoreKind> leaves, scopes;
+  for (const Stmt* b : bodies) leaf_kinds(*b, leaves, scopes);
+  const auto& kinds = leaves.empty() ? scopes : leaves;
   if (kinds.size() != 1) return std::nullopt;
   return *kinds.begin();
 }

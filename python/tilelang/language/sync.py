@@ -59,16 +59,21 @@ def barrier_all(*a, **kw):
                  'place it inside `with T.Scope("C")` or `with T.Scope("V")`')
 
 
+def _each_core(emit):
+    """emit(core) in a scope of each core kind."""
+    bd, loc = builder(), _core.current_loc()
+    for core in ("C", "V"):
+        bd.begin_scope(core, loc)
+        emit(core)
+        bd.end_scope(loc)
+
+
 def _on_the_core(emit, outside, hint):
     """emit(core) for the scope's core, or for each core's part of the C/V split of unscoped
     code; `outside` (with `hint`) is the error outside both."""
     if ctx.split == "all":
         # Lowered once for the original_split pass: each core's spelling in its own scope.
-        bd, loc = builder(), _core.current_loc()
-        for core in ("C", "V"):
-            bd.begin_scope(core, loc)
-            emit(core)
-            bd.end_scope(loc)
+        _each_core(emit)
         return
     if ctx.split == "probe":
         return
@@ -118,11 +123,7 @@ def sync_all(*a, **kw):
     if ctx.split is None and ctx.scope is None and ctx.builder is not None:
         # At kernel level in an expert kernel: the original replicates kernel-level code into
         # both cores' programs, so every core of the launch arrives, each in its own code.
-        bd, loc = builder(), _core.current_loc()
-        for core in ("C", "V"):
-            bd.begin_scope(core, loc)
-            _sync_all(core)
-            bd.end_scope(loc)
+        _each_core(_sync_all)
         return
     _on_the_core(_sync_all, "T.sync_all() outside a kernel", "call it inside T.Kernel")
 

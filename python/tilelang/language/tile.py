@@ -35,7 +35,6 @@ def _scalar(x, what):
         raise err(f"{what}: expected a tile or a scalar, found {type(x).__name__} {x!r}")
 
 
-# Tile ops that read their destination as well as write it.
 # What a buffer declared "bool" may take part in: moves, masks, selects, casts and the
 # logical ops (max / min on 0 / 1 are or / and). Arithmetic on bools has no exact meaning on
 # uint8 lanes (0 - 1 wraps to 255 where a float reference gives -1): refused (docs/python.md).
