@@ -219,9 +219,8 @@ class _Ctx:
         self.lowering = "original"  # of unscoped kernels: "original" | "tilepipe" (_jit.py)
         self.usage = (set(), set())  # names used by vector ops / by cube ops (prim_func)
         self.hand_sync = set()  # the cores whose unscoped code has the author's flags
-        # Cross-core flag balance (hand-synced kernels): executions of each set / wait per
-        # scope kind and flag id, as trip-count expressions (None: under a run-time if).
-        self.trip_stack = []
+        # Run-time loops and ifs around the statement being lowered (T.alloc_var's registers).
+        self.control_depth = 0
         # Vid reduction (tilelang/_vid.py): T.Kernel's threads when it binds only cid, the
         # names of the buffers left whole, the halved loops around [(var id, trips)].
         self.vid_threads = None

@@ -310,14 +310,14 @@ class Interpreter(CoreSplit, ExprEval):
         b = _core.builder()
         loc = self.loc(s)
         b.begin_if(_as_expr(c), loc)
-        ctx.trip_stack.append(None)
+        ctx.control_depth += 1
         try:
             self.run_body(s.body)
             if s.orelse:
                 b.begin_else(loc)
                 self.run_body(s.orelse)
         finally:
-            ctx.trip_stack.pop()
+            ctx.control_depth -= 1
         b.end_if(loc)
 
     # A while loop whose condition is known when the kernel is built runs at build time
@@ -460,11 +460,11 @@ class Interpreter(CoreSplit, ExprEval):
                     return
                 b = _core.builder()
                 b.begin_if(_as_expr(t < size), loc)
-                ctx.trip_stack.append(None)
+                ctx.control_depth += 1
                 try:
                     self.run_body(s.body)
                 finally:
-                    ctx.trip_stack.pop()
+                    ctx.control_depth -= 1
                 b.end_if(loc)
 
         self.loop(s, w_name, "serial", 0, waves, 1, 0, 1, body)
@@ -482,13 +482,12 @@ class Interpreter(CoreSplit, ExprEval):
         blocks = kind == "pipelined" and ctx.split is None and ctx.scope_hand
         if isinstance(begin, int) and isinstance(end, int) and end <= begin:
             return  # no iteration: the original's simplifier drops the loop and its body
-        trip = end - begin if step == 1 else (end - begin + step - 1) // step
         v = b.begin_for(name, begin, end, step, kind, int(stages or 0), int(cross or 1), loc)
         lo = self.bound(begin, 0)
         hi = self.bound(end, 1)
         if lo is not None and hi is not None:
             ctx.var_ranges[v.var_id()] = (lo, max(lo, hi - 1))
-        ctx.trip_stack.append(trip)
+        ctx.control_depth += 1
         saved = ctx.blocks_of
         # A T.Pipelined loop in a scope with the author's flags: the hand_pipeline pass
         # schedules it as the original does, each source statement of the body one block.
@@ -498,7 +497,7 @@ class Interpreter(CoreSplit, ExprEval):
                 self.vars[name] = v
                 body()
         finally:
-            ctx.trip_stack.pop()
+            ctx.control_depth -= 1
             ctx.blocks_of = saved
         b.end_for(loc)
 

@@ -16,7 +16,7 @@ class Var:
 
     def __init__(self, name, dtype, value):
         self.name, self.dtype = name, dtype
-        self.depth = len(ctx.trip_stack)  # run-time loops / ifs around the declaration
+        self.depth = ctx.control_depth  # run-time loops / ifs around the declaration
         self.value = None
         self.reg = None  # the register's variable, once a store is emitted
         self.live = False  # reads read the register
@@ -26,7 +26,7 @@ class Var:
     def load(self):
         if self.live:
             return self.reg
-        if len(ctx.trip_stack) > self.depth and self.read_under is None:
+        if ctx.control_depth > self.depth and self.read_under is None:
             self.read_under = _core.current_loc() or ("the kernel", 0)
         return self.value
 
@@ -48,7 +48,7 @@ class Var:
         elif self.dtype.startswith(("int", "uint")) and isinstance(value, float):
             value = int(value)
         integer = self.dtype == "bool" or self.dtype.startswith(("int", "uint"))
-        if len(ctx.trip_stack) > self.depth and self.value is not None and not self.live:
+        if ctx.control_depth > self.depth and self.value is not None and not self.live:
             why = None
             if not integer:
                 why = f"a {self.dtype} variable (registers here hold integers)"
