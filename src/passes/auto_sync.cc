@@ -74,11 +74,6 @@ Sync make_sync(Pipe src, Pipe dst, Pos set, Pos wait) {
   return s;
 }
 
-Stmt seq(std::vector<Stmt> body, const Loc& loc) {
-  if (body.size() == 1) return body.front();  // empty: an empty SeqStmt
-  return make_stmt(SeqStmt{std::move(body)}, loc);
-}
-
 /// Kind of sequence: the body of a loop (loop-carried dependences live here), or a
 /// straight sequence (scope body, branch) that may run once or repeatedly.
 struct SeqCtx {

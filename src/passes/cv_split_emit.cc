@@ -29,11 +29,6 @@ Stmt crossing_copy(const CopyStmt& c, const Crossing& x, CoreKind kind, Expr slo
   return make_stmt(std::move(m), loc);
 }
 
-Stmt seq(std::vector<Stmt> body, const Loc& loc) {
-  if (body.size() == 1) return body.front();
-  return make_stmt(SeqStmt{std::move(body)}, loc);
-}
-
 Program Splitter::run() {
   plan(p_.body, false);
   for (const auto& [id, h] : handoffs_)

@@ -116,9 +116,6 @@ struct Pipeline {
 Stmt crossing_copy(const CopyStmt& c, const Crossing& x, CoreKind kind, Expr slot, int nv,
                    const Loc& loc);
 
-/// `body` as one statement (its only statement, or a sequence).
-Stmt seq(std::vector<Stmt> body, const Loc& loc);
-
 /// Plans the crossings, hand-offs and pipelines of an unscoped program (step 2), then emits
 /// its scope C and scope V (step 3).
 class Splitter {

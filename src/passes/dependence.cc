@@ -786,6 +786,11 @@ bool kills(const Stmt& s, int id, bool row_fills) {
   return value_flow(s, id, row_fills, let_assignments(s).bound).kills;
 }
 
+Stmt seq(std::vector<Stmt> body, const Loc& loc) {
+  if (body.size() == 1) return body.front();
+  return make_stmt(SeqStmt{std::move(body)}, loc);
+}
+
 std::set<CoreKind> kinds_of(const Stmt& s,
                             const std::function<std::set<CoreKind>(const Stmt&)>& leaf) {
   std::set<CoreKind> out;

@@ -50,6 +50,9 @@ bool same_region(const ir::Region& a, const ir::Region& b);
 std::set<ir::CoreKind> kinds_of(const ir::Stmt& s,
                                 const std::function<std::set<ir::CoreKind>(const ir::Stmt&)>& leaf);
 
+/// `body` as one statement: its only statement, or a sequence (empty: an empty SeqStmt).
+ir::Stmt seq(std::vector<ir::Stmt> body, const ir::Loc& loc);
+
 /// The statements of `s` with nested sequences spliced in, in order (empty for null).
 std::vector<ir::Stmt> flatten(const ir::Stmt& s);
 

@@ -68,11 +68,6 @@ std::set<CoreKind> kinds(const Stmt& s) {
   });
 }
 
-Stmt seq_of(std::vector<Stmt> body, const Loc& loc) {
-  if (body.size() == 1) return body.front();
-  return make_stmt(SeqStmt{std::move(body)}, loc);
-}
-
 /// Each core's own registers: the bindings of a scope after the first get fresh variables
 /// (the front end's per-core lowering bound them once per core), so no variable is bound
 /// in two scopes.
@@ -223,11 +218,11 @@ class Split {
         if (x.producer == k)
           for (int64_t n = 0; n < x.credits; ++n)
             body.push_back(make_stmt(WaitCrossFlagStmt{make_int(x.free)}, loc));
-      Stmt b = drop_dead_lets(seq_of(std::move(body), loc));
+      Stmt b = drop_dead_lets(seq(std::move(body), loc));
       if (b && !scopes.empty()) b = FreshLets().mutate(b);
       scopes.push_back(make_stmt(ScopeStmt{k, b ? b : make_stmt(SeqStmt{}, loc)}, loc));
     }
-    out.body = seq_of(std::move(scopes), p_.loc);
+    out.body = seq(std::move(scopes), p_.loc);
     out.addresses.insert(pins_.begin(), pins_.end());
     return out;
   }
@@ -319,7 +314,6 @@ class Split {
         bool w = r == &c->dst;
         gm_[r->buffer->name].push_back({*k, w, path_});
         gm_buffer_.emplace(r->buffer->name, r->buffer);
-        (w ? writers_ : readers_)[r->buffer->name].insert(*k);
       }
   }
 
@@ -560,10 +554,10 @@ class Split {
       rw.slots = &slots_;
       FreshLets fresh;  // each stage binds the body's names anew, as each ran the body
       for (auto& st : part) st = fresh.mutate(rw.mutate(st));
-      stage.body = seq_of(std::move(part), loc);
+      stage.body = seq(std::move(part), loc);
       stages.push_back(make_stmt(std::move(stage), loc));
     }
-    batch.body = seq_of(std::move(stages), loc);
+    batch.body = seq(std::move(stages), loc);
     out.push_back(make_stmt(std::move(batch), loc));
   }
 
@@ -580,10 +574,11 @@ class Split {
 
   void plan_handoffs() {
     int ids = 0;
-    for (const auto& [name, w] : writers_) {
-      auto r = readers_.find(name);
+    for (const auto& [name, acc] : gm_) {
+      std::set<CoreKind> w, r;
+      for (const auto& a : acc) (a.write ? w : r).insert(a.core);
       for (CoreKind p : w) {
-        if (r == readers_.end() || !(r->second.size() > 1 || !r->second.count(p))) continue;
+        if (r.empty() || (r.size() == 1 && r.count(p))) continue;  // not read by the other
         if (w.size() > 1)
           fail(first_write(name),
                fmt::format("GM tensor '{}' is written by both the Cube and "
@@ -760,7 +755,7 @@ class Split {
   Stmt body_of(const Stmt& s, CoreKind k, const Loc& frame) {
     std::vector<Stmt> out;
     emit(s, k, &frame, out);
-    return seq_of(std::move(out), frame);
+    return seq(std::move(out), frame);
   }
 
   const Program& p_;
@@ -770,7 +765,6 @@ class Split {
   std::set<CoreKind> present_, hand_synced_;
   bool scoped_ = false, crossing_copy_ = false;
   std::map<std::string, std::vector<Access>> gm_;
-  std::map<std::string, std::set<CoreKind>> writers_, readers_;
   std::map<std::string, Crossing> crossings_;  // by tensor name: flag ids in name order
   std::map<std::pair<CoreKind, Key>, std::vector<Stmt>> before_, after_;
   VarRanges vars_;  // the loops around the statement being read
