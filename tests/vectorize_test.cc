@@ -67,18 +67,74 @@ TEST(Vectorize, ValuesMatchTheSerialLoop) {
   EXPECT_EQ(results[0].at("y"), results[1].at("y"));
 }
 
+/// d[i, j] = (a[i, j] + v[i]) * w[j] over an 8 x 64 tile, as a 2-D nest of element ops.
+ir::Program element_nest() {
+  KernelBuilder kb("nest", 1);
+  auto x = kb.input("x", {2, 8, 64}, f32);
+  auto vg = kb.input("v", {8}, f32);
+  auto wg = kb.input("w", {64}, f32);
+  auto y = kb.output("y", {2, 8, 64}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    auto a = alloc_ub("a", {8, 64}, f32);
+    auto v = alloc_ub("v_ub", {8}, f32);
+    auto w = alloc_ub("w_ub", {64}, f32);
+    auto d = alloc_ub("d", {8, 64}, f32);
+    copy(x(vid, all, all), a);
+    copy(vg, v);
+    copy(wg, w);
+    parallel(8, [&](Ex i) {
+      parallel(64, [&](Ex j) {
+        tile::add(d(i, j), a(i, j), v(i));
+        tile::mul(d(i, j), d(i, j), w(j));
+      });
+    });
+    copy(d, y(vid, all, all));
+  });
+  return kb.finish();
+}
+
+TEST(Vectorize, AnElementNestBroadcastsRowAndColumnVectors) {
+  auto p = passes::vectorize(element_nest(), testing::a3(), {});
+  std::string ir = ir::print(p);
+  // v[i] varies down the rows: reshaped [8, 1] first; w[j] broadcasts as a row
+  EXPECT_NE(ir.find("    alloc par_bc1: UB f32[8, 64]\n    tile.broadcast par_bc1, v_ub\n"
+                    "    tile.add d, a, par_bc1\n    alloc par_bc2: UB f32[8, 64]\n"
+                    "    tile.broadcast par_bc2, w_ub\n    tile.mul d, d, par_bc2\n"),
+            std::string::npos)
+      << ir;
+  EXPECT_EQ(ir.find("parallel"), std::string::npos) << ir;
+
+  passes::PassOptions o;
+  ir::Program q = element_nest();
+  verify_or_throw(q, testing::a3(), passes::verify_options(o));
+  auto low = lower::lower(passes::run_passes(q, testing::a3(), o), testing::a3());
+  std::vector<double> x(2 * 8 * 64), v(8), w(64);
+  for (size_t e = 0; e < x.size(); ++e) x[e] = static_cast<double>(e % 13) - 6;
+  for (size_t e = 0; e < v.size(); ++e) v[e] = static_cast<double>(e) * 0.5;
+  for (size_t e = 0; e < w.size(); ++e) w[e] = static_cast<double>(e % 5) - 2;
+  sim::HostData data = {{"x", x}, {"v", v}, {"w", w}};
+  sim::SimOptions so;
+  so.detect_races = true;
+  sim::simulate(low, testing::a3(), &data, so);
+  for (size_t i = 0; i < 2 * 8; ++i)
+    for (size_t j = 0; j < 64; ++j)
+      EXPECT_EQ(data.at("y")[i * 64 + j], (x[i * 64 + j] + v[i % 8]) * w[j]) << i << ", " << j;
+}
+
 TEST(Vectorize, ALoopThatStaysScalarIsAnError) {
   testing::expect_user_error(
       [] {
         KernelBuilder kb("k", 1);
         scope_v([&] {
-          auto a = alloc_ub("a", {8, 64}, f32);
-          auto s = alloc_ub("s", {64}, f32);
-          parallel(8, [&](Ex r) { tile::add(a(r, all), a(r, all), s); });
+          auto a = alloc_ub("a", {16, 64}, f32);
+          parallel(8, [&](Ex r) { tile::exp(a(r * 2, all), a(r * 2, all)); });
         });
         passes::vectorize(kb.finish(), testing::a3(), {});
       },
-      {"this Parallel loop stays scalar", "operand s does not index one dimension",
+      {"this Parallel loop stays scalar",
+       "operand a[(i * 2):+1, 0:+64] indexes a dimension with "
+       "a Parallel variable other than as `v` or `v + offset`",
        "vectorize_test.cc:", "write it with serial(...)"});
   testing::expect_user_error(
       [] {

@@ -1,9 +1,11 @@
-"""`for i, j in T.Parallel(R, C): D[i, j] = <expression>`: element assignments over a tile,
-turned into tile ops here (tilepipe's IR has no scalar stores). Each element reference
-`A[i, j]` is the [R, C] tile of A at the indexed offset, `v[i]` a row vector and `w[j]` a
-column vector (broadcast into a temporary), numbers are scalar operands; `+ - * /`,
-unary minus and T.exp / T.log / T.abs / T.sqrt / T.rsqrt / T.max / T.min / T.relu map to
-tile ops, compound expressions go through UB temporaries."""
+"""`for i, j in T.Parallel(R, C): D[i, j] = <expression>`: element assignments, lowered to
+element code inside a nest of parallel loops, which the vectorize pass turns into tile ops
+over all lanes (tilepipe's IR has no scalar stores). Each element reference `A[i, j]` is one
+element of A at the indexed offset (`i` or `i + k` per dimension), `v[i]` and `w[j]`
+elements of row and column vectors (broadcast by the pass), numbers and lane-free elements
+scalar operands; `+ - * /`, unary minus and T.exp / T.log / T.abs / T.sqrt / T.rsqrt /
+T.max / T.min / T.relu map to tile ops, compound expressions go through UB temporaries, GM
+operands through UB copies."""
 
 import ast
 import copy as _copy
@@ -16,15 +18,16 @@ from ._core import Buffer, Region, TilelangError, ctx, to_index
 _UNARY = {"exp": "exp", "log": "ln", "ln": "ln", "abs": "abs", "sqrt": "sqrt", "rsqrt": "rsqrt",
           "relu": "relu", "reciprocal": "reciprocal"}
 _BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
-           ast.BitAnd: "bitwise_and", ast.BitOr: "bitwise_or", ast.BitXor: "bitwise_xor",
-           ast.LShift: "bitwise_lshift", ast.RShift: "bitwise_rshift"}
+           ast.BitAnd: "bit_and", ast.BitOr: "bit_or", ast.BitXor: "bit_xor",
+           ast.LShift: "shl", ast.RShift: "shr"}
 
 
 class _Tile:
-    """A value of the loop body: a region spanning some of the loop's lanes."""
+    """A value of the loop body: a region spanning some of the loop's lanes (the tile it is
+    over the whole nest), and per dimension the lane that indexes it (None: not a lane)."""
 
-    def __init__(self, region, lanes):
-        self.region, self.lanes = region, lanes
+    def __init__(self, region, lanes, dim_lanes):
+        self.region, self.lanes, self.dim_lanes = region, lanes, dim_lanes
 
 
 def vectorize(it, s, spec):
@@ -60,12 +63,30 @@ def vectorize(it, s, spec):
 
         nest(0)
         return
+    if any(isinstance(d, int) and d <= 0 for d in dims):
+        return  # no iteration
     V = _Vec(it, names, dims)
+    b = _core.builder()
+    loc = it.loc(s)
+
+    def nest(k):
+        # the lanes: loops the vectorize pass turns into tile ops over all their iterations
+        if k == len(dims):
+            _stores(it, s, V)
+            return
+        V.vars.append(b.begin_for(names[k], 0, dims[k], 1, "parallel", 0, 1, loc))
+        nest(k + 1)
+        b.end_for(loc)
+
+    nest(0)
+
+
+def _stores(it, s, V):
     for stmt in s.body:
         ctx.stmt_loc = it.loc(stmt)
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
         dst = V.ref(target, stmt)
-        if dst.lanes != tuple(range(len(dims))):
+        if dst.lanes != tuple(range(len(V.dims))):
             raise it.error(stmt, "the assigned element must be indexed by every T.Parallel variable",
                            hint="write D[i, j] = ... over all loop variables")
         if isinstance(stmt, ast.AugAssign):
@@ -80,8 +101,6 @@ def vectorize(it, s, spec):
         if dst.region.buffer.scope == "GM":
             # A GM element: computed into a UB tile, then copied out (the original's
             # automatic UB -> GM copy of a T.Parallel writing global memory).
-            from . import language as T
-
             if isinstance(stmt, ast.Assign) and isinstance(value, ast.Subscript):
                 v = V.ref(value, stmt)
                 b = v.region.buffer
@@ -89,13 +108,13 @@ def vectorize(it, s, spec):
                         b.scope in ("UB", "L1") and b.dtype == dst.region.buffer.dtype)):
                     # an element of an on-chip tile: one copy out (L0C -> GM on the FIX
                     # pipe, which converts f32 -> f16 / bf16), no UB temporary
-                    T.copy(v.region, dst.region)
+                    V.copy(v, dst)
                     continue
             t = V.temp(dst.region.buffer.dtype)
             if isinstance(stmt, ast.AugAssign):
-                T.copy(dst.region, t.region)
+                V.copy(dst, t)
             V.emit_into(value, t, stmt)
-            T.copy(t.region, dst.region)
+            V.copy(t, dst)
         else:
             V.emit_into(value, dst, stmt)
 
@@ -145,7 +164,37 @@ def _serial_prefix(body, names):
 class _Vec:
     def __init__(self, it, names, dims):
         self.it, self.names, self.dims = it, names, dims
+        self.vars = []  # the lanes' loop variables
         self.ntemp = 0
+
+    def elem(self, v):
+        """The element of tile v that one iteration of the nest reads or writes."""
+        r = v.region
+        starts = [st if lane is None else (self.vars[lane] if isinstance(st, int) and st == 0
+                                           else st + self.vars[lane])
+                  for st, lane in zip(r.starts, v.dim_lanes)]
+        extents = [e if lane is None else 1 for e, lane in zip(r.extents, v.dim_lanes)]
+        return Region(r.buffer, starts, extents, list(r.points))
+
+    def op(self, kind, dst, srcs, scalar=None):
+        """One element op (an IR tile op's name): tile operands as elements, a scalar (a
+        number, a run-time value or a lane-free element) as the op's scalar operand."""
+        from .language import tile as Ttile
+
+        if scalar is not None:
+            scalar = Ttile._scalar(scalar, f"T.Parallel {kind}")
+        Ttile._emit(kind, self.elem(dst), [self.elem(x) for x in srcs], scalar)
+
+    def copy(self, a, b):
+        """T.copy of tile a into tile b, element by element: the GM extents it reaches are
+        noted for the whole tile (vid reduction's row offset applied as to the tiles)."""
+        from . import _vid
+        from .language import _copy, _note_gm
+
+        s, d = _vid.copy_regions(a.region, b.region)
+        _note_gm(s)
+        _note_gm(d)
+        _copy(self.elem(a), self.elem(b))
 
     def lane_of(self, node):
         """(lane, offset expression) of an index `i`, `i + k`, `k + i`; None otherwise."""
@@ -164,12 +213,13 @@ class _Vec:
         idx = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         if len(idx) != len(buf.shape):
             raise self.it.error(stmt, f"'{buf.name}' has rank {len(buf.shape)}; index every dimension")
-        starts, extents, lanes = [], [], []
+        starts, extents, lanes, dim_lanes = [], [], [], []
         for d, ix in enumerate(idx):
             lo = self.lane_of(ix)
             if lo is None:
                 starts.append(to_index(self.it.eval(ix)))
                 extents.append(1)
+                dim_lanes.append(None)
             else:
                 lane, off = lo
                 if lanes and lane <= lanes[-1]:
@@ -177,7 +227,8 @@ class _Vec:
                 lanes.append(lane)
                 starts.append(to_index(off))
                 extents.append(self.dims[lane])
-        return _Tile(Region(buf, starts, extents, [False] * len(starts)), tuple(lanes))
+                dim_lanes.append(lane)
+        return _Tile(Region(buf, starts, extents, [False] * len(starts)), tuple(lanes), dim_lanes)
 
     def temp(self, dtype):
         from .language import _alloc
@@ -186,64 +237,24 @@ class _Vec:
         key = ("parallel", tuple(self.dims), dtype, self.ntemp, ctx.stmt_loc)
         if key not in ctx.hidden:
             ctx.hidden[key] = _alloc("UB", list(self.dims), dtype, name=f"par_tmp{self.ntemp}")
-        return _Tile(ctx.hidden[key].region(), tuple(range(len(self.dims))))
+        lanes = tuple(range(len(self.dims)))
+        return _Tile(ctx.hidden[key].region(), lanes, list(lanes))
 
-    def full(self, v, dtype, stmt):
-        """v as a full [dims] tile of dtype (broadcast / cast into a temporary if needed)."""
-        from .language import tile as Ttile
-
-        if v.lanes == tuple(range(len(self.dims))) and v.region.buffer.dtype == dtype:
+    def typed(self, v, dtype, stmt):
+        """v in dtype: a tile of every lane cast into a temporary if needed (the vectorize
+        pass broadcasts a tile of fewer lanes, in its own dtype)."""
+        if v.region.buffer.dtype == dtype:
             return v
-        if v.region.buffer.dtype != dtype:
-            t = self.temp(dtype)
-            if len(v.lanes) != len(self.dims):
-                raise self.it.error(stmt, "a broadcast operand with another dtype: cast it first")
-            Ttile.cast(t.region, v.region)
-            return t
-        if len(self.dims) != 2 or len(v.lanes) != 1:
-            raise self.it.error(stmt, "T.Parallel broadcasts a row vector v[i] or a column vector "
-                                "w[j] of a 2-D loop")
-        src = v.region
-        ext = src.extents
-        if v.lanes == (1,) and not (len(ext) >= 2 and ext[-2] == 1) and (
-                self.dims[0] == self.dims[1] or (len(ext) >= 2 and ext[-1] == 1)):
-            # w[j] on a square loop (its length also matches the rows), or a [N, 1] slice
-            # o[j, c]: shape it [1, N] to broadcast it along the columns
-            from . import language as T
-            from .language import _alloc
-
-            self.ntemp += 1
-            key = ("parallel-row", self.dims[1], dtype, self.ntemp, ctx.stmt_loc)
-            if key not in ctx.hidden:
-                ctx.hidden[key] = _alloc("UB", [1, self.dims[1]], src.buffer.dtype,
-                                         name=f"par_row{self.ntemp}")
-            T.copy(src, ctx.hidden[key].region())
-            src = ctx.hidden[key].region()
-        elif v.lanes == (0,) and len(ext) >= 2 and ext[-2] == 1 and ext[-1] == self.dims[0]:
-            # o[i, j] with j the loop's first (row) variable: a [1, C] slice of a row whose
-            # values vary down the rows; shape it [C, 1] to broadcast it along the columns
-            # (broadcasting the [1, C] slice would repeat it down the rows: a transposed
-            # result)
-            from . import language as T
-            from .language import _alloc
-
-            self.ntemp += 1
-            key = ("parallel-col", self.dims[0], dtype, self.ntemp, ctx.stmt_loc)
-            if key not in ctx.hidden:
-                ctx.hidden[key] = _alloc("UB", [self.dims[0], 1], src.buffer.dtype,
-                                         name=f"par_col{self.ntemp}")
-            T.copy(src, ctx.hidden[key].region())
-            src = ctx.hidden[key].region()
+        if len(v.lanes) != len(self.dims):
+            raise self.it.error(stmt, "a broadcast operand with another dtype: cast it first")
         t = self.temp(dtype)
-        Ttile.broadcast(t.region, src)
+        self.op("cast", t, [v])
         return t
 
     def staged(self, v):
         """A GM tile copied into a UB temporary (vector ops read UB only)."""
         if v.region.buffer.scope != "GM" or not v.lanes:
             return v
-        from . import language as T
-
         self.ntemp += 1
         key = ("parallel-gm", tuple(v.region.extents), v.region.buffer.dtype, self.ntemp,
                ctx.stmt_loc)
@@ -252,9 +263,9 @@ class _Vec:
 
             ctx.hidden[key] = _alloc("UB", list(v.region.extents), v.region.buffer.dtype,
                                      name=f"par_gm{self.ntemp}")
-        t = ctx.hidden[key]
-        T.copy(v.region, t.region())
-        return _Tile(t.region(), v.lanes)
+        t = _Tile(ctx.hidden[key].region(), v.lanes, v.dim_lanes)
+        self.copy(v, t)
+        return t
 
     def inline(self, node, stmt):
         """Calls of plain Python functions (`op_func(a[i, j], b[i, j])` with op_func a lambda
@@ -365,46 +376,46 @@ class _Vec:
         return any(isinstance(n, ast.Name) and n.id in self.names for n in ast.walk(node))
 
     def emit_into(self, node, dst, stmt):
-        from .language import tile as Ttile
-
         self.refuse_bool(node, stmt)
         dt = dst.region.buffer.dtype
-        D = dst.region
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             op = _BINARY[type(node.op)]
             a = self.value(node.left, dt, stmt)
             b = self.value(node.right, dt, stmt)
             if not isinstance(a, _Tile) and isinstance(b, _Tile):
-                if op in ("add", "mul", "bitwise_and", "bitwise_or", "bitwise_xor"):
+                if op in ("add", "mul", "bit_and", "bit_or", "bit_xor"):
                     a, b = b, a
-                elif op.startswith("bitwise_"):
+                elif op in ("shl", "shr"):
                     raise self.it.error(stmt, "a shift of a number by a tile is not supported",
                                         hint="shift the tile by a number: x << k, x >> k")
                 elif op == "sub":  # s - x = (-1) * x + s
-                    Ttile.mul(D, self.full(b, dt, stmt).region, -1.0)
-                    Ttile.add(D, D, a)
+                    self.op("mul", dst, [self.typed(b, dt, stmt)], -1.0)
+                    self.op("add", dst, [dst], a)
                     return
                 else:  # s / x
-                    Ttile.reciprocal(D, self.full(b, dt, stmt).region)
-                    Ttile.mul(D, D, a)
+                    self.op("reciprocal", dst, [self.typed(b, dt, stmt)])
+                    self.op("mul", dst, [dst], a)
                     return
             if not isinstance(a, _Tile):
                 raise self.it.error(stmt, "T.Parallel expression without an element of a buffer")
-            a = self.full(a, dt, stmt)
+            a = self.typed(a, dt, stmt)
             if isinstance(b, _Tile):
-                getattr(Ttile, op)(D, a.region, self.full(b, dt, stmt).region)
+                if op in ("shl", "shr"):
+                    raise self.it.error(stmt, "a shift by a tile is not supported",
+                                        hint="shift the tile by a number: x << k, x >> k")
+                self.op(op, dst, [a, self.typed(b, dt, stmt)])
             elif op == "div" and isinstance(b, (int, float)):
-                Ttile.mul(D, a.region, 1.0 / b)
+                self.op("mul", dst, [a], 1.0 / b)
             else:
-                getattr(Ttile, op)(D, a.region, b)
+                self.op(op, dst, [a], b)
             return
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
             a = self.value(node.operand, dt, stmt)
-            Ttile.bitwise_not(D, self.full(a, dt, stmt).region)
+            self.op("bit_not", dst, [self.typed(a, dt, stmt)])
             return
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             a = self.value(node.operand, dt, stmt)
-            Ttile.mul(D, self.full(a, dt, stmt).region, -1.0)
+            self.op("mul", dst, [self.typed(a, dt, stmt)], -1.0)
             return
         if isinstance(node, ast.Call):
             f = node.func
@@ -412,39 +423,41 @@ class _Vec:
             args = node.args
             if name in _UNARY and len(args) == 1:
                 a = self.value(args[0], dt, stmt)
-                getattr(Ttile, _UNARY[name])(D, self.full(a, dt, stmt).region)
+                self.op(_UNARY[name], dst, [self.typed(a, dt, stmt)])
                 return
             if name in ("max", "min") and len(args) == 2:
                 a, b = self.value(args[0], dt, stmt), self.value(args[1], dt, stmt)
                 if not isinstance(a, _Tile):
                     a, b = b, a
-                getattr(Ttile, name)(D, self.full(a, dt, stmt).region,
-                                     self.full(b, dt, stmt).region if isinstance(b, _Tile) else b)
+                if isinstance(b, _Tile):
+                    self.op(name, dst, [self.typed(a, dt, stmt), self.typed(b, dt, stmt)])
+                else:
+                    self.op(name, dst, [self.typed(a, dt, stmt)], b)
                 return
             if name in ("cast", "float32", "float16", "bfloat16") and args:
                 a = self.value(args[0], dt, stmt)
-                src = a.region
                 if a.lanes != dst.lanes:
                     raise self.it.error(stmt, "T.Parallel cast of a broadcast operand")
-                Ttile.cast(D, src) if src.buffer.dtype != dt else Ttile.adds(D, src, 0.0)
+                if a.region.buffer.dtype != dt:
+                    self.op("cast", dst, [a])
+                else:
+                    self.op("add", dst, [a], 0.0)
                 return
         if isinstance(node, ast.Subscript):
             v = self.ref(node, stmt)
             if v.lanes and v.region.buffer.dtype != dt:
-                Ttile.cast(D, self.full(v, v.region.buffer.dtype, stmt).region)
+                self.op("cast", dst, [v])  # the pass broadcasts a tile of fewer lanes
             elif v.lanes:
                 if v.lanes != dst.lanes:
-                    Ttile.broadcast(D, v.region)
+                    self.op("broadcast", dst, [v])
                 else:
-                    from . import language as T
-
-                    T.copy(v.region, D)
+                    self.copy(v, dst)
             else:
-                Ttile.fill(D, v.region)
+                self.op("fill", dst, [], v.region)
             return
         v = self.it.eval(node)
         if isinstance(v, (int, float, _core.Expr)):
-            Ttile.fill(D, v)
+            self.op("fill", dst, [], v)
             return
         raise TilelangError(
             f"T.Parallel expression {ast.dump(node)[:60]}... is not supported",

@@ -22,6 +22,10 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
+      {"vectorize",
+       "nests of Parallel loops over element code -> tile ops over all their lanes (operands "
+       "of fewer lanes broadcast)",
+       &PassOptions::vectorize, &vectorize},
       {"original_split",
        "unscoped code into Cube and Vector scopes as the original's compiler splits it: the "
        "author's GM tensors handed over per iteration of the block holding them",
@@ -36,9 +40,6 @@ const std::vector<PassInfo>& pass_table() {
        &PassOptions::cross_drains, &cross_drains},
       {"event_ids", "intra-core event ids past the chip's count renamed into it, per pipe pair",
        &PassOptions::event_ids, &event_ids},
-      {"vectorize",
-       "Parallel loops -> tile ops over all their rows (row broadcasts for per-row scalars)",
-       &PassOptions::vectorize, &vectorize},
       {"cv_split",
        "unscoped code into Cube and Vector scopes: GM workspaces, cross-core flags, "
        "cross-core pipelines of mixed Pipelined loops",

@@ -3,8 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+#include <map>
+#include <set>
+
 #include "passes/dependence.h"
-#include "passes/rewrite.h"
+#include "tilepipe/ir_range.h"
 #include "tilepipe/verify.h"
 
 namespace tilepipe::passes {
@@ -22,22 +26,86 @@ namespace {
                              "over the whole tile"});
 }
 
+bool is_parallel(const Stmt& s) {
+  auto* f = std::get_if<ForStmt>(&s->node);
+  return f && f->kind == ForKind::Parallel;
+}
+
+/// Every buffer name of a program, so a temporary's name is new.
+class Names : public StmtVisitor {
+ public:
+  explicit Names(const Program& p) {
+    for (const auto& b : p.params) taken.insert(b->name);
+    for (const auto& b : p.workspaces) taken.insert(b->name);
+    visit(p.body);
+  }
+  void visit_alloc(const AllocStmt& a, const StmtNode&) override { taken.insert(a.buffer->name); }
+  std::set<std::string> taken;
+};
+
+/// One lane of a nest: a Parallel loop's variable and its iterations.
+struct Lane {
+  int var;
+  int64_t begin, n;
+};
+
+/// An operand widened over the nest, with the lanes it spans (bit k: lane k).
+struct Wide {
+  Region r;
+  unsigned lanes = 0;
+};
+
 class Pass : public StmtMutator {
  public:
-  explicit Pass(const ChipConfig& chip) : align_(chip.ub_align) {}
+  explicit Pass(const Program& p) : names_(Names(p).taken) {}
+
+  Stmt mutate_seq(const SeqStmt& s, const Stmt& self) override {
+    std::vector<Stmt> out;
+    bool changed = false;
+    for (const Stmt& c : s.body) {
+      if (is_parallel(c)) {  // the nest's statements take its place
+        auto v = nest(c);
+        out.insert(out.end(), v.begin(), v.end());
+        changed = true;
+      } else {
+        Stmt m = mutate(c);
+        changed |= m != c;
+        out.push_back(std::move(m));
+      }
+    }
+    return changed ? make_stmt(SeqStmt{std::move(out)}, self->loc) : self;
+  }
 
   Stmt mutate_for(const ForStmt& f, const Stmt& self) override {
     if (f.kind != ForKind::Parallel) return StmtMutator::mutate_for(f, self);
-    auto b = as_const(f.begin), e = as_const(f.end);
-    if (!b || !e || f.step != 1)
-      scalar_loop(self->loc, "its bounds are not constant or its step is not 1");
-    const int64_t n = *e - *b;
-    if (n < 1) return make_stmt(SeqStmt{}, self->loc);
-    begin_ = *b;
-    n_ = n;
-    var_ = f.var->id;
-    SeqStmt out;
-    for (const Stmt& st : flatten(f.body)) {
+    return seq(nest(self), self->loc);
+  }
+
+ private:
+  std::vector<Stmt> nest(Stmt loop) {
+    lanes_.clear();
+    Stmt body;
+    for (;;) {
+      const auto& f = std::get<ForStmt>(loop->node);
+      auto b = as_const(f.begin), e = as_const(f.end);
+      if (!b || !e || f.step != 1)
+        scalar_loop(loop->loc, "its bounds are not constant or its step is not 1");
+      if (lanes_.size() == 31) scalar_loop(loop->loc, "it nests more than 31 Parallel loops");
+      lanes_.push_back({f.var->id, *b, *e - *b});
+      auto inner = flatten(f.body);
+      if (inner.size() == 1 && is_parallel(inner.front())) {
+        loop = inner.front();
+        continue;
+      }
+      body = f.body;
+      break;
+    }
+    for (const auto& l : lanes_)
+      if (l.n < 1) return {};
+    all_ = (1u << lanes_.size()) - 1;
+    seen_.clear();
+    std::vector<Stmt> out;
+    for (const Stmt& st : flatten(body)) {
       std::visit(
           [&](const auto& s) {
             using T = std::decay_t<decltype(s)>;
@@ -45,14 +113,21 @@ class Pass : public StmtMutator {
               tile(s, st, out);
             } else if constexpr (std::is_same_v<T, ReduceStmt>) {
               ReduceStmt r = s;
-              r.src = wide(s.src, st);
-              r.dst = wide(s.dst, st);
-              out.body.push_back(make_stmt(std::move(r), st->loc));
+              r.src = spanning(s.src, st).r;
+              r.dst = spanning(s.dst, st).r;
+              out.push_back(make_stmt(std::move(r), st->loc));
             } else if constexpr (std::is_same_v<T, CopyStmt>) {
               CopyStmt c = s;
-              c.src = wide(s.src, st);
-              c.dst = wide(s.dst, st);
-              out.body.push_back(make_stmt(std::move(c), st->loc));
+              Wide a = spanning(s.src, st), b = spanning(s.dst, st);
+              if (a.lanes != b.lanes)
+                scalar_loop(st->loc, fmt::format("copy from {} to {} spans different lanes on "
+                                                 "its two sides",
+                                                 print(s.src), print(s.dst)));
+              c.src = a.r;
+              c.dst = b.r;
+              out.push_back(make_stmt(std::move(c), st->loc));
+            } else if constexpr (std::is_same_v<T, AllocStmt>) {
+              out.push_back(st);  // a front end's temporary, first used here
             } else {
               scalar_loop(st->loc,
                           "its body holds a statement other than tile ops, reductions "
@@ -61,35 +136,91 @@ class Pass : public StmtMutator {
           },
           st->node);
     }
-    return make_stmt(std::move(out), self->loc);
+    return out;
   }
 
- private:
-  Region wide(const Region& r, const Stmt& st) const {
-    auto w = widen(r, var_, begin_, n_);
-    if (!w)
-      scalar_loop(st->loc, fmt::format("operand {} does not index one dimension with the loop "
-                                       "variable alone",
-                                       print(r)));
-    if (r.buffer->scope == Scope::UB && !ub_aligned(*w, align_))
-      scalar_loop(st->loc, fmt::format("the rows of {} would start off the {}-byte UB alignment",
-                                       print(*w), align_));
-    return *w;
+  /// The lane of an index `v` or `v + offset` (offset free of lanes), with the offset.
+  std::optional<std::pair<size_t, Expr>> lane_of(const Expr& e) const {
+    auto lane = [&](const Expr& x) -> std::optional<size_t> {
+      if (auto* v = std::get_if<VarRef>(&x->node))
+        for (size_t k = 0; k < lanes_.size(); ++k)
+          if (lanes_[k].var == v->var->id) return k;
+      return std::nullopt;
+    };
+    if (auto k = lane(e)) return std::pair{*k, Expr{}};
+    if (auto* b = std::get_if<Binary>(&e->node); b && b->op == BinOp::Add) {
+      if (auto k = lane(b->a); k && !uses_lane(b->b)) return std::pair{*k, b->b};
+      if (auto k = lane(b->b); k && !uses_lane(b->a)) return std::pair{*k, b->a};
+    }
+    return std::nullopt;
   }
 
-  void tile(const TileOpStmt& s, const Stmt& st, SeqStmt& out) const {
+  bool uses_lane(const Expr& e) const {
+    for (const auto& l : lanes_)
+      if (uses_var(e, l.var)) return true;
+    return false;
+  }
+
+  Wide wide(const Region& r, const Stmt& st) const {
+    Wide w{r, 0};
+    for (size_t d = 0; d < r.start.size(); ++d) {
+      auto lo = lane_of(r.start[d]);
+      if (!lo) {
+        if (uses_lane(r.start[d]))
+          scalar_loop(st->loc, fmt::format("operand {} indexes a dimension with a Parallel "
+                                           "variable other than as `v` or `v + offset`",
+                                           print(r)));
+        continue;
+      }
+      const auto& [k, off] = *lo;
+      const unsigned bit = 1u << k;
+      if (r.extent[d] != 1 || (w.lanes & bit))
+        scalar_loop(st->loc, fmt::format("operand {} does not index one element of one "
+                                         "dimension with each Parallel variable",
+                                         print(r)));
+      w.lanes |= bit;
+      Expr begin = make_int(lanes_[k].begin, r.start[d]->loc);
+      w.r.start[d] = off ? fold(BinOp::Add, off, begin) : begin;
+      w.r.extent[d] = lanes_[k].n;
+    }
+    return w;
+  }
+
+  /// A reduction's or copy's operand: it must span some lane.
+  Wide spanning(const Region& r, const Stmt& st) const {
+    Wide w = wide(r, st);
+    if (w.lanes == 0)
+      scalar_loop(
+          st->loc,
+          fmt::format("operand {} does not index a dimension with a Parallel variable", print(r)));
+    return w;
+  }
+
+  void tile(const TileOpStmt& s, const Stmt& st, std::vector<Stmt>& out) {
     TileOpStmt t = s;
-    t.dst = wide(s.dst, st);
-    for (auto& r : t.srcs) r = wide(r, st);
+    Wide d = wide(s.dst, st);
+    if (d.lanes != all_)
+      scalar_loop(st->loc, fmt::format("destination {} is not indexed by every Parallel variable",
+                                       print(s.dst)));
+    t.dst = d.r;
+    shape_.clear();  // the destination's lanes and whole dimensions: a temporary's shape
+    for (size_t k = 0; k < d.r.extent.size(); ++k)
+      if (lane_of(s.dst.start[k]) || d.r.extent[k] != 1) shape_.push_back(d.r.extent[k]);
+    for (size_t i = 0; i < s.srcs.size(); ++i) {
+      Wide w = wide(s.srcs[i], st);
+      // broadcast's source is its own operand; any other op reads every lane
+      t.srcs[i] = s.op == TileOpKind::Broadcast || w.lanes == all_ ? w.r : full(w, st, out);
+    }
     if (!s.scalar) {
-      out.body.push_back(make_stmt(std::move(t), st->loc));
+      out.push_back(make_stmt(std::move(t), st->loc));
       return;
     }
-    if (auto* x = std::get_if<Expr>(&s.scalar->value); x && uses_var(*x, var_))
+    if (auto* x = std::get_if<Expr>(&s.scalar->value); x && uses_lane(*x))
       scalar_loop(st->loc, "its scalar operand depends on the loop variable");
     const Region* m = std::get_if<Region>(&s.scalar->value);
-    if (!m || !uses_var_in(*m)) {  // the same scalar for every row
-      out.body.push_back(make_stmt(std::move(t), st->loc));
+    if (!m || !std::any_of(m->start.begin(), m->start.end(),
+                           [&](const Expr& e) { return uses_lane(e); })) {
+      out.push_back(make_stmt(std::move(t), st->loc));  // the same scalar for every lane
       return;
     }
     // One element per row: broadcast the column into dst, then combine with dst.
@@ -101,32 +232,87 @@ class Pass : public StmtMutator {
       scalar_loop(st->loc,
                   "a per-row scalar operand needs a destination distinct from the "
                   "other operands (it receives the broadcast column)");
-    TileOpStmt bc;
-    bc.op = TileOpKind::Broadcast;
-    bc.dst = t.dst;
-    bc.srcs = {wide(*m, st)};
-    out.body.push_back(make_stmt(std::move(bc), st->loc));
+    out.push_back(broadcast(t.dst, wide(*m, st).r, st->loc));
     t.scalar.reset();
     t.srcs.push_back(t.dst);
-    out.body.push_back(make_stmt(std::move(t), st->loc));
+    out.push_back(make_stmt(std::move(t), st->loc));
   }
 
-  bool uses_var_in(const Region& r) const {
-    for (const auto& s : r.start)
-      if (uses_var(s, var_)) return true;
-    return false;
+  /// A source spanning fewer lanes than the destination, broadcast into a temporary.
+  Region full(const Wide& w, const Stmt& st, std::vector<Stmt>& out) {
+    const size_t nl = lanes_.size();
+    Region src = w.r;
+    if (w.lanes != 0 && (nl != 2 || std::popcount(w.lanes) != 1))
+      scalar_loop(st->loc, fmt::format("operand {} spans some of the Parallel variables but not "
+                                       "all; a 2-D nest broadcasts a row vector v[i] or a column "
+                                       "vector w[j]",
+                                       print(w.r)));
+    const auto& ext = src.extent;
+    const size_t rk = ext.size();
+    const bool one_row = rk >= 2 && ext[rk - 2] == 1, one_col = rk >= 2 && ext[rk - 1] == 1;
+    if (nl == 2 && w.lanes == 2u && !one_row && (lanes_[0].n == lanes_[1].n || one_col)) {
+      // w[j] on a square nest (its length also matches the rows), or an [N, 1] slice
+      // o[j, c]: shaped [1, N] to broadcast along the columns
+      src = reshaped(src, {1, lanes_[1].n}, "par_row", st, out);
+    } else if (nl == 2 && w.lanes == 1u && one_row && ext[rk - 1] == lanes_[0].n) {
+      // o[i, j] with j the nest's first (row) variable: a [1, C] slice of values that vary
+      // down the rows, shaped [C, 1] (broadcasting it as a row would transpose the result)
+      src = reshaped(src, {lanes_[0].n, 1}, "par_col", st, out);
+    }
+    Region t = full_region(temp("par_bc", shape_, src.buffer->dtype, st, out));
+    out.push_back(broadcast(t, src, st->loc));
+    return t;
   }
 
-  int64_t align_;
-  int64_t begin_ = 0, n_ = 0;
-  int var_ = -1;
+  Region reshaped(const Region& src, std::vector<int64_t> shape, const char* base, const Stmt& st,
+                  std::vector<Stmt>& out) {
+    Region r = full_region(temp(base, std::move(shape), src.buffer->dtype, st, out));
+    CopyStmt c;
+    c.src = src;
+    c.dst = r;
+    out.push_back(make_stmt(std::move(c), st->loc));
+    return r;
+  }
+
+  static Stmt broadcast(const Region& dst, const Region& src, const Loc& loc) {
+    TileOpStmt bc;
+    bc.op = TileOpKind::Broadcast;
+    bc.dst = dst;
+    bc.srcs = {src};
+    return make_stmt(std::move(bc), loc);
+  }
+
+  /// The UB temporary for the n-th one a statement location needs in this nest: the same
+  /// buffer wherever the statement repeats, allocated (here) the first time.
+  Buffer temp(const char* base, std::vector<int64_t> shape, DType dtype, const Stmt& st,
+              std::vector<Stmt>& out) {
+    const Loc& l = st->loc;
+    std::string at = fmt::format("{}:{}:{}", l.file, l.line, l.column);
+    std::string key = fmt::format("{}#{}#{}#{}#{}", at, seen_[at]++, base, fmt::join(shape, ","),
+                                  to_string(dtype));
+    if (auto it = temps_.find(key); it != temps_.end()) return it->second;
+    std::string name;
+    for (int k = 1; name.empty() || names_.count(name); ++k) name = fmt::format("{}{}", base, k);
+    names_.insert(name);
+    Buffer b = make_buffer(name, Scope::UB, dtype, std::move(shape), TensorRole::None, l);
+    out.push_back(make_stmt(AllocStmt{b}, l));
+    temps_.emplace(std::move(key), b);
+    return b;
+  }
+
+  std::set<std::string> names_;
+  std::map<std::string, Buffer> temps_;
+  std::map<std::string, int> seen_;  // temporaries taken per statement location in this nest
+  std::vector<Lane> lanes_;
+  unsigned all_ = 0;
+  std::vector<int64_t> shape_;
 };
 
 }  // namespace
 
-Program vectorize(const Program& p, const ChipConfig& chip, const PassOptions&) {
+Program vectorize(const Program& p, const ChipConfig&, const PassOptions&) {
   Program out = p;
-  out.body = Pass(chip).mutate(p.body);
+  out.body = Pass(p).mutate(p.body);
   return out;
 }
 

@@ -166,10 +166,12 @@ void Verifier::check(const ForStmt& n, const StmtNode& s) {
   // From a constant begin the variable only takes begin + multiples of step.
   if (b.lo == b.hi && n.step > 1) v.hi = b.lo + (v.hi - b.lo) / n.step * n.step;
   vars_[n.var->id] = v;
+  if (n.kind == ForKind::Parallel) lanes_.insert(n.var->id);
   visible_.emplace_back();
   stmt(n.body);
   visible_.pop_back();
   vars_.erase(n.var->id);
+  lanes_.erase(n.var->id);
 }
 
 void Verifier::check(const IfStmt& n, const StmtNode&) {
