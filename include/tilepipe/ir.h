@@ -46,6 +46,8 @@ struct Loc {
   int column = 0;
   static Loc from(const std::source_location& l);
   std::string str() const;  // "file:line"
+  /// The same source position: a statement's blocks and leaves are told apart by it.
+  bool operator==(const Loc&) const = default;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -412,6 +414,14 @@ template <class T>
 Stmt make_stmt(T node, Loc loc) {
   return std::make_shared<const StmtNode>(StmtNode{std::move(node), std::move(loc)});
 }
+
+/// The event id of barrier_all's flags (the original's, in AscendC's range of 8).
+inline constexpr int kBarrierEventId = 7;
+/// PipeBarrier<PIPE_ALL> on one core, spelt as the original spells it: flags through a hub
+/// pipe, on the Cube core MTE2 / MTE1 / FIX -> M then M -> each, on the Vector core MTE2 /
+/// V / MTE3 -> S (the scalar unit waits for every pipe). Every earlier instruction of the
+/// core finishes before any later one starts.
+std::vector<Stmt> barrier_all(CoreKind core, const Loc& loc);
 
 // ---------------------------------------------------------------------------------------
 // Program

@@ -308,6 +308,11 @@ class Builder {
   void pipe_barrier(const std::string& p, const py::object& loc) {
     emit(ir::PipeBarrierStmt{pipe_of(p)}, loc);
   }
+  void barrier_all(const std::string& core, const py::object& loc) {
+    if (!kb_) throw std::runtime_error("builder already finished");
+    for (auto& st : ir::barrier_all(core == "C" ? ir::CoreKind::C : ir::CoreKind::V, make_loc(loc)))
+      kb_->emit(std::move(st));
+  }
   void set_cross_flag(const std::string& p, const py::object& id, int mode, const py::object& loc) {
     emit(ir::SetCrossFlagStmt{pipe_of(p), to_expr(id), mode}, loc);
   }
@@ -364,6 +369,7 @@ PYBIND11_MODULE(_tilepipe, m) {
   m.doc() = "tilepipe's C++ IR, passes and simulator for the tilelang Python front end";
   tilepipe_error() = py::none();
   m.attr("MAX_BUFFER_BYTES") = ir::kMaxBufferBytes;
+  m.attr("BARRIER_EVENT_ID") = ir::kBarrierEventId;
 
   py::class_<PyExpr>(m, "Expr")
       .def("__add__", [](py::object a, py::object b) { return bin(ir::BinOp::Add, a, b); })
@@ -494,6 +500,7 @@ PYBIND11_MODULE(_tilepipe, m) {
       .def("set_flag", &Builder::set_flag)
       .def("wait_flag", &Builder::wait_flag)
       .def("pipe_barrier", &Builder::pipe_barrier)
+      .def("barrier_all", &Builder::barrier_all)
       .def("set_cross_flag", &Builder::set_cross_flag)
       .def("wait_cross_flag", &Builder::wait_cross_flag)
       .def("pin", &Builder::pin)

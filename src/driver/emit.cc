@@ -171,10 +171,6 @@ int64_t flat_prefix(const Region& r) {
   return r.elements();
 }
 
-bool same_line(const Loc& a, const Loc& b) {
-  return a.file == b.file && a.line == b.line && a.column == b.column;
-}
-
 /// The -inf fills the front end writes before a library sort (its in-place padding of the
 /// source's last 32-element block past the valid count): the emitted `T.tile.sort` /
 /// `T.tile.topk` pads again, so they are not written out.
@@ -189,7 +185,7 @@ std::set<const StmtNode*> sort_padding(const Stmt& body) {
           const auto* f = std::get_if<TileOpStmt>(&s.body[j]->node);
           const double* v = f && f->scalar ? std::get_if<double>(&f->scalar->value) : nullptr;
           if (!f || f->op != TileOpKind::Fill || !v || !std::isinf(*v) || *v > 0 ||
-              f->dst.buffer != sort->srcs[0].buffer || !same_line(s.body[j]->loc, s.body[k]->loc))
+              f->dst.buffer != sort->srcs[0].buffer || s.body[j]->loc != s.body[k]->loc)
             break;
           out.insert(s.body[j].get());
         }

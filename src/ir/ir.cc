@@ -412,6 +412,21 @@ void StmtVisitor::visit_scope(const ScopeStmt& s, const StmtNode&) {
   visit(s.body);
 }
 
+std::vector<Stmt> barrier_all(CoreKind core, const Loc& loc) {
+  std::vector<Stmt> out;
+  auto flag = [&](Pipe a, Pipe b) {
+    out.push_back(make_stmt(SetFlagStmt{a, b, make_int(kBarrierEventId, loc)}, loc));
+    out.push_back(make_stmt(WaitFlagStmt{a, b, make_int(kBarrierEventId, loc)}, loc));
+  };
+  if (core == CoreKind::C) {
+    for (Pipe p : {Pipe::MTE2, Pipe::MTE1, Pipe::FIX}) flag(p, Pipe::M);
+    for (Pipe p : {Pipe::MTE2, Pipe::MTE1, Pipe::FIX}) flag(Pipe::M, p);
+  } else {
+    for (Pipe p : {Pipe::MTE2, Pipe::V, Pipe::MTE3}) flag(p, Pipe::S);
+  }
+  return out;
+}
+
 Stmt StmtMutator::mutate(const Stmt& s) {
   if (!s) return s;
   return std::visit(

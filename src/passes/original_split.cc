@@ -32,13 +32,10 @@ using Key = std::tuple<std::string, int, int, bool>;
 Key key_of(const Loc& l, bool else_part = false) {
   return {l.file, l.line, l.column, else_part};
 }
-bool same_loc(const Loc& a, const Loc& b) {
-  return a.file == b.file && a.line == b.line && a.column == b.column;
-}
 /// Is this SeqStmt a block (one source statement) rather than the body of the loop, branch
 /// or scope `frame` (whose location it carries)?
 bool is_block(const Stmt& s, const Loc* frame) {
-  return std::holds_alternative<SeqStmt>(s->node) && !(frame && same_loc(s->loc, *frame));
+  return std::holds_alternative<SeqStmt>(s->node) && !(frame && s->loc == *frame);
 }
 
 /// The core kind a leaf runs on (a GM -> GM copy: the Vector core's DMA); none for
@@ -163,26 +160,9 @@ struct StageRewrite : RegionRewriter {
   }
 };
 
-/// Every earlier instruction of the core done before any later one starts (T.barrier_all's
-/// spelling: flags through a hub pipe, M on the Cube, the scalar unit on the Vector core).
-void drain(CoreKind k, const Loc& loc, std::vector<Stmt>& out) {
-  constexpr int kBarrierEventId = 7;
-  auto flag = [&](Pipe a, Pipe b) {
-    out.push_back(make_stmt(SetFlagStmt{a, b, make_int(kBarrierEventId)}, loc));
-    out.push_back(make_stmt(WaitFlagStmt{a, b, make_int(kBarrierEventId)}, loc));
-  };
-  if (k == CoreKind::C) {
-    for (Pipe p : {Pipe::MTE2, Pipe::MTE1, Pipe::FIX}) flag(p, Pipe::M);
-    for (Pipe p : {Pipe::MTE2, Pipe::MTE1, Pipe::FIX}) flag(Pipe::M, p);
-  } else {
-    for (Pipe p : {Pipe::MTE2, Pipe::V, Pipe::MTE3}) flag(p, Pipe::S);
-  }
-}
-
 /// The statements of a loop body (a body of one statement is that statement).
 std::vector<Stmt> body_statements(const ForStmt& f, const Loc& loc) {
-  if (auto* q = std::get_if<SeqStmt>(&f.body->node); q && same_loc(f.body->loc, loc))
-    return q->body;
+  if (auto* q = std::get_if<SeqStmt>(&f.body->node); q && f.body->loc == loc) return q->body;
   return {f.body};
 }
 
@@ -403,7 +383,7 @@ class Split {
     auto* t = std::get_if<TileOpStmt>(&fill.node);
     auto* c = std::get_if<CopyStmt>(&next.node);
     return t && c && t->op == TileOpKind::Fill && c->src.buffer->scope == Scope::GM &&
-           c->dst.buffer == t->dst.buffer && same_loc(fill.loc, next.loc);
+           c->dst.buffer == t->dst.buffer && fill.loc == next.loc;
   }
   static const GemmStmt* single_gemm(const Stmt& s) {
     if (!s) return nullptr;
@@ -546,7 +526,10 @@ class Split {
         if (kinds(st).empty() || keys.count(key_of(st->loc))) emit(st, k, nullptr, part);
       // The author's flags order one iteration; the same stage of consecutive iterations
       // was apart in the serial order: a barrier orders them, as its hand-offs did.
-      if (hand_synced_.count(k)) drain(k, loc, part);
+      if (hand_synced_.count(k)) {
+        auto flags = barrier_all(k, loc);
+        part.insert(part.end(), flags.begin(), flags.end());
+      }
       StageRewrite rw;
       rw.var_id = f.var->id;
       rw.slot = make_var_ref(stage.var);

@@ -125,10 +125,8 @@ void Verifier::check_reinterpret() {
     for (size_t j = path.size(); j-- > 0 && !block;) {
       bool group = false;
       if (std::holds_alternative<SeqStmt>(path[j]->node) && j > 0) {
-        const Loc& a = path[j]->loc;
-        const Loc& b = path[j - 1]->loc;
-        group = std::holds_alternative<SeqStmt>(path[j - 1]->node) || a.file != b.file ||
-                a.line != b.line || a.column != b.column;
+        group =
+            std::holds_alternative<SeqStmt>(path[j - 1]->node) || path[j]->loc != path[j - 1]->loc;
       }
       if (!group) block = path[j];
     }

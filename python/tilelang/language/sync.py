@@ -46,7 +46,7 @@ def pipe_barrier(pipe, *a, **kw):
     builder().pipe_barrier(p, _core.current_loc())
 
 
-BARRIER_EVENT_ID = 7  # the event id barrier_all's flags use (docs/python.md)
+BARRIER_EVENT_ID = _core._ext.BARRIER_EVENT_ID  # the event id of barrier_all's flags
 
 
 def barrier_all(*a, **kw):
@@ -83,21 +83,9 @@ def _on_the_core(emit, outside, hint):
 
 
 def drain(core):
-    """Every earlier instruction of `core` ("C" / "V") finishes before any later one starts."""
-    bd = builder()
-    loc = _core.current_loc()
-    e = BARRIER_EVENT_ID
-    if core == "C":
-        for p in ("MTE2", "MTE1", "FIX"):
-            bd.set_flag(p, "M", e, loc)
-            bd.wait_flag(p, "M", e, loc)
-        for p in ("MTE2", "MTE1", "FIX"):
-            bd.set_flag("M", p, e, loc)
-            bd.wait_flag("M", p, e, loc)
-    else:
-        for p in ("MTE2", "V", "MTE3"):
-            bd.set_flag(p, "S", e, loc)
-            bd.wait_flag(p, "S", e, loc)
+    """Every earlier instruction of `core` ("C" / "V") finishes before any later one starts
+    (ir::barrier_all's flags)."""
+    builder().barrier_all(core, _core.current_loc())
 
 
 def set_cross_flag(pipe, flag_id, mode=2, *a, **kw):
