@@ -127,6 +127,18 @@ TEST(Vectorize, ALoopThatStaysScalarIsAnError) {
       [] {
         KernelBuilder kb("k", 1);
         scope_v([&] {
+          auto a = alloc_ub("a", {8, 64}, f32);
+          auto s = alloc_ub("s", {64}, f32);
+          parallel(8, [&](Ex r) { tile::add(a(r, all), a(r, all), s); });
+        });
+        passes::vectorize(kb.finish(), testing::a3(), {});
+      },
+      {"this Parallel loop stays scalar", "operand s is the same tile for every lane",
+       "broadcast it into a tile of the destination's shape before the loop"});
+  testing::expect_user_error(
+      [] {
+        KernelBuilder kb("k", 1);
+        scope_v([&] {
           auto a = alloc_ub("a", {16, 64}, f32);
           parallel(8, [&](Ex r) { tile::exp(a(r * 2, all), a(r * 2, all)); });
         });

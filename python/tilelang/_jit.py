@@ -145,11 +145,15 @@ class PassConfigKey(metaclass=_KeyMeta):
 
 
 # The original's keys for passes tilepipe has no counterpart of (simplification, index
-# widths, GPU lowering): accepted and ignored.
+# widths, GPU lowering): accepted and ignored. The vectorize switches are TVM's
+# VectorizeLoop's, which runs after the original's AscendLowerParallelToVector (tilepipe's
+# vectorize pass, always on for Python kernels): the T.Parallel lowering does not depend
+# on them.
 _OTHER_KEYS = frozenset({
     "tl.Simplify", "tl.dynamic_alignment", "tl.disable_dynamic_tail_split",
     "tl.disable_warp_specialized", "tl.config_index_bitwidth", "tl.disable_tma_lower",
     "tl.disable_safe_memory_legalize", "tl.debug_merge_shared_memory_allocations",
+    PassConfigKey.TL_DISABLE_VECTORIZE, PassConfigKey.TIR_DISABLE_VECTORIZE,
 })
 
 
@@ -193,8 +197,6 @@ def pass_options(configs, func_attrs):
             o["memory_planning"] = on
         elif key in (PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE, PassConfigKey.TL_ASCEND_AUTO_CV_SYNC):
             o["cv_split"] = o.get("cv_split", False) or on
-        elif key in (PassConfigKey.TL_DISABLE_VECTORIZE, PassConfigKey.TIR_DISABLE_VECTORIZE):
-            o["vectorize"] = not on
         elif key.startswith("tilepipe."):
             o[key[len("tilepipe."):]] = on
         elif key in _OTHER_KEYS or key.startswith("other.") or key.startswith("tir.") \

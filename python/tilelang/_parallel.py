@@ -17,6 +17,8 @@ from ._core import Buffer, Region, TilelangError, ctx, to_index
 
 _UNARY = {"exp": "exp", "log": "ln", "ln": "ln", "abs": "abs", "sqrt": "sqrt", "rsqrt": "rsqrt",
           "relu": "relu", "reciprocal": "reciprocal"}
+_ARITH = ("add", "sub", "mul", "div", "max", "min")
+_BITWISE = ("bit_and", "bit_or", "bit_xor", "shl", "shr")
 _BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
            ast.BitAnd: "bit_and", ast.BitOr: "bit_or", ast.BitXor: "bit_xor",
            ast.LShift: "shl", ast.RShift: "shr"}
@@ -165,6 +167,7 @@ class _Vec:
     def __init__(self, it, names, dims):
         self.it, self.names, self.dims = it, names, dims
         self.vars = []  # the lanes' loop variables
+        self.one = all(d == 1 for d in dims)  # a nest of one element
         self.ntemp = 0
 
     def elem(self, v):
@@ -178,12 +181,20 @@ class _Vec:
 
     def op(self, kind, dst, srcs, scalar=None):
         """One element op (an IR tile op's name): tile operands as elements, a scalar (a
-        number, a run-time value or a lane-free element) as the op's scalar operand."""
+        number, a run-time value or a lane-free element) as the op's scalar operand. In a
+        nest of one element the T.tile ops' own rules for one-element operands hold: a
+        lane-free element is a tile operand of an arithmetic op, and a tile the scalar of a
+        bitwise op or shift."""
         from .language import tile as Ttile
 
+        if self.one and kind in _ARITH and isinstance(scalar, Region):
+            srcs, scalar = srcs + [scalar], None
+        elif self.one and kind in _BITWISE and len(srcs) == 2:
+            srcs, scalar = srcs[:1], srcs[1].region
         if scalar is not None:
             scalar = Ttile._scalar(scalar, f"T.Parallel {kind}")
-        Ttile._emit(kind, self.elem(dst), [self.elem(x) for x in srcs], scalar)
+        Ttile._emit(kind, self.elem(dst),
+                    [self.elem(x) if isinstance(x, _Tile) else x for x in srcs], scalar)
 
     def copy(self, a, b):
         """T.copy of tile a into tile b, element by element: the GM extents it reaches are
@@ -400,7 +411,7 @@ class _Vec:
                 raise self.it.error(stmt, "T.Parallel expression without an element of a buffer")
             a = self.typed(a, dt, stmt)
             if isinstance(b, _Tile):
-                if op in ("shl", "shr"):
+                if op in ("shl", "shr") and not self.one:
                     raise self.it.error(stmt, "a shift by a tile is not supported",
                                         hint="shift the tile by a number: x << k, x >> k")
                 self.op(op, dst, [a, self.typed(b, dt, stmt)])

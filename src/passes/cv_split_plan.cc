@@ -398,13 +398,7 @@ void Splitter::plan_pipeline(const ForStmt& f, const Stmt& self) {
         sg.body.push_back(crossing_copy(c, x, r.kind, i, nv_, st->loc));
       }
     }
-    struct Subst : RegionRewriter {
-      int id;
-      Expr j;
-      Expr var(const Expr& e, const VarRef& v) override { return v.var->id == id ? j : e; }
-    } sub;
-    sub.id = f.var->id;
-    sub.j = j;
+    Substitute sub({{f.var->id, j}}, false);
     AddSlot slots;
     slots.to = &slotted_;
     slots.slot = i;

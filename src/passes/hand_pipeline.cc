@@ -93,17 +93,10 @@ struct Ring {
 
 /// One block at one iteration: the loop variable replaced, ring buffers indexed by the
 /// slot, inner loops given fresh variables, guards the values decide folded.
-class Instance : public RegionRewriter {
+class Instance : public Substitute {
  public:
   Instance(int var, Expr value, std::map<int, Ring>& rings, VarRanges ranges)
-      : rings_(rings), ranges_(std::move(ranges)) {
-    fold_ = true;
-    subst_[var] = std::move(value);
-  }
-  Expr var(const Expr& e, const VarRef& v) override {
-    auto it = subst_.find(v.var->id);
-    return it != subst_.end() ? it->second : e;
-  }
+      : Substitute({{var, std::move(value)}}), rings_(rings), ranges_(std::move(ranges)) {}
   Expr load(const Load& l, std::vector<Expr> index, const Loc& loc) override {
     auto it = rings_.find(l.buffer->id);
     if (it == rings_.end()) return make_load(l.buffer, std::move(index), loc);
@@ -125,10 +118,10 @@ class Instance : public RegionRewriter {
     auto b = as_const(f.begin), e = as_const(f.end);
     if (b && e && *e <= *b) return make_stmt(SeqStmt{}, self->loc);
     f.var = make_var(s.var->name);
-    subst_[s.var->id] = make_var_ref(f.var);
+    values_[s.var->id] = make_var_ref(f.var);
     ranges_[f.var->id] = loop_var_range(f, ranges_);
     f.body = mutate(s.body);
-    subst_.erase(s.var->id);
+    values_.erase(s.var->id);
     return make_stmt(std::move(f), self->loc);
   }
   Stmt mutate_if(const IfStmt& s, const Stmt& self) override {
@@ -143,7 +136,6 @@ class Instance : public RegionRewriter {
  private:
   std::map<int, Ring>& rings_;
   VarRanges ranges_;
-  std::map<int, Expr> subst_;
 
   /// `a < b` (<=, >, >=) decided by the range of b - a, as the front end decides a guard.
   std::optional<bool> decide(const Expr& c) {

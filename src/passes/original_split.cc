@@ -131,12 +131,11 @@ std::vector<int64_t> slotted_shape(int64_t n, std::vector<int64_t> shape) {
 
 /// A stage's iteration: the loop variable as `begin + batch * S + j`, each versioned
 /// buffer and slotted tensor at slot j.
-struct StageRewrite : RegionRewriter {
-  int var_id = -1;
-  Expr value, slot;
-  const std::map<int, Buffer>* slots = nullptr;  // buffer id -> its versions
-  StageRewrite() { fold_ = true; }
-  Expr var(const Expr& e, const VarRef& v) override { return v.var->id == var_id ? value : e; }
+struct StageRewrite : Substitute {
+  StageRewrite(int var, Expr value, Expr slot, const std::map<int, Buffer>* slots)
+      : Substitute({{var, std::move(value)}}), slot(std::move(slot)), slots(slots) {}
+  Expr slot;
+  const std::map<int, Buffer>* slots;  // buffer id -> its versions
   /// The index of the version: a leading dimension, or folded into dimension 0.
   void slotted(const Buffer& from, std::vector<Expr>& start) const {
     if (from->shape.size() >= kSlotFoldRank)
@@ -530,11 +529,10 @@ class Split {
         auto flags = barrier_all(k, loc);
         part.insert(part.end(), flags.begin(), flags.end());
       }
-      StageRewrite rw;
-      rw.var_id = f.var->id;
-      rw.slot = make_var_ref(stage.var);
-      rw.value = fold(BinOp::Add, fold(BinOp::Add, f.begin, fold(BinOp::Mul, bt, S)), rw.slot);
-      rw.slots = &slots_;
+      Expr slot = make_var_ref(stage.var);
+      StageRewrite rw(f.var->id,
+                      fold(BinOp::Add, fold(BinOp::Add, f.begin, fold(BinOp::Mul, bt, S)), slot),
+                      slot, &slots_);
       FreshLets fresh;  // each stage binds the body's names anew, as each ran the body
       for (auto& st : part) st = fresh.mutate(rw.mutate(st));
       stage.body = seq(std::move(part), loc);

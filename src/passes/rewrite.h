@@ -3,6 +3,7 @@
 // rows between the vector cores. Override the hooks; the defaults rebuild unchanged.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -45,6 +46,23 @@ class RegionRewriter : public ir::StmtMutator {
   /// Rebuild arithmetic with ir::fold (identities dropped) and selects on a constant
   /// condition as their branch: for rewriters that substitute values for variables.
   bool fold_ = false;
+};
+
+/// Variables replaced by expressions (arithmetic folded when `fold`): a body at given
+/// values of its loop variables.
+class Substitute : public RegionRewriter {
+ public:
+  explicit Substitute(std::map<int, ir::Expr> values, bool fold = true)
+      : values_(std::move(values)) {
+    fold_ = fold;
+  }
+  ir::Expr var(const ir::Expr& e, const ir::VarRef& v) override {
+    auto it = values_.find(v.var->id);
+    return it != values_.end() ? it->second : e;
+  }
+
+ protected:
+  std::map<int, ir::Expr> values_;  // variable id -> its value
 };
 
 }  // namespace tilepipe::passes

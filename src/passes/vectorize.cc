@@ -8,6 +8,7 @@
 #include <set>
 
 #include "passes/dependence.h"
+#include "passes/rewrite.h"
 #include "tilepipe/ir_range.h"
 #include "tilepipe/verify.h"
 
@@ -17,13 +18,15 @@ using namespace ir;
 
 namespace {
 
-[[noreturn]] void scalar_loop(const Loc& loc, const std::string& why) {
+[[noreturn]] void scalar_loop(const Loc& loc, const std::string& why,
+                              std::string hint =
+                                  "write it with serial(...) to run it row by "
+                                  "row, or use tile ops over the whole tile") {
   throw UserError(Diagnostic{loc,
                              "vectorize",
                              fmt::format("this Parallel loop stays scalar: {}", why),
                              {},
-                             "write it with serial(...) to run it row by row, or use tile ops "
-                             "over the whole tile"});
+                             std::move(hint)});
 }
 
 bool is_parallel(const Stmt& s) {
@@ -45,7 +48,7 @@ class Names : public StmtVisitor {
 
 /// One lane of a nest: a Parallel loop's variable and its iterations.
 struct Lane {
-  int var;
+  Var var;
   int64_t begin, n;
 };
 
@@ -91,7 +94,7 @@ class Pass : public StmtMutator {
       if (!b || !e || f.step != 1)
         scalar_loop(loop->loc, "its bounds are not constant or its step is not 1");
       if (lanes_.size() == 31) scalar_loop(loop->loc, "it nests more than 31 Parallel loops");
-      lanes_.push_back({f.var->id, *b, *e - *b});
+      lanes_.push_back({f.var, *b, *e - *b});
       auto inner = flatten(f.body);
       if (inner.size() == 1 && is_parallel(inner.front())) {
         loop = inner.front();
@@ -139,25 +142,26 @@ class Pass : public StmtMutator {
     return out;
   }
 
-  /// The lane of an index `v` or `v + offset` (offset free of lanes), with the offset.
+  /// The lane of an index `v + offset` (offset free of lanes, in any arrangement: a front
+  /// end's `(k + v) + vid * rows`) and its offset, null when it is 0.
   std::optional<std::pair<size_t, Expr>> lane_of(const Expr& e) const {
-    auto lane = [&](const Expr& x) -> std::optional<size_t> {
-      if (auto* v = std::get_if<VarRef>(&x->node))
-        for (size_t k = 0; k < lanes_.size(); ++k)
-          if (lanes_[k].var == v->var->id) return k;
-      return std::nullopt;
-    };
-    if (auto k = lane(e)) return std::pair{*k, Expr{}};
-    if (auto* b = std::get_if<Binary>(&e->node); b && b->op == BinOp::Add) {
-      if (auto k = lane(b->a); k && !uses_lane(b->b)) return std::pair{*k, b->b};
-      if (auto k = lane(b->b); k && !uses_lane(b->a)) return std::pair{*k, b->a};
+    std::optional<size_t> k;
+    for (size_t l = 0; l < lanes_.size(); ++l) {
+      if (!uses_var(e, lanes_[l].var->id)) continue;
+      if (k) return std::nullopt;  // two lanes in one index
+      k = l;
     }
-    return std::nullopt;
+    if (!k) return std::nullopt;
+    Expr off = Substitute({{lanes_[*k].var->id, make_int(0, e->loc)}}).expr(e);
+    auto d = const_diff(fold(BinOp::Add, off, make_var_ref(lanes_[*k].var, e->loc)), e);
+    if (!d || *d != 0) return std::nullopt;  // not v + offset: 2 * v, a load of v, ...
+    if (auto c = as_const(off); c && *c == 0) off = nullptr;
+    return std::pair{*k, off};
   }
 
   bool uses_lane(const Expr& e) const {
     for (const auto& l : lanes_)
-      if (uses_var(e, l.var)) return true;
+      if (uses_var(e, l.var->id)) return true;
     return false;
   }
 
@@ -208,8 +212,20 @@ class Pass : public StmtMutator {
       if (lane_of(s.dst.start[k]) || d.r.extent[k] != 1) shape_.push_back(d.r.extent[k]);
     for (size_t i = 0; i < s.srcs.size(); ++i) {
       Wide w = wide(s.srcs[i], st);
-      // broadcast's source is its own operand; any other op reads every lane
-      t.srcs[i] = s.op == TileOpKind::Broadcast || w.lanes == all_ ? w.r : full(w, st, out);
+      if (w.lanes == all_ || (w.lanes == 0 && w.r.elements() == t.dst.elements())) {
+        t.srcs[i] = w.r;  // every lane's element, or a tile of the destination's size
+      } else if (w.lanes == 0) {
+        scalar_loop(st->loc,
+                    fmt::format("operand {} is the same tile for every lane: it indexes no "
+                                "dimension with a Parallel variable",
+                                print(s.srcs[i])),
+                    "index it with the loop variable, or broadcast it into a tile of the "
+                    "destination's shape before the loop");
+      } else if (s.op == TileOpKind::Broadcast) {
+        t.srcs[i] = oriented(w, st, out);  // broadcast's source is its own operand
+      } else {
+        t.srcs[i] = full(w, st, out);
+      }
     }
     if (!s.scalar) {
       out.push_back(make_stmt(std::move(t), st->loc));
@@ -238,27 +254,38 @@ class Pass : public StmtMutator {
     out.push_back(make_stmt(std::move(t), st->loc));
   }
 
-  /// A source spanning fewer lanes than the destination, broadcast into a temporary.
-  Region full(const Wide& w, const Stmt& st, std::vector<Stmt>& out) {
-    const size_t nl = lanes_.size();
-    Region src = w.r;
-    if (w.lanes != 0 && (nl != 2 || std::popcount(w.lanes) != 1))
-      scalar_loop(st->loc, fmt::format("operand {} spans some of the Parallel variables but not "
-                                       "all; a 2-D nest broadcasts a row vector v[i] or a column "
-                                       "vector w[j]",
-                                       print(w.r)));
+  /// A source spanning one lane of a 2-D nest, shaped as a row or a column where its slice
+  /// has the other orientation (or a square nest leaves it ambiguous), so that a broadcast
+  /// repeats it along the other lane.
+  Region oriented(const Wide& w, const Stmt& st, std::vector<Stmt>& out) {
+    if (lanes_.size() != 2 || std::popcount(w.lanes) != 1)
+      scalar_loop(st->loc,
+                  fmt::format("operand {} spans some of the Parallel variables but not all; "
+                              "a Parallel loop broadcasts a row vector v[i] or a column vector "
+                              "w[j] of a 2-D nest",
+                              print(w.r)),
+                  "index the operand with every Parallel variable, or broadcast it into a "
+                  "tile of the destination's shape first");
+    const Region& src = w.r;
     const auto& ext = src.extent;
     const size_t rk = ext.size();
     const bool one_row = rk >= 2 && ext[rk - 2] == 1, one_col = rk >= 2 && ext[rk - 1] == 1;
-    if (nl == 2 && w.lanes == 2u && !one_row && (lanes_[0].n == lanes_[1].n || one_col)) {
+    if (w.lanes == 2u && !one_row && (lanes_[0].n == lanes_[1].n || one_col)) {
       // w[j] on a square nest (its length also matches the rows), or an [N, 1] slice
       // o[j, c]: shaped [1, N] to broadcast along the columns
-      src = reshaped(src, {1, lanes_[1].n}, "par_row", st, out);
-    } else if (nl == 2 && w.lanes == 1u && one_row && ext[rk - 1] == lanes_[0].n) {
+      return reshaped(src, {1, lanes_[1].n}, "par_row", st, out);
+    }
+    if (w.lanes == 1u && one_row && ext[rk - 1] == lanes_[0].n) {
       // o[i, j] with j the nest's first (row) variable: a [1, C] slice of values that vary
       // down the rows, shaped [C, 1] (broadcasting it as a row would transpose the result)
-      src = reshaped(src, {lanes_[0].n, 1}, "par_col", st, out);
+      return reshaped(src, {lanes_[0].n, 1}, "par_col", st, out);
     }
+    return src;
+  }
+
+  /// A source spanning fewer lanes than the destination, broadcast into a temporary.
+  Region full(const Wide& w, const Stmt& st, std::vector<Stmt>& out) {
+    Region src = oriented(w, st, out);
     Region t = full_region(temp("par_bc", shape_, src.buffer->dtype, st, out));
     out.push_back(broadcast(t, src, st->loc));
     return t;

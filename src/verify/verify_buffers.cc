@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <numeric>
 
-#include "tilepipe/ir_vars.h"
 #include "verify/verify_internal.h"
 
 namespace tilepipe::verify_detail {
@@ -107,12 +106,6 @@ bool Verifier::region(const Region& r, const Loc& loc, const char* what) {
 
 void Verifier::ub_aligned(const Region& r, const Loc& loc, const char* what) {
   if (r.buffer->scope != Scope::UB) return;
-  // An element of a Parallel loop's lane: the vectorize pass widens it, and the verifier's
-  // run after the passes checks the tile it becomes.
-  std::set<int> used;
-  for (const auto& s : r.start) read_vars(s, used);
-  for (int v : used)
-    if (lanes_.count(v)) return;
   const auto& sh = r.buffer->shape;
   int64_t stride = dtype_bytes(r.buffer->dtype), g = 0;
   for (size_t d = sh.size(); d-- > 0;) {

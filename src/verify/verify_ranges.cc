@@ -100,7 +100,12 @@ int64_t Verifier::divisor(const Expr& e) {
         using T = std::decay_t<decltype(n)>;
         if constexpr (std::is_same_v<T, IntImm>)
           return n.value == 0 ? 0 : std::abs(n.value);
-        else if constexpr (std::is_same_v<T, Binary>) {
+        else if constexpr (std::is_same_v<T, VarRef>) {
+          // a Parallel loop's variable indexes the tile the vectorize pass widens from its
+          // first value (0: any alignment)
+          auto it = lanes_.find(n.var->id);
+          return it == lanes_.end() ? 1 : std::abs(it->second);
+        } else if constexpr (std::is_same_v<T, Binary>) {
           int64_t a = divisor(n.a), b = divisor(n.b);
           if (n.op == BinOp::Mul) return (a == 1 || b == 1) ? std::max(a, b) : a * b;
           if (n.op == BinOp::Add || n.op == BinOp::Sub) return std::gcd(a, b);

@@ -166,10 +166,14 @@ void Verifier::check(const ForStmt& n, const StmtNode& s) {
   // From a constant begin the variable only takes begin + multiples of step.
   if (b.lo == b.hi && n.step > 1) v.hi = b.lo + (v.hi - b.lo) / n.step * n.step;
   vars_[n.var->id] = v;
-  if (n.kind == ForKind::Parallel) lanes_.insert(n.var->id);
-  visible_.emplace_back();
+  // A Parallel loop's statements take its place in the enclosing block (the vectorize
+  // pass), so what it allocates is the enclosing block's: a front end's temporary made
+  // inside it is reused where the same source statement comes again.
+  const bool lane = n.kind == ForKind::Parallel;
+  if (lane) lanes_[n.var->id] = b.lo;
+  if (!lane) visible_.emplace_back();
   stmt(n.body);
-  visible_.pop_back();
+  if (!lane) visible_.pop_back();
   vars_.erase(n.var->id);
   lanes_.erase(n.var->id);
 }
