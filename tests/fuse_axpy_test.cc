@@ -293,7 +293,7 @@ TEST(FuseAxpy, PerRowScalarLoopBecomesBroadcastAndAxpy) {
     copy x[vid:+1, 0:+5, 0:+40] -> work
     copy mm[vid:+1, 0:+2, 0:+8, 0:+1] -> m
     tile.fill buf, 0.0
-    tile.broadcast buf[0:+5, 0:+40], m[1:+1, 0:+5, 0:+1]
+    tile.broadcast buf[0:+5, 0:+40], m[1:+1, 0:+5, 0:+1], column
     tile.axpy buf[0:+5, 0:+40], work, 0.125
     copy buf[0:+5, 0:+40] -> out[vid:+1, 0:+5, 0:+40]
   }

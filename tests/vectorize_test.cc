@@ -44,8 +44,9 @@ ir::Program rows(bool parallel_loop) {
 TEST(Vectorize, ParallelRowsBecomeTileOpsWithARowBroadcast) {
   auto p = passes::vectorize(rows(true), testing::a3(), {});
   std::string ir = ir::print(p);
-  EXPECT_NE(ir.find("    tile.broadcast b, m\n    tile.sub b, a, b\n    tile.mul b, b, 2.0\n"),
-            std::string::npos)
+  EXPECT_NE(
+      ir.find("    tile.broadcast b, m, column\n    tile.sub b, a, b\n    tile.mul b, b, 2.0\n"),
+      std::string::npos)
       << ir;
   EXPECT_EQ(ir.find("parallel"), std::string::npos) << ir;
 }
@@ -98,9 +99,9 @@ TEST(Vectorize, AnElementNestBroadcastsRowAndColumnVectors) {
   auto p = passes::vectorize(element_nest(), testing::a3(), {});
   std::string ir = ir::print(p);
   // v[i] varies down the rows: reshaped [8, 1] first; w[j] broadcasts as a row
-  EXPECT_NE(ir.find("    alloc par_bc1: UB f32[8, 64]\n    tile.broadcast par_bc1, v_ub\n"
+  EXPECT_NE(ir.find("    alloc par_bc1: UB f32[8, 64]\n    tile.broadcast par_bc1, v_ub, column\n"
                     "    tile.add d, a, par_bc1\n    alloc par_bc2: UB f32[8, 64]\n"
-                    "    tile.broadcast par_bc2, w_ub\n    tile.mul d, d, par_bc2\n"),
+                    "    tile.broadcast par_bc2, w_ub, row\n    tile.mul d, d, par_bc2\n"),
             std::string::npos)
       << ir;
   EXPECT_EQ(ir.find("parallel"), std::string::npos) << ir;

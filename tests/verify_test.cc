@@ -690,6 +690,28 @@ TEST(Verify, BroadcastOfAVectorThatFitsNeitherAxisIsAShapeMismatch) {
               {"broadcast m [4, 1] -> buf [8, 64]: expected [R] or [R,1] -> [R,C]", here(-3)});
 }
 
+TEST(Verify, ABroadcastsStatedDirectionMustFitTheVector) {
+  // an [8] vector of an [8, 64] tile is a column (one value per row), not a row; and a
+  // direction must be one of the three
+  for (int64_t dir : {int64_t{2}, int64_t{7}}) {
+    KernelBuilder kb("k", 1);
+    scope_v([&] {
+      auto buf = alloc_ub("buf", {8, 64}, f32);
+      auto m = alloc_ub("m", {8}, f32);
+      ir::TileOpStmt bc;
+      bc.op = ir::TileOpKind::Broadcast;
+      bc.dst = Tile(buf).ir();
+      bc.srcs = {Tile(m).ir()};
+      bc.attrs[0] = dir;
+      KernelBuilder::current().emit(ir::make_stmt(std::move(bc), ir::Loc{"v.cc", 7, 1}));
+    });
+    if (dir == 2)
+      expect_diag(kb.finish(), "shape-mismatch", {"broadcast m [8] -> buf [8, 64]"});
+    else
+      expect_diag(kb.finish(), "bad-operand", {"broadcast direction 7 is not one of"});
+  }
+}
+
 TEST(Verify, ReduceIntoTheWrongNumberOfValuesIsAShapeMismatch) {
   KernelBuilder kb("k", 1);
   scope_v([&] {

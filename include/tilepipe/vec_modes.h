@@ -1,5 +1,6 @@
-// Operand forms of two vector ops that the IR's TileOpStmt carries without extra fields:
-// the bit-packed compare / select mask and the cast's rounding mode (TileOpStmt::attrs[0]).
+// Operand forms of vector ops that the IR's TileOpStmt carries without extra fields: the
+// bit-packed compare / select mask, the cast's rounding mode and the broadcast's direction
+// (TileOpStmt::attrs[0]).
 // Shared by the verifier and the simulator's values (docs/ir.md "Tile ops").
 #pragma once
 
@@ -47,6 +48,20 @@ inline const char* to_string(CastRound r) {
 
 inline bool valid_cast_round(int64_t v) {
   return v >= 0 && v <= 4;
+}
+
+/// A broadcast's direction (attrs[0]). By the source's shape: a [1, C] row, or a vector of
+/// the destination's column count but not its row count, repeats down the rows, any other
+/// vector gives one value per row. A pass that knows the direction says it, since the shape
+/// may stop saying it: a version slot turns a vector [R] into a row-shaped [1, R].
+enum class BroadcastDir : int64_t {
+  ByShape = 0,
+  Column = 1,  // the source holds one value per row
+  Row = 2,     // the source is a row, repeated down the rows
+};
+
+inline bool valid_broadcast_dir(int64_t v) {
+  return v >= 0 && v <= 2;
 }
 
 /// v rounded to an integer by mode r (the store then saturates to the destination type).

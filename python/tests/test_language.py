@@ -198,7 +198,7 @@ def test_parallel_element_assignments_become_tile_ops():
     assert "for j in parallel(0, 64)" in k.get_ir(after_passes=False)
     after = k.get_ir()
     assert "in parallel(" not in after
-    assert "tile.broadcast par_bc1, r\n" in after, after
+    assert "tile.broadcast par_bc1, r, column\n" in after, after
 
 
 # ---- Python-level constructs ----

@@ -171,3 +171,32 @@ def test_a_one_element_nest_keeps_the_tile_ops_operand_rules():
     # operand (no scalar read), the and's second tile its scalar (read by the scalar unit)
     assert "tile.add d[0:+1], a[8:+1], a[16:+1]" in add.get_ir(), add.get_ir()
     assert "MTE2->S" not in add.get_ir() and "MTE2->S" in band.get_ir(), band.get_ir()
+
+
+@tilelang.jit(out_idx=[-1])
+def pipelined_rows(M, N, bm):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), V: T.Tensor((M,), "float32"),
+             D: T.Tensor((M, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((bm, N), "float32")
+            v = T.alloc_ub((bm,), "float32")
+            d = T.alloc_ub((bm, N), "float32")
+            with T.Scope("V"):
+                for t in T.Pipelined(M // bm, num_stages=2):
+                    T.copy(A[t * bm, 0], a)
+                    T.copy(V[t * bm], v)
+                    for i, j in T.Parallel(bm, N):
+                        d[i, j] = a[i, j] - v[i]
+                    T.copy(d, D[t * bm, 0])
+
+    return main
+
+
+def test_a_row_vector_keeps_its_direction_when_multibuffering_versions_it():
+    # the version slot gives v[i] the shape of a row [1, bm]: the broadcast says its
+    # direction (a column, one value per row) instead of leaving it to the shape
+    a, v = rand(64, 32), rand(64)
+    k = pipelined_rows(64, 32, 16)
+    np.testing.assert_allclose(k(a, v), a - v[:, None], rtol=1e-6)
+    assert "tile.broadcast par_bc1, v[(t % 2):+1, 0:+16], column" in k.get_ir(), k.get_ir()

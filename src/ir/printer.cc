@@ -159,6 +159,8 @@ class Printer {
     if (n.op == TileOpKind::Compare) op += std::string(".") + to_string(n.cmp);
     if (n.op == TileOpKind::GatherMask && n.srcs.size() == 1)
       args += fmt::format(", pattern={}", n.attrs[0]);
+    if (n.op == TileOpKind::Broadcast && n.attrs[0] != 0)
+      args += n.attrs[0] == static_cast<int64_t>(BroadcastDir::Column) ? ", column" : ", row";
     if (n.op == TileOpKind::Cast && n.attrs[0] != 0 && valid_cast_round(n.attrs[0]))
       args += fmt::format(", round={}", to_string(static_cast<CastRound>(n.attrs[0])));
     if (n.op == TileOpKind::Gatherb)

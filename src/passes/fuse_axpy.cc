@@ -7,6 +7,7 @@
 
 #include "passes/dependence.h"
 #include "passes/rewrite.h"
+#include "tilepipe/vec_modes.h"
 
 namespace tilepipe::passes {
 
@@ -237,6 +238,7 @@ class Vectorise : public StmtMutator {
     bc.op = TileOpKind::Broadcast;
     bc.dst = *d2;
     bc.srcs = {*m2};
+    bc.attrs[0] = static_cast<int64_t>(BroadcastDir::Column);  // one value per row
     TileOpStmt axpy;
     axpy.op = TileOpKind::Axpy;
     axpy.dst = *d2;

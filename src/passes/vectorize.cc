@@ -10,6 +10,7 @@
 #include "passes/dependence.h"
 #include "passes/rewrite.h"
 #include "tilepipe/ir_range.h"
+#include "tilepipe/vec_modes.h"
 #include "tilepipe/verify.h"
 
 namespace tilepipe::passes {
@@ -223,6 +224,7 @@ class Pass : public StmtMutator {
                     "destination's shape before the loop");
       } else if (s.op == TileOpKind::Broadcast) {
         t.srcs[i] = oriented(w, st, out);  // broadcast's source is its own operand
+        t.attrs[0] = static_cast<int64_t>(dir_of(w));
       } else {
         t.srcs[i] = full(w, st, out);
       }
@@ -248,7 +250,7 @@ class Pass : public StmtMutator {
       scalar_loop(st->loc,
                   "a per-row scalar operand needs a destination distinct from the "
                   "other operands (it receives the broadcast column)");
-    out.push_back(broadcast(t.dst, wide(*m, st).r, st->loc));
+    out.push_back(broadcast(t.dst, wide(*m, st).r, BroadcastDir::Column, st->loc));
     t.scalar.reset();
     t.srcs.push_back(t.dst);
     out.push_back(make_stmt(std::move(t), st->loc));
@@ -287,7 +289,7 @@ class Pass : public StmtMutator {
   Region full(const Wide& w, const Stmt& st, std::vector<Stmt>& out) {
     Region src = oriented(w, st, out);
     Region t = full_region(temp("par_bc", shape_, src.buffer->dtype, st, out));
-    out.push_back(broadcast(t, src, st->loc));
+    out.push_back(broadcast(t, src, dir_of(w), st->loc));
     return t;
   }
 
@@ -301,12 +303,20 @@ class Pass : public StmtMutator {
     return r;
   }
 
-  static Stmt broadcast(const Region& dst, const Region& src, const Loc& loc) {
+  /// dst = src repeated along the other lane: a column (one value per row) or a row. Said
+  /// in the op, since multi-buffering may give a vector a row's shape.
+  static Stmt broadcast(const Region& dst, const Region& src, BroadcastDir dir, const Loc& loc) {
     TileOpStmt bc;
     bc.op = TileOpKind::Broadcast;
     bc.dst = dst;
     bc.srcs = {src};
+    bc.attrs[0] = static_cast<int64_t>(dir);
     return make_stmt(std::move(bc), loc);
+  }
+
+  /// The direction of a source of one lane of a 2-D nest (lane 0: the rows).
+  static BroadcastDir dir_of(const Wide& w) {
+    return w.lanes == 1u ? BroadcastDir::Column : BroadcastDir::Row;
   }
 
   /// The UB temporary for the n-th one a statement location needs in this nest: the same

@@ -520,7 +520,9 @@ void exec_vec(const Instr& in) {
     case TileOpKind::Broadcast: {
       const T* src = operand(1);
       int64_t rows = t.m, cols = t.n;
-      if (broadcast_per_row(*in.acc[1].t, rows))
+      const auto dir = static_cast<ir::BroadcastDir>(t.attrs[0]);
+      if (dir == ir::BroadcastDir::Column ||
+          (dir == ir::BroadcastDir::ByShape && broadcast_per_row(*in.acc[1].t, rows)))
         for (int64_t r = 0; r < rows; ++r) std::fill(out + r * cols, out + (r + 1) * cols, src[r]);
       else
         for (int64_t r = 0; r < rows; ++r) std::copy(src, src + cols, out + r * cols);

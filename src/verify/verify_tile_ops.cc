@@ -139,6 +139,21 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
       int64_t len = n.srcs[0].elements();
       bool row_vec = dst && len == dst->first && (src.size() == 1 || src.back() == 1);
       bool col_vec = dst && len == dst->second;
+      if (!valid_broadcast_dir(n.attrs[0])) {
+        error(s.loc, "bad-operand",
+              fmt::format("broadcast direction {} is not one of 0 (by shape), 1 (a column: "
+                          "one value per row), 2 (a row repeated down the rows)",
+                          n.attrs[0]),
+              "set attrs[0] to 0, 1 or 2");
+        break;
+      }
+      // a stated direction needs the vector's length to match it, whatever its shape
+      if (n.attrs[0] == static_cast<int64_t>(BroadcastDir::Column)) {
+        row_vec = dst && len == dst->first;
+        col_vec = false;
+      } else if (n.attrs[0] == static_cast<int64_t>(BroadcastDir::Row)) {
+        row_vec = false;
+      }
       if (!dst || !(row_vec || col_vec)) {
         error(s.loc, "shape-mismatch",
               fmt::format("broadcast {} {} -> {} {}: expected [R] or [R,1] -> [R,C], or [C] "
