@@ -64,6 +64,24 @@ inline bool valid_broadcast_dir(int64_t v) {
   return v >= 0 && v <= 2;
 }
 
+/// A tile as the vector unit sees it: [rows, cols], cols the last extent after leading
+/// single dimensions are dropped, rows the product of the others (1 for a vector).
+inline std::pair<int64_t, int64_t> tile_matrix(const Region& r) {
+  auto sq = r.squeezed();
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < sq.size(); ++i) rows *= sq[i];
+  return {rows, sq.back()};
+}
+
+/// The shape rule of a broadcast by shape: one value per row when the vector (extents as
+/// written, outermost first) has the destination's row count and is not shaped as a row
+/// [1, n].
+inline bool broadcast_per_row_by_shape(const int64_t* extent, int rank, int64_t len, int64_t rows) {
+  if (len != rows) return false;
+  const bool row_shaped = rank >= 2 && extent[rank - 2] == 1 && extent[rank - 1] == len && len > 1;
+  return !row_shaped;
+}
+
 /// v rounded to an integer by mode r (the store then saturates to the destination type).
 inline double cast_round(CastRound r, double v) {
   switch (r) {

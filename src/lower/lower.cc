@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "tilepipe/vec_modes.h"
 #include "tilepipe/verify.h"
 
 namespace tilepipe::lower {
@@ -446,13 +447,7 @@ class Lowerer {
     std::copy(s.begin(), s.end(), a.stride.begin());
   }
 
-  static std::pair<int64_t, int64_t> matrix(const Region& r) {
-    auto sq = r.squeezed();
-    if (sq.size() == 1) return {1, sq[0]};
-    int64_t cols = sq.back(), rows = 1;
-    for (size_t i = 0; i + 1 < sq.size(); ++i) rows *= sq[i];
-    return {rows, cols};
-  }
+  static std::pair<int64_t, int64_t> matrix(const Region& r) { return ir::tile_matrix(r); }
 
   int add(OpTemplate t) {
     cur_->instrs.push_back(std::move(t));

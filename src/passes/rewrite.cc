@@ -2,6 +2,7 @@
 #include "passes/rewrite.h"
 
 #include "passes/dependence.h"
+#include "tilepipe/vec_modes.h"
 
 namespace tilepipe::passes {
 
@@ -93,6 +94,16 @@ Stmt RegionRewriter::mutate_leaf(const Stmt& s) {
         } else if constexpr (std::is_same_v<T, TileOpStmt>) {
           m.dst = rewrite(n.dst);
           for (auto& r : m.srcs) r = rewrite(r);
+          if (n.op == TileOpKind::Broadcast && n.attrs[0] == 0 && !n.srcs.empty() &&
+              m.srcs[0].extent != n.srcs[0].extent) {
+            // a slot dimension reshapes the vector ([R] -> [1, R]): keep the direction its
+            // shape gave as written
+            const Region& v = n.srcs[0];
+            const bool per_row =
+                broadcast_per_row_by_shape(v.extent.data(), static_cast<int>(v.extent.size()),
+                                           v.elements(), tile_matrix(n.dst).first);
+            m.attrs[0] = static_cast<int64_t>(per_row ? BroadcastDir::Column : BroadcastDir::Row);
+          }
           if (m.scalar) {
             if (auto* r = std::get_if<Region>(&m.scalar->value))
               m.scalar->value = rewrite(*r);

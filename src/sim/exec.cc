@@ -400,16 +400,6 @@ bool compare(ir::CmpMode m, double a, double b) {
   return false;
 }
 
-/// Broadcast direction: one value per row unless the source is shaped as a row [1, C] or
-/// only its length matches the column count.
-bool broadcast_per_row(const lower::AccessTemplate& src, int64_t rows) {
-  int64_t len = src.elements();
-  if (len != rows) return false;
-  int r = src.rank;
-  bool row_shaped = r >= 2 && src.extent[r - 2] == 1 && src.extent[r - 1] == len && len > 1;
-  return !row_shaped;
-}
-
 /// Descending by key, ties by the smaller index (Sort32 and MrgSort are stable); a NaN key
 /// sorts first so that the order stays a strict weak one.
 template <class T>
@@ -521,8 +511,10 @@ void exec_vec(const Instr& in) {
       const T* src = operand(1);
       int64_t rows = t.m, cols = t.n;
       const auto dir = static_cast<ir::BroadcastDir>(t.attrs[0]);
+      const auto& v = *in.acc[1].t;
       if (dir == ir::BroadcastDir::Column ||
-          (dir == ir::BroadcastDir::ByShape && broadcast_per_row(*in.acc[1].t, rows)))
+          (dir == ir::BroadcastDir::ByShape &&
+           ir::broadcast_per_row_by_shape(v.extent.data(), v.rank, v.elements(), rows)))
         for (int64_t r = 0; r < rows; ++r) std::fill(out + r * cols, out + (r + 1) * cols, src[r]);
       else
         for (int64_t r = 0; r < rows; ++r) std::copy(src, src + cols, out + r * cols);
