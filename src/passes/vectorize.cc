@@ -104,11 +104,16 @@ class Pass : public StmtMutator {
       body = f.body;
       break;
     }
-    for (const auto& l : lanes_)
-      if (l.n < 1) return {};
+    std::vector<Stmt> out;
+    for (const auto& l : lanes_) {
+      if (l.n >= 1) continue;
+      // no iteration: only what it allocates stays (its block's, for later uses)
+      for (const Stmt& st : flatten(body))
+        if (std::holds_alternative<AllocStmt>(st->node)) out.push_back(st);
+      return out;
+    }
     all_ = (1u << lanes_.size()) - 1;
     seen_.clear();
-    std::vector<Stmt> out;
     for (const Stmt& st : flatten(body)) {
       std::visit(
           [&](const auto& s) {
