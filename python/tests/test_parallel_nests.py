@@ -174,7 +174,9 @@ def test_a_one_element_nest_keeps_the_tile_ops_operand_rules():
 
 
 @tilelang.jit(out_idx=[-1])
-def pipelined_rows(M, N, bm):
+def pipelined_rows(M, N, bm, authors_broadcast):
+    """D = A - V[:, None] by tiles of bm rows in a T.Pipelined loop: multibuffer versions v."""
+
     @T.prim_func
     def main(A: T.Tensor((M, N), "float32"), V: T.Tensor((M,), "float32"),
              D: T.Tensor((M, N), "float32")):
@@ -186,8 +188,12 @@ def pipelined_rows(M, N, bm):
                 for t in T.Pipelined(M // bm, num_stages=2):
                     T.copy(A[t * bm, 0], a)
                     T.copy(V[t * bm], v)
-                    for i, j in T.Parallel(bm, N):
-                        d[i, j] = a[i, j] - v[i]
+                    if authors_broadcast:
+                        T.tile.broadcast(d, v)
+                        T.tile.sub(d, a, d)
+                    else:
+                        for i, j in T.Parallel(bm, N):
+                            d[i, j] = a[i, j] - v[i]
                     T.copy(d, D[t * bm, 0])
 
     return main
@@ -197,35 +203,15 @@ def test_a_row_vector_keeps_its_direction_when_multibuffering_versions_it():
     # the version slot gives v[i] the shape of a row [1, bm]: the broadcast says its
     # direction (a column, one value per row) instead of leaving it to the shape
     a, v = rand(64, 32), rand(64)
-    k = pipelined_rows(64, 32, 16)
+    k = pipelined_rows(64, 32, 16, False)
     np.testing.assert_allclose(k(a, v), a - v[:, None], rtol=1e-6)
     assert "tile.broadcast par_bc1, v[(t % 2):+1, 0:+16], column" in k.get_ir(), k.get_ir()
-
-
-@tilelang.jit(out_idx=[-1])
-def pipelined_broadcast(M, N, bm):
-    @T.prim_func
-    def main(A: T.Tensor((M, N), "float32"), V: T.Tensor((M,), "float32"),
-             D: T.Tensor((M, N), "float32")):
-        with T.Kernel(1, is_npu=True) as (cid, vid):
-            a = T.alloc_ub((bm, N), "float32")
-            v = T.alloc_ub((bm,), "float32")
-            b = T.alloc_ub((bm, N), "float32")
-            with T.Scope("V"):
-                for t in T.Pipelined(M // bm, num_stages=2):
-                    T.copy(A[t * bm, 0], a)
-                    T.copy(V[t * bm], v)
-                    T.tile.broadcast(b, v)
-                    T.tile.sub(b, a, b)
-                    T.copy(b, D[t * bm, 0])
-
-    return main
 
 
 def test_the_authors_broadcast_keeps_the_direction_its_shape_gave_when_versioned():
     # multibuffer versions v: the region rewriter states the direction v's own shape gave
     a, v = rand(64, 32), rand(64)
-    k = pipelined_broadcast(64, 32, 16)
+    k = pipelined_rows(64, 32, 16, True)
     np.testing.assert_allclose(k(a, v), a - v[:, None], rtol=1e-6)
-    assert "tile.broadcast b[(t % 2):+1, 0:+16, 0:+32], v[(t % 2):+1, 0:+16], column" \
+    assert "tile.broadcast d[(t % 2):+1, 0:+16, 0:+32], v[(t % 2):+1, 0:+16], column" \
         in k.get_ir(), k.get_ir()

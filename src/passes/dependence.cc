@@ -606,6 +606,17 @@ std::vector<ir::Stmt> flatten(const ir::Stmt& s) {
 
 namespace tilepipe::passes {
 
+std::set<std::string> buffer_names(const Program& p) {
+  struct Names : StmtVisitor {
+    std::set<std::string> out;
+    void visit_alloc(const AllocStmt& a, const StmtNode&) override { out.insert(a.buffer->name); }
+  } names;
+  for (const auto& b : p.params) names.out.insert(b->name);
+  for (const auto& b : p.workspaces) names.out.insert(b->name);
+  names.visit(p.body);
+  return std::move(names.out);
+}
+
 bool covers_whole(const Region& r) {
   for (size_t d = 0; d < r.extent.size(); ++d)
     if (as_const(r.start[d]) != 0 || r.extent[d] != r.buffer->shape[d]) return false;

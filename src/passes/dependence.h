@@ -64,6 +64,10 @@ bool uses_var(const ir::Expr& e, int id);
 /// Does the region cover all of its buffer?
 bool covers_whole(const ir::Region& r);
 
+/// Every buffer name of a program (parameters, workspaces, allocations): a pass's new
+/// buffer takes a name outside it.
+std::set<std::string> buffer_names(const ir::Program& p);
+
 /// Value flow of one on-chip buffer through a statement (exact for straight-line code,
 /// conservative through loops and branches):
 ///  - exposed: some read in `s` may see a value written before `s` ran;

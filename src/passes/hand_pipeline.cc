@@ -159,16 +159,8 @@ void append(std::vector<Stmt>& out, const Stmt& s) {
 
 class Pass : public StmtMutator {
  public:
-  explicit Pass(const Program& p) : p_(p) {
+  explicit Pass(const Program& p) : p_(p), names_(buffer_names(p)) {
     ranges_[kCidVar] = cid_range(p.block_num);
-    struct Names : StmtVisitor {
-      std::set<std::string>& out;
-      explicit Names(std::set<std::string>& o) : out(o) {}
-      void visit_alloc(const AllocStmt& a, const StmtNode&) override { out.insert(a.buffer->name); }
-    } names(names_);
-    names.visit(p.body);
-    for (const auto& b : p.params) names_.insert(b->name);
-    for (const auto& b : p.workspaces) names_.insert(b->name);
   }
 
   Stmt mutate_scope(const ScopeStmt& s, const Stmt& self) override {

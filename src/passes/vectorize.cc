@@ -35,18 +35,6 @@ bool is_parallel(const Stmt& s) {
   return f && f->kind == ForKind::Parallel;
 }
 
-/// Every buffer name of a program, so a temporary's name is new.
-class Names : public StmtVisitor {
- public:
-  explicit Names(const Program& p) {
-    for (const auto& b : p.params) taken.insert(b->name);
-    for (const auto& b : p.workspaces) taken.insert(b->name);
-    visit(p.body);
-  }
-  void visit_alloc(const AllocStmt& a, const StmtNode&) override { taken.insert(a.buffer->name); }
-  std::set<std::string> taken;
-};
-
 /// One lane of a nest: a Parallel loop's variable and its iterations.
 struct Lane {
   Var var;
@@ -61,7 +49,7 @@ struct Wide {
 
 class Pass : public StmtMutator {
  public:
-  explicit Pass(const Program& p) : names_(Names(p).taken) {}
+  explicit Pass(const Program& p) : names_(buffer_names(p)) {}
 
   Stmt mutate_seq(const SeqStmt& s, const Stmt& self) override {
     std::vector<Stmt> out;

@@ -132,9 +132,9 @@ class Verifier {
   std::optional<CoreKind> scope_;
   std::map<int, Interval> vars_;
   std::set<int> guarded_;  // ids (var id, -1 cid, -2 vid) used by an enclosing if condition
-  // Variables of the enclosing Parallel loops and their first values: an element they
-  // index is widened by the vectorize pass to a tile starting there.
-  std::map<int, int64_t> lanes_;
+  // Variables of the enclosing Parallel loops: an element they index is widened by the
+  // vectorize pass to a tile starting at their first value (vars_'s lower bound).
+  std::set<int> lanes_;
   std::vector<std::set<int>> visible_{1};
   std::map<Scope, std::vector<Alloc>> allocs_;
   std::map<int, Loc> loaded_gm_;    // buffer id -> first scalar load

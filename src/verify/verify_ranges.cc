@@ -103,8 +103,7 @@ int64_t Verifier::divisor(const Expr& e) {
         else if constexpr (std::is_same_v<T, VarRef>) {
           // a Parallel loop's variable indexes the tile the vectorize pass widens from its
           // first value (0: any alignment)
-          auto it = lanes_.find(n.var->id);
-          return it == lanes_.end() ? 1 : std::abs(it->second);
+          return lanes_.count(n.var->id) ? std::abs(vars_.at(n.var->id).lo) : 1;
         } else if constexpr (std::is_same_v<T, Binary>) {
           int64_t a = divisor(n.a), b = divisor(n.b);
           if (n.op == BinOp::Mul) return (a == 1 || b == 1) ? std::max(a, b) : a * b;

@@ -170,7 +170,7 @@ void Verifier::check(const ForStmt& n, const StmtNode& s) {
   // pass), so what it allocates is the enclosing block's: a front end's temporary made
   // inside it is reused where the same source statement comes again.
   const bool lane = n.kind == ForKind::Parallel;
-  if (lane) lanes_[n.var->id] = b.lo;
+  if (lane) lanes_.insert(n.var->id);
   if (!lane) visible_.emplace_back();
   stmt(n.body);
   if (!lane) visible_.pop_back();
