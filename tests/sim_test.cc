@@ -1573,6 +1573,31 @@ TEST(SimErrors, SetWithoutWaitAtKernelEndIsUnmatchedFlag) {
                    {"flag V->MTE2 #1 is still set when the kernel ends", line});
 }
 
+/// A forgotten wait: the hint names the instruction the set guards (where the wait
+/// belongs), and the race the missing wait leaves is reported beside the flag error.
+TEST(SimErrors, AForgottenWaitNamesItsConsumerAndTheRaceIsReportedToo) {
+  std::string set_line, copy_line;
+  auto build = [&] {
+    KernelBuilder k("forgotten_wait", 1);
+    auto Y = k.output("Y", {64}, f32);
+    scope_v([&] {
+      auto x = alloc_ub("x", {64}, f32);
+      tile::fill(x, 1.0);
+      set_line = next_line();
+      set_flag(Pipe::V, Pipe::MTE3, 0);
+      copy_line = next_line();
+      copy(x, Y);
+    });
+    return k.finish();
+  };
+  sim::SimOptions o;
+  o.detect_races = true;
+  const std::string at = copy_line.substr(0, copy_line.size() - 1);  // "file:line"
+  expect_sim_error([&] { run(build(), {}, o); }, "unmatched-flag",
+                   {set_line, "the set guards", at, "wait_flag(V, MTE3, 0) right before it"});
+  expect_sim_error([&] { run(build(), {}, o); }, "race", {"data race on 'x'"});
+}
+
 TEST(SimErrors, CrossSetNeverWaitedIsUnmatchedFlag) {
   std::string line;
   auto build = [&] {

@@ -53,6 +53,7 @@ struct RunArgs {
   bool json = false;
   bool print_ir = false;
   bool exact = false;
+  bool no_check = false;
   std::vector<std::string> print_after;
   bool print_after_all = false;
   std::vector<std::string> no_pass;
@@ -78,9 +79,13 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
                   "stop a simulation that runs longer than this many seconds (default: no limit)");
   cmd->add_flag("--json", a.json, "print one JSON object on stdout");
   cmd->add_flag("--print-ir", a.print_ir, "print the kernel's tile IR on stderr");
-  if (with_mode)
+  if (with_mode) {
     cmd->add_flag("--exact", a.exact,
                   "simulate every loop iteration (timing mode otherwise skips steady ones)");
+    cmd->add_flag("--no-check", a.no_check,
+                  "functional mode: skip the race detector (faster; TILEPIPE_NO_CHECK=1 does the "
+                  "same); flags and deadlocks are always checked");
+  }
   cmd->add_option("--print-after", a.print_after, "print the IR after this pass on stderr");
   cmd->add_flag("--print-after-all", a.print_after_all, "print the IR after every pass");
   cmd->add_option("--no-pass", a.no_pass,
@@ -187,7 +192,11 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   cli::check_outputs(
       {{"--trace", a.trace}, {"--csv-dir", a.csv_dir, {"pipe_utilization.csv", "code_exe.csv"}}},
       a.chip);
-  req.detect_races = is_check;
+  // Functional runs are checked for races by default, as `check` does: a run that prints
+  // its result has been checked (timing mode has no values and fast-forwards; flags and
+  // deadlocks are checked in every mode).
+  req.detect_races =
+      is_check || (req.mode == sim::Mode::Functional && !a.no_check && !cli::no_check_env());
   req.fast_forward.enabled = !a.exact;
   req.print.after = {a.print_after.begin(), a.print_after.end()};
   req.print.after_all = a.print_after_all;
@@ -233,7 +242,6 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
     if (sync && sync->any()) return cli::run_sync_command(*sync, k, req, chip, a.json, out);
     rep = driver::run_kernel(k, req, chip);
   } catch (const driver::SimFailure& e) {
-    if (!is_check) throw;
     return report_check_failure(e, a.json, out);
   }
   progress.reset();  // clears the bar before the results are printed
@@ -257,6 +265,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
                            {"skipped_iterations", rep.sim.fast_forward.iterations},
                            {"skipped_cycles", rep.sim.fast_forward.cycles}};
   out["sim_wall_s"] = rep.sim_wall_s;
+  out["races_checked"] = req.detect_races;
   if (is_check) out["ok"] = !rep.checked || rep.correct;
 
   if (trace) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
+#include <string_view>
 
 namespace tilepipe::cli {
 
@@ -109,6 +110,11 @@ std::vector<int> parse_core_list(const std::string& s, int ai_cores) {
     at = comma + 1;
   }
   return {out.begin(), out.end()};
+}
+
+bool no_check_env() {
+  const char* v = std::getenv("TILEPIPE_NO_CHECK");
+  return v != nullptr && *v != '\0' && std::string_view(v) != "0";
 }
 
 }  // namespace tilepipe::cli

@@ -27,5 +27,8 @@ std::pair<double, double> parse_trace_window(const std::string& s, double cycles
 /// `--trace-cores LIST`: AI core indices and ranges ("0,3,8-11"), each in [0, ai_cores - 1].
 /// Returns the sorted distinct indices.
 std::vector<int> parse_core_list(const std::string& s, int ai_cores);
+/// TILEPIPE_NO_CHECK set to anything but "" or "0": the user opted out of the race detector
+/// on functional runs (the Python front end reads the same variable).
+bool no_check_env();
 
 }  // namespace tilepipe::cli

@@ -78,6 +78,55 @@ class TilepipeError(TilelangError):
 
 _ext.set_error_type(TilepipeError)
 
+# Run-time findings of the race, flag and deadlock checks (and the other program errors a
+# run finds: a run-time slice out of range); budgets, interrupts and host data are not.
+CHECK_KINDS = frozenset({"race", "deadlock", "unmatched-flag", "cross-flag", "flag-double-set",
+                         "flag-id", "sync-all", "slice-bounds"})
+
+
+class KernelCheckError(TilepipeError):
+    """A kernel call whose run found a race, an unmatched flag, a deadlock or another program
+    error: the kernel would be wrong or hang on the NPU, whatever its outputs here
+    (`tilepipe run-py` exits 3)."""
+
+
+def checks_on():
+    """Kernel calls run the race detector unless the user opted out: TILEPIPE_NO_CHECK=1 (or
+    `tilepipe run-py --no-check`, which sets it). Flags and deadlocks are always checked."""
+    return os.environ.get("TILEPIPE_NO_CHECK", "") in ("", "0")
+
+
+# Errors tilepipe raised out of a kernel call or compilation, in order: a script that
+# catches them and goes on still ends non-zero under `tilepipe run-py` (raised()). The
+# front end's own catches (autotune's rejected configs) take theirs back (handled()).
+RAISED = []
+
+
+def raised(e):
+    if not any(r is e for r in RAISED):
+        RAISED.append(e)
+    return e
+
+
+def handled(e):
+    RAISED[:] = [r for r in RAISED if r is not e]
+
+
+def records_errors(fn):
+    """Wraps a user-facing entry (a kernel call, a compilation): a TilelangError leaving it
+    is recorded in RAISED before it reaches the caller."""
+    import functools
+
+    @functools.wraps(fn)
+    def entry(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TilelangError as e:
+            raised(e)
+            raise
+
+    return entry
+
 _OWN_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), d)
                   + os.sep for d in ("tilelang", "tilepipe"))
 

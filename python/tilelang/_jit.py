@@ -460,10 +460,11 @@ class JITKernel:
 
     # ---- calling ----
 
+    @_core.records_errors
     def __call__(self, *args, **kw):
         if CAPTURE[0] is not None:
             return self._capture(args)
-        c, outs = self._run(args, mode="functional")
+        c, outs = self._run(args, mode="functional", races=_core.checks_on())
         if os.environ.get("TILEPIPE_PROFILE") == "1":
             r = self.last_run[1]
             print(f"[tilepipe] {self.name}: {r.cycles:.0f} cycles = "
@@ -587,8 +588,13 @@ class JITKernel:
         # Only the outputs come back; with no hook holding `host`, its float64 copies go
         # as the simulator takes them (the largest memory of a big functional run).
         outputs = [name for name, _, _ in self.specs if c.info.roles.get(name) == "output"]
-        r = _ext.run(c.compiled, host, mode, races, record, exact, outputs=outputs,
-                     consume=not _call_hooks, max_cycles=MAX_CYCLES[0])
+        try:
+            r = _ext.run(c.compiled, host, mode, races, record, exact, outputs=outputs,
+                         consume=not _call_hooks, max_cycles=MAX_CYCLES[0])
+        except _core.TilepipeError as e:
+            if _core.CHECK_KINDS.isdisjoint(e.kinds):
+                raise
+            raise _core.KernelCheckError(str(e), e.diagnostics) from None
         self.last_run = (c, r)
         outs = []
         if mode == "functional":
@@ -671,20 +677,24 @@ class JITKernel:
                 out.append(rng.standard_normal(shape).astype(numpy_dtype(spec.dtype)))
         return out
 
+    @_core.records_errors
     def profile(self, *args, exact=False):
         """Simulated kernel time in milliseconds (timing mode; fast-forward unless exact)."""
         c, _ = self._run(self._example_inputs(args), mode="timing", exact=exact)
         r = self.last_run[1]
         return r.cycles * c.compiled.us_per_cycle / 1000.0
 
+    @_core.records_errors
     def cycles(self, *args):
         self._run(self._example_inputs(args), mode="timing")
         return self.last_run[1].cycles
 
+    @_core.records_errors
     def summary(self, *args):
         c, _ = self._run(self._example_inputs(args), mode="timing")
         return json.loads(_ext.summary_json(c.compiled, self.last_run[1]))
 
+    @_core.records_errors
     def trace(self, path, *args):
         """Trace of one timing run, every iteration simulated: Perfetto's protobuf if `path`
         ends in .pftrace / .perfetto-trace, else Chrome trace JSON (gzip'd if it ends in .gz)."""
@@ -697,17 +707,20 @@ class JITKernel:
         c, host, _, _ = self._host(self._example_inputs(args))
         return _ext.profile(c.compiled, host, True, html, MAX_CYCLES[0])
 
+    @_core.records_errors
     def report(self, path, *args):
         """The HTML profile report (summary, timeline, evidence, verified advice) of one
         timing run: the report `tilepipe profile --html` writes."""
         self._profile(args, html=str(path))
         return str(path)
 
+    @_core.records_errors
     def advice(self, *args, as_json=False):
         """Advice with each gain verified by a what-if re-simulation (`tilepipe profile`)."""
         j, text = self._profile(args)
         return json.loads(j)["advice"] if as_json else text
 
+    @_core.records_errors
     def check(self, *args):
         """Functional run with race detection; raises TilepipeError on a race or deadlock."""
         c, outs = self._run(self._example_inputs(args), mode="functional", races=True)
@@ -775,6 +788,7 @@ def jit(func=None, *, out_idx=None, workspace_idx=None, pass_configs=None, targe
         cache = {}
 
         @functools.wraps(factory)
+        @_core.records_errors
         def wrapper(*args, **kwargs):
             try:
                 key = (args, tuple(sorted(kwargs.items())))
@@ -836,6 +850,7 @@ def clear_caches():
 _call_hooks = []  # profiler.do_bench watching which kernels a callable runs
 
 
+@_core.records_errors
 def compile(prim, out_idx=None, workspace_idx=None, pass_configs=None, **kw):  # noqa: A001
     return JITKernel(prim, out_idx, workspace_idx, pass_configs, prim.__name__)
 

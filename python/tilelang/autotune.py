@@ -8,6 +8,7 @@ import inspect
 
 import numpy as np
 
+from . import _core
 from ._core import TilelangError, user_loc
 
 
@@ -85,7 +86,8 @@ def autotune(func=None, *, configs=None, warmup=25, rep=100, timeout=100, supply
                         results.append((cfg, None, why))
                         continue
                     ms = kernel.profile(*inputs)
-                except TilelangError as e:
+                except TilelangError as e:  # a rejected config: not the script's error
+                    _core.handled(e)
                     results.append((cfg, None, str(e).splitlines()[0]))
                     continue
                 results.append((cfg, ms, None))

@@ -13,7 +13,11 @@ import sys
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SHIM_DIR = os.path.join(_HERE, "_shim")
 
-USAGE = "usage: tilepipe run-py FILE.py [script args...]   (python3 -m tilepipe FILE.py ...)"
+USAGE = ("usage: tilepipe run-py [--no-check] FILE.py [script args...]   "
+         "(python3 -m tilepipe FILE.py ...)\n"
+         "  every kernel call runs the race, flag and deadlock checks; a finding ends the script "
+         "with exit 3\n"
+         "  --no-check   skip the race detector (faster; TILEPIPE_NO_CHECK=1 does the same)")
 
 
 def script_problem(path):
@@ -137,6 +141,10 @@ def _out_of_memory(e):
 
 
 def main(argv):
+    argv = list(argv)
+    if argv and argv[0] == "--no-check":
+        os.environ["TILEPIPE_NO_CHECK"] = "1"
+        argv.pop(0)
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if argv else 2
@@ -151,16 +159,49 @@ def main(argv):
     script_dir = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, script_dir)
     sys.argv = [path] + list(argv[1:])
+    guard_own_exit()
     try:
         runpy.run_path(path, run_name="__main__")
     except SystemExit as e:
-        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        return swallowed(e.code if isinstance(e.code, int) else (0 if e.code is None else 1))
     except KeyboardInterrupt:
         print("tilepipe run-py: interrupted", file=sys.stderr)
         return 130
     except BaseException as e:  # noqa: BLE001 - reported, then the exit status says which
         return report(e)
-    return 0
+    return swallowed(0)
+
+
+def swallowed(code):
+    """The exit status of a script that ended with `code`: when it caught errors tilepipe
+    raised (a benchmark loop's `except Exception`) and would end 0, a one-line summary on
+    stderr and 3 if one was a check finding (race, flag, deadlock), else 2."""
+    from tilelang import _core
+
+    if code != 0 or not _core.RAISED:
+        return code
+    errs = _core.RAISED
+    first = str(errs[0]).splitlines()[0]
+    checks = sum(isinstance(e, _core.KernelCheckError) for e in errs)
+    print(f"tilepipe run-py: the script caught {len(errs)} error(s) tilepipe raised and went on "
+          f"({checks} from the race / flag / deadlock checks); the first: {first}",
+          file=sys.stderr)
+    return 3 if checks else 2
+
+
+def guard_own_exit():
+    """os._exit ends the process without unwinding: the swallowed-error status still
+    applies to a script that leaves that way."""
+    real_exit, pid = os._exit, os.getpid()
+
+    def _exit(code):
+        if os.getpid() != pid:  # a forked worker's exit is its parent's business
+            real_exit(code)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        real_exit(swallowed(code))
+
+    os._exit = _exit
 
 
 def _own(filename):
@@ -184,6 +225,8 @@ def report(e):
     full = os.environ.get("TILEPIPE_TRACEBACK") == "full"
     frames = traceback.extract_tb(e.__traceback__)
     shown = frames if full else [f for f in frames if not _own(f.filename)]
+    from tilelang import KernelCheckError
+
     user_error = isinstance(e, TilelangError)
     if _out_of_memory(e) and shown:
         import resource
@@ -210,4 +253,6 @@ def report(e):
         out += traceback.format_exception_only(type(e), e)
     sys.stderr.write("".join(out))
     sys.stderr.flush()
+    if isinstance(e, KernelCheckError):
+        return 3
     return 2 if user_error else 1

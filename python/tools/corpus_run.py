@@ -140,6 +140,13 @@ def classify(rc, out, err, base, script=None):
     """{status, kind, reason, where} for one run."""
     if rc is None:
         return {"status": "timeout", "kind": "", "reason": "", "where": ""}
+    if rc == 3:  # the runner's status for a check finding (race, flag, deadlock): a wrong run
+        found = [LOC_IN_MSG.match(ln) for ln in err.splitlines()]
+        m = next((x for x in found if x), None)
+        summary = next((ln for ln in err.splitlines() if "the script caught" in ln), "")
+        return {"status": "failed", "kind": "check finding",
+                "reason": (m.group(3) if m else summary)[:300],
+                "where": f"{m.group(1)}:{m.group(2)}" if m else ""}
     if rc == 2:  # the runner's exit status for a user error: `file:line:col: error: ...`
         for ln in err.splitlines():
             m = LOC_IN_MSG.match(ln)

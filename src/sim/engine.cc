@@ -158,7 +158,7 @@ bool Engine::next_block(Core& c) {
   const std::string when = fmt::format("block cid={} ends", c.slots[lower::kSlotCid]);
   for (const Core& m : group) unmatched_flags(m, when, diags);
   unmatched_cross(static_cast<size_t>(c.ai_core), when, diags);
-  if (!diags.empty()) throw UserError(merge_across_cores(std::move(diags)));
+  if (!diags.empty()) fail_flags(std::move(diags));
   if (race_) race_->barrier(c.ai_core);
   for (Core& m : group) {
     const double before = m.t;

@@ -345,7 +345,11 @@ class Engine {
   void unmatched_flags(const Core& c, const std::string& when,
                        std::vector<Diagnostic>& diags) const;
   void unmatched_cross(size_t ai, const std::string& when, std::vector<Diagnostic>& diags) const;
+  std::string unmatched_hint(const Core& c, const lower::OpTemplate& set, size_t id) const;
   static std::vector<Diagnostic> merge_across_cores(std::vector<Diagnostic> diags);
+  /// Throws the flag errors `diags` with the races found so far after them: a missing wait
+  /// is often both, and the race names the two lines it leaves unordered.
+  [[noreturn]] void fail_flags(std::vector<Diagnostic> diags);
 
   // ---- state ----
   const lower::LoweredProgram& p_;

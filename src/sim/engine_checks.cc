@@ -187,7 +187,60 @@ void Engine::check_finished() {
   // A set that no wait consumed leaves the flag up for the next kernel: report it.
   for (const auto& c : cores_) unmatched_flags(c, "the kernel ends", diags);
   for (size_t ai = 0; ai < cross_.size(); ++ai) unmatched_cross(ai, "the kernel ends", diags);
-  if (!diags.empty()) throw UserError(merge_across_cores(std::move(diags)));
+  if (!diags.empty()) fail_flags(std::move(diags));
+}
+
+void Engine::fail_flags(std::vector<Diagnostic> diags) {
+  diags = merge_across_cores(std::move(diags));
+  if (race_ && race_->found())
+    for (auto& d : race_->take_reports()) diags.push_back(std::move(d));
+  throw UserError(std::move(diags));
+}
+
+namespace {
+
+bool same_allocation(const lower::AccessTemplate& a, const lower::AccessTemplate& b) {
+  return a.memory == b.memory && (a.scope == ir::Scope::GM || a.base_bytes == b.base_bytes);
+}
+
+bool is_sync(lower::Opcode op) {
+  return op == lower::Opcode::SetFlag || op == lower::Opcode::WaitFlag ||
+         op == lower::Opcode::Barrier || op == lower::Opcode::SetCross ||
+         op == lower::Opcode::WaitCross;
+}
+
+}  // namespace
+
+/// Where the wait a set never met belongs: before the instruction the set guards — the
+/// first after it in program order (wrapping around, as a loop's next iteration does) on
+/// the flag's destination pipe that reads what the source pipe last wrote before the set.
+std::string Engine::unmatched_hint(const Core& c, const lower::OpTemplate& set, size_t id) const {
+  const auto& ins = c.prog->instrs;
+  const auto at = static_cast<size_t>(&set - ins.data());
+  const lower::AccessTemplate* wrote = nullptr;
+  for (size_t i = at; i-- > 0 && !wrote;)
+    if (ins[i].pipe == set.flag_src && ins[i].num_acc > 0 && !is_sync(ins[i].op))
+      wrote = &ins[i].acc[0];
+  const lower::OpTemplate* consumer = nullptr;
+  for (size_t n = 1; n < ins.size() && !consumer; ++n) {
+    const auto& t = ins[(at + n) % ins.size()];
+    if (t.pipe != set.flag_dst || is_sync(t.op)) continue;
+    for (int k = 1; k < t.num_acc && !consumer; ++k)
+      if (!wrote || same_allocation(t.acc[static_cast<size_t>(k)], *wrote)) consumer = &t;
+  }
+  const std::string flag =
+      fmt::format("{}, {}, {}", ir::to_string(set.flag_src), ir::to_string(set.flag_dst), id);
+  if (!consumer)
+    return fmt::format(
+        "no {} instruction reads what the set guards: drop the set, or drain it with "
+        "wait_flag({}) where its consumer is done",
+        ir::to_string(set.flag_dst), flag);
+  return fmt::format(
+      "the set guards {} at {} (the first {} instruction after it that reads what {} wrote): "
+      "put wait_flag({}) right before it; if the set is a credit primed for a loop's "
+      "next iteration, wait it once after the loop",
+      consumer->name, consumer->loc.str(), ir::to_string(set.flag_dst), ir::to_string(set.flag_src),
+      flag);
 }
 
 /// Core c's flags that are still set at `when` ("the kernel ends", or the end of a block:
@@ -208,7 +261,7 @@ void Engine::unmatched_flags(const Core& c, const std::string& when,
                      c.stats.name, ir::to_string(static_cast<Pipe>(pair / kPipes)),
                      ir::to_string(static_cast<Pipe>(pair % kPipes)), id, when, q.size()),
          {},
-         "drain every outstanding set with a matching wait_flag at the end"});
+         unmatched_hint(c, *r.op, id)});
   }
 }
 

@@ -1,0 +1,144 @@
+"""A green run is a right run (issue 46 item 1): every kernel call runs the race, flag and
+deadlock checks unless the user opted out; a finding raises tilelang.KernelCheckError, and
+`tilepipe run-py` exits 3 before the script's success line, also when the script caught
+the error and went on."""
+
+import numpy as np
+import pytest
+
+import fuzz_support as fz
+import tilelang
+import tilelang.language as T
+
+# Automatic sync off and no flags of the author's: the vector op reads `x` while MTE2 may
+# still be writing it (and MTE3 reads what V writes), a race on the NPU.
+RACY = '''
+import sys
+import numpy as np
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1], pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: False})
+def no_sync(N):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.exp(x, x)
+                T.copy(x, B[vid, :])
+
+    return main
+
+
+a = np.random.default_rng(0).standard_normal((2, 64)).astype("float32")
+{body}
+'''
+
+PLAIN = '''
+b = no_sync(64)(a)
+np.testing.assert_allclose(b, np.exp(a), rtol=1e-5)
+print("Kernel Output Match!")
+'''
+
+CAUGHT = '''
+for case in range(2):
+    try:
+        no_sync(64)(a)
+        print("case", case, "passed")
+    except Exception as e:  # a benchmark loop that records a failed case and goes on
+        print("case", case, "failed:", type(e).__name__)
+{tail}
+'''
+
+
+def run_py(body, *flags, env=None):
+    fz.need_binary()
+    with fz.Sandbox() as box:
+        script = box.write("racy.py", RACY.replace("{body}", body))
+        return fz.run([fz.TILEPIPE, "run-py", *flags, script], box, inputs=[script],
+                      codes=(0, 2, 3), env=env)
+
+
+def no_sync_kernel(n=64):
+    @tilelang.jit(out_idx=[1], pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: False})
+    def no_sync(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((N,), "float32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], x)
+                    T.tile.exp(x, x)
+                    T.copy(x, B[vid, :])
+
+        return main
+
+    return no_sync(n)
+
+
+def test_a_racy_kernel_call_raises_a_check_error_naming_both_lines(monkeypatch):
+    monkeypatch.delenv("TILEPIPE_NO_CHECK", raising=False)
+    a = np.ones((2, 64), "float32")
+    with pytest.raises(tilelang.KernelCheckError) as e:
+        no_sync_kernel()(a)
+    assert isinstance(e.value, tilelang.TilepipeError)
+    assert "race" in e.value.kinds
+    race = next(d for d in e.value.diagnostics if d["kind"] == "race")
+    assert "test_checks_default.py" in race["file"]
+    # the report names the other access's line too
+    assert str(e.value).count("test_checks_default.py:") >= 2, str(e.value)
+
+
+def test_the_opt_out_skips_the_race_detector(monkeypatch):
+    monkeypatch.setenv("TILEPIPE_NO_CHECK", "1")
+    a = np.ones((2, 64), "float32")
+    no_sync_kernel()(a)  # races are not looked for: the call returns
+
+
+def test_run_py_exits_3_before_the_success_line():
+    o = run_py(PLAIN)
+    assert o.rc == 3, o.stderr
+    assert "Kernel Output Match!" not in o.stdout
+    assert "data race" in o.stderr and "racy.py:" in o.stderr
+    assert "/tilelang/" not in o.stderr  # the user's frames only
+
+
+def test_run_py_no_check_is_the_explicit_opt_out():
+    o = run_py(PLAIN, "--no-check")
+    assert o.rc == 0, o.stderr
+    assert "Kernel Output Match!" in o.stdout
+
+
+@pytest.mark.parametrize("tail", ["", "sys.exit(0)", "import os; os._exit(0)"])
+def test_errors_the_script_caught_still_end_the_run_non_zero(tail):
+    o = run_py(CAUGHT.format(tail=tail))
+    assert o.rc == 3, (o.rc, o.stderr)
+    assert o.stdout.count("failed: KernelCheckError") == 2
+    assert "the script caught 2 error(s) tilepipe raised" in o.stderr
+    assert "2 from the race / flag / deadlock checks" in o.stderr
+
+
+def test_a_correct_kernel_passes_with_the_checks_on():
+    o = run_py('''
+@tilelang.jit(out_idx=[1])
+def synced(N):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.exp(x, x)
+                T.copy(x, B[vid, :])
+
+    return main
+
+
+np.testing.assert_allclose(synced(64)(a), np.exp(a), rtol=1e-5)
+print("Kernel Output Match!")
+''')
+    assert o.rc == 0, o.stderr
+    assert "Kernel Output Match!" in o.stdout
