@@ -12,7 +12,9 @@ PKGS=(cmake ninja-build g++ git libfmt-dev nlohmann-json3-dev libcli11-dev
       python3-hypothesis      # the property-based fuzzers (python/tests/test_fuzz_*.py)
       python3-distributed     # tune --scheduler: Dask executor and its tests (python/tilepipe/cluster.py)
       python3-torch           # the host side of `tilepipe run-py` (python/tilepipe/host.py)
-      python3-scipy)          # the reference of the corpus's hadamard_transform example
+      python3-scipy           # the reference of the corpus's hadamard_transform example
+      python3-venv python3-pip python3-setuptools python3-wheel   # the pip install test
+      ccache)                 # one compile per source shared by build/ and the pip build
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

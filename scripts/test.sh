@@ -10,6 +10,9 @@ scripts/build.sh release
 ctest --test-dir build --output-on-failure -j "$jobs"
 # The Python front end (python/): its pytest suite on Debian's python3 and the release module.
 TILEPIPE_BUILD_DIR="$PWD/build" /usr/bin/python3 -m pytest -q python/tests
+# `pip install --no-build-isolation .` into a venv runs a kernel (its build reuses build/'s
+# objects through ccache).
+tests/install/pip_check.sh
 scripts/build.sh asan
 # Under the sanitizers, the timing comparisons that only repeat the release suite's engine
 # paths at more shapes are left out (the fast-forward jump and replay paths keep their own

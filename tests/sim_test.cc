@@ -587,6 +587,34 @@ TEST(SimFunctional, AtomicAddsFromEveryCoreAccumulateWithoutARace) {
                    {"data race on 'C'", "atomically adds to", "writes"});
 }
 
+/// Both AIVs of an AI core write the same GM rows: a race only when the values differ (the
+/// memory ends the same in either order when they do not; kernels that leave vid unused
+/// rely on it). Functional runs decide by the values; timing runs, which have none, report.
+ir::Program both_aivs_write(bool by_vid_value) {
+  KernelBuilder k("both_aivs", 1);
+  auto Y = k.output("Y", {64}, f32);
+  auto [cid, vid] = k.launch();
+  scope_v([&] {
+    auto y = alloc_ub("y", {64}, f32);
+    tile::fill(y, by_vid_value ? Ex(vid) + 1 : Ex(7));
+    handoff(Pipe::V, Pipe::MTE3);
+    copy(y, Y);
+  });
+  return k.finish();
+}
+
+TEST(SimFunctional, TwoCoresWritingTheSameValuesAreNoRaceButDifferentValuesAre) {
+  sim::SimOptions o;
+  o.detect_races = true;
+  auto r = run(both_aivs_write(false), {}, o);
+  EXPECT_EQ(r.io.at("Y"), std::vector<double>(64, 7.0));
+  expect_sim_error([&] { run(both_aivs_write(true), {}, o); }, "race",
+                   {"data race on 'Y' (different cores)", "AIV0 MTE3 writes", "AIV1 MTE3 writes"});
+  sim::SimOptions t = options(sim::Mode::Timing);
+  t.detect_races = true;
+  expect_sim_error([&] { run(both_aivs_write(false), {}, t); }, "race", {"data race on 'Y'"});
+}
+
 /// Integer vector arithmetic wraps in the element's width (an LCG step overflows int32);
 /// only conversions saturate.
 TEST(SimFunctional, IntegerArithmeticWrapsInTheElementWidth) {

@@ -242,6 +242,9 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
     if (sync && sync->any()) return cli::run_sync_command(*sync, k, req, chip, a.json, out);
     rep = driver::run_kernel(k, req, chip);
   } catch (const driver::SimFailure& e) {
+    // A finding exits 3 under run too (the checks are on by default); a budget or an
+    // interrupted run stays what it was.
+    if (!is_check && !sim::is_check_finding(e)) throw;
     return report_check_failure(e, a.json, out);
   }
   progress.reset();  // clears the bar before the results are printed

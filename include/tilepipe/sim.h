@@ -22,10 +22,12 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tilepipe/chip.h"
 #include "tilepipe/lower.h"
+#include "tilepipe/verify.h"
 
 namespace tilepipe::sim {
 
@@ -95,6 +97,16 @@ struct FastForwardOptions {
   double observed_from = 0;
   double observed_to = std::numeric_limits<double>::infinity();
 };
+
+/// The run-time diagnostic kinds that are findings of the checks — the kernel would be wrong
+/// or hang on the NPU: a race, a deadlock, flag misuse, a T.sync_all some core missed, a
+/// run-time slice out of range. Budgets, interrupts and bad host data are not.
+inline constexpr std::array<std::string_view, 8> kCheckKinds = {
+    "race",    "deadlock", "unmatched-flag", "cross-flag", "flag-double-set",
+    "flag-id", "sync-all", "slice-bounds"};
+
+/// Whether any diagnostic of a run's error is a check finding (kCheckKinds).
+bool is_check_finding(const UserError& e);
 
 struct SimOptions {
   Mode mode = Mode::Functional;

@@ -370,6 +370,11 @@ PYBIND11_MODULE(_tilepipe, m) {
   tilepipe_error() = py::none();
   m.attr("MAX_BUFFER_BYTES") = ir::kMaxBufferBytes;
   m.attr("BARRIER_EVENT_ID") = ir::kBarrierEventId;
+  // The simulator's own lookup: $TILEPIPE_CONFIG_DIR, an installed prefix's configs, else
+  // the source tree's (the Python side asks it rather than guessing from its own path).
+  m.def("config_dir", [] { return config_dir(); });
+  m.attr("CHECK_KINDS") =
+      std::vector<std::string>(sim::kCheckKinds.begin(), sim::kCheckKinds.end());
 
   py::class_<PyExpr>(m, "Expr")
       .def("__add__", [](py::object a, py::object b) { return bin(ir::BinOp::Add, a, b); })

@@ -80,8 +80,7 @@ _ext.set_error_type(TilepipeError)
 
 # Run-time findings of the race, flag and deadlock checks (and the other program errors a
 # run finds: a run-time slice out of range); budgets, interrupts and host data are not.
-CHECK_KINDS = frozenset({"race", "deadlock", "unmatched-flag", "cross-flag", "flag-double-set",
-                         "flag-id", "sync-all", "slice-bounds"})
+CHECK_KINDS = frozenset(_ext.CHECK_KINDS)
 
 
 class KernelCheckError(TilepipeError):

@@ -151,16 +151,17 @@ def compare(op, a, b):
     return out.load()
 
 
-def _to_scalar_unit():
+def _to_scalar_unit(pipe="V"):
     """The original computes these values in the scalar unit's registers; here the V pipe
-    does, so in code with the author's flags (which cannot know of these V ops) the front
-    end orders them before the scalar unit's reads itself: a V -> S flag pair, on
-    barrier_all's event id. In automatic code auto_sync places the flags."""
+    does (or MTE2 brings a GM element into UB), so in code with the author's flags (which
+    cannot know of these ops) the front end orders them before the scalar unit's reads
+    itself: a pipe -> S flag pair, on barrier_all's event id. In automatic code auto_sync
+    places the flags."""
     from .language import BARRIER_EVENT_ID, _hand_synced, set_flag, wait_flag
 
     if _hand_synced("V"):
-        set_flag("V", "S", BARRIER_EVENT_ID)
-        wait_flag("V", "S", BARRIER_EVENT_ID)
+        set_flag(pipe, "S", BARRIER_EVENT_ID)
+        wait_flag(pipe, "S", BARRIER_EVENT_ID)
 
 
 def _f32(x):
@@ -319,5 +320,9 @@ def store(dst, value):
 
 
 def as_scalar_region(x):
-    """A FloatElem given as the scalar of a T.tile op: computed into a one-element temp."""
-    return materialize(x, x.dtype())
+    """A FloatElem given as the scalar of a T.tile op: computed into a one-element temp,
+    which the scalar unit reads as the op's operand (ordered after the V ops that wrote it,
+    as a snapshot is)."""
+    r = materialize(x, x.dtype())
+    _to_scalar_unit()
+    return r

@@ -29,10 +29,9 @@ CAPTURE = [None]
 
 
 def config_dir():
-    """Where the chip configs are: $TILEPIPE_CONFIG_DIR, else the checkout's configs/ (the
-    simulator looks in the same places)."""
-    return os.environ.get("TILEPIPE_CONFIG_DIR") or os.path.join(
-        os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "configs")
+    """Where the chip configs are: the simulator's lookup ($TILEPIPE_CONFIG_DIR, else an
+    installed prefix's share/tilepipe/configs, else the source tree's configs/)."""
+    return _ext.config_dir()
 
 
 def available_chips():

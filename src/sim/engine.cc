@@ -82,7 +82,7 @@ SimResult Engine::run() {
       run_core<false>(c, horizon);
   }
   if (!opts_.lower_bound_only) check_finished();
-  if (race_ && race_->found()) throw UserError(race_->take_reports());
+  if (race_ && race_found()) throw UserError(race_->take_reports());
   SimResult r = collect();
   if (!opts_.lower_bound_only) check_invariants(r);
   return r;

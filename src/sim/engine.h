@@ -350,6 +350,8 @@ class Engine {
   /// Throws the flag errors `diags` with the races found so far after them: a missing wait
   /// is often both, and the race names the two lines it leaves unordered.
   [[noreturn]] void fail_flags(std::vector<Diagnostic> diags);
+  /// The races found so far, write-write pairs decided by their values first.
+  bool race_found();
 
   // ---- state ----
   const lower::LoweredProgram& p_;

@@ -190,9 +190,17 @@ void Engine::check_finished() {
   if (!diags.empty()) fail_flags(std::move(diags));
 }
 
+bool Engine::race_found() {
+  if (race_->has_deferred()) {  // write-write pairs wait for the values of their writes
+    values_exec_->drain_all();
+    race_->resolve_writes();
+  }
+  return race_->found();
+}
+
 void Engine::fail_flags(std::vector<Diagnostic> diags) {
   diags = merge_across_cores(std::move(diags));
-  if (race_ && race_->found())
+  if (race_ && race_found())
     for (auto& d : race_->take_reports()) diags.push_back(std::move(d));
   throw UserError(std::move(diags));
 }
@@ -313,6 +321,12 @@ std::vector<Diagnostic> Engine::merge_across_cores(std::vector<Diagnostic> diags
     m.insert(colon, fmt::format(" and {} more core(s)", v.second - 1));
   }
   return out;
+}
+
+bool is_check_finding(const UserError& e) {
+  for (const auto& d : e.diagnostics())
+    if (std::find(kCheckKinds.begin(), kCheckKinds.end(), d.kind) != kCheckKinds.end()) return true;
+  return false;
 }
 
 }  // namespace tilepipe::sim

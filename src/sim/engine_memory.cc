@@ -219,7 +219,7 @@ void Engine::execute_values(Core& c, const Instr& in) {
     Access& a = v.acc[static_cast<size_t>(i)];
     a.mem = memory(c, *a.t);
   }
-  const uint64_t seq = values_exec_->submit(c.ai_core, v);
+  const uint64_t seq = values_exec_->submit(c.ai_core, v, race_ ? race_->take_tag() : nullptr);
   const Access& dst = v.acc[0];
   if (seq > 0 && in.t->num_acc > 0 && dst.t->scope == ir::Scope::UB) {
     if (c.ub_write_seq.empty())

@@ -70,7 +70,10 @@ void Engine::setup_cores() {
   block_ends_.resize(static_cast<size_t>(n));
   sync_all_.resize(static_cast<size_t>(chip_.cross_flag_ids));
   check_sync_all();
-  if (opts_.detect_races) race_ = std::make_unique<RaceDetector>(n);
+  if (opts_.detect_races) {
+    race_ = std::make_unique<RaceDetector>(n);
+    if (functional_) race_->defer_same_value_writes();  // the values decide write-write pairs
+  }
   op_hooks_ = race_ || opts_.observer || functional_;
   for (int ai = 0; ai < n; ++ai) {
     if (!p_.aic.empty()) add_core(CoreKind::C, ai, 0, &p_.aic);

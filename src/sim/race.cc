@@ -89,12 +89,49 @@ static const char* verb(RaceKind k) {
   return "";
 }
 
+uint64_t RaceDetector::pair_key(const Epoch& prev, const AccessSite& cur) const {
+  const AccessSite& p = sites_[static_cast<size_t>(prev.site)];
+  return reinterpret_cast<uintptr_t>(p.op) * 31 + reinterpret_cast<uintptr_t>(cur.op);
+}
+
 void RaceDetector::report(const Epoch& prev, RaceKind prev_kind, const AccessSite& cur,
                           RaceKind cur_kind, const Access& a) {
-  const AccessSite& p = sites_[static_cast<size_t>(prev.site)];
-  uint64_t key = reinterpret_cast<uintptr_t>(p.op) * 31 + reinterpret_cast<uintptr_t>(cur.op);
+  const uint64_t key = pair_key(prev, cur);
   if (reported_pairs_.count(key) || reports_.size() >= 20) return;
   reported_pairs_[key] = true;
+  reports_.push_back(describe(prev, prev_kind, cur, cur_kind, a));
+}
+
+void RaceDetector::defer_write(const Epoch& prev, const AccessSite& cur, const Access& a) {
+  const uint64_t key = pair_key(prev, cur);
+  if (reported_pairs_.count(key)) return;
+  auto it = deferred_index_.find(key);
+  if (it == deferred_index_.end()) {
+    if (deferred_.size() >= kMaxDeferred)
+      return report(prev, RaceKind::Write, cur, RaceKind::Write, a);
+    it = deferred_index_.emplace(key, deferred_.size()).first;
+    deferred_.emplace_back(describe(prev, RaceKind::Write, cur, RaceKind::Write, a), key);
+  }
+  std::atomic<bool>* flag = &deferred_[it->second].changed;
+  if (tag_ && tag_ != flag)  // one flag per write: a second pair in it is reported now
+    return report(prev, RaceKind::Write, cur, RaceKind::Write, a);
+  tag_ = flag;
+}
+
+void RaceDetector::resolve_writes() {
+  for (auto& w : deferred_)
+    if (w.changed.load(std::memory_order_relaxed) && !reported_pairs_.count(w.key) &&
+        reports_.size() < 20) {
+      reported_pairs_[w.key] = true;
+      reports_.push_back(std::move(w.d));
+    }
+  deferred_.clear();
+  deferred_index_.clear();
+}
+
+Diagnostic RaceDetector::describe(const Epoch& prev, RaceKind prev_kind, const AccessSite& cur,
+                                  RaceKind cur_kind, const Access& a) const {
+  const AccessSite& p = sites_[static_cast<size_t>(prev.site)];
   const char* pw = verb(prev_kind);
   const char* cw = verb(cur_kind);
   std::string same_core = p.core == cur.core ? "" : " (different cores)";
@@ -112,7 +149,7 @@ void RaceDetector::report(const Epoch& prev, RaceKind prev_kind, const AccessSit
                  ? "the two AIVs of an AI core cannot order each other: give each its own rows "
                    "(index by vid)"
                  : "order them with set_cross_flag / wait_cross_flag");
-  reports_.push_back(Diagnostic{
+  return Diagnostic{
       cur.op->loc,
       "race",
       fmt::format("data race on '{}'{}: {} {} {} at {} ({}) and {} {} {} at {} ({}) with no "
@@ -121,7 +158,7 @@ void RaceDetector::report(const Epoch& prev, RaceKind prev_kind, const AccessSit
                   p.iteration, cur.core, ir::to_string(cur.pipe), cw, cur.op->loc.str(),
                   cur.iteration),
       {},
-      hint});
+      hint};
 }
 
 }  // namespace tilepipe::sim

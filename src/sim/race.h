@@ -12,9 +12,12 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "instr.h"
@@ -74,6 +77,17 @@ class RaceDetector {
   std::vector<Diagnostic> take_reports() { return std::move(reports_); }
   bool found() const { return !reports_.empty(); }
 
+  /// Functional runs: an unordered write-write pair on GM is a race only if the second write
+  /// changes the bytes — two cores writing the same values (both AIVs of a kernel that does
+  /// not split its rows by vid) leave the same memory in either order. Such a pair is held
+  /// until the values are known: `take_tag` gives the flag the value executor sets when the
+  /// current access's write changed its bytes, `resolve_writes` (after every value was
+  /// applied) reports the pairs whose writes did.
+  void defer_same_value_writes() { defer_writes_ = true; }
+  std::atomic<bool>* take_tag() { return std::exchange(tag_, nullptr); }
+  bool has_deferred() const { return !deferred_.empty(); }
+  void resolve_writes();
+
  private:
   struct Epoch {
     int ai = -1, tid = -1;
@@ -85,10 +99,21 @@ class RaceDetector {
     std::vector<Epoch> reads;    // since the last write, latest per thread
     std::vector<Epoch> atomics;  // atomic adds since the last write, latest per thread
   };
+  struct Deferred {
+    Diagnostic d;
+    uint64_t key;
+    std::atomic<bool> changed = false;
+  };
+  static constexpr size_t kMaxDeferred = 64;  // more pairs are reported as they are found
+
   static void note(std::vector<Epoch>& list, const Epoch& e);
   bool ordered(const Epoch& prev, int ai, int tid) const;
+  uint64_t pair_key(const Epoch& prev, const AccessSite& cur) const;
+  Diagnostic describe(const Epoch& prev, RaceKind prev_kind, const AccessSite& cur,
+                      RaceKind cur_kind, const Access& a) const;
   void report(const Epoch& prev, RaceKind prev_kind, const AccessSite& cur, RaceKind cur_kind,
               const Access& a);
+  void defer_write(const Epoch& prev, const AccessSite& cur, const Access& a);
 
   std::vector<VectorClock> clocks_;
   std::vector<VectorClock> arriving_;             // per AI core: the open barrier's join
@@ -98,6 +123,10 @@ class RaceDetector {
   std::vector<AccessSite> sites_;
   std::vector<Diagnostic> reports_;
   std::unordered_map<uint64_t, bool> reported_pairs_;
+  bool defer_writes_ = false;
+  std::deque<Deferred> deferred_;  // stable addresses: the executor holds their flags
+  std::unordered_map<uint64_t, size_t> deferred_index_;
+  std::atomic<bool>* tag_ = nullptr;
 };
 
 template <class SiteFn>
@@ -119,8 +148,12 @@ void RaceDetector::access(int ai, int tid, int64_t mem, const Access& a, RaceKin
   for_each_run(a, [&](int64_t lo, int64_t run) {
     for (int64_t b = lo / 32; b <= (lo + run - 1) / 32; ++b) {
       Block& blk = blocks[b];
-      if (blk.write.tid >= 0 && !ordered(blk.write, ai, tid))
-        report(blk.write, RaceKind::Write, sites_[static_cast<size_t>(cur())], kind, a);
+      if (blk.write.tid >= 0 && !ordered(blk.write, ai, tid)) {
+        if (defer_writes_ && kind == RaceKind::Write && a.t->scope == ir::Scope::GM)
+          defer_write(blk.write, sites_[static_cast<size_t>(cur())], a);
+        else
+          report(blk.write, RaceKind::Write, sites_[static_cast<size_t>(cur())], kind, a);
+      }
       if (kind != RaceKind::AtomicAdd) check(blk.atomics, RaceKind::AtomicAdd, a);
       if (kind != RaceKind::Read) check(blk.reads, RaceKind::Read, a);
       const Epoch now{ai, tid, clock(ai, tid)[static_cast<size_t>(tid)], cur()};

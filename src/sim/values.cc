@@ -30,11 +30,18 @@ ValueExecutor::~ValueExecutor() {
   for (auto& w : workers_) w->thread.join();
 }
 
-void ValueExecutor::apply(const Instr& in) {
-  if (cancel_ && cancel_->load(std::memory_order_relaxed)) [[unlikely]]
+void ValueExecutor::apply(const Instr& in, std::atomic<bool>* changed) {
+  if (cancel_ && cancel_->load(std::memory_order_relaxed)) [[unlikely]] {
     skipped_.store(true, std::memory_order_relaxed);  // published by `done` (or same thread)
-  else
-    execute(in);
+    return;
+  }
+  if (!changed) return execute(in);
+  const Access& d = in.acc[0];
+  const int64_t lo = d.offset * d.t->elem_bytes, n = d.span_elems() * d.t->elem_bytes;
+  const std::vector<uint8_t> before(d.mem + lo, d.mem + lo + n);
+  execute(in);
+  if (!std::equal(before.begin(), before.end(), d.mem + lo))
+    changed->store(true, std::memory_order_relaxed);  // read after drain_all
 }
 
 void ValueExecutor::run(Worker& w) {
@@ -47,7 +54,7 @@ void ValueExecutor::run(Worker& w) {
       batch.swap(w.jobs);
     }
     for (const Job& j : batch) {
-      apply(j.in);
+      apply(j.in, j.changed);
       auto& done = groups_[static_cast<size_t>(j.group)].done;
       done.fetch_add(1, std::memory_order_release);
       done.notify_all();
@@ -103,9 +110,9 @@ void ValueExecutor::order_gm(int group, const Access& a, bool write, uint64_t se
   });
 }
 
-uint64_t ValueExecutor::submit(int group, const Instr& in) {
+uint64_t ValueExecutor::submit(int group, const Instr& in, std::atomic<bool>* changed) {
   if (workers_.empty()) {
-    apply(in);
+    apply(in, changed);
     return 0;
   }
   Group& g = groups_[static_cast<size_t>(group)];
@@ -116,14 +123,14 @@ uint64_t ValueExecutor::submit(int group, const Instr& in) {
   }
   g.submitted = seq;
   if (!g.worker) {
-    apply(in);
+    apply(in, changed);
     g.done.store(seq, std::memory_order_release);
     g.done.notify_all();
     return seq;
   }
   {
     std::lock_guard lk(g.worker->m);
-    g.worker->jobs.push_back({group, in});
+    g.worker->jobs.push_back({group, in, changed});
   }
   g.worker->more.notify_one();
   if (seq > kBehind) wait_for(group, seq - kBehind);

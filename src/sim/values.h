@@ -42,7 +42,9 @@ class ValueExecutor {
 
   /// Applies `in` (operand memories resolved) after every earlier instruction it depends on.
   /// Returns its sequence number in the group (0: applied already, on the calling thread).
-  uint64_t submit(int group, const Instr& in);
+  /// With `changed`: a GM write whose bytes are compared before and after; `*changed` is set
+  /// when they differ (the race detector's same-value write check).
+  uint64_t submit(int group, const Instr& in, std::atomic<bool>* changed = nullptr);
   /// Returns once the group's instructions up to sequence number `seq` have been applied.
   void wait_for(int group, uint64_t seq);
   /// wait_for, for the engine's own read of a value: counts the reads that depend on a
@@ -62,6 +64,7 @@ class ValueExecutor {
   struct Job {
     int group;
     Instr in;
+    std::atomic<bool>* changed;
   };
   struct Worker {
     std::mutex m;
@@ -92,7 +95,7 @@ class ValueExecutor {
   static constexpr uint64_t kInlineReads = 32;
 
   /// Applies `in`, or skips it once the cancel flag is up.
-  void apply(const Instr& in);
+  void apply(const Instr& in, std::atomic<bool>* changed);
   void run(Worker& w);
   void order_gm(int group, const Access& a, bool write, uint64_t seq);
 

@@ -84,13 +84,18 @@ assert status == {"copy.blocks": "ok", "sfa-file.pa": "skipped"}, status
 print("fidelity copy.blocks", round(j["anchors"][0]["error_pct"], 1), "%")
 PY
 
-# The Python package, with the documented PYTHONPATH (a prefix of /usr or /usr/local needs none).
+# The Python package, with the documented PYTHONPATH (a prefix of /usr or /usr/local needs
+# none): a kernel compiled, run and checked from here, and the same script through the
+# installed binary's run-py (which needs no PYTHONPATH).
 pydir=$(echo "$prefix"/lib/python3.*/dist-packages)
 if [ -d "$pydir" ]; then
-  PYTHONPATH="$pydir" /usr/bin/python3 -c "
-import _tilepipe, tilelang, sys
-assert _tilepipe.__file__.startswith(sys.argv[1]), _tilepipe.__file__
-assert tilelang.__file__.startswith(sys.argv[1]), tilelang.__file__
-print('python', _tilepipe.__file__)" "$prefix" || fail "the installed Python package"
+  cp "$src/kernel.py" kernel.py
+  PYTHONPATH="$pydir" /usr/bin/python3 kernel.py "$prefix" >py.out 2>run.err ||
+    fail "a kernel through the installed Python package"
+  grep -q "^python kernel ok" py.out || fail "the installed Python package: $(cat py.out)"
+  "$prefix/bin/tilepipe" run-py kernel.py "$prefix" >runpy.out 2>run.err ||
+    fail "the installed tilepipe run-py"
+  grep -q "^python kernel ok" runpy.out || fail "installed run-py: $(cat runpy.out)"
+  cat py.out
 fi
 echo "install check: ok"

@@ -33,8 +33,10 @@ class _DType(str):
             # A GM element as a float scalar operand (`T.float32(seqlen[i])`): the scalar
             # unit's GetValue and conversion, modelled as a one-element UB operand (an
             # integer element is read as an integer and filled in).
-            return _felem.materialize(v if v.buffer.dtype in _felem.FLOATS else v.load(),
-                                      str(self))
+            gm_float = v.buffer.dtype in _felem.FLOATS
+            r = _felem.materialize(v if gm_float else v.load(), str(self))
+            _felem._to_scalar_unit("MTE2" if gm_float else "V")  # read by the scalar unit
+            return r
         if isinstance(v, Region):
             return v
         if isinstance(v, (int, float)) and self in _felem.FLOATS:
