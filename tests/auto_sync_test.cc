@@ -485,7 +485,7 @@ TEST(AutoSync, CrossCoreFlagsFollowTheAccessesTheyPublish) {
 /// MTE2 -> V and V -> MTE3 flags are live at once. Sequential: copy in, multiply, copy out
 /// row by row; each flag's lifetime ends before the next one's starts in program order,
 /// but nothing orders the consumer's wait before the producer's next set.
-ir::Program rows(int64_t depth, bool in_flight, int64_t tasks = 1) {
+ir::Program deep_rows(int64_t depth, bool in_flight, int64_t tasks = 1) {
   KernelBuilder kb(in_flight ? "in_flight" : "sequential", 1);
   auto x = kb.input("x", {2, tasks, depth, 64}, f32);
   auto y = kb.output("y", {2, tasks, depth, 64}, f32);
@@ -519,7 +519,7 @@ TEST(AutoSync, ManyCopiesInFlightShareOneBarrierInsteadOfRunningOutOfIds) {
   // there orders every copy before every multiply (one wait covering every producer), and
   // one before the first copy out does the same for the 10 V -> MTE3 flags.
   EXPECT_EQ(
-      ir::print(synced(rows(10, true))),
+      ir::print(synced(deep_rows(10, true))),
       R"(kernel in_flight(x: GM f32[2, 1, 10, 64] in, y: GM f32[2, 1, 10, 64] out) block_num=1 {
   scope V {
     alloc b0: UB f32[64]
@@ -583,7 +583,7 @@ TEST(AutoSync, SequentialLifetimesReuseIdsAcrossABarrier) {
   // Nine flags per pair, disjoint in program order but none of their waits ordered before
   // the next set: nine ids. One barrier after the first multiply orders the first row's
   // waits before every later set, so the last row reuses #0 on both pairs.
-  const std::string s = ir::print(synced(rows(9, false)));
+  const std::string s = ir::print(synced(deep_rows(9, false)));
   EXPECT_EQ(
       s, R"(kernel sequential(x: GM f32[2, 1, 9, 64] in, y: GM f32[2, 1, 9, 64] out) block_num=1 {
   scope V {
@@ -673,13 +673,70 @@ TEST(AutoSync, DeepKernelsMatchReferenceRaceFreeWithinTheChipsIds) {
     for (bool in_flight : {true, false}) {
       for (int64_t tasks : {1, 3}) {
         SCOPED_TRACE(fmt::format("depth={} in_flight={} tasks={}", depth, in_flight, tasks));
-        ir::Program p = synced(rows(depth, in_flight, tasks));
+        ir::Program p = synced(deep_rows(depth, in_flight, tasks));
         auto x = iota(static_cast<size_t>(2 * tasks * depth * 64), 0.5);
         auto r = run(p, {{"x", x}});  // races, deadlocks and unmatched flags throw
         const auto& y = r.io.at("y");
         ASSERT_EQ(y.size(), x.size());
         for (size_t i = 0; i < x.size(); ++i) ASSERT_EQ(y[i], 2 * x[i]) << i;
       }
+    }
+  }
+}
+
+/// C[t] = A x B on the Cube, `tasks` times, with every K tile loaded into its own L1 and
+/// L0 buffers before the first matmul: 2 x `ktiles` MTE2 -> MTE1 and MTE1 -> M flags live
+/// at once; the Cube's barriers go through M and back.
+ir::Program cube_in_flight(int64_t ktiles, int64_t tasks) {
+  KernelBuilder kb("cflight", 1);
+  auto A = kb.input("A", {32, ktiles * 32}, f16);
+  auto B = kb.input("B", {ktiles * 32, 32}, f16);
+  auto C = kb.output("C", {tasks, 32, 32}, f32);
+  scope_c([&] {
+    auto a1 = alloc_L1("a1", {ktiles, 32, 32}, f16);
+    auto b1 = alloc_L1("b1", {ktiles, 32, 32}, f16);
+    auto a0 = alloc_L0A("a0", {ktiles, 32, 32}, f16);
+    auto b0 = alloc_L0B("b0", {ktiles, 32, 32}, f16);
+    auto c0 = alloc_L0C("c0", {32, 32}, f32);
+    serial(tasks, [&](Ex t) {
+      for (int64_t k = 0; k < ktiles; ++k) {
+        copy(A(all, slice(k * 32, 32)), a1[k]);
+        copy(B(rows(k * 32, 32), all), b1[k]);
+      }
+      for (int64_t k = 0; k < ktiles; ++k) {
+        copy(a1[k], a0[k]);
+        copy(b1[k], b0[k]);
+      }
+      for (int64_t k = 0; k < ktiles; ++k) mma(a0[k], b0[k], c0, /*init=*/k == 0);
+      copy(c0, C[t]);
+    });
+  });
+  return kb.finish();
+}
+
+TEST(AutoSync, CubeTilesInFlightMatchReferenceRaceFreeThroughBarriers) {
+  for (int64_t kt : {4, 5, 9}) {
+    for (int64_t tasks : {1, 2}) {
+      SCOPED_TRACE(fmt::format("ktiles={} tasks={}", kt, tasks));
+      ir::Program p = synced(cube_in_flight(kt, tasks));
+      if (kt > 4) {  // more than 8 flags of a pair: a barrier through M
+        EXPECT_NE(ir::print(p).find("wait_flag MTE2->M"), std::string::npos);
+      }
+      std::vector<double> a(static_cast<size_t>(32 * kt * 32)), b(a.size());
+      for (size_t i = 0; i < a.size(); ++i) {
+        a[i] = static_cast<double>(static_cast<int>(i % 7) - 3);
+        b[i] = static_cast<double>(static_cast<int>(i % 5) - 2);
+      }
+      auto r = run(p, {{"A", a}, {"B", b}});
+      const auto& c = r.io.at("C");
+      const size_t K = static_cast<size_t>(kt * 32);
+      for (size_t t = 0; t < static_cast<size_t>(tasks); ++t)
+        for (size_t m = 0; m < 32; ++m)
+          for (size_t n = 0; n < 32; ++n) {
+            double want = 0;
+            for (size_t k = 0; k < K; ++k) want += a[m * K + k] * b[k * 32 + n];
+            ASSERT_EQ(c[t * 1024 + m * 32 + n], want) << t << ":" << m << "," << n;
+          }
     }
   }
 }
