@@ -353,6 +353,59 @@ def test_auto_sync_on_makes_the_same_kernel_correct():
     np.testing.assert_allclose(k.check(a), np.exp(a), rtol=1e-5)
 
 
+@tilelang.jit(out_idx=[1], pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True})
+def nine_rows_in_flight(N):
+    # Nine copies into distinct buffers before their multiplies: nine MTE2 -> V flags live
+    # at once, one more than the chip's event ids.
+    @T.prim_func
+    def main(A: T.Tensor((2, 9, N), "float32"), B: T.Tensor((2, 9, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a0 = T.alloc_ub((1, N), "float32")
+            a1 = T.alloc_ub((1, N), "float32")
+            a2 = T.alloc_ub((1, N), "float32")
+            a3 = T.alloc_ub((1, N), "float32")
+            a4 = T.alloc_ub((1, N), "float32")
+            a5 = T.alloc_ub((1, N), "float32")
+            a6 = T.alloc_ub((1, N), "float32")
+            a7 = T.alloc_ub((1, N), "float32")
+            a8 = T.alloc_ub((1, N), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, 0:1, :], a0)
+                T.copy(A[vid, 1:2, :], a1)
+                T.copy(A[vid, 2:3, :], a2)
+                T.copy(A[vid, 3:4, :], a3)
+                T.copy(A[vid, 4:5, :], a4)
+                T.copy(A[vid, 5:6, :], a5)
+                T.copy(A[vid, 6:7, :], a6)
+                T.copy(A[vid, 7:8, :], a7)
+                T.copy(A[vid, 8:9, :], a8)
+                T.tile.mul(a0, a0, 2.0)
+                T.tile.mul(a1, a1, 2.0)
+                T.tile.mul(a2, a2, 2.0)
+                T.tile.mul(a3, a3, 2.0)
+                T.tile.mul(a4, a4, 2.0)
+                T.tile.mul(a5, a5, 2.0)
+                T.tile.mul(a6, a6, 2.0)
+                T.tile.mul(a7, a7, 2.0)
+                T.tile.mul(a8, a8, 2.0)
+                T.copy(a0, B[vid, 0:1, :])
+                T.copy(a1, B[vid, 1:2, :])
+                T.copy(a2, B[vid, 2:3, :])
+                T.copy(a3, B[vid, 3:4, :])
+                T.copy(a4, B[vid, 4:5, :])
+                T.copy(a5, B[vid, 5:6, :])
+                T.copy(a6, B[vid, 6:7, :])
+                T.copy(a7, B[vid, 7:8, :])
+                T.copy(a8, B[vid, 8:9, :])
+
+    return main
+
+
+def test_auto_sync_with_more_flags_in_flight_than_event_ids_runs_race_free():
+    a = rand(2, 9, 64)
+    np.testing.assert_allclose(nine_rows_in_flight(64).check(a), 2 * a, rtol=1e-6)
+
+
 @tilelang.jit(out_idx=[1])
 def pipelined_vec(N, tiles, stages):
     @T.prim_func

@@ -10,8 +10,15 @@
 //      provides it;
 //   5. ids per pipe pair, then emission at the gaps between children.
 //
+// Ids are allocated by lifetime (allocate()). When a scope needs more than the chip's ids
+// of one pair at once, the pass runs again with a full barrier at a gap of the sequence
+// where most of that pair's flags are live (a cut): the barrier orders everything before it
+// with everything after it, so the flags it crosses go away and ids on either side of it
+// are reused, as the original's sync insertion covers several producers with one barrier.
+//
 // Positions: gap g is just before child g (gap n after the last). At one gap, flags are
-// emitted in tiers: companion waits, data sets, data waits, companion sets, closing waits.
+// emitted in tiers: a barrier, companion waits, data sets, data waits, companion sets,
+// closing waits.
 // Every wait consumes a set from a strictly earlier position (or an earlier iteration), so
 // the inserted flags cannot deadlock.
 #include "passes/auto_sync.h"
@@ -33,7 +40,14 @@ using namespace ir;
 
 namespace {
 
-enum Tier : int { kCompWait = 0, kSet = 1, kWait = 2, kCompSet = 3, kClose = 4 };
+enum Tier : int { kBarrier = 0, kCompWait = 1, kSet = 2, kWait = 3, kCompSet = 4, kClose = 5 };
+
+/// A full barrier the pass places: before child `second` of the sequence whose first child
+/// is `first`.
+using Cut = std::pair<const StmtNode*, int>;
+
+constexpr Pipe kPipes[] = {Pipe::S, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3,
+                           Pipe::M, Pipe::FIX,  Pipe::V};
 
 struct Pos {
   int gap = 0;
@@ -53,7 +67,7 @@ struct Sync {
   std::optional<Pipe> relay;
   int id2 = -1;
   /// Not emitted: the ordering a child provides by itself (its drains and inner flags
-  /// order its work on src before dst's work after it).
+  /// order its work on src before dst's work after it), or a barrier's.
   bool pseudo = false;
 };
 
@@ -84,24 +98,68 @@ struct SeqCtx {
 class AutoSync {
  public:
   AutoSync(const Program& p, const ChipConfig& chip, const PassOptions& o, CoreKind core,
-           const Loc& scope_loc, VarRanges outer, bool repeated)
+           const Loc& scope_loc, VarRanges outer, bool repeated, const std::set<Cut>& cuts)
       : p_(p),
         chip_(chip),
         o_(o),
         core_(core),
         scope_loc_(scope_loc),
         vars_(std::move(outer)),
-        repeated_(repeated) {
+        repeated_(repeated),
+        cuts_(cuts) {
     for (const auto& w : p.workspaces) fences_.push_back(w);
   }
 
-  Stmt run(const Stmt& body) {
+  /// The synchronised body; nullopt when some pair needs more ids than the chip has at
+  /// once (then `next_cut` names a barrier that lowers the pressure).
+  std::optional<Stmt> run(const Stmt& body) {
     std::vector<Stmt> drains;
     std::vector<int> ids;
     Exports ex;
     Stmt out =
         seq(sequence(flatten(body), SeqCtx{nullptr, repeated_}, drains, ids, ex), scope_loc_);
-    return substitute(out, allocate());
+    if (!allocate()) return std::nullopt;
+    return substitute(out);
+  }
+
+  /// A barrier not yet placed where the flags the failed allocation could not fit are
+  /// live: at the gap of the failing flag's sequence where most flags of its pair are
+  /// live, else at one of the flags holding the ids it needed.
+  std::optional<Cut> next_cut() const {
+    std::vector<int> order = {failed_};
+    order.insert(order.end(), blockers_.begin(), blockers_.end());
+    for (int v : order) {
+      const Virt& x = virts_[static_cast<size_t>(v)];
+      std::optional<Cut> best;
+      int most = 0;
+      for (int g = x.cut_lo; g <= x.cut_hi; ++g) {
+        if (cuts_.count({x.seq, g})) continue;
+        int live = 0;
+        for (const Virt& y : virts_)
+          live += y.seq == x.seq && y.a == x.a && y.b == x.b && y.cut_lo <= g && g <= y.cut_hi;
+        if (live > most) {
+          most = live;
+          best = Cut{x.seq, g};
+        }
+      }
+      if (best) return best;
+    }
+    return std::nullopt;
+  }
+
+  /// The allocation failed and no barrier helps.
+  [[noreturn]] void out_of_ids() const {
+    const Virt& x = virts_[static_cast<size_t>(failed_)];
+    throw UserError(Diagnostic{
+        x.wait_loc,
+        "auto-sync-ids",
+        fmt::format("automatic sync needs more than {} event ids for {}->{} in this scope "
+                    "(the flag ordering {} -> {}), even with full barriers between its flags",
+                    chip_.event_ids, to_string(x.a), to_string(x.b), x.set_loc.str(),
+                    x.wait_loc.str()),
+        {fmt::format("scope at {}", scope_loc_.str())},
+        "split the scope's work into fewer pipe hand-offs, lower max_rotation, or write "
+        "this scope's flags by hand"});
   }
 
  private:
@@ -218,6 +276,25 @@ class AutoSync {
         syncs.push_back(s);
       }
     }
+    // Barriers: every pipe's work before gap g precedes every pipe's work after it, in this
+    // iteration and (carried, from the end of one iteration) in the next.
+    const StmtNode* key = n > 0 ? children[0].get() : nullptr;
+    std::vector<int> barriers;
+    for (int g = 0; g <= n; ++g) {
+      if (!cuts_.count({key, g})) continue;
+      barriers.push_back(g);
+      for (Pipe a : kPipes)
+        for (Pipe b : kPipes) {
+          if (a == b) continue;
+          Sync f = make_sync(a, b, Pos{g, kBarrier}, Pos{g, kBarrier});
+          f.pseudo = true;
+          syncs.push_back(f);
+          if (!ctx.loop) continue;
+          Sync c = make_sync(a, b, Pos{n, kClose + 1}, Pos{g, kBarrier});
+          c.pseudo = c.carried = true;
+          syncs.push_back(c);
+        }
+    }
 
     // Forward candidates, narrowest first.
     struct Cand {
@@ -306,8 +383,18 @@ class AutoSync {
       syncs.insert(syncs.end(), extra.begin(), extra.end());
     }
 
+    seq_ = key;
     for (auto& s : syncs)
       if (!s.pseudo) assign_ids(s, ids_out);
+    // One virtual id per pair of the barrier spelling, shared by every barrier (allocate()).
+    std::vector<std::pair<PipePair, int>> barrier_ids;
+    const auto spellings = barrier_spellings(core_);
+    if (!barriers.empty())
+      for (PipePair pair : spellings.front()) {
+        Sync b = make_sync(pair.first, pair.second, {}, {});
+        b.set_loc = b.wait_loc = scope_loc_;
+        barrier_ids.push_back({pair, new_virt(pair.first, pair.second, b, ids_out, true)});
+      }
     record_compatible(child_ids, syncs, ctx);
     for (const auto& c : child_ids) ids_out.insert(ids_out.end(), c.begin(), c.end());
     exports_out = exports(acc, syncs);
@@ -315,6 +402,14 @@ class AutoSync {
     // Emission.
     std::vector<Stmt> out;
     for (int g = 0; g <= n; ++g) {
+      if (std::find(barriers.begin(), barriers.end(), g) != barriers.end()) {
+        const Loc& loc = g < n ? children[g]->loc : scope_loc_;
+        for (const auto& [pair, v] : barrier_ids) {
+          Expr id = make_var_ref(virts_[static_cast<size_t>(v)].base);
+          out.push_back(set_flag(pair.first, pair.second, id, loc));
+          out.push_back(wait_flag(pair.first, pair.second, id, loc));
+        }
+      }
       for (int tier = kCompWait; tier <= kClose; ++tier) {
         for (const auto& s : syncs) {
           if (s.pseudo) continue;
@@ -412,10 +507,19 @@ class AutoSync {
     int rot;
     Var base;
     Loc set_loc, wait_loc;
+    const StmtNode* seq;  // the sequence that placed the flag (its first child)
+    /// Gaps of that sequence at which a barrier orders what the flag orders (none for a
+    /// barrier's own flags): a carried flag's wait gap; a data flag's gaps from its
+    /// producer to its consumer; a companion's after its set up to its wait.
+    int cut_lo, cut_hi;
+    bool barrier;  // a barrier's flag: shares ids with every other barrier's
   };
 
-  int new_virt(Pipe a, Pipe b, const Sync& s, std::vector<int>& ids) {
-    virts_.push_back(Virt{a, b, s.rot, make_var("ev"), s.set_loc, s.wait_loc});
+  int new_virt(Pipe a, Pipe b, const Sync& s, std::vector<int>& ids, bool barrier = false) {
+    int lo = s.carried ? s.wait.gap : s.set.tier == kSet ? s.set.gap : s.set.gap + 1;
+    if (barrier) lo = s.wait.gap + 1;
+    virts_.push_back(
+        Virt{a, b, s.rot, make_var("ev"), s.set_loc, s.wait_loc, seq_, lo, s.wait.gap, barrier});
     ids.push_back(static_cast<int>(virts_.size()) - 1);
     return static_cast<int>(virts_.size()) - 1;
   }
@@ -474,7 +578,7 @@ class AutoSync {
     auto r = reach(q, from, syncs);
     if (r.count(p)) return true;
     for (const auto& c : syncs) {
-      if (!c.carried || c.pseudo || c.dist > 1) continue;
+      if (!c.carried || c.dist > 1) continue;
       auto it = r.find(c.src);
       if (it == r.end() || !(c.set > it->second)) continue;
       auto r2 = reach(c.dst, c.wait, syncs);
@@ -545,44 +649,41 @@ class AutoSync {
   }
 
   /// Event id base of each virtual id: lowest block of rot ids not used by an
-  /// incompatible virtual id of the same pair.
-  std::vector<int> allocate() const {
-    std::vector<int> base(virts_.size(), -1);
+  /// incompatible virtual id of the same pair (greedy colouring of the lifetimes, in the
+  /// order the flags were made). False, with the first virtual id that does not fit within
+  /// the chip's ids and those holding them, when one does not.
+  bool allocate() {
+    base_.assign(virts_.size(), -1);
     for (size_t v = 0; v < virts_.size(); ++v) {
       const Virt& x = virts_[v];
-      for (int b = 0;; ++b) {
+      std::vector<int> holding;
+      for (int b = 0; base_[v] < 0; ++b) {
+        if (b + x.rot > chip_.event_ids) {
+          failed_ = static_cast<int>(v);
+          blockers_ = std::move(holding);
+          return false;
+        }
         bool ok = true;
-        for (size_t u = 0; u < v && ok; ++u) {
+        for (size_t u = 0; u < v; ++u) {
           const Virt& y = virts_[u];
           if (y.a != x.a || y.b != x.b) continue;
-          bool overlap = b < base[u] + y.rot && base[u] < b + x.rot;
-          if (overlap && !compatible_.count({static_cast<int>(u), static_cast<int>(v)})) ok = false;
+          bool overlap = b < base_[u] + y.rot && base_[u] < b + x.rot;
+          if (overlap && !(x.barrier && y.barrier) &&
+              !compatible_.count({static_cast<int>(u), static_cast<int>(v)})) {
+            ok = false;
+            holding.push_back(static_cast<int>(u));
+          }
         }
-        if (!ok) continue;
-        if (b + x.rot > chip_.event_ids) {
-          int need = b + x.rot;
-          throw UserError(Diagnostic{
-              x.wait_loc,
-              "auto-sync-ids",
-              fmt::format("automatic sync needs more than {} event ids for {}->{} in this scope "
-                          "(the flag ordering {} -> {} would need ids {}..{})",
-                          chip_.event_ids, to_string(x.a), to_string(x.b), x.set_loc.str(),
-                          x.wait_loc.str(), b, need - 1),
-              {fmt::format("scope at {}", scope_loc_.str())},
-              "split the scope's work into fewer pipe hand-offs, lower max_rotation, or write "
-              "this scope's flags by hand"});
-        }
-        base[v] = b;
-        break;
+        if (ok) base_[v] = b;
       }
     }
-    return base;
+    return true;
   }
 
   /// Writes the allocated numbers into the flags' id expressions.
-  Stmt substitute(const Stmt& body, const std::vector<int>& base) const {
+  Stmt substitute(const Stmt& body) const {
     std::map<int, int64_t> value;
-    for (size_t v = 0; v < virts_.size(); ++v) value[virts_[v].base->id] = base[v];
+    for (size_t v = 0; v < virts_.size(); ++v) value[virts_[v].base->id] = base_[v];
     struct Sub : StmtMutator {
       const std::map<int, int64_t>* value;
       Expr expr(const Expr& e) const {
@@ -592,7 +693,7 @@ class AutoSync {
         }
         if (auto* b = std::get_if<Binary>(&e->node)) {
           Expr x = expr(b->a), y = expr(b->b);
-          if (b->op == BinOp::Add && as_const(x) == 0) return y;
+          if (b->op == BinOp::Add && ir::as_const(x) == 0) return y;
           return make_binary(b->op, x, y, e->loc);
         }
         return e;
@@ -617,7 +718,7 @@ class AutoSync {
     const ForStmt& f = *ctx.loop;
     Expr it = make_binary(BinOp::Sub, make_var_ref(f.var), f.begin);
     if (f.step != 1) it = make_binary(BinOp::Div, it, make_int(f.step));
-    if (as_const(f.begin) == 0 && f.step == 1) it = make_var_ref(f.var);
+    if (ir::as_const(f.begin) == 0 && f.step == 1) it = make_var_ref(f.var);
     return make_binary(BinOp::Add, base, make_binary(BinOp::Mod, it, make_int(rot)));
   }
 
@@ -695,8 +796,13 @@ class AutoSync {
   VarRanges vars_;
   bool repeated_;
   std::vector<Buffer> fences_;
+  const std::set<Cut>& cuts_;
+  const StmtNode* seq_ = nullptr;  // the sequence whose flags get ids (new_virt)
   std::vector<Virt> virts_;
   std::set<std::pair<int, int>> compatible_;
+  std::vector<int> base_;
+  int failed_ = -1;
+  std::vector<int> blockers_;
 };
 
 /// Finds the scopes (tracking the kernel-level loops around them) and syncs those without
@@ -747,8 +853,19 @@ class ScopeFinder : public StmtMutator {
           "expression of loop variables (T.if_then_else) instead of storing it"});
     VarRanges v = vars_;
     v[kVidVar] = vid_range(s.kind);
-    AutoSync a(p_, chip_, o_, s.kind, self->loc, std::move(v), loops_ > 0);
-    Stmt b = a.run(s.body);
+    // Ids by lifetime; where they run out, full barriers one at a time until they fit.
+    std::set<Cut> cuts;
+    Stmt b;
+    for (;;) {
+      AutoSync a(p_, chip_, o_, s.kind, self->loc, v, loops_ > 0, cuts);
+      if (auto r = a.run(s.body)) {
+        b = *r;
+        break;
+      }
+      auto c = a.next_cut();
+      if (!c) a.out_of_ids();
+      cuts.insert(*c);
+    }
     if (o_.original_sync) b = original_barriers(b, s.kind, chip_, self->loc);
     if (equal(b, s.body)) return self;
     return make_stmt(ScopeStmt{s.kind, std::move(b)}, self->loc);

@@ -17,14 +17,6 @@ namespace tilepipe::passes {
 
 using namespace ir;
 
-namespace {
-
-using PipePair = std::pair<Pipe, Pipe>;
-
-/// The spellings of one full barrier, preferred first: (src, dst) pairs in emission order.
-/// Every pipe hands a flag to the hub (S on the Vector core, M on the Cube core), then on
-/// the Cube core, whose hub is a compute pipe, the hub hands one back to every pipe. When
-/// auto_sync took every id of FIX->M (a deep Cube pipeline), FIX reaches M through MTE1.
 std::vector<std::vector<PipePair>> barrier_spellings(CoreKind core) {
   using P = Pipe;
   if (core == CoreKind::V) return {{{P::MTE2, P::S}, {P::V, P::S}, {P::MTE3, P::S}}};
@@ -34,6 +26,8 @@ std::vector<std::vector<PipePair>> barrier_spellings(CoreKind core) {
   for (auto& s : out) s.insert(s.end(), back.begin(), back.end());
   return out;
 }
+
+namespace {
 
 /// The printed tensor-element reads of a leaf's addresses and scalars, outermost first.
 class LoadReads : public RegionRewriter {

@@ -5,7 +5,18 @@
 #include "tilepipe/chip.h"
 #include "tilepipe/ir.h"
 
+#include <utility>
+#include <vector>
+
 namespace tilepipe::passes {
+
+using PipePair = std::pair<ir::Pipe, ir::Pipe>;
+
+/// The spellings of one full barrier, preferred first: (src, dst) pairs in emission order.
+/// Every pipe hands a flag to the hub (S on the Vector core, M on the Cube core), then on
+/// the Cube core, whose hub is a compute pipe, the hub hands one back to every pipe. When
+/// auto_sync took every id of FIX->M (a deep Cube pipeline), FIX reaches M through MTE1.
+std::vector<std::vector<PipePair>> barrier_spellings(ir::CoreKind core);
 
 /// The full barriers (PipeBarrier<PIPE_ALL>) the original compiler's AUTO_SYNC
 /// (src/transform/ascend_sync_insert.cc of TileLang-Ascend) inserts besides its flags, added
