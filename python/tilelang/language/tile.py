@@ -924,21 +924,5 @@ def sort32(dst, src0, src1, *r, **kw):
     _emit("sort32", dst, [src0, src1])
 
 
-_UNSUPPORTED = {
-    "init_sort_buf", "brcb",  # brcb: the original's own is not implemented
-    "bilinear_interpolation",
-}
-
-
 def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    what = "has no model in tilepipe's IR" if name in _UNSUPPORTED else "is not a tile op"
-    raise _core.UnsupportedName(f"T.tile.{name} {what}", loc=_core.current_loc(),
-              hint="tilepipe's tile ops: add sub mul div max min adds muls exp ln abs sqrt "
-              "rsqrt reciprocal relu axpy cast fill broadcast compare select gather round "
-              "createvecindex arith_progression sort topk merge_sort gather_mask gatherb "
-              "atomic_add, and "
-              "sigmoid silu leaky_relu clamp row_expand_mul row_expand_{mul,sub,div}_experiment "
-              "brcb_experiment block_reduce_{max,min,sum} wholereduce{max,min,sum} mul_add_dst built "
-              "from them (docs/python.md)")
+    return _core.surface_name(f"T.tile.{name}", f"tile.{name}")
