@@ -13,7 +13,7 @@ import pytest
 
 import tilelang
 import tilelang.language as T
-from tilelang import TilelangError, _core, _surface
+from tilelang import TilelangError, _core
 
 from conftest import ROOT, kernel_from_body
 
@@ -310,3 +310,22 @@ def test_out_idx_and_workspace_idx_forms(out_idx, workspace_idx, want):
     with pytest.raises(TilelangError, match=want) as e:
         tilelang.compile(prim, out_idx=out_idx, workspace_idx=workspace_idx)  # MARK-idx
     assert e.value.loc == (HERE, lineno("# MARK-idx"))
+
+
+def test_package_utilities_of_the_original(tmp_path):
+    """tilelang's cache switches and directory (in memory here), cdiv / next_power_of_2 and
+    the Profiler of a kernel."""
+    old = tilelang.get_cache_dir()
+    try:
+        tilelang.set_cache_dir(tmp_path)
+        assert tilelang.get_cache_dir() == str(tmp_path)
+        tilelang.disable_cache()
+        assert not tilelang.is_cache_enabled()
+    finally:
+        tilelang.enable_cache()
+        tilelang.set_cache_dir(old)
+    assert tilelang.is_cache_enabled() and not any(tmp_path.iterdir())
+    assert tilelang.cdiv(65, 64) == 2 and tilelang.next_power_of_2(65) == 128
+    k = with_workspace(64)
+    assert isinstance(k, tilelang.JITKernel)
+    assert isinstance(k.get_profiler(), tilelang.Profiler) and k.get_profiler().do_bench() > 0

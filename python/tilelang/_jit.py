@@ -333,7 +333,6 @@ class JITKernel:
         self.factory_args = {}  # the factory's integer arguments (set by @tilelang.jit)
         self.pass_configs = pass_configs or {}
         self.specs = prim.params()
-        n = len(self.specs)
 
         self.out_idx = _positions_of("out_idx", out_idx, self.specs)
         self.workspace_idx = _positions_of("workspace_idx", workspace_idx, self.specs)

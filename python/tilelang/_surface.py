@@ -95,8 +95,10 @@ _BY_REASON = {
     "fragment layouts are the GPU dialect's; tilepipe models no layout objects":
         "Layout Fragment tilelang.Layout tilelang.Fragment",
     "tilepipe compiles in memory; it has no compiled-kernel store to look up": "tilelang.cached",
-    "the original's TVM passes are C++ passes of tilepipe (tilepipe --print-after)": "tilelang.transform",
-    "a utility of the original's package, not the language": "tilelang.deprecated tilelang.TensorSupplyType",
+    "the original's TVM passes are C++ passes of tilepipe (tilepipe --print-after)":
+        "tilelang.transform",
+    "a utility of the original's package, not the language":
+        "tilelang.deprecated tilelang.TensorSupplyType",
 }
 
 UNSUPPORTED = {name: why for why, names in _BY_REASON.items() for name in names.split()}

@@ -62,7 +62,7 @@ def coverage():
         seen, todo, chains = set(), [node], set()
         while todo:
             fn = todo.pop()
-            chains |= _prefixes(attribute_chains(fn))
+            chains |= _prefixes(attribute_chains(fn)) | _by_getattr(fn)
             for callee in _calls(fn) - seen:
                 seen.add(callee)
                 if callee in helpers:
@@ -70,6 +70,21 @@ def coverage():
         for c in chains:
             found.setdefault(c, name)
     return found
+
+
+def _by_getattr(fn):
+    """`getattr(T.tile, op)` with op from the test's strings (its parametrize lists): each
+    string that is a name, under the object getattr reads."""
+    bases = set()
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr" \
+                and n.args:
+            base = ast.unparse(n.args[0])
+            if base in ("T", "T.tile", "tilelang"):
+                bases.add(base)
+    words = {n.value for n in ast.walk(fn) if isinstance(n, ast.Constant)
+             and isinstance(n.value, str) and n.value.isidentifier()}
+    return {f"{b}.{w}" for b in bases for w in words}
 
 
 def _prefixes(chains):
