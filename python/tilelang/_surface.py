@@ -84,6 +84,8 @@ _BY_REASON = {
     "no model in tilepipe's IR: a gather with interpolation weights":
         "tile.bilinear_interpolation",
     "no scan op in tilepipe's IR": "cumsum",
+    "no erf / tanh op in tilepipe's IR (the vector unit's are composed by the library)":
+        "tile.erf tile.tanh",
     "no |x| reduction in tilepipe's IR (reduce an T.tile.abs of the tile)":
         "reduce_absmax reduce_abssum",
     "no im2col load in tilepipe's IR": "c2d_im2col",
