@@ -117,8 +117,9 @@ def misc_names(N):
             a = T.alloc_ub((1, N), "float32")
             with T.Scope("V"):
                 T.init_flag({"MTE3": {"MTE2": [0]}})
-                for i, j in T.grid(2, 2):
-                    row = T.clamp(T.Max(i * 2 + j, T.Min(0, cid)) + T.abs(cid - cid), 0, 3)
+                for i, j in T.grid(1, 2):  # each vector core its own two rows
+                    row = T.clamp(T.Max(vid * 2 + i * 2 + j, T.Min(0, cid)) + T.abs(cid - cid),
+                                  0, 3)
                     T.wait_flag("MTE3", "MTE2", 0)
                     T.copy(A[T.npu_use_swizzle(row, 1, 1, 1, 1, 1), 0], a)
                     T.barrier_all()
@@ -167,29 +168,32 @@ def test_every_pass_config_key_is_accepted():
     tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True,
 })
 def tail_add(M, N, block_M, block_N):
-    """A tail tile copied with pad_value under TL_ASCEND_TAIL_MASK (the newer configs)."""
+    """Tail tiles copied with pad_value under TL_ASCEND_TAIL_MASK (the newer configs); each
+    vector core takes half the block's rows."""
     m_num, n_num = T.ceildiv(M, block_M), T.ceildiv(N, block_N)
+    half = block_M // 2
 
     @T.prim_func
     def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32"),
              C: T.Tensor((M, N), "float32")):
         with T.Kernel(m_num * n_num, is_npu=True) as (cid, vid):
             bx, by = cid // n_num, cid % n_num
-            a = T.alloc_ub((block_M, block_N), "float32")
-            b = T.alloc_ub((block_M, block_N), "float32")
+            a = T.alloc_ub((half, block_N), "float32")
+            b = T.alloc_ub((half, block_N), "float32")
             with T.Scope("V"):
-                T.copy(A[bx * block_M, by * block_N], a, pad_value=0.0)
-                T.copy(B[bx * block_M, by * block_N], b, pad_value=0.0)
+                row = bx * block_M + vid * half
+                T.copy(A[row, by * block_N], a, pad_value=0.0)
+                T.copy(B[row, by * block_N], b, pad_value=0.0)
                 T.tile.add(a, a, b)
-                T.copy(a, C[bx * block_M, by * block_N])
+                T.copy(a, C[row, by * block_N])
 
     return main
 
 
 def test_the_newer_pass_configs_run_a_tail_kernel():
-    a = np.random.default_rng(0).standard_normal((40, 72)).astype(np.float32)
-    b = np.random.default_rng(1).standard_normal((40, 72)).astype(np.float32)
-    np.testing.assert_allclose(tail_add(40, 72, 32, 64)(a, b), a + b, rtol=1e-6)
+    a = np.random.default_rng(0).standard_normal((44, 72)).astype(np.float32)
+    b = np.random.default_rng(1).standard_normal((44, 72)).astype(np.float32)
+    np.testing.assert_allclose(tail_add(44, 72, 16, 64)(a, b), a + b, rtol=1e-6)
 
 
 def test_unknown_pass_config_keys_are_errors_at_the_line():
@@ -208,30 +212,30 @@ def test_unknown_pass_config_keys_are_errors_at_the_line():
 
 WITH_FORMS = {
     "kernel_and_scope_in_one_with": """
-        with T.Kernel(2, is_npu=True) as (cid, vid), T.Scope("V"):
+        with T.Kernel(1, is_npu=True) as (cid, vid), T.Scope("V"):
             a = T.alloc_ub((1, N), "float32")
-            T.copy(A[cid, 0], a)
+            T.copy(A[vid, 0], a)
             T.barrier_all()
             T.tile.muls(a, a, 2.0)
             T.barrier_all()
-            T.copy(a, B[cid, 0])
+            T.copy(a, B[vid, 0])
         """,
     "nested_with_and_list_target": """
-        with T.Kernel(2, is_npu=True) as [cid, vid]:
+        with T.Kernel(1, is_npu=True) as [cid, vid]:
             with T.Scope("V"):
                 a = T.alloc_ub((1, N), "float32")
-                T.copy(A[cid, 0], a)
+                T.copy(A[vid, 0], a)
                 T.barrier_all()
                 T.tile.muls(a, a, 2.0)
                 T.barrier_all()
-                T.copy(a, B[cid, 0])
+                T.copy(a, B[vid, 0])
         """,
     "assignment_forms": """
-        with T.Kernel(2, is_npu=True) as (cid, vid):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
             with T.Scope("V"):
                 a = T.alloc_ub((1, N), "float32")
                 x = y = 2.0
-                (p, *rest) = (cid, 1, 2)
+                (p, *rest) = (vid, 1, 2)
                 q: T.int32 = p
                 q += 0
                 if (r := len(rest)) == 2:
@@ -259,20 +263,20 @@ def with_workspace(N):
     @T.prim_func
     def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32"),
              C: T.Tensor((2, N), "float32"), W: T.Tensor((2, N), "float32")):
-        with T.Kernel(2, is_npu=True) as (cid, vid):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
             a = T.alloc_ub((1, N), "float32")
             b = T.alloc_ub((1, N), "float32")
             with T.Scope("V"):
-                T.copy(A[cid, 0], a)
-                T.copy(B[cid, 0], b)
+                T.copy(A[vid, 0], a)
+                T.copy(B[vid, 0], b)
                 T.barrier_all()
                 T.tile.add(a, a, b)
                 T.barrier_all()
-                T.copy(a, W[cid, 0])
+                T.copy(a, W[vid, 0])
                 T.barrier_all()
-                T.copy(W[cid, 0], b)
+                T.copy(W[vid, 0], b)
                 T.barrier_all()
-                T.copy(b, C[cid, 0])
+                T.copy(b, C[vid, 0])
 
     return main
 
