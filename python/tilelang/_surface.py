@@ -7,14 +7,14 @@ The table in docs/python.md is generated from this and the modules
 
 import re
 
-_GPU = "a GPU construct (threads, warps, TMA, mbarriers, tensor cores); Ascend cores have none"
+_GPU = "a GPU construct: threads, warps, TMA, mbarriers, tensor cores; Ascend cores have none"
 _HOST = "a TVM runtime / host intrinsic; tilepipe builds the kernel body only"
 _TIR = ("a TVMScript TIR construct below the tile level; tilepipe's IR has no TIR nodes "
-        "(write tile ops, Python control flow and T.Parallel element code)")
-_MATH = ("an element function the T.Parallel lowering has no tile op for (it has exp, log, "
-         "abs, sqrt, rsqrt, relu, min, max)")
+        "; write tile ops, Python control flow and T.Parallel element code")
+_MATH = ("an element function the T.Parallel lowering has no tile op for; it has exp, log, "
+         "abs, sqrt, rsqrt, relu, min, max")
 _DTYPE = "a dtype A2/A3 vector and cube units do not compute in"
-_VIEW = "a buffer view; an IR region names one buffer (copy the data instead)"
+_VIEW = "a buffer view; an IR region names one buffer: copy the data instead"
 _TILE_HELPER = "a helper of the original's T.tile module, not an op"
 _EXPERIMENT = ("an AscendC-level *_experiment call with explicit count / mask / stride "
                "operands; use the tile op without _experiment")
@@ -64,10 +64,10 @@ _BY_REASON = {
         float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu float6_e2m3fn
         float6_e3m2fn float4_e2m1fn float4_e2m1fn_unpacked e4m3_float8 e5m2_float8""",
     _VIEW: "reshape view",
-    "raw source text (AscendC / TIR) has no model": "customized_code",
+    "raw AscendC / TIR source text has no model": "customized_code",
     "an L2 prefetch hint; the simulator has no data cache": "prefetch",
     "a reduction of a bool buffer into a condition has no model": "any_of all_of",
-    "not a dtype of tilepipe's front end yet (T.Tensor / T.alloc_* take its string)":
+    "not a dtype name of tilepipe's T yet; T.Tensor / T.alloc_* take its string":
         "int16 uint16 uint32",
     "64-bit unsigned integers have no model": "uint64",
     "a scalar bit cast; tilepipe's is T.reinterpretcast of a UB buffer": "reinterpret",
@@ -77,16 +77,16 @@ _BY_REASON = {
         tile.reduce_sum_mask_experiment tile.sum_experiment""",
     "the simulator has no data cache to clean or invalidate":
         "tile.datacachecleanandinvalid_experiment",
-    "the original's own brcb is not implemented (its codegen has no lowering); use "
+    "the original's own brcb is not implemented: its codegen has no lowering; use "
     "T.tile.brcb_experiment": "tile.brcb",
     "no model in tilepipe's IR: the sort-buffer initialisation of the region-proposal sort":
         "tile.init_sort_buf",
     "no model in tilepipe's IR: a gather with interpolation weights":
         "tile.bilinear_interpolation",
     "no scan op in tilepipe's IR": "cumsum",
-    "no erf / tanh op in tilepipe's IR (the vector unit's are composed by the library)":
+    "no erf / tanh op in tilepipe's IR; the library composes them on the vector unit":
         "tile.erf tile.tanh",
-    "no |x| reduction in tilepipe's IR (reduce an T.tile.abs of the tile)":
+    "no |x| reduction in tilepipe's IR; reduce a T.tile.abs of the tile":
         "reduce_absmax reduce_abssum",
     "no im2col load in tilepipe's IR": "c2d_im2col",
     "the element atomic of the GPU dialect; use T.tile.atomic_add(dst, src) on tiles":
@@ -97,7 +97,7 @@ _BY_REASON = {
     "fragment layouts are the GPU dialect's; tilepipe models no layout objects":
         "Layout Fragment tilelang.Layout tilelang.Fragment",
     "tilepipe compiles in memory; it has no compiled-kernel store to look up": "tilelang.cached",
-    "the original's TVM passes are C++ passes of tilepipe (tilepipe --print-after)":
+    "the original's TVM passes are C++ passes of tilepipe; see tilepipe --print-after":
         "tilelang.transform",
     "a utility of the original's package, not the language":
         "tilelang.deprecated tilelang.TensorSupplyType",
