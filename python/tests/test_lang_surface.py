@@ -333,3 +333,32 @@ def test_package_utilities_of_the_original(tmp_path):
     k = with_workspace(64)
     assert isinstance(k, tilelang.JITKernel)
     assert isinstance(k.get_profiler(), tilelang.Profiler) and k.get_profiler().do_bench() > 0
+
+
+@tilelang.jit(out_idx=[-1])
+def experiments(N, count):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((1, N), "float32")
+            b = T.alloc_ub((1, N), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, 0], a)
+                T.barrier_all()
+                T.tile.abs_experiment(b, a, count)  # MARK-experiment
+                T.tile.sub_experiment(b, b, a, count)
+                T.tile.mins_experiment(b, b, 1.0, count)
+                T.barrier_all()
+                T.copy(b, B[vid, 0])
+
+    return main
+
+
+def test_counted_experiment_ops_over_whole_tiles():
+    """abs / sub / mins_experiment with a count of the whole tile are the ops; another count
+    (a prefix, which tilepipe does not model) is an error at the line."""
+    a = np.linspace(-3, 3, 128, dtype=np.float32).reshape(2, 64)
+    np.testing.assert_array_equal(experiments(64, 64)(a), np.minimum(np.abs(a) - a, 1.0))
+    with pytest.raises(TilelangError, match="abs_experiment count 32 differs") as e:
+        experiments(64, 32)
+    assert e.value.loc == (HERE, lineno("# MARK-experiment"))

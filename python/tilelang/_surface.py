@@ -16,7 +16,7 @@ _MATH = ("an element function the T.Parallel lowering has no tile op for; it has
 _DTYPE = "a dtype A2/A3 vector and cube units do not compute in"
 _VIEW = "a buffer view; an IR region names one buffer: copy the data instead"
 _TILE_HELPER = "a helper of the original's T.tile module, not an op"
-_EXPERIMENT = ("an AscendC-level *_experiment call with explicit count / mask / stride "
+_EXPERIMENT = ("an AscendC-level *_experiment call with mask / stride / parameter-struct "
                "operands; use the tile op without _experiment")
 
 # The multi-device names: their error is a DeviceCountError (the runner's rank handling).
@@ -72,9 +72,10 @@ _BY_REASON = {
     "64-bit unsigned integers have no model": "uint64",
     "a scalar bit cast; tilepipe's is T.reinterpretcast of a UB buffer": "reinterpret",
     _TILE_HELPER: "tile.binary_op tile.unary_op tile.scalar_op tile.deprecated",
-    _EXPERIMENT: """tile.abs_experiment tile.sub_experiment tile.mins_experiment
-        tile.fill_experiment tile.gathermask_experiment tile.reduce_sum_experiment
+    _EXPERIMENT: """tile.fill_experiment tile.gathermask_experiment
         tile.reduce_sum_mask_experiment tile.sum_experiment""",
+    "AscendC's ReduceSum of a count of elements into one; use T.reduce_sum over the tile":
+        "tile.reduce_sum_experiment",
     "the simulator has no data cache to clean or invalidate":
         "tile.datacachecleanandinvalid_experiment",
     "the original's own brcb is not implemented: its codegen has no lowering; use "
@@ -84,6 +85,7 @@ _BY_REASON = {
     "no model in tilepipe's IR: a gather with interpolation weights":
         "tile.bilinear_interpolation",
     "no scan op in tilepipe's IR": "cumsum",
+    "removed by the original; use T.alloc_var for a scalar, T.alloc_ub for a tile": "alloc_local",
     "no erf / tanh op in tilepipe's IR; the library composes them on the vector unit":
         "tile.erf tile.tanh",
     "no |x| reduction in tilepipe's IR; reduce a T.tile.abs of the tile":

@@ -491,6 +491,21 @@ def _whole_count(what, count, *tiles):
                   hint="operating on a prefix of a tile is not supported; slice the tiles")
 
 
+def _experiment(name, op):
+    """The original's `NAME_experiment(dst, operands..., count)`: `op` on the tiles, its
+    count covering them whole (a prefix is not modelled)."""
+
+    def f(dst, *operands):
+        if not operands:
+            raise err(f"T.tile.{name}_experiment takes (dst, operands..., count)")
+        *ops, count = operands
+        _whole_count(f"T.tile.{name}_experiment", count, dst)
+        return op(dst, *ops)
+
+    f.__name__ = f"{name}_experiment"
+    return f
+
+
 def _flat(r, lo, hi, what):
     """The regions covering elements [lo, hi) of r in row-major order (r's leading extents
     of 1 dropped): a run within one row, whole rows, or a row tail, whole rows and a row
@@ -922,6 +937,11 @@ def sort32(dst, src0, src1, *r, **kw):
     """Each 32-element block of src0 sorted descending, each key paired with its u32 from
     src1: 8 bytes per pair (f32: key, index bits; f16: key, 0, index bits in two halves)."""
     _emit("sort32", dst, [src0, src1])
+
+
+sub_experiment = _experiment("sub", sub)
+abs_experiment = _experiment("abs", abs)
+mins_experiment = _experiment("mins", mins)
 
 
 def __getattr__(name):
