@@ -85,7 +85,6 @@ _BY_REASON = {
     "no model in tilepipe's IR: a gather with interpolation weights":
         "tile.bilinear_interpolation",
     "no scan op in tilepipe's IR": "cumsum",
-    "removed by the original; use T.alloc_var for a scalar, T.alloc_ub for a tile": "alloc_local",
     "no erf / tanh op in tilepipe's IR; the library composes them on the vector unit":
         "tile.erf tile.tanh",
     "no |x| reduction in tilepipe's IR; reduce a T.tile.abs of the tile":
