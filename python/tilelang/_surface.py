@@ -87,7 +87,8 @@ _BY_REASON = {
     "no scan op in tilepipe's IR": "cumsum",
     "no erf / tanh op in tilepipe's IR; the library composes them on the vector unit":
         "tile.erf tile.tanh",
-    "no |x| reduction in tilepipe's IR; reduce a T.tile.abs of the tile":
+    "the GPU dialect's |x| reductions, which the original's Ascend lowering has not "
+    "either; reduce a T.tile.abs of the tile":
         "reduce_absmax reduce_abssum",
     "no im2col load in tilepipe's IR": "c2d_im2col",
     "the element atomic of the GPU dialect; use T.tile.atomic_add(dst, src) on tiles":
