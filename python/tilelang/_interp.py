@@ -437,7 +437,8 @@ class Interpreter(CoreSplit, ExprEval):
         t = s.target
         elts = t.elts if isinstance(t, ast.Tuple) else [t]
         if not all(isinstance(e, ast.Name) for e in elts) or len(elts) != len(it.dims):
-            raise self.error(s, f"T.grid over {len(it.dims)} extents binds {len(it.dims)} names",
+            raise self.error(s, f"T.grid over {len(it.dims)} extents needs {len(it.dims)} loop "
+                             f"names; the loop binds {len(elts)}",
                              hint="for i, j in T.grid(a, b):")
 
         def nest(k):
