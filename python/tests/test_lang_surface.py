@@ -153,6 +153,8 @@ def test_every_pass_config_key_is_accepted():
     assert {"TL_ASCEND_TAIL_MASK", "TL_ASCEND_VECTOR_MASK_REUSE", "TL_ASCEND_AUTO_SYNC_VS",
             "TL_ASCEND_EXCEPTION_DUMP"} <= set(keys)
     configs = {getattr(tilelang.PassConfigKey, k): True for k in keys}
+    key = tilelang.PassConfigKey.TL_ASCEND_TAIL_MASK  # the enum member's name and value
+    assert (key.name, key.value, key) == ("TL_ASCEND_TAIL_MASK",) + ("tl.ascend_tail_mask",) * 2
     configs.update({"tl.ascend_tail_mask": False})  # the string form of a key too
     opts = _jit.pass_options(configs, {})
     assert opts["auto_sync"] and opts["memory_planning"] and opts["cv_split"]

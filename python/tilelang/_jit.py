@@ -199,13 +199,26 @@ class _KeyMeta(type):
             hint="the keys: " + ", ".join(PASS_CONFIGS) + " (docs/python.md, \"Pass configs\")")
 
 
+class _Key(str):
+    """A member of PassConfigKey: its key string (so a script may write the member or the
+    string), with the enum member's .name and .value."""
+
+    def __new__(cls, name, key):
+        member = str.__new__(cls, key)
+        member.name = name
+        return member
+
+    @property
+    def value(self):
+        return str(self)
+
+
 class PassConfigKey(metaclass=_KeyMeta):
-    """The original's enum of pass-config keys: each member is its key string, so a script
-    may write the member or the string."""
+    """The original's enum of pass-config keys."""
 
 
 for _name, (_key, _) in PASS_CONFIGS.items():
-    setattr(PassConfigKey, _name, _key)
+    setattr(PassConfigKey, _name, _Key(_name, _key))
 
 
 LOWERINGS = ("original", "tilepipe")
