@@ -919,7 +919,7 @@ def test_unsupported_tile_op_is_named_at_its_line():
 
         return main
 
-    expect(f, "T.tile.init_sort_buf has no model", line_marker="# MARK-unsupported")
+    expect(f, "not supported: T.tile.init_sort_buf (no model in tilepipe", line_marker="# MARK-unsupported")
 
 
 # ---- memory layout: the reserved tail, hand-synced reuse ----

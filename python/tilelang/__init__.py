@@ -1,6 +1,8 @@
 """tilelang on tilepipe: TileLang-Ascend's Python kernel language, lowered to tilepipe's tile
 IR and run on its simulator of one A2/A3 die (docs/python.md)."""
 
+import os
+
 from . import _core
 from ._core import KernelCheckError, TilelangError, TilepipeError  # noqa: F401
 from ._jit import JITKernel, PassConfigKey, compile  # noqa: F401
@@ -8,6 +10,7 @@ from ._jit import OutOfBoundsTileWarning, TensorViewWarning  # noqa: F401
 from . import jit  # noqa: F401  (callable: @tilelang.jit)
 from . import language  # noqa: F401
 from . import profiler  # noqa: F401
+from .profiler import Profiler  # noqa: F401
 from . import intrinsics  # noqa: F401
 from . import math  # noqa: F401
 from . import tvm  # noqa: F401
@@ -44,6 +47,29 @@ def enable_cache():
     from . import _jit
 
     _jit._cache_enabled[0] = True
+
+
+def is_cache_enabled():
+    from . import _jit
+
+    return _jit._cache_enabled[0]
+
+
+_cache_dir = [os.path.join(os.path.expanduser("~"), ".tilelang", "cache")]
+
+
+def set_cache_dir(path):
+    """The original's on-disk cache directory: recorded for get_cache_dir (tilepipe's cache
+    is in memory, nothing is written there)."""
+    _cache_dir[0] = os.fspath(path)
+
+
+def get_cache_dir():
+    return _cache_dir[0]
+
+
+def __getattr__(name):
+    return _core.surface_name(f"tilelang.{name}", f"tilelang.{name}")
 
 
 def set_chip(name):

@@ -4,6 +4,8 @@ buffers and regions, and the lowering context the `T.` calls emit into."""
 import os
 import sys
 
+from . import _surface
+
 try:
     import _tilepipe as _ext
 except ImportError:
@@ -176,6 +178,47 @@ def unsupported_class(what, why):
     Unsupported.__name__ = what.rsplit(".", 1)[-1]
     return Unsupported
 
+
+class Unsupported:
+    """A name of the original's surface that tilepipe does not provide (tilelang/_surface.py).
+    It resolves, so imports and feature probes (`hasattr`) work; calling it or using it as a
+    value (a dtype, an attribute) is the error `not supported: NAME (why)` at the user's
+    line."""
+
+    def __init__(self, name, why):
+        self._name, self._why = name, why
+
+    def error(self):
+        if self._why == _surface.DEVICES:
+            return needs_devices(None, f"{self._name} ({self._why})", loc=current_loc())
+        return UnsupportedName(f"not supported: {self._name} ({self._why})", loc=current_loc(),
+                               hint="docs/python.md lists the language and what each name maps to")
+
+    def __call__(self, *a, **kw):
+        raise self.error()
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise self.error()
+
+    def __repr__(self):
+        return self._name
+
+
+def surface_name(qualname, key):
+    """`T.NAME` / `T.tile.NAME` / `tilelang.NAME` that a module does not define: the
+    Unsupported stub of a name of the original's surface (`key` as _surface's table spells
+    it), else an UnsupportedName error (no such name)."""
+    if key.startswith("__"):
+        raise AttributeError(key)
+    why = _surface.why_not(key)
+    if why is not None:
+        return Unsupported(qualname, why)
+    raise UnsupportedName(f"{qualname} is not a name of TileLang-Ascend's language",
+                          loc=current_loc(),
+                          hint="check the spelling; docs/python.md lists every name")
+
 # ---- dtypes ----
 
 _DTYPES = {
@@ -214,6 +257,8 @@ def check_buffer_size(name, shape, dtype, loc=None):
 
 def dtype_name(d):
     """Canonical tilelang name of a dtype given as a string, T.float16, a numpy or torch dtype."""
+    if isinstance(d, Unsupported):
+        raise d.error()
     s = getattr(d, "_tl_name", None)
     if s is None:
         s = str(d)

@@ -77,8 +77,20 @@ class ExprEval:
                 out.append(self.eval(e))
         return out
 
+    def e_NamedExpr(self, n):
+        """`(x := e)`: binds x in the kernel's names, as an assignment does."""
+        v = self.eval(n.value)
+        self.assign(n.target, v, n)
+        return v
+
     def e_Dict(self, n):
-        return {self.eval(k): self.eval(v) for k, v in zip(n.keys, n.values)}
+        d = {}
+        for k, v in zip(n.keys, n.values):
+            if k is None:  # `**other`
+                d.update(self.eval(v))
+            else:
+                d[self.eval(k)] = self.eval(v)
+        return d
 
     def e_Slice(self, n):
         return slice(None if n.lower is None else self.eval(n.lower),

@@ -145,12 +145,11 @@ class Interpreter(CoreSplit, ExprEval):
             if block:  # the statement ends here too
                 ctx.builder.end_block(self.loc(s))
             raise
-        except TilelangError:
-            raise
-        except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError,
-                AssertionError, RuntimeError) as e:
-            if isinstance(e, AssertionError):
-                raise
+        except (TilelangError, AssertionError):
+            raise  # located already; an `assert` of the body fails as Python's does
+        except Exception as e:
+            # Python's own errors in the body's expressions (a wrong argument count, a bad
+            # index, a name's attribute, a division by zero): at the statement's line.
             raise self.error(s, f"{type(e).__name__}: {e}") from e
         if block:
             ctx.builder.end_block(self.loc(s))
@@ -188,10 +187,21 @@ class Interpreter(CoreSplit, ExprEval):
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (Expr, Region, Buffer)):
                 raise self.error(node, "cannot unpack a single value into several names")
-            vals = list(value)
-            if len(vals) != len(target.elts):
-                raise self.error(node, f"unpacking {len(vals)} values into {len(target.elts)} names")
-            for t, v in zip(target.elts, vals):
+            try:
+                vals = list(value)
+            except TypeError:
+                raise self.error(node, f"cannot unpack a {type(value).__name__} into several "
+                                 "names") from None
+            elts = target.elts
+            star = [k for k, t in enumerate(elts) if isinstance(t, ast.Starred)]
+            if len(star) > 1 or (not star and len(vals) != len(elts)) or \
+                    (star and len(vals) < len(elts) - 1):
+                raise self.error(node, f"unpacking {len(vals)} values into {len(elts)} names")
+            if star:  # `a, *rest = ...`: the starred name takes the middle as a list
+                k, tail = star[0], len(elts) - star[0] - 1
+                vals = vals[:k] + [vals[k:len(vals) - tail]] + vals[len(vals) - tail:]
+                elts = elts[:k] + [elts[k].value] + elts[k + 1:]
+            for t, v in zip(elts, vals):
                 self.assign(t, v, node)
         elif isinstance(target, ast.Subscript):
             obj = self.eval(target.value)
@@ -229,7 +239,10 @@ class Interpreter(CoreSplit, ExprEval):
                     "write whole tiles with T.tile.* ops or T.copy")
             obj[self.eval(target.slice)] = value
         elif isinstance(target, ast.Attribute):
-            setattr(self.eval(target.value), target.attr, value)
+            # TVMScript has no attribute stores; one on a buffer would change the front
+            # end's own record of it
+            raise self.error(node, f"assignment to the attribute '.{target.attr}' in a kernel "
+                             "body", hint="bind a name instead: `x = ...`")
         else:
             raise self.error(node, f"unsupported assignment target {type(target).__name__}")
 
@@ -246,7 +259,8 @@ class Interpreter(CoreSplit, ExprEval):
     def s_AnnAssign(self, s):
         if s.value is None:
             raise self.error(s, "a declaration without a value",
-                             hint="T.alloc_var is not supported; bind a value: `x = expr`")
+                             hint="bind a value (`x = expr`), or declare a variable with "
+                             "`x = T.alloc_var(dtype, init=...)`")
         ctx.pending_name = s.target.id if isinstance(s.target, ast.Name) else None
         try:
             v = self.eval(s.value)
@@ -397,6 +411,9 @@ class Interpreter(CoreSplit, ExprEval):
         if it.kind == "parallel":
             self.parallel(s, it)
             return
+        if it.kind == "grid":
+            self.grid(s, it)
+            return
         if not isinstance(s.target, ast.Name):
             raise self.error(s, "a loop variable must be a single name")
         end, body = it.end, lambda: self.run_body(s.body)
@@ -414,6 +431,23 @@ class Interpreter(CoreSplit, ExprEval):
                     ctx.vid_loops.pop()
         self.loop(s, s.target.id, it.kind, it.begin, end, it.step, it.num_stages,
                   it.cross_interval, body)
+
+    def grid(self, s, it):
+        """`for i, j in T.grid(a, b)`: TVMScript's nest of serial loops."""
+        t = s.target
+        elts = t.elts if isinstance(t, ast.Tuple) else [t]
+        if not all(isinstance(e, ast.Name) for e in elts) or len(elts) != len(it.dims):
+            raise self.error(s, f"T.grid over {len(it.dims)} extents needs {len(it.dims)} loop "
+                             f"names; the loop binds {len(elts)}",
+                             hint="for i, j in T.grid(a, b):")
+
+        def nest(k):
+            if k == len(elts):
+                self.run_body(s.body)
+                return
+            self.loop(s, elts[k].id, "serial", 0, it.dims[k], 1, 0, 1, lambda: nest(k + 1))
+
+        nest(0)
 
     def persistent(self, s, it):
         """`for v0, .., vn in T.Persistent(domain, wave_size, index, group_size)` as the original
@@ -577,8 +611,10 @@ class Interpreter(CoreSplit, ExprEval):
 
         if len(s.items) > 1:
             # `with A, B:` is `with A: with B:` (Python's own meaning; TVMScript parses it so)
+            # (a withitem has no location of its own: the inner `with` is at its expression)
             self.stmt(self.derive(s, lambda: ast.With(items=s.items[:1], body=[
-                ast.copy_location(ast.With(items=s.items[1:], body=s.body), s.items[1])])))
+                ast.copy_location(ast.With(items=s.items[1:], body=s.body),
+                                  s.items[1].context_expr)])))
             return
         item = s.items[0]
         c = self.eval(item.context_expr)
@@ -660,7 +696,7 @@ class Interpreter(CoreSplit, ExprEval):
         cid, vid = _ext.cid(), _ext.vid()
         if isinstance(t, ast.Name):
             self.vars[t.id] = cid
-        elif isinstance(t, ast.Tuple) and len(t.elts) == 2:
+        elif isinstance(t, (ast.Tuple, ast.List)) and len(t.elts) == 2:
             self.assign(t, (cid, vid), s)
         else:
             raise self.error(s, "T.Kernel binds `as cid` or `as (cid, vid)`")

@@ -122,38 +122,102 @@ def set_max_cycles(n):
     MAX_CYCLES[0] = float(n)
 
 
+_NO_EFFECT = "accepted, no effect"
+_GPU_KEY = _NO_EFFECT + ": a switch of TVM's GPU or generic lowering, which tilepipe does not run"
+
+# The original's pass-config keys (its newest tilelang/transform/pass_config.py and the
+# keys its Ascend passes register): name -> (key string, what tilepipe does with it). The
+# second column is docs/python.md's table (python/tools/surface_table.py); pass_options maps
+# the keys that change something.
+PASS_CONFIGS = {
+    "TL_ASCEND_AUTO_SYNC": ("tl.ascend_auto_sync", "`auto_sync` and `original_sync` (the "
+                            "original's full barriers, docs/passes.md)"),
+    "TL_ASCEND_MEMORY_PLANNING": ("tl.ascend_memory_planning", "`memory_planning`"),
+    "TL_ASCEND_AUTO_CV_COMBINE": ("tl.ascend_auto_cv_combine", "`cv_split` (on if either "
+                                  "CV key is on)"),
+    "TL_ASCEND_AUTO_CV_SYNC": ("tl.ascend_auto_cross_core_sync", "`cv_split` (on if either "
+                               "CV key is on)"),
+    "TL_ASCEND_TAIL_MASK": ("tl.ascend_tail_mask", _NO_EFFECT + " on values: it makes vector "
+                            "ops on a tail tile compute only the valid region, which is all "
+                            "the copy out writes either way; tilepipe computes (and times) "
+                            "the whole tile, the gap filled by T.copy's pad_value"),
+    "TL_ASCEND_AUTO_SYNC_VS": ("tl.ascend_auto_sync_vs", _NO_EFFECT + ": the vector / scalar "
+                               "sync supplement and the compiler flags paired with it (CCE "
+                               "auto-sync off, -O3) are code generation; tilepipe's auto_sync "
+                               "places the flags the simulator checks"),
+    "TL_ASCEND_VECTOR_MASK_REUSE": ("tl.ascend_vector_mask_reuse", _NO_EFFECT + ": reuse of "
+                                    "the vector mask register between instructions is code "
+                                    "generation"),
+    "TL_ASCEND_EXCEPTION_DUMP": ("tl.ascend_exception_dump", _NO_EFFECT + ": the AI core "
+                                 "exception callback of the NPU runtime; tilepipe's errors name "
+                                 "the line"),
+    "TL_ASCEND_PTO_USE_PIPE_IN_CV_COPY": ("tl.ascend_pto_use_pipe_in_cv_copy", _NO_EFFECT +
+                                          ": a switch of the PTO back end's code generation"),
+    "TL_SIMPLIFY": ("tl.Simplify", _NO_EFFECT + ": TVM's simplifier; the IR is built folded"),
+    "TL_DYNAMIC_ALIGNMENT": ("tl.dynamic_alignment", _GPU_KEY),
+    "TL_DISABLE_DYNAMIC_TAIL_SPLIT": ("tl.disable_dynamic_tail_split", _GPU_KEY),
+    "TL_DISABLE_WARP_SPECIALIZED": ("tl.disable_warp_specialized", _GPU_KEY),
+    "TL_ENABLE_FAST_MATH": ("tl.enable_fast_math", _GPU_KEY),
+    "TL_DISABLE_THREAD_STORAGE_SYNC": ("tl.disable_thread_storage_sync", _GPU_KEY),
+    "TL_CONFIG_INDEX_BITWIDTH": ("tl.config_index_bitwidth", _NO_EFFECT + ": index "
+                                 "expressions are 64-bit in tilepipe's IR"),
+    "TL_DISABLE_TMA_LOWER": ("tl.disable_tma_lower", _GPU_KEY),
+    "TL_DISABLE_SAFE_MEMORY_ACCESS": ("tl.disable_safe_memory_legalize", _GPU_KEY),
+    "TL_DEBUG_MERGE_SHARED_MEMORY_ALLOCATIONS": ("tl.debug_merge_shared_memory_allocations",
+                                                 _GPU_KEY),
+    # The vectorize switches are TVM's VectorizeLoop's, which runs after the original's
+    # AscendLowerParallelToVector (tilepipe's vectorize pass, always on for Python kernels).
+    "TL_DISABLE_VECTORIZE": ("tl.disable_vectorize", _NO_EFFECT + " (an older version's key): "
+                             "see TIR_DISABLE_VECTORIZE"),
+    "TIR_DISABLE_VECTORIZE": ("tir.disable_vectorize", _NO_EFFECT + ": TVM's VectorizeLoop, "
+                              "which the original runs after its AscendLowerParallelToVector "
+                              "(tilepipe's `vectorize`, which stays on; `tilepipe.vectorize: "
+                              "False` switches it off)"),
+    "TIR_ENABLE_EQUIV_TERMS_IN_CSE": ("tir.enable_equiv_terms_in_cse_tir", _GPU_KEY),
+    "TIR_DISABLE_CSE": ("tir.disable_cse_tir", _GPU_KEY),
+    "TIR_SIMPLIFY": ("tir.Simplify", _NO_EFFECT + ": TVM's simplifier; the IR is built folded"),
+    "TIR_DISABLE_STORAGE_REWRITE": ("tir.disable_storage_rewrite", _GPU_KEY),
+    "TIR_USE_ASYNC_COPY": ("tir.use_async_copy", _GPU_KEY),
+    "TIR_ENABLE_DEBUG": ("tir.enable_debug", _GPU_KEY),
+    "TIR_MERGE_STATIC_SMEM": ("tir.merge_static_smem", _GPU_KEY),
+    "TIR_ADD_LOWER_PASS": ("tir.add_lower_pass", _NO_EFFECT + ": TVM passes of the author's "
+                           "cannot run on tilepipe's IR"),
+    "TIR_NOALIAS": ("tir.noalias", _GPU_KEY),
+    "CUDA_KERNELS_OUTPUT_DIR": ("cuda.kernels_output_dir", _GPU_KEY),
+}
+_KEY_STRINGS = {v[0] for v in PASS_CONFIGS.values()}
+
+
 class _KeyMeta(type):
     def __getattr__(cls, name):
-        # Keys of the original's other back ends (TIR_*, TL_* for GPUs): accepted by name,
-        # ignored by pass_options (they have no Ascend meaning).
         if name.startswith("_"):
             raise AttributeError(name)
-        return "other." + name.lower()
+        raise _core.UnsupportedName(
+            f"PassConfigKey.{name} is not a pass config of TileLang-Ascend",
+            loc=_core.current_loc(),
+            hint="the keys: " + ", ".join(PASS_CONFIGS) + " (docs/python.md, \"Pass configs\")")
+
+
+class _Key(str):
+    """A member of PassConfigKey: its key string (so a script may write the member or the
+    string), with the enum member's .name and .value."""
+
+    def __new__(cls, name, key):
+        member = str.__new__(cls, key)
+        member.name = name
+        return member
+
+    @property
+    def value(self):
+        return str(self)
 
 
 class PassConfigKey(metaclass=_KeyMeta):
-    # The original's key strings, so scripts may write either the enum or the string.
-    TL_ASCEND_AUTO_SYNC = "tl.ascend_auto_sync"
-    TL_ASCEND_MEMORY_PLANNING = "tl.ascend_memory_planning"
-    TL_ASCEND_AUTO_CV_COMBINE = "tl.ascend_auto_cv_combine"
-    TL_ASCEND_AUTO_CV_SYNC = "tl.ascend_auto_cross_core_sync"
-    TL_DISABLE_WARP_SPECIALIZED = "tl.disable_warp_specialized"
-    TL_DISABLE_TMA_LOWER = "tl.disable_tma_lower"
-    TL_DISABLE_VECTORIZE = "tl.disable_vectorize"
-    TIR_DISABLE_VECTORIZE = "tir.disable_vectorize"
+    """The original's enum of pass-config keys."""
 
 
-# The original's keys for passes tilepipe has no counterpart of (simplification, index
-# widths, GPU lowering): accepted and ignored. The vectorize switches are TVM's
-# VectorizeLoop's, which runs after the original's AscendLowerParallelToVector (tilepipe's
-# vectorize pass, always on for Python kernels): the T.Parallel lowering does not depend
-# on them.
-_OTHER_KEYS = frozenset({
-    "tl.Simplify", "tl.dynamic_alignment", "tl.disable_dynamic_tail_split",
-    "tl.disable_warp_specialized", "tl.config_index_bitwidth", "tl.disable_tma_lower",
-    "tl.disable_safe_memory_legalize", "tl.debug_merge_shared_memory_allocations",
-    PassConfigKey.TL_DISABLE_VECTORIZE, PassConfigKey.TIR_DISABLE_VECTORIZE,
-})
+for _name, (_key, _) in PASS_CONFIGS.items():
+    setattr(PassConfigKey, _name, _Key(_name, _key))
 
 
 LOWERINGS = ("original", "tilepipe")
@@ -198,14 +262,14 @@ def pass_options(configs, func_attrs):
             o["cv_split"] = o.get("cv_split", False) or on
         elif key.startswith("tilepipe."):
             o[key[len("tilepipe."):]] = on
-        elif key in _OTHER_KEYS or key.startswith("other.") or key.startswith("tir.") \
-                or key.startswith("cuda."):
-            pass  # other back ends' switches: nothing to map
+        elif key in _KEY_STRINGS:
+            pass  # accepted, no effect (PASS_CONFIGS says why)
         else:
             raise TilelangError(
                 f"unknown pass config {key!r}",
-                hint="supported: TL_ASCEND_AUTO_SYNC, TL_ASCEND_MEMORY_PLANNING, "
-                "TL_ASCEND_AUTO_CV_COMBINE, TL_ASCEND_AUTO_CV_SYNC, or 'tilepipe.<pass option>'",
+                loc=_core.user_loc(),
+                hint="the original's keys (tilelang.PassConfigKey.*, or their strings such as "
+                "'tl.ascend_auto_sync'), or 'tilepipe.<pass option>' (docs/python.md)",
             )
     if func_attrs.get("enable_auto_sync") is not None and "auto_sync" not in o:
         o["auto_sync"] = o["original_sync"] = func_attrs["enable_auto_sync"]
@@ -252,6 +316,26 @@ class Compiled:
         self.lower_s = lower_s
 
 
+def _positions_of(what, idx, specs):
+    """out_idx / workspace_idx as the original's adapter takes them (None, an int or a list of
+    ints, negative from the end) -> parameter positions."""
+    n = len(specs)
+    items = [idx] if isinstance(idx, int) else [] if idx is None else idx
+    if isinstance(idx, bool) or not isinstance(items, (list, tuple)) or \
+            not all(isinstance(i, int) and not isinstance(i, bool) for i in items):
+        raise TilelangError(f"{what}={idx!r}: expected None, a parameter position or a list of "
+                            "them", loc=_core.user_loc(),
+                            hint=f"e.g. {what}=[-1] for the last of the {n} parameters")
+    out = []
+    for i in items:
+        if not -n <= i < n:
+            raise TilelangError(f"{what} {i} is out of range for the {n} parameters of the "
+                                "kernel", loc=_core.user_loc(),
+                                hint=f"positions run from {-n} to {n - 1}")
+        out.append(i % n)
+    return out
+
+
 class JITKernel:
     """A compiled kernel: call it with arrays; profile, trace, check and advise it."""
 
@@ -261,23 +345,13 @@ class JITKernel:
         self.factory_args = {}  # the factory's integer arguments (set by @tilelang.jit)
         self.pass_configs = pass_configs or {}
         self.specs = prim.params()
-        n = len(self.specs)
 
-        def norm(idx):
-            if idx is None:
-                return []
-            if isinstance(idx, int):
-                idx = [idx]
-            out = []
-            for i in idx:
-                j = i + n if i < 0 else i
-                if not 0 <= j < n:
-                    raise TilelangError(f"index {i} out of range for {n} kernel parameters")
-                out.append(j)
-            return out
-
-        self.out_idx = norm(out_idx)
-        self.workspace_idx = norm(workspace_idx)
+        self.out_idx = _positions_of("out_idx", out_idx, self.specs)
+        self.workspace_idx = _positions_of("workspace_idx", workspace_idx, self.specs)
+        for i in set(self.out_idx) & set(self.workspace_idx):
+            raise TilelangError(f"parameter '{self.specs[i][0]}' is both an output (out_idx) "
+                                "and a workspace (workspace_idx)", loc=_core.user_loc(),
+                                hint="give each position to one of the two lists")
         self._cache = {}
         self.last_run = None
         self._syms = set()
@@ -477,6 +551,7 @@ class JITKernel:
         """A launch inside torch.npu.graph: recorded with every argument (the outputs
         allocated here, undefined until the replay, as on the NPU) and run at replay."""
         records, CAPTURE[0] = CAPTURE[0], None  # the host's own torch calls are not captured
+        args = self._call_args(args)
         try:
             arrays, with_outs = self._inputs(args)
             c = self._compile_for(arrays, with_outs)
@@ -497,15 +572,29 @@ class JITKernel:
             return None
         return outs[0] if len(outs) == 1 else outs
 
+    def _call_args(self, args):
+        """The caller's arguments as the kernel binds them. A call may pass the inputs only
+        (outputs and workspaces allocated, outputs returned), the inputs and the outputs, or
+        every parameter in order, as the original's wrapper takes them; passed workspaces are
+        not used (the kernel's own are, as on the NPU)."""
+        n = len(self.specs)
+        if self.workspace_idx and len(args) == n:
+            return tuple(a for i, a in enumerate(args) if i not in self.workspace_idx)
+        return args
+
     def _inputs(self, args):
         n_in = len(self.specs) - len(self.out_idx) - len(self.workspace_idx)
         n_all = len(self.specs) - len(self.workspace_idx)
         if len(args) not in (n_in, n_all):
             names = [s[0] for i, s in enumerate(self.specs)
                      if i not in self.out_idx and i not in self.workspace_idx]
+            counts = sorted({n_in, n_all, len(self.specs)})
             raise TilelangError(
                 f"kernel {self.name} takes {n_in} arrays ({', '.join(names)}); {len(args)} given",
-                hint="outputs (out_idx) and workspaces (workspace_idx) are allocated by the kernel")
+                loc=_core.user_loc(),
+                hint=f"pass {' or '.join(map(str, counts))} arrays: the inputs; the inputs and "
+                "the outputs (out_idx); or every parameter in order (workspace_idx positions "
+                "are allocated by the kernel either way)")
         with_outs = len(args) == n_all
         return [a if self.specs[i][1].scalar else _to_numpy(a)
                 for i, a in zip(self._positions(with_outs), args)], with_outs
@@ -515,6 +604,7 @@ class JITKernel:
         (by name: flat arrays of the tensor's own type read in place, _raw_input, else
         float64, padded), the caller's objects by parameter index, and the
         element counts of the caller's tensors smaller than declared."""
+        args = self._call_args(args)
         arrays, with_outs = self._inputs(args)
         c = self._compile_for(arrays, with_outs)
         host = {}
@@ -648,7 +738,7 @@ class JITKernel:
 
     def _current(self, args=()):
         if args:
-            arrays, with_outs = self._inputs(args)
+            arrays, with_outs = self._inputs(self._call_args(args))
             return self._compile_for(arrays, with_outs)
         if self._syms:
             if self.last_run is not None:

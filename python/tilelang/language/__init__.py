@@ -236,8 +236,13 @@ def Parallel(*dims, **kw):
     return LoopSpec("parallel", 0, None, 1, dims=list(dims))
 
 
+def grid(*extents):
+    return LoopSpec("grid", 0, None, 1, dims=list(extents))
+
+
 unroll = serial
 vectorized = serial
+parallel = serial  # TIR's parallel loop kind: independent iterations, the same results
 
 # ---- memory ----
 
@@ -344,6 +349,30 @@ def use_swizzle(index, *a, **kw):
     """Tile-order swizzle (an L2 locality permutation on hardware): the identity here, so
     results are the same and only the order tiles are visited in differs (docs/python.md)."""
     return index
+
+
+npu_use_swizzle = use_swizzle
+
+
+def _flag_map(fmap, what, emit):
+    """The original's {src: {dst: [event ids]}} flag maps (init_flag / clear_flag)."""
+    if not isinstance(fmap, dict) or not all(isinstance(d, dict) for d in fmap.values()):
+        raise err(f"T.{what} takes a dict {{src pipe: {{dst pipe: [event ids]}}}}",
+                  hint=f'e.g. T.{what}({{"MTE2": {{"V": [0, 1]}}}})')
+    for src, d in fmap.items():
+        for dst, ids in d.items():
+            for i in ([ids] if isinstance(ids, int) else ids):
+                emit(src, dst, i)
+
+
+def init_flag(fmap):
+    """Sets each flag of the map once (the original's credits before a pipelined loop)."""
+    _flag_map(fmap, "init_flag", set_flag)
+
+
+def clear_flag(fmap):
+    """Waits for each flag of the map (the credits init_flag gave, taken back at the end)."""
+    _flag_map(fmap, "clear_flag", wait_flag)
 
 
 def annotate_address(addresses):
@@ -713,6 +742,24 @@ def max(a, b):  # noqa: A001
     return _ext.max(a, b)
 
 
+def Min(a, b):  # noqa: N802
+    return min(a, b)
+
+
+def Max(a, b):  # noqa: N802
+    return max(a, b)
+
+
+def Cast(dtype, value):  # noqa: N802
+    """TIR's Cast node (dtype first): T.cast(value, dtype)."""
+    return cast(value, dtype)
+
+
+def clamp(x, lo, hi):
+    """The original's T.clamp of a value: max(x, lo), then min(.., hi)."""
+    return min(max(x, lo), hi)
+
+
 def infinity(dtype="float32"):
     return _math.inf
 
@@ -817,19 +864,21 @@ def printf(*a, **kw):
     """Device printf: nothing is printed by the simulator (accepted, no IR)."""
 
 
+def print(*a, **kw):  # noqa: A001
+    """Device print of a value or buffer: accepted, no IR (as T.printf)."""
+
+
 def dump_tensor(*a, **kw):
     """Device tensor dump: accepted, no IR (inspect outputs or kernel.trace instead)."""
 
 
 def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    if name.startswith("shmem_"):
-        raise _core.needs_devices(None, f"T.{name} (memory of other NPUs)",
-                                  loc=_core.current_loc())
-    raise _core.UnsupportedName(f"T.{name} is not supported by tilepipe's front end",
-                                loc=_core.current_loc(),
-                                hint="see docs/python.md for the supported language")
+    if name in _ALIASES:  # names that would shadow Python's builtins inside this module
+        return globals()[_ALIASES[name]]
+    return _core.surface_name(f"T.{name}", name)
+
+
+_ALIASES = {"bool": "boolean", "abs": "abs_"}
 
 
 def And(*xs):

@@ -491,6 +491,21 @@ def _whole_count(what, count, *tiles):
                   hint="operating on a prefix of a tile is not supported; slice the tiles")
 
 
+def _experiment(name, op):
+    """The original's `NAME_experiment(dst, operands..., count)`: `op` on the tiles, its
+    count covering them whole (a prefix is not modelled)."""
+
+    def f(dst, *operands):
+        if not operands:
+            raise err(f"T.tile.{name}_experiment takes (dst, operands..., count)")
+        *ops, count = operands
+        _whole_count(f"T.tile.{name}_experiment", count, dst)
+        return op(dst, *ops)
+
+    f.__name__ = f"{name}_experiment"
+    return f
+
+
 def _flat(r, lo, hi, what):
     """The regions covering elements [lo, hi) of r in row-major order (r's leading extents
     of 1 dropped): a run within one row, whole rows, or a row tail, whole rows and a row
@@ -924,21 +939,10 @@ def sort32(dst, src0, src1, *r, **kw):
     _emit("sort32", dst, [src0, src1])
 
 
-_UNSUPPORTED = {
-    "init_sort_buf", "brcb",  # brcb: the original's own is not implemented
-    "bilinear_interpolation",
-}
+sub_experiment = _experiment("sub", sub)
+abs_experiment = _experiment("abs", abs)
+mins_experiment = _experiment("mins", mins)
 
 
 def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    what = "has no model in tilepipe's IR" if name in _UNSUPPORTED else "is not a tile op"
-    raise _core.UnsupportedName(f"T.tile.{name} {what}", loc=_core.current_loc(),
-              hint="tilepipe's tile ops: add sub mul div max min adds muls exp ln abs sqrt "
-              "rsqrt reciprocal relu axpy cast fill broadcast compare select gather round "
-              "createvecindex arith_progression sort topk merge_sort gather_mask gatherb "
-              "atomic_add, and "
-              "sigmoid silu leaky_relu clamp row_expand_mul row_expand_{mul,sub,div}_experiment "
-              "brcb_experiment block_reduce_{max,min,sum} wholereduce{max,min,sum} mul_add_dst built "
-              "from them (docs/python.md)")
+    return _core.surface_name(f"T.tile.{name}", f"tile.{name}")
