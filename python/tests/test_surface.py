@@ -271,6 +271,21 @@ def test_a_larger_tensor_is_viewed_in_the_declared_shape_as_on_the_npu():
     assert not out.reshape(-1)[128:].any()
 
 
+def test_the_same_elements_in_another_arrangement_warn_with_both_shapes():
+    # an nn.Linear weight [N, K] where the kernel declares [K, N]: other values than meant
+    import warnings
+
+    from tilelang import TensorViewWarning
+
+    a = np.arange(128, dtype=np.float32).reshape(64, 2)
+    with pytest.warns(TensorViewWarning, match=r"has shape \(64, 2\); the kernel declares "
+                      r"\(2, 64\).*another arrangement"):
+        double(64)(a)
+    with warnings.catch_warnings():  # only dimensions of 1 differ: the same tensor, silent
+        warnings.simplefilter("error")
+        double(64)(np.ones((2, 1, 64), np.float32))
+
+
 def test_a_smaller_tensor_runs_when_the_kernel_stays_inside_it():
     # xllm_kernels/rope.py declares a static upper bound and passes the rows it has.
     a = np.zeros((3, 64), np.float32)

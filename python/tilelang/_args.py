@@ -162,7 +162,10 @@ def _warn_view(name, given, declared, loc):
     msg = (f"argument '{name}' has shape {tuple(given)}; the kernel declares "
            f"{tuple(declared)}: it sees the tensor's memory in its declared shape, as on the "
            "NPU (the original's wrapper checks no static shapes)")
-    if int(np.prod(given)) < int(np.prod(declared)):
+    if int(np.prod(given)) == int(np.prod(declared)):
+        msg += ("; the same elements in another arrangement (a transposed weight reads as "
+                "other values): pass it in the declared shape, e.g. .reshape / .T.contiguous()")
+    elif int(np.prod(given)) < int(np.prod(declared)):
         msg += ("; past the tensor's end it reads NaN (on the NPU: whatever memory follows), "
                 "and a number written there is an error")
     _core.warn_at(msg, TensorViewWarning, loc, stacklevel=3)  # at the parameter's declaration

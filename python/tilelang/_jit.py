@@ -637,6 +637,12 @@ class JITKernel:
                     if (name, a.shape) not in self._viewed:  # once, not on every call
                         self._viewed.add((name, a.shape))
                         _warn_view(name, a.shape, shape, loc)
+                elif [d for d in a.shape if d != 1] != [d for d in shape if d != 1] and \
+                        (name, a.shape) not in self._viewed:
+                    # the same elements in another arrangement: a transposed weight (an
+                    # nn.Linear [N, K] for a declared [K, N]) reads as other values
+                    self._viewed.add((name, a.shape))
+                    _warn_view(name, a.shape, shape, loc)
                 if a.size >= size:
                     a = flat[:size].reshape(shape)
                 else:
