@@ -142,3 +142,18 @@ print("Kernel Output Match!")
 ''')
     assert o.rc == 0, o.stderr
     assert "Kernel Output Match!" in o.stdout
+
+
+@pytest.mark.parametrize("flags, rc", [((), 3), (("--no-check",), 0)])
+def test_tilepipe_run_of_a_racy_kernel_exits_3_unless_opted_out(flags, rc):
+    fz.need_binary()
+    with fz.Sandbox() as box:
+        script = box.write("racy.py", RACY.replace("{body}", ""))
+        o = fz.run([fz.TILEPIPE, "run", f"{script}:no_sync", "--param", "N=64", *flags, "--json"],
+                   box, inputs=[script], codes=(0, 3))
+    assert o.rc == rc, o.stderr
+    assert not o.violations, o.violations
+    if rc == 3:
+        assert o.doc["ok"] is False and o.doc["errors"][0]["kind"] == "race"
+    else:
+        assert o.doc["races_checked"] is False
