@@ -123,6 +123,71 @@ TEST(Vectorize, AnElementNestBroadcastsRowAndColumnVectors) {
       EXPECT_EQ(data.at("y")[i * 64 + j], (x[i * 64 + j] + v[i % 8]) * w[j]) << i << ", " << j;
 }
 
+/// The causal mask: y[i, j] = j <= i + 3 ? x[i, j] : -100, each lane's indices computed as
+/// values (arange), compared and selected.
+ir::Program causal_nest() {
+  KernelBuilder kb("causal", 1);
+  auto x = kb.input("x", {8, 64}, f32);
+  auto y = kb.output("y", {8, 64}, f32);
+  kb.launch();
+  scope_v([&] {
+    auto a = alloc_ub("a", {8, 64}, f32);
+    auto col = alloc_ub("col", {8, 64}, f32);
+    auto row = alloc_ub("row", {8, 64}, f32);
+    auto m = alloc_ub("m", {8, 64}, u8);
+    copy(x, a);
+    parallel(8, [&](Ex i) {
+      parallel(64, [&](Ex j) {
+        arange(col(i, j), j);
+        arange(row(i, j), i + 3);
+        compare(m(i, j), col(i, j), row(i, j), ir::CmpMode::LE);
+        select(a(i, j), m(i, j), a(i, j), -100.0);
+      });
+    });
+    copy(a, y);
+  });
+  return kb.finish();
+}
+
+TEST(Vectorize, AnIndexUsedAsAValueIsAnArangeAlongItsLaneBroadcast) {
+  auto p = passes::vectorize(causal_nest(), testing::a3(), {});
+  std::string ir = ir::print(p);
+  EXPECT_NE(ir.find("    alloc par_row1: UB f32[1, 64]\n    tile.arange par_row1, 0\n"
+                    "    tile.broadcast col, par_row1, row\n"
+                    "    alloc par_col1: UB f32[8]\n    tile.arange par_col1, 3\n"
+                    "    tile.broadcast row, par_col1, column\n"),
+            std::string::npos)
+      << ir;
+
+  passes::PassOptions o;
+  ir::Program q = causal_nest();
+  verify_or_throw(q, testing::a3(), passes::verify_options(o));
+  auto low = lower::lower(passes::run_passes(q, testing::a3(), o), testing::a3());
+  std::vector<double> x(8 * 64);
+  for (size_t e = 0; e < x.size(); ++e) x[e] = static_cast<double>(e % 17);
+  sim::HostData data = {{"x", x}};
+  sim::SimOptions so;
+  so.detect_races = true;
+  sim::simulate(low, testing::a3(), &data, so);
+  for (size_t i = 0; i < 8; ++i)
+    for (size_t j = 0; j < 64; ++j)
+      EXPECT_EQ(data.at("y")[i * 64 + j], j <= i + 3 ? x[i * 64 + j] : -100.0) << i << ", " << j;
+}
+
+TEST(Vectorize, AnIndexValueOtherThanALanePlusAnOffsetIsAnError) {
+  testing::expect_user_error(
+      [] {
+        KernelBuilder kb("k", 1);
+        scope_v([&] {
+          auto a = alloc_ub("a", {8, 64}, f32);
+          parallel(8, [&](Ex i) { parallel(64, [&](Ex j) { arange(a(i, j), i + j); }); });
+        });
+        passes::vectorize(kb.finish(), testing::a3(), {});
+      },
+      {"this Parallel loop stays scalar", "is not one Parallel variable plus a lane-free offset",
+       "i + j is the sum of two such values"});
+}
+
 TEST(Vectorize, ALoopThatStaysScalarIsAnError) {
   testing::expect_user_error(
       [] {

@@ -3,9 +3,10 @@ element code inside a nest of parallel loops, which the vectorize pass turns int
 over all lanes (tilepipe's IR has no scalar stores). Each element reference `A[i, j]` is one
 element of A at the indexed offset (`i` or `i + k` per dimension), `v[i]` and `w[j]`
 elements of row and column vectors (broadcast by the pass), numbers and lane-free elements
-scalar operands; `+ - * /`, unary minus and T.exp / T.log / T.abs / T.sqrt / T.rsqrt /
-T.max / T.min / T.relu map to tile ops, compound expressions go through UB temporaries, GM
-operands through UB copies."""
+scalar operands, a loop variable itself a tile of its lane's indices (arange);
+`+ - * /`, unary minus and T.exp / T.log / T.abs / T.sqrt / T.rsqrt / T.max / T.min / T.relu
+map to tile ops, `T.if_then_else` over a condition on the lanes to compare + select,
+compound expressions go through UB temporaries, GM operands through UB copies."""
 
 import ast
 import copy as _copy
@@ -19,6 +20,8 @@ _UNARY = {"exp": "exp", "log": "ln", "ln": "ln", "abs": "abs", "sqrt": "sqrt", "
           "relu": "relu", "reciprocal": "reciprocal"}
 _ARITH = ("add", "sub", "mul", "div", "max", "min")
 _BITWISE = ("bit_and", "bit_or", "bit_xor", "shl", "shr")
+_CMP = {ast.Lt: "LT", ast.LtE: "LE", ast.Gt: "GT", ast.GtE: "GE", ast.Eq: "EQ", ast.NotEq: "NE"}
+_MIRROR = {"LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE", "EQ": "EQ", "NE": "NE"}
 _BINARY = {ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div",
            ast.BitAnd: "bit_and", ast.BitOr: "bit_or", ast.BitXor: "bit_xor",
            ast.LShift: "shl", ast.RShift: "shr"}
@@ -179,7 +182,7 @@ class _Vec:
         extents = [e if lane is None else 1 for e, lane in zip(r.extents, v.dim_lanes)]
         return Region(r.buffer, starts, extents, list(r.points))
 
-    def op(self, kind, dst, srcs, scalar=None):
+    def op(self, kind, dst, srcs, scalar=None, cmp="EQ"):
         """One element op (an IR tile op's name): tile operands as elements, a scalar (a
         number, a run-time value or a lane-free element) as the op's scalar operand. In a
         nest of one element the T.tile ops' own rules for one-element operands hold: a
@@ -194,7 +197,7 @@ class _Vec:
         if scalar is not None:
             scalar = Ttile._scalar(scalar, f"T.Parallel {kind}")
         Ttile._emit(kind, self.elem(dst),
-                    [self.elem(x) if isinstance(x, _Tile) else x for x in srcs], scalar)
+                    [self.elem(x) if isinstance(x, _Tile) else x for x in srcs], scalar, cmp)
 
     def copy(self, a, b):
         """T.copy of tile a into tile b, element by element: the GM extents it reaches are
@@ -355,22 +358,17 @@ class _Vec:
         raise self.it.error(call, f"T.Parallel calls '{f.__name__}', which is not one expression",
                             hint="use a lambda or a def whose body is `return <expression>`")
 
-    def refuse_bool(self, node, stmt):
-        """A comparison or boolean operator over the loop's lanes: a bool per lane, which a
-        vector op cannot hold as a number (the original's would be a mask), so arithmetic on
-        it or a store of it has no exact lowering here."""
-        if isinstance(node, (ast.Compare, ast.BoolOp)) or (
-                isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
-            if self.uses_lanes(node):
-                raise self.it.error(
-                    stmt, "a comparison (a bool per element) inside a T.Parallel expression is "
-                    "not supported: tilepipe does not model bool lanes as numbers",
-                    hint="compare into a mask with T.tile.compare and pick values with "
-                    "T.tile.select, or use T.if_then_else on compile-time conditions")
+    def is_bool(self, node):
+        """A comparison or boolean operator over the loop's lanes: a mask per lane."""
+        return isinstance(node, (ast.Compare, ast.BoolOp)) or (
+            isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not))
 
     def value(self, node, dtype, stmt):
         """A tile, or a Python number / run-time scalar (returned as is)."""
-        self.refuse_bool(node, stmt)
+        if self.lane_name(node) or (self.is_bool(node) and self.uses_lanes(node)):
+            t = self.temp(dtype)
+            self.emit_into(node, t, stmt)
+            return t
         if isinstance(node, ast.Subscript):
             v = self.ref(node, stmt)
             if not v.lanes:
@@ -386,9 +384,87 @@ class _Vec:
     def uses_lanes(self, node):
         return any(isinstance(n, ast.Name) and n.id in self.names for n in ast.walk(node))
 
-    def emit_into(self, node, dst, stmt):
-        self.refuse_bool(node, stmt)
+    def lane_name(self, node):
+        return isinstance(node, ast.Name) and node.id in self.names
+
+    def scalar(self, node):
+        """A lane-free operand: a number, or a run-time integer (an integer element read by
+        the scalar unit, `batch_sizes[bz]`)."""
+        v = self.it.eval(node)
+        if isinstance(v, Region) and v.buffer.dtype not in ("float16", "bfloat16", "float32"):
+            return v.load()
+        return v
+
+    def operand(self, node, dtype, stmt):
+        """A tile over some lanes, or a lane-free scalar."""
+        return self.value(node, dtype, stmt) if self.uses_lanes(node) else self.scalar(node)
+
+    def mask(self, cond, stmt):
+        """A condition over the lanes as a 0/1 u8 tile: `compare` of its two sides, in the
+        dtype of the first element over the lanes it reads (f32 when it reads none: indices
+        are exact there up to 2^24); `and` / `or` combine masks bitwise, `not` flips bit 0."""
+        if isinstance(cond, ast.UnaryOp) and isinstance(cond.op, ast.Not):
+            t = self.temp("uint8")
+            self.op("bit_xor", t, [self.mask(cond.operand, stmt)], 1)
+            return t
+        if isinstance(cond, ast.BoolOp):
+            op = "bit_and" if isinstance(cond.op, ast.And) else "bit_or"
+            parts = [self.mask(v, stmt) if self.uses_lanes(v) else None for v in cond.values]
+            if any(p is None for p in parts):
+                raise self.it.error(stmt, "a T.Parallel condition combines a lane-free value "
+                                    "with a comparison over the lanes",
+                                    hint="test the lane-free part with an `if` around the loop")
+            m = parts[0]
+            for p in parts[1:]:
+                t = self.temp("uint8")
+                self.op(op, t, [m, p])
+                m = t
+            return m
+        if not (isinstance(cond, ast.Compare) and len(cond.ops) == 1
+                and type(cond.ops[0]) in _CMP):
+            raise self.it.error(stmt, "a T.Parallel condition must be one comparison (<, <=, "
+                                ">, >=, ==, !=) or an `and` / `or` of comparisons")
+        refs = [n for n in ast.walk(cond) if isinstance(n, ast.Subscript) and self.uses_lanes(n)]
+        dt = "float32"
+        for r in refs:
+            b = self.it.eval(r.value)
+            if isinstance(b, Buffer):
+                dt = b.dtype
+                break
+        mode = _CMP[type(cond.ops[0])]
+        a = self.operand(cond.left, dt, stmt)
+        b = self.operand(cond.comparators[0], dt, stmt)
+        if not isinstance(a, _Tile):
+            a, b, mode = b, a, _MIRROR[mode]
+        m = self.temp("uint8")
+        if isinstance(b, _Tile):
+            self.op("compare", m, [self.typed(a, dt, stmt), self.typed(b, dt, stmt)], cmp=mode)
+        else:
+            self.op("compare", m, [self.typed(a, dt, stmt)], b, cmp=mode)
+        return m
+
+    def select(self, args, dst, stmt):
+        """`T.if_then_else(cond, a, b)` with cond over the lanes: a mask, then `select`
+        (a scalar `a` filled into a temporary first; a scalar `b` is select's own)."""
         dt = dst.region.buffer.dtype
+        m = self.mask(args[0], stmt)
+        a = self.operand(args[1], dt, stmt)
+        b = self.operand(args[2], dt, stmt)
+        if not isinstance(a, _Tile):
+            t = self.temp(dt)
+            self.op("fill", t, [], a)
+            a = t
+        a = self.typed(a, dt, stmt)
+        if isinstance(b, _Tile):
+            self.op("select", dst, [m, a, self.typed(b, dt, stmt)])
+        else:
+            self.op("select", dst, [m, a], b)
+
+    def emit_into(self, node, dst, stmt):
+        dt = dst.region.buffer.dtype
+        if self.is_bool(node) and self.uses_lanes(node):
+            self.op("cast", dst, [self.mask(node, stmt)])  # a comparison as 0 / 1
+            return
         if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
             op = _BINARY[type(node.op)]
             a = self.value(node.left, dt, stmt)
@@ -428,10 +504,17 @@ class _Vec:
             a = self.value(node.operand, dt, stmt)
             self.op("mul", dst, [self.typed(a, dt, stmt)], -1.0)
             return
+        if self.lane_name(node):
+            # the lane's index as a value: the vectorize pass makes it an arange
+            self.op("arange", dst, [], self.vars[self.names.index(node.id)])
+            return
         if isinstance(node, ast.Call):
             f = node.func
             name = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", "")
             args = node.args
+            if name in ("if_then_else", "Select") and len(args) == 3 and self.uses_lanes(args[0]):
+                self.select(args, dst, stmt)
+                return
             if name in _UNARY and len(args) == 1:
                 a = self.value(args[0], dt, stmt)
                 self.op(_UNARY[name], dst, [self.typed(a, dt, stmt)])

@@ -226,8 +226,12 @@ class Pass : public StmtMutator {
       out.push_back(make_stmt(std::move(t), st->loc));
       return;
     }
-    if (auto* x = std::get_if<Expr>(&s.scalar->value); x && uses_lane(*x))
-      scalar_loop(st->loc, "its scalar operand depends on the loop variable");
+    if (auto* x = std::get_if<Expr>(&s.scalar->value); x && uses_lane(*x)) {
+      if (s.op != TileOpKind::Arange)
+        scalar_loop(st->loc, "its scalar operand depends on the loop variable");
+      lane_index(t, *x, st, out);
+      return;
+    }
     const Region* m = std::get_if<Region>(&s.scalar->value);
     if (!m || !std::any_of(m->start.begin(), m->start.end(),
                            [&](const Expr& e) { return uses_lane(e); })) {
@@ -247,6 +251,35 @@ class Pass : public StmtMutator {
     t.scalar.reset();
     t.srcs.push_back(t.dst);
     out.push_back(make_stmt(std::move(t), st->loc));
+  }
+
+  /// A lane's variable used as a value (`arange(d[i, j], j + off)`: each lane's element is
+  /// its own index): one arange over the lane's trips, as the hardware's CreateVecIndex
+  /// makes it, into the destination itself in a nest of one lane, else into a row [1, C]
+  /// (the inner lane) or a column [R] (the outer one) broadcast into the destination.
+  void lane_index(TileOpStmt t, const Expr& x, const Stmt& st, std::vector<Stmt>& out) {
+    auto lo = lane_of(x);
+    if (!lo || lanes_.size() > 2)
+      scalar_loop(st->loc,
+                  fmt::format("its value {} is not one Parallel variable plus a lane-free "
+                              "offset (in a nest of one or two Parallel loops)",
+                              print(x)),
+                  "compute other index values from v + offset with tile arithmetic (i + j is "
+                  "the sum of two such values)");
+    const auto& [k, off] = *lo;
+    Expr first = make_int(lanes_[k].begin, x->loc);
+    t.scalar = ScalarOperand{off ? fold(BinOp::Add, off, first) : first};
+    if (lanes_.size() == 1) {
+      out.push_back(make_stmt(std::move(t), st->loc));
+      return;
+    }
+    const int64_t n = lanes_[k].n;
+    std::vector<int64_t> shape = k == 0 ? std::vector<int64_t>{n} : std::vector<int64_t>{1, n};
+    Region dst = t.dst;
+    t.dst = full_region(temp(k == 0 ? "par_col" : "par_row", shape, dst.buffer->dtype, st, out));
+    Region vec = t.dst;
+    out.push_back(make_stmt(std::move(t), st->loc));
+    out.push_back(broadcast(dst, vec, k == 0 ? BroadcastDir::Column : BroadcastDir::Row, st->loc));
   }
 
   /// A source spanning one lane of a 2-D nest, shaped as a row or a column where its slice

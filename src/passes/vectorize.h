@@ -23,6 +23,10 @@ namespace tilepipe::passes {
 ///  - a source spanning no lane is refused unless it has the destination's size;
 ///  - a per-lane scalar `op(d(r, ..), s(r, ..), at(m, {r, ..}))` (add, sub, mul, div, max,
 ///    min) becomes `broadcast(d, m(0:n)); op(d, s, d)` when d overlaps neither operand.
+///  - a lane's variable used as a value, `arange(d[i, j], j + off)` (each element its own
+///    index), becomes one arange over the lane's trips, broadcast into d in a 2-D nest
+///    through a [1, C] (`par_rowN`) or [R] (`par_colN`) temporary: CreateVecIndex, then
+///    Broadcast, as the hardware computes it.
 /// The iterations of a Parallel loop are independent (the author's promise), so running
 /// each statement for every lane before the next is the same computation. The nest's
 /// statements take its place in the enclosing sequence.
