@@ -382,8 +382,8 @@ TEST(Verify, CopyThatChangesDtypeOffTheFixPipeIsADtypeMismatch) {
     copy(x, a1);
   });
   expect_diag(kb.finish(), "dtype-mismatch",
-              {"copy x -> a1 changes dtype f16 -> f32; only FIX (L0C f32 -> f16/bf16) and UB -> "
-               "UB copies cast",
+              {"copy x -> a1 changes dtype f16 -> f32; only FIX (L0C f32 -> f16/bf16), UB -> "
+               "UB copies and, with the copy_cast pass, GM <-> UB copies cast",
                "then tile::cast on UB", here(-5)});
 }
 

@@ -47,6 +47,9 @@ struct PassOptions {
   /// Vectorisation: Parallel loops become tile ops over all their rows. Off: a Parallel
   /// loop is an error (`unsupported`), never a silent serial loop.
   bool vectorize = true;
+  /// GM <-> UB copies that change dtype become a copy and a vector cast through a UB
+  /// temporary (passes/copy_cast.h). Off: such a copy is the verifier's `dtype-mismatch`.
+  bool copy_cast = true;
   /// AUTO_CV_COMBINE + AUTO_CV_SYNC: split unscoped code into Cube and Vector scopes, with
   /// GM workspaces and cross-core flags, and turn Pipelined loops mixing Cube and Vector
   /// work into cross-core pipelines. Off: unscoped code is an error (`outside-scope`).

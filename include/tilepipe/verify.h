@@ -48,6 +48,9 @@ struct VerifyOptions {
   bool unscoped = false;
   /// Accept Parallel loops (the vectorize pass turns them into tile ops).
   bool parallel = false;
+  /// Accept GM <-> UB copies that change dtype (the copy_cast pass splits them into a copy
+  /// and a vector cast).
+  bool cast_copies = false;
   /// Check capacities against the physical size instead of the usable one: the author's
   /// sequential layout may use the reserved bytes, as the original's code generator lets
   /// it (passes::PassOptions::reserved_tail).

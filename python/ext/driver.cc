@@ -80,6 +80,8 @@ passes::PassOptions pass_options(const py::dict& opts) {
       o.multibuffer = on;
     else if (key == "vectorize")
       o.vectorize = on;
+    else if (key == "copy_cast")
+      o.copy_cast = on;
     else if (key == "fuse")
       o.fuse = on;
     else if (key == "l1_residency")

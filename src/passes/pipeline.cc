@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "passes/auto_sync.h"
+#include "passes/copy_cast.h"
 #include "passes/cross_drains.h"
 #include "passes/cv_split.h"
 #include "passes/event_ids.h"
@@ -26,6 +27,9 @@ const std::vector<PassInfo>& pass_table() {
        "nests of Parallel loops over element code -> tile ops over all their lanes (operands "
        "of fewer lanes broadcast)",
        &PassOptions::vectorize, &vectorize},
+      {"copy_cast",
+       "GM <-> UB copies that change dtype -> a copy and a vector cast through a UB temporary",
+       &PassOptions::copy_cast, &copy_cast},
       {"original_split",
        "unscoped code into Cube and Vector scopes as the original's compiler splits it: the "
        "author's GM tensors handed over per iteration of the block holding them",
@@ -121,6 +125,7 @@ VerifyOptions verify_options(const PassOptions& o) {
   v.capacity = !o.memory_planning;
   v.unscoped = o.cv_split || o.original_split;
   v.parallel = o.vectorize;
+  v.cast_copies = o.copy_cast;
   v.reserved_tail = o.reserved_tail;
   v.event_id_range = !o.event_ids;
   return v;

@@ -92,13 +92,16 @@ void Verifier::check(const CopyStmt& n, const StmtNode& s) {
           "make both regions the same size");
   }
   DType a = n.src.buffer->dtype, b = n.dst.buffer->dtype;
-  bool cast_ok = (*pipe == Pipe::FIX && a == DType::F32 &&
-                  (b == DType::F16 || b == DType::BF16 || b == DType::F32)) ||
-                 (*pipe == Pipe::V);
+  bool cast_ok =
+      (*pipe == Pipe::FIX && a == DType::F32 &&
+       (b == DType::F16 || b == DType::BF16 || b == DType::F32)) ||
+      (*pipe == Pipe::V) ||
+      (opts_.cast_copies && !n.atomic_add &&
+       ((from == Scope::GM && to == Scope::UB) || (from == Scope::UB && to == Scope::GM)));
   if (a != b && !cast_ok) {
     error(s.loc, "dtype-mismatch",
-          fmt::format("copy {} -> {} changes dtype {} -> {}; only FIX (L0C f32 -> f16/bf16) "
-                      "and UB -> UB copies cast",
+          fmt::format("copy {} -> {} changes dtype {} -> {}; only FIX (L0C f32 -> f16/bf16), "
+                      "UB -> UB copies and, with the copy_cast pass, GM <-> UB copies cast",
                       print(n.src), print(n.dst), to_string(a), to_string(b)),
           "copy into a buffer of the same dtype, then tile::cast on UB");
   }
