@@ -781,6 +781,25 @@ from . import tile  # noqa: E402,F401
 from .tile import reduce  # noqa: E402,F401
 
 
+def fill(buffer, value):
+    """T.fill(buffer | region | element, value): every element set to value, a vector
+    Duplicate on UB (a one-element fill is the scalar unit's SetValue). The Cube memories
+    and GM have no fill instruction."""
+    r = as_region(buffer, "T.fill destination")
+    if r.buffer.scope != "UB":
+        hint = ("initialise the accumulator with the gemm's init=True (or init=(k == 0) in "
+                "the K loop)" if r.buffer.scope == "L0C" else
+                "fill a UB tile and T.copy it there")
+        raise err(f"T.fill / T.clear of {r.buffer.scope} buffer '{r.buffer.name}': only UB "
+                  "buffers are filled by an instruction (the vector unit's Duplicate)", hint=hint)
+    tile.fill(r, value)
+
+
+def clear(buffer):
+    """T.clear(buffer): T.fill(buffer, 0)."""
+    fill(buffer, 0)
+
+
 def floordiv(a, b):
     a, b = to_index(a), to_index(b)
     return a // b
