@@ -116,6 +116,28 @@ def test_one_lane_nest_compares_its_index_with_a_serial_variable():
     np.testing.assert_array_equal(got, np.tril(np.repeat(s[None, :] * 2, 16, axis=0)))
 
 
+@tilelang.jit(out_idx=[2])
+def tail_kernel(N):
+    @T.prim_func
+    def main(X: T.Tensor((N,), "float16"), n: T.Tensor((1,), "int32"),
+             O: T.Tensor((N,), "float16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            with T.Scope("V"):
+                x = T.alloc_ub((N,), "float16")
+                T.copy(X, x)
+                for i in T.Parallel(N):
+                    x[i] = T.if_then_else(i < n[0], x[i], 0.0)
+                T.copy(x, O)
+
+    return main
+
+
+def test_a_lane_compared_with_a_gm_element_zeroes_the_tail():
+    x = RNG.standard_normal(128).astype(np.float16)
+    got = tail_kernel(128)(x, np.array([77], np.int32))
+    np.testing.assert_array_equal(got, np.where(np.arange(128) < 77, x, 0).astype(np.float16))
+
+
 def test_causal_mask_costs_vector_instructions_not_a_scalar_loop():
     # arange and broadcast per lane, an add, a compare, a select: a few vector instructions
     # over the 8192 lanes (the hardware's CreateVecIndex / Compare / Select), far fewer
