@@ -54,8 +54,8 @@ TEST(CopyCast, AWideningCopyBecomesACopyIntoATemporaryAndACast) {
 
 TEST(CopyCast, HandSyncedCodeGetsAFlagPairBetweenTheCopyAndTheCast) {
   std::string ir = ir::print(passes::copy_cast(widened(true), testing::a3(), {}));
-  EXPECT_NE(ir.find("    copy x -> cast_tmp1\n    set_flag MTE2 -> V, 7\n"
-                    "    wait_flag MTE2 -> V, 7\n    tile.cast a, cast_tmp1\n"),
+  EXPECT_NE(ir.find("    copy x -> cast_tmp1\n    set_flag MTE2->V #7\n"
+                    "    wait_flag MTE2->V #7\n    tile.cast a, cast_tmp1\n"),
             std::string::npos)
       << ir;
 }

@@ -138,10 +138,10 @@ ir::Program causal_nest() {
     copy(x, a);
     parallel(8, [&](Ex i) {
       parallel(64, [&](Ex j) {
-        arange(col(i, j), j);
-        arange(row(i, j), i + 3);
-        compare(m(i, j), col(i, j), row(i, j), ir::CmpMode::LE);
-        select(a(i, j), m(i, j), a(i, j), -100.0);
+        tile::arange(col(i, j), j);
+        tile::arange(row(i, j), i + 3);
+        tile::compare(m(i, j), col(i, j), row(i, j), ir::CmpMode::LE);
+        tile::select(a(i, j), m(i, j), a(i, j), -100.0);
       });
     });
     copy(a, y);
@@ -180,7 +180,7 @@ TEST(Vectorize, AnIndexValueOtherThanALanePlusAnOffsetIsAnError) {
         KernelBuilder kb("k", 1);
         scope_v([&] {
           auto a = alloc_ub("a", {8, 64}, f32);
-          parallel(8, [&](Ex i) { parallel(64, [&](Ex j) { arange(a(i, j), i + j); }); });
+          parallel(8, [&](Ex i) { parallel(64, [&](Ex j) { tile::arange(a(i, j), i + j); }); });
         });
         passes::vectorize(kb.finish(), testing::a3(), {});
       },
