@@ -74,7 +74,8 @@ int cmd_profile(const ProfileArgs& a) {
   out["advise_wall_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
       rep.run.sim_wall_s;
-  std::string text = prof::to_text(rep.summary) + prof::to_text(rep.advice);
+  std::string text = prof::to_text(rep.summary) + (a.lines ? prof::to_text(rep.lines) : "") +
+                     prof::to_text(rep.advice);
   for (const auto& v : rep.variants)
     text += v.error.empty() ? fmt::format("variant {:<10} {:.0f} cycles ({:.2f} us)\n", v.variant,
                                           v.cycles, v.cycles * chip.us_per_cycle())

@@ -17,7 +17,7 @@ struct ProfileArgs {
   std::map<std::string, std::string> params;
   uint64_t seed = 1;
   double max_cycles = 1e13, max_wall_s = 0;
-  bool json = false, no_verify = false;
+  bool json = false, no_verify = false, lines = false;
   std::string html, rules;
 };
 int cmd_profile(const ProfileArgs& a);
@@ -31,6 +31,16 @@ struct TuneArgs {
   bool json = false, no_cache = false;
 };
 int cmd_tune(const TuneArgs& a);
+
+/// `tilepipe diff`: two report files, or two runs of one kernel (docs/cli.md#tilepipe-diff).
+struct DiffArgs {
+  std::vector<std::string> inputs;    // two report files, or one kernel
+  std::vector<std::string> variants;  // kernel: A's and B's (one: both)
+  std::string chip = "a3", html;
+  std::map<std::string, std::string> params, params_b;  // A's; B's on top of A's
+  bool json = false;
+};
+int cmd_diff(const DiffArgs& a);
 
 /// Per-step profiles with verified advice for a ladder; writes `html` if not empty and
 /// returns the steps' advice as JSON (added to the ladder's JSON under "advice").

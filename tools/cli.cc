@@ -62,6 +62,7 @@ struct RunArgs {
   std::string trace_window;
   std::string trace_cores;
   std::string csv_dir;
+  bool lines = false;
 };
 
 void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
@@ -101,6 +102,9 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
                   "trace only these AI cores, e.g. 0,5-7 (default: all)");
   cmd->add_option("--csv-dir", a.csv_dir,
                   "write pipe_utilization.csv and code_exe.csv into this directory");
+  cmd->add_flag("--lines", a.lines,
+                "every cycle of the kernel given to a source line: the table on stderr, "
+                "`lines` in the JSON (simulates every iteration)");
 }
 
 prof::TraceOptions trace_options(const RunArgs& a, const ChipConfig& chip) {
@@ -213,11 +217,11 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
     }
     req.on_lowered = [&](const lower::LoweredProgram& p) { trace->bind(p); };
   }
-  prof::Recorder recorder(trace.get());
-  // Per-event recording (trace, per-line CSV) needs every iteration simulated, except that
-  // a trace window alone lets the iterations outside it be fast-forwarded.
-  if (trace || !a.csv_dir.empty()) req.observer = &recorder;
-  if (trace && a.csv_dir.empty()) {
+  prof::Recorder recorder(trace.get(), a.lines);
+  // Per-event recording (trace, per-line CSV and cycles) needs every iteration simulated,
+  // except that a trace window alone lets the iterations outside it be fast-forwarded.
+  if (trace || !a.csv_dir.empty() || a.lines) req.observer = &recorder;
+  if (trace && a.csv_dir.empty() && !a.lines) {
     req.fast_forward.observed_from = topts.window_begin;
     req.fast_forward.observed_to = topts.window_end;
   }
@@ -263,6 +267,12 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   json summary_json = prof::to_json(summary);
   for (auto it = summary_json.begin(); it != summary_json.end(); ++it) out[it.key()] = it.value();
   out["instructions"] = rep.sim.instructions;
+  if (a.lines) {
+    const prof::LineAttribution lines = recorder.attribute_lines(rep.sim, chip.launch_cycles());
+    json lj = driver::lines_json(lines);
+    for (auto it = lj.begin(); it != lj.end(); ++it) out[it.key()] = it.value();
+    std::cerr << prof::to_text(lines);
+  }
   if (rep.sim.fast_forward.jumps > 0)
     out["fast_forward"] = {{"jumps", rep.sim.fast_forward.jumps},
                            {"skipped_iterations", rep.sim.fast_forward.iterations},
@@ -615,6 +625,21 @@ int tilepipe::cli::main(int argc, char** argv) {
   emit->add_option("-o,--output", emit_args.output, "write the file here (default: stdout)");
   emit->add_flag("--json", emit_args.json, "print one JSON object on stdout");
 
+  cli::DiffArgs diff_cmd_args;
+  std::vector<std::string> diff_params, diff_params_b;
+  auto* diff = app.add_subcommand(
+      "diff", "compare two reports: A.json B.json, or KERNEL --variant A --variant B");
+  diff->add_option("inputs", diff_cmd_args.inputs,
+                   "two reports (run/profile --json), or one kernel to run twice")
+      ->required();
+  diff->add_option("--variant", diff_cmd_args.variants,
+                   "kernel: A's variant, then B's (one: both)");
+  diff->add_option("--param", diff_params, "kernel: parameter k=v of both runs (repeatable)");
+  diff->add_option("--param-b", diff_params_b, "kernel: parameter k=v of run B only (repeatable)");
+  diff->add_option("--chip", diff_cmd_args.chip, "kernel: chip config: a2, a3, or a .json path");
+  diff->add_option("--html", diff_cmd_args.html, "write a side-by-side HTML page");
+  diff->add_flag("--json", diff_cmd_args.json, "print one JSON object on stdout");
+
   // Listed for --help only: main() hands `run-py` to Python before parsing.
   app.add_subcommand("run-py",
                      "run a TileLang-Ascend Python script: tilepipe run-py FILE.py [args...]")
@@ -672,9 +697,15 @@ int tilepipe::cli::main(int argc, char** argv) {
       if (!profile_args.max_wall_s.empty())
         pa.max_wall_s = cli::parse_max_wall_s(profile_args.max_wall_s);
       pa.json = profile_args.json;
+      pa.lines = profile_args.lines;
       return cli::cmd_profile(pa);
     }
     if (differential->parsed()) return cmd_differential(diff_args);
+    if (diff->parsed()) {
+      diff_cmd_args.params = parse_params(diff_params);
+      diff_cmd_args.params_b = parse_params(diff_params_b);
+      return cli::cmd_diff(diff_cmd_args);
+    }
     if (emit->parsed()) return cmd_emit(emit_args);
     if (fidelity->parsed()) return cli::cmd_fidelity(fid_args);
     if (calibrate->parsed()) return cli::cmd_calibrate(cal_args);

@@ -240,6 +240,7 @@ struct ProfileReport {
   std::vector<prof::Advice> dropped;  // verified gain under the threshold
   prof::Timeline timeline;
   std::vector<std::string> core_names;
+  prof::LineAttribution lines;  // every cycle of the span given to a source line
   /// With KernelSource::profile_variants: every variant's timing-mode cycles, in the
   /// source's order (error: why that variant did not run).
   struct VariantCycles {
@@ -258,6 +259,10 @@ ProfileReport profile_kernel(const KernelSource& k, const RunRequest& req, const
 /// The JSON of `run --json` plus evidence, metrics, advice and the model's limits.
 nlohmann::ordered_json profile_json(const KernelSource& k, const ProfileReport& rep,
                                     const RunRequest& req, const ChipConfig& chip);
+/// The per-line cycles of a report (`run --lines`, `profile`): {"lines": [{file, line, op,
+/// pipe, cycles, busy_cycles, stall_cycles, waits_on, instructions}], "line_attribution":
+/// {core, cycles, launch_cycles, kernel_cycles, files: {file: % of kernel_cycles}}}.
+nlohmann::ordered_json lines_json(const prof::LineAttribution& a);
 /// The report's per-core, per-pipe busy fractions by time bin.
 nlohmann::ordered_json timeline_json(const prof::Timeline& t,
                                      const std::vector<std::string>& names);

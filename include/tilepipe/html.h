@@ -9,7 +9,8 @@
 namespace tilepipe::prof {
 
 /// `doc`: {"title", and any of "profile" (profile JSON + "timeline"), "ladder" (ladder
-/// JSON + "profiles": per-step profile JSON), "tune" (tune JSON)}. Wall-clock fields
+/// JSON + "profiles": per-step profile JSON), "tune" (tune JSON), "diff" (diff_reports'
+/// JSON: a side-by-side page)}. Wall-clock fields
 /// (*wall_s) are left out, so the same inputs give the same bytes.
 std::string html_report(const nlohmann::ordered_json& doc);
 

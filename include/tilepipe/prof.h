@@ -54,21 +54,73 @@ struct Timeline {
   void add(int core, ir::Pipe pipe, double start, double cycles);
 };
 
+/// One source line's share of the critical core's span (docs/cli.md, "Per-line cycles").
+struct LineCost {
+  std::string file;
+  int line = 0;
+  std::string op, pipe;     // the line's costliest op and its pipe
+  double cycles = 0;        // busy + stall: the line's share of the span
+  double busy_cycles = 0;   // its instructions running (shared equally with those running too)
+  double stall_cycles = 0;  // the core idle until one of its instructions started
+  std::map<std::string, double> waits_on;  // stall by what released it: a pipe of the core
+                                           // ("MTE2"), "cross-core M", "S" (issued late)
+  int64_t instructions = 0;                // on the critical core
+};
+
+/// Every cycle of the kernel's span on its critical core (the core that ends last) given to
+/// one source line: a stretch where instructions run is shared equally among them, an idle
+/// stretch goes to the instruction that starts next (a stall, with what released it), the
+/// launch to no line, the result latency after the last instruction to that instruction.
+/// So `launch_cycles` + the lines' `cycles` = `cycles`, exactly.
+struct LineAttribution {
+  std::string unavailable;  // why there is none ("" when there is)
+  std::string core;         // the critical core, "core3.AIV0"
+  double cycles = 0, launch_cycles = 0;
+  std::vector<LineCost> lines;  // by cycles, largest first
+};
+
 class Recorder : public sim::Observer {
  public:
   /// With a `trace`, every event is also handed to it (it keeps those it records).
-  explicit Recorder(TraceWriter* trace = nullptr) : trace_(trace) {}
+  /// `attribute_lines`: keep every instruction's times for attribute_lines() (memory grows
+  /// with the run, up to kMaxKeptEvents).
+  explicit Recorder(TraceWriter* trace = nullptr, bool attribute_lines = false)
+      : trace_(trace), keep_(attribute_lines) {}
   void on_instr(const sim::InstrEvent& e) override;
   void on_flag(const sim::FlagEvent& e) override;
 
   std::vector<LineStats> lines() const;  // sorted by busy cycles, largest first
   const Timeline& timeline() const { return timeline_; }
+  /// Per-line cycles of the run `r` this recorder observed (constructed with
+  /// attribute_lines; the whole run observed, so without fast-forward).
+  LineAttribution attribute_lines(const sim::SimResult& r, double launch_cycles) const;
+
+  static constexpr size_t kMaxKeptEvents = size_t{1} << 24;
 
  private:
+  struct Kept {
+    double start;
+    float occupancy, latency, queued;  // queued: start - issue
+    ir::Pipe pipe;
+    const lower::OpTemplate* op;
+  };
+  struct Release {  // a wait that held its pipe or the scalar unit ended
+    double time;
+    ir::Pipe set_pipe;
+    bool cross;
+  };
   TraceWriter* trace_;
+  bool keep_;
+  size_t kept_ = 0;
+  bool overflow_ = false;
+  std::vector<std::vector<Kept>> events_;       // per core
+  std::vector<std::vector<Release>> releases_;  // per core
   std::map<const lower::OpTemplate*, LineStats> by_op_;
   Timeline timeline_;
 };
+
+/// The per-line table (`--lines`): the `max` costliest lines, with the critical core.
+std::string to_text(const LineAttribution& a, size_t max = 30);
 
 /// Streams a trace of the run to a file while it goes (docs/cli.md#trace-file), in the
 /// encoding its name asks for: Perfetto's protobuf for ".pftrace" / ".perfetto-trace",
@@ -130,6 +182,7 @@ struct PipeSummary {
 struct Summary {
   double cycles = 0;
   double time_us = 0;
+  double launch_cycles = 0;        // die.launch_us: before every core's first block; in `cycles`
   std::vector<PipeSummary> pipes;  // M, V, MTE1, MTE2, MTE3, FIX, S
   std::string bound;               // busiest pipe
   std::string verdict;             // "compute", "memory", "latency-pipeline", "issue"

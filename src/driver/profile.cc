@@ -76,7 +76,7 @@ prof::Simulate what_if_runner(const KernelSource& k, const RunRequest& base,
 ProfileReport profile_kernel(const KernelSource& k, const RunRequest& req, const ChipConfig& chip,
                              const prof::RuleSet& rules, bool verify) {
   ProfileReport rep;
-  prof::Recorder rec;
+  prof::Recorder rec(nullptr, /*attribute_lines=*/true);
   RunRequest r = req;
   if (!r.observer) r.observer = &rec;
   rep.run = run_kernel(k, r, chip);
@@ -84,6 +84,7 @@ ProfileReport profile_kernel(const KernelSource& k, const RunRequest& req, const
   rep.summary = prof::summarize(rep.run.sim, rep.run.lowered, chip);
   rep.evidence = prof::gather_evidence(rep.run.sim, rep.run.lowered, chip, used);
   rep.timeline = used.timeline();
+  rep.lines = used.attribute_lines(rep.run.sim, chip.launch_cycles());
   for (const auto& c : rep.run.sim.cores) rep.core_names.push_back(c.name);
   RunRequest base = req;
   base.variant = rep.run.variant;

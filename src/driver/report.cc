@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
 
 #include "tilepipe/driver.h"
 #include "tilepipe/html.h"
@@ -31,6 +32,35 @@ json timeline_json(const prof::Timeline& t, const std::vector<std::string>& name
   return {{"bin_cycles", t.bin_cycles}, {"rows", rows}};
 }
 
+json lines_json(const prof::LineAttribution& a) {
+  json lines = json::array();
+  std::map<std::string, double> files;
+  for (const auto& l : a.lines) {
+    json waits = json::object();
+    for (const auto& [why, c] : l.waits_on) waits[why] = c;
+    lines.push_back({{"file", l.file},
+                     {"line", l.line},
+                     {"op", l.op},
+                     {"pipe", l.pipe},
+                     {"cycles", l.cycles},
+                     {"busy_cycles", l.busy_cycles},
+                     {"stall_cycles", l.stall_cycles},
+                     {"waits_on", waits},
+                     {"instructions", l.instructions}});
+    files[l.file] += l.cycles;
+  }
+  const double kernel = a.cycles - a.launch_cycles;
+  json meta = {{"core", a.core},
+               {"cycles", a.cycles},
+               {"launch_cycles", a.launch_cycles},
+               {"kernel_cycles", kernel}};
+  json pct = json::object();
+  for (const auto& [f, c] : files) pct[f] = kernel > 0 ? std::round(1e4 * c / kernel) / 100 : 0;
+  meta["files"] = pct;
+  if (!a.unavailable.empty()) meta["unavailable"] = a.unavailable;
+  return {{"lines", lines}, {"line_attribution", meta}};
+}
+
 json profile_json(const KernelSource& k, const ProfileReport& rep, const RunRequest& req,
                   const ChipConfig& chip) {
   json out;
@@ -49,6 +79,8 @@ json profile_json(const KernelSource& k, const ProfileReport& rep, const RunRequ
   json s = prof::to_json(rep.summary);
   for (auto it = s.begin(); it != s.end(); ++it) out[it.key()] = it.value();
   out["instructions"] = rep.run.sim.instructions;
+  json lines = lines_json(rep.lines);
+  for (auto it = lines.begin(); it != lines.end(); ++it) out[it.key()] = it.value();
   out["sim_wall_s"] = rep.run.sim_wall_s;
   out["evidence"] = prof::to_json(rep.evidence);
   json metrics = json::object();

@@ -245,6 +245,36 @@ std::string timeline(const json& tl) {
   return o + "</svg>\n";
 }
 
+/// Cycles per source line on the critical core (the report's "lines"), costliest first.
+std::string line_table(const json& p) {
+  if (!p.contains("lines")) return "";
+  const json& meta = p["line_attribution"];
+  std::string o = "<h2>Cycles per source line</h2>\n";
+  if (meta.contains("unavailable")) return o + "<p>" + esc(s(meta, "unavailable")) + "</p>\n";
+  const double span = d(meta, "cycles", 1);
+  o += fmt::format(
+      "<p class=\"muted\">Every cycle of the critical core {} given to one line: running "
+      "instructions share a stretch, an idle stretch goes to the instruction that starts next "
+      "(stall; what released it); {:.0f} launch cycles belong to no line.</p>\n",
+      esc(s(meta, "core")), d(meta, "launch_cycles"));
+  o += "<table><tr><th>line</th><th>op</th><th>cycles</th><th>%</th><th>busy</th><th>stall</th>"
+       "<th>waits on</th></tr>\n";
+  size_t n = 0;
+  for (const auto& l : p["lines"]) {
+    if (n++ == 25) break;
+    std::string waits;
+    for (auto it = l["waits_on"].begin(); it != l["waits_on"].end(); ++it)
+      waits +=
+          fmt::format("{}{} {:.0f}", waits.empty() ? "" : ", ", it.key(), it.value().get<double>());
+    o += fmt::format(
+        "<tr><td><code>{}:{}</code></td><td>{}</td><td>{:.0f}</td><td>{:.1f}</td><td>{:.0f}</td>"
+        "<td>{:.0f}</td><td>{}</td></tr>\n",
+        esc(s(l, "file")), l.value("line", 0), esc(s(l, "op")), d(l, "cycles"),
+        100 * d(l, "cycles") / span, d(l, "busy_cycles"), d(l, "stall_cycles"), esc(waits));
+  }
+  return o + "</table>\n";
+}
+
 std::string profile_sections(const json& p) {
   std::string o;
   o += fmt::format(
@@ -253,6 +283,7 @@ std::string profile_sections(const json& p) {
       esc(s(p, "verdict")), esc(s(p, "bound")), d(p, "cycles"), d(p, "time_us"), esc(s(p, "chip")),
       esc(s(p, "kernel")), esc(s(p, "variant")));
   o += "<h2>Advice (ranked)</h2>\n" + advice_cards(p.value("advice", json::array()));
+  o += line_table(p);
   const json& ev = p["evidence"];
   o += "<h2>Timeline overview</h2>\n<p class=\"muted\">Busy fraction per time bin: mean over "
        "the cores of each kind, then core 0's pipes.</p>\n";
@@ -431,6 +462,81 @@ std::string tune_sections(const json& t) {
   return o;
 }
 
+/// The side-by-side page of `tilepipe diff` (include/tilepipe/diff.h): A and B in columns,
+/// their deltas beside them.
+std::string diff_sections(const json& dj) {
+  auto label = [](const json& side) {
+    std::string params;
+    for (auto it = side["params"].begin(); it != side["params"].end(); ++it)
+      params += fmt::format(" {}={}", it.key(), it.value().dump());
+    return fmt::format("{} [{}] on {}{}", s(side, "kernel"), s(side, "variant"), s(side, "chip"),
+                       params);
+  };
+  std::string o =
+      "<h2>What changed</h2>\n<div class=\"verdict\">" + esc(s(dj, "what_changed")) + "</div>\n";
+  for (const auto& n : dj["notes"]) o += "<p><b>note:</b> " + esc(n.get<std::string>()) + "</p>\n";
+  auto row = [](const std::string& name, const json& v, int digits) {
+    return fmt::format("<tr><td>{}</td><td>{}</td><td>{}</td><td>{:+.{}f}</td></tr>\n", esc(name),
+                       num(d(v, "a"), digits), num(d(v, "b"), digits), d(v, "delta"), digits);
+  };
+  o += "<table><tr><th></th><th>A</th><th>B</th><th>delta (B - A)</th></tr>\n";
+  o += fmt::format("<tr><td>what ran</td><td>{}</td><td>{}</td><td></td></tr>\n",
+                   esc(label(dj["a"])), esc(label(dj["b"])));
+  o += row("cycles", dj["cycles"], 0) + row("time us", dj["time_us"], 2) +
+       row("kernel-only us", dj["kernel_us"], 2) + row("launch us", dj["launch_us"], 2);
+  o += fmt::format("<tr><td>bound (verdict)</td><td>{} ({})</td><td>{} ({})</td><td>{}</td></tr>\n",
+                   esc(s(dj["bound"], "a")), esc(s(dj["verdict"], "a")), esc(s(dj["bound"], "b")),
+                   esc(s(dj["verdict"], "b")),
+                   dj["bound"]["changed"].get<bool>() ? "changed" : "same");
+  o += "</table>\n<h2>Pipes</h2>\n<table><tr><th>pipe</th><th>busy % A</th><th>busy % B</th>"
+       "<th>delta</th><th>wait-flag % delta</th><th>instructions A</th><th>instructions B</th>"
+       "<th>delta</th></tr>\n";
+  std::vector<std::pair<std::string, double>> busy;
+  for (auto it = dj["pipes"].begin(); it != dj["pipes"].end(); ++it) {
+    const json& p = it.value();
+    o += fmt::format(
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:+.2f}</td><td>{:+.2f}</td><td>{}</td>"
+        "<td>{}</td><td>{:+.0f}</td></tr>\n",
+        esc(it.key()), num(d(p["busy_pct"], "a"), 2), num(d(p["busy_pct"], "b"), 2),
+        d(p["busy_pct"], "delta"), d(p["wait_flag_pct"], "delta"),
+        num(d(p["instructions"], "a"), 0), num(d(p["instructions"], "b"), 0),
+        d(p["instructions"], "delta"));
+    busy.push_back({it.key() + " A", d(p["busy_pct"], "a")});
+    busy.push_back({it.key() + " B", d(p["busy_pct"], "b")});
+  }
+  o += "</table>\n" + bars(busy, 100, "% busy", "#2e86de");
+  o += "<h2>Lines that changed most</h2>\n";
+  if (!dj["lines_total"]["available"].get<bool>())
+    return o + "<p>" + esc(s(dj["lines_total"], "note")) + "</p>\n";
+  o += "<table><tr><th>line</th><th>op</th><th>cycles A</th><th>cycles B</th><th>delta</th>"
+       "<th>stall delta</th></tr>\n";
+  std::vector<std::pair<std::string, double>> cyc;
+  double mx = 0;
+  size_t n = 0;
+  for (const auto& l : dj["lines"]) {
+    if (n++ == 30) break;
+    const std::string where = fmt::format("{}:{}", s(l, "file"), l.value("line", 0));
+    o += fmt::format(
+        "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td>{:+.0f}</td>"
+        "<td>{:+.0f}</td></tr>\n",
+        esc(where), esc(s(l, "op")), num(d(l["cycles"], "a"), 0), num(d(l["cycles"], "b"), 0),
+        d(l["cycles"], "delta"), d(l["stall_cycles"], "delta"));
+    if (n <= 10) {
+      cyc.push_back({where + " A", d(l["cycles"], "a")});
+      cyc.push_back({where + " B", d(l["cycles"], "b")});
+      mx = std::max({mx, d(l["cycles"], "a"), d(l["cycles"], "b")});
+    }
+  }
+  const json& lt = dj["lines_total"];
+  o += fmt::format(
+      "</table>\n<p class=\"muted\">The lines' deltas sum to {:+.2f} cycles and the launch's to "
+      "{:+.2f}: together the cycles' delta, {:+.2f} (critical cores {} and {}).</p>\n",
+      d(lt, "lines_cycles_delta"), d(lt["launch_cycles"], "delta"),
+      d(lt, "lines_cycles_delta") + d(lt["launch_cycles"], "delta"), d(dj["cycles"], "delta"),
+      esc(s(lt["core"], "a")), esc(s(lt["core"], "b")));
+  return o + bars(cyc, mx, "cycles", "#8e44ad");
+}
+
 }  // namespace
 
 std::string html_report(const nlohmann::ordered_json& doc_in) {
@@ -447,6 +553,7 @@ std::string html_report(const nlohmann::ordered_json& doc_in) {
   if (doc.contains("ladder")) o += ladder_sections(doc["ladder"]);
   if (doc.contains("profile")) o += profile_sections(doc["profile"]);
   if (doc.contains("tune")) o += tune_sections(doc["tune"]);
+  if (doc.contains("diff")) o += diff_sections(doc["diff"]);
   std::string data = doc.dump();
   for (size_t pos = data.find("</"); pos != std::string::npos; pos = data.find("</", pos + 3))
     data.replace(pos, 2, "<\\/");

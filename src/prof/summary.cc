@@ -32,6 +32,7 @@ Summary summarize(const sim::SimResult& r, const lower::LoweredProgram& prog,
   Summary s;
   s.cycles = r.cycles;
   s.time_us = r.cycles * chip.us_per_cycle();
+  s.launch_cycles = std::min(chip.launch_cycles(), r.cycles);
   double best = -1;
   for (Pipe p : kOrder) {
     PipeSummary ps;
@@ -110,7 +111,13 @@ nlohmann::ordered_json to_json(const Summary& s) {
                      {"capacity_bytes", b.capacity},
                      {"used_pct", round2(100.0 * static_cast<double>(b.used) /
                                          static_cast<double>(b.capacity))}};
-  return {{"pipes", pipes},
+  // msprof's Task Duration is the kernel on the device, without the launch the host pays.
+  const double us_per_cycle = s.cycles > 0 ? s.time_us / s.cycles : 0;
+  return {{"kernel_cycles", s.cycles - s.launch_cycles},
+          {"kernel_us", (s.cycles - s.launch_cycles) * us_per_cycle},
+          {"launch_cycles", s.launch_cycles},
+          {"launch_us", s.launch_cycles * us_per_cycle},
+          {"pipes", pipes},
           {"bound", s.bound},
           {"verdict", s.verdict},
           {"cube_vector_ratio", s.cube_vector_ratio},
@@ -125,8 +132,10 @@ nlohmann::ordered_json to_json(const Summary& s) {
 }
 
 std::string to_text(const Summary& s) {
-  std::string o = fmt::format("{:.0f} cycles ({:.2f} us), bound {} ({})\n", s.cycles, s.time_us,
-                              s.bound, s.verdict);
+  const double launch_us = s.cycles > 0 ? s.time_us * s.launch_cycles / s.cycles : 0;
+  std::string o =
+      fmt::format("{:.0f} cycles ({:.2f} us: kernel {:.2f} us + launch {:.2f} us), bound {} ({})\n",
+                  s.cycles, s.time_us, s.time_us - launch_us, launch_us, s.bound, s.verdict);
   o += "  pipe    busy%  wait-flag%  wait-dep%  instructions\n";
   for (const auto& p : s.pipes)
     o += fmt::format("  {:<6} {:>6.2f} {:>11.2f} {:>10.2f} {:>13}\n", p.pipe, p.busy_pct,
