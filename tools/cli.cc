@@ -267,11 +267,12 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   json summary_json = prof::to_json(summary);
   for (auto it = summary_json.begin(); it != summary_json.end(); ++it) out[it.key()] = it.value();
   out["instructions"] = rep.sim.instructions;
+  std::string lines_text;
   if (a.lines) {
     const prof::LineAttribution lines = recorder.attribute_lines(rep.sim, chip.launch_cycles());
     json lj = driver::lines_json(lines);
     for (auto it = lj.begin(); it != lj.end(); ++it) out[it.key()] = it.value();
-    std::cerr << prof::to_text(lines);
+    lines_text = prof::to_text(lines);
   }
   if (rep.sim.fast_forward.jumps > 0)
     out["fast_forward"] = {{"jumps", rep.sim.fast_forward.jumps},
@@ -313,7 +314,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
                                             rep.correct ? "correct" : "WRONG", rep.max_abs_err)
                   : is_check  ? ", no race or deadlock (the source has no reference to compare)"
                               : "");
-  std::cerr << prof::to_text(summary);
+  std::cerr << prof::to_text(summary) << lines_text;
   if (!rep.correct && rep.checked) line += "\n  first mismatch: " + rep.mismatch;
   print_result(a.json, out, line + "\n");
   if (is_check && rep.checked && !rep.correct) return kExitCheckFailed;
