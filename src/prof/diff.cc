@@ -26,20 +26,19 @@ json pair(double a, double b) {
   return {{"a", a}, {"b", b}, {"delta", b - a}};
 }
 
+/// What ran, and as one line for the text and the page: "fa [expert] on a3 S=1024 ...".
 json side(const json& r) {
-  return {{"kernel", r.value("kernel", "")},
-          {"variant", r.value("variant", "")},
-          {"chip", r.value("chip", "")},
-          {"mode", r.value("mode", "")},
-          {"params", r.value("params", json::object())}};
-}
-
-std::string label(const json& s) {
+  json s = {{"kernel", r.value("kernel", "")},
+            {"variant", r.value("variant", "")},
+            {"chip", r.value("chip", "")},
+            {"mode", r.value("mode", "")},
+            {"params", r.value("params", json::object())}};
   std::string params;
   for (auto it = s["params"].begin(); it != s["params"].end(); ++it)
     params += fmt::format(" {}={}", it.key(), it.value().dump());
-  return fmt::format("{} [{}] on {}{}", s["kernel"].get<std::string>(),
-                     s["variant"].get<std::string>(), s["chip"].get<std::string>(), params);
+  s["label"] = fmt::format("{} [{}] on {}{}", s["kernel"].get<std::string>(),
+                           s["variant"].get<std::string>(), s["chip"].get<std::string>(), params);
+  return s;
 }
 
 struct LineKey {
@@ -239,7 +238,8 @@ json diff_reports(const json& a, const json& b) {
 }
 
 std::string diff_text(const json& d, size_t max_lines) {
-  std::string o = fmt::format("A: {}\nB: {}\n", label(d["a"]), label(d["b"]));
+  std::string o = fmt::format("A: {}\nB: {}\n", d["a"]["label"].get<std::string>(),
+                              d["b"]["label"].get<std::string>());
   for (const auto& n : d["notes"]) o += "note: " + n.get<std::string>() + "\n";
   o += d["what_changed"].get<std::string>() + "\n";
   if (d["no_change"].get<bool>()) return o;

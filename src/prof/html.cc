@@ -465,13 +465,6 @@ std::string tune_sections(const json& t) {
 /// The side-by-side page of `tilepipe diff` (include/tilepipe/diff.h): A and B in columns,
 /// their deltas beside them.
 std::string diff_sections(const json& dj) {
-  auto label = [](const json& side) {
-    std::string params;
-    for (auto it = side["params"].begin(); it != side["params"].end(); ++it)
-      params += fmt::format(" {}={}", it.key(), it.value().dump());
-    return fmt::format("{} [{}] on {}{}", s(side, "kernel"), s(side, "variant"), s(side, "chip"),
-                       params);
-  };
   std::string o =
       "<h2>What changed</h2>\n<div class=\"verdict\">" + esc(s(dj, "what_changed")) + "</div>\n";
   for (const auto& n : dj["notes"]) o += "<p><b>note:</b> " + esc(n.get<std::string>()) + "</p>\n";
@@ -481,7 +474,7 @@ std::string diff_sections(const json& dj) {
   };
   o += "<table><tr><th></th><th>A</th><th>B</th><th>delta (B - A)</th></tr>\n";
   o += fmt::format("<tr><td>what ran</td><td>{}</td><td>{}</td><td></td></tr>\n",
-                   esc(label(dj["a"])), esc(label(dj["b"])));
+                   esc(s(dj["a"], "label")), esc(s(dj["b"], "label")));
   o += row("cycles", dj["cycles"], 0) + row("time us", dj["time_us"], 2) +
        row("kernel-only us", dj["kernel_us"], 2) + row("launch us", dj["launch_us"], 2);
   o += fmt::format("<tr><td>bound (verdict)</td><td>{} ({})</td><td>{} ({})</td><td>{}</td></tr>\n",

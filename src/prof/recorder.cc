@@ -115,10 +115,19 @@ LineAttribution Recorder::attribute_lines(const sim::SimResult& r, double launch
     l.line = k.op->loc.line;
     return l;
   };
-  auto busy = [&](const Kept& k, double cycles) {
-    cost(k).busy_cycles += cycles;
+  auto charge_op = [&](const Kept& k, double cycles) {
     op_cycles[{k.op->loc.file, k.op->loc.line}][k.op->name + "\n" + ir::to_string(k.pipe)] +=
         cycles;
+  };
+  auto busy = [&](const Kept& k, double cycles) {
+    cost(k).busy_cycles += cycles;
+    charge_op(k, cycles);
+  };
+  auto stall_of = [&](const Kept& k, const std::string& why, double cycles) {
+    LineCost& l = cost(k);
+    l.stall_cycles += cycles;
+    l.waits_on[why] += cycles;
+    charge_op(k, cycles);
   };
   // The idle stretch [from, k.start) before k: what released k is the last wait that ended
   // in it (a flag from another pipe, or a cross-core flag), else k's own pipe (an earlier
@@ -133,11 +142,7 @@ LineAttribution Recorder::attribute_lines(const sim::SimResult& r, double launch
       const Release& x = *std::prev(it);
       why = std::string(x.cross ? "cross-core " : "") + ir::to_string(x.set_pipe);
     }
-    LineCost& l = cost(k);
-    l.stall_cycles += to - from;
-    l.waits_on[why] += to - from;
-    op_cycles[{k.op->loc.file, k.op->loc.line}][k.op->name + "\n" + ir::to_string(k.pipe)] +=
-        to - from;
+    stall_of(k, why, to - from);
   };
   // Sweep the core's time: `running` holds the instructions occupying a pipe at `t`.
   std::vector<const Kept*> running;
@@ -176,11 +181,7 @@ LineAttribution Recorder::attribute_lines(const sim::SimResult& r, double launch
   advance(a.cycles);
   // After the last occupancy: the last result's latency (and the core's end) belong to the
   // instruction that finishes last.
-  if (a.cycles > t) {
-    LineCost& l = cost(*last);
-    l.stall_cycles += a.cycles - t;
-    l.waits_on[ir::to_string(last->pipe)] += a.cycles - t;
-  }
+  if (a.cycles > t) stall_of(*last, ir::to_string(last->pipe), a.cycles - t);
   for (auto& [key, l] : by_line) {
     l.cycles = l.busy_cycles + l.stall_cycles;
     const auto& ops = op_cycles[key];
