@@ -155,8 +155,14 @@ def unscoped_barrier(M, N):
     return main
 
 
-def test_barrier_all_in_unscoped_code_is_each_cores_own():
+def test_barrier_all_in_unscoped_code_is_each_cores_own(monkeypatch):
+    # The author's barrier makes the code hand-synced (docs/passes.md): the copy -> reduce
+    # hand-off has no flag, which the checks on every call report; the values are the
+    # program order's.
     a = RNG.standard_normal((8, 64)).astype(np.float32)
+    with pytest.raises(tilelang.KernelCheckError, match="data race on 'a'"):
+        unscoped_barrier(8, 64)(a)
+    monkeypatch.setenv("TILEPIPE_NO_CHECK", "1")
     np.testing.assert_allclose(unscoped_barrier(8, 64)(a), a.sum(axis=1), rtol=1e-5)
 
 
