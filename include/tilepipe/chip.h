@@ -108,9 +108,6 @@ struct ChipConfig {
 
   /// Source and confidence of each key as written in the file ("key" -> "source [H]").
   std::map<std::string, std::string> sources;
-  /// The kind of evidence of each key that states one ("key" -> "cited: ...", "fit: A, B",
-  /// "microbenchmark: ...", "assumed from a3", "estimate: ..."); docs/simulator.md.
-  std::map<std::string, std::string> basis;
 
   double us_per_cycle() const { return 1.0 / clock_mhz; }
   double launch_cycles() const { return launch_us * clock_mhz; }

@@ -643,7 +643,8 @@ ErrorSummary summarize_errors(const AnchorSet& set, const std::vector<AnchorRun>
 }
 
 std::vector<ParameterSource> parameter_sources(const std::string& chip) {
-  const ChipConfig cfg = load_chip_config(chip);  // a config the loader rejects: its error
+  const ChipConfig cfg = load_chip_config(chip);  // a config the loader rejects: its error;
+                                                  // else every leaf below is well formed
   const std::string path = chip_config_path(chip);
   std::ifstream in(path, std::ios::binary);
   const json root = json::parse(in, nullptr, /*allow_exceptions=*/false);
@@ -656,9 +657,8 @@ std::vector<ParameterSource> parameter_sources(const std::string& chip) {
       if (dot == std::string::npos) break;
       start = dot + 1;
     }
-    auto basis = cfg.basis.find(k.key);
     out.push_back({k.key, (*node)["value"].get<double>(), k.unit, cfg.name,
-                   basis == cfg.basis.end() ? "unstated" : basis->second,
+                   node->contains("basis") ? (*node)["basis"].get<std::string>() : "unstated",
                    (*node)["conf"].get<std::string>(), (*node)["source"].get<std::string>()});
   }
   return out;

@@ -441,7 +441,6 @@ class Parser {
                                               : std::string("it is not a string");
       if (!problem.empty())
         fail(dotted(key, "basis"), kBasisGrammar, describe(basis), problem + "; fix it");
-      cfg.basis[key] = basis.get<std::string>();
     }
 
     Number n = read_number(value, key, f);
