@@ -574,12 +574,20 @@ std::vector<AnchorRun> run_anchors(const AnchorSet& set, const AnchorOptions& op
         measured_as.l2_warm_inputs = a.protocol.l2_warm ? 1 : 0;
         chip = &measured_as;
       }
+      // Every core starts after the launch: the kernel's own time is what follows it, and
+      // the launch is compared only when the source's timer covers it.
+      const double launch_us = chip->launch_us;
+      auto kernel_us = [&](double cycles) {
+        return (cycles - chip->launch_cycles()) * chip->us_per_cycle();
+      };
+      auto compared_us = [&](double cycles) {
+        return kernel_us(cycles) + (a.protocol.launch_included ? launch_us : 0.0);
+      };
       RunReport rep = run_kernel(k, req, *chip);
       r.cycles = rep.sim.cycles;
-      // Every core starts after the launch: the kernel's own time is what follows it.
-      r.launch_us = chip->launch_us;
-      r.kernel_us = (rep.sim.cycles - chip->launch_cycles()) * chip->us_per_cycle();
-      r.simulated_us = r.kernel_us + (a.protocol.launch_included ? r.launch_us : 0.0);
+      r.launch_us = launch_us;
+      r.kernel_us = kernel_us(rep.sim.cycles);
+      r.simulated_us = compared_us(rep.sim.cycles);
       r.error_pct = 100.0 * (r.simulated_us - a.measured_us) / a.measured_us;
       if (opts.other_variants && k.profile_variants && a.variant.empty()) {
         const ir::Program mine = k.build(req.params, rep.variant).program;
@@ -590,8 +598,7 @@ std::vector<AnchorRun> run_anchors(const AnchorSet& set, const AnchorOptions& op
             if (!ir::equal(k.build(req.params, v).program, mine)) {
               RunRequest other = req;
               other.variant = v;
-              o.simulated_us = run_kernel(k, other, *chip).sim.cycles * chip->us_per_cycle() -
-                               (a.protocol.launch_included ? 0.0 : r.launch_us);
+              o.simulated_us = compared_us(run_kernel(k, other, *chip).sim.cycles);
             }
           } catch (const UserError& e) {
             o = {v, 0, first_reason(e)};
