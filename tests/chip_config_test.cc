@@ -248,8 +248,11 @@ TEST(ChipConfigLoader, EveryShippedValueStatesItsBasisAndAFitNamesCalibrationAnc
     }
   }
   const auto a2 = bases(json::parse(read_text(kDir + "/a2.json")));
-  for (const auto& [key, basis] : a3)
-    if (basis.rfind("fit: ", 0) == 0) EXPECT_EQ(a2.at(key).rfind("assumed from a3", 0), 0u);
+  for (const auto& [key, basis] : a3) {
+    if (basis.rfind("fit: ", 0) == 0) {
+      EXPECT_EQ(a2.at(key).rfind("assumed from a3", 0), 0u) << key;
+    }
+  }
 }
 
 TEST(ChipConfigLoader, ABasisOutsideItsGrammarIsRejectedNamingTheKey) {
