@@ -206,7 +206,7 @@ int cmd_fidelity(const FidelityArgs& a) {
     j["wall_s"] = r.wall_s;
     j["source"] = an.source;
     j["citation"] = an.citation;
-    if (!an.note.empty()) j["note"] = an.note;
+    if (!an.note.empty()) j["detail"] = an.note;  // "note" says why a run is not ok
     j["protocol"] = protocol_json(an.protocol);
     out["anchors"].push_back(j);
   }

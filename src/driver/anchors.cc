@@ -68,7 +68,7 @@ std::string param_text(const json& v, const std::string& where) {
 /// An anchor's family when it names none: its group, else its kernel (a Python file's stem).
 std::string default_family(const Anchor& a) {
   if (!a.group.empty()) return a.group;
-  std::string py = python_path(a.kernel);
+  std::string py = python_path(a.kernel.substr(0, a.kernel.find(' ')));  // a CSV's args follow
   return py.empty() ? a.kernel : fs::path(py).stem().string();
 }
 
