@@ -2,12 +2,14 @@
 // loads and runs, a measurements CSV is read with its errors named, and a fit recovers a
 // known synthetic truth (measurements simulated with a perturbed config, fitted from the
 // original one).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "registry.h"
 #include "test_util.h"
@@ -132,30 +134,97 @@ TEST(Anchors, ACsvNamesItsKernelsParamsAndTimesAndItsErrorsTheirLine) {
             std::string::npos);
 }
 
-/// `l2_warm` is a condition of the measurement (the benchmark ran another op on the same
-/// tensors first): the anchor runs with its inputs in the L2 whatever the chip says, so a
-/// GEMM whose first reads miss to HBM reads faster; the published SFA anchors carry it, the
-/// others do not.
-TEST(Anchors, AnL2WarmAnchorRunsWithItsInputsInTheL2) {
+/// How a source measured is one protocol for all its anchors: a warm source's anchors run
+/// with their inputs in the L2 whatever the chip says (a GEMM whose first reads miss to HBM
+/// reads faster), and two rows of one source cannot disagree.
+TEST(Anchors, AWarmSourceRunsItsAnchorsWithTheirInputsInTheL2) {
   kernels::register_all();
   TempDir dir;
-  auto set = driver::load_anchors(dir.file("w.csv",
-                                           "name,kernel,variant,params,measured_us,l2_warm\n"
-                                           "cold,gemm,expert,M=2048 N=2048 K=2048,70,0\n"
-                                           "warm,gemm,expert,M=2048 N=2048 K=2048,70,true\n"));
-  EXPECT_FALSE(set.anchors[0].l2_warm);
-  EXPECT_TRUE(set.anchors[1].l2_warm);
+  auto set =
+      driver::load_anchors(dir.file("w.csv",
+                                    "name,kernel,variant,params,measured_us,source,l2\n"
+                                    "cold,gemm,expert,M=2048 N=2048 K=2048,70,bench A,\n"
+                                    "warm,gemm,expert,M=2048 N=2048 K=2048,70,bench B,warm\n"));
+  EXPECT_FALSE(set.anchors[0].protocol.l2_warm);
+  EXPECT_TRUE(set.anchors[1].protocol.l2_warm);
   driver::AnchorOptions o;
   o.jobs = 2;
   auto runs = driver::run_anchors(set, o);
   ASSERT_EQ(runs[0].status, "ok") << runs[0].note;
   ASSERT_EQ(runs[1].status, "ok") << runs[1].note;
   EXPECT_LT(runs[1].simulated_us, 0.9 * runs[0].simulated_us);
-  std::string bad = dir.file("bad.csv", "kernel,measured_us,l2_warm\ngemm,3,yes\n");
-  EXPECT_NE(error_of([&] { driver::load_anchors(bad); }).find("l2_warm 'yes' must be 1"),
+  std::string bad = dir.file("bad.csv", "kernel,measured_us,l2\ngemm,3,yes\n");
+  EXPECT_NE(error_of([&] { driver::load_anchors(bad); }).find("l2 'yes' must be warm or cold"),
             std::string::npos);
-  for (const auto& a : driver::load_anchors(driver::default_anchors_path()).anchors)
-    EXPECT_EQ(a.l2_warm, a.group == "sfa-file") << a.name;
+  std::string mixed = dir.file("mixed.csv",
+                               "kernel,measured_us,source,launch\n"
+                               "gemm,3,bench,included\n"
+                               "gemm,4,bench,excluded\n");
+  EXPECT_NE(error_of([&] { driver::load_anchors(mixed); }).find("one source, one protocol"),
+            std::string::npos);
+  std::string old = dir.file("old.csv", "kernel,measured_us,l2_warm\ngemm,3,1\n");
+  EXPECT_NE(error_of([&] { driver::load_anchors(old); }).find("no 'l2_warm' column"),
+            std::string::npos);
+}
+
+/// The published file: every anchor names its set, its family and a source whose protocol
+/// it runs with; an anchor cannot carry a switch of its own.
+TEST(Anchors, EveryPublishedAnchorHasASetAFamilyAndItsSourcesProtocol) {
+  auto set = driver::load_anchors(driver::default_anchors_path());
+  std::map<std::string, int> sets;
+  std::map<std::string, std::pair<bool, bool>> protocol_of;
+  for (const auto& a : set.anchors) {
+    sets[a.set]++;
+    EXPECT_FALSE(a.family.empty()) << a.name;
+    EXPECT_FALSE(a.citation.empty()) << a.name;
+    EXPECT_FALSE(a.protocol.timer.empty()) << a.name;
+    EXPECT_FALSE(a.protocol.evidence.empty()) << a.name;
+    auto p = std::make_pair(a.protocol.l2_warm, a.protocol.launch_included);
+    auto [it, fresh] = protocol_of.try_emplace(a.source, p);
+    EXPECT_TRUE(fresh || it->second == p) << a.name;
+    // Only the SFA bench makes its inputs on the device right before the call.
+    EXPECT_EQ(a.protocol.l2_warm, a.source == "bench_sfa") << a.name;
+  }
+  EXPECT_GE(sets["calibration"], 2);
+  EXPECT_GE(sets["validation"], 2);
+  EXPECT_EQ(sets.size(), 2u);
+  TempDir dir;
+  std::string warm = dir.file("w.json",
+                              R"({"sources": {"s": {"citation": "c", "protocol": {"l2": "cold",
+                                 "launch": "excluded", "timer": "t", "evidence": "e"}}},
+                                 "anchors": [{"name": "a", "set": "calibration", "kernel": "gemm",
+                                 "measured_us": 3, "source": "s", "l2_warm": true}]})");
+  EXPECT_NE(error_of([&] { driver::load_anchors(warm); }).find("\"l2_warm\" is not an anchor key"),
+            std::string::npos);
+  std::string noset = dir.file("n.json",
+                               R"({"sources": {"s": {"citation": "c", "protocol": {"l2": "cold",
+                                  "launch": "excluded", "timer": "t", "evidence": "e"}}},
+                                  "anchors": [{"name": "a", "kernel": "gemm", "measured_us": 3,
+                                  "source": "s"}]})");
+  EXPECT_NE(error_of([&] { driver::load_anchors(noset); }).find("\"set\" is missing"),
+            std::string::npos);
+}
+
+/// The model's time is the kernel's from its first block's start; the launch (die.launch_us)
+/// is reported apart and compared only when the source's timer covers it.
+TEST(Anchors, TheLaunchIsReportedApartAndChargedOnlyWhenTheProtocolIncludesIt) {
+  kernels::register_all();
+  TempDir dir;
+  auto set = driver::load_anchors(dir.file("l.csv",
+                                           "name,kernel,variant,params,measured_us,source,launch\n"
+                                           "task,gm_read,blocks,N=1024,10,msprof,excluded\n"
+                                           "host,gm_read,blocks,N=1024,10,host timer,included\n"));
+  driver::AnchorOptions o;
+  o.chip = load_chip_config("a3");
+  auto runs = driver::run_anchors(set, o);
+  ASSERT_EQ(runs[0].status, "ok") << runs[0].note;
+  ASSERT_EQ(runs[1].status, "ok") << runs[1].note;
+  EXPECT_EQ(runs[0].launch_us, o.chip->launch_us);
+  EXPECT_GT(runs[0].launch_us, 0);
+  EXPECT_DOUBLE_EQ(runs[0].kernel_us, runs[1].kernel_us);
+  EXPECT_DOUBLE_EQ(runs[0].simulated_us, runs[0].kernel_us);
+  EXPECT_DOUBLE_EQ(runs[1].simulated_us, runs[1].kernel_us + runs[1].launch_us);
+  EXPECT_NEAR(runs[1].cycles * o.chip->us_per_cycle(), runs[1].simulated_us, 1e-9);
 }
 
 TEST(Calibrate, ChipValuesAreSetByDottedKeyAndUnknownKeysAreNamed) {
@@ -260,6 +329,84 @@ TEST(Calibrate, RefusesAKeyWithoutARangeAndARangeTheLoaderRejects) {
                 .find("outside what the chip config loader "
                       "accepts"),
             std::string::npos);
+}
+
+/// Cheap reads of gm_read as measurements: two families (blocks, rows), calibration and
+/// validation rows, fitted on die.hbm_bw only.
+driver::AnchorSet cheap_reads(double validation_us) {
+  driver::AnchorSet set;
+  set.origin = "synthetic";
+  struct Row {
+    const char* variant;
+    int n;
+    double us;
+    const char* set;
+  };
+  for (const Row& r :
+       {Row{"blocks", 1024, 9.0, "calibration"}, Row{"blocks", 2048, 25.0, "calibration"},
+        Row{"rows128", 1024, 9.5, "calibration"},
+        Row{"rows128", 2048, validation_us, "validation"}}) {
+    driver::Anchor a;
+    a.name = fmt::format("{}.{}", r.variant, r.n);
+    a.kernel = "gm_read";
+    a.variant = r.variant;
+    a.family = r.variant;
+    a.set = r.set;
+    a.params = {{"N", std::to_string(r.n)}};
+    a.measured_us = r.us;
+    set.anchors.push_back(a);
+  }
+  return set;
+}
+
+driver::CalibrationResult fit_cheap_reads(double validation_us) {
+  driver::CalibrationRequest req;
+  req.fit = {"die.hbm_bw"};
+  req.measurements = cheap_reads(validation_us);
+  req.jobs = 2;
+  req.max_evals = 12;
+  req.leave_one_out = false;
+  return driver::calibrate(req);
+}
+
+TEST(Calibrate, AValidationMeasurementNeverMovesAFittedParameter) {
+  kernels::register_all();
+  auto a = fit_cheap_reads(30.0);
+  auto b = fit_cheap_reads(90.0);  // the validation row's time perturbed threefold
+  ASSERT_EQ(a.params.size(), 1u);
+  EXPECT_EQ(a.params[0].value, b.params[0].value);
+  EXPECT_EQ(a.loss_after, b.loss_after);
+  EXPECT_FALSE(a.used[3]);  // simulated and reported, never in the objective
+  ASSERT_EQ(a.after[3].status, "ok") << a.after[3].note;
+  EXPECT_NEAR(a.after[3].simulated_us, b.after[3].simulated_us, 1e-9);
+  EXPECT_NE(a.after[3].error_pct, b.after[3].error_pct);
+  auto row = driver::calibration_row(cheap_reads(30.0).anchors[3], a, 3);
+  EXPECT_EQ(row["set"], "validation");
+  EXPECT_FALSE(row.contains("loo_error_pct"));
+}
+
+TEST(Calibrate, LeaveOneFamilyOutRefitsWithoutEachFamilyAndPredictsIt) {
+  kernels::register_all();
+  auto res = fit_cheap_reads(30.0);
+  ASSERT_EQ(res.families.size(), 2u);  // blocks, rows128: calibration families only
+  EXPECT_EQ(res.families[0].family, "blocks");
+  EXPECT_EQ(res.families[0].members, (std::vector<size_t>{0, 1}));
+  EXPECT_EQ(res.families[1].family, "rows128");
+  EXPECT_EQ(res.families[1].members, (std::vector<size_t>{2}));
+  for (const auto& f : res.families) {
+    ASSERT_EQ(f.values.size(), 1u);
+    ASSERT_EQ(f.error_pct.size(), f.members.size());
+    for (double e : f.error_pct) EXPECT_FALSE(std::isnan(e)) << f.family;
+  }
+  // Without the blocks the one 1024^2 read in 128-byte rows is left, and its time does not
+  // move with die.hbm_bw (its per-core DMA rate binds): that fit cannot leave its start.
+  EXPECT_FALSE(res.families[0].determined);
+  EXPECT_EQ(res.families[0].values[0], res.params[0].start);
+  EXPECT_TRUE(res.families[1].determined);  // the blocks read at die.hbm_bw
+  auto rows = driver::family_rows(cheap_reads(30.0), res);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["members"][0]["name"], "rows128.1024");
+  EXPECT_TRUE(rows[0].contains("mean_abs_error_pct"));
 }
 
 }  // namespace

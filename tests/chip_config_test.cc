@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -187,13 +188,85 @@ TEST(ChipConfigLoader, A2LoadsWithTheDocumentedValues) {
 TEST(ChipConfigLoader, A2AndA3DifferOnlyInNameClockAndL2BytesPerCycle) {
   json a2 = json::parse(read_text(kDir + "/a2.json"));
   json a3 = a3_json();
+  // The bases differ where a2 assumes what was fitted on a3 (next test).
+  std::function<void(json&)> drop_basis = [&](json& j) {
+    if (j.is_object() && j.contains("value")) {
+      j.erase("basis");
+    } else if (j.is_object()) {
+      for (auto& [k, v] : j.items()) drop_basis(v);
+    }
+  };
   for (json* j : {&a2, &a3}) {
     j->erase("name");
     j->erase("description");
     (*j)["die"].erase("clock_mhz");
     (*j)["die"].erase("l2_bw");
+    drop_basis(*j);
   }
   EXPECT_EQ(a2, a3);
+}
+
+/// Every value of the shipped configs states its kind of evidence; a fit names calibration
+/// anchors of configs/fidelity.json measured on that chip, and a chip without such data
+/// says it assumes another's value.
+/// Dotted key -> "basis" of every leaf of a config that states one.
+std::map<std::string, std::string> bases(const json& j, const std::string& path = "") {
+  std::map<std::string, std::string> out;
+  if (j.is_object() && j.contains("value")) {
+    if (j.contains("basis")) out[path] = j["basis"].get<std::string>();
+  } else if (j.is_object()) {
+    for (const auto& [k, v] : j.items()) out.merge(bases(v, path.empty() ? k : path + "." + k));
+  }
+  return out;
+}
+
+TEST(ChipConfigLoader, EveryShippedValueStatesItsBasisAndAFitNamesCalibrationAnchors) {
+  json anchors = json::parse(read_text(kDir + "/fidelity.json"));
+  std::map<std::string, json> by_name;
+  for (const auto& a : anchors["anchors"]) by_name[a["name"].get<std::string>()] = a;
+  const auto a3 = bases(a3_json());
+  for (const std::string chip : {"a2", "a3"}) {
+    ChipConfig c = load_chip_config(chip);
+    const auto basis_of = bases(json::parse(read_text(kDir + "/" + chip + ".json")));
+    EXPECT_EQ(basis_of.size(), c.sources.size()) << chip;
+    for (const auto& [key, basis] : basis_of) {
+      SCOPED_TRACE(chip + " " + key + ": " + basis);
+      if (basis.rfind("fit: ", 0) == 0) {
+        std::string names = basis.substr(5, basis.find(" (") - 5);
+        std::istringstream in(names);
+        for (std::string name; std::getline(in, name, ',');) {
+          name.erase(0, name.find_first_not_of(' '));
+          ASSERT_TRUE(by_name.count(name)) << name;
+          EXPECT_EQ(by_name[name]["set"], "calibration") << name;
+          EXPECT_EQ(by_name[name]["chip"], chip) << name;
+        }
+      } else if (basis.rfind("assumed from ", 0) == 0) {
+        std::string from = basis.substr(13, basis.find(' ', 13) - 13);
+        ASSERT_EQ(from, "a3");
+        EXPECT_TRUE(Contains(basis, a3.at(key)));
+      }
+    }
+  }
+  const auto a2 = bases(json::parse(read_text(kDir + "/a2.json")));
+  for (const auto& [key, basis] : a3) {
+    if (basis.rfind("fit: ", 0) == 0) {
+      EXPECT_EQ(a2.at(key).rfind("assumed from a3", 0), 0u) << key;
+    }
+  }
+}
+
+TEST(ChipConfigLoader, ABasisOutsideItsGrammarIsRejectedNamingTheKey) {
+  json j = a3_json();
+  j["cube"]["head"]["basis"] = "because";
+  std::string msg = json_error(j);
+  EXPECT_TRUE(Contains(msg, "key 'cube.head.basis'"));
+  EXPECT_TRUE(Contains(msg, "\"fit: ANCHOR, ...\""));
+  j["cube"]["head"]["basis"] = "fit: ";
+  EXPECT_TRUE(Contains(json_error(j), "'fit:' names nothing"));
+  j["cube"]["head"]["basis"] = 7;
+  EXPECT_TRUE(Contains(json_error(j), "it is not a string"));
+  j["cube"]["head"].erase("basis");  // a user's config may leave it out
+  EXPECT_EQ(error_of(j.dump()), "<no error>");
 }
 
 TEST(ChipConfigLoader, EveryValueRecordsItsSourceAndConfidence) {

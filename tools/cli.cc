@@ -613,7 +613,8 @@ int tilepipe::cli::main(int argc, char** argv) {
       ->add_option("--max-evals", cal_args.max_evals,
                    "configs one fit may evaluate (default 30 x (parameters + 1))")
       ->check(CLI::Range(1, 100000));
-  calibrate->add_flag("--no-loo", cal_args.no_loo, "skip the leave-one-out refits");
+  calibrate->add_flag("--no-loo", cal_args.no_loo,
+                      "skip the leave-one-out and leave-one-family-out refits");
   calibrate->add_flag("--exact", cal_args.exact, "simulate every loop iteration (no fast-forward)");
   calibrate->add_flag("--json", cal_args.json, "print one JSON object on stdout");
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -68,6 +69,32 @@ std::string summary_line(const std::string& what, const driver::ErrorSummary& s)
                      s.mean_abs_pct, s.n, s.n == 1 ? "" : "s", s.max_abs_pct, s.max_name);
 }
 
+std::string protocol_short(const driver::Protocol& p) {
+  return fmt::format("{}{}", p.l2_warm ? "warm" : "cold", p.launch_included ? "+launch" : "");
+}
+
+json protocol_json(const driver::Protocol& p) {
+  return {{"l2", p.l2_warm ? "warm" : "cold"},
+          {"launch", p.launch_included ? "included" : "excluded"},
+          {"timer", p.timer},
+          {"evidence", p.evidence}};
+}
+
+/// Each source of the table once: its citation and protocol, with the evidence.
+std::string sources_text(const driver::AnchorSet& set) {
+  std::string text =
+      "sources (one protocol each; protocol = L2 at the start, +launch when the "
+      "time includes die.launch_us):\n";
+  std::vector<std::string> seen;
+  for (const auto& a : set.anchors) {
+    if (std::find(seen.begin(), seen.end(), a.source) != seen.end()) continue;
+    seen.push_back(a.source);
+    text += fmt::format("  {}: {} [{}]\n    timer: {}\n    evidence: {}\n", a.source, a.citation,
+                        protocol_short(a.protocol), a.protocol.timer, a.protocol.evidence);
+  }
+  return text;
+}
+
 driver::AnchorSet load(const std::string& path, const std::vector<std::string>& only) {
   return driver::select_anchors(driver::load_anchors(path), only);
 }
@@ -110,6 +137,8 @@ int cmd_fidelity(const FidelityArgs& a) {
   const double wall = elapsed_s(t0);
   auto all = driver::summarize_errors(set, runs);
   auto measured = driver::summarize_errors(set, runs, "measured");
+  auto calibration = driver::summarize_errors(set, runs, "", "calibration");
+  auto validation = driver::summarize_errors(set, runs, "", "validation");
 
   json out;
   out["anchors_file"] = set.origin;
@@ -123,13 +152,16 @@ int cmd_fidelity(const FidelityArgs& a) {
                   set.anchors.size() == 1 ? "" : "s", set.origin,
                   a.chip.empty() ? "each anchor's chip" : o.chip->name,
                   o.fast_forward ? "timing mode, fast-forward" : "timing mode, exact");
-  text += fmt::format("  {:<24} {:<8} {:<4} {:>12} {:>13} {:>9} {:>7}  {}\n", "anchor", "kind",
-                      "chip", "measured_us", "simulated_us", "error", "wall_s", "kernel");
+  text += fmt::format("  {:<24} {:<11} {:<8} {:<4} {:<9} {:>12} {:>13} {:>9} {:>7}  {}\n", "anchor",
+                      "set", "kind", "chip", "protocol", "measured_us", "simulated_us", "error",
+                      "wall_s", "kernel");
   int skipped = 0, errors = 0;
   for (size_t i = 0; i < runs.size(); ++i) {
     const auto& an = set.anchors[i];
     const auto& r = runs[i];
     json j = {{"name", an.name},
+              {"set", an.set},
+              {"family", an.family},
               {"group", an.group},
               {"kind", an.kind},
               {"kernel", shown_kernel(an)},
@@ -144,6 +176,8 @@ int cmd_fidelity(const FidelityArgs& a) {
     if (!an.params.empty()) kernel += fmt::format(" {}", params_text(an.params));
     if (r.status == "ok") {
       j["simulated_us"] = r.simulated_us;
+      j["kernel_us"] = r.kernel_us;
+      j["launch_us"] = r.launch_us;
       j["cycles"] = r.cycles;
       j["error_pct"] = r.error_pct;
       for (const auto& v : r.others) {
@@ -157,25 +191,62 @@ int cmd_fidelity(const FidelityArgs& a) {
         }
         j["other_variants"].push_back(jv);
       }
-      text += fmt::format("  {:<24} {:<8} {:<4} {:>12.1f} {:>13.1f} {:>9} {:>7.1f}  {}\n", an.name,
-                          an.kind, r.chip, an.measured_us, r.simulated_us, pct(r.error_pct),
-                          r.wall_s, kernel);
+      text +=
+          fmt::format("  {:<24} {:<11} {:<8} {:<4} {:<9} {:>12.1f} {:>13.1f} {:>9} {:>7.1f}  {}\n",
+                      an.name, an.set, an.kind, r.chip, protocol_short(an.protocol), an.measured_us,
+                      r.simulated_us, pct(r.error_pct), r.wall_s, kernel);
     } else {
       j["note"] = r.note;
       (r.status == "skipped" ? skipped : errors)++;
-      text += fmt::format("  {:<24} {:<8} {:<4} {:>12.1f} {:>13} {:>9} {:>7.1f}  {}: {}\n", an.name,
-                          an.kind, r.chip, an.measured_us, "-", r.status, r.wall_s, kernel, r.note);
+      text +=
+          fmt::format("  {:<24} {:<11} {:<8} {:<4} {:<9} {:>12.1f} {:>13} {:>9} {:>7.1f}  {}: {}\n",
+                      an.name, an.set, an.kind, r.chip, protocol_short(an.protocol), an.measured_us,
+                      "-", r.status, r.wall_s, kernel, r.note);
     }
     j["wall_s"] = r.wall_s;
     j["source"] = an.source;
+    j["citation"] = an.citation;
+    if (!an.note.empty()) j["detail"] = an.note;  // "note" says why a run is not ok
+    j["protocol"] = protocol_json(an.protocol);
     out["anchors"].push_back(j);
   }
-  out["summary"] = {{"all", summary_json(all)}, {"measured", summary_json(measured)}};
+  out["summary"] = {{"all", summary_json(all)},
+                    {"measured", summary_json(measured)},
+                    {"calibration", summary_json(calibration)},
+                    {"validation", summary_json(validation)}};
   out["skipped"] = skipped;
   out["errors"] = errors;
   out["wall_s"] = wall;
   text += summary_line("all anchors", all) + "\n";
   text += summary_line("measured only", measured) + "\n";
+  text += summary_line("calibration set", calibration) + "\n";
+  text += summary_line("validation set (never fitted on)", validation) + "\n";
+  text += sources_text(set);
+  std::vector<std::string> chips;
+  if (!a.chip.empty()) {
+    chips.push_back(a.chip);
+  } else {
+    chips = chip_names();
+    for (const auto& an : set.anchors)
+      if (!an.chip.empty() && std::find(chips.begin(), chips.end(), an.chip) == chips.end())
+        chips.push_back(an.chip);
+  }
+  out["parameters"] = json::array();
+  text += fmt::format(
+      "parameters and their basis (cited / microbenchmark / fit: anchors / "
+      "assumed from CHIP / estimate):\n");
+  for (const auto& chip : chips)
+    for (const auto& p : driver::parameter_sources(chip)) {
+      out["parameters"].push_back({{"name", p.name},
+                                   {"value", p.value},
+                                   {"unit", p.unit},
+                                   {"chip", p.chip},
+                                   {"source", p.basis},
+                                   {"conf", p.conf},
+                                   {"detail", p.detail}});
+      text += fmt::format("  {:<4} {:<36} {:>12g} {:<14} {}  {}\n", p.chip, p.name, p.value, p.unit,
+                          p.conf, p.basis);
+    }
   if (skipped || errors)
     text += fmt::format("{} skipped, {} failed (see the rows above)\n", skipped, errors);
   text += fmt::format("wall time {:.1f} s (-j {})\n", wall, o.jobs);
@@ -217,6 +288,7 @@ int cmd_calibrate(const CalibrateArgs& a) {
   req.jobs = default_jobs(a.jobs);
   req.max_evals = a.max_evals;
   req.leave_one_out = !a.no_loo;
+  req.leave_one_family_out = !a.no_loo;
   req.fast_forward = !a.exact;
   req.progress = [](const std::string& line) { std::cerr << "calibrate: " << line << "\n"; };
   auto res = driver::calibrate(req);
@@ -254,11 +326,24 @@ int cmd_calibrate(const CalibrateArgs& a) {
   double loo_sum = 0, loo_max = 0, before_sum = 0, after_sum = 0;
   int loo_n = 0, used_n = 0;
   std::string loo_max_name;
+  double val_before = 0, val_after = 0;
+  int val_n = 0;
   for (size_t i = 0; i < ms.size(); ++i) {
     json j = driver::calibration_row(ms[i], res, i);
-    if (!res.used[i]) {
+    if (res.before[i].status != "ok") {
       text += fmt::format("  {:<24} {:>12.1f}  not used: {}: {}\n", ms[i].name, ms[i].measured_us,
                           res.before[i].status, res.before[i].note);
+      out["measurements_table"].push_back(j);
+      continue;
+    }
+    if (!res.used[i]) {  // a validation measurement: simulated, never fitted on
+      ++val_n;
+      val_before += std::fabs(res.before[i].error_pct);
+      val_after += std::fabs(res.after[i].error_pct);
+      text += fmt::format("  {:<24} {:>12.1f} {:>12.1f} {:>9} {:>12.1f} {:>9}   validation\n",
+                          ms[i].name, ms[i].measured_us, res.before[i].simulated_us,
+                          pct(res.before[i].error_pct), res.after[i].simulated_us,
+                          pct(res.after[i].error_pct));
       out["measurements_table"].push_back(j);
       continue;
     }
@@ -307,6 +392,27 @@ int cmd_calibrate(const CalibrateArgs& a) {
   if (loo_n)
     text += fmt::format("leave-one-out: mean |error| {:.1f} %, max {:.1f} % ({})\n",
                         loo_sum / loo_n, loo_max, loo_max_name);
+  if (val_n) {
+    out["validation_mean_abs_error_pct_before"] = val_before / val_n;
+    out["validation_mean_abs_error_pct_after"] = val_after / val_n;
+    text += fmt::format(
+        "validation (never fitted on): mean |error| {:.1f} % -> {:.1f} % over {} measurements\n",
+        val_before / val_n, val_after / val_n, val_n);
+  }
+  out["leave_one_family_out"] = driver::family_rows(req.measurements, res);
+  for (const auto& f : res.families) {
+    std::string errs;
+    for (size_t k = 0; k < f.members.size(); ++k)
+      errs += fmt::format("{}{} {}", k ? ", " : "", ms[f.members[k]].name, pct(f.error_pct[k]));
+    text += fmt::format("leave-one-family-out: without {}: mean |error| {} ({}){}\n", f.family,
+                        std::isnan(f.mean_abs_pct) ? "-" : fmt::format("{:.1f} %", f.mean_abs_pct),
+                        errs,
+                        f.determined ? ""
+                                     : "; the other families do not move the parameters: this "
+                                       "family alone determines them");
+  }
+  if (res.families.empty())
+    text += "leave-one-family-out: not computed (the calibration measurements are one family)\n";
   text +=
       fmt::format("{} configs evaluated by the fit ({}), {} kernel runs in all, {:.1f} s; {}\n",
                   res.evaluations, res.method, res.simulations, wall,

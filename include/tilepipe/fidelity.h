@@ -18,24 +18,37 @@
 
 namespace tilepipe::driver {
 
+/// How a source measured its times: one protocol for every anchor of the source (no anchor
+/// has a switch of its own), with the evidence for it. docs/fidelity.md, "Protocols".
+struct Protocol {
+  /// The kernel's inputs were in the L2 when it started (produced or read on the device just
+  /// before): the anchor runs with die.l2_warm_inputs = 1, else with 0.
+  bool l2_warm = false;
+  /// The time includes the host launch (die.launch_us); an msprof task duration does not.
+  bool launch_included = false;
+  std::string timer;     // what the timer covers
+  std::string evidence;  // why this protocol
+};
+
 /// One on-board time and the kernel it was measured on.
 struct Anchor {
   std::string name;
-  std::string group;              // a tag `--only` also matches (e.g. "fa-ladder")
-  std::string kernel;             // a registered kernel name, or a Python file FILE.py[:NAME]
-  bool in_corpus = false;         // `kernel` is a path relative to the corpus directory
-  std::vector<std::string> args;  // a Python script's own fixed arguments
-  std::string variant;            // "" = the kernel's default
+  std::string group;                // a tag `--only` also matches (e.g. "fa-ladder")
+  std::string family;               // the kernel family leave-one-family-out leaves out
+  std::string set = "calibration";  // or "validation": never used by a fit
+  std::string kernel;               // a registered kernel name, or a Python file FILE.py[:NAME]
+  bool in_corpus = false;           // `kernel` is a path relative to the corpus directory
+  std::vector<std::string> args;    // a Python script's own fixed arguments
+  std::string variant;              // "" = the kernel's default
   RawParams params;
   std::string chip;  // the chip config it was measured on ("" = the run's)
   double measured_us = 0;
   std::string kind = "measured";  // or "derived": computed from a published ratio
-  std::string source;             // where the number is published
+  std::string source;             // the source's id (anchors file) or citation (CSV)
+  std::string citation;           // where the source publishes its numbers
+  std::string note;               // what this anchor adds to its source's citation
+  Protocol protocol;              // the source's
   double weight = 1;              // weight of its squared log error in a fit
-  /// A condition of the measurement: the kernel's inputs were in the L2 when it started (the
-  /// benchmark ran another op on the same tensors just before). Runs with
-  /// die.l2_warm_inputs = 1 whatever the chip config says.
-  bool l2_warm = false;
 };
 
 struct AnchorSet {
@@ -75,9 +88,11 @@ struct AnchorRun {
   std::string note;
   std::string chip;  // the chip config's name
   double cycles = 0;
-  double simulated_us = 0;
-  double error_pct = 0;  // 100 x (simulated - measured) / measured
-  double wall_s = 0;     // build, compile and simulation
+  double simulated_us = 0;  // what is compared: kernel_us, + launch_us if the protocol has it
+  double kernel_us = 0;     // from the first block's start to the end (no launch)
+  double launch_us = 0;     // the chip's die.launch_us
+  double error_pct = 0;     // 100 x (simulated - measured) / measured
+  double wall_s = 0;        // build, compile and simulation
   /// With AnchorOptions::other_variants: the source's other variants that build another
   /// program (a Python file's tilepipe lowering beside the original-compatible one), in the
   /// source's order, with their simulated time (0 and `error` set when one is rejected).
@@ -113,9 +128,25 @@ struct ErrorSummary {
   std::string max_name;  // the anchor with the largest |error|
 };
 
-/// Mean and max |error| over the anchors that ran (of `kind` only, when given).
+/// Mean and max |error| over the anchors that ran, of `kind` ("measured" / "derived") and of
+/// `which_set` ("calibration" / "validation") only, when given.
 ErrorSummary summarize_errors(const AnchorSet& set, const std::vector<AnchorRun>& runs,
-                              const std::string& kind = "");
+                              const std::string& kind = "", const std::string& which_set = "");
+
+/// One chip-config parameter and where its value comes from (`tilepipe fidelity`).
+struct ParameterSource {
+  std::string name;  // dotted key
+  double value = 0;
+  std::string unit, chip;
+  std::string basis;   // "cited: ...", "microbenchmark: ...", "fit: A, B", "assumed from a3",
+                       // "estimate: ..."; "unstated" for a config that gives none
+  std::string conf;    // H / M / L
+  std::string detail;  // the config's "source" text
+};
+
+/// Every numeric parameter of a chip config (by name or path) with its basis, in file order.
+/// Throws ConfigError for a config the loader rejects.
+std::vector<ParameterSource> parameter_sources(const std::string& chip);
 
 // ---- calibration ------------------------------------------------------------------------
 
@@ -145,6 +176,7 @@ struct CalibrationRequest {
   int jobs = 1;
   int max_evals = 0;  // per fit; 0 = 30 x (parameters + 1)
   bool leave_one_out = true;
+  bool leave_one_family_out = true;
   bool fast_forward = true;
   /// Progress lines (a fit started or finished); may be empty.
   std::function<void(const std::string&)> progress = {};
@@ -157,10 +189,24 @@ struct FittedParam {
   double start = 0, value = 0;
 };
 
+/// Leave-one-family-out: the fit without one family's calibration measurements, and its
+/// prediction of them.
+struct FamilyFit {
+  std::string family;
+  std::vector<size_t> members;    // the family's calibration measurements that ran
+  std::vector<double> values;     // the parameters fitted without them
+  std::vector<double> error_pct;  // per member: its error at those values (NaN: did not run)
+  double mean_abs_pct = 0;
+  /// False when no other family's measurement moved with the parameters (the fit without
+  /// this family stays where it starts): the family alone determines them.
+  bool determined = true;
+};
+
 struct CalibrationResult {
   std::vector<FittedParam> params;
   std::vector<AnchorRun> before, after;  // per measurement: the starting and the fitted config
-  std::vector<bool> used;                // per measurement: ran on the starting config
+  std::vector<bool> used;  // per measurement: a calibration measurement that ran on the start
+  std::vector<FamilyFit> families;  // leave-one-family-out, in order of first appearance
   /// Leave-one-out, per measurement: the fit without it, and its prediction by that fit.
   std::vector<std::vector<double>> loo_values;
   std::vector<double> loo_us, loo_error_pct;  // NaN when not computed
@@ -172,11 +218,13 @@ struct CalibrationResult {
 };
 
 /// Fits the named parameters: minimises the weighted sum of squared log errors of the
-/// measurements that run, over each parameter's documented range (or the one given), with a
-/// derivative-free bounded method (NLopt BOBYQA); the fitted values are rounded to 4
-/// significant digits and the result's `after` runs and `config` are those of the rounded
-/// values. Throws ParamError (unknown key, no range, a range the loader rejects, fewer than
-/// two measurements that run) or ConfigError.
+/// calibration measurements that run (validation measurements are simulated before and after
+/// and never enter the objective), over each parameter's documented range (or the one given), with
+/// a derivative-free bounded method (NLopt BOBYQA); the fitted values are rounded to 4 significant
+/// digits and the result's `after` runs and `config` are those of the rounded values. Leave-one-out
+/// refits without each calibration measurement, leave-one-family-out without each family (when
+/// there are two or more). Throws ParamError (unknown key, no range, a range the loader rejects,
+/// fewer than two measurements that run) or ConfigError.
 CalibrationResult calibrate(const CalibrationRequest& req);
 
 /// Measurement `i` of a calibration as a JSON row: its name and measured time, then its
@@ -184,5 +232,9 @@ CalibrationResult calibrate(const CalibrationRequest& req);
 /// before and after the fit and (when computed) the leave-one-out time and error.
 nlohmann::ordered_json calibration_row(const Anchor& measurement, const CalibrationResult& res,
                                        size_t i);
+
+/// The leave-one-family-out result as JSON rows: family, parameters fitted without it,
+/// whether the other families determine them, and its members' errors.
+nlohmann::ordered_json family_rows(const AnchorSet& measurements, const CalibrationResult& res);
 
 }  // namespace tilepipe::driver

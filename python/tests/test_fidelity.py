@@ -39,7 +39,15 @@ def test_the_table_runs_a_cheap_subset_with_its_errors():
         assert a["status"] == "ok", a
         assert a["error_pct"] == pytest.approx(
             100 * (a["simulated_us"] - a["measured_us"]) / a["measured_us"])
-        assert a["source"] and a["wall_s"] >= 0
+        assert a["source"] and a["citation"] and a["wall_s"] >= 0
+        assert a["set"] in ("calibration", "validation")
+        # One protocol per source, and the launch compared only when the timer covers it.
+        p = a["protocol"]
+        assert p["l2"] in ("cold", "warm") and p["launch"] in ("included", "excluded")
+        assert p["timer"] and p["evidence"]
+        assert a["simulated_us"] == pytest.approx(
+            a["kernel_us"] + (a["launch_us"] if p["launch"] == "included" else 0))
+    assert j["anchors"][3]["protocol"]["l2"] == "warm"  # bench_sfa makes its KV on the device
     # The copy anchors hold within 10 % (tests/dma_anchor_test.cc); the SFA file runs at
     # bench_sfa.py's first shape through the driver's Python-file source.
     assert all(abs(a["error_pct"]) < 10 for a in j["anchors"][:3])
@@ -51,10 +59,22 @@ def test_the_table_runs_a_cheap_subset_with_its_errors():
     assert all("other_variants" not in a for a in j["anchors"][:3])
     s = j["summary"]["all"]
     assert s["anchors"] == 4
+    assert j["summary"]["calibration"]["anchors"] + j["summary"]["validation"]["anchors"] == 4
+    # Every parameter of every chip, with the kind of evidence for its value.
+    params = j["parameters"]
+    assert {p["chip"] for p in params} == {"a2", "a3"}
+    kinds = ("cited:", "microbenchmark:", "fit:", "assumed from ", "estimate:")
+    for p in params:
+        assert set(p) >= {"name", "value", "chip", "source"}, p
+        assert p["source"].startswith(kinds), p
+    by = {(p["chip"], p["name"]): p["source"] for p in params}
+    assert by[("a3", "issue.scalar_dcache_hit_cycles")].startswith("fit: sfa-file.")
+    assert by[("a2", "issue.scalar_dcache_hit_cycles")].startswith("assumed from a3")
     assert s["max_abs_error_pct"] == pytest.approx(max(abs(a["error_pct"]) for a in j["anchors"]))
     # Text: one row per anchor and the mean / max line.
     text = run("fidelity", "--only", "copy.blocks").stdout
     assert "copy.blocks" in text and "mean |error|" in text and "wall time" in text
+    assert "validation set" in text and "gm-read-anchor" in text and "fit: copy.blocks" in text
 
 
 def test_without_the_corpus_python_anchors_are_skipped_with_a_note(tmp_path):
@@ -88,6 +108,10 @@ def test_calibrate_fits_two_parameters_on_cheap_anchors_within_their_ranges(tmp_
     for m in table:
         assert "loo_error_pct" in m, m  # every measurement has its leave-one-out error
     assert "leave-one-out" in r.stderr
+    # Families: gm_read and (with the corpus) the bench's file: one refit without each.
+    fams = [f["family"] for f in j["leave_one_family_out"]]
+    assert fams == (["gm_read", "bench_sfa"] if os.path.exists(SFA) else [])
+    assert "leave-one-family-out" in r.stderr
     # The written config loads, carries the fitted values and their provenance.
     chip = json.load(open(tmp_path / "my_chip.json"))
     assert chip["name"] == "my_chip"

@@ -59,7 +59,7 @@ def chip_configs(draw):
         if not isinstance(obj, dict):
             continue  # made bare by an earlier mutation
         how = fz.pick(draw, ["number"], ["type", "drop", "bare", "extra", "unit", "conf",
-                                         "section"], 0.35)
+                                         "basis", "section"], 0.35)
         key = ".".join(path)
         if how == "number":
             val = draw(st.sampled_from(HOSTILE_NUMBERS))
@@ -77,7 +77,7 @@ def chip_configs(draw):
         elif how == "extra":
             at(cfg, path[:-1])[path[-1] + "_x"] = copy.deepcopy(obj)
             muts.append((key + "_x", "<extra key>"))
-        elif how in ("unit", "conf"):
+        elif how in ("unit", "conf", "basis"):
             obj[how] = draw(st.sampled_from(["", "GHz", "X", None, 7]))
             muts.append((f"{key}.{how}", obj[how]))
         else:

@@ -65,6 +65,61 @@ std::string param_text(const json& v, const std::string& where) {
       fmt::format("{}: a parameter value must be an integer, found {}", where, v.dump())};
 }
 
+/// An anchor's family when it names none: its group, else its kernel (a Python file's stem).
+std::string default_family(const Anchor& a) {
+  if (!a.group.empty()) return a.group;
+  std::string py = python_path(a.kernel.substr(0, a.kernel.find(' ')));  // a CSV's args follow
+  return py.empty() ? a.kernel : fs::path(py).stem().string();
+}
+
+/// "sources": {ID: {"citation", "protocol": {"l2", "launch", "timer", "evidence"}}}.
+std::map<std::string, std::pair<std::string, Protocol>> parse_sources(const json& root,
+                                                                      const std::string& path) {
+  std::map<std::string, std::pair<std::string, Protocol>> out;
+  if (!root.contains("sources")) return out;
+  if (!root["sources"].is_object())
+    throw ParamError{fmt::format(
+        "{}: \"sources\" must be an object of ID: {{\"citation\", \"protocol\"}}", path)};
+  for (const auto& [id, src] : root["sources"].items()) {
+    std::string where = fmt::format("{}: source '{}'", path, id);
+    auto text = [&](const json& obj, const char* key, const std::string& in) {
+      if (!obj.contains(key) || !obj[key].is_string() || obj[key].get<std::string>().empty())
+        throw ParamError{fmt::format("{}: \"{}\" must be a non-empty string", in, key)};
+      return obj[key].get<std::string>();
+    };
+    auto choice = [&](const json& obj, const char* key, const std::string& in, const char* yes,
+                      const char* no) {
+      std::string v = text(obj, key, in);
+      if (v != yes && v != no)
+        throw ParamError{
+            fmt::format("{}: \"{}\" is \"{}\" or \"{}\", found \"{}\"", in, key, yes, no, v)};
+      return v == yes;
+    };
+    if (!src.is_object() || !src.contains("protocol") || !src["protocol"].is_object())
+      throw ParamError{fmt::format(
+          "{}: expected {{\"citation\": \"...\", \"protocol\": {{\"l2\": \"cold|warm\", "
+          "\"launch\": \"included|excluded\", \"timer\": \"...\", \"evidence\": \"...\"}}}}",
+          where)};
+    for (const auto& [k, v] : src.items())
+      if (k != "citation" && k != "protocol")
+        throw ParamError{
+            fmt::format("{}: unknown key '{}'; the keys are citation and protocol", where, k)};
+    const json& p = src["protocol"];
+    std::string pwhere = where + ": protocol";
+    for (const auto& [k, v] : p.items())
+      if (k != "l2" && k != "launch" && k != "timer" && k != "evidence")
+        throw ParamError{fmt::format(
+            "{}: unknown key '{}'; the keys are l2, launch, timer and evidence", pwhere, k)};
+    Protocol proto;
+    proto.l2_warm = choice(p, "l2", pwhere, "warm", "cold");
+    proto.launch_included = choice(p, "launch", pwhere, "included", "excluded");
+    proto.timer = text(p, "timer", pwhere);
+    proto.evidence = text(p, "evidence", pwhere);
+    out[id] = {text(src, "citation", where), proto};
+  }
+  return out;
+}
+
 AnchorSet parse_json(const std::string& text, const std::string& path) {
   json root;
   try {
@@ -76,9 +131,9 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
     throw ParamError{fmt::format(
         "{}: expected an object with an \"anchors\" array (configs/fidelity.json)", path)};
   for (const auto& [k, v] : root.items())
-    if (k != "anchors" && k != "corpus" && k != "description")
+    if (k != "anchors" && k != "corpus" && k != "description" && k != "sources")
       throw ParamError{fmt::format(
-          "{}: unknown key '{}'; the keys are anchors, corpus and description", path, k)};
+          "{}: unknown key '{}'; the keys are anchors, sources, corpus and description", path, k)};
   AnchorSet set;
   set.origin = path;
   if (root.contains("corpus")) {
@@ -86,9 +141,10 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
       throw ParamError{fmt::format("{}: \"corpus\" must be a string (a directory)", path)};
     set.corpus = root["corpus"].get<std::string>();
   }
-  static const std::set<std::string> keys = {"name",    "group",  "kernel", "file", "args",
-                                             "variant", "params", "chip",   "kind", "measured_us",
-                                             "source",  "weight", "l2_warm"};
+  const auto sources = parse_sources(root, path);
+  static const std::set<std::string> keys = {"name",        "group",  "family",  "set",    "kernel",
+                                             "file",        "args",   "variant", "params", "chip",
+                                             "measured_us", "source", "note",    "weight", "kind"};
   std::set<std::string> names;
   size_t index = 0;
   for (const auto& j : root["anchors"]) {
@@ -96,10 +152,16 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
     if (!j.is_object()) throw ParamError{where + ": expected an object"};
     if (j.contains("name") && j["name"].is_string())
       where = fmt::format("{}: anchor '{}'", path, j["name"].get<std::string>());
-    for (const auto& [k, v] : j.items())
+    for (const auto& [k, v] : j.items()) {
+      if (k == "l2_warm")
+        throw ParamError{fmt::format(
+            "{}: \"l2_warm\" is not an anchor key: how a time was measured is its source's "
+            "protocol (\"sources\": {{ID: {{\"protocol\": {{\"l2\": \"warm\", ...}}}}}})",
+            where)};
       if (!keys.count(k))
         throw ParamError{
             fmt::format("{}: unknown key '{}'; the keys are {}", where, k, fmt::join(keys, ", "))};
+    }
     auto str = [&](const char* key, bool required) -> std::string {
       if (!j.contains(key)) {
         if (required) throw ParamError{fmt::format("{}: \"{}\" is missing", where, key)};
@@ -114,6 +176,12 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
     if (!names.insert(a.name).second)
       throw ParamError{fmt::format("{}: the name is used twice", where)};
     a.group = str("group", false);
+    a.set = str("set", true);
+    if (a.set != "calibration" && a.set != "validation")
+      throw ParamError{fmt::format(
+          "{}: \"set\" is \"calibration\" (a fit may use it) or \"validation\" (never fitted "
+          "on), found \"{}\"",
+          where, a.set)};
     if (j.contains("kernel") == j.contains("file"))
       throw ParamError{fmt::format(
           "{}: give exactly one of \"kernel\" (a kernel name or a Python file relative to this "
@@ -127,6 +195,7 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
     } else {
       a.kernel = relative_to(str("kernel", true), path);
     }
+    a.family = j.contains("family") ? str("family", true) : default_family(a);
     if (j.contains("args")) {
       if (!j["args"].is_array() || python_path(a.kernel).empty())
         throw ParamError{fmt::format(
@@ -153,15 +222,21 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
         throw ParamError{fmt::format("{}: \"kind\" is \"measured\" or \"derived\"", where)};
     }
     a.source = str("source", true);
+    auto src = sources.find(a.source);
+    if (src == sources.end()) {
+      std::vector<std::string> ids;
+      for (const auto& [id, v] : sources) ids.push_back(id);
+      throw ParamError{fmt::format(
+          "{}: \"source\" '{}' is not a source of the file's \"sources\" (they are: {})", where,
+          a.source, ids.empty() ? std::string("none") : fmt::format("{}", fmt::join(ids, ", ")))};
+    }
+    a.citation = src->second.first;
+    a.protocol = src->second.second;
+    a.note = str("note", false);
     if (j.contains("weight")) {
       if (!j["weight"].is_number() || !(j["weight"].get<double>() >= 0))
         throw ParamError{fmt::format("{}: \"weight\" must be a number >= 0", where)};
       a.weight = j["weight"].get<double>();
-    }
-    if (j.contains("l2_warm")) {
-      if (!j["l2_warm"].is_boolean())
-        throw ParamError{fmt::format("{}: \"l2_warm\" must be true or false", where)};
-      a.l2_warm = j["l2_warm"].get<bool>();
     }
     set.anchors.push_back(std::move(a));
   }
@@ -229,15 +304,17 @@ std::vector<std::string> shell_words(const std::string& s, const std::string& wh
 }
 
 AnchorSet parse_csv(const std::string& text, const std::string& path) {
-  static const std::vector<std::string> known = {"name",   "kernel", "variant",     "params",
-                                                 "args",   "chip",   "measured_us", "kind",
-                                                 "source", "weight", "l2_warm"};
+  static const std::vector<std::string> known = {
+      "name", "kernel", "variant", "params", "args",   "chip", "measured_us", "kind",
+      "set",  "family", "source",  "note",   "weight", "l2",   "launch"};
   AnchorSet set;
   set.origin = path;
   std::istringstream in(text);
   std::string line;
   std::vector<std::string> header;
   std::set<std::string> names;
+  // The first row of each source fixes its protocol: every other row of it must agree.
+  std::map<std::string, std::pair<Protocol, int>> protocols;
   int line_no = 0;
   while (std::getline(in, line)) {
     ++line_no;
@@ -248,12 +325,18 @@ AnchorSet parse_csv(const std::string& text, const std::string& path) {
     auto fields = csv_fields(line, where);
     if (header.empty()) {
       header = fields;
-      for (const auto& h : header)
+      for (const auto& h : header) {
+        if (h == "l2_warm")
+          throw ParamError{where +
+                           ": there is no 'l2_warm' column: how a source measured is one "
+                           "protocol for all its rows, the columns l2 (cold / warm) and launch "
+                           "(included / excluded)"};
         if (std::find(known.begin(), known.end(), h) == known.end())
           throw ParamError{
               fmt::format("{}: unknown column '{}'; the columns are {} (kernel and "
                           "measured_us required)",
                           where, h, fmt::join(known, ", "))};
+      }
       for (const char* need : {"kernel", "measured_us"})
         if (std::find(header.begin(), header.end(), need) == header.end())
           throw ParamError{fmt::format(
@@ -301,11 +384,33 @@ AnchorSet parse_csv(const std::string& text, const std::string& path) {
         throw ParamError{where + ": kind is measured or derived"};
     }
     a.source = row["source"].empty() ? path : row["source"];
-    if (const std::string& w = row["l2_warm"]; !w.empty()) {
-      if (w != "0" && w != "1" && w != "true" && w != "false")
-        throw ParamError{fmt::format("{}: l2_warm '{}' must be 1 / true or 0 / false", where, w)};
-      a.l2_warm = w == "1" || w == "true";
-    }
+    a.citation = a.source;
+    a.note = row["note"];
+    a.set = row["set"].empty() ? "calibration" : row["set"];
+    if (a.set != "calibration" && a.set != "validation")
+      throw ParamError{
+          fmt::format("{}: set '{}' must be calibration or validation (a fit "
+                      "never uses a validation row)",
+                      where, a.set)};
+    a.family = row["family"].empty() ? default_family(a) : row["family"];
+    auto choice = [&](const char* col, const char* yes, const char* no, bool dflt) {
+      const std::string& v = row[col];
+      if (v.empty()) return dflt;
+      if (v != yes && v != no)
+        throw ParamError{fmt::format("{}: {} '{}' must be {} or {}", where, col, v, yes, no)};
+      return v == yes;
+    };
+    a.protocol.l2_warm = choice("l2", "warm", "cold", false);
+    a.protocol.launch_included = choice("launch", "included", "excluded", false);
+    a.protocol.timer = "as the measurements file states (columns l2, launch)";
+    a.protocol.evidence = path;
+    auto [it, fresh] = protocols.try_emplace(a.source, a.protocol, line_no);
+    if (!fresh && (it->second.first.l2_warm != a.protocol.l2_warm ||
+                   it->second.first.launch_included != a.protocol.launch_included))
+      throw ParamError{fmt::format(
+          "{}: source '{}' was measured with another protocol on line {} (l2, launch): one "
+          "source, one protocol",
+          where, a.source, it->second.second)};
     if (!row["weight"].empty()) {
       a.weight = std::strtod(row["weight"].c_str(), &end);
       if (*end != '\0' || !(a.weight >= 0))
@@ -462,15 +567,27 @@ std::vector<AnchorRun> run_anchors(const AnchorSet& set, const AnchorOptions& op
       req.params = resolve_params(k, a.params);
       req.mode = sim::Mode::Timing;
       req.fast_forward.enabled = opts.fast_forward;
-      ChipConfig warm;
-      if (a.l2_warm && !chip->l2_warm_inputs) {
-        warm = *chip;
-        warm.l2_warm_inputs = 1;
-        chip = &warm;
+      // The source's protocol decides the L2's state at the start, whatever the chip says.
+      ChipConfig measured_as;
+      if (a.protocol.l2_warm != (chip->l2_warm_inputs != 0)) {
+        measured_as = *chip;
+        measured_as.l2_warm_inputs = a.protocol.l2_warm ? 1 : 0;
+        chip = &measured_as;
       }
+      // Every core starts after the launch: the kernel's own time is what follows it, and
+      // the launch is compared only when the source's timer covers it.
+      const double launch_us = chip->launch_us;
+      auto kernel_us = [&](double cycles) {
+        return (cycles - chip->launch_cycles()) * chip->us_per_cycle();
+      };
+      auto compared_us = [&](double cycles) {
+        return kernel_us(cycles) + (a.protocol.launch_included ? launch_us : 0.0);
+      };
       RunReport rep = run_kernel(k, req, *chip);
       r.cycles = rep.sim.cycles;
-      r.simulated_us = rep.sim.cycles * chip->us_per_cycle();
+      r.launch_us = launch_us;
+      r.kernel_us = kernel_us(rep.sim.cycles);
+      r.simulated_us = compared_us(rep.sim.cycles);
       r.error_pct = 100.0 * (r.simulated_us - a.measured_us) / a.measured_us;
       if (opts.other_variants && k.profile_variants && a.variant.empty()) {
         const ir::Program mine = k.build(req.params, rep.variant).program;
@@ -481,7 +598,7 @@ std::vector<AnchorRun> run_anchors(const AnchorSet& set, const AnchorOptions& op
             if (!ir::equal(k.build(req.params, v).program, mine)) {
               RunRequest other = req;
               other.variant = v;
-              o.simulated_us = run_kernel(k, other, *chip).sim.cycles * chip->us_per_cycle();
+              o.simulated_us = compared_us(run_kernel(k, other, *chip).sim.cycles);
             }
           } catch (const UserError& e) {
             o = {v, 0, first_reason(e)};
@@ -513,11 +630,13 @@ std::vector<AnchorRun> run_anchors(const AnchorSet& set, const AnchorOptions& op
 }
 
 ErrorSummary summarize_errors(const AnchorSet& set, const std::vector<AnchorRun>& runs,
-                              const std::string& kind) {
+                              const std::string& kind, const std::string& which_set) {
   ErrorSummary s;
   double sum = 0;
   for (size_t i = 0; i < runs.size() && i < set.anchors.size(); ++i) {
-    if (runs[i].status != "ok" || (!kind.empty() && set.anchors[i].kind != kind)) continue;
+    if (runs[i].status != "ok" || (!kind.empty() && set.anchors[i].kind != kind) ||
+        (!which_set.empty() && set.anchors[i].set != which_set))
+      continue;
     double e = std::fabs(runs[i].error_pct);
     ++s.n;
     sum += e;
@@ -528,6 +647,28 @@ ErrorSummary summarize_errors(const AnchorSet& set, const std::vector<AnchorRun>
   }
   if (s.n) s.mean_abs_pct = sum / s.n;
   return s;
+}
+
+std::vector<ParameterSource> parameter_sources(const std::string& chip) {
+  const ChipConfig cfg = load_chip_config(chip);  // a config the loader rejects: its error;
+                                                  // else every leaf below is well formed
+  const std::string path = chip_config_path(chip);
+  std::ifstream in(path, std::ios::binary);
+  const json root = json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::vector<ParameterSource> out;
+  for (const auto& k : chip_config_keys()) {
+    const json* node = &root;
+    for (size_t start = 0;;) {
+      size_t dot = k.key.find('.', start);
+      node = &(*node)[k.key.substr(start, dot == std::string::npos ? dot : dot - start)];
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    out.push_back({k.key, (*node)["value"].get<double>(), k.unit, cfg.name,
+                   node->contains("basis") ? (*node)["basis"].get<std::string>() : "unstated",
+                   (*node)["conf"].get<std::string>(), (*node)["source"].get<std::string>()});
+  }
+  return out;
 }
 
 }  // namespace tilepipe::driver

@@ -167,6 +167,7 @@ class Fitter {
     std::vector<double> x;
     double loss = 0;
     int evaluations = 0;
+    bool flat = true;  // every evaluation gave the same loss: the measurements ignore the values
   };
 
   /// BOBYQA over the unit cube from the starting values, on the measurements in `which`,
@@ -181,7 +182,8 @@ class Fitter {
       const std::vector<size_t>* which;
       Fit best;
       int evals = 0;
-    } data{this, &which, {}, 0};
+      double first = 0;
+    } data{this, &which, {}, 0, 0};
     data.best.loss = std::numeric_limits<double>::infinity();
     const int budget = req_.max_evals > 0 ? req_.max_evals : 30 * static_cast<int>(n + 1);
     std::vector<double> start;
@@ -197,6 +199,8 @@ class Fitter {
             auto* d = static_cast<Data*>(raw);
             std::vector<double> x = d->self->values(std::vector<double>(p, p + m));
             double l = d->self->loss(x, *d->which);
+            if (d->evals > 0 && l != d->first) d->best.flat = false;
+            if (d->evals == 0) d->first = l;
             ++d->evals;
             if (l < d->best.loss) {
               d->best.loss = l;
@@ -365,19 +369,20 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
   std::vector<size_t> used;
   res.used.assign(n, false);
   for (size_t i = 0; i < n; ++i)
-    if (res.before[i].status == "ok") {
+    if (res.before[i].status == "ok" && req.measurements.anchors[i].set == "calibration") {
       used.push_back(i);
       res.used[i] = true;
     }
   if (used.size() < 2) {
     std::string why;
     for (size_t i = 0; i < n && why.empty(); ++i)
-      if (!res.used[i])
+      if (!res.used[i] && res.before[i].status != "ok")
         why = fmt::format(" (first not run: {}: {})", req.measurements.anchors[i].name,
                           res.before[i].note);
-    throw ParamError{
-        fmt::format("{} of {} measurements ran on the starting config; a fit needs at least two{}",
-                    used.size(), n, why)};
+    throw ParamError{fmt::format(
+        "{} of {} measurements are calibration measurements that ran on the starting config; a "
+        "fit needs at least two (validation measurements are never fitted on){}",
+        used.size(), n, why)};
   }
   res.loss_before = fitter.loss(x0, used);
 
@@ -415,6 +420,37 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
       }
     }
   }
+  if (req.leave_one_family_out) {
+    std::vector<std::string> order;
+    for (size_t i : used)
+      if (std::find(order.begin(), order.end(), req.measurements.anchors[i].family) == order.end())
+        order.push_back(req.measurements.anchors[i].family);
+    for (const std::string& fam : order) {
+      if (order.size() < 2) break;
+      FamilyFit ff;
+      ff.family = fam;
+      std::vector<size_t> rest;
+      for (size_t j : used)
+        (req.measurements.anchors[j].family == fam ? ff.members : rest).push_back(j);
+      if (req.progress)
+        req.progress(fmt::format("leave-one-family-out: refit without {} ({} measurements)", fam,
+                                 ff.members.size()));
+      auto f = fitter.fit(rest);
+      ff.values = f.x;
+      ff.determined = !f.flat;
+      double sum = 0;
+      int ran = 0;
+      for (const AnchorRun& r : fitter.runs(f.x, ff.members)) {
+        ff.error_pct.push_back(r.status == "ok" ? r.error_pct : std::nan(""));
+        if (r.status == "ok") {
+          sum += std::fabs(r.error_pct);
+          ++ran;
+        }
+      }
+      ff.mean_abs_pct = ran ? sum / ran : std::nan("");
+      res.families.push_back(std::move(ff));
+    }
+  }
   res.simulations = fitter.simulations();
 
   // The written config: the fitted values with their provenance.
@@ -422,8 +458,11 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
   if (!req.output_name.empty()) out["name"] = req.output_name;
   std::string what =
       req.measurements_name.empty() ? req.measurements.origin : req.measurements_name;
+  std::vector<std::string> fitted_on;
+  for (size_t i : used) fitted_on.push_back(req.measurements.anchors[i].name);
   for (const auto& p : params) {
     auto* l = leaf(out, p.key);
+    (*l)["basis"] = fmt::format("fit: {}", fmt::join(fitted_on, ", "));
     std::string old_source = (*l)["source"].get<std::string>();
     std::string old_conf = (*l)["conf"].get<std::string>();
     (*l)["source"] = fmt::format(
@@ -455,14 +494,35 @@ CalibrationResult calibrate(const CalibrationRequest& req) {
   for (size_t i = 0; i < n; ++i) {
     cal["table"].push_back(calibration_row(req.measurements.anchors[i], res, i));
   }
+  cal["leave_one_family_out"] = family_rows(req.measurements, res);
   out["calibration"] = cal;
   res.config = out;
   return res;
 }
 
+ojson family_rows(const AnchorSet& measurements, const CalibrationResult& res) {
+  ojson rows = ojson::array();
+  for (const auto& f : res.families) {
+    ojson members = ojson::array();
+    for (size_t k = 0; k < f.members.size(); ++k) {
+      ojson m = {{"name", measurements.anchors[f.members[k]].name}};
+      if (!std::isnan(f.error_pct[k])) m["error_pct"] = f.error_pct[k];
+      members.push_back(m);
+    }
+    rows.push_back({{"family", f.family},
+                    {"params", f.values},
+                    {"determined_without_it", f.determined},
+                    {"mean_abs_error_pct",
+                     std::isnan(f.mean_abs_pct) ? ojson(nullptr) : ojson(f.mean_abs_pct)},
+                    {"members", members}});
+  }
+  return rows;
+}
+
 ojson calibration_row(const Anchor& a, const CalibrationResult& res, size_t i) {
-  ojson row = {{"name", a.name}, {"measured_us", a.measured_us}};
-  if (!res.used[i]) {
+  ojson row = {
+      {"name", a.name}, {"set", a.set}, {"family", a.family}, {"measured_us", a.measured_us}};
+  if (res.before[i].status != "ok") {
     row["status"] = res.before[i].status;
     row["note"] = res.before[i].note;
     return row;

@@ -2,7 +2,8 @@
 // dotted key, what was expected, what was found and how to fix it.
 //
 // The schema is the table in schema() below: every numeric leaf of the file is
-//   {"value": X, "unit": "...", "source": "...", "conf": "H|M|L"}
+//   {"value": X, "unit": "...", "source": "...", "conf": "H|M|L", "basis": "..."}
+// where the optional "basis" states the kind of evidence in one grammar (basis_problem()).
 // and the table says which ChipConfig field it fills, its unit, its kind (integer or number)
 // and its physically plausible range. Unknown keys are rejected (they are usually typos).
 #include <tilepipe/chip.h>
@@ -348,6 +349,23 @@ std::string leaf_example(const Field& f) {
 // ---------------------------------------------------------------------------------------------
 // Parsing.
 
+constexpr const char* kBasisGrammar =
+    "\"cited: DOCUMENT\", \"microbenchmark: NAME\", \"fit: ANCHOR, ...\", \"assumed from "
+    "CHIP\" or \"estimate: WHY\"";
+
+/// What is wrong with a "basis" text, or "" when it follows kBasisGrammar.
+std::string basis_problem(const std::string& b) {
+  for (const char* kind : {"cited:", "microbenchmark:", "fit:", "estimate:", "assumed from "}) {
+    std::string_view k(kind);
+    if (b.compare(0, k.size(), k) != 0) continue;
+    std::string rest = b.substr(k.size());
+    if (rest.find_first_not_of(" ,;") == std::string::npos)
+      return fmt::format("'{}' names nothing", kind);
+    return "";
+  }
+  return "it starts with none of the kinds";
+}
+
 class Parser {
  public:
   explicit Parser(std::string origin) : origin_(std::move(origin)) {}
@@ -398,7 +416,7 @@ class Parser {
       fail(key, fmt::format("a value object {}", leaf_example(f)), describe(v),
            "wrap the number with its unit, source and confidence");
     }
-    check_keys(v, key, {"value", "unit", "source", "conf"});
+    check_keys(v, key, {"value", "unit", "source", "conf", "basis"});
 
     const json& value =
         member(v, key, "value", fmt::format("the number ({})", f.unit), "add \"value\": N");
@@ -415,6 +433,14 @@ class Parser {
     if (!conf.is_string() || (conf != "H" && conf != "M" && conf != "L")) {
       fail(dotted(key, "conf"), "\"H\", \"M\" or \"L\"", describe(conf),
            "use H (vendor documentation), M (secondary source) or L (estimate)");
+    }
+
+    if (v.contains("basis")) {
+      const json& basis = v["basis"];
+      std::string problem = basis.is_string() ? basis_problem(basis.get<std::string>())
+                                              : std::string("it is not a string");
+      if (!problem.empty())
+        fail(dotted(key, "basis"), kBasisGrammar, describe(basis), problem + "; fix it");
     }
 
     Number n = read_number(value, key, f);
