@@ -21,7 +21,9 @@ namespace tilepipe::ir {
 // ---------------------------------------------------------------------------------------
 // Basic vocabulary
 
-enum class DType : uint8_t { F16, BF16, F32, I32, I8, U8, I16, U16, U32 };
+/// Element types of A2/A3 (the fp8 family is not: A2/A3 have no fp8 arithmetic). Bool is one
+/// byte holding 0 or 1 (C++'s and AscendC's bool).
+enum class DType : uint8_t { F16, BF16, F32, I32, I8, U8, I16, U16, U32, I64, U64, Bool };
 enum class Scope : uint8_t { GM, L1, L0A, L0B, L0C, UB };
 /// Pipes of a core: S scalar, MTE1 L1->L0, MTE2 GM->L1/UB, MTE3 UB->GM, M cube, FIX L0C out,
 /// V vector.
@@ -37,7 +39,11 @@ const char* to_string(Scope s);
 const char* to_string(Pipe p);
 const char* to_string(CoreKind k);
 std::optional<Pipe> pipe_from_string(const std::string& s);
+/// The dtype of a short name as to_string prints it ("f16", "i64", "bool", ...).
+std::optional<DType> dtype_from_string(const std::string& s);
 bool is_float(DType t);
+/// i8, i16, i32, i64: two's complement; the other integer types (and bool) are unsigned.
+bool is_signed_int(DType t);
 
 /// Source location of the DSL call that created a node.
 struct Loc {

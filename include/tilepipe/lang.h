@@ -44,6 +44,9 @@ inline constexpr DType u8 = DType::U8;
 inline constexpr DType i16 = DType::I16;
 inline constexpr DType u16 = DType::U16;
 inline constexpr DType u32 = DType::U32;
+inline constexpr DType i64 = DType::I64;
+inline constexpr DType u64 = DType::U64;
+inline constexpr DType boolean = DType::Bool;
 
 /// A DSL user error found while building (e.g. wrong number of slice indices). The verifier
 /// reports everything else; builder errors are only about the shape of the calls.

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 #include "tilepipe/ir.h"
 
@@ -125,8 +126,38 @@ inline double load_elem(ir::DType t, const uint8_t* p) {
       std::memcpy(&i, p, 4);
       return i;
     }
+    case ir::DType::I64: {  // exact to 2^53 (values are doubles; copies keep every bit)
+      int64_t i;
+      std::memcpy(&i, p, 8);
+      return static_cast<double>(i);
+    }
+    case ir::DType::U64: {
+      uint64_t i;
+      std::memcpy(&i, p, 8);
+      return static_cast<double>(i);
+    }
+    case ir::DType::Bool:
+      return *p != 0 ? 1 : 0;
   }
   return 0;
+}
+
+/// v (a double, or a long double holding a 64-bit integer exactly) saturated into a 64-bit
+/// integer type: 2^63 and 2^64 are doubles, INT64_MAX and UINT64_MAX are not, so the top is
+/// compared before the conversion.
+template <class F>
+int64_t saturate_i64(F v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+  if (v <= -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+
+template <class F>
+uint64_t saturate_u64(F v) {
+  if (v != v || v <= 0) return 0;
+  if (v >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();
+  return static_cast<uint64_t>(v);
 }
 
 /// Stores with the hardware's conversion: RNE for floats, saturation for integers.
@@ -177,7 +208,28 @@ inline void store_elem(ir::DType t, uint8_t* p, double v) {
       std::memcpy(p, &i, 4);
       return;
     }
+    case ir::DType::I64: {
+      const int64_t i = saturate_i64(v);
+      std::memcpy(p, &i, 8);
+      return;
+    }
+    case ir::DType::U64: {
+      const uint64_t i = saturate_u64(v);
+      std::memcpy(p, &i, 8);
+      return;
+    }
+    case ir::DType::Bool:  // any nonzero value is true (NaN too, as C++'s conversion)
+      *p = v != 0 ? 1 : 0;
+      return;
   }
+}
+
+/// v as a `t` element holds it after the hardware's conversion (store_elem, then load_elem):
+/// the value at each step of a conversion the hardware does in more than one.
+inline double convert_to(ir::DType t, double v) {
+  uint8_t b[8];
+  store_elem(t, b, v);
+  return load_elem(t, b);
 }
 
 /// load_elem over n contiguous elements: one dtype dispatch, then a plain loop.

@@ -142,6 +142,9 @@ struct SimOptions {
   /// Functional mode: input tensors given by reference instead of through `io` (an `io`
   /// entry of the same name wins). Must outlive the run.
   std::map<std::string, RawTensor> raw_inputs;
+  /// Functional mode, when set: the written-back tensors of a 64-bit integer type land here
+  /// as their bytes (exact), not in `io` (whose doubles hold integers exactly to 2^53 only).
+  std::map<std::string, std::vector<uint8_t>>* raw_outputs = nullptr;
 };
 
 /// Where each cycle of a pipe went, from cycle 0 to the kernel's span (the fields sum to

@@ -4,8 +4,10 @@
 // Shared by the verifier and the simulator's values (docs/ir.md "Tile ops").
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "tilepipe/ir.h"
 
@@ -48,6 +50,59 @@ inline const char* to_string(CastRound r) {
 
 inline bool valid_cast_round(int64_t v) {
   return v >= 0 && v <= 4;
+}
+
+/// The conversions the vector unit's Cast does in one instruction on A2/A3 (AscendC's Cast):
+/// f16 <-> f32, f32 <-> bf16, f16 / f32 / bf16 -> i32, f16 / f32 -> i16, f16 -> i8 / u8,
+/// f32 -> i64, i64 -> f32 / i32, i32 -> f32 / i64 / i16, i16 -> f16 / f32, i8 / u8 -> f16.
+/// u16 / u32 / u64 convert as i16 / i32 / i64 and bool as u8 (the same width).
+inline bool direct_cast(DType from, DType to) {
+  auto twin = [](DType t) {
+    switch (t) {
+      case DType::U16:
+        return DType::I16;
+      case DType::U32:
+        return DType::I32;
+      case DType::U64:
+        return DType::I64;
+      case DType::Bool:
+        return DType::U8;
+      default:
+        return t;
+    }
+  };
+  using enum DType;
+  const DType a = twin(from), b = twin(to);
+  if (a == b) return true;
+  static constexpr std::pair<DType, DType> kDirect[] = {
+      {F16, F32}, {F32, F16}, {F32, BF16}, {BF16, F32}, {F16, I32}, {F32, I32}, {BF16, I32},
+      {F16, I16}, {F32, I16}, {F16, I8},   {F16, U8},   {F32, I64}, {I64, F32}, {I64, I32},
+      {I32, F32}, {I32, I64}, {I32, I16},  {I16, F16},  {I16, F32}, {I8, F16},  {U8, F16}};
+  for (auto [x, y] : kDirect)
+    if (x == a && y == b) return true;
+  return false;
+}
+
+/// The dtypes a cast from `from` to `to` writes, in order, `to` last: the shortest chain of
+/// direct casts (an i64 -> f16 cast is i64 -> f32 -> f16, two instructions). Every pair has
+/// one: each type reaches f32 or f16 and f32 reaches every type.
+inline std::vector<DType> cast_path(DType from, DType to) {
+  constexpr int n = static_cast<int>(DType::Bool) + 1;
+  std::array<int, n> prev;
+  prev.fill(-1);
+  prev[static_cast<size_t>(from)] = static_cast<int>(from);
+  std::vector<DType> queue = {from};
+  for (size_t q = 0; q < queue.size() && prev[static_cast<size_t>(to)] < 0; ++q)
+    for (int d = 0; d < n; ++d)
+      if (prev[static_cast<size_t>(d)] < 0 && direct_cast(queue[q], static_cast<DType>(d))) {
+        prev[static_cast<size_t>(d)] = static_cast<int>(queue[q]);
+        queue.push_back(static_cast<DType>(d));
+      }
+  std::vector<DType> path;
+  for (DType d = to; path.empty() || d != from;
+       d = static_cast<DType>(prev[static_cast<size_t>(d)]))
+    path.insert(path.begin(), d);
+  return path;
 }
 
 /// A broadcast's direction (attrs[0]). By the source's shape: a [1, C] row, or a vector of

@@ -11,8 +11,10 @@
 #include <fmt/format.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -148,7 +150,8 @@ std::optional<ir::DType> raw_dtype(const py::array& a) {
   static const std::map<std::pair<char, py::ssize_t>, ir::DType> types = {
       {{'f', 2}, ir::DType::F16}, {{'f', 4}, ir::DType::F32}, {{'i', 1}, ir::DType::I8},
       {{'i', 2}, ir::DType::I16}, {{'i', 4}, ir::DType::I32}, {{'u', 1}, ir::DType::U8},
-      {{'u', 2}, ir::DType::U16}, {{'u', 4}, ir::DType::U32}, {{'b', 1}, ir::DType::U8}};
+      {{'u', 2}, ir::DType::U16}, {{'u', 4}, ir::DType::U32}, {{'i', 8}, ir::DType::I64},
+      {{'u', 8}, ir::DType::U64}, {{'b', 1}, ir::DType::Bool}};
   auto it = types.find({a.dtype().kind(), a.itemsize()});
   if (it == types.end()) return std::nullopt;
   return it->second;
@@ -212,7 +215,7 @@ std::shared_ptr<Compiled> compile(const ir::Program& p, const std::string& chip_
 
 struct RunResult {
   sim::SimResult sim;
-  std::map<std::string, py::array_t<double>> outputs;
+  std::map<std::string, py::array> outputs;  // float64, or int64 / uint64 (exact) ones
   std::shared_ptr<prof::Recorder> recorder;
   double wall_s = 0;
   sim::HostData inputs;  // what the run started from (a trace replays it)
@@ -288,6 +291,8 @@ std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dic
   opts.fast_forward.enabled = !exact;
   opts.write_back = outputs;
   opts.raw_inputs = in.raw;
+  std::map<std::string, std::vector<uint8_t>> wide;
+  opts.raw_outputs = &wide;
   opts.max_cycles = max_cycles;
   if (record) {
     r->recorder = std::make_shared<prof::Recorder>();
@@ -305,6 +310,15 @@ std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dic
       std::copy(vals.begin(), vals.end(), a.mutable_data());
       r->outputs[name] = a;
       std::vector<double>().swap(vals);  // one tensor in two copies at a time, not all
+    }
+    for (auto& [name, bytes] : wide) {
+      const auto& gm = c->c.lowered.gm;
+      const auto b =
+          std::find_if(gm.begin(), gm.end(), [&](const auto& t) { return t.buffer->name == name; });
+      py::array a(py::dtype(b->buffer->dtype == ir::DType::I64 ? "int64" : "uint64"),
+                  static_cast<py::ssize_t>(bytes.size() / 8));
+      std::memcpy(a.mutable_data(), bytes.data(), bytes.size());
+      r->outputs[name] = a;
     }
   }
   return r;

@@ -43,13 +43,8 @@ using tilepipe::ext::raise_diags;
 using tilepipe::ext::tilepipe_error;
 
 ir::DType tilepipe::ext::dtype_of(const std::string& s) {
-  static const std::map<std::string, ir::DType> names = {
-      {"f16", ir::DType::F16}, {"bf16", ir::DType::BF16}, {"f32", ir::DType::F32},
-      {"i32", ir::DType::I32}, {"i8", ir::DType::I8},     {"u8", ir::DType::U8},
-      {"i16", ir::DType::I16}, {"u16", ir::DType::U16},   {"u32", ir::DType::U32}};
-  auto it = names.find(s);
-  if (it == names.end()) throw std::invalid_argument("unknown dtype " + s);
-  return it->second;
+  if (auto d = ir::dtype_from_string(s)) return *d;
+  throw std::invalid_argument("unknown dtype " + s);
 }
 
 namespace {

@@ -32,8 +32,7 @@ class DataType(str):
 
     @property
     def bits(self):
-        return {"float16": 16, "bfloat16": 16, "float32": 32, "int32": 32, "int8": 8,
-                "uint8": 8}[str(self)]
+        return 8 * _core.dtype_bytes(str(self))
 
 
 def disable_cache():

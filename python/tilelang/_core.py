@@ -2,7 +2,10 @@
 buffers and regions, and the lowering context the `T.` calls emit into."""
 
 import os
+import re
 import sys
+
+import numpy as np
 
 from . import _surface
 
@@ -221,25 +224,36 @@ def surface_name(qualname, key):
 
 # ---- dtypes ----
 
+# The dtypes of A2/A3: every spelling -> the IR's short name (ir::to_string).
 _DTYPES = {
     "float16": "f16", "half": "f16", "fp16": "f16", "f16": "f16",
     "bfloat16": "bf16", "bf16": "bf16",
     "float": "f32", "float32": "f32", "fp32": "f32", "f32": "f32",
     "int32": "i32", "i32": "i32", "int": "i32",
     "int8": "i8", "i8": "i8",
-    "uint8": "u8", "u8": "u8", "bool": "u8",
+    "uint8": "u8", "u8": "u8",
     "int16": "i16", "i16": "i16", "short": "i16",
     "uint16": "u16", "u16": "u16",
     "uint32": "u32", "u32": "u32",
+    "int64": "i64", "i64": "i64", "long": "i64",
+    "uint64": "u64", "u64": "u64",
+    "bool": "bool", "boolean": "bool",
 }
-_NUMPY = {"f16": "float16", "bf16": "float32", "f32": "float32", "i32": "int32", "i8": "int8",
-          "u8": "uint8", "i16": "int16", "u16": "uint16", "u32": "uint32"}
+# short name -> (canonical name, numpy dtype of host arrays, bytes of an element)
+_CODES = {"f16": ("float16", "float16", 2), "bf16": ("bfloat16", "float32", 2),
+          "f32": ("float32", "float32", 4), "i32": ("int32", "int32", 4),
+          "i8": ("int8", "int8", 1), "u8": ("uint8", "uint8", 1), "i16": ("int16", "int16", 2),
+          "u16": ("uint16", "uint16", 2), "u32": ("uint32", "uint32", 4),
+          "i64": ("int64", "int64", 8), "u64": ("uint64", "uint64", 8),
+          "bool": ("bool", "bool", 1)}
+# The fp8 (and fp4) family in any of its spellings (float8_e4m3, float8_e4m3fn, e4m3_float8,
+# fp8_e5m2, float8_e8m0fnu, ...): Ascend 950's types, not A2/A3's.
+_FP8 = re.compile(r"float8|fp8|e4m3|e5m2|e8m0|hifloat8|float4|fp4")
 
 
 def dtype_bytes(d):
     """Bytes of one element of a dtype given by name."""
-    return {"f16": 2, "bf16": 2, "f32": 4, "i32": 4, "i8": 1, "u8": 1, "i16": 2, "u16": 2,
-            "u32": 4}[_DTYPES[dtype_name(d)]]
+    return _CODES[dtype_code(d)][2]
 
 
 def check_buffer_size(name, shape, dtype, loc=None):
@@ -260,19 +274,25 @@ def dtype_name(d):
     if isinstance(d, Unsupported):
         raise d.error()
     s = getattr(d, "_tl_name", None)
+    if s is None and isinstance(d, type) and d.__module__ == "numpy":
+        s = np.dtype(d).name  # a numpy scalar type (np.int64, np.bool_)
     if s is None:
         s = str(d)
     s = s.replace("torch.", "")
+    if s not in _DTYPES and _FP8.search(s.lower()):
+        raise TilelangError(
+            f"not supported on A2/A3: dtype {s} (the fp8 family is stored and computed only "
+            "by Ascend 950; A2/A3 have no fp8 conversion or arithmetic)",
+            loc=current_loc(),
+            hint="keep the data in bfloat16 or float16 (or int8 with a scale) on A2/A3")
     if s not in _DTYPES:
         raise TilelangError(
             f"unknown dtype {d!r}",
             loc=current_loc(),
-            hint="use one of float16, bfloat16, float32 (float), int32, int16, int8, uint32, "
-            "uint16, uint8",
+            hint="use one of float16, bfloat16, float32 (float), int64, int32, int16, int8, "
+            "uint64, uint32, uint16, uint8, bool",
         )
-    return {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "i32": "int32",
-            "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16",
-            "u32": "uint32"}[_DTYPES[s]]
+    return _CODES[_DTYPES[s]][0]
 
 
 def dtype_code(d):
@@ -280,7 +300,7 @@ def dtype_code(d):
 
 
 def numpy_dtype(d):
-    return _NUMPY[dtype_code(d)]
+    return _CODES[dtype_code(d)][1]
 
 
 # ---- the lowering context ----
@@ -475,8 +495,6 @@ def to_index(x, what="index"):
 
 class Buffer:
     """A GM tensor or an on-chip allocation; indexing gives a Region."""
-
-    is_bool = False  # declared "bool" (stored as uint8): no arithmetic (tile.py _BOOL_OK)
 
     def __init__(self, ext, name, shape, dtype, scope):
         self.ext = ext

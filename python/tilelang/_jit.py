@@ -436,7 +436,6 @@ class JITKernel:
             args = {name: bindings[name] for name, spec, _ in self.specs if spec.scalar}
             for name, shape, dtype, _ in params:
                 buf = Buffer(None, name, shape, dtype, "GM")
-                buf.is_bool = dict((n, s) for n, s, _ in self.specs)[name].is_bool
                 info.buffers[name] = buf
                 args[name] = buf
             self.prim.lower_body(args)

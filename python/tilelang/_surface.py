@@ -67,9 +67,6 @@ _BY_REASON = {
     "raw AscendC / TIR source text has no model": "customized_code",
     "an L2 prefetch hint; the simulator has no data cache": "prefetch",
     "a reduction of a bool buffer into a condition has no model": "any_of all_of",
-    "not a dtype name of tilepipe's T yet; T.Tensor / T.alloc_* take its string":
-        "int16 uint16 uint32",
-    "64-bit unsigned integers have no model": "uint64",
     "a scalar bit cast; tilepipe's is T.reinterpretcast of a UB buffer": "reinterpret",
     _TILE_HELPER: "tile.binary_op tile.unary_op tile.scalar_op tile.deprecated",
     _EXPERIMENT: """tile.fill_experiment tile.gathermask_experiment

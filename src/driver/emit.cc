@@ -44,6 +44,12 @@ const char* py_dtype(DType t) {
       return "uint16";
     case DType::U32:
       return "uint32";
+    case DType::I64:
+      return "int64";
+    case DType::U64:
+      return "uint64";
+    case DType::Bool:
+      return "bool";
   }
   return "?";
 }
@@ -545,7 +551,8 @@ class Emitter {
     const Region& lanes = n.op == TileOpKind::Compare ? n.srcs.front() : n.dst;
     const DType d = mask.buffer->dtype;
     return packed_mask(d, mask.elements(), lanes.elements()) ||
-           ((d == DType::U8 || d == DType::I8) && mask.elements() == lanes.elements());
+           ((d == DType::U8 || d == DType::I8 || d == DType::Bool) &&
+            mask.elements() == lanes.elements());
   }
 
   /// The library ops the original spells with arguments of their own; false for the rest.
@@ -562,7 +569,8 @@ class Emitter {
         static const std::map<DType, const char*> kCType = {
             {DType::F32, "float"},    {DType::F16, "half"},     {DType::BF16, "bfloat16_t"},
             {DType::I32, "int32_t"},  {DType::U32, "uint32_t"}, {DType::I16, "int16_t"},
-            {DType::U16, "uint16_t"}, {DType::I8, "int8_t"},    {DType::U8, "uint8_t"}};
+            {DType::U16, "uint16_t"}, {DType::I8, "int8_t"},    {DType::U8, "uint8_t"},
+            {DType::I64, "int64_t"},  {DType::U64, "uint64_t"}, {DType::Bool, "bool"}};
         const auto c = kCType.find(n.dst.buffer->dtype);
         if (c == kCType.end() || flat_prefix(n.dst) != n.dst.buffer->elements() ||
             flat_prefix(n.srcs[0]) != n.srcs[0].buffer->elements())

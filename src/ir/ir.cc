@@ -17,8 +17,12 @@ int dtype_bytes(DType t) {
     case DType::I32:
     case DType::U32:
       return 4;
+    case DType::I64:
+    case DType::U64:
+      return 8;
     case DType::I8:
     case DType::U8:
+    case DType::Bool:
       return 1;
   }
   return 1;
@@ -26,6 +30,10 @@ int dtype_bytes(DType t) {
 
 bool is_float(DType t) {
   return t == DType::F16 || t == DType::BF16 || t == DType::F32;
+}
+
+bool is_signed_int(DType t) {
+  return t == DType::I8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
 }
 
 const char* to_string(DType t) {
@@ -48,8 +56,20 @@ const char* to_string(DType t) {
       return "u16";
     case DType::U32:
       return "u32";
+    case DType::I64:
+      return "i64";
+    case DType::U64:
+      return "u64";
+    case DType::Bool:
+      return "bool";
   }
   return "?";
+}
+
+std::optional<DType> dtype_from_string(const std::string& s) {
+  for (int i = 0; i <= static_cast<int>(DType::Bool); ++i)
+    if (s == to_string(static_cast<DType>(i))) return static_cast<DType>(i);
+  return std::nullopt;
 }
 
 const char* to_string(Scope s) {

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "instr.h"
+#include "tilepipe/vec_modes.h"
 
 namespace tilepipe::sim {
 
@@ -24,6 +25,11 @@ static Cost vec_cost(const Instr& in, const ChipConfig& c) {
   switch (in.t->tile_op) {
     case TileOpKind::Reinterpret:  // ReinterpretCast names the same bytes: no instruction
       return {0, 0};
+    case TileOpKind::Cast: {  // one dependent Cast per step of the hardware's chain
+      const auto steps =
+          static_cast<double>(ir::cast_path(in.acc[1].t->dtype, in.acc[0].t->dtype).size());
+      return {steps * rep * c.vector_simple_cycles_per_repeat, steps * c.vector_startup};
+    }
     case TileOpKind::Add:
     case TileOpKind::Sub:
       return {rep * c.vector_simple_cycles_per_repeat, c.vector_startup_add};

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 #include "engine.h"
@@ -119,7 +120,13 @@ int64_t Engine::scalar_load(Core& c, const lower::LoadSite& site, const int64_t*
     in.s_clock = -1;
     race_access(c, Pipe::S, in, acc, RaceKind::Read);
   }
-  return static_cast<int64_t>(load_elem(a.dtype, acc.mem + acc.offset * ir::dtype_bytes(a.dtype)));
+  const uint8_t* p = acc.mem + acc.offset * ir::dtype_bytes(a.dtype);
+  if (a.dtype == ir::DType::I64 || a.dtype == ir::DType::U64) {  // every bit: no double between
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  }
+  return static_cast<int64_t>(load_elem(a.dtype, p));
 }
 
 /// Waits until core c's AI core has applied its values, which the engine then reads.

@@ -332,6 +332,10 @@ SimResult Engine::collect() {
     for (size_t i = 0; i < p_.gm.size(); ++i) {
       const auto& b = *p_.gm[i].buffer;
       if (!keep.empty() && std::find(keep.begin(), keep.end(), b.name) == keep.end()) continue;
+      if (opts_.raw_outputs && (b.dtype == ir::DType::I64 || b.dtype == ir::DType::U64)) {
+        (*opts_.raw_outputs)[b.name] = gm_[i];
+        continue;
+      }
       auto& out = (*io_)[b.name];
       out.resize(static_cast<size_t>(b.elements()));
       load_elems(b.dtype, gm_[i].data(), out.data(), out.size());

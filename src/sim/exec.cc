@@ -4,8 +4,10 @@
 //
 // Speed: values go through per-thread scratch buffers (no allocation per instruction), in
 // float where every operand is a float type (each such value is exactly a float, and the
-// math is f32 anyway) and in double otherwise; each loop is compiled per dtype and op, so
-// no element pays a switch; the cube's matmul is cube_matmul (OpenBLAS, one thread).
+// math is f32 anyway), in long double where an operand is a 64-bit integer (its 64-bit
+// mantissa holds every i64 and u64 exactly) and in double otherwise; each loop is compiled per
+// dtype and op, so no element pays a switch; the cube's matmul is cube_matmul (OpenBLAS, one
+// thread).
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -38,12 +40,19 @@ constexpr int elem_bytes(DType d) {
     case DType::I16:
     case DType::U16:
       return 2;
+    case DType::I64:
+    case DType::U64:
+      return 8;
     case DType::I8:
     case DType::U8:
+    case DType::Bool:
       return 1;
   }
   return 1;
 }
+
+static_assert(std::numeric_limits<long double>::digits >= 64,
+              "64-bit integer values need a long double that holds them exactly");
 
 /// Calls f.template operator()<D>() with the dtype as a constant, so a loop's element
 /// conversions compile to one conversion each.
@@ -68,6 +77,12 @@ void with_dtype(DType dt, F&& f) {
       return f.template operator()<DType::U16>();
     case DType::U32:
       return f.template operator()<DType::U32>();
+    case DType::I64:
+      return f.template operator()<DType::I64>();
+    case DType::U64:
+      return f.template operator()<DType::U64>();
+    case DType::Bool:
+      return f.template operator()<DType::Bool>();
   }
 }
 
@@ -117,6 +132,13 @@ T* read(const Access& a, T* out) {
           std::memcpy(o, p, static_cast<size_t>(n) * 4);
         else
           for (int64_t i = 0; i < n; ++i) std::memcpy(o + i, p + i * s, 4);
+      } else if constexpr (D == DType::I64 || D == DType::U64) {  // exact in long double
+        using I = std::conditional_t<D == DType::I64, int64_t, uint64_t>;
+        for (int64_t i = 0; i < n; ++i) {
+          I x;
+          std::memcpy(&x, p + i * s, 8);
+          o[i] = static_cast<T>(x);
+        }
       } else {
         for (int64_t i = 0; i < n; ++i) o[i] = static_cast<T>(load_elem(D, p + i * s));
       }
@@ -151,6 +173,16 @@ void write(const Access& a, const T* v) {
           for (int64_t i = 0; i < n; ++i) {
             const uint16_t h = float_to_f16(static_cast<float>(v[i]));
             std::memcpy(p + i * s, &h, 2);
+          }
+        }
+      } else if constexpr (D == DType::I64 || D == DType::U64) {  // saturated, exact
+        for (int64_t i = 0; i < n; ++i) {
+          if constexpr (D == DType::I64) {
+            const int64_t x = saturate_i64(v[i]);
+            std::memcpy(p + i * s, &x, 8);
+          } else {
+            const uint64_t x = saturate_u64(v[i]);
+            std::memcpy(p + i * s, &x, 8);
           }
         }
       } else {
@@ -239,22 +271,33 @@ double apply_float(double a, double b) {
   return 0;
 }
 
-/// Integer ops on 64-bit two's complement (unsigned, so overflow wraps): the low bits are
-/// exact, and the caller wraps them to the element's width.
-template <TileOpKind Op>
-uint64_t apply_int(double a, double b) {
-  const int64_t x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
-  const uint64_t ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
-  if constexpr (Op == TileOpKind::Add) return ux + uy;
-  if constexpr (Op == TileOpKind::Sub) return ux - uy;
-  if constexpr (Op == TileOpKind::Mul) return ux * uy;
+/// An integer value (a double, or a long double holding an i64 / u64 exactly) as a 128-bit
+/// integer, which holds both signed and unsigned 64-bit values; a value past that range
+/// (only a non-integer type's) saturates.
+template <class T>
+__int128 to_int128(T v) {
+  if (v != v) return 0;
+  if (v >= static_cast<T>(18446744073709551616.0)) return static_cast<__int128>(~0ull);
+  if (v < 0) return saturate_i64(v);
+  return static_cast<__int128>(static_cast<uint64_t>(v));
+}
+
+/// Integer ops in 128 bits (unsigned, so overflow wraps): the low 64 bits are exact for
+/// signed and unsigned operands, and the caller wraps them to the element's width.
+template <TileOpKind Op, class T>
+uint64_t apply_int(T a, T b) {
+  const __int128 x = to_int128(a), y = to_int128(b);
+  using U = unsigned __int128;
+  if constexpr (Op == TileOpKind::Add) return static_cast<uint64_t>(U(x) + U(y));
+  if constexpr (Op == TileOpKind::Sub) return static_cast<uint64_t>(U(x) - U(y));
+  if constexpr (Op == TileOpKind::Mul) return static_cast<uint64_t>(U(x) * U(y));
   if constexpr (Op == TileOpKind::Div) return y == 0 ? 0 : static_cast<uint64_t>(x / y);
   if constexpr (Op == TileOpKind::Max) return static_cast<uint64_t>(std::max(x, y));
   if constexpr (Op == TileOpKind::Min) return static_cast<uint64_t>(std::min(x, y));
   if constexpr (Op == TileOpKind::Pow) {  // exact product; a negative exponent truncates
     if (y < 0) return static_cast<uint64_t>(x == 1 ? 1 : x == -1 ? (y % 2 ? -1 : 1) : 0);
-    uint64_t r = 1, base = ux;
-    for (int64_t e = y; e > 0; e >>= 1, base *= base)
+    uint64_t r = 1, base = static_cast<uint64_t>(x);
+    for (__int128 e = y; e > 0; e >>= 1, base *= base)
       if (e & 1) r *= base;
     return r;
   }
@@ -286,25 +329,27 @@ bool with_binary(TileOpKind op, F&& f) {
 
 /// An integer result reduced to the element's width in two's complement: integer vector
 /// arithmetic wraps on the hardware (only conversions, casts and copies, saturate).
-double wrap_int(ir::DType dt, uint64_t r) {
+template <class T>
+T wrap_int(ir::DType dt, uint64_t r) {
   const int w = static_cast<int>(ir::dtype_bytes(dt)) * 8;
-  const bool sign = dt == ir::DType::I8 || dt == ir::DType::I16 || dt == ir::DType::I32;
   const uint64_t mask = w >= 64 ? ~0ull : (1ull << w) - 1;
   r &= mask;
-  if (sign && (r >> (w - 1)) & 1) return static_cast<double>(static_cast<int64_t>(r | ~mask));
-  return static_cast<double>(r);
+  if (ir::is_signed_int(dt) && (r >> (w - 1)) & 1)
+    return static_cast<T>(static_cast<int64_t>(r | ~mask));
+  return static_cast<T>(r);
 }
 
 /// The integer bit operations in the element's width (two's complement), wrapping as the
 /// hardware's do.
-double apply_bits(TileOpKind op, ir::DType dt, double a, double b) {
+template <class T>
+T apply_bits(TileOpKind op, ir::DType dt, T a, T b) {
   const int w = static_cast<int>(ir::dtype_bytes(dt)) * 8;
-  const bool sign = dt == ir::DType::I8 || dt == ir::DType::I16 || dt == ir::DType::I32;
+  const bool sign = ir::is_signed_int(dt);
   const uint64_t mask = w >= 64 ? ~0ull : (1ull << w) - 1;
-  uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(a)) & mask;
-  uint64_t y = static_cast<uint64_t>(static_cast<int64_t>(b)) & mask;
+  uint64_t x = static_cast<uint64_t>(to_int128(a)) & mask;
+  uint64_t y = static_cast<uint64_t>(to_int128(b)) & mask;
   uint64_t r = 0;
-  int sh = static_cast<int>(std::clamp<int64_t>(static_cast<int64_t>(b), 0, w));
+  int sh = static_cast<int>(std::clamp<__int128>(to_int128(b), 0, w));
   switch (op) {
     case TileOpKind::BitAnd:
       r = x & y;
@@ -330,7 +375,7 @@ double apply_bits(TileOpKind op, ir::DType dt, double a, double b) {
     default:
       break;
   }
-  return wrap_int(dt, r);
+  return wrap_int<T>(dt, r);
 }
 
 /// Transcendentals are correctly rounded: computed in double on the f32 operand and rounded
@@ -382,7 +427,8 @@ void with_unary(TileOpKind op, F&& f) {
   }
 }
 
-bool compare(ir::CmpMode m, double a, double b) {
+template <class T>
+bool compare(ir::CmpMode m, T a, T b) {
   switch (m) {
     case ir::CmpMode::EQ:
       return a == b;
@@ -431,6 +477,25 @@ void sort_pairs(const T* src, int64_t len, double count, T* out, int64_t n) {
   }
 }
 
+/// Turns n values of type `from` into what a cast to `to` stores: through each intermediate
+/// type of the hardware's chain of casts (ir::cast_path: i64 -> f16 rounds to f32 first), a
+/// float into an integer type rounded by `mode`; the final store rounds and saturates.
+template <class T>
+void convert(T* v, size_t n, DType from, DType to, ir::CastRound mode) {
+  DType cur = from;
+  for (DType d : ir::cast_path(from, to)) {
+    const bool round = ir::is_float(cur) && !ir::is_float(d), last = d == to;
+    if (round || !last)
+      for (size_t i = 0; i < n; ++i) {
+        T x = v[i];
+        if (round) x = static_cast<T>(ir::cast_round(mode, static_cast<double>(x)));
+        if (!last) x = static_cast<T>(convert_to(d, static_cast<double>(x)));
+        v[i] = x;
+      }
+    cur = d;
+  }
+}
+
 /// Every operand a float type: each value is exactly a float, so T = float loses nothing.
 bool all_float(const Instr& in) {
   for (int i = 0; i < in.t->num_acc; ++i)
@@ -440,6 +505,15 @@ bool all_float(const Instr& in) {
 
 /// Vector ops; T is float or double (all_float). A scalar operand stays a double where the
 /// op compares it (it is not rounded before the comparison).
+/// Some operand a 64-bit integer type: long double values keep it exact.
+bool any_wide(const Instr& in) {
+  for (int i = 0; i < in.t->num_acc; ++i) {
+    const DType d = in.acc[static_cast<size_t>(i)].t->dtype;
+    if (d == DType::I64 || d == DType::U64) return true;
+  }
+  return false;
+}
+
 template <class T>
 void exec_vec(const Instr& in) {
   const auto& t = *in.t;
@@ -466,7 +540,7 @@ void exec_vec(const Instr& in) {
             if constexpr (F)
               out[i] = static_cast<T>(apply_float<Op>(a[i], b(i)));
             else
-              out[i] = static_cast<T>(wrap_int(dt, apply_int<Op>(a[i], b(i))));
+              out[i] = wrap_int<T>(dt, apply_int<Op, T>(a[i], static_cast<T>(b(i))));
           }
         };
         auto run = [&](const auto& b) {
@@ -494,16 +568,10 @@ void exec_vec(const Instr& in) {
         out[i] = static_cast<float>(s * static_cast<float>(x[i])) + static_cast<float>(y[i]);
       break;
     }
-    case TileOpKind::Cast: {
+    case TileOpKind::Cast:
       out = operand(1);
-      // A float into an integer type rounds by the cast's mode (the store saturates).
-      if (!fl && ir::is_float(in.acc[1].t->dtype)) {
-        const auto mode = static_cast<ir::CastRound>(t.attrs[0]);
-        for (size_t i = 0; i < n; ++i)
-          out[i] = static_cast<T>(ir::cast_round(mode, static_cast<double>(out[i])));
-      }
+      convert(out, n, in.acc[1].t->dtype, dst.t->dtype, static_cast<ir::CastRound>(t.attrs[0]));
       break;
-    }
     case TileOpKind::Fill:
       std::fill(out, out + n, static_cast<T>(in.scalar));
       break;
@@ -530,7 +598,7 @@ void exec_vec(const Instr& in) {
           unsigned byte = 0;
           for (size_t k = 0; k < 8; ++k) {
             const size_t i = 8 * j + k;
-            if (b ? compare(t.cmp, a[i], b[i]) : compare(t.cmp, a[i], in.scalar)) byte |= 1u << k;
+            if (compare<T>(t.cmp, a[i], b ? b[i] : static_cast<T>(in.scalar))) byte |= 1u << k;
           }
           out[j] = static_cast<T>(dst.t->dtype == ir::DType::I8
                                       ? static_cast<double>(static_cast<int8_t>(byte))
@@ -540,9 +608,10 @@ void exec_vec(const Instr& in) {
       }
       if (t.num_acc > 2) {
         const T* b = operand(2);
-        for (size_t i = 0; i < n; ++i) out[i] = compare(t.cmp, a[i], b[i]) ? 1 : 0;
+        for (size_t i = 0; i < n; ++i) out[i] = compare<T>(t.cmp, a[i], b[i]) ? 1 : 0;
       } else {
-        for (size_t i = 0; i < n; ++i) out[i] = compare(t.cmp, a[i], in.scalar) ? 1 : 0;
+        const T sc = static_cast<T>(in.scalar);
+        for (size_t i = 0; i < n; ++i) out[i] = compare<T>(t.cmp, a[i], sc) ? 1 : 0;
       }
       break;
     }
@@ -725,14 +794,9 @@ void exec_copy(const Instr& in) {
   }
   if (!in.t->transpose && dst.t->dtype == src.t->dtype && !overlap(dst, src))
     return copy_raw(dst, src);
-  const T* v = read(src, scratch<T>(1, n));
-  if (ir::is_float(src.t->dtype) && !ir::is_float(dst.t->dtype)) {
-    // A converting UB -> UB copy is the original's Cast with CAST_RINT (its copy_ub_to_ub)
-    T* r = scratch<T>(3, n);
-    for (size_t i = 0; i < n; ++i)
-      r[i] = static_cast<T>(ir::cast_round(ir::CastRound::Rint, static_cast<double>(v[i])));
-    v = r;
-  }
+  T* v = read(src, scratch<T>(1, n));
+  // A converting UB -> UB copy is the original's Cast with CAST_RINT (its copy_ub_to_ub)
+  if (src.t->dtype != dst.t->dtype) convert(v, n, src.t->dtype, dst.t->dtype, ir::CastRound::Rint);
   if (in.t->transpose) v = transposed(v, in.t->m, in.t->n, scratch<T>(2, n));
   write(dst, v);
 }
@@ -757,14 +821,16 @@ void exec_mmad(const Instr& in) {
 }  // namespace
 
 void execute(const Instr& in) {
-  const bool f = all_float(in);
+  const bool f = all_float(in), wide = any_wide(in);
   switch (in.t->op) {
     case lower::Opcode::Copy:
+      if (wide) return exec_copy<long double>(in);
       return f ? exec_copy<float>(in) : exec_copy<double>(in);
     case lower::Opcode::Mmad:
       return exec_mmad(in);
     case lower::Opcode::Vec:
       if (in.t->tile_op == TileOpKind::Reinterpret) return copy_raw(in.acc[0], in.acc[1]);
+      if (wide) return exec_vec<long double>(in);
       // Compare and select keep their scalar operand unrounded: double.
       return f && in.t->tile_op != TileOpKind::Compare ? exec_vec<float>(in) : exec_vec<double>(in);
     case lower::Opcode::Reduce:

@@ -107,6 +107,8 @@ class Verifier {
   void check(const TileOpStmt& n, const StmtNode& s);
   /// Sort and merge_sort work on f32 or f16 keys (the hardware's Sort32 / MrgSort types).
   bool sort_dtypes(const TileOpStmt& n, const StmtNode& s, const std::string& what);
+  /// The dtype rules of i64 / u64 and bool tiles (what A2/A3's vector unit does with them).
+  void narrow_dtypes(const TileOpStmt& n, const StmtNode& s, const std::string& what);
   void check_sort(const TileOpStmt& n, const StmtNode& s, const std::string& what);
   void check_sort32(const TileOpStmt& n, const StmtNode& s, const std::string& what);
   void check_merge_sort(const TileOpStmt& n, const StmtNode& s, const std::string& what);

@@ -224,6 +224,15 @@ void Verifier::check(const ReduceStmt& n, const StmtNode& s) {
                       to_string(n.dst.buffer->dtype)),
           "reduce into a buffer of the source dtype");
   }
+  // The reductions sum and compare in f32 (the hardware's take f16 / f32): a 64-bit integer
+  // would lose its low digits there, and a bool mask is no number to sum.
+  if (const DType d = n.src.buffer->dtype; d == DType::I64 || d == DType::U64 || d == DType::Bool)
+    error(s.loc, "dtype-mismatch",
+          fmt::format("reduce over '{}', a {} tile: the vector unit's reductions take f16, f32 "
+                      "and the 32-bit and narrower integers",
+                      n.src.buffer->name, to_string(d)),
+          d == DType::Bool ? "tile::cast the mask to f16 (or i32) first"
+                           : "tile::cast to i32 (or f32) first");
   auto m = matrix(n.src);
   if (!m || !(n.dim == -1 || n.dim == 0 || n.dim == 1)) {
     error(s.loc, "shape-mismatch",

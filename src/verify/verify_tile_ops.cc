@@ -274,6 +274,87 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
           fmt::format("{} on {} tile '{}': this op is defined for f16/bf16/f32", what,
                       to_string(dt), n.dst.buffer->name),
           "tile::cast to f32 first");
+  } else {
+    narrow_dtypes(n, s, what);
+  }
+}
+
+namespace {
+
+bool is_wide(DType d) {
+  return d == DType::I64 || d == DType::U64;
+}
+
+/// Ops that move, fill or convert elements: every dtype's.
+bool moves_elements(TileOpKind op) {
+  switch (op) {
+    case TileOpKind::Fill:
+    case TileOpKind::Cast:
+    case TileOpKind::Reinterpret:
+    case TileOpKind::Broadcast:
+    case TileOpKind::Transpose:
+    case TileOpKind::Gather:
+    case TileOpKind::GatherMask:
+    case TileOpKind::Gatherb:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool bit_op(TileOpKind op) {
+  return op == TileOpKind::BitAnd || op == TileOpKind::BitOr || op == TileOpKind::BitXor ||
+         op == TileOpKind::BitNot || op == TileOpKind::ShiftLeft || op == TileOpKind::ShiftRight;
+}
+
+/// The ops the vector unit of A2/A3 has for 64-bit integers (AscendC): data movement, fill,
+/// cast, the index arithmetic of add, sub, max, min, compare, select and arange; bit ops.
+bool wide_op(TileOpKind op) {
+  switch (op) {
+    case TileOpKind::Add:
+    case TileOpKind::Sub:
+    case TileOpKind::Max:
+    case TileOpKind::Min:
+    case TileOpKind::Compare:
+    case TileOpKind::SelectOp:
+    case TileOpKind::Arange:
+      return true;
+    default:
+      return moves_elements(op) || bit_op(op);
+  }
+}
+
+}  // namespace
+
+void Verifier::narrow_dtypes(const TileOpStmt& n, const StmtNode& s, const std::string& what) {
+  std::vector<const Region*> ops = {&n.dst};
+  for (const auto& r : n.srcs) ops.push_back(&r);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const DType d = ops[i]->buffer->dtype;
+    // A bool tile is a mask: moved, filled, cast, written by a compare, read by a select
+    // (its first source) and combined by the bit ops.
+    const bool mask_use =
+        (n.op == TileOpKind::Compare && i == 0) || (n.op == TileOpKind::SelectOp && i == 1);
+    const bool bool_ok =
+        moves_elements(n.op) || mask_use ||
+        (bit_op(n.op) && n.op != TileOpKind::ShiftLeft && n.op != TileOpKind::ShiftRight);
+    if (d == DType::Bool && !bool_ok) {
+      error(s.loc, "dtype-mismatch",
+            fmt::format("{} on '{}', a bool tile: bool tiles are masks (copied, filled, cast, "
+                        "written by compare, read by select, combined by bit ops)",
+                        what, ops[i]->buffer->name),
+            "tile::cast the mask to f16 or i32 first for arithmetic");
+      return;
+    }
+    if (is_wide(d) && !wide_op(n.op)) {
+      error(s.loc, "dtype-mismatch",
+            fmt::format("{} on '{}', a {} tile: the vector unit of A2/A3 has no 64-bit {} "
+                        "(its 64-bit integer ops: copy, fill, cast, add, sub, max, min, "
+                        "compare, select, bit ops)",
+                        what, ops[i]->buffer->name, to_string(d), to_string(n.op)),
+            "tile::cast to i32 (or f32) first");
+      return;
+    }
   }
 }
 

@@ -50,13 +50,13 @@ float32 = _DType("float32")
 int32 = _DType("int32")
 int8 = _DType("int8")
 uint8 = _DType("uint8")
-int64 = _DType("int32")
-boolean = _DType("bool")
+int16 = _DType("int16")
+int64 = _DType("int64")
+uint16 = _DType("uint16")
+uint32 = _DType("uint32")
+uint64 = _DType("uint64")
+boolean = _DType("bool")  # T.bool: __getattr__ (a module-level `bool` would hide the builtin)
 half = float16
-
-
-def _is_bool(dtype):
-    return str(getattr(dtype, "_tl_name", None) or dtype).replace("torch.", "") == "bool"
 
 
 class TensorSpec:
@@ -67,7 +67,6 @@ class TensorSpec:
             shape = (shape,)
         self.shape = list(shape)
         self.dtype = dtype_name(dtype)
-        self.is_bool = _is_bool(dtype)
 
     def __repr__(self):
         return f"T.Tensor({self.shape}, {self.dtype})"
@@ -257,8 +256,6 @@ def _alloc(scope, shape, dtype, name=None, api="alloc_shared"):
     buf = _alloc_buffer(scope, shape, dtype, name)
     if full is not None:
         buf.vid_full = full
-    if _is_bool(dtype):
-        buf.is_bool = True
     return buf
 
 
@@ -659,7 +656,7 @@ def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
 def _reduce(kind, src, dst, dim, clear):
     if not _gate():
         return
-    if kind == "sum" and as_region(src).buffer.is_bool:
+    if kind == "sum" and as_region(src).buffer.dtype == "bool":
         from .tile import refuse_bool
 
         refuse_bool("reduce_sum", as_region(src).buffer)
@@ -853,7 +850,7 @@ def set_deq_scale(scale, *a, **kw):
 _CTYPES = {"float": "float32", "float32_t": "float32", "half": "float16",
            "float16_t": "float16", "bfloat16_t": "bfloat16", "int32_t": "int32",
            "uint32_t": "uint32", "int16_t": "int16", "uint16_t": "uint16", "int8_t": "int8",
-           "uint8_t": "uint8"}
+           "uint8_t": "uint8", "int64_t": "int64", "uint64_t": "uint64", "bool": "bool"}
 
 
 def reinterpretcast(dst, src, casttype, *a, **kw):

@@ -55,7 +55,7 @@ def _emit(kind, dst, srcs, scalar=None, cmp="EQ", attrs=(0, 0, 0)):
     if kind not in _BOOL_OK:
         for x in [dst] + list(srcs):
             b = x if isinstance(x, Buffer) else x.buffer if isinstance(x, Region) else None
-            if b is not None and b.is_bool:
+            if b is not None and b.dtype == "bool":
                 refuse_bool(f"T.tile.{kind}", b)
 
     if not _gate():
@@ -195,7 +195,7 @@ def _mask(m, n):
     lane."""
     r = as_region(m, "mask")
     code = _core._DTYPES[_core.dtype_name(r.buffer.dtype)]
-    if code not in ("u8", "i8") or r.buffer.is_bool or r.elements() == n:
+    if code not in ("u8", "i8") or r.elements() == n:
         return r
     if n % 8 or r.elements() < n // 8:
         raise err(f"bit mask {r.buffer.name} has {r.elements()} bytes for {n} lanes",
