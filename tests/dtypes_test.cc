@@ -70,10 +70,10 @@ ir::Program one_op(DType dt, const std::function<void(Tile, Tile)>& op) {
 }
 
 TEST(DTypesVerify, I64IndexArithmeticIsAcceptedAndMulIsRefusedNamingTheOpsThereAre) {
-  EXPECT_TRUE(verify(one_op(i64, [](Tile y, Tile x) { tile::add(y, x, -128); }), testing::a3())
-                  .empty());
-  EXPECT_TRUE(verify(one_op(u64, [](Tile y, Tile x) { tile::max(y, x, x); }), testing::a3())
-                  .empty());
+  EXPECT_TRUE(
+      verify(one_op(i64, [](Tile y, Tile x) { tile::add(y, x, -128); }), testing::a3()).empty());
+  EXPECT_TRUE(
+      verify(one_op(u64, [](Tile y, Tile x) { tile::max(y, x, x); }), testing::a3()).empty());
   const std::string line = testing::here(1);
   auto p = one_op(i64, [](Tile y, Tile x) { tile::mul(y, x, x); });
   testing::expect_diag(p, "dtype-mismatch",
@@ -83,12 +83,11 @@ TEST(DTypesVerify, I64IndexArithmeticIsAcceptedAndMulIsRefusedNamingTheOpsThereA
 TEST(DTypesVerify, ArithmeticOnABoolMaskAndItsReductionAreRefused) {
   testing::expect_diag(one_op(boolean, [](Tile y, Tile x) { tile::add(y, x, x); }),
                        "dtype-mismatch", {"a bool tile: bool tiles are masks"});
-  EXPECT_TRUE(verify(one_op(boolean, [](Tile y, Tile x) { tile::max(y, x, x); }), testing::a3())
-                  .empty())
+  EXPECT_TRUE(
+      verify(one_op(boolean, [](Tile y, Tile x) { tile::max(y, x, x); }), testing::a3()).empty())
       << "max of 0/1 masks is their or";
-  testing::expect_diag(
-      one_op(i64, [](Tile y, Tile x) { reduce_sum(x, y); }),
-      "dtype-mismatch", {"reduce over 'x', a i64 tile", "tile::cast to i32"});
+  testing::expect_diag(one_op(i64, [](Tile y, Tile x) { reduce_sum(x, y); }), "dtype-mismatch",
+                       {"reduce over 'x', a i64 tile", "tile::cast to i32"});
 }
 
 /// Runs `p` functionally; the 64-bit integer outputs come back as their bytes.
@@ -219,7 +218,8 @@ double cast_busy(DType from, DType to) {
   o.mode = sim::Mode::Timing;
   auto res = sim::simulate(lower::lower(p, chip), chip, nullptr, o);
   double busy = 0;
-  for (const auto& c : res.cores) busy = std::max(busy, c.pipes[static_cast<size_t>(Pipe::V)].busy_cycles);
+  for (const auto& c : res.cores)
+    busy = std::max(busy, c.pipes[static_cast<size_t>(Pipe::V)].busy_cycles);
   return busy;
 }
 

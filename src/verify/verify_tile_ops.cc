@@ -332,16 +332,17 @@ void Verifier::narrow_dtypes(const TileOpStmt& n, const StmtNode& s, const std::
   for (size_t i = 0; i < ops.size(); ++i) {
     const DType d = ops[i]->buffer->dtype;
     // A bool tile is a mask: moved, filled, cast, written by a compare, read by a select
-    // (its first source) and combined by the bit ops.
+    // (its first source) and combined by max / min (or / and) and the bit ops.
     const bool mask_use =
         (n.op == TileOpKind::Compare && i == 0) || (n.op == TileOpKind::SelectOp && i == 1);
     const bool bool_ok =
-        moves_elements(n.op) || mask_use ||
+        moves_elements(n.op) || mask_use || n.op == TileOpKind::Max || n.op == TileOpKind::Min ||
         (bit_op(n.op) && n.op != TileOpKind::ShiftLeft && n.op != TileOpKind::ShiftRight);
     if (d == DType::Bool && !bool_ok) {
       error(s.loc, "dtype-mismatch",
             fmt::format("{} on '{}', a bool tile: bool tiles are masks (copied, filled, cast, "
-                        "written by compare, read by select, combined by bit ops)",
+                        "written by compare, read by select, combined by max / min and bit "
+                        "ops)",
                         what, ops[i]->buffer->name),
             "tile::cast the mask to f16 or i32 first for arithmetic");
       return;
