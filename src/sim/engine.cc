@@ -276,7 +276,7 @@ void Engine::scalar_operand(Core& c, const lower::OpTemplate& t, Instr& in) {
       {
         const Access r = resolve(c, t.scalar_read, t);
         scalar(c, chip_.scalar_op_cycles);
-        if (race_) race_access(c, Pipe::S, in, r, RaceKind::Read);
+        if (race_) race_access(c, Pipe::S, r, RaceKind::Read, race_site(c, Pipe::S, in.t));
         // A materialised op (mark_materialised) computes a value a scalar load will read.
         if (functional_ || t.materialise) await_ub(c, r);
         if (functional_ || t.materialise)

@@ -309,7 +309,8 @@ class Engine {
   [[gnu::noinline]] void observe_flag(const Core& c, Pipe pipe, const Instr& wait,
                                       const SetRecord& r, double from, double done, bool cross);
   int scalar_clock(Core& c);
-  void race_access(Core& c, Pipe pipe, const Instr& in, const Access& a, RaceKind kind);
+  int race_site(Core& c, Pipe pipe, const lower::OpTemplate* op);
+  void race_access(Core& c, Pipe pipe, const Access& a, RaceKind kind, int site);
   [[gnu::noinline]] void observe_op(Core& c, Pipe p, const Instr& in, double start, double end,
                                     double occupancy);
 
@@ -327,6 +328,8 @@ class Engine {
   [[noreturn]] void fail(const ir::Loc& loc, const std::string& kind, std::string msg,
                          std::string hint);
   inline std::string where(const Core& c) const;
+  /// The core's loop state for reports: cid, then each enclosing loop's line and value.
+  void loop_values(const Core& c, std::vector<int64_t>& out) const;
   std::string loop_state(const Core& c) const;
   [[noreturn, gnu::cold, gnu::noinline]] void slice_out_of_bounds(const Core& c,
                                                                   const lower::AccessTemplate& a,
@@ -384,6 +387,7 @@ class Engine {
   BandwidthLedger hbm_, l2_;
   L2Residency l2res_;
   std::unique_ptr<RaceDetector> race_;
+  std::vector<int64_t> race_loops_;  // race_site's loop state, kept to reuse its storage
   bool op_hooks_ = false;            // race_, an observer or functional_: start_op calls after_op
   std::vector<VectorClock> clocks_;  // released / snapshot clocks referenced by index
   // Fast-forward (steady.h): enabled for this run, outermost loops of the programs, a

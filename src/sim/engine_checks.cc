@@ -21,13 +21,20 @@ std::string Engine::where(const Core& c) const {
   return s;
 }
 
-std::string Engine::loop_state(const Core& c) const {
-  std::string s = fmt::format("{}, cid={}", c.stats.name, c.slots[0]);
+void Engine::loop_values(const Core& c, std::vector<int64_t>& out) const {
+  out.clear();
+  out.push_back(c.slots[0]);
   for (const auto& f : c.stack)
-    if (f.loop)
-      s +=
-          fmt::format(", loop@{}={}", f.loop->loc.line, c.slots[static_cast<size_t>(f.loop->slot)]);
-  return s;
+    if (f.loop) {
+      out.push_back(f.loop->loc.line);
+      out.push_back(c.slots[static_cast<size_t>(f.loop->slot)]);
+    }
+}
+
+std::string Engine::loop_state(const Core& c) const {
+  std::vector<int64_t> v;
+  loop_values(c, v);
+  return loop_state_text(c.stats.name, v);
 }
 
 void Engine::slice_out_of_bounds(const Core& c, const lower::AccessTemplate& a,

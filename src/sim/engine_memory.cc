@@ -113,13 +113,9 @@ int64_t Engine::scalar_load(Core& c, const lower::LoadSite& site, const int64_t*
   if (a.scope == ir::Scope::UB)
     await_ub(c, acc);
   else if (!gm)
-    drain_values(c);   // GM loads read inputs, which nothing writes
-  if (race_ && !gm) {  // GM loads read inputs, which the verifier keeps read-only
-    Instr in;
-    in.t = &site.op;
-    in.s_clock = -1;
-    race_access(c, Pipe::S, in, acc, RaceKind::Read);
-  }
+    drain_values(c);  // GM loads read inputs, which nothing writes
+  if (race_ && !gm)   // GM loads read inputs, which the verifier keeps read-only
+    race_access(c, Pipe::S, acc, RaceKind::Read, race_site(c, Pipe::S, &site.op));
   const uint8_t* p = acc.mem + acc.offset * ir::dtype_bytes(a.dtype);
   if (a.dtype == ir::DType::I64 || a.dtype == ir::DType::U64) {  // every bit: no double between
     int64_t v;

@@ -43,13 +43,16 @@ int Engine::scalar_clock(Core& c) {
   return c.s_clock;
 }
 
-void Engine::race_access(Core& c, Pipe pipe, const Instr& in, const Access& a, RaceKind kind) {
+int Engine::race_site(Core& c, Pipe pipe, const lower::OpTemplate* op) {
+  loop_values(c, race_loops_);
+  return race_->site(c.index, pipe, op, race_loops_);
+}
+
+void Engine::race_access(Core& c, Pipe pipe, const Access& a, RaceKind kind, int site) {
   int64_t mem = a.t->scope == ir::Scope::GM
                     ? a.t->gm_index
                     : (int64_t{1} << 32) + c.index * 8 + static_cast<int64_t>(a.t->scope);
-  race_->access(c.ai_core, RaceDetector::thread(c.role, pipe), mem, a, kind, [&] {
-    return AccessSite{c.stats.name, pipe, in.t, loop_state(c)};
-  });
+  race_->access(c.ai_core, RaceDetector::thread(c.role, pipe), mem, a, kind, site);
 }
 
 /// Race detection and the observer for an instruction that started on pipe p.
@@ -59,11 +62,13 @@ void Engine::observe_op(Core& c, Pipe p, const Instr& in, double start, double e
   if (race_) {
     race_->acquire(c.ai_core, RaceDetector::thread(c.role, p),
                    clocks_[static_cast<size_t>(in.s_clock)]);
+    const int site = race_site(c, p, in.t);
     for (int i = t.num_acc - 1; i >= 0; --i)
-      race_access(c, p, in, in.acc[static_cast<size_t>(i)],
+      race_access(c, p, in.acc[static_cast<size_t>(i)],
                   i > 0          ? RaceKind::Read
                   : t.atomic_add ? RaceKind::AtomicAdd
-                                 : RaceKind::Write);
+                                 : RaceKind::Write,
+                  site);
   }
   if (opts_.observer)
     opts_.observer->on_instr(InstrEvent{c.index, p, in.t, in.issue, start, end, occupancy,

@@ -136,6 +136,7 @@ void Engine::add_core(CoreKind kind, int ai, int vid, const lower::CoreProgram* 
     for (int s = 0; s < 6; ++s)
       c.local[static_cast<size_t>(s)].assign(static_cast<size_t>(prog->scope_bytes[s]), 0);
   c.stats.name = core_name(ai, kind, vid);
+  if (race_) race_->name_core(c.index, c.stats.name);
   c.stats.ai_core = ai;
   c.role = kind == CoreKind::C ? 0 : 1 + vid;
   c.stats.kind = kind;

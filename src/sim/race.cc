@@ -19,7 +19,8 @@ RaceDetector::RaceDetector(int ai_cores)
     : clocks_(static_cast<size_t>(ai_cores * kRaceThreads)),
       arriving_(static_cast<size_t>(ai_cores), VectorClock{}),
       passed_(static_cast<size_t>(ai_cores)),
-      gen_(static_cast<size_t>(ai_cores * kRaceThreads), 0) {
+      gen_(static_cast<size_t>(ai_cores * kRaceThreads), 0),
+      more_(1) {
   for (int ai = 0; ai < ai_cores; ++ai)
     for (int t = 0; t < kRaceThreads; ++t) {
       clock(ai, t).fill(0);
@@ -57,17 +58,6 @@ void RaceDetector::complete_all() {
   }
 }
 
-bool RaceDetector::ordered(const Epoch& prev, int ai, int tid) const {
-  if (prev.ai != ai) {  // AI cores synchronise only at T.sync_all
-    const uint32_t k = gen_[static_cast<size_t>(ai * kRaceThreads + tid)];
-    return k > 0 && prev.clock <=
-                        passed_[static_cast<size_t>(prev.ai)][k - 1][static_cast<size_t>(prev.tid)];
-  }
-  if (prev.tid == tid) return true;  // program order within a pipe
-  return prev.clock <=
-         clocks_[static_cast<size_t>(ai * kRaceThreads + tid)][static_cast<size_t>(prev.tid)];
-}
-
 void RaceDetector::note(std::vector<Epoch>& list, const Epoch& e) {
   for (auto& r : list)
     if (r.ai == e.ai && r.tid == e.tid) {
@@ -75,6 +65,99 @@ void RaceDetector::note(std::vector<Epoch>& list, const Epoch& e) {
       return;
     }
   list.push_back(e);
+}
+
+std::string loop_state_text(const std::string& core, std::span<const int64_t> state) {
+  std::string s = fmt::format("{}, cid={}", core, state[0]);
+  for (size_t i = 1; i + 1 < state.size(); i += 2)
+    s += fmt::format(", loop@{}={}", state[i], state[i + 1]);
+  return s;
+}
+
+void RaceDetector::name_core(int core, std::string name) {
+  if (static_cast<size_t>(core) >= core_names_.size()) {
+    core_names_.resize(static_cast<size_t>(core) + 1);
+    core_site_.resize(static_cast<size_t>(core) + 1, -1);
+  }
+  core_names_[static_cast<size_t>(core)] = std::move(name);
+}
+
+int RaceDetector::site(int core, ir::Pipe pipe, const lower::OpTemplate* op,
+                       std::span<const int64_t> loops) {
+  if (sites_.size() >= collect_at_) collect_sites();
+  int32_t& last = core_site_[static_cast<size_t>(core)];
+  int64_t at = -1;  // the core's last loop state, when it is this one
+  if (last >= 0) {
+    const Site& s = sites_[static_cast<size_t>(last)];
+    const auto prev = loops_of(s);
+    if (std::equal(prev.begin(), prev.end(), loops.begin(), loops.end())) {
+      if (s.op == op && s.pipe == pipe) return last;
+      at = s.loops;
+    }
+  }
+  if (at < 0) {
+    at = static_cast<int64_t>(loops_.size());
+    loops_.push_back(static_cast<int64_t>(loops.size()));
+    loops_.insert(loops_.end(), loops.begin(), loops.end());
+  }
+  sites_.push_back(Site{op, static_cast<uint32_t>(at), core, pipe});
+  last = static_cast<int32_t>(sites_.size()) - 1;
+  return last;
+}
+
+/// Drops the sites (and loop states) no shadow epoch refers to any more, so that their
+/// number stays proportional to the shadow's, not to the instructions run.
+void RaceDetector::collect_sites() {
+  std::vector<int32_t> to(sites_.size(), -1);
+  auto each_epoch = [&](auto&& f) {
+    for (auto& [mem, sh] : shadow_)
+      for (auto& page : sh.pages)
+        if (page)
+          for (size_t i = 0; i < (size_t{1} << Shadow::kPageShift); ++i) {
+            f(page[i].write);
+            f(page[i].read);
+          }
+    for (auto& m : more_) {
+      for (auto& e : m.reads) f(e);
+      for (auto& e : m.atomics) f(e);
+    }
+  };
+  each_epoch([&](const Epoch& e) {
+    if (e.site >= 0) to[static_cast<size_t>(e.site)] = 0;
+  });
+  for (int32_t s : core_site_)
+    if (s >= 0) to[static_cast<size_t>(s)] = 0;
+  std::vector<Site> sites;
+  std::vector<int64_t> loops;
+  int64_t old_at = -1, new_at = -1;  // sites sharing a loop state are adjacent
+  for (size_t i = 0; i < sites_.size(); ++i) {
+    if (to[i] < 0) continue;
+    Site s = sites_[i];
+    if (s.loops != old_at) {
+      old_at = s.loops;
+      new_at = static_cast<int64_t>(loops.size());
+      const auto l = loops_of(s);
+      loops.push_back(static_cast<int64_t>(l.size()));
+      loops.insert(loops.end(), l.begin(), l.end());
+    }
+    s.loops = static_cast<uint32_t>(new_at);
+    to[i] = static_cast<int32_t>(sites.size());
+    sites.push_back(s);
+  }
+  each_epoch([&](Epoch& e) {
+    if (e.site >= 0) e.site = to[static_cast<size_t>(e.site)];
+  });
+  for (int32_t& s : core_site_)
+    if (s >= 0) s = to[static_cast<size_t>(s)];
+  sites_ = std::move(sites);
+  loops_ = std::move(loops);
+  collect_at_ = std::max(collect_at_, 2 * sites_.size());
+}
+
+AccessSite RaceDetector::site_text(int site) const {
+  const Site& s = sites_[static_cast<size_t>(site)];
+  const std::string& core = core_names_[static_cast<size_t>(s.core)];
+  return AccessSite{core, s.pipe, s.op, loop_state_text(core, loops_of(s))};
 }
 
 static const char* verb(RaceKind k) {
@@ -89,12 +172,13 @@ static const char* verb(RaceKind k) {
   return "";
 }
 
-uint64_t RaceDetector::pair_key(const Epoch& prev, const AccessSite& cur) const {
-  const AccessSite& p = sites_[static_cast<size_t>(prev.site)];
-  return reinterpret_cast<uintptr_t>(p.op) * 31 + reinterpret_cast<uintptr_t>(cur.op);
+uint64_t RaceDetector::pair_key(const Epoch& prev, const Epoch& cur) const {
+  const auto* p_op = sites_[static_cast<size_t>(prev.site)].op;
+  const auto* cur_op = sites_[static_cast<size_t>(cur.site)].op;
+  return reinterpret_cast<uintptr_t>(p_op) * 31 + reinterpret_cast<uintptr_t>(cur_op);
 }
 
-void RaceDetector::report(const Epoch& prev, RaceKind prev_kind, const AccessSite& cur,
+void RaceDetector::report(const Epoch& prev, RaceKind prev_kind, const Epoch& cur,
                           RaceKind cur_kind, const Access& a) {
   const uint64_t key = pair_key(prev, cur);
   if (reported_pairs_.count(key) || reports_.size() >= 20) return;
@@ -102,7 +186,7 @@ void RaceDetector::report(const Epoch& prev, RaceKind prev_kind, const AccessSit
   reports_.push_back(describe(prev, prev_kind, cur, cur_kind, a));
 }
 
-void RaceDetector::defer_write(const Epoch& prev, const AccessSite& cur, const Access& a) {
+void RaceDetector::defer_write(const Epoch& prev, const Epoch& cur, const Access& a) {
   const uint64_t key = pair_key(prev, cur);
   if (reported_pairs_.count(key)) return;
   auto it = deferred_index_.find(key);
@@ -129,9 +213,10 @@ void RaceDetector::resolve_writes() {
   deferred_index_.clear();
 }
 
-Diagnostic RaceDetector::describe(const Epoch& prev, RaceKind prev_kind, const AccessSite& cur,
+Diagnostic RaceDetector::describe(const Epoch& prev, RaceKind prev_kind, const Epoch& now,
                                   RaceKind cur_kind, const Access& a) const {
-  const AccessSite& p = sites_[static_cast<size_t>(prev.site)];
+  const AccessSite p = site_text(prev.site);
+  const AccessSite cur = site_text(now.site);
   const char* pw = verb(prev_kind);
   const char* cw = verb(cur_kind);
   std::string same_core = p.core == cur.core ? "" : " (different cores)";
