@@ -56,6 +56,35 @@ void BM_ElementwiseFunctional(benchmark::State& st) {
 }
 BENCHMARK(BM_ElementwiseFunctional)->Arg(1 << 20)->Arg(1 << 22)->Unit(benchmark::kMillisecond);
 
+// The race detector's cost: a functional run with races off (arg 0) and on (arg 1), on
+// large vector tiles (elementwise, softmax: thousands of shadow blocks per access) and on
+// scalar index reads (sfa: many small accesses).
+void BM_RaceDetector(benchmark::State& st, const std::string& kernel, const std::string& variant,
+                     const std::map<std::string, std::string>& p) {
+  const auto& k = kernels::find_kernel(kernel);
+  driver::RunRequest req;
+  req.params = driver::resolve_params(k, p);
+  req.mode = sim::Mode::Functional;
+  req.variant = variant;
+  req.detect_races = st.range(0) != 0;
+  for (auto _ : st) {
+    auto r = driver::run_kernel(k, req, chip());
+    benchmark::DoNotOptimize(r.sim.cycles);
+  }
+}
+BENCHMARK_CAPTURE(BM_RaceDetector, elementwise, "elementwise", "add", {{"N", "4194304"}})
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RaceDetector, softmax, "softmax", "tile", {{"R", "4096"}, {"C", "1024"}})
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_RaceDetector, sfa_pa, "sfa", "pa", {})
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
+
 // Timing-mode throughput of one kernel run per iteration.
 void timing_throughput(benchmark::State& st, const std::string& kernel,
                        const std::map<std::string, std::string>& p, const std::string& variant = "",
