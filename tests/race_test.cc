@@ -11,8 +11,8 @@ namespace tilepipe::sim {
 namespace {
 
 struct Fixture {
-  std::shared_ptr<ir::BufferNode> buf =
-      std::make_shared<ir::BufferNode>(ir::BufferNode{0, "x", ir::Scope::GM, ir::DType::F32, {}, ir::TensorRole::None, {}});
+  std::shared_ptr<ir::BufferNode> buf = std::make_shared<ir::BufferNode>(
+      ir::BufferNode{0, "x", ir::Scope::GM, ir::DType::F32, {}, ir::TensorRole::None, {}});
   lower::AccessTemplate t;
   lower::OpTemplate writer{}, reader{}, other{};
   Fixture() {
