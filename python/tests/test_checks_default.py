@@ -148,3 +148,33 @@ def test_tilepipe_run_of_a_racy_kernel_exits_3_unless_opted_out(flags, rc):
         assert o.doc["ok"] is False and o.doc["errors"][0]["kind"] == "race"
     else:
         assert o.doc["races_checked"] is False
+
+
+def test_gemm_v0_brings_its_library_flags_when_automatic_sync_is_off():
+    # The original's gemm_v0 is a library with flags of its own: a Cube scope of copies and
+    # gemm_v0 with automatic sync off and no flag of the author's (opt_gdn's pattern) is
+    # race-free, so the checks find nothing.
+    import tilelang.language as T
+
+    @tilelang.jit(out_idx=[2], pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: False})
+    def mm(M, N, K):
+        @T.prim_func
+        def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
+                 C: T.Tensor((M, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_L1((M, K), "float16")
+                b = T.alloc_L1((K, N), "float16")
+                c = T.alloc_L0C((M, N), "float32")
+                with T.Scope("C"):
+                    T.copy(A, a)
+                    T.copy(B, b)
+                    T.gemm_v0(a, b, c, init=True)
+                    T.copy(c, C)
+
+        return main
+
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((32, 256)).astype(np.float16)
+    b = rng.standard_normal((256, 32)).astype(np.float16)
+    np.testing.assert_allclose(mm(32, 32, 256)(a, b), a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=1e-2, atol=1e-2)

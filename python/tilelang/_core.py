@@ -316,6 +316,7 @@ class _Ctx:
         self.block_num = 1
         self.scope = None  # "C", "V" or None
         self.scope_hand = False  # the T.Scope being lowered has the author's flags
+        self.auto_sync = True  # the kernel's pass configs leave automatic sync on
         self.blocks_of = None  # the statements whose IR is grouped one block each
         self.bindings = None  # symbolic dim name -> value
         self.gm_extent = {}  # GM buffer name -> per-dim max end seen (bounds padding)

@@ -421,6 +421,7 @@ class JITKernel:
         ctx.__init__()
         ctx.bindings = bindings
         ctx.lowering = lowering(self.pass_configs)
+        ctx.auto_sync = pass_options(self.pass_configs, {}).get("auto_sync", True)
         try:
             params = []
             for name, spec, loc in self.specs:

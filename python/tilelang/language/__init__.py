@@ -565,7 +565,9 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
         raise err(f"T.gemm_v0: A is [{am} x {ak}] and B is [{bk} x {bn}]; the K extents differ",
                   hint="check the shapes and the transpose flags")
     K = ak
-    if _hand_synced("C"):
+    if _hand_synced("C") or not ctx.auto_sync:
+        # the library's own flags: no pass places any where the author syncs, or turned
+        # automatic sync off (TL_ASCEND_AUTO_SYNC: False with only cross flags in the scope)
         _gemm_v0_library(ra, rb, rc, ta, tb, init, K)
         return
     eb = _core.dtype_bytes(ra.buffer.dtype)
