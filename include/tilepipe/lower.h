@@ -185,6 +185,11 @@ enum class Opcode : uint8_t {
   WaitCross,  // cross-core, blocks the core's issue
 };
 const char* to_string(Opcode op);
+/// A synchronisation op (flags, barriers, cross-core flags): it moves no data.
+inline bool is_sync(Opcode op) {
+  return op == Opcode::SetFlag || op == Opcode::WaitFlag || op == Opcode::Barrier ||
+         op == Opcode::SetCross || op == Opcode::WaitCross;
+}
 
 /// One instruction template. Operand 0 is the destination where there is one.
 struct OpTemplate {

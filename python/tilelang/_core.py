@@ -1,6 +1,7 @@
 """Shared state of the front end: the extension module, errors, dtypes, symbolic dims,
 buffers and regions, and the lowering context the `T.` calls emit into."""
 
+import functools
 import os
 import re
 import sys
@@ -109,7 +110,6 @@ RAISED = []
 def raised(e):
     if not any(r is e for r in RAISED):
         RAISED.append(e)
-    return e
 
 
 def handled(e):
@@ -119,7 +119,6 @@ def handled(e):
 def records_errors(fn):
     """Wraps a user-facing entry (a kernel call, a compilation): a TilelangError leaving it
     is recorded in RAISED before it reaches the caller."""
-    import functools
 
     @functools.wraps(fn)
     def entry(*args, **kwargs):

@@ -176,9 +176,8 @@ def swallowed(code):
     """The exit status of a script that ended with `code`: when it caught errors tilepipe
     raised (a benchmark loop's `except Exception`) and would end 0, a one-line summary on
     stderr and 3 if one was a check finding (race, flag, deadlock), else 2."""
-    from tilelang import _core
-
-    if code != 0 or not _core.RAISED:
+    _core = sys.modules.get("tilelang._core")  # a script that never imported it raised nothing
+    if code != 0 or _core is None or not _core.RAISED:
         return code
     errs = _core.RAISED
     first = str(errs[0]).splitlines()[0]

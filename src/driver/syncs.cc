@@ -12,11 +12,6 @@ namespace {
 using lower::CExpr;
 using lower::Opcode;
 
-bool is_sync(Opcode op) {
-  return op == Opcode::SetFlag || op == Opcode::WaitFlag || op == Opcode::Barrier ||
-         op == Opcode::SetCross || op == Opcode::WaitCross;
-}
-
 /// Slot -> "loop@LINE" for the loop variables of a core program.
 void loop_names(const lower::Block& b, std::map<int64_t, std::string>& names) {
   for (const auto& it : b.items) {
@@ -136,7 +131,7 @@ std::vector<SyncOp> list_syncs(const lower::LoweredProgram& p) {
     loop_names(cp->body, slots);
     for (size_t i = 0; i < cp->instrs.size(); ++i) {
       const auto& t = cp->instrs[i];
-      if (!is_sync(t.op)) continue;
+      if (!lower::is_sync(t.op)) continue;
       SyncOp s;
       s.index = static_cast<int>(out.size());
       s.core = cp->kind;

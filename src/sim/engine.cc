@@ -433,9 +433,7 @@ void Engine::account(Core& c, PipeState& ps, PipeStats& st, double issue, double
 /// Lower-bound mode: no flags, no scheduling; each pipe's occupancy at the per-core rate.
 void Engine::bound_dispatch(Core& c, Instr& in) {
   const auto& t = *in.t;
-  if (t.op == Opcode::WaitCross || t.op == Opcode::WaitFlag || t.op == Opcode::SetFlag ||
-      t.op == Opcode::SetCross || t.op == Opcode::Barrier || t.pipe == Pipe::S)
-    return;
+  if (lower::is_sync(t.op) || t.pipe == Pipe::S) return;
   PipeStats& st = c.tally.pipes[static_cast<size_t>(t.pipe)];
   Cost cost = cost_of(c, t);
   if (t.op == Opcode::Copy) {

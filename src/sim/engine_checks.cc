@@ -218,12 +218,6 @@ bool same_allocation(const lower::AccessTemplate& a, const lower::AccessTemplate
   return a.memory == b.memory && (a.scope == ir::Scope::GM || a.base_bytes == b.base_bytes);
 }
 
-bool is_sync(lower::Opcode op) {
-  return op == lower::Opcode::SetFlag || op == lower::Opcode::WaitFlag ||
-         op == lower::Opcode::Barrier || op == lower::Opcode::SetCross ||
-         op == lower::Opcode::WaitCross;
-}
-
 }  // namespace
 
 /// Where the wait a set never met belongs: before the instruction the set guards — the
@@ -234,12 +228,12 @@ std::string Engine::unmatched_hint(const Core& c, const lower::OpTemplate& set, 
   const auto at = static_cast<size_t>(&set - ins.data());
   const lower::AccessTemplate* wrote = nullptr;
   for (size_t i = at; i-- > 0 && !wrote;)
-    if (ins[i].pipe == set.flag_src && ins[i].num_acc > 0 && !is_sync(ins[i].op))
+    if (ins[i].pipe == set.flag_src && ins[i].num_acc > 0 && !lower::is_sync(ins[i].op))
       wrote = &ins[i].acc[0];
   const lower::OpTemplate* consumer = nullptr;
   for (size_t n = 1; n < ins.size() && !consumer; ++n) {
     const auto& t = ins[(at + n) % ins.size()];
-    if (t.pipe != set.flag_dst || is_sync(t.op)) continue;
+    if (t.pipe != set.flag_dst || lower::is_sync(t.op)) continue;
     for (int k = 1; k < t.num_acc && !consumer; ++k)
       if (!wrote || same_allocation(t.acc[static_cast<size_t>(k)], *wrote)) consumer = &t;
   }
