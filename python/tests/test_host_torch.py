@@ -393,6 +393,36 @@ def test_int32_class_indices_for_cross_entropy_as_on_the_npu(tmp_path):
     assert r.stdout.strip() == "OK", r.stderr
 
 
+def test_bfloat16_ops_cpu_torch_lacks_and_int32_index_tensors_as_torch_npu_takes_them(tmp_path):
+    """CPU torch 1.13 has no bfloat16 mish / mse_loss and takes only int64 index tensors in
+    gather, scatter, take, take_along_dim, index_fill / copy / put and one_hot; torch_npu has
+    both. The host computes the former in float32 and rounds once, and widens only the index
+    argument (an int32 scatter keeps its int32 destination and source)."""
+    r = run_py(tmp_path, """
+        import torch
+        import torch.nn.functional as F
+        x = torch.randn(4, 8)
+        b = x.bfloat16()
+        m = F.mish(b); assert m.dtype == torch.bfloat16 and torch.equal(m, F.mish(b.float()).bfloat16()), m
+        l = F.mse_loss(b, b * 2); assert l.dtype == torch.bfloat16
+        h = F.mish(x.half()); assert h.dtype == torch.float16
+        i32 = torch.tensor([0, 2, 1], dtype=torch.int32)
+        ix = i32[:, None].expand(3, 8)
+        assert torch.equal(torch.gather(x, 0, ix), x[i32.long()])
+        assert torch.equal(x.gather(0, ix), x[[0, 2, 1]])
+        s = torch.zeros(4, 8).scatter_(0, ix, 1.0); assert s.sum() == 24
+        s2 = torch.zeros(4, 8, dtype=torch.int32).scatter_(0, ix, torch.ones(3, 8, dtype=torch.int32)); assert s2.dtype == torch.int32 and s2.sum() == 24
+        assert torch.equal(torch.take(x, i32), x.flatten()[[0, 2, 1]])
+        assert torch.equal(torch.take_along_dim(x, ix, 0), x[[0, 2, 1]])
+        assert F.one_hot(i32, 4).shape == (3, 4)
+        y = x.clone(); y.index_fill_(0, i32, 1.0); assert (y[[0,1,2]] == 1).all()
+        y = x.clone(); y.index_copy_(0, i32, x[:3]); 
+        y = x.clone(); y.index_put_((i32,), torch.zeros(3, 8)); assert (y[:3] == 0).all()
+        print("OK")
+    """)
+    assert r.stdout.strip() == "OK", r.stderr
+
+
 def test_float16_products_and_exp_on_the_host_match_the_kernel_bit_for_bit(tmp_path):
     """On the board a script's reference `a @ b` of float16 tensors runs on the same Cube as
     the kernel it checks, so the corpus's gdn examples compare them at 1e-5. The host computes

@@ -7,7 +7,9 @@ the CPU, plus only what torch itself lacks (docs/python.md):
 - `torch_npu` (python/tilepipe/_host/torch_npu) with golden versions of the vendor ops whose
   semantics are public, and `torch.ops.npu.*` for the same ops;
 - functions of newer torch releases the scripts call (`F.scaled_dot_product_attention`, ...);
-- int32 class indices for `F.cross_entropy` / `F.nll_loss`, as torch_npu takes them.
+- int32 class indices for `F.cross_entropy` / `F.nll_loss`, and int32 index tensors for the
+  index operations (gather, scatter, take, index_fill, one_hot, ...), as torch_npu takes them;
+- float16 and bfloat16 operations CPU torch lacks, computed in float32 and rounded.
 
 install() patches the imported torch in place; only the runner calls it."""
 
@@ -422,10 +424,12 @@ def _int32_class_indices(torch):
 
 
 def _half_mode(torch, indexing):
-    """A torch function mode that runs float16 operations the CPU build lacks (matmul,
-    softmax, exp, ... are "not implemented for 'Half'" in torch 1.13's CPU kernels) in float32
-    and rounds the results back to float16, as an NPU computes them (float32 accumulation).
-    In-place operations write back into their float16 tensor. Normalisations and softmax of
+    """A torch function mode that runs float16 / bfloat16 operations the CPU build lacks
+    (matmul, softmax, exp, ... are "not implemented for 'Half'", mish and mse_loss for
+    'BFloat16', in torch 1.13's CPU kernels) in float32 and rounds the results back to the
+    operands' dtype, as an NPU computes them (float32 accumulation). In-place operations write
+    back into their tensor. Index arguments torch_npu takes as int32 (gather, scatter, take,
+    index_fill, one_hot, ...) are widened to the int64 CPU torch requires. Normalisations and softmax of
     float16 / bfloat16 tensors are computed in float32 and rounded once, as the NPU's
     vector unit accumulates; their matrix products as the Cube computes them (_host/cube.py).
 
@@ -460,6 +464,28 @@ def _half_mode(torch, indexing):
 
     F = torch.nn.functional
     low = (half, torch.bfloat16)
+    LOW_NAMES = {half: "Half", torch.bfloat16: "BFloat16"}  # as CPU torch's errors name them
+
+    # Index arguments torch_npu takes as int32 (and CPU torch 1.13 only as int64), by the
+    # function's name: (position, keyword). Only these are widened: an int32 tensor in
+    # another place (the tensor indexed, a scatter's source) keeps its dtype.
+    index_args = {n: (2, "index") for n in (
+        "gather", "scatter", "scatter_", "scatter_add", "scatter_add_", "scatter_reduce",
+        "scatter_reduce_", "index_fill", "index_fill_", "index_copy", "index_copy_")}
+    index_args.update({"take": (1, "index"), "take_along_dim": (1, "indices"),
+                       "index_put": (1, "indices"), "index_put_": (1, "indices"),
+                       "one_hot": (0, "tensor")})
+    narrow_ints = (torch.int32, torch.int16, torch.int8)
+
+    def widen_index(name, args, kwargs):
+        pos, key = index_args[name]
+        def wide(x):
+            return tree(x, lambda t: t.long() if t.dtype in narrow_ints else t)
+        if key in kwargs:
+            kwargs = dict(kwargs, **{key: wide(kwargs[key])})
+        elif len(args) > pos:
+            args = (*args[:pos], wide(args[pos]), *args[pos + 1:])
+        return args, kwargs
     # Reductions an NPU's vector unit accumulates in float32 even on float16 / bfloat16
     # tensors; torch's CPU kernels accumulate bfloat16 in bfloat16 (group_norm of a bf16
     # tensor is off by several ulps), so the golden value is computed in float32 and
@@ -547,19 +573,22 @@ def _half_mode(torch, indexing):
             if len(seen & set(low)) == 1 and not seen & {f32, torch.float64} \
                     and "dtype" not in kwargs:
                 return in_f32(func, args, kwargs, (seen & set(low)).pop())
+        name = getattr(func, "__name__", "")
+        if name in index_args:
+            args, kwargs = widen_index(name, args, kwargs)
         try:
             return func(*args, **kwargs)
         except RuntimeError as e:
             seen = dtypes((args, kwargs), set())
-            if "'Half'" not in str(e) or half not in seen:
+            lacking = [t for t in low if f"'{LOW_NAMES[t]}'" in str(e) and t in seen]
+            if not lacking:
                 raise
-        up_args, up_kwargs = tree((args, kwargs), lambda t: t.float() if t.dtype == half
-                                  else t)
+        dt = lacking[0]
+        up_args, up_kwargs = tree((args, kwargs), lambda t: t.float() if t.dtype == dt else t)
         out = func(*up_args, **up_kwargs)
-        name = getattr(func, "__name__", "")
         target = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if name.endswith("_") and not name.endswith("__") and target is not None \
-                and target.dtype == half:
+                and target.dtype == dt:
             with torch.no_grad():
                 target.copy_(out)
             return target
@@ -568,7 +597,7 @@ def _half_mode(torch, indexing):
             return kwargs["out"]
         if seen & {f32, torch.float64}:
             return out  # a float input promotes the result anyway
-        return tree(out, lambda t: t.half() if t.dtype == f32 else t)
+        return tree(out, lambda t: t.to(dt) if t.dtype == f32 else t)
 
     return HalfOnCpu()
 
