@@ -2,9 +2,12 @@
 buffers and regions, and the lowering context the `T.` calls emit into."""
 
 import functools
+import numbers
+import operator
 import os
 import re
 import sys
+import warnings
 
 import numpy as np
 
@@ -141,8 +144,6 @@ def is_own_file(path):
 
 def user_loc():
     """(file, line) of the innermost caller outside tilepipe's own Python files, or None."""
-    import sys
-
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
@@ -155,8 +156,6 @@ def user_loc():
 def warn_at(msg, category, loc, stacklevel=2):
     """A warning reported at `loc` ((file, line[, column]), the user's line) when known, else
     at the caller `stacklevel` frames up, as warnings.warn counts them."""
-    import warnings
-
     if loc:
         warnings.warn_explicit(msg, category, loc[0], loc[1])
     else:
@@ -446,11 +445,12 @@ def resolve(x):
             )
         return ctx.bindings[x.name]
     a, b = resolve(x.a), resolve(x.b)
-    import operator as o
+    return _SYM_OPS[x.op](a, b)
 
-    ops = {"+": o.add, "-": o.sub, "*": o.mul, "//": o.floordiv, "%": o.mod, "<": o.lt,
-           "<=": o.le, ">": o.gt, ">=": o.ge}
-    return ops[x.op](a, b)
+
+_SYM_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
+            "%": operator.mod, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+            ">=": operator.ge}
 
 
 def sym_vars(x, out):
@@ -465,6 +465,33 @@ def sym_vars(x, out):
 
 # ---- values ----
 
+
+class Deferred:
+    """A value the front end computes only where it is used: a float element expression
+    (tilelang/_felem.py). As the scalar operand of a tile op it is computed into a
+    one-element UB region first."""
+
+    def scalar_region(self):
+        raise NotImplementedError
+
+
+def float_refused(how):
+    """The error for float element arithmetic used where tilepipe does not model it."""
+    return err(f"float element arithmetic on UB values {how}: tilepipe models it only when "
+               "stored into a UB element (`x[i] = a[i] * 2 + b[j]`), passed as the scalar "
+               "of a T.tile op, compared (`if x > 0.5:`) or chosen by T.if_then_else",
+               hint="tilepipe's scalar expressions are integers; compute on tiles with "
+               "T.tile.* instead")
+
+
+# Python operators on float element regions: tilelang/_felem.py lowers them to tile ops, a
+# layer above these values, and registers its entry here when it is imported.
+_float_op = [None]
+
+
+def register_float_op(fn):
+    _float_op[0] = fn
+
 Expr = _ext.Expr
 
 
@@ -474,8 +501,6 @@ def is_expr(x):
 
 def to_index(x, what="index"):
     """An integer or an integer expression (Expr), from ints, symbolic dims and elements."""
-    import numbers
-
     if isinstance(x, bool):
         return int(x)
     if isinstance(x, Sym):
@@ -496,6 +521,8 @@ def to_index(x, what="index"):
 class Buffer:
     """A GM tensor or an on-chip allocation; indexing gives a Region."""
 
+    vid_full = None  # the author's rows of a buffer the vid reduction halved (_vid.py)
+
     def __init__(self, ext, name, shape, dtype, scope):
         self.ext = ext
         self.name = name
@@ -515,6 +542,10 @@ class Buffer:
 
     def __repr__(self):
         return f"Buffer({self.name}, {self.scope}, {self.shape}, {self.dtype})"
+
+    def slice_rows(self, start, ext):
+        """The extent a slice of the first dimension takes (a halved buffer's: _vid.py)."""
+        return ext
 
     def __setitem__(self, idx, value):
         raise err(
@@ -581,9 +612,7 @@ class Region:
         if self.buffer.dtype in ("float16", "bfloat16", "float32"):
             # tilepipe's scalar expressions are integers: a float element read as one would
             # be truncated (see _felem.py)
-            from ._felem import refuse
-
-            raise refuse(f"('{self.buffer.name}') read as an integer value: a condition, an "
+            raise float_refused(f"('{self.buffer.name}') read as an integer value: a condition, an "
                          "index, a loop bound, a comparison or a T.alloc_var")
         if any(e != 1 for e in self.extents):
             raise err(
@@ -607,9 +636,7 @@ class Region:
     def _op(name):
         def f(self, *a):
             if self.buffer.dtype in ("float16", "bfloat16", "float32"):
-                from ._felem import region_op
-
-                return region_op(name, self, *a)
+                return _float_op[0](name, self, *a)
             if name in ("__truediv__", "__rtruediv__"):
                 raise err("'/' on an integer element", hint="use '//' (floor division)")
             return getattr(self.load(), name)(*[to_index(x) for x in a])
@@ -637,7 +664,7 @@ def make_region(buf, idx):
             hint=f"pass at most {len(shape)} indices",
         )
     starts, extents, points = [], [], []
-    full = getattr(buf, "vid_full", None)  # a vid-halved UB buffer (tilelang/_vid.py)
+    full = buf.vid_full
     for d, i in enumerate(idx):
         dim = full if d == 0 and full else shape[d]
         if isinstance(i, slice):
@@ -669,9 +696,7 @@ def make_region(buf, idx):
                 raise err(f"slice of '{buf.name}' in dimension {d} has extent {ext}",
                           hint="the end of a slice must be after its start")
             if d == 0 and full:
-                from . import _vid
-
-                ext = _vid.slice_rows(buf, start, ext)
+                ext = buf.slice_rows(start, ext)
             starts.append(start)
             extents.append(ext)
             points.append(False)

@@ -8,6 +8,8 @@ import operator
 from . import _felem
 from ._core import Expr, Region, Sym, ctx, resolve, to_index
 from ._core import _ext
+from .language._types import LoopSpec, _range_args
+from .language._var import Var
 
 _BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -54,8 +56,6 @@ class ExprEval:
         return n.value
 
     def e_Name(self, n):
-        from .language import Var
-
         v = self.lookup(n.id, n)
         return v.load() if isinstance(v, Var) else v  # a T.alloc_var reads its value
 
@@ -111,18 +111,16 @@ class ExprEval:
                 kw.update(self.eval(k.value))
             else:
                 kw[k.arg] = self.eval(k.value)
-        from ._interp import Macro  # the interpreter's module imports this one
+        return self.call(f, args, kw, n)
 
-        if isinstance(f, Macro):
-            return f.expand(args, kw, self.loc(n))
+    def call(self, f, args, kw, n):
+        """f(*args, **kw) at call node n (the interpreter expands its macros first)."""
         if f is range:
             return range(*[resolve(a) for a in args]) if all(
                 isinstance(resolve(a), int) for a in args) else self._range(args)
         return f(*args, **kw)
 
     def _range(self, args):
-        from .language import LoopSpec, _range_args
-
         b, e, s = _range_args(args, "range")
         return LoopSpec("serial", b, e, s)
 

@@ -18,7 +18,12 @@ from . import _vid
 from ._core import Buffer, Expr, Region, Sym, TilelangError, ctx, resolve, to_index
 from ._core import _ext
 from ._eval import ExprEval, _as_expr, _dyn  # noqa: F401
+from ._parallel import vectorize
 from ._split import CoreSplit
+from .language import _mem, tile
+from .language._types import (ElseFrame, IfFrame, KernelCtx, LoopSpec, PersistentSpec,
+                              ScalarSpec, ScopeCtx, TensorSpec, ThenFrame, _DType)
+from .language._var import Var
 
 _UNBOUND = object()  # a name with no binding before a loop bound it
 
@@ -82,6 +87,11 @@ class Interpreter(CoreSplit, ExprEval):
         self.closure = source.env()
         self.vars = dict(local_vars)
         self.static_loops = 0  # loops run at build time around the current statement
+
+    def call(self, f, args, kw, n):
+        if isinstance(f, Macro):
+            return f.expand(args, kw, self.loc(n))
+        return ExprEval.call(self, f, args, kw, n)
 
     # ---- locations and errors ----
 
@@ -175,8 +185,6 @@ class Interpreter(CoreSplit, ExprEval):
         raise _Return(self.eval(s.value) if s.value is not None else None)
 
     def assign(self, target, value, node):
-        from .language import Var
-
         if isinstance(target, ast.Name):
             cur = self.vars.get(target.id)
             if isinstance(cur, Var) and not isinstance(value, Var):
@@ -216,8 +224,6 @@ class Interpreter(CoreSplit, ExprEval):
                 # One element of a UB buffer: a one-element copy (from an element of another
                 # buffer) or fill (a number or an integer expression); nothing else is
                 # expressible without scalar stores.
-                from . import language as T
-
                 dst = obj[self.eval(target.slice)]
                 if isinstance(value, Region) and value.elements() == 1:
                     if value.buffer.scope == "GM" and dst.elements() == 1:
@@ -225,10 +231,10 @@ class Interpreter(CoreSplit, ExprEval):
                         # the DMA into an aligned one-element temporary, then an element move
                         _felem.materialize(value, dst.buffer.dtype, into=dst)
                         return
-                    T.copy(value, dst)
+                    _mem.copy(value, dst)
                     return
                 if isinstance(value, (int, float, Expr)) and dst.elements() == 1:
-                    T.tile.fill(dst, value)
+                    tile.fill(dst, value)
                     return
             if isinstance(obj, (Buffer, Region)):
                 raise self.error(
@@ -386,8 +392,6 @@ class Interpreter(CoreSplit, ExprEval):
         raise _Continue()
 
     def s_For(self, s):
-        from .language import LoopSpec, PersistentSpec
-
         it = self.eval(s.iter)
         if s.orelse:
             raise self.error(s, "for/else is not supported")
@@ -569,8 +573,6 @@ class Interpreter(CoreSplit, ExprEval):
         if s.body and all(isinstance(b, (ast.Assign, ast.AugAssign)) and
                           isinstance(b.targets[0] if isinstance(b, ast.Assign) else b.target,
                                      ast.Subscript) for b in s.body):
-            from ._parallel import vectorize
-
             vectorize(self, s, it)
             return
         names = []
@@ -607,8 +609,6 @@ class Interpreter(CoreSplit, ExprEval):
         return d
 
     def s_With(self, s):
-        from .language import ElseFrame, IfFrame, KernelCtx, ScopeCtx, ThenFrame
-
         if len(s.items) > 1:
             # `with A, B:` is `with A: with B:` (Python's own meaning; TVMScript parses it so)
             # (a withitem has no location of its own: the inner `with` is at its expression)
@@ -659,8 +659,6 @@ class Interpreter(CoreSplit, ExprEval):
     def if_frame(self, s, item):
         """`with T.If(c):` holding `with T.Then():` and optionally `with T.Else():` (the
         original's IR-builder frames for an IfThenElse) as the `if c: ... else: ...` it builds."""
-        from .language import ElseFrame, ThenFrame
-
         call = item.context_expr
         if item.optional_vars is not None or len(call.args) != 1 or call.keywords:
             raise self.error(s, "T.If takes one condition and binds no name",
@@ -783,8 +781,6 @@ class PrimFunc:
 
     def params(self):
         """[(name, TensorSpec)] from the annotations, evaluated over the closure."""
-        from .language import ScalarSpec, TensorSpec, _DType
-
         it = Interpreter(self.source, {})
         out = []
         a = self.source.fdef.args

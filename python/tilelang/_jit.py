@@ -6,16 +6,19 @@ import functools
 import hashlib
 import inspect
 import json
+import math
 import os
 import sys
 import tempfile
 import time
+import types
+import warnings
 
 import numpy as np
 
 from . import _core
 from . import _felem
-from ._core import Sym, TilelangError, ctx, dtype_code, numpy_dtype, resolve, sym_vars
+from ._core import Buffer, Sym, TilelangError, ctx, dtype_code, numpy_dtype, resolve, sym_vars
 from ._core import _ext
 from ._args import (_TWIN, TensorViewWarning, _check_dtype, _check_short,  # noqa: F401
                     _raw_input, _round_bf16, _scalar_value, _to_numpy, _warn_view, _wrap_like,
@@ -114,8 +117,6 @@ def set_max_cycles(n):
     """Cycle budget of every later simulation (`tilepipe run --max-cycles`): a run past it
     stops with a located error instead of running on (a kernel that never ends, a tail
     guard gone wrong). Default 1e13."""
-    import math
-
     if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or n <= 0:
         raise TilelangError(f"set_max_cycles({n!r}): expected a positive number of cycles",
                             loc=_core.user_loc(), hint="e.g. tilelang.set_max_cycles(1e9)")
@@ -415,8 +416,6 @@ class JITKernel:
         return roles
 
     def _lower(self, bindings, roles, pads):
-        from ._core import Buffer
-
         saved = (ctx.builder, ctx.bindings, ctx.kernel)
         ctx.__init__()
         ctx.bindings = bindings
@@ -731,8 +730,6 @@ class JITKernel:
         """What a kernel with symbolic dims is before its first call: tilepipe's IR has
         static shapes, so it is lowered per call, at the arguments' sizes (the original prints
         its dynamic-shape code here; a script printing it before the call goes on)."""
-        import inspect
-
         try:
             text = inspect.getsource(self.prim.fn)
         except (OSError, TypeError):
@@ -840,16 +837,29 @@ class JITKernel:
     def params_for_supply(self):
         """The kernel's parameters as the original's supply_prog receives them (name, shape,
         dtype of each)."""
-        import types
-
         return [types.SimpleNamespace(name=name, dtype=spec.dtype,
                                       shape=[resolve(d) for d in spec.shape])
                 for name, spec, _ in self.specs]
 
     def get_profiler(self, *a, **kw):
-        from .profiler import Profiler
-
         return Profiler(self)
+
+
+class Profiler:
+    """`kernel.get_profiler()` (tilelang.profiler.Profiler)."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def do_bench(self, *args, **kw):
+        return self.kernel.profile(*args)
+
+    def assert_allclose(self, ref_prog, *args, rtol=1e-2, atol=1e-2, **kw):
+        inputs = self.kernel._example_inputs(args)
+        out = self.kernel(*inputs)
+        ref = ref_prog(*inputs)
+        np.testing.assert_allclose(np.asarray(out, dtype=np.float64),
+                                   np.asarray(ref, dtype=np.float64), rtol=rtol, atol=atol)
 
 
 def resolve_with(d, c):
@@ -955,8 +965,6 @@ class OutOfBoundsTileWarning(UserWarning):
 
 
 def _warn_past(name, dim, shape, padded, loc):
-    import warnings
-
     where = f"{loc[0]}:{loc[1]}: " if loc else ""
     warnings.warn(
         f"{where}tiles of '{name}' run past dimension {dim} ({shape[dim]} elements, up to "

@@ -14,7 +14,10 @@ import inspect
 import textwrap
 
 from . import _core
+from . import _vid
 from ._core import Buffer, Region, TilelangError, ctx, to_index
+from .language import tile as Ttile
+from .language import _mem
 
 _UNARY = {"exp": "exp", "log": "ln", "ln": "ln", "abs": "abs", "sqrt": "sqrt", "rsqrt": "rsqrt",
           "relu": "relu", "reciprocal": "reciprocal"}
@@ -188,8 +191,6 @@ class _Vec:
         nest of one element the T.tile ops' own rules for one-element operands hold: a
         lane-free element is a tile operand of an arithmetic op, and a tile the scalar of a
         bitwise op or shift."""
-        from .language import tile as Ttile
-
         if self.one and kind in _ARITH and isinstance(scalar, Region):
             srcs, scalar = srcs + [scalar], None
         elif self.one and kind in _BITWISE and len(srcs) == 2:
@@ -202,13 +203,10 @@ class _Vec:
     def copy(self, a, b):
         """T.copy of tile a into tile b, element by element: the GM extents it reaches are
         noted for the whole tile (vid reduction's row offset applied as to the tiles)."""
-        from . import _vid
-        from .language import _copy, _note_gm
-
         s, d = _vid.copy_regions(a.region, b.region)
-        _note_gm(s)
-        _note_gm(d)
-        _copy(self.elem(a), self.elem(b))
+        _mem._note_gm(s)
+        _mem._note_gm(d)
+        _mem._copy(self.elem(a), self.elem(b))
 
     def lane_of(self, node):
         """(lane, offset expression) of an index `i`, `i + k`, `k + i`; None otherwise."""
@@ -245,12 +243,10 @@ class _Vec:
         return _Tile(Region(buf, starts, extents, [False] * len(starts)), tuple(lanes), dim_lanes)
 
     def temp(self, dtype):
-        from .language import _alloc
-
         self.ntemp += 1
         key = ("parallel", tuple(self.dims), dtype, self.ntemp, ctx.stmt_loc)
         if key not in ctx.hidden:
-            ctx.hidden[key] = _alloc("UB", list(self.dims), dtype, name=f"par_tmp{self.ntemp}")
+            ctx.hidden[key] = _mem._alloc("UB", list(self.dims), dtype, name=f"par_tmp{self.ntemp}")
         lanes = tuple(range(len(self.dims)))
         return _Tile(ctx.hidden[key].region(), lanes, list(lanes))
 
@@ -273,9 +269,7 @@ class _Vec:
         key = ("parallel-gm", tuple(v.region.extents), v.region.buffer.dtype, self.ntemp,
                ctx.stmt_loc)
         if key not in ctx.hidden:
-            from .language import _alloc
-
-            ctx.hidden[key] = _alloc("UB", list(v.region.extents), v.region.buffer.dtype,
+            ctx.hidden[key] = _mem._alloc("UB", list(v.region.extents), v.region.buffer.dtype,
                                      name=f"par_gm{self.ntemp}")
         t = _Tile(ctx.hidden[key].region(), v.lanes, v.dim_lanes)
         self.copy(v, t)

@@ -65,11 +65,23 @@ def alloc_shape(scope, shape, api):
     return [max(1, shape[0] // 2)] + list(shape[1:]), shape[0]
 
 
-def slice_rows(buf, start, ext):
-    """A slice of a halved buffer's first dimension: the original divides the extent of a
-    region that starts at row 0 (the tile-op sizes and copy regions it rewrites); `:` means
-    the rows the author allocated. Other starts would keep their full extent there, past the
-    halved buffer: refused."""
+class HalvedBuffer(_core.Buffer):
+    """A UB buffer whose first dimension the reduction halved (vid_full: the rows the author
+    allocated)."""
+
+    def __init__(self, buf, full):
+        super().__init__(buf.ext, buf.name, buf.shape, buf.dtype, buf.scope)
+        self.vid_full = full
+
+    def slice_rows(self, start, ext):
+        """A slice of the first dimension: the original divides the extent of a region that
+        starts at row 0 (the tile-op sizes and copy regions it rewrites); `:` means the rows
+        the author allocated. Other starts would keep their full extent there, past the
+        halved buffer: refused."""
+        return _slice_rows(self, start, ext)
+
+
+def _slice_rows(buf, start, ext):
     if ext == 1:
         return ext
     if start != 0:
