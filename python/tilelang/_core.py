@@ -1,6 +1,7 @@
 """Shared state of the front end: the extension module, errors, dtypes, symbolic dims,
 buffers and regions, and the lowering context the `T.` calls emit into."""
 
+import contextlib
 import functools
 import numbers
 import operator
@@ -12,6 +13,7 @@ import warnings
 import numpy as np
 
 from . import _surface
+from ._builder import Idle
 
 try:
     import _tilepipe as _ext
@@ -304,44 +306,33 @@ def numpy_dtype(d):
 # ---- the lowering context ----
 
 
-class _Ctx:
+class _Process:
+    """What is per process: the symbolic bindings in force (a kernel call resolves shapes
+    outside any build too) and the kernel build under way (a _builder.Builder, or None)."""
+
     def __init__(self):
-        self.builder = None  # _ext.Builder while a kernel body is lowered
-        self.stmt_loc = None  # (file, line) of the statement being lowered
-        self.pending_name = None  # assignment target name for alloc_* calls
-        self.names = set()
-        self.var_ranges = {}  # loop var id -> (lo, hi)
-        self.block_num = 1
-        self.scope = None  # "C", "V" or None
-        self.scope_hand = False  # the T.Scope being lowered has the author's flags
-        self.auto_sync = True  # the kernel's pass configs leave automatic sync on
-        self.blocks_of = None  # the statements whose IR is grouped one block each
         self.bindings = None  # symbolic dim name -> value
-        self.gm_extent = {}  # GM buffer name -> per-dim max end seen (bounds padding)
-        self.gm_pad = {}  # GM buffer name -> pad value
-        self.gm_past = {}  # GM buffer name -> {dim: loc} of whole tiles starting past the end
-        self.hidden = {}  # gemm_v0 L0 staging buffers by key
-        self.kernel = None  # the _KernelInfo being built
-        self.interp_file = None
-        # The C/V split of unscoped kernels (tilelang/_split.py, docs/python.md): None,
-        # "probe" (what the lowering must know first; nothing emitted) or "all" (lowered
-        # once for the original_split pass).
-        self.split = None
-        self.mixed_copy = False  # an L0C -> UB / UB -> L1 copy: tilepipe's own cv_split
-        self.lowering = "original"  # of unscoped kernels: "original" | "tilepipe" (_jit.py)
-        self.usage = (set(), set())  # names used by vector ops / by cube ops (prim_func)
-        self.hand_sync = set()  # the cores whose unscoped code has the author's flags
-        # Run-time loops and ifs around the statement being lowered (T.alloc_var's registers).
-        self.control_depth = 0
-        # Vid reduction (tilelang/_vid.py): T.Kernel's threads when it binds only cid, the
-        # names of the buffers left whole, the halved loops around [(var id, trips)].
-        self.vid_threads = None
-        self.vid_skip = set()
-        self.vid_loops = []
-        self.vid_ub_loads = []  # element loads of UB buffers (index expressions)
+        self.build = None
 
 
-ctx = _Ctx()
+ctx = _Process()
+_IDLE = Idle()
+
+
+def cur():
+    """The kernel build under way (tilelang/_builder.py), or the idle one outside a build."""
+    return ctx.build if ctx.build is not None else _IDLE
+
+
+@contextlib.contextmanager
+def building(b):
+    """Builder b is the build under way inside the `with` (the previous one after it)."""
+    saved = ctx.build
+    ctx.build = b
+    try:
+        yield b
+    finally:
+        ctx.build = saved
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -351,17 +342,18 @@ def current_loc():
     f = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
         f = f.f_back
-    if f is not None and ctx.builder is not None and ctx.stmt_loc is not None:
+    stmt_loc = cur().stmt_loc
+    if f is not None and cur().ir is not None and stmt_loc is not None:
         # Frames below the interpreter (its statement walk, its expression evaluation)
         # belong to the script that called the kernel factory.
         g = sys._getframe(1)
         while g is not None and g is not f:
             if g.f_code.co_filename.endswith(("_interp.py", "_eval.py")):
-                return ctx.stmt_loc
+                return stmt_loc
             g = g.f_back
         return (os.path.basename(f.f_code.co_filename), f.f_lineno)
-    if ctx.stmt_loc is not None:
-        return ctx.stmt_loc
+    if stmt_loc is not None:
+        return stmt_loc
     if f is not None:
         return (os.path.basename(f.f_code.co_filename), f.f_lineno)
     return None
@@ -372,12 +364,14 @@ def err(message, hint=None, loc=None):
 
 
 def builder():
-    if ctx.builder is None:
+    """The IR builder of the kernel being built (an error outside a kernel body)."""
+    ir = cur().ir
+    if ir is None:
         raise err(
             "a T. statement used outside a kernel body",
             hint="call it inside `with T.Kernel(...)` of a @T.prim_func",
         )
-    return ctx.builder
+    return ir
 
 
 # ---- symbolic dims ----
@@ -561,7 +555,7 @@ def bind_let(name, value):
     that reads one. The original's parser makes such a binding a LetStmt, read once by the
     scalar unit where it stands; so does tilepipe (ir::LetStmt), instead of substituting the
     read into every use. Anything else is returned unchanged."""
-    if ctx.builder is None or (ctx.scope is None and ctx.split != "all") or not name:
+    if cur().ir is None or (cur().scope is None and cur().split != "all") or not name:
         return value
     if isinstance(value, Region) and all(value.points) and value.elements() == 1 and \
             value.buffer.dtype.startswith(("int", "uint")) and value.buffer.dtype != "uint8":
@@ -574,9 +568,9 @@ def bind_let(name, value):
 
 
 def _bind(name, e):
-    v = ctx.builder.let(name, e, current_loc())
-    if any(e is x for x in ctx.vid_ub_loads):
-        ctx.vid_ub_loads.append(v)  # still a UB element for the vid reduction (_vid.py)
+    v = cur().ir.let(name, e, current_loc())
+    if any(e is x for x in cur().vid_ub_loads):
+        cur().vid_ub_loads.append(v)  # still a UB element for the vid reduction (_vid.py)
     return v
 
 
@@ -620,8 +614,8 @@ class Region:
                 hint="index every dimension with a single position to read one element",
             )
         e = _ext.load(self.buffer.ext, list(self.starts), current_loc())
-        if self.buffer.scope == "UB" and ctx.vid_threads == 2:
-            ctx.vid_ub_loads.append(e)  # a GM index that is one keeps its rows (_vid.py)
+        if self.buffer.scope == "UB" and cur().vid_threads == 2:
+            cur().vid_ub_loads.append(e)  # a GM index that is one keeps its rows (_vid.py)
         return e
 
     def __getitem__(self, idx):

@@ -13,7 +13,7 @@ moves. A FloatElem used anywhere else — an index, a loop bound, `int(x)` — i
 the line (docs/python.md)."""
 
 from . import _core
-from ._core import Buffer, Deferred, Expr, Region, Sym, ctx, dtype_bytes, err, resolve
+from ._core import Buffer, Deferred, Expr, Region, Sym, cur, dtype_bytes, err, resolve
 from ._core import float_refused as refuse
 from .language import _mem, tile
 from .language.sync import BARRIER_EVENT_ID, set_flag, wait_flag
@@ -280,11 +280,11 @@ def snapshot(value, name=None):
             is_float_region(value) and value.buffer.scope == "UB" and all(value.points)
             and value.elements() == 1):
         d = value.dtype() if isinstance(value, FloatElem) else value.buffer.dtype
-        saved, ctx.pending_name = ctx.pending_name, name
+        saved, cur().pending_name = cur().pending_name, name
         try:
             t = temp(d)
         finally:
-            ctx.pending_name = saved
+            cur().pending_name = saved
         out = materialize(value, d, into=t)
         _to_scalar_unit()  # the value is in a scalar register from here on
         return out

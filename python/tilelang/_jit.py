@@ -19,6 +19,7 @@ import numpy as np
 from . import _core
 from . import _felem
 from ._core import Buffer, Sym, TilelangError, ctx, dtype_code, numpy_dtype, resolve, sym_vars
+from ._builder import Builder
 from ._core import _ext
 from ._args import (_TWIN, TensorViewWarning, _check_dtype, _check_short,  # noqa: F401
                     _raw_input, _round_bf16, _scalar_value, _to_numpy, _warn_view, _wrap_like,
@@ -296,10 +297,10 @@ class _KernelInfo:
         self.split_pass = False  # the C/V split left to the original_split pass (_split.py)
         self.started = False
 
-    def start(self, block_num, loc):
+    def start(self, build, block_num, loc):
         b = _ext.Builder(self.name, block_num, loc)
-        ctx.builder = b
-        ctx.block_num = block_num
+        build.ir = b
+        build.block_num = block_num
         for name, shape, dtype, ploc in self.params:
             ext = b.param(name, shape, dtype_code(dtype), self.roles[name], ploc)
             self.buffers[name].ext = ext
@@ -416,41 +417,38 @@ class JITKernel:
         return roles
 
     def _lower(self, bindings, roles, pads):
-        saved = (ctx.builder, ctx.bindings, ctx.kernel)
-        ctx.__init__()
+        saved = ctx.bindings
         ctx.bindings = bindings
-        ctx.lowering = lowering(self.pass_configs)
-        ctx.auto_sync = pass_options(self.pass_configs, {}).get("auto_sync", True)
+        b = Builder(lowering(self.pass_configs),
+                    pass_options(self.pass_configs, {}).get("auto_sync", True))
         try:
-            params = []
-            for name, spec, loc in self.specs:
-                if spec.scalar:
-                    continue
-                shape = self._shape(name, spec)
-                if name in pads:
-                    shape = pads[name][0]
-                _core.check_buffer_size(name, shape, spec.dtype, loc)
-                params.append((name, shape, spec.dtype, loc))
-            info = _KernelInfo(self.name, params, roles)
-            ctx.kernel = info
-            args = {name: bindings[name] for name, spec, _ in self.specs if spec.scalar}
-            for name, shape, dtype, _ in params:
-                buf = Buffer(None, name, shape, dtype, "GM")
-                info.buffers[name] = buf
-                args[name] = buf
-            self.prim.lower_body(args)
-            if ctx.builder is None:
+            with _core.building(b):
+                params = []
+                for name, spec, loc in self.specs:
+                    if spec.scalar:
+                        continue
+                    shape = self._shape(name, spec)
+                    if name in pads:
+                        shape = pads[name][0]
+                    _core.check_buffer_size(name, shape, spec.dtype, loc)
+                    params.append((name, shape, spec.dtype, loc))
+                info = _KernelInfo(self.name, params, roles)
+                b.kernel = info
+                args = {name: bindings[name] for name, spec, _ in self.specs if spec.scalar}
+                for name, shape, dtype, _ in params:
+                    buf = Buffer(None, name, shape, dtype, "GM")
+                    info.buffers[name] = buf
+                    args[name] = buf
+                self.prim.lower_body(args, b)
+            if b.ir is None:
                 raise TilelangError(f"kernel {self.name} has no `with T.Kernel(...)` block",
                                     loc=(self.prim.source.file, self.prim.source.fdef.lineno
                                          + self.prim.source.offset))
-            program = ctx.builder.finish()
-            extents = dict(ctx.gm_extent)
-            gm_pad = dict(ctx.gm_pad)
-            self._past = {n: dict(v) for n, v in ctx.gm_past.items()}
-            return program, info, extents, gm_pad
+            program = b.ir.finish()
+            self._past = {n: dict(v) for n, v in b.gm_past.items()}
+            return program, info, dict(b.gm_extent), dict(b.gm_pad)
         finally:
-            ctx.builder, ctx.bindings, ctx.kernel = saved
-            ctx.stmt_loc = None
+            ctx.bindings = saved
 
     def _compile_for(self, arrays, with_outs):
         """The kernel compiled for the caller's arrays (bound where it has call-time sizes)."""

@@ -15,7 +15,7 @@ import textwrap
 
 from . import _core
 from . import _vid
-from ._core import Buffer, Region, TilelangError, ctx, to_index
+from ._core import Buffer, Region, TilelangError, cur, to_index
 from .language import tile as Ttile
 from .language import _mem
 
@@ -91,7 +91,7 @@ def vectorize(it, s, spec):
 
 def _stores(it, s, V):
     for stmt in s.body:
-        ctx.stmt_loc = it.loc(stmt)
+        cur().stmt_loc = it.loc(stmt)
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
         dst = V.ref(target, stmt)
         if dst.lanes != tuple(range(len(V.dims))):
@@ -244,11 +244,10 @@ class _Vec:
 
     def temp(self, dtype):
         self.ntemp += 1
-        key = ("parallel", tuple(self.dims), dtype, self.ntemp, ctx.stmt_loc)
-        if key not in ctx.hidden:
-            ctx.hidden[key] = _mem._alloc("UB", list(self.dims), dtype, name=f"par_tmp{self.ntemp}")
+        t = _mem.temporary(("parallel", tuple(self.dims), dtype, self.ntemp), "UB", self.dims,
+                           dtype, f"par_tmp{self.ntemp}")
         lanes = tuple(range(len(self.dims)))
-        return _Tile(ctx.hidden[key].region(), lanes, list(lanes))
+        return _Tile(t.region(), lanes, list(lanes))
 
     def typed(self, v, dtype, stmt):
         """v in dtype: a tile of every lane cast into a temporary if needed (the vectorize
@@ -266,12 +265,10 @@ class _Vec:
         if v.region.buffer.scope != "GM" or not v.lanes:
             return v
         self.ntemp += 1
-        key = ("parallel-gm", tuple(v.region.extents), v.region.buffer.dtype, self.ntemp,
-               ctx.stmt_loc)
-        if key not in ctx.hidden:
-            ctx.hidden[key] = _mem._alloc("UB", list(v.region.extents), v.region.buffer.dtype,
-                                     name=f"par_gm{self.ntemp}")
-        t = _Tile(ctx.hidden[key].region(), v.lanes, v.dim_lanes)
+        r = v.region
+        buf = _mem.temporary(("parallel-gm", tuple(r.extents), r.buffer.dtype, self.ntemp), "UB",
+                             r.extents, r.buffer.dtype, f"par_gm{self.ntemp}")
+        t = _Tile(buf.region(), v.lanes, v.dim_lanes)
         self.copy(v, t)
         return t
 

@@ -6,10 +6,11 @@ import math as _math
 
 from .. import _core
 from .. import _felem
-from .._core import (Buffer as _Buffer, Expr, Region, Sym, TilelangError, as_region, builder, ctx,
+from .._core import (Buffer as _Buffer, Expr, Region, Sym, TilelangError, as_region, builder, cur,
                      err, dtype_name, resolve, to_index)
 from .._core import _ext
-from .._interp import Interpreter, macro, prim_func  # noqa: F401
+from .._eval import logical
+from .._interp import macro, prim_func  # noqa: F401
 from . import reduce_ascend
 from . import tile  # noqa: F401
 from ._mem import (alloc_L0A, alloc_L0B, alloc_L0C, alloc_L1,  # noqa: F401
@@ -77,7 +78,7 @@ def annotate_address(addresses):
         o = to_index(off, "address")
         if not isinstance(o, int):
             raise err("T.annotate_address offsets must be compile-time integers")
-        if ctx.split != "probe":
+        if cur().split != "probe":
             b.pin(buf.ext, o)
 
 
@@ -307,14 +308,14 @@ _ALIASES = {"bool": "boolean", "abs": "abs_"}
 def And(*xs):
     v = xs[0]
     for x in xs[1:]:
-        v = Interpreter.logical(None, v, x, True)
+        v = logical(v, x, True)
     return v
 
 
 def Or(*xs):
     v = xs[0]
     for x in xs[1:]:
-        v = Interpreter.logical(None, v, x, False)
+        v = logical(v, x, False)
     return v
 
 

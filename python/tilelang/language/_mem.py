@@ -5,7 +5,7 @@ the float element lowering and T.Parallel build on these."""
 
 from .. import _core
 from .. import _vid
-from .._core import Buffer as _Buffer, Region, Sym, as_region, builder, ctx, err, dtype_code
+from .._core import Buffer as _Buffer, Region, Sym, as_region, builder, cur, err, dtype_code
 from .._core import dtype_name, resolve, to_index
 from .._core import _ext
 from ._gates import _CUBE, _gate
@@ -45,16 +45,16 @@ def _alloc_buffer(scope, shape, dtype, name=None):
     for s in shape:
         if not isinstance(s, int) or s <= 0:
             raise err(f"buffer shape {shape} must be positive compile-time integers")
-    name = name or ctx.pending_name or f"buf{len(ctx.names)}"
+    name = name or cur().pending_name or f"buf{len(cur().names)}"
     base, k = name, 1
-    while name in ctx.names:
+    while name in cur().names:
         k += 1
         name = f"{base}_{k}"
-    ctx.names.add(name)
+    cur().names.add(name)
     dt = dtype_name(dtype)
     loc = _core.current_loc()
     _core.check_buffer_size(name, shape, dt)
-    if ctx.split == "probe":
+    if cur().split == "probe":
         # the probe's: visible to its Python, never allocated
         return _Buffer(_ext.detached_buffer(name, scope, shape, dtype_code(dt), loc), name,
                        shape, dt, scope)
@@ -84,11 +84,11 @@ def alloc_ub(shape, dtype, *a, **kw):
 def _inferred(default):
     """UB for a buffer the kernel hands to vector ops (or inside Scope("V")), or for any
     buffer of a kernel without Cube ops; else default."""
-    name = ctx.pending_name
-    vec, cube = ctx.usage
-    if ctx.scope == "V" or (name in vec and name not in cube):
+    name = cur().pending_name
+    vec, cube = cur().usage
+    if cur().scope == "V" or (name in vec and name not in cube):
         scope = "UB"
-    elif not cube and ctx.scope != "C":
+    elif not cube and cur().scope != "C":
         scope = "UB"  # a kernel without Cube work: shared memory is the vector core's
     else:
         scope = default
@@ -116,7 +116,7 @@ def alloc_local(shape, dtype, *a, **kw):
 def _note_gm(r, pad=None):
     if r.buffer.scope != "GM":
         return
-    ends = ctx.gm_extent.setdefault(r.buffer.name, list(r.buffer.shape))
+    ends = cur().gm_extent.setdefault(r.buffer.name, list(r.buffer.shape))
     for d, (s, e) in enumerate(zip(r.starts, r.extents)):
         whole = r.buffer.shape[d] % e == 0
         if isinstance(s, int):
@@ -126,7 +126,7 @@ def _note_gm(r, pad=None):
         else:
             # a whole tile: only a start of the launch indices alone (no loop variable,
             # whose interval may be loose) is taken at its extreme
-            b = _ext.bounds(s, {} if whole else ctx.var_ranges, ctx.block_num)
+            b = _ext.bounds(s, {} if whole else cur().var_ranges, cur().block_num)
             if b is None:
                 continue
             hi = b[1]
@@ -134,10 +134,10 @@ def _note_gm(r, pad=None):
             # A whole tile whose start runs past the end for some launch index (a second
             # vector core's rows of a one-row tensor): on hardware an unchecked access
             # past the tensor. Padded like a tail, and reported.
-            ctx.gm_past.setdefault(r.buffer.name, {}).setdefault(d, _core.current_loc())
+            cur().gm_past.setdefault(r.buffer.name, {}).setdefault(d, _core.current_loc())
         ends[d] = max(ends[d], hi + e)
     if pad is not None:
-        ctx.gm_pad.setdefault(r.buffer.name, pad)
+        cur().gm_pad.setdefault(r.buffer.name, pad)
 
 
 # ---- data movement ----
@@ -197,8 +197,8 @@ def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False, relu=Fals
     if s.elements() < d.elements() and s.buffer.scope == "GM" and d.buffer.scope == "UB":
         d = _prefix(s, d, pad)
     scopes = (s.buffer.scope, d.buffer.scope)
-    if ctx.split == "probe" and "UB" in scopes and any(x in _CUBE for x in scopes):
-        ctx.mixed_copy = True  # L0C -> UB / UB -> L1: tilepipe's cv_split (_split.py)
+    if cur().split == "probe" and "UB" in scopes and any(x in _CUBE for x in scopes):
+        cur().mixed_copy = True  # L0C -> UB / UB -> L1: tilepipe's cv_split (_split.py)
     if not _gate():
         return
     _note_gm(s, pad)
@@ -242,16 +242,22 @@ def mma(A, B, C, init=False, *a, **kw):
 _STAGE_BYTES = 16 * 1024  # one gemm_v0 staging tile in L0A / L0B (docs/python.md)
 
 
+def temporary(key, scope, shape, dtype, name):
+    """The front end's temporary buffer for `key` at the statement being lowered: allocated
+    the first time, the same buffer after (one per call site: the buffer is allocated where
+    the call is, and a loop body may be the block, so it is not shared with other blocks)."""
+    b = cur()
+    key = tuple(key) + (b.stmt_loc,)
+    if key not in b.hidden:
+        b.hidden[key] = _alloc(scope, list(shape), dtype, name=name)
+    return b.hidden[key]
+
+
 def _staging(scope, shape, dtype):
     """gemm_v0's L0A/L0B staging tile of one shape (shared by the calls that use it)."""
-    # one staging tile per call site: the buffer is allocated where the call is (a loop body
-    # may be the block), so it is not shared with calls in other blocks
-    key = (scope, tuple(shape), dtype, ctx.stmt_loc)
-    if key not in ctx.hidden:
-        tag = "l0a" if scope == "L0A" else "l0b"
-        ctx.hidden[key] = _alloc(scope, list(shape), dtype,
-                                 name=f"gemm_{tag}_" + "x".join(str(d) for d in shape))
-    return ctx.hidden[key]
+    tag = "l0a" if scope == "L0A" else "l0b"
+    return temporary((scope, tuple(shape), dtype), scope, shape, dtype,
+                     f"gemm_{tag}_" + "x".join(str(d) for d in shape))
 
 
 def _sub(r, dim, start, ext):
@@ -268,7 +274,7 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
     fit the staging budget; each chunk is copied L1 -> L0A / L0B (MTE1) and multiplied (M),
     the first chunk initialising C when `init`."""
     ra, rb, rc = as_region(A), as_region(B), as_region(C)
-    if ctx.split == "probe":
+    if cur().split == "probe":
         return  # nothing to note: the library's flags are its own
     if ra.buffer.scope != "L1" and rb.buffer.scope != "L1":
         _gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), init)
@@ -285,7 +291,7 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
         raise err(f"T.gemm_v0: A is [{am} x {ak}] and B is [{bk} x {bn}]; the K extents differ",
                   hint="check the shapes and the transpose flags")
     K = ak
-    if _hand_synced("C") or not ctx.auto_sync:
+    if _hand_synced("C") or not cur().auto_sync:
         # the library's own flags: no pass places any where the author syncs, or turned
         # automatic sync off (TL_ASCEND_AUTO_SYNC: False with only cross flags in the scope)
         _gemm_v0_library(ra, rb, rc, ta, tb, init, K)
@@ -318,9 +324,9 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw)
 
 def _hand_synced(core):
     """Is the code being lowered for `core` ("C" / "V") code carrying the author's flags?"""
-    if ctx.split == "all":
-        return core in ctx.hand_sync
-    return ctx.scope_hand
+    if cur().split == "all":
+        return core in cur().hand_sync
+    return cur().scope_hand
 
 
 _GEMM_V0_K = 128  # the original's gemm_v0 library: K chunks of 128, two L0 slots

@@ -4,7 +4,7 @@ parameter annotations (`T.Tensor`), `T.symbolic`, and the objects the interprete
 `T.Persistent`). Re-exported by tilelang.language."""
 
 from .. import _felem
-from .._core import Region, Sym, ctx, dtype_name, err, resolve, to_index
+from .._core import Region, Sym, cur, dtype_name, err, resolve, to_index
 
 # ---- types ----
 
@@ -104,8 +104,8 @@ dyn = symbolic
 def func_attr(attrs):
     if not isinstance(attrs, dict):
         raise err("T.func_attr takes a dict")
-    if "enable_auto_sync" in attrs and ctx.kernel is not None:
-        ctx.kernel.func_attrs["enable_auto_sync"] = bool(attrs["enable_auto_sync"])
+    if "enable_auto_sync" in attrs and cur().kernel is not None:
+        cur().kernel.func_attrs["enable_auto_sync"] = bool(attrs["enable_auto_sync"])
 
 
 # ---- kernel and scopes (used by the interpreter's `with`) ----

@@ -6,7 +6,7 @@ from .. import _core
 from .._core import Buffer, Region, as_region, builder, err, resolve
 from .._core import _ext
 from ._gates import _gate
-from ._mem import _BOOL_OK, _alloc, _copy, _reduce, refuse_bool
+from ._mem import _BOOL_OK, _copy, _reduce, refuse_bool, temporary
 
 _CMP = {"EQ": "EQ", "NE": "NE", "GT": "GT", "GE": "GE", "LT": "LT", "LE": "LE",
         "==": "EQ", "!=": "NE", ">": "GT", ">=": "GE", "<": "LT", "<=": "LE"}
@@ -224,12 +224,9 @@ _ELEM_SHIFT = {1: 0, 2: 1, 4: 2}
 
 
 def _temp(tag, like, dtype):
-    """A UB temporary of `like`'s extents for one call site (ctx.hidden)."""
+    """A UB temporary of `like`'s extents for one call site."""
     r = as_region(like)
-    key = (tag, tuple(r.extents), dtype, _core.ctx.stmt_loc)
-    if key not in _core.ctx.hidden:
-        _core.ctx.hidden[key] = _alloc("UB", list(r.extents), dtype, name=f"{tag}_tmp")
-    return _core.ctx.hidden[key]
+    return temporary((tag, tuple(r.extents), dtype), "UB", r.extents, dtype, f"{tag}_tmp")
 
 
 def gather(dst, src, offsets, src_base_addr=0, *r, **kw):
@@ -329,11 +326,8 @@ def leaky_relu(dst, src, alpha, *r, **kw):
     t = dst
     if _overlaps(dst, src):
         d = as_region(dst)
-        key = ("leaky_relu", tuple(d.extents), d.buffer.dtype, _core.ctx.stmt_loc)
-        if key not in _core.ctx.hidden:
-            _core.ctx.hidden[key] = _alloc("UB", list(d.extents), d.buffer.dtype,
-                                           name="leaky_relu_tmp")
-        t = _core.ctx.hidden[key]
+        t = temporary(("leaky_relu", tuple(d.extents), d.buffer.dtype), "UB", d.extents,
+                      d.buffer.dtype, "leaky_relu_tmp")
     min(t, src, 0.0)
     mul(t, t, float(a) - 1.0)
     add(dst, t, src)
@@ -613,11 +607,8 @@ def merge_sort(dst, src0, src1, src2=None, src3=None, *r, **kw):
         _emit("merge_sort", dst, srcs)
         return
     head = sum(as_region(x).elements() for x in srcs[:3])
-    key = ("merge_sort", head, as_region(dst).buffer.dtype, _core.ctx.stmt_loc)
-    if key not in _core.ctx.hidden:
-        _core.ctx.hidden[key] = _alloc("UB", [head], as_region(dst).buffer.dtype,
-                                       name="merge_sort_tmp")
-    t = _core.ctx.hidden[key]
+    dt = as_region(dst).buffer.dtype
+    t = temporary(("merge_sort", head, dt), "UB", [head], dt, "merge_sort_tmp")
     _emit("merge_sort", t, srcs[:3])
     _emit("merge_sort", dst, [t, srcs[3]])
 
@@ -667,11 +658,8 @@ def _code(r):
 
 
 def _scratch(tag, shape, dtype):
-    """A UB temporary of `shape` for one call site (ctx.hidden)."""
-    key = (tag, tuple(shape), dtype, _core.ctx.stmt_loc)
-    if key not in _core.ctx.hidden:
-        _core.ctx.hidden[key] = _alloc("UB", list(shape), dtype, name=f"{tag}_tmp")
-    return _core.ctx.hidden[key]
+    """A UB temporary of `shape` for one call site."""
+    return temporary((tag, tuple(shape), dtype), "UB", shape, dtype, f"{tag}_tmp")
 
 
 def _head(buf, n):
