@@ -5,16 +5,18 @@ import os
 
 from . import _core
 from ._core import KernelCheckError, TilelangError, TilepipeError  # noqa: F401
+from . import language  # noqa: F401  (first: the modules below build on it)
+from . import _jit
 from ._jit import JITKernel, PassConfigKey, compile  # noqa: F401
 from ._jit import OutOfBoundsTileWarning, TensorViewWarning  # noqa: F401
 from . import jit  # noqa: F401  (callable: @tilelang.jit)
-from . import language  # noqa: F401
 from . import profiler  # noqa: F401
 from .profiler import Profiler  # noqa: F401
 from . import intrinsics  # noqa: F401
 from . import math  # noqa: F401
 from . import tvm  # noqa: F401
 from . import cache  # noqa: F401
+from .cache import disable_cache, enable_cache, is_cache_enabled  # noqa: F401
 from . import carver  # noqa: F401
 from . import engine  # noqa: F401
 from . import utils  # noqa: F401
@@ -33,25 +35,6 @@ class DataType(str):
     @property
     def bits(self):
         return 8 * _core.dtype_bytes(str(self))
-
-
-def disable_cache():
-    """Factories rebuild their kernel on every call (the original's cache is on disk)."""
-    from . import _jit
-
-    _jit._cache_enabled[0] = False
-
-
-def enable_cache():
-    from . import _jit
-
-    _jit._cache_enabled[0] = True
-
-
-def is_cache_enabled():
-    from . import _jit
-
-    return _jit._cache_enabled[0]
 
 
 _cache_dir = [os.path.join(os.path.expanduser("~"), ".tilelang", "cache")]
@@ -75,14 +58,10 @@ def set_chip(name):
     """Chip config the kernels compile and simulate for: "a3" (default) or "a2" (any name of
     the configs directory, case-insensitive, or a path ending in .json). An unknown name is an
     error listing the chips; kernels compiled before recompile for the new chip."""
-    from . import _jit
-
     _jit.set_chip(name)
 
 
 def set_max_cycles(n):
     """Cycle budget of every later simulation (default 1e13): a run past it stops with an
     error naming the kernel and the budget, as `tilepipe run --max-cycles` does."""
-    from . import _jit
-
     _jit.set_max_cycles(n)

@@ -1,14 +1,19 @@
 """Shared state of the front end: the extension module, errors, dtypes, symbolic dims,
 buffers and regions, and the lowering context the `T.` calls emit into."""
 
+import contextlib
 import functools
+import numbers
+import operator
 import os
 import re
 import sys
+import warnings
 
 import numpy as np
 
 from . import _surface
+from ._builder import Idle
 
 try:
     import _tilepipe as _ext
@@ -141,8 +146,6 @@ def is_own_file(path):
 
 def user_loc():
     """(file, line) of the innermost caller outside tilepipe's own Python files, or None."""
-    import sys
-
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
@@ -155,8 +158,6 @@ def user_loc():
 def warn_at(msg, category, loc, stacklevel=2):
     """A warning reported at `loc` ((file, line[, column]), the user's line) when known, else
     at the caller `stacklevel` frames up, as warnings.warn counts them."""
-    import warnings
-
     if loc:
         warnings.warn_explicit(msg, category, loc[0], loc[1])
     else:
@@ -305,44 +306,33 @@ def numpy_dtype(d):
 # ---- the lowering context ----
 
 
-class _Ctx:
+class _Process:
+    """What is per process: the symbolic bindings in force (a kernel call resolves shapes
+    outside any build too) and the kernel build under way (a _builder.Builder, or None)."""
+
     def __init__(self):
-        self.builder = None  # _ext.Builder while a kernel body is lowered
-        self.stmt_loc = None  # (file, line) of the statement being lowered
-        self.pending_name = None  # assignment target name for alloc_* calls
-        self.names = set()
-        self.var_ranges = {}  # loop var id -> (lo, hi)
-        self.block_num = 1
-        self.scope = None  # "C", "V" or None
-        self.scope_hand = False  # the T.Scope being lowered has the author's flags
-        self.auto_sync = True  # the kernel's pass configs leave automatic sync on
-        self.blocks_of = None  # the statements whose IR is grouped one block each
         self.bindings = None  # symbolic dim name -> value
-        self.gm_extent = {}  # GM buffer name -> per-dim max end seen (bounds padding)
-        self.gm_pad = {}  # GM buffer name -> pad value
-        self.gm_past = {}  # GM buffer name -> {dim: loc} of whole tiles starting past the end
-        self.hidden = {}  # gemm_v0 L0 staging buffers by key
-        self.kernel = None  # the _KernelInfo being built
-        self.interp_file = None
-        # The C/V split of unscoped kernels (tilelang/_split.py, docs/python.md): None,
-        # "probe" (what the lowering must know first; nothing emitted) or "all" (lowered
-        # once for the original_split pass).
-        self.split = None
-        self.mixed_copy = False  # an L0C -> UB / UB -> L1 copy: tilepipe's own cv_split
-        self.lowering = "original"  # of unscoped kernels: "original" | "tilepipe" (_jit.py)
-        self.usage = (set(), set())  # names used by vector ops / by cube ops (prim_func)
-        self.hand_sync = set()  # the cores whose unscoped code has the author's flags
-        # Run-time loops and ifs around the statement being lowered (T.alloc_var's registers).
-        self.control_depth = 0
-        # Vid reduction (tilelang/_vid.py): T.Kernel's threads when it binds only cid, the
-        # names of the buffers left whole, the halved loops around [(var id, trips)].
-        self.vid_threads = None
-        self.vid_skip = set()
-        self.vid_loops = []
-        self.vid_ub_loads = []  # element loads of UB buffers (index expressions)
+        self.build = None
 
 
-ctx = _Ctx()
+ctx = _Process()
+_IDLE = Idle()
+
+
+def cur():
+    """The kernel build under way (tilelang/_builder.py), or the idle one outside a build."""
+    return ctx.build if ctx.build is not None else _IDLE
+
+
+@contextlib.contextmanager
+def building(b):
+    """Builder b is the build under way inside the `with` (the previous one after it)."""
+    saved = ctx.build
+    ctx.build = b
+    try:
+        yield b
+    finally:
+        ctx.build = saved
 _PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -352,17 +342,18 @@ def current_loc():
     f = sys._getframe(1)
     while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
         f = f.f_back
-    if f is not None and ctx.builder is not None and ctx.stmt_loc is not None:
+    stmt_loc = cur().stmt_loc
+    if f is not None and cur().ir is not None and stmt_loc is not None:
         # Frames below the interpreter (its statement walk, its expression evaluation)
         # belong to the script that called the kernel factory.
         g = sys._getframe(1)
         while g is not None and g is not f:
             if g.f_code.co_filename.endswith(("_interp.py", "_eval.py")):
-                return ctx.stmt_loc
+                return stmt_loc
             g = g.f_back
         return (os.path.basename(f.f_code.co_filename), f.f_lineno)
-    if ctx.stmt_loc is not None:
-        return ctx.stmt_loc
+    if stmt_loc is not None:
+        return stmt_loc
     if f is not None:
         return (os.path.basename(f.f_code.co_filename), f.f_lineno)
     return None
@@ -373,12 +364,14 @@ def err(message, hint=None, loc=None):
 
 
 def builder():
-    if ctx.builder is None:
+    """The IR builder of the kernel being built (an error outside a kernel body)."""
+    ir = cur().ir
+    if ir is None:
         raise err(
             "a T. statement used outside a kernel body",
             hint="call it inside `with T.Kernel(...)` of a @T.prim_func",
         )
-    return ctx.builder
+    return ir
 
 
 # ---- symbolic dims ----
@@ -446,11 +439,12 @@ def resolve(x):
             )
         return ctx.bindings[x.name]
     a, b = resolve(x.a), resolve(x.b)
-    import operator as o
+    return _SYM_OPS[x.op](a, b)
 
-    ops = {"+": o.add, "-": o.sub, "*": o.mul, "//": o.floordiv, "%": o.mod, "<": o.lt,
-           "<=": o.le, ">": o.gt, ">=": o.ge}
-    return ops[x.op](a, b)
+
+_SYM_OPS = {"+": operator.add, "-": operator.sub, "*": operator.mul, "//": operator.floordiv,
+            "%": operator.mod, "<": operator.lt, "<=": operator.le, ">": operator.gt,
+            ">=": operator.ge}
 
 
 def sym_vars(x, out):
@@ -465,6 +459,33 @@ def sym_vars(x, out):
 
 # ---- values ----
 
+
+class Deferred:
+    """A value the front end computes only where it is used: a float element expression
+    (tilelang/_felem.py). As the scalar operand of a tile op it is computed into a
+    one-element UB region first."""
+
+    def scalar_region(self):
+        raise NotImplementedError
+
+
+def float_refused(how):
+    """The error for float element arithmetic used where tilepipe does not model it."""
+    return err(f"float element arithmetic on UB values {how}: tilepipe models it only when "
+               "stored into a UB element (`x[i] = a[i] * 2 + b[j]`), passed as the scalar "
+               "of a T.tile op, compared (`if x > 0.5:`) or chosen by T.if_then_else",
+               hint="tilepipe's scalar expressions are integers; compute on tiles with "
+               "T.tile.* instead")
+
+
+# Python operators on float element regions: tilelang/_felem.py lowers them to tile ops, a
+# layer above these values, and registers its entry here when it is imported.
+_float_op = [None]
+
+
+def register_float_op(fn):
+    _float_op[0] = fn
+
 Expr = _ext.Expr
 
 
@@ -474,8 +495,6 @@ def is_expr(x):
 
 def to_index(x, what="index"):
     """An integer or an integer expression (Expr), from ints, symbolic dims and elements."""
-    import numbers
-
     if isinstance(x, bool):
         return int(x)
     if isinstance(x, Sym):
@@ -495,6 +514,8 @@ def to_index(x, what="index"):
 
 class Buffer:
     """A GM tensor or an on-chip allocation; indexing gives a Region."""
+
+    vid_full = None  # the author's rows of a buffer the vid reduction halved (_vid.py)
 
     def __init__(self, ext, name, shape, dtype, scope):
         self.ext = ext
@@ -516,6 +537,10 @@ class Buffer:
     def __repr__(self):
         return f"Buffer({self.name}, {self.scope}, {self.shape}, {self.dtype})"
 
+    def slice_rows(self, start, ext):
+        """The extent a slice of the first dimension takes (a halved buffer's: _vid.py)."""
+        return ext
+
     def __setitem__(self, idx, value):
         raise err(
             f"element assignment to '{self.name}' is not supported: tilepipe's IR has no "
@@ -530,7 +555,7 @@ def bind_let(name, value):
     that reads one. The original's parser makes such a binding a LetStmt, read once by the
     scalar unit where it stands; so does tilepipe (ir::LetStmt), instead of substituting the
     read into every use. Anything else is returned unchanged."""
-    if ctx.builder is None or (ctx.scope is None and ctx.split != "all") or not name:
+    if cur().ir is None or (cur().scope is None and cur().split != "all") or not name:
         return value
     if isinstance(value, Region) and all(value.points) and value.elements() == 1 and \
             value.buffer.dtype.startswith(("int", "uint")) and value.buffer.dtype != "uint8":
@@ -543,9 +568,9 @@ def bind_let(name, value):
 
 
 def _bind(name, e):
-    v = ctx.builder.let(name, e, current_loc())
-    if any(e is x for x in ctx.vid_ub_loads):
-        ctx.vid_ub_loads.append(v)  # still a UB element for the vid reduction (_vid.py)
+    v = cur().ir.let(name, e, current_loc())
+    if any(e is x for x in cur().vid_ub_loads):
+        cur().vid_ub_loads.append(v)  # still a UB element for the vid reduction (_vid.py)
     return v
 
 
@@ -581,9 +606,7 @@ class Region:
         if self.buffer.dtype in ("float16", "bfloat16", "float32"):
             # tilepipe's scalar expressions are integers: a float element read as one would
             # be truncated (see _felem.py)
-            from ._felem import refuse
-
-            raise refuse(f"('{self.buffer.name}') read as an integer value: a condition, an "
+            raise float_refused(f"('{self.buffer.name}') read as an integer value: a condition, an "
                          "index, a loop bound, a comparison or a T.alloc_var")
         if any(e != 1 for e in self.extents):
             raise err(
@@ -591,8 +614,8 @@ class Region:
                 hint="index every dimension with a single position to read one element",
             )
         e = _ext.load(self.buffer.ext, list(self.starts), current_loc())
-        if self.buffer.scope == "UB" and ctx.vid_threads == 2:
-            ctx.vid_ub_loads.append(e)  # a GM index that is one keeps its rows (_vid.py)
+        if self.buffer.scope == "UB" and cur().vid_threads == 2:
+            cur().vid_ub_loads.append(e)  # a GM index that is one keeps its rows (_vid.py)
         return e
 
     def __getitem__(self, idx):
@@ -607,9 +630,7 @@ class Region:
     def _op(name):
         def f(self, *a):
             if self.buffer.dtype in ("float16", "bfloat16", "float32"):
-                from ._felem import region_op
-
-                return region_op(name, self, *a)
+                return _float_op[0](name, self, *a)
             if name in ("__truediv__", "__rtruediv__"):
                 raise err("'/' on an integer element", hint="use '//' (floor division)")
             return getattr(self.load(), name)(*[to_index(x) for x in a])
@@ -637,7 +658,7 @@ def make_region(buf, idx):
             hint=f"pass at most {len(shape)} indices",
         )
     starts, extents, points = [], [], []
-    full = getattr(buf, "vid_full", None)  # a vid-halved UB buffer (tilelang/_vid.py)
+    full = buf.vid_full
     for d, i in enumerate(idx):
         dim = full if d == 0 and full else shape[d]
         if isinstance(i, slice):
@@ -669,9 +690,7 @@ def make_region(buf, idx):
                 raise err(f"slice of '{buf.name}' in dimension {d} has extent {ext}",
                           hint="the end of a slice must be after its start")
             if d == 0 and full:
-                from . import _vid
-
-                ext = _vid.slice_rows(buf, start, ext)
+                ext = buf.slice_rows(start, ext)
             starts.append(start)
             extents.append(ext)
             points.append(False)

@@ -6,8 +6,10 @@ import ast
 import operator
 
 from . import _felem
-from ._core import Expr, Region, Sym, ctx, resolve, to_index
+from ._core import Expr, Region, Sym, ctx, cur, resolve, to_index
 from ._core import _ext
+from .language._types import LoopSpec, _range_args
+from .language._var import Var
 
 _BINOPS = {
     ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
@@ -54,8 +56,6 @@ class ExprEval:
         return n.value
 
     def e_Name(self, n):
-        from .language import Var
-
         v = self.lookup(n.id, n)
         return v.load() if isinstance(v, Var) else v  # a T.alloc_var reads its value
 
@@ -111,18 +111,16 @@ class ExprEval:
                 kw.update(self.eval(k.value))
             else:
                 kw[k.arg] = self.eval(k.value)
-        from ._interp import Macro  # the interpreter's module imports this one
+        return self.call(f, args, kw, n)
 
-        if isinstance(f, Macro):
-            return f.expand(args, kw, self.loc(n))
+    def call(self, f, args, kw, n):
+        """f(*args, **kw) at call node n (the interpreter expands its macros first)."""
         if f is range:
             return range(*[resolve(a) for a in args]) if all(
                 isinstance(resolve(a), int) for a in args) else self._range(args)
         return f(*args, **kw)
 
     def _range(self, args):
-        from .language import LoopSpec, _range_args
-
         b, e, s = _range_args(args, "range")
         return LoopSpec("serial", b, e, s)
 
@@ -167,7 +165,7 @@ class ExprEval:
             if k < 0:
                 raise self.error(node, f"shift by a negative amount {k}")
             return 1 << k
-        r = _ext.bounds(_as_expr(k), ctx.var_ranges, ctx.block_num)
+        r = _ext.bounds(_as_expr(k), cur().var_ranges, cur().block_num)
         if r is None or r[0] < 0 or r[1] > 62:
             raise self.error(node, f"a shift by a run-time amount whose range is {r or 'unknown'}",
                              hint="shift amounts must be provably within 0..62 (a loop variable "
@@ -226,21 +224,11 @@ class ExprEval:
                 r = f(_as_expr(left), _as_expr(right))
             else:
                 r = f(resolve(left), resolve(right))
-            result = r if result is None else self.logical(result, r, True)
+            result = r if result is None else logical(result, r, True)
             if not _dyn(result) and not result:
                 return result
             left = right
         return result
-
-    def logical(self, a, b, is_and):
-        if not _dyn(a) and not _dyn(b):
-            return (a and b) if is_and else (a or b)
-        a, b = _as_expr(a), _as_expr(b)
-        if not _dyn(a):
-            return (b if a else False) if is_and else (True if a else b)
-        if not _dyn(b):
-            return (a if b else False) if is_and else (True if b else a)
-        return a.logical_and(b) if is_and else a.logical_or(b)
 
     def e_BoolOp(self, n):
         is_and = isinstance(n.op, ast.And)
@@ -254,7 +242,7 @@ class ExprEval:
                     return v
                 v = self.eval(e)
                 continue
-            v = self.logical(v, self.eval(e), is_and)
+            v = logical(v, self.eval(e), is_and)
         return v
 
     def e_IfExp(self, n):
@@ -266,3 +254,16 @@ class ExprEval:
 
     def e_JoinedStr(self, n):
         return self.fallback(n)
+
+
+def logical(a, b, is_and):
+    """`a and b` / `a or b` (T.And / T.Or): Python's on build-time values, IR logic on
+    run-time ones."""
+    if not _dyn(a) and not _dyn(b):
+        return (a and b) if is_and else (a or b)
+    a, b = _as_expr(a), _as_expr(b)
+    if not _dyn(a):
+        return (b if a else False) if is_and else (True if a else b)
+    if not _dyn(b):
+        return (a if b else False) if is_and else (True if b else a)
+    return a.logical_and(b) if is_and else a.logical_or(b)

@@ -12,7 +12,11 @@ is a one-element vector compare whose 0 / 1 the scalar unit reads back, an integ
 moves. A FloatElem used anywhere else — an index, a loop bound, `int(x)` — is an error at
 the line (docs/python.md)."""
 
-from ._core import Buffer, Expr, Region, err
+from . import _core
+from ._core import Buffer, Deferred, Expr, Region, Sym, cur, dtype_bytes, err, resolve
+from ._core import float_refused as refuse
+from .language import _mem, tile
+from .language.sync import BARRIER_EVENT_ID, set_flag, wait_flag
 
 FLOATS = ("float16", "bfloat16", "float32")
 _OPS = {"+": "add", "-": "sub", "*": "mul", "/": "div"}
@@ -27,8 +31,6 @@ def is_float(x):
 
 
 def _operand(x):
-    from ._core import Sym, resolve
-
     if isinstance(x, Sym):
         x = resolve(x)
     if isinstance(x, bool):
@@ -52,7 +54,7 @@ def _int_load(r):
     return r.load()
 
 
-class FloatElem:
+class FloatElem(Deferred):
     """op in + - * / neg over operands: float Regions (one element), FloatElems, numbers,
     integer Exprs."""
 
@@ -103,6 +105,9 @@ class FloatElem:
                 return x.dtype()
         return "float32"
 
+    def scalar_region(self):
+        return as_scalar_region(self)
+
     def __repr__(self):
         return f"FloatElem({self.op}, {self.a!r}, {self.b!r})"
 
@@ -111,14 +116,6 @@ def _dtype_of(x):
     if isinstance(x, Region):
         return x.buffer.dtype
     return x.dtype() if isinstance(x, FloatElem) else "float32"
-
-
-def refuse(how):
-    return err(f"float element arithmetic on UB values {how}: tilepipe models it only when "
-               "stored into a UB element (`x[i] = a[i] * 2 + b[j]`), passed as the scalar "
-               "of a T.tile op, compared (`if x > 0.5:`) or chosen by T.if_then_else",
-               hint="tilepipe's scalar expressions are integers; compute on tiles with "
-               "T.tile.* instead")
 
 
 def arith(op, a, b=None):
@@ -138,8 +135,6 @@ def compare(op, a, b):
     float32 exactly) into a one-element int32 temporary, which the scalar unit reads back
     (a scalar load waits for the V pipe's write). The result is an integer 0 / 1 usable in
     conditions and index arithmetic."""
-    from .language import tile
-
     a, b = _operand(a), _operand(b)
     if _scalar(a) and not _scalar(b):
         a, b, op = b, a, _MIRROR[op]
@@ -157,9 +152,7 @@ def _to_scalar_unit(pipe="V"):
     cannot know of these ops) the front end orders them before the scalar unit's reads
     itself: a pipe -> S flag pair, on barrier_all's event id. In automatic code auto_sync
     places the flags."""
-    from .language import BARRIER_EVENT_ID, _hand_synced, set_flag, wait_flag
-
-    if _hand_synced("V"):
+    if _mem._hand_synced("V"):
         set_flag(pipe, "S", BARRIER_EVENT_ID)
         wait_flag(pipe, "S", BARRIER_EVENT_ID)
 
@@ -167,8 +160,6 @@ def _to_scalar_unit(pipe="V"):
 def _f32(x):
     """x (an operand) in an aligned one-element float32 region: computed in its own dtype
     (rounded as the scalar unit rounds it), then widened (exact for f16 / bf16)."""
-    from .language import tile
-
     d = _dtype_of(x) if not _scalar(x) else "float32"
     r = materialize(x, d)
     if d == "float32":
@@ -209,16 +200,12 @@ def _scalar(x):
 
 
 def temp(dtype):
-    from . import language as T
-
-    return T.alloc_ub((1,), dtype).region()
+    return _mem.alloc_ub((1,), dtype).region()
 
 
 def _aligned(r, dtype):
     """r is UB, starts at a constant, 32-byte aligned offset and has `dtype` (a vector op
     may use it directly)."""
-    from ._core import dtype_bytes
-
     if r.buffer.scope != "UB" or r.buffer.dtype != dtype or \
             not all(isinstance(s, int) for s in r.starts):
         return False
@@ -233,14 +220,13 @@ def materialize(x, dtype, into=None):
     """A one-element UB region holding x, 32-byte aligned for the vector ops (a temporary;
     an element at another offset is moved by a one-element copy, the scalar unit's
     GetValue / SetValue); with `into`, the value is then copied there."""
-    from . import language as T
-    from .language import tile
+
 
     if isinstance(x, Region) and _aligned(x, dtype):
         out = x
     elif isinstance(x, Region):
         out = temp(dtype)
-        T.copy(x, out)
+        _mem.copy(x, out)
     elif _scalar(x):
         out = temp(dtype)
         tile.fill(out, x)
@@ -248,16 +234,12 @@ def materialize(x, dtype, into=None):
         out = into if into is not None and _aligned(into, dtype) else temp(dtype)
         _emit(x, dtype, out)
     if into is not None and out is not into:
-        T.copy(out, into)
+        _mem.copy(out, into)
     return into if into is not None else out
 
 
 def _emit(x, dtype, out):
-    from .language import tile
-
     if x.op == "select":
-        from . import _core
-
         b = _core.builder()
         loc = _core.current_loc()
         b.begin_if(x.cond, loc)
@@ -294,17 +276,15 @@ def snapshot(value, name=None):
     one-element temporary named after the variable; other values (a tile slice, an index, a
     GM element, whose tensor a kernel does not change under its reads) are bound as they
     are."""
-    from ._core import ctx
-
     if isinstance(value, FloatElem) or (
             is_float_region(value) and value.buffer.scope == "UB" and all(value.points)
             and value.elements() == 1):
         d = value.dtype() if isinstance(value, FloatElem) else value.buffer.dtype
-        saved, ctx.pending_name = ctx.pending_name, name
+        saved, cur().pending_name = cur().pending_name, name
         try:
             t = temp(d)
         finally:
-            ctx.pending_name = saved
+            cur().pending_name = saved
         out = materialize(value, d, into=t)
         _to_scalar_unit()  # the value is in a scalar register from here on
         return out
@@ -326,3 +306,6 @@ def as_scalar_region(x):
     r = materialize(x, x.dtype())
     _to_scalar_unit()
     return r
+
+
+_core.register_float_op(region_op)

@@ -15,10 +15,16 @@ import textwrap
 from . import _core
 from . import _felem
 from . import _vid
-from ._core import Buffer, Expr, Region, Sym, TilelangError, ctx, resolve, to_index
+from ._core import Buffer, Expr, Region, Sym, TilelangError, resolve, to_index
+from ._builder import Builder
 from ._core import _ext
 from ._eval import ExprEval, _as_expr, _dyn  # noqa: F401
+from ._parallel import vectorize
 from ._split import CoreSplit
+from .language import _mem, tile
+from .language._types import (ElseFrame, IfFrame, KernelCtx, LoopSpec, PersistentSpec,
+                              ScalarSpec, ScopeCtx, TensorSpec, ThenFrame, _DType)
+from .language._var import Var
 
 _UNBOUND = object()  # a name with no binding before a loop bound it
 
@@ -76,12 +82,18 @@ class Source:
 
 
 class Interpreter(CoreSplit, ExprEval):
-    def __init__(self, source, local_vars):
+    def __init__(self, source, local_vars, b):
+        self.b = b  # the kernel build (_builder.Builder) the body is lowered into
         self.src = source
         self.globals = source.fn.__globals__
         self.closure = source.env()
         self.vars = dict(local_vars)
         self.static_loops = 0  # loops run at build time around the current statement
+
+    def call(self, f, args, kw, n):
+        if isinstance(f, Macro):
+            return f.expand(self.b, args, kw, self.loc(n))
+        return ExprEval.call(self, f, args, kw, n)
 
     # ---- locations and errors ----
 
@@ -110,11 +122,11 @@ class Interpreter(CoreSplit, ExprEval):
     # ---- statements ----
 
     def run_body(self, stmts):
-        if stmts is not ctx.blocks_of:
+        if stmts is not self.b.blocks_of:
             for s in stmts:
                 self.stmt(s)
             return
-        ctx.blocks_of = None
+        self.b.blocks_of = None
         b = _core.builder()
         # The body is one block of blocks, so that a body of one statement stays one block.
         b.begin_block(self.loc(stmts[0]))
@@ -128,7 +140,7 @@ class Interpreter(CoreSplit, ExprEval):
         b.end_block(self.loc(stmts[-1]))
 
     def stmt(self, s):
-        ctx.stmt_loc = self.loc(s)
+        self.b.stmt_loc = self.loc(s)
         method = getattr(self, "s_" + type(s).__name__, None)
         if method is None:
             raise self.error(
@@ -136,14 +148,14 @@ class Interpreter(CoreSplit, ExprEval):
                 hint="kernel bodies use for / with / if / assignments / calls (docs/python.md)")
         # Lowered for the original_split pass: each source statement is one block (a
         # binding is none: it holds for the statements after it).
-        block = ctx.split == "all" and not _is_let(s)
+        block = self.b.split == "all" and not _is_let(s)
         if block:
-            ctx.builder.begin_block(self.loc(s))
+            self.b.ir.begin_block(self.loc(s))
         try:
             method(s)
         except (_Return, _Break, _Continue):
             if block:  # the statement ends here too
-                ctx.builder.end_block(self.loc(s))
+                self.b.ir.end_block(self.loc(s))
             raise
         except (TilelangError, AssertionError):
             raise  # located already; an `assert` of the body fails as Python's does
@@ -152,7 +164,7 @@ class Interpreter(CoreSplit, ExprEval):
             # index, a name's attribute, a division by zero): at the statement's line.
             raise self.error(s, f"{type(e).__name__}: {e}") from e
         if block:
-            ctx.builder.end_block(self.loc(s))
+            self.b.ir.end_block(self.loc(s))
 
     def s_Expr(self, s):
         if isinstance(s.value, ast.Constant) and isinstance(s.value.value, str):
@@ -175,15 +187,13 @@ class Interpreter(CoreSplit, ExprEval):
         raise _Return(self.eval(s.value) if s.value is not None else None)
 
     def assign(self, target, value, node):
-        from .language import Var
-
         if isinstance(target, ast.Name):
             cur = self.vars.get(target.id)
             if isinstance(cur, Var) and not isinstance(value, Var):
                 cur.store(value)  # a T.alloc_var: assignment is a store
             else:
                 self.vars[target.id] = _felem.snapshot(_core.bind_let(target.id, value),
-                                                       target.id) if ctx.builder else value
+                                                       target.id) if self.b.ir else value
         elif isinstance(target, (ast.Tuple, ast.List)):
             if isinstance(value, (Expr, Region, Buffer)):
                 raise self.error(node, "cannot unpack a single value into several names")
@@ -216,8 +226,6 @@ class Interpreter(CoreSplit, ExprEval):
                 # One element of a UB buffer: a one-element copy (from an element of another
                 # buffer) or fill (a number or an integer expression); nothing else is
                 # expressible without scalar stores.
-                from . import language as T
-
                 dst = obj[self.eval(target.slice)]
                 if isinstance(value, Region) and value.elements() == 1:
                     if value.buffer.scope == "GM" and dst.elements() == 1:
@@ -225,10 +233,10 @@ class Interpreter(CoreSplit, ExprEval):
                         # the DMA into an aligned one-element temporary, then an element move
                         _felem.materialize(value, dst.buffer.dtype, into=dst)
                         return
-                    T.copy(value, dst)
+                    _mem.copy(value, dst)
                     return
                 if isinstance(value, (int, float, Expr)) and dst.elements() == 1:
-                    T.tile.fill(dst, value)
+                    tile.fill(dst, value)
                     return
             if isinstance(obj, (Buffer, Region)):
                 raise self.error(
@@ -248,11 +256,11 @@ class Interpreter(CoreSplit, ExprEval):
 
     def s_Assign(self, s):
         name = s.targets[0].id if len(s.targets) == 1 and isinstance(s.targets[0], ast.Name) else None
-        ctx.pending_name = name
+        self.b.pending_name = name
         try:
             v = self.eval(s.value)
         finally:
-            ctx.pending_name = None
+            self.b.pending_name = None
         for t in s.targets:
             self.assign(t, v, s)
 
@@ -261,11 +269,11 @@ class Interpreter(CoreSplit, ExprEval):
             raise self.error(s, "a declaration without a value",
                              hint="bind a value (`x = expr`), or declare a variable with "
                              "`x = T.alloc_var(dtype, init=...)`")
-        ctx.pending_name = s.target.id if isinstance(s.target, ast.Name) else None
+        self.b.pending_name = s.target.id if isinstance(s.target, ast.Name) else None
         try:
             v = self.eval(s.value)
         finally:
-            ctx.pending_name = None
+            self.b.pending_name = None
         self.assign(s.target, v, s)
 
     def s_AugAssign(self, s):
@@ -297,7 +305,7 @@ class Interpreter(CoreSplit, ExprEval):
             d = b - a
             if not isinstance(d, Expr):
                 return None
-            r = _ext.bounds(d, ctx.var_ranges, ctx.block_num)
+            r = _ext.bounds(d, self.b.var_ranges, self.b.block_num)
         except TilelangError:
             return None
         if r is None:
@@ -311,7 +319,7 @@ class Interpreter(CoreSplit, ExprEval):
         return True if lo >= 0 else False if hi < 0 else None
 
     def s_If(self, s):
-        decided = self._decided(s.test) if ctx.builder is not None else None
+        decided = self._decided(s.test) if self.b.ir is not None else None
         if decided is not None:
             self.run_body(s.body if decided else s.orelse)
             return
@@ -324,14 +332,14 @@ class Interpreter(CoreSplit, ExprEval):
         b = _core.builder()
         loc = self.loc(s)
         b.begin_if(_as_expr(c), loc)
-        ctx.control_depth += 1
+        self.b.control_depth += 1
         try:
             self.run_body(s.body)
             if s.orelse:
                 b.begin_else(loc)
                 self.run_body(s.orelse)
         finally:
-            ctx.control_depth -= 1
+            self.b.control_depth -= 1
         b.end_if(loc)
 
     # A while loop whose condition is known when the kernel is built runs at build time
@@ -386,8 +394,6 @@ class Interpreter(CoreSplit, ExprEval):
         raise _Continue()
 
     def s_For(self, s):
-        from .language import LoopSpec, PersistentSpec
-
         it = self.eval(s.iter)
         if s.orelse:
             raise self.error(s, "for/else is not supported")
@@ -424,11 +430,11 @@ class Interpreter(CoreSplit, ExprEval):
 
             def body():
                 v = self.vars[s.target.id]
-                ctx.vid_loops.append((v.var_id(), end - it.begin))
+                self.b.vid_loops.append((v.var_id(), end - it.begin))
                 try:
                     self.run_body(s.body)
                 finally:
-                    ctx.vid_loops.pop()
+                    self.b.vid_loops.pop()
         self.loop(s, s.target.id, it.kind, it.begin, end, it.step, it.num_stages,
                   it.cross_interval, body)
 
@@ -494,11 +500,11 @@ class Interpreter(CoreSplit, ExprEval):
                     return
                 b = _core.builder()
                 b.begin_if(_as_expr(t < size), loc)
-                ctx.control_depth += 1
+                self.b.control_depth += 1
                 try:
                     self.run_body(s.body)
                 finally:
-                    ctx.control_depth -= 1
+                    self.b.control_depth -= 1
                 b.end_if(loc)
 
         self.loop(s, w_name, "serial", 0, waves, 1, 0, 1, body)
@@ -513,26 +519,26 @@ class Interpreter(CoreSplit, ExprEval):
         stages, cross = resolve(stages), resolve(cross)
         if kind == "pipelined" and (not isinstance(stages, int) or stages < 1):
             raise self.error(s, f"T.Pipelined num_stages={stages!r} must be an integer >= 1")
-        blocks = kind == "pipelined" and ctx.split is None and ctx.scope_hand
+        blocks = kind == "pipelined" and self.b.split is None and self.b.scope_hand
         if isinstance(begin, int) and isinstance(end, int) and end <= begin:
             return  # no iteration: the original's simplifier drops the loop and its body
         v = b.begin_for(name, begin, end, step, kind, int(stages or 0), int(cross or 1), loc)
         lo = self.bound(begin, 0)
         hi = self.bound(end, 1)
         if lo is not None and hi is not None:
-            ctx.var_ranges[v.var_id()] = (lo, max(lo, hi - 1))
-        ctx.control_depth += 1
-        saved = ctx.blocks_of
+            self.b.var_ranges[v.var_id()] = (lo, max(lo, hi - 1))
+        self.b.control_depth += 1
+        saved = self.b.blocks_of
         # A T.Pipelined loop in a scope with the author's flags: the hand_pipeline pass
         # schedules it as the original does, each source statement of the body one block.
-        ctx.blocks_of = s.body if blocks else None
+        self.b.blocks_of = s.body if blocks else None
         try:
             with self.loop_var(name):
                 self.vars[name] = v
                 body()
         finally:
-            ctx.control_depth -= 1
-            ctx.blocks_of = saved
+            self.b.control_depth -= 1
+            self.b.blocks_of = saved
         b.end_for(loc)
 
     @contextlib.contextmanager
@@ -552,7 +558,7 @@ class Interpreter(CoreSplit, ExprEval):
     def bound(self, e, which):
         if isinstance(e, int):
             return e
-        r = _ext.bounds(e, ctx.var_ranges, ctx.block_num)
+        r = _ext.bounds(e, self.b.var_ranges, self.b.block_num)
         return None if r is None else r[which]
 
     def parallel(self, s, it):
@@ -569,8 +575,6 @@ class Interpreter(CoreSplit, ExprEval):
         if s.body and all(isinstance(b, (ast.Assign, ast.AugAssign)) and
                           isinstance(b.targets[0] if isinstance(b, ast.Assign) else b.target,
                                      ast.Subscript) for b in s.body):
-            from ._parallel import vectorize
-
             vectorize(self, s, it)
             return
         names = []
@@ -607,8 +611,6 @@ class Interpreter(CoreSplit, ExprEval):
         return d
 
     def s_With(self, s):
-        from .language import ElseFrame, IfFrame, KernelCtx, ScopeCtx, ThenFrame
-
         if len(s.items) > 1:
             # `with A, B:` is `with A: with B:` (Python's own meaning; TVMScript parses it so)
             # (a withitem has no location of its own: the inner `with` is at its expression)
@@ -623,10 +625,10 @@ class Interpreter(CoreSplit, ExprEval):
             self.stmt(self.derive(s, lambda: self.if_frame(s, item)))
             return
         if isinstance(c, KernelCtx):
-            kernel = ctx.kernel
-            if ctx.builder is not None:
+            kernel = self.b.kernel
+            if self.b.ir is not None:
                 raise self.error(s, "nested T.Kernel")
-            kernel.start(c.block_num, loc)
+            kernel.start(self.b, c.block_num, loc)
             if c.threads is not None:
                 self.vid_launch(item, s, c.threads)
             if _has_scope(s.body):
@@ -637,17 +639,17 @@ class Interpreter(CoreSplit, ExprEval):
             return
         if isinstance(c, ScopeCtx):
             b = _core.builder()
-            if ctx.scope is not None:
-                raise self.error(s, f'T.Scope("{c.kind}") inside T.Scope("{ctx.scope}")',
+            if self.b.scope is not None:
+                raise self.error(s, f'T.Scope("{c.kind}") inside T.Scope("{self.b.scope}")',
                                  hint="scopes do not nest: close the first one")
             b.begin_scope(c.kind, loc)
-            ctx.scope = c.kind
-            ctx.scope_hand = _has_flags(s.body)
+            self.b.scope = c.kind
+            self.b.scope_hand = _has_flags(s.body)
             try:
                 self.run_body(s.body)
             finally:
-                ctx.scope = None
-                ctx.scope_hand = False
+                self.b.scope = None
+                self.b.scope_hand = False
             b.end_scope(loc)
             return
         if isinstance(c, (ThenFrame, ElseFrame)):
@@ -659,8 +661,6 @@ class Interpreter(CoreSplit, ExprEval):
     def if_frame(self, s, item):
         """`with T.If(c):` holding `with T.Then():` and optionally `with T.Else():` (the
         original's IR-builder frames for an IfThenElse) as the `if c: ... else: ...` it builds."""
-        from .language import ElseFrame, ThenFrame
-
         call = item.context_expr
         if item.optional_vars is not None or len(call.args) != 1 or call.keywords:
             raise self.error(s, "T.If takes one condition and binds no name",
@@ -685,9 +685,9 @@ class Interpreter(CoreSplit, ExprEval):
                              "original returns the block index alone; the vector cores' rows "
                              "are split by the compiler)",
                              hint="write `as cid`, or drop threads= and bind `as (cid, vid)`")
-        ctx.vid_threads = threads
-        ctx.vid_skip = _vid.skip_names(s.body)
-        ctx.kernel.vector_cores = threads
+        self.b.vid_threads = threads
+        self.b.vid_skip = _vid.skip_names(s.body)
+        self.b.kernel.vector_cores = threads
 
     def bind_launch(self, item, s):
         if item.optional_vars is None:
@@ -743,26 +743,28 @@ class Macro:
             self._src = Source(self.fn)
         return self._src
 
-    def expand(self, args, kw, call_loc):
+    def expand(self, b, args, kw, call_loc):
         src = self.source()
         try:
             bound = inspect.signature(self.fn).bind(*args, **kw)
         except TypeError as e:
             raise TilelangError(f"macro {self.fn.__name__}: {e}", loc=call_loc)
         bound.apply_defaults()
-        it = Interpreter(src, bound.arguments)
-        saved = ctx.stmt_loc
+        it = Interpreter(src, bound.arguments, b)
+        saved = b.stmt_loc
         try:
             it.run_body(src.fdef.body)
         except _Return as r:
             return r.value
         finally:
-            ctx.stmt_loc = saved
+            b.stmt_loc = saved
         return None
 
     def __call__(self, *args, **kw):
-        if ctx.builder is not None:
-            return self.expand(args, kw, ctx.stmt_loc)
+        """A macro called from a plain Python helper of the kernel."""
+        b = _core.cur()
+        if b.ir is not None:
+            return self.expand(b, args, kw, b.stmt_loc)
         raise TilelangError(f"macro {self.fn.__name__} called outside a kernel body")
 
 
@@ -783,16 +785,17 @@ class PrimFunc:
 
     def params(self):
         """[(name, TensorSpec)] from the annotations, evaluated over the closure."""
-        from .language import ScalarSpec, TensorSpec, _DType
+        with _core.building(Builder()) as b:
+            return self._params(Interpreter(self.source, {}, b), b)
 
-        it = Interpreter(self.source, {})
+    def _params(self, it, b):
         out = []
         a = self.source.fdef.args
         for arg in a.posonlyargs + a.args:
             if arg.annotation is None:
                 raise it.error(arg, f"parameter '{arg.arg}' has no T.Tensor annotation",
                                hint="annotate it: `A: T.Tensor((M, N), dtype)`")
-            ctx.stmt_loc = it.loc(arg)
+            b.stmt_loc = it.loc(arg)
             # Annotations were evaluated when the `def` ran (their names need not be in
             # the closure); a string annotation (`from __future__ import annotations`) is
             # evaluated here over the closure.
@@ -865,9 +868,9 @@ class PrimFunc:
             self._usage = (vec, cube)
         return self._usage
 
-    def lower_body(self, args):
-        ctx.usage = self.usage()
-        it = Interpreter(self.source, args)
+    def lower_body(self, args, b):
+        b.usage = self.usage()
+        it = Interpreter(self.source, args, b)
         body = self.source.fdef.body
         it.run_body(body)
 

@@ -6,16 +6,20 @@ import functools
 import hashlib
 import inspect
 import json
+import math
 import os
 import sys
 import tempfile
 import time
+import types
+import warnings
 
 import numpy as np
 
 from . import _core
 from . import _felem
-from ._core import Sym, TilelangError, ctx, dtype_code, numpy_dtype, resolve, sym_vars
+from ._core import Buffer, Sym, TilelangError, ctx, dtype_code, numpy_dtype, resolve, sym_vars
+from ._builder import Builder
 from ._core import _ext
 from ._args import (_TWIN, TensorViewWarning, _check_dtype, _check_short,  # noqa: F401
                     _raw_input, _round_bf16, _scalar_value, _to_numpy, _warn_view, _wrap_like,
@@ -114,8 +118,6 @@ def set_max_cycles(n):
     """Cycle budget of every later simulation (`tilepipe run --max-cycles`): a run past it
     stops with a located error instead of running on (a kernel that never ends, a tail
     guard gone wrong). Default 1e13."""
-    import math
-
     if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or n <= 0:
         raise TilelangError(f"set_max_cycles({n!r}): expected a positive number of cycles",
                             loc=_core.user_loc(), hint="e.g. tilelang.set_max_cycles(1e9)")
@@ -295,10 +297,10 @@ class _KernelInfo:
         self.split_pass = False  # the C/V split left to the original_split pass (_split.py)
         self.started = False
 
-    def start(self, block_num, loc):
+    def start(self, build, block_num, loc):
         b = _ext.Builder(self.name, block_num, loc)
-        ctx.builder = b
-        ctx.block_num = block_num
+        build.ir = b
+        build.block_num = block_num
         for name, shape, dtype, ploc in self.params:
             ext = b.param(name, shape, dtype_code(dtype), self.roles[name], ploc)
             self.buffers[name].ext = ext
@@ -415,43 +417,38 @@ class JITKernel:
         return roles
 
     def _lower(self, bindings, roles, pads):
-        from ._core import Buffer
-
-        saved = (ctx.builder, ctx.bindings, ctx.kernel)
-        ctx.__init__()
+        saved = ctx.bindings
         ctx.bindings = bindings
-        ctx.lowering = lowering(self.pass_configs)
-        ctx.auto_sync = pass_options(self.pass_configs, {}).get("auto_sync", True)
+        b = Builder(lowering(self.pass_configs),
+                    pass_options(self.pass_configs, {}).get("auto_sync", True))
         try:
-            params = []
-            for name, spec, loc in self.specs:
-                if spec.scalar:
-                    continue
-                shape = self._shape(name, spec)
-                if name in pads:
-                    shape = pads[name][0]
-                _core.check_buffer_size(name, shape, spec.dtype, loc)
-                params.append((name, shape, spec.dtype, loc))
-            info = _KernelInfo(self.name, params, roles)
-            ctx.kernel = info
-            args = {name: bindings[name] for name, spec, _ in self.specs if spec.scalar}
-            for name, shape, dtype, _ in params:
-                buf = Buffer(None, name, shape, dtype, "GM")
-                info.buffers[name] = buf
-                args[name] = buf
-            self.prim.lower_body(args)
-            if ctx.builder is None:
+            with _core.building(b):
+                params = []
+                for name, spec, loc in self.specs:
+                    if spec.scalar:
+                        continue
+                    shape = self._shape(name, spec)
+                    if name in pads:
+                        shape = pads[name][0]
+                    _core.check_buffer_size(name, shape, spec.dtype, loc)
+                    params.append((name, shape, spec.dtype, loc))
+                info = _KernelInfo(self.name, params, roles)
+                b.kernel = info
+                args = {name: bindings[name] for name, spec, _ in self.specs if spec.scalar}
+                for name, shape, dtype, _ in params:
+                    buf = Buffer(None, name, shape, dtype, "GM")
+                    info.buffers[name] = buf
+                    args[name] = buf
+                self.prim.lower_body(args, b)
+            if b.ir is None:
                 raise TilelangError(f"kernel {self.name} has no `with T.Kernel(...)` block",
                                     loc=(self.prim.source.file, self.prim.source.fdef.lineno
                                          + self.prim.source.offset))
-            program = ctx.builder.finish()
-            extents = dict(ctx.gm_extent)
-            gm_pad = dict(ctx.gm_pad)
-            self._past = {n: dict(v) for n, v in ctx.gm_past.items()}
-            return program, info, extents, gm_pad
+            program = b.ir.finish()
+            self._past = {n: dict(v) for n, v in b.gm_past.items()}
+            return program, info, dict(b.gm_extent), dict(b.gm_pad)
         finally:
-            ctx.builder, ctx.bindings, ctx.kernel = saved
-            ctx.stmt_loc = None
+            ctx.bindings = saved
 
     def _compile_for(self, arrays, with_outs):
         """The kernel compiled for the caller's arrays (bound where it has call-time sizes)."""
@@ -731,8 +728,6 @@ class JITKernel:
         """What a kernel with symbolic dims is before its first call: tilepipe's IR has
         static shapes, so it is lowered per call, at the arguments' sizes (the original prints
         its dynamic-shape code here; a script printing it before the call goes on)."""
-        import inspect
-
         try:
             text = inspect.getsource(self.prim.fn)
         except (OSError, TypeError):
@@ -840,16 +835,29 @@ class JITKernel:
     def params_for_supply(self):
         """The kernel's parameters as the original's supply_prog receives them (name, shape,
         dtype of each)."""
-        import types
-
         return [types.SimpleNamespace(name=name, dtype=spec.dtype,
                                       shape=[resolve(d) for d in spec.shape])
                 for name, spec, _ in self.specs]
 
     def get_profiler(self, *a, **kw):
-        from .profiler import Profiler
-
         return Profiler(self)
+
+
+class Profiler:
+    """`kernel.get_profiler()` (tilelang.profiler.Profiler)."""
+
+    def __init__(self, kernel):
+        self.kernel = kernel
+
+    def do_bench(self, *args, **kw):
+        return self.kernel.profile(*args)
+
+    def assert_allclose(self, ref_prog, *args, rtol=1e-2, atol=1e-2, **kw):
+        inputs = self.kernel._example_inputs(args)
+        out = self.kernel(*inputs)
+        ref = ref_prog(*inputs)
+        np.testing.assert_allclose(np.asarray(out, dtype=np.float64),
+                                   np.asarray(ref, dtype=np.float64), rtol=rtol, atol=atol)
 
 
 def resolve_with(d, c):
@@ -955,8 +963,6 @@ class OutOfBoundsTileWarning(UserWarning):
 
 
 def _warn_past(name, dim, shape, padded, loc):
-    import warnings
-
     where = f"{loc[0]}:{loc[1]}: " if loc else ""
     warnings.warn(
         f"{where}tiles of '{name}' run past dimension {dim} ({shape[dim]} elements, up to "

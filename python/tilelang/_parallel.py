@@ -14,7 +14,10 @@ import inspect
 import textwrap
 
 from . import _core
-from ._core import Buffer, Region, TilelangError, ctx, to_index
+from . import _vid
+from ._core import Buffer, Region, TilelangError, cur, to_index
+from .language import tile as Ttile
+from .language import _mem
 
 _UNARY = {"exp": "exp", "log": "ln", "ln": "ln", "abs": "abs", "sqrt": "sqrt", "rsqrt": "rsqrt",
           "relu": "relu", "reciprocal": "reciprocal"}
@@ -88,7 +91,7 @@ def vectorize(it, s, spec):
 
 def _stores(it, s, V):
     for stmt in s.body:
-        ctx.stmt_loc = it.loc(stmt)
+        cur().stmt_loc = it.loc(stmt)
         target = stmt.targets[0] if isinstance(stmt, ast.Assign) else stmt.target
         dst = V.ref(target, stmt)
         if dst.lanes != tuple(range(len(V.dims))):
@@ -188,8 +191,6 @@ class _Vec:
         nest of one element the T.tile ops' own rules for one-element operands hold: a
         lane-free element is a tile operand of an arithmetic op, and a tile the scalar of a
         bitwise op or shift."""
-        from .language import tile as Ttile
-
         if self.one and kind in _ARITH and isinstance(scalar, Region):
             srcs, scalar = srcs + [scalar], None
         elif self.one and kind in _BITWISE and len(srcs) == 2:
@@ -202,13 +203,10 @@ class _Vec:
     def copy(self, a, b):
         """T.copy of tile a into tile b, element by element: the GM extents it reaches are
         noted for the whole tile (vid reduction's row offset applied as to the tiles)."""
-        from . import _vid
-        from .language import _copy, _note_gm
-
         s, d = _vid.copy_regions(a.region, b.region)
-        _note_gm(s)
-        _note_gm(d)
-        _copy(self.elem(a), self.elem(b))
+        _mem._note_gm(s)
+        _mem._note_gm(d)
+        _mem._copy(self.elem(a), self.elem(b))
 
     def lane_of(self, node):
         """(lane, offset expression) of an index `i`, `i + k`, `k + i`; None otherwise."""
@@ -245,14 +243,11 @@ class _Vec:
         return _Tile(Region(buf, starts, extents, [False] * len(starts)), tuple(lanes), dim_lanes)
 
     def temp(self, dtype):
-        from .language import _alloc
-
         self.ntemp += 1
-        key = ("parallel", tuple(self.dims), dtype, self.ntemp, ctx.stmt_loc)
-        if key not in ctx.hidden:
-            ctx.hidden[key] = _alloc("UB", list(self.dims), dtype, name=f"par_tmp{self.ntemp}")
+        t = _mem.temporary(("parallel", tuple(self.dims), dtype, self.ntemp), "UB", self.dims,
+                           dtype, f"par_tmp{self.ntemp}")
         lanes = tuple(range(len(self.dims)))
-        return _Tile(ctx.hidden[key].region(), lanes, list(lanes))
+        return _Tile(t.region(), lanes, list(lanes))
 
     def typed(self, v, dtype, stmt):
         """v in dtype: a tile of every lane cast into a temporary if needed (the vectorize
@@ -270,14 +265,10 @@ class _Vec:
         if v.region.buffer.scope != "GM" or not v.lanes:
             return v
         self.ntemp += 1
-        key = ("parallel-gm", tuple(v.region.extents), v.region.buffer.dtype, self.ntemp,
-               ctx.stmt_loc)
-        if key not in ctx.hidden:
-            from .language import _alloc
-
-            ctx.hidden[key] = _alloc("UB", list(v.region.extents), v.region.buffer.dtype,
-                                     name=f"par_gm{self.ntemp}")
-        t = _Tile(ctx.hidden[key].region(), v.lanes, v.dim_lanes)
+        r = v.region
+        buf = _mem.temporary(("parallel-gm", tuple(r.extents), r.buffer.dtype, self.ntemp), "UB",
+                             r.extents, r.buffer.dtype, f"par_gm{self.ntemp}")
+        t = _Tile(buf.region(), v.lanes, v.dim_lanes)
         self.copy(v, t)
         return t
 

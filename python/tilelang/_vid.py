@@ -10,12 +10,12 @@ filled or drained by a copy whose GM index holds a UB element (a gather, SFA's
 import ast
 
 from . import _core
-from ._core import ctx, err
+from ._core import cur, err
 from ._core import _ext
 
 
 def reducing():
-    return getattr(ctx, "vid_threads", None) == 2
+    return cur().vid_threads == 2
 
 
 _ALLOCS = ("alloc_shared", "alloc_ub", "alloc_fragment", "alloc_local")
@@ -50,12 +50,12 @@ def skip_names(body):
 def alloc_shape(scope, shape, api):
     """The shape a user allocation gets: a UB buffer's first dimension halved (at least 1),
     as the original's ModifyExtents, unless the buffer is in the skip set."""
-    if not reducing() or scope != "UB" or ctx.pending_name in ctx.vid_skip:
+    if not reducing() or scope != "UB" or cur().pending_name in cur().vid_skip:
         return shape, None
     if api not in ("alloc_shared", "alloc_ub"):
         # The original halves "shared" (UB) buffers only: its fragments are Cube memories
         # (wmma.*) after scope inference and alloc_local is gone; none is split.
-        raise err(f"T.{api} '{ctx.pending_name}' used as a UB buffer in a kernel with "
+        raise err(f"T.{api} '{cur().pending_name}' used as a UB buffer in a kernel with "
                   "threads=2: the original's vid reduction splits only T.alloc_shared / "
                   "T.alloc_ub buffers (UB) between the vector cores",
                   hint="allocate it with T.alloc_shared or T.alloc_ub")
@@ -65,11 +65,23 @@ def alloc_shape(scope, shape, api):
     return [max(1, shape[0] // 2)] + list(shape[1:]), shape[0]
 
 
-def slice_rows(buf, start, ext):
-    """A slice of a halved buffer's first dimension: the original divides the extent of a
-    region that starts at row 0 (the tile-op sizes and copy regions it rewrites); `:` means
-    the rows the author allocated. Other starts would keep their full extent there, past the
-    halved buffer: refused."""
+class HalvedBuffer(_core.Buffer):
+    """A UB buffer whose first dimension the reduction halved (vid_full: the rows the author
+    allocated)."""
+
+    def __init__(self, buf, full):
+        super().__init__(buf.ext, buf.name, buf.shape, buf.dtype, buf.scope)
+        self.vid_full = full
+
+    def slice_rows(self, start, ext):
+        """A slice of the first dimension: the original divides the extent of a region that
+        starts at row 0 (the tile-op sizes and copy regions it rewrites); `:` means the rows
+        the author allocated. Other starts would keep their full extent there, past the
+        halved buffer: refused."""
+        return _slice_rows(self, start, ext)
+
+
+def _slice_rows(buf, start, ext):
     if ext == 1:
         return ext
     if start != 0:
@@ -127,7 +139,7 @@ def copy_regions(s, d):
     ub, other = (s, d) if su else (d, s)
     if other.buffer.scope != "GM":
         return s, d  # L0C -> UB / UB -> L1: tilepipe's cv_split splits the rows (_split.py)
-    if any(st is e for st in other.starts for e in ctx.vid_ub_loads):
+    if any(st is e for st in other.starts for e in cur().vid_ub_loads):
         return s, d  # a gather (the skip set's copies): the original leaves it as written
     rows = rows_of(ub.buffer)
     vid = _ext.vid()
@@ -145,7 +157,7 @@ def copy_regions(s, d):
     else:
         # A UB buffer left whole inside a halved loop: the GM dimension indexed by the loop's
         # variable alone moves by vid * (halved trips) when both halves fit in the tensor.
-        for var, trips in ctx.vid_loops:
+        for var, trips in cur().vid_loops:
             for k, st in enumerate(starts):
                 if isinstance(st, _ext.Expr) and st.var_id() == var and \
                         isinstance(trips, int) and trips * 2 <= other.buffer.shape[k]:

@@ -9,6 +9,7 @@ import inspect
 import numpy as np
 
 from . import _core
+from ._jit import _to_numpy
 from ._core import TilelangError, user_loc
 
 
@@ -24,8 +25,6 @@ class AutotuneResult:
 
 
 def _arrays(x):
-    from ._jit import _to_numpy
-
     if isinstance(x, (list, tuple)):
         return [a for y in x for a in _arrays(y)]
     return [np.asarray(_to_numpy(x), dtype=np.float64)]

@@ -1,21 +1,26 @@
 """`tilelang.cache`: the kernel cache. The original's is on disk; tilepipe's is in memory,
 per @tilelang.jit factory, keyed by the factory's arguments and the chip (set_chip)."""
 
+from . import _jit
+
 
 def clear_cache():
     """Forgets every compiled kernel (they rebuild on their next call)."""
-    from . import _jit
-
     _jit.clear_caches()
 
 
-def disable():
-    from . import disable_cache
+def disable_cache():
+    """Factories rebuild their kernel on every call (the original's cache is on disk)."""
+    _jit._cache_enabled[0] = False
 
-    disable_cache()
+
+def enable_cache():
+    _jit._cache_enabled[0] = True
 
 
-def enable():
-    from . import enable_cache
+def is_cache_enabled():
+    return _jit._cache_enabled[0]
 
-    enable_cache()
+
+disable = disable_cache
+enable = enable_cache

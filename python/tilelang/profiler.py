@@ -3,7 +3,8 @@
 import time
 
 from . import _jit
-from ._jit import JITKernel
+from ._core import _ext
+from ._jit import JITKernel, Profiler  # noqa: F401
 
 
 def do_bench(fn, *args, warmup=0, rep=1, _n_warmup=0, _n_repeat=1, **kw):
@@ -25,26 +26,8 @@ def do_bench(fn, *args, warmup=0, rep=1, _n_warmup=0, _n_repeat=1, **kw):
     if not calls:
         return wall * 1000.0
     total = 0.0
-    import _tilepipe
-
     for compiled, host in calls:
-        r = _tilepipe.run(compiled.compiled, host, "timing")
+        r = _ext.run(compiled.compiled, host, "timing")
         total += r.cycles * compiled.compiled.us_per_cycle / 1000.0
     return total
 
-
-class Profiler:
-    def __init__(self, kernel):
-        self.kernel = kernel
-
-    def do_bench(self, *args, **kw):
-        return self.kernel.profile(*args)
-
-    def assert_allclose(self, ref_prog, *args, rtol=1e-2, atol=1e-2, **kw):
-        import numpy as np
-
-        inputs = self.kernel._example_inputs(args)
-        out = self.kernel(*inputs)
-        ref = ref_prog(*inputs)
-        np.testing.assert_allclose(np.asarray(out, dtype=np.float64),
-                                   np.asarray(ref, dtype=np.float64), rtol=rtol, atol=atol)

@@ -2,6 +2,8 @@
 tilepipe/runner.py). `tilepipe.tune(...)`: the `tilepipe tune` search from Python, on local
 threads or a Dask cluster."""
 
+from . import cli, cluster, runner, sources
+
 
 def tune(kernel, space, *, variant=None, params=None, chip=None, strategy=None, max_evals=None,
          jobs=None, cache_dir=None, cache=True, scheduler=None):
@@ -12,8 +14,6 @@ def tune(kernel, space, *, variant=None, params=None, chip=None, strategy=None, 
     params: fixed parameters {name: value}; scheduler: None (local threads, `jobs` of them),
     a Dask scheduler's address "tcp://HOST:PORT", or a distributed.Client (used, not closed).
     """
-    from . import cli, cluster, runner, sources
-
     argv = ["tune", kernel]
     for name, values in space.items():
         argv += ["--space", f"{name}=" + ",".join(str(int(v)) for v in values)]

@@ -10,6 +10,8 @@ import os
 import runpy
 import sys
 
+from . import host
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 SHIM_DIR = os.path.join(_HERE, "_shim")
 
@@ -35,8 +37,6 @@ def script_problem(path):
 
 def use_host_torch():
     """Debian's torch with the npu device mapped to the CPU, else the numpy stand-in."""
-    from . import host
-
     if os.environ.get("TILEPIPE_TORCH") != "shim" and host.torch_available():
         host.install()
         return "torch"

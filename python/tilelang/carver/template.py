@@ -4,6 +4,7 @@ die, ranked by the data they move from GM over the whole matmul (fewest bytes fi
 how evenly the blocks fill the cores."""
 
 from .._core import dtype_bytes
+from .arch.ascend import Ascend
 
 
 class Hint:
@@ -28,8 +29,6 @@ class MatmulTemplate:
         return self
 
     def recommend_hints(self, topk=10):
-        from .arch.ascend import Ascend
-
         arch = self.arch or Ascend()
         ib = dtype_bytes(self.in_dtype)
         cands = []

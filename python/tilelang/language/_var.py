@@ -2,7 +2,7 @@
 run-time control, scalar registers (ir::LetStmt bindings of the same variable)."""
 
 from .. import _core
-from .._core import Expr, Region, Sym, ctx, dtype_name, err, resolve
+from .._core import Expr, Region, Sym, cur, dtype_name, err, resolve
 
 class Var:
     """`T.alloc_var`: a mutable scalar, a register of the scalar unit. The front end tracks
@@ -16,7 +16,7 @@ class Var:
 
     def __init__(self, name, dtype, value):
         self.name, self.dtype = name, dtype
-        self.depth = ctx.control_depth  # run-time loops / ifs around the declaration
+        self.depth = cur().control_depth  # run-time loops / ifs around the declaration
         self.value = None
         self.reg = None  # the register's variable, once a store is emitted
         self.live = False  # reads read the register
@@ -26,7 +26,7 @@ class Var:
     def load(self):
         if self.live:
             return self.reg
-        if ctx.control_depth > self.depth and self.read_under is None:
+        if cur().control_depth > self.depth and self.read_under is None:
             self.read_under = _core.current_loc() or ("the kernel", 0)
         return self.value
 
@@ -48,11 +48,11 @@ class Var:
         elif self.dtype.startswith(("int", "uint")) and isinstance(value, float):
             value = int(value)
         integer = self.dtype == "bool" or self.dtype.startswith(("int", "uint"))
-        if ctx.control_depth > self.depth and self.value is not None and not self.live:
+        if cur().control_depth > self.depth and self.value is not None and not self.live:
             why = None
             if not integer:
                 why = f"a {self.dtype} variable (registers here hold integers)"
-            elif ctx.split is not None or ctx.scope is None:
+            elif cur().split is not None or cur().scope is None:
                 why = ("outside T.Scope, where the Cube/Vector split does not carry scalar "
                        "registers")
             elif self.read_under is not None:
@@ -66,12 +66,12 @@ class Var:
                           "variables)")
             self.live = True
         self.value = value
-        if integer and ctx.builder is not None:
+        if integer and cur().ir is not None:
             v = int(value) if isinstance(value, bool) else value
             if self.reg is None:
-                self.reg = ctx.builder.let(self.name, v, _core.current_loc())
+                self.reg = cur().ir.let(self.name, v, _core.current_loc())
             else:
-                ctx.builder.assign(self.reg, v, _core.current_loc())
+                cur().ir.assign(self.reg, v, _core.current_loc())
 
     def __repr__(self):
         return f"Var({self.name}, {self.dtype}, {self.value!r})"
@@ -95,4 +95,4 @@ def alloc_var(dtype, *args, scope="local.var", init=None):
         raise err(f"T.alloc_var takes (dtype, [init], [scope]); got {len(args) + 1} arguments")
     if scope != "local.var":
         raise err(f"T.alloc_var scope {scope!r}: only 'local.var' is supported")
-    return Var(ctx.pending_name or "var", dtype_name(dtype), 0 if init is None else init)
+    return Var(cur().pending_name or "var", dtype_name(dtype), 0 if init is None else init)

@@ -6,6 +6,8 @@ block: only that part of the source is reduced, into the matching part of the de
 The axis is normalised to -1 (the last dimension) or a non-negative index."""
 
 from .._core import TilelangError, err
+from ..tvm import Call, is_decl
+from ._mem import _reduce
 
 
 class ReduceAxisError(TilelangError, ValueError):
@@ -36,8 +38,6 @@ def _legal_dim(dim, ndim):
 
 
 def _reduce_with_clear(buffer, out, reduce_type, dim, clear, real_shape):
-    from . import _reduce
-
     kind = reduce_type[len("reduce_"):]
     if real_shape is not None:
         real = [int(r) for r in real_shape]
@@ -55,8 +55,6 @@ def _reduce_with_clear(buffer, out, reduce_type, dim, clear, real_shape):
             long = next(i for i, d in enumerate(shp) if d != 1)
             if shp[long] > n:
                 out = out[tuple(slice(0, n if i == long else d) for i, d in enumerate(shp))]
-    from ..tvm import Call, is_decl
-
     if is_decl(buffer) or is_decl(out):
         # declared buffers outside a kernel: the call the original builds (nothing runs)
         return Call("handle", "tl.ascend_reduce", [buffer, out, reduce_type, dim, clear])

@@ -2,7 +2,7 @@
 T.sync_all (docs/python.md)."""
 
 from .. import _core
-from .._core import builder, ctx, err, to_index
+from .._core import builder, cur, err, to_index
 from ._gates import _flag_gate, _no_split
 
 _PIPES = {"MTE1": "MTE1", "MTE2": "MTE2", "MTE3": "MTE3", "M": "M", "FIX": "FIX", "V": "V",
@@ -71,15 +71,15 @@ def _each_core(emit):
 def _on_the_core(emit, outside, hint):
     """emit(core) for the scope's core, or for each core's part of the C/V split of unscoped
     code; `outside` (with `hint`) is the error outside both."""
-    if ctx.split == "all":
+    if cur().split == "all":
         # Lowered once for the original_split pass: each core's spelling in its own scope.
         _each_core(emit)
         return
-    if ctx.split == "probe":
+    if cur().split == "probe":
         return
-    if ctx.scope is None:
+    if cur().scope is None:
         raise err(outside, hint=hint)
-    emit(ctx.scope)
+    emit(cur().scope)
 
 
 def drain(core):
@@ -108,7 +108,7 @@ def sync_all(*a, **kw):
     then waits until all have arrived. Spelt as a drain of the core's pipes (barrier_all), a
     cross-core set of every core of the launch (SYNC_ALL_MODE; SyncAll is built from FFTS
     flags) and its wait, on cross-core flag SYNC_ALL_FLAG_ID."""
-    if ctx.split is None and ctx.scope is None and ctx.builder is not None:
+    if cur().split is None and cur().scope is None and cur().ir is not None:
         # At kernel level in an expert kernel: the original replicates kernel-level code into
         # both cores' programs, so every core of the launch arrives, each in its own code.
         _each_core(_sync_all)

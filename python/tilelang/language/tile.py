@@ -5,17 +5,17 @@ import builtins
 from .. import _core
 from .._core import Buffer, Region, as_region, builder, err, resolve
 from .._core import _ext
+from ._gates import _gate
+from ._mem import _BOOL_OK, _copy, _reduce, refuse_bool, temporary
 
 _CMP = {"EQ": "EQ", "NE": "NE", "GT": "GT", "GE": "GE", "LT": "LT", "LE": "LE",
         "==": "EQ", "!=": "NE", ">": "GT", ">=": "GE", "<": "LT", "<=": "LE"}
 
 
 def _scalar(x, what):
-    from .._felem import FloatElem, as_scalar_region
-
     x = resolve(x)
-    if isinstance(x, FloatElem):
-        x = as_scalar_region(x)  # computed into a one-element temporary
+    if isinstance(x, _core.Deferred):
+        x = x.scalar_region()  # a float element expression computed into a temporary
     if isinstance(x, Buffer) and len(x.shape) and all(d == 1 for d in x.shape):
         x = x.region()  # a one-element buffer read by the scalar unit
     if isinstance(x, Region):
@@ -35,23 +35,7 @@ def _scalar(x, what):
         raise err(f"{what}: expected a tile or a scalar, found {type(x).__name__} {x!r}")
 
 
-# What a buffer declared "bool" may take part in: moves, masks, selects, casts and the
-# logical ops (max / min on 0 / 1 are or / and). Arithmetic on bools has no exact meaning on
-# uint8 lanes (0 - 1 wraps to 255 where a float reference gives -1): refused (docs/python.md).
-_BOOL_OK = {"fill", "compare", "select", "cast", "transpose", "gather", "max", "min",
-            "bit_and", "bit_or", "bit_xor", "bit_not", "broadcast", "copy"}
-
-
-def refuse_bool(what, buf):
-    raise err(f"{what} on the bool buffer '{buf.name}': bool values have no arithmetic in "
-              "tilepipe (stored as uint8, 0 - 1 would wrap to 255)",
-              hint="cast to a numeric dtype first (T.tile.cast), or use compare / select / "
-              "bitwise ops on bools")
-
-
 def _emit(kind, dst, srcs, scalar=None, cmp="EQ", attrs=(0, 0, 0)):
-    from . import _gate
-
     if kind not in _BOOL_OK:
         for x in [dst] + list(srcs):
             b = x if isinstance(x, Buffer) else x.buffer if isinstance(x, Region) else None
@@ -240,14 +224,9 @@ _ELEM_SHIFT = {1: 0, 2: 1, 4: 2}
 
 
 def _temp(tag, like, dtype):
-    """A UB temporary of `like`'s extents for one call site (ctx.hidden)."""
-    from . import _alloc
-
+    """A UB temporary of `like`'s extents for one call site."""
     r = as_region(like)
-    key = (tag, tuple(r.extents), dtype, _core.ctx.stmt_loc)
-    if key not in _core.ctx.hidden:
-        _core.ctx.hidden[key] = _alloc("UB", list(r.extents), dtype, name=f"{tag}_tmp")
-    return _core.ctx.hidden[key]
+    return temporary((tag, tuple(r.extents), dtype), "UB", r.extents, dtype, f"{tag}_tmp")
 
 
 def gather(dst, src, offsets, src_base_addr=0, *r, **kw):
@@ -270,8 +249,6 @@ def gather(dst, src, offsets, src_base_addr=0, *r, **kw):
 
 
 def reduce(src, dst, kind="sum", dim=-1, clear=True, *r, **kw):
-    from . import _reduce
-
     _reduce(str(kind), src, dst, dim, clear)
 
 
@@ -348,14 +325,9 @@ def leaky_relu(dst, src, alpha, *r, **kw):
                   hint="tilepipe composes it from min, mul and add with alpha a constant")
     t = dst
     if _overlaps(dst, src):
-        from . import _alloc
-
         d = as_region(dst)
-        key = ("leaky_relu", tuple(d.extents), d.buffer.dtype, _core.ctx.stmt_loc)
-        if key not in _core.ctx.hidden:
-            _core.ctx.hidden[key] = _alloc("UB", list(d.extents), d.buffer.dtype,
-                                           name="leaky_relu_tmp")
-        t = _core.ctx.hidden[key]
+        t = temporary(("leaky_relu", tuple(d.extents), d.buffer.dtype), "UB", d.extents,
+                      d.buffer.dtype, "leaky_relu_tmp")
     min(t, src, 0.0)
     mul(t, t, float(a) - 1.0)
     add(dst, t, src)
@@ -634,14 +606,9 @@ def merge_sort(dst, src0, src1, src2=None, src3=None, *r, **kw):
     if len(srcs) < 4:
         _emit("merge_sort", dst, srcs)
         return
-    from . import _alloc
-
     head = sum(as_region(x).elements() for x in srcs[:3])
-    key = ("merge_sort", head, as_region(dst).buffer.dtype, _core.ctx.stmt_loc)
-    if key not in _core.ctx.hidden:
-        _core.ctx.hidden[key] = _alloc("UB", [head], as_region(dst).buffer.dtype,
-                                       name="merge_sort_tmp")
-    t = _core.ctx.hidden[key]
+    dt = as_region(dst).buffer.dtype
+    t = temporary(("merge_sort", head, dt), "UB", [head], dt, "merge_sort_tmp")
     _emit("merge_sort", t, srcs[:3])
     _emit("merge_sort", dst, [t, srcs[3]])
 
@@ -680,8 +647,6 @@ def gatherb(dst, src0, offset, repeat_time, dst_blk_stride, dst_rep_stride, *r, 
 
 def atomic_add(dst, src, *r, **kw):
     """dst (GM) += src (a UB or L0C tile), done by the DMA unit: a copy with atomic add."""
-    from . import _copy
-
     _copy(src, dst, atomic_add=True)
 
 
@@ -693,13 +658,8 @@ def _code(r):
 
 
 def _scratch(tag, shape, dtype):
-    """A UB temporary of `shape` for one call site (ctx.hidden)."""
-    from . import _alloc
-
-    key = (tag, tuple(shape), dtype, _core.ctx.stmt_loc)
-    if key not in _core.ctx.hidden:
-        _core.ctx.hidden[key] = _alloc("UB", list(shape), dtype, name=f"{tag}_tmp")
-    return _core.ctx.hidden[key]
+    """A UB temporary of `shape` for one call site."""
+    return temporary((tag, tuple(shape), dtype), "UB", shape, dtype, f"{tag}_tmp")
 
 
 def _head(buf, n):
@@ -870,8 +830,6 @@ def _whole_reduce(kind):
         _emit("broadcast", pos, [lane])
         _emit("select", pos, [ext, pos], float(m))
         first = _scratch(f"{name}_first", [rep], dt)
-        from . import _reduce
-
         _reduce("min", pos, first, -1, True)
         # the index's bits in the value's slot (a u16 in a half, a u32 in a float): for an
         # index below 2^10 (half) / 2^23 (float) these bits are the subnormal index * 2^-24

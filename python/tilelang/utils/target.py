@@ -1,5 +1,7 @@
 """`tilelang.utils.target`: which Ascend platform a kernel is built for."""
 
+from .._core import TilelangError
+
 PLATFORMS = ("A2", "A3", "A5")
 # Device names the NPU runtime reports (torch.npu.get_device_properties(...).name).
 _BY_DEVICE_NAME = (("Ascend910_93", "A3"), ("Ascend910B", "A2"), ("Ascend950", "A5"))
@@ -13,8 +15,6 @@ def determine_platform(target="auto"):
     if t.upper() in PLATFORMS:
         return t.upper()
     if t != "auto":
-        from .._core import TilelangError
-
         raise TilelangError(f"unknown platform {target!r}", hint="one of auto, A2, A3, A5")
     try:
         import torch

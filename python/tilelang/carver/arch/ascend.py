@@ -1,13 +1,13 @@
 """The Ascend die the carver sizes tiles for: the simulated chip's core count and buffer
 sizes (A3 unless tilelang.set_chip("a2"))."""
 
+from ... import _jit
+
 
 class Ascend:
     def __init__(self, target="auto"):
-        from ..._jit import CHIP, chip_config
-
-        self.platform = "A2" if CHIP == "a2" else "A3"
-        self.core_num = int(chip_config()["die"]["ai_cores"]["value"])  # AIC (cube) cores
+        self.platform = "A2" if _jit.CHIP == "a2" else "A3"
+        self.core_num = int(_jit.chip_config()["die"]["ai_cores"]["value"])  # AIC (cube) cores
         self.l1_size = 512 * 1024
         self.l0a_size = self.l0b_size = 64 * 1024
         self.l0c_size = 128 * 1024
