@@ -178,3 +178,44 @@ def test_gemm_v0_brings_its_library_flags_when_automatic_sync_is_off():
     b = rng.standard_normal((256, 32)).astype(np.float16)
     np.testing.assert_allclose(mm(32, 32, 256)(a, b), a.astype(np.float32) @ b.astype(np.float32),
                                rtol=1e-2, atol=1e-2)
+
+
+def barrier_kernel(auto_sync):
+    """An automatic kernel with the author's T.barrier_all() before a loop of copy, exp,
+    copy: the original's AUTO_SYNC adds its flags around the barrier."""
+    import tilelang.language as T
+
+    @tilelang.jit(out_idx=[1], pass_configs={
+        tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: auto_sync,
+        tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: True})
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((N,), "float32")
+                T.tile.fill(x, 0.0)
+                T.barrier_all()
+                for i in T.serial(2):
+                    T.copy(A[vid, :], x)
+                    T.tile.exp(x, x)
+                    T.copy(x, B[vid, :])
+
+        return main
+
+    return k(64)
+
+
+def test_the_authors_barrier_all_keeps_automatic_sync_on(monkeypatch):
+    # The barrier made the scope hand-synced, so auto_sync placed no flag: MTE2 -> V -> MTE3
+    # unordered inside the loop (the SFA pipeline examples' false reports).
+    monkeypatch.delenv("TILEPIPE_NO_CHECK", raising=False)
+    a = np.random.default_rng(0).standard_normal((2, 64)).astype("float32")
+    np.testing.assert_allclose(barrier_kernel(True)(a), np.exp(a), rtol=1e-5)
+
+
+def test_the_same_barrier_kernel_without_automatic_sync_is_still_a_race(monkeypatch):
+    monkeypatch.delenv("TILEPIPE_NO_CHECK", raising=False)
+    a = np.ones((2, 64), "float32")
+    with pytest.raises(tilelang.KernelCheckError) as e:
+        barrier_kernel(False)(a)
+    assert "race" in e.value.kinds

@@ -805,6 +805,78 @@ class AutoSync {
   std::vector<int> blockers_;
 };
 
+/// The length of the full barrier (a spelling of barrier_spellings: set and wait of each
+/// pair on one constant id) starting at items[i], or 0.
+size_t barrier_at(const std::vector<Stmt>& items, size_t i, CoreKind core) {
+  for (const auto& spelling : barrier_spellings(core)) {
+    const size_t len = 2 * spelling.size();
+    if (i + len > items.size()) continue;
+    bool match = true;
+    for (size_t k = 0; k < spelling.size() && match; ++k) {
+      auto* set = std::get_if<SetFlagStmt>(&items[i + 2 * k]->node);
+      auto* wait = std::get_if<WaitFlagStmt>(&items[i + 2 * k + 1]->node);
+      match = set && wait && set->src == spelling[k].first && set->dst == spelling[k].second &&
+              wait->src == set->src && wait->dst == set->dst && as_const(set->event_id) &&
+              equal(set->event_id, wait->event_id);
+    }
+    if (match) return len;
+  }
+  return 0;
+}
+
+/// The author's full barriers (`T.barrier_all()`, and the drains original_split gives a
+/// core with them) of a scope whose other statements hold no flags, taken out of the
+/// sequences as cuts: auto_sync puts a barrier back at each and its flags around them, as
+/// the original's AUTO_SYNC adds its flags to a kernel with PipeBarrier<PIPE_ALL> calls.
+/// Nullopt when the scope has flags of the author's other than full barriers.
+class BarrierCuts {
+ public:
+  explicit BarrierCuts(CoreKind core) : core_(core) {}
+
+  std::optional<Stmt> strip(const Stmt& body, const Loc& loc) {
+    Stmt out = sequence(body, loc);
+    if (!out || has_hand_sync(out)) return std::nullopt;
+    return out;
+  }
+  std::set<Cut> cuts;
+
+ private:
+  /// A sequence as auto_sync reads it (flattened), its barriers removed and recorded as
+  /// cuts keyed by its first remaining child.
+  Stmt sequence(const Stmt& s, const Loc& loc) {
+    std::vector<Stmt> items = flatten(s), out;
+    std::vector<int> gaps;
+    for (size_t i = 0; i < items.size();) {
+      if (size_t len = barrier_at(items, i, core_)) {
+        if (gaps.empty() || gaps.back() != static_cast<int>(out.size()))
+          gaps.push_back(static_cast<int>(out.size()));
+        i += len;
+        continue;
+      }
+      out.push_back(child(items[i++]));
+    }
+    for (int g : gaps) cuts.insert({out.empty() ? nullptr : out.front().get(), g});
+    return seq(std::move(out), loc);
+  }
+
+  Stmt child(const Stmt& s) {
+    if (auto* f = std::get_if<ForStmt>(&s->node)) {
+      ForStmt nf = *f;
+      nf.body = sequence(f->body, s->loc);
+      return make_stmt(std::move(nf), s->loc);
+    }
+    if (auto* i = std::get_if<IfStmt>(&s->node)) {
+      IfStmt ni = *i;
+      ni.then_body = sequence(i->then_body, s->loc);
+      if (i->else_body) ni.else_body = sequence(i->else_body, s->loc);
+      return make_stmt(std::move(ni), s->loc);
+    }
+    return s;
+  }
+
+  CoreKind core_;
+};
+
 /// Finds the scopes (tracking the kernel-level loops around them) and syncs those without
 /// hand flags.
 class ScopeFinder : public StmtMutator {
@@ -838,10 +910,20 @@ class ScopeFinder : public StmtMutator {
   }
 
   Stmt mutate_scope(const ScopeStmt& s, const Stmt& self) override {
-    if (has_hand_sync(s.body)) return self;
+    Stmt body = s.body;
+    std::set<Cut> cuts;
+    if (has_hand_sync(body)) {
+      // Under the original's AUTO_SYNC (original_sync) the author's full barriers keep the
+      // scope automatic; any other flag of the author's makes it hand-synced.
+      BarrierCuts bc(s.kind);
+      auto stripped = o_.original_sync ? bc.strip(body, self->loc) : std::nullopt;
+      if (!stripped) return self;
+      body = *stripped;
+      cuts = std::move(bc.cuts);
+    }
     // The analysis reads a let variable as the value it was bound to, which a variable
     // assigned again (here, or bound outside the scope as well) does not keep.
-    if (const StmtNode* a = reassigned_in(s.body))
+    if (const StmtNode* a = reassigned_in(body))
       throw UserError(Diagnostic{
           a->loc,
           "auto-sync",
@@ -854,11 +936,10 @@ class ScopeFinder : public StmtMutator {
     VarRanges v = vars_;
     v[kVidVar] = vid_range(s.kind);
     // Ids by lifetime; where they run out, full barriers one at a time until they fit.
-    std::set<Cut> cuts;
     Stmt b;
     for (;;) {
       AutoSync a(p_, chip_, o_, s.kind, self->loc, v, loops_ > 0, cuts);
-      if (auto r = a.run(s.body)) {
+      if (auto r = a.run(body)) {
         b = *r;
         break;
       }

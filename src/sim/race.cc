@@ -20,7 +20,8 @@ RaceDetector::RaceDetector(int ai_cores)
       arriving_(static_cast<size_t>(ai_cores), VectorClock{}),
       passed_(static_cast<size_t>(ai_cores)),
       gen_(static_cast<size_t>(ai_cores * kRaceThreads), 0),
-      more_(1) {
+      more_(1),
+      tags_(1) {
   for (int ai = 0; ai < ai_cores; ++ai)
     for (int t = 0; t < kRaceThreads; ++t) {
       clock(ai, t).fill(0);
@@ -58,13 +59,38 @@ void RaceDetector::complete_all() {
   }
 }
 
-void RaceDetector::note(std::vector<Epoch>& list, const Epoch& e) {
+/// Records access `e` in `list`: the bytes it touched leave the same thread's earlier
+/// entries (its newer access stands for them), which go when they hold none.
+void RaceDetector::note(std::vector<Entry>& list, const Entry& e) {
   for (auto& r : list)
-    if (r.ai == e.ai && r.tid == e.tid) {
-      r = e;
-      return;
+    if (r.e.ai == e.e.ai && r.e.tid == e.e.tid) {
+      if (same(r.e, e.e)) {  // another row of the same access
+        r.mask |= e.mask;
+        return;
+      }
+      r.mask &= ~e.mask;
     }
+  std::erase_if(list, [](const Entry& r) { return r.mask == 0; });
   list.push_back(e);
+}
+
+/// A write of `mask`'s bytes: the entries keep only the bytes it did not write.
+void RaceDetector::forget(std::vector<Entry>& list, uint32_t mask) {
+  for (auto& r : list) r.mask &= ~mask;
+  std::erase_if(list, [](const Entry& r) { return r.mask == 0; });
+}
+
+RaceDetector::More& RaceDetector::more_of(Block& blk) {
+  if (!blk.more) {
+    if (free_more_.empty()) {
+      blk.more = static_cast<uint32_t>(more_.size());
+      more_.emplace_back();
+    } else {
+      blk.more = free_more_.back();
+      free_more_.pop_back();
+    }
+  }
+  return more_[blk.more];
 }
 
 std::string loop_state_text(const std::string& core, std::span<const int64_t> state) {
@@ -117,10 +143,9 @@ void RaceDetector::collect_sites() {
             f(page[i].write);
             f(page[i].read);
           }
-    for (auto& m : more_) {
-      for (auto& e : m.reads) f(e);
-      for (auto& e : m.atomics) f(e);
-    }
+    for (auto& m : more_)
+      for (auto* list : {&m.writes, &m.reads, &m.atomics})
+        for (auto& e : *list) f(e.e);
   };
   each_epoch([&](const Epoch& e) {
     if (e.site >= 0) to[static_cast<size_t>(e.site)] = 0;
@@ -186,29 +211,43 @@ void RaceDetector::report(const Epoch& prev, RaceKind prev_kind, const Epoch& cu
   reports_.push_back(describe(prev, prev_kind, cur, cur_kind, a));
 }
 
-void RaceDetector::defer_write(const Epoch& prev, const Epoch& cur, const Access& a) {
+/// An unordered pair. On GM in a functional run, a pair of writes, or of a read and a
+/// write, waits for the values: the deciding write is the current access when it writes,
+/// else the earlier one (its tag).
+void RaceDetector::conflict(const Epoch& prev, RaceKind prev_kind, uint32_t prev_tag,
+                            const Epoch& now, RaceKind kind, const Access& a) {
+  if (defer_writes_ && a.t->scope == ir::Scope::GM && prev_kind != RaceKind::AtomicAdd) {
+    if (kind == RaceKind::Write) return defer(prev, prev_kind, now, kind, tag_, a);
+    if (kind == RaceKind::Read && prev_kind == RaceKind::Write && prev_tag)
+      return defer(prev, prev_kind, now, kind, prev_tag, a);
+  }
+  report(prev, prev_kind, now, kind, a);
+}
+
+void RaceDetector::defer(const Epoch& prev, RaceKind prev_kind, const Epoch& cur, RaceKind cur_kind,
+                         uint32_t tag, const Access& a) {
   const uint64_t key = pair_key(prev, cur);
   if (reported_pairs_.count(key)) return;
   auto it = deferred_index_.find(key);
   if (it == deferred_index_.end()) {
-    if (deferred_.size() >= kMaxDeferred)
-      return report(prev, RaceKind::Write, cur, RaceKind::Write, a);
+    if (deferred_.size() >= kMaxDeferred) return report(prev, prev_kind, cur, cur_kind, a);
     it = deferred_index_.emplace(key, deferred_.size()).first;
-    deferred_.emplace_back(describe(prev, RaceKind::Write, cur, RaceKind::Write, a), key);
+    deferred_.push_back(Deferred{describe(prev, prev_kind, cur, cur_kind, a), key, {}});
   }
-  std::atomic<bool>* flag = &deferred_[it->second].changed;
-  if (tag_ && tag_ != flag)  // one flag per write: a second pair in it is reported now
-    return report(prev, RaceKind::Write, cur, RaceKind::Write, a);
-  tag_ = flag;
+  auto& tags = deferred_[it->second].tags;
+  if (tags.empty() || tags.back() != tag) tags.push_back(tag);
 }
 
 void RaceDetector::resolve_writes() {
-  for (auto& w : deferred_)
-    if (w.changed.load(std::memory_order_relaxed) && !reported_pairs_.count(w.key) &&
-        reports_.size() < 20) {
+  for (auto& w : deferred_) {
+    const bool changed = std::any_of(w.tags.begin(), w.tags.end(), [&](uint32_t t) {
+      return tags_[t].load(std::memory_order_relaxed);
+    });
+    if (changed && !reported_pairs_.count(w.key) && reports_.size() < 20) {
       reported_pairs_[w.key] = true;
       reports_.push_back(std::move(w.d));
     }
+  }
   deferred_.clear();
   deferred_index_.clear();
 }

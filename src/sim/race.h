@@ -3,17 +3,18 @@
 // Threads are the pipes of the three cores of one AI core (AIC, AIV0, AIV1 x 7 pipes).
 // set_flag / set_cross_flag release the setter's clock, the matching wait acquires it, the
 // scalar unit's clock flows into every instruction it dispatches, and a pipe is ordered
-// with itself. Accesses are tracked per 32-byte block of each memory; two accesses to a
-// block, at least one a write, from different threads with no happens-before path are a
-// race. Cores of different AI cores synchronise only at T.sync_all (a barrier of every
-// core): an access of another AI core is ordered before a thread that has passed the k-th
-// barrier when it precedes what its AI core released arriving at that barrier; any other
-// conflict between AI cores is a race. The shadow is paged per memory (GM pages only where
-// touched), a block holds its write and first read inline, and an access's site is kept as
-// numbers, formatted only for a report (docs/simulator.md#race-detection). Reads config:
+// with itself. Accesses are tracked per 32-byte block of each memory with a mask of the
+// bytes each touched there; two accesses to a byte, at least one a write, from different
+// threads with no happens-before path are a race. Cores of different AI cores synchronise only at
+// T.sync_all (a barrier of every core): an access of another AI core is ordered before a thread
+// that has passed the k-th barrier when it precedes what its AI core released arriving at that
+// barrier; any other conflict between AI cores is a race. The shadow is paged per memory (GM pages
+// only where touched), a block holds its write and first read inline, and an access's site is kept
+// as numbers, formatted only for a report (docs/simulator.md#race-detection). Reads config:
 // nothing.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
@@ -92,14 +93,18 @@ class RaceDetector {
   std::vector<Diagnostic> take_reports() { return std::move(reports_); }
   bool found() const { return !reports_.empty(); }
 
-  /// Functional runs: an unordered write-write pair on GM is a race only if the second write
-  /// changes the bytes — two cores writing the same values (both AIVs of a kernel that does
-  /// not split its rows by vid) leave the same memory in either order. Such a pair is held
-  /// until the values are known: `take_tag` gives the flag the value executor sets when the
-  /// current access's write changed its bytes, `resolve_writes` (after every value was
-  /// applied) reports the pairs whose writes did.
+  /// Functional runs: an unordered pair on GM of two writes, or of a read and a write, is a
+  /// race only if the (later) write changes the bytes: a write that stores the bytes already
+  /// there leaves the same memory, and shows a read the same bytes, in either order (two
+  /// cores writing the same values: both AIVs of a kernel that does not split its rows by
+  /// vid, or blocks that dequantise the same rows). Every GM write gets a tag, the flag
+  /// the value executor sets when the write changed its bytes (`take_tag`, right after the
+  /// write's accesses); such a pair is held until the values are known, and
+  /// `resolve_writes` (after every value was applied) reports the pairs whose write did.
   void defer_same_value_writes() { defer_writes_ = true; }
-  std::atomic<bool>* take_tag() { return std::exchange(tag_, nullptr); }
+  std::atomic<bool>* take_tag() {
+    return tag_ ? &tags_[static_cast<size_t>(std::exchange(tag_, 0))] : nullptr;
+  }
   bool has_deferred() const { return !deferred_.empty(); }
   void resolve_writes();
 
@@ -110,21 +115,34 @@ class RaceDetector {
     int16_t ai = -1;
     int16_t tid = -1;  // -1: none
   };
-  /// One 32-byte block of a memory: the last write, the first reader since it inline, and
-  /// (rarely) more readers and atomic adds in more_[more].
+  /// An access kept in a side list: the bytes of the block it touched, and a write's tag.
+  struct Entry {
+    Epoch e;
+    uint32_t mask;
+    uint32_t tag = 0;
+  };
+  /// One 32-byte block of a memory: the last write and the first reader since it inline,
+  /// each with the mask of the block's bytes it touched (bit i: byte i), and (rarely) more
+  /// in more_[more]: earlier writes still holding bytes the last did not write (rows shorter
+  /// than a block), more readers, atomic adds. Per byte only the last write and each
+  /// thread's last read since it matter: a later access ordered after the newest is
+  /// ordered after the older ones of its thread.
   struct Block {
     Epoch write;
     Epoch read;
+    uint32_t wmask = 0, rmask = 0;
+    uint32_t wtag = 0;  // the write's tag (tags_), 0: none
     uint32_t more = 0;  // 0: none
   };
   struct More {
-    std::vector<Epoch> reads;    // since the last write, latest per thread, after Block::read
-    std::vector<Epoch> atomics;  // atomic adds since the last write, latest per thread
+    std::vector<Entry> writes;   // older writes, of bytes the block's write did not cover
+    std::vector<Entry> reads;    // since the bytes' last write, after Block::read
+    std::vector<Entry> atomics;  // atomic adds since the bytes' last write
   };
   struct Deferred {
     Diagnostic d;
     uint64_t key;
-    std::atomic<bool> changed = false;
+    std::vector<uint32_t> tags;  // the deciding writes: a race if any changed its bytes
   };
   static constexpr size_t kMaxDeferred = 64;  // more pairs are reported as they are found
 
@@ -147,18 +165,28 @@ class RaceDetector {
   };
 
   bool ordered(const Epoch& prev, int ai, int tid) const;
-  void check(const Epoch& prev, RaceKind prev_kind, const Epoch& now, RaceKind kind,
-             const Access& a) {
-    if (prev.tid >= 0 && !ordered(prev, now.ai, now.tid)) report(prev, prev_kind, now, kind, a);
+  void check(const Epoch& prev, RaceKind prev_kind, uint32_t prev_tag, const Epoch& now,
+             RaceKind kind, const Access& a) {
+    if (prev.tid >= 0 && !ordered(prev, now.ai, now.tid))
+      conflict(prev, prev_kind, prev_tag, now, kind, a);
   }
-  void visit(Block& blk, const Epoch& now, RaceKind kind, const Access& a);
-  static void note(std::vector<Epoch>& list, const Epoch& e);
+  void conflict(const Epoch& prev, RaceKind prev_kind, uint32_t prev_tag, const Epoch& now,
+                RaceKind kind, const Access& a);
+  void visit(Block& blk, const Epoch& now, RaceKind kind, uint32_t mask, uint32_t tag,
+             const Access& a);
+  More& more_of(Block& blk);
+  static bool same(const Epoch& x, const Epoch& y) {
+    return x.clock == y.clock && x.site == y.site && x.ai == y.ai && x.tid == y.tid;
+  }
+  static void note(std::vector<Entry>& list, const Entry& e);
+  static void forget(std::vector<Entry>& list, uint32_t mask);
   uint64_t pair_key(const Epoch& prev, const Epoch& cur) const;
   Diagnostic describe(const Epoch& prev, RaceKind prev_kind, const Epoch& cur, RaceKind cur_kind,
                       const Access& a) const;
   void report(const Epoch& prev, RaceKind prev_kind, const Epoch& cur, RaceKind cur_kind,
               const Access& a);
-  void defer_write(const Epoch& prev, const Epoch& cur, const Access& a);
+  void defer(const Epoch& prev, RaceKind prev_kind, const Epoch& cur, RaceKind cur_kind,
+             uint32_t tag, const Access& a);
   AccessSite site_text(int site) const;
   std::span<const int64_t> loops_of(const Site& s) const {
     return {loops_.data() + s.loops + 1, static_cast<size_t>(loops_[s.loops])};
@@ -182,9 +210,10 @@ class RaceDetector {
   std::vector<Diagnostic> reports_;
   std::unordered_map<uint64_t, bool> reported_pairs_;
   bool defer_writes_ = false;
-  std::deque<Deferred> deferred_;  // stable addresses: the executor holds their flags
+  std::vector<Deferred> deferred_;
   std::unordered_map<uint64_t, size_t> deferred_index_;
-  std::atomic<bool>* tag_ = nullptr;
+  std::deque<std::atomic<bool>> tags_;  // [0] unused; stable addresses: the executor sets them
+  uint32_t tag_ = 0;                    // the current write's tag, until take_tag
 };
 
 inline bool RaceDetector::ordered(const Epoch& prev, int ai, int tid) const {
@@ -207,53 +236,78 @@ inline void RaceDetector::access(int ai, int tid, int64_t mem, const Access& a, 
   Shadow& sh = *last_shadow_;
   const Epoch now{clock(ai, tid)[static_cast<size_t>(tid)], site, static_cast<int16_t>(ai),
                   static_cast<int16_t>(tid)};
+  uint32_t tag = 0;
+  if (defer_writes_ && kind == RaceKind::Write && a.t->scope == ir::Scope::GM) {
+    tags_.emplace_back(false);
+    tag = tag_ = static_cast<uint32_t>(tags_.size() - 1);
+  }
   for_each_run(a, [&](int64_t lo, int64_t run) {
-    for (int64_t b = lo / 32; b <= (lo + run - 1) / 32; ++b) visit(sh.block(b), now, kind, a);
+    const int64_t hi = lo + run;  // bytes [lo, hi)
+    for (int64_t b = lo / 32; b <= (hi - 1) / 32; ++b) {
+      const int64_t from = std::max<int64_t>(lo - b * 32, 0),
+                    to = std::min<int64_t>(hi - b * 32, 32);
+      const uint32_t mask = to - from == 32 ? ~0u : ((1u << (to - from)) - 1) << from;
+      visit(sh.block(b), now, kind, mask, tag, a);
+    }
   });
 }
 
-inline void RaceDetector::visit(Block& blk, const Epoch& now, RaceKind kind, const Access& a) {
-  if (blk.write.tid >= 0 && !ordered(blk.write, now.ai, now.tid)) {
-    if (defer_writes_ && kind == RaceKind::Write && a.t->scope == ir::Scope::GM)
-      defer_write(blk.write, now, a);
-    else
-      report(blk.write, RaceKind::Write, now, kind, a);
-  }
+inline void RaceDetector::visit(Block& blk, const Epoch& now, RaceKind kind, uint32_t mask,
+                                uint32_t tag, const Access& a) {
+  if (blk.wmask & mask) check(blk.write, RaceKind::Write, blk.wtag, now, kind, a);
   More* m = blk.more ? &more_[blk.more] : nullptr;
-  if (m && kind != RaceKind::AtomicAdd)
-    for (const auto& e : m->atomics) check(e, RaceKind::AtomicAdd, now, kind, a);
+  if (m) {
+    for (const auto& w : m->writes)
+      if (w.mask & mask) check(w.e, RaceKind::Write, w.tag, now, kind, a);
+    if (kind != RaceKind::AtomicAdd)
+      for (const auto& e : m->atomics)
+        if (e.mask & mask) check(e.e, RaceKind::AtomicAdd, 0, now, kind, a);
+  }
   if (kind != RaceKind::Read) {
-    check(blk.read, RaceKind::Read, now, kind, a);
+    if (blk.rmask & mask) check(blk.read, RaceKind::Read, 0, now, kind, a);
     if (m)
-      for (const auto& e : m->reads) check(e, RaceKind::Read, now, kind, a);
+      for (const auto& e : m->reads)
+        if (e.mask & mask) check(e.e, RaceKind::Read, 0, now, kind, a);
   }
   if (kind == RaceKind::Write) {
-    blk.write = now;
-    blk.read = Epoch{};
-    if (m) {
-      m->reads.clear();
-      m->atomics.clear();
-      free_more_.push_back(blk.more);
-      blk.more = 0;
-    }
-    return;
-  }
-  if (kind == RaceKind::Read &&
-      (blk.read.tid < 0 || (blk.read.ai == now.ai && blk.read.tid == now.tid))) {
-    blk.read = now;
-    return;
-  }
-  if (!m) {
-    if (free_more_.empty()) {
-      blk.more = static_cast<uint32_t>(more_.size());
-      more_.emplace_back();
+    if (same(blk.write, now)) {  // another row of the same access
+      blk.wmask |= mask;
     } else {
-      blk.more = free_more_.back();
-      free_more_.pop_back();
+      if (blk.wmask & ~mask)  // the last write keeps the bytes this one does not write
+        more_of(blk).writes.push_back(Entry{blk.write, blk.wmask & ~mask, blk.wtag});
+      blk.write = now;
+      blk.wmask = mask;
+      blk.wtag = tag;
     }
-    m = &more_[blk.more];
+    if ((blk.rmask &= ~mask) == 0) blk.read = Epoch{};
+    if (blk.more) {
+      m = &more_[blk.more];
+      forget(m->writes, mask);
+      forget(m->reads, mask);
+      forget(m->atomics, mask);
+      if (m->writes.empty() && m->reads.empty() && m->atomics.empty()) {
+        free_more_.push_back(blk.more);
+        blk.more = 0;
+      }
+    }
+    return;
   }
-  note(kind == RaceKind::Read ? m->reads : m->atomics, now);
+  if (kind == RaceKind::Read) {
+    if (blk.read.tid < 0) {
+      blk.read = now;
+      blk.rmask = mask;
+      return;
+    }
+    if (blk.read.ai == now.ai && blk.read.tid == now.tid) {
+      if (same(blk.read, now) || (blk.rmask & ~mask) == 0) {  // this read covers it
+        blk.rmask = same(blk.read, now) ? blk.rmask | mask : mask;
+        blk.read = now;
+        return;
+      }
+      blk.rmask &= ~mask;  // the thread's newer read holds these bytes
+    }
+  }
+  note(kind == RaceKind::Read ? more_of(blk).reads : more_of(blk).atomics, Entry{now, mask});
 }
 
 }  // namespace tilepipe::sim
