@@ -36,7 +36,7 @@ _BY_REASON = {
         set_max_nreg inc_max_nreg dec_max_nreg no_set_max_nreg wait_wgmma barrier_arrive
         barrier_wait create_barriers ws get_thread_binding get_thread_bindings
         get_block_binding get_block_bindings get_block_extents launch_thread env_thread
-        thread_binding mma_store mma_fill GemmWarpPolicy dp4a atomic_addx2 atomic_addx4
+        thread_binding mma_store mma_fill dp4a atomic_addx2 atomic_addx4
         vscale tilelang.register_cuda_postproc tilelang.register_hip_postproc""",
     _HOST: """call_packed call_cpacked call_packed_lowered call_cpacked_lowered tvm_call_packed
         tvm_call_cpacked tvm_call_packed_lowered tvm_call_cpacked_lowered tvm_stack_alloca

@@ -2,6 +2,7 @@
 interpreter (tilelang._interp) evaluates each call below; the calls emit tile IR into
 tilepipe's KernelBuilder. See docs/python.md for what maps to what."""
 
+import enum as _enum
 import math as _math
 
 from .. import _core
@@ -456,8 +457,9 @@ def _prefix(s, d, pad):
     return Region(d.buffer, d.starts, extents, [False] * len(extents))
 
 
-def copy(src, dst, transpose=False, pad_value=None, *a, enable_relu=False, **kw):
-    """T.copy; enable_relu: FixPipe's ReLU on the way out of L0C (max(0, x))."""
+def copy(src, dst, enable_relu=False, transpose=False, pad_value=None):
+    """T.copy, with the original's parameters in its order (npu_copy_v2): enable_relu,
+    FixPipe's ReLU on the way out of L0C (max(0, x)); transpose; pad_value."""
     _copy(src, dst, transpose, pad_value, relu=bool(resolve(enable_relu)))
 
 
@@ -515,7 +517,7 @@ def _gemm(a, b, c, ta, tb, init):
     bd.end_if(loc)
 
 
-def mma(A, B, C, init=False, *a, **kw):
+def mma(A, B, C, init=False):
     _gemm(as_region(A), as_region(B), as_region(C), False, False, init)
 
 
@@ -543,7 +545,7 @@ def _sub(r, dim, start, ext):
     return Region(r.buffer, starts, extents, [False] * len(extents))
 
 
-def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
+def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False):
     """C (+)= op(A) op(B) with A, B in L1 (or L0A / L0B): K is cut into chunks whose L0 tiles
     fit the staging budget; each chunk is copied L1 -> L0A / L0B (MTE1) and multiplied (M),
     the first chunk initialising C when `init`."""
@@ -648,8 +650,27 @@ def _gemm_v0_library(ra, rb, rc, ta, tb, init, K):
     wait_flag("M", "FIX", 0)
 
 
-def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
-    gemm_v0(A, B, C, transpose_A, transpose_B, init)
+class GemmWarpPolicy(_enum.IntEnum):
+    """T.gemm's `policy`: how a GPU splits the product among warps (no result changes)."""
+
+    Square = 0
+    FullRow = 1
+    FullCol = 2
+
+
+def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
+         clear_accum=False, k_pack=1, wg_wait=0):
+    """The original's T.gemm (its GPU tile op tl.gemm): C = A B when clear_accum, else C += A B,
+    lowered as T.gemm_v0 with init = clear_accum. `policy` partitions the product among GPU
+    warps and changes no result; k_pack (CDNA) and wg_wait (Hopper's wgmma) have no Cube
+    counterpart and are errors when set."""
+    for name, value, default, why in (
+            ("k_pack", k_pack, 1, "CDNA's packing of K into one warp"),
+            ("wg_wait", wg_wait, 0, "Hopper's asynchronous warp-group wait")):
+        if resolve(value) != default:
+            raise err(f"not supported: T.gemm {name}={resolve(value)!r} ({why}; the Cube unit "
+                      "has no such mode)", hint=f"drop {name}, or use T.gemm_v0")
+    gemm_v0(A, B, C, transpose_A, transpose_B, clear_accum)
 
 
 # ---- reductions ----
@@ -836,7 +857,7 @@ sqrt = _scalar_math("sqrt", _math.sqrt)
 rsqrt = _scalar_math("rsqrt", lambda v: 1.0 / _math.sqrt(v))
 
 
-def set_deq_scale(scale, *a, **kw):
+def set_deq_scale(scale):
     """The vector unit's dequantisation scale for int32 -> float16 conversions (its DEQSCALE
     register). tilepipe converts int32 -> float16 without a scale, which is the scale 1.0;
     any other scale is refused here."""
@@ -855,7 +876,7 @@ _CTYPES = {"float": "float32", "float32_t": "float32", "half": "float16",
            "uint8_t": "uint8", "int64_t": "int64", "uint64_t": "uint64", "bool": "bool"}
 
 
-def reinterpretcast(dst, src, casttype, *a, **kw):
+def reinterpretcast(dst, src, casttype):
     """AscendC's ReinterpretCast: from here to the end of the block, dst names src's UB
     bytes read as `casttype` (dst's own dtype; a view, no instruction). tilepipe copies the
     bytes at this line, in no cycles (tile.reinterpret); its verifier refuses the kernels
