@@ -258,3 +258,26 @@ def test_wait_cross_flag_on_a_pipe_is_an_a5_error_at_the_line():
                        ) as e:
         flags_by_keyword("mte1")
     assert e.value.loc == (HERE, lineno("# MARK-cross-pipe"))
+
+
+# ---- T.Tensor: the original's parameters; a layout other than dense is an error ----
+
+
+def tensor_with(**kw):
+    @T.prim_func
+    def main(A: T.Tensor((4, 8), "float32", **kw), B: T.Tensor((4, 8), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub([4, 8], "float32")
+            T.copy(A, a)
+            T.copy(a, B)
+
+    return main
+
+
+def test_tensor_annotation_takes_dense_layouts_only():
+    a = np.arange(32, dtype=np.float32).reshape(4, 8)
+    for kw in (dict(strides=(8, 1)), dict(align=64, offset_factor=16), dict(scope="global")):
+        np.testing.assert_array_equal(tilelang.compile(tensor_with(**kw), out_idx=[1])(a), a)
+    for kw, name in ((dict(strides=(16, 1)), "strides"), (dict(elem_offset=4), "elem_offset")):
+        with pytest.raises(TilelangError, match=f"not supported: T.Tensor {name}="):
+            tensor_with(**kw)
