@@ -281,3 +281,18 @@ def test_tensor_annotation_takes_dense_layouts_only():
     for kw, name in ((dict(strides=(16, 1)), "strides"), (dict(elem_offset=4), "elem_offset")):
         with pytest.raises(TilelangError, match=f"not supported: T.Tensor {name}="):
             tensor_with(**kw)
+
+
+def test_reduce_keyword_the_original_does_not_take_is_an_error():
+    @T.prim_func
+    def main(A: T.Tensor((4, 8), "float32"), B: T.Tensor((4, 1), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub([4, 8], "float32")
+            m = T.alloc_ub([4, 1], "float32")
+            T.copy(A, a)
+            T.reduce_max(a, m, dim=-1, keepdim=True)  # MARK-reduce-kw
+            T.copy(m, B)
+
+    with pytest.raises(TilelangError, match="unexpected keyword argument 'keepdim'") as e:
+        tilelang.compile(main, out_idx=[1])
+    assert e.value.loc == (HERE, lineno("# MARK-reduce-kw"))
