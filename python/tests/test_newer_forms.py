@@ -296,3 +296,28 @@ def test_reduce_keyword_the_original_does_not_take_is_an_error():
     with pytest.raises(TilelangError, match="unexpected keyword argument 'keepdim'") as e:
         tilelang.compile(main, out_idx=[1])
     assert e.value.loc == (HERE, lineno("# MARK-reduce-kw"))
+
+
+# ---- the NPU-IR dialect (the original's npuir branch): clear errors, not other meanings ----
+
+
+def npuir_style_copy():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "float32"), B: T.Tensor((64,), "float32")):
+        with T.Kernel(2, is_npu=True) as (cid, vid):
+            a = T.alloc_ub([32], "float32")
+            T.copy(A[cid * 32], a, [T.min(32, 64 - cid * 32)])  # MARK-npuir-copy
+            T.copy(a, B[cid * 32])
+
+    return main
+
+
+def test_npuir_dialect_forms_are_errors_at_their_line():
+    # T.copy(src, dst, sizes): the list would have been a truthy enable_relu
+    with pytest.raises(TilelangError, match="enable_relu .* is list") as e:
+        tilelang.compile(npuir_style_copy(), out_idx=[1])
+    assert e.value.loc == (HERE, lineno("# MARK-npuir-copy"))
+    with pytest.raises(TilelangError, match="not supported: T.npuir_atomic_add .*NPU-IR"):
+        T.npuir_atomic_add(1, 2)
+    with pytest.raises(TilelangError, match="not supported: target 'npuir'"):
+        tilelang.jit(target="npuir")

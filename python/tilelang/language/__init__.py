@@ -486,7 +486,13 @@ def _prefix(s, d, pad):
 def copy(src, dst, enable_relu=False, transpose=False, pad_value=None):
     """T.copy, with the original's parameters in its order (npu_copy_v2): enable_relu,
     FixPipe's ReLU on the way out of L0C (max(0, x)); transpose; pad_value."""
-    _copy(src, dst, transpose, pad_value, relu=bool(resolve(enable_relu)))
+    relu = resolve(enable_relu)
+    if not isinstance(relu, (bool, int)):
+        raise err(f"T.copy enable_relu (its third parameter) is {type(relu).__name__} "
+                  f"{relu!r}, expected a bool",
+                  hint="T.copy(src, dst, enable_relu, transpose, pad_value); the NPU-IR "
+                  "dialect's T.copy(src, dst, sizes) is not tilepipe's (it models AscendC)")
+    _copy(src, dst, transpose, pad_value, relu=bool(relu))
 
 
 def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False, relu=False):
