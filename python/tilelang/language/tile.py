@@ -178,7 +178,19 @@ def broadcast(dst, src, axis=None):
                   f"into the destination's {de}",
                   hint="axis 0: a row of the destination's columns; axis 1: a column of its "
                        "rows")
-    _emit("broadcast", d, [s], attrs=(_ROW_REPEATED if axis == 0 else _PER_ROW, 0, 0))
+    # Stated only where the IR's shape rule (BroadcastDir::ByShape) would read it otherwise
+    # (a square destination), so the IR of every other broadcast stays as written.
+    if (axis == 1) == _per_row_by_shape(s, de[0]):
+        _emit("broadcast", d, [s])
+    else:
+        _emit("broadcast", d, [s], attrs=(_ROW_REPEATED if axis == 0 else _PER_ROW, 0, 0))
+
+
+def _per_row_by_shape(s, rows):
+    """The IR's shape rule (ir::broadcast_per_row_by_shape): one value per row when the
+    vector has the destination's row count and is not shaped as a row [1, n]."""
+    ext, n = list(s.extents), s.elements()
+    return n == rows and not (len(ext) >= 2 and ext[-2] == 1 and ext[-1] == n and n > 1)
 
 
 def axpy(dst, src, scalar):
