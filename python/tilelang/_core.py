@@ -682,9 +682,13 @@ def make_region(buf, idx):
                     ext = _ext.const_diff(start, stop)
                     if ext is None:
                         raise err(
-                            f"slice of '{buf.name}' in dimension {d}: the extent "
-                            f"({stop!r}) - ({start!r}) is not a constant",
-                            hint="tile extents are static: write the end as start + EXTENT",
+                            f"not supported: slice of '{buf.name}' in dimension {d} with a "
+                            f"run-time extent: ({stop!r}) - ({start!r}) is not a constant "
+                            "(tilepipe's tiles hold a build-time number of elements; the "
+                            "original's copy of a run-time length is not modelled)",
+                            hint="write the end as start + EXTENT with a build-time EXTENT; a "
+                            "tile running past the tensor's end is clipped as the original "
+                            "clips it (docs/python.md, \"Partial tiles\")",
                         )
             if ext <= 0:
                 raise err(f"slice of '{buf.name}' in dimension {d} has extent {ext}",

@@ -887,6 +887,8 @@ def jit(func=None, *, out_idx=None, workspace_idx=None, pass_configs=None, targe
         execution_backend=None, verbose=False, **kw):
     """`@tilelang.jit(out_idx=..., workspace_idx=..., pass_configs=...)`."""
 
+    _check_target(target)
+
     def deco(factory):
         cache = {}
 
@@ -954,8 +956,20 @@ _call_hooks = []  # profiler.do_bench watching which kernels a callable runs
 
 
 @_core.records_errors
-def compile(prim, out_idx=None, workspace_idx=None, pass_configs=None, **kw):  # noqa: A001
+def compile(prim, out_idx=None, workspace_idx=None, pass_configs=None, target=None,  # noqa: A001
+            **kw):
+    _check_target(target)
     return JITKernel(prim, out_idx, workspace_idx, pass_configs, prim.__name__)
+
+
+def _check_target(target):
+    """The original's NPU-IR backend (target "npuir") compiles another dialect (T.npuir_*,
+    T.copy(src, dst, sizes)); tilepipe models the AscendC one. Any other target is the
+    chip tilepipe simulates."""
+    if isinstance(target, str) and target.lower().startswith("npuir"):
+        raise TilelangError(f"not supported: target {target!r} (the original's NPU-IR backend "
+                            "and its dialect; tilepipe models the AscendC backend)",
+                            hint="drop target=, and write the kernel with the T.tile ops")
 
 
 class OutOfBoundsTileWarning(UserWarning):

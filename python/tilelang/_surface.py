@@ -36,7 +36,7 @@ _BY_REASON = {
         set_max_nreg inc_max_nreg dec_max_nreg no_set_max_nreg wait_wgmma barrier_arrive
         barrier_wait create_barriers ws get_thread_binding get_thread_bindings
         get_block_binding get_block_bindings get_block_extents launch_thread env_thread
-        thread_binding mma_store mma_fill GemmWarpPolicy dp4a atomic_addx2 atomic_addx4
+        thread_binding mma_store mma_fill dp4a atomic_addx2 atomic_addx4
         vscale tilelang.register_cuda_postproc tilelang.register_hip_postproc""",
     _HOST: """call_packed call_cpacked call_packed_lowered call_cpacked_lowered tvm_call_packed
         tvm_call_cpacked tvm_call_packed_lowered tvm_call_cpacked_lowered tvm_stack_alloca
@@ -64,6 +64,16 @@ _BY_REASON = {
         float8_e4m3fnuz float8_e5m2 float8_e5m2fnuz float8_e8m0fnu float6_e2m3fn
         float6_e3m2fn float4_e2m1fn float4_e2m1fn_unpacked e4m3_float8 e5m2_float8""",
     _VIEW: "reshape view",
+    "the NPU-IR backend's API (the original's npuir branch, target 'npuir'); tilepipe models "
+    "the AscendC backend: use the T.tile ops": """npuir_add npuir_sub npuir_mul npuir_div
+        npuir_max npuir_min npuir_or npuir_and npuir_xor npuir_pow npuir_shl npuir_shr
+        npuir_exp npuir_relu npuir_sigmoid npuir_ln npuir_sqrt npuir_rsqrt npuir_abs npuir_rec
+        npuir_not npuir_exp2 npuir_log2 npuir_select npuir_cmp npuir_dot npuir_load_nd2nz
+        npuir_store_nz2nd npuir_store_fixpipe npuir_brc npuir_fill npuir_clear npuir_cast
+        npuir_reduce npuir_cumsum npuir_clamp npuir_atomic_add npuir_atomic_addx4 npuir_gather
+        npuir_interleave npuir_deinterleave npuir_transpose npuir_arange npuir_concat npuir_pad
+        npuir_flip npuir_bitcast npuir_vcos npuir_vsin npuir_verf npuir_vtanh npuir_print
+        npuir_reshape block_barrier subblock_barrier sync_block_set sync_block_wait""",
     "raw AscendC / TIR source text has no model": "customized_code",
     "an L2 prefetch hint; the simulator has no data cache": "prefetch",
     "a reduction of a bool buffer into a condition has no model": "any_of all_of",

@@ -14,7 +14,8 @@ from .._interp import macro, prim_func  # noqa: F401
 from . import reduce_ascend
 from . import tile  # noqa: F401
 from ._mem import (alloc_L0A, alloc_L0B, alloc_L0C, alloc_L1,  # noqa: F401
-                   alloc_fragment, alloc_local, alloc_shared, alloc_ub, copy, gemm, gemm_v0, mma)
+                   alloc_fragment, alloc_local, alloc_shared, alloc_ub, copy, gemm, gemm_v0, mma,
+                   GemmWarpPolicy)
 from ._types import (Buffer, Buffer_, Else, If, Kernel, Parallel, Persistent,  # noqa: F401
                      Pipelined, Scope, Tensor, Then, _DType, bfloat16, boolean, dyn, float16,
                      float32, func_attr, grid, half, int8, int16, int32, int64, parallel, serial,
@@ -246,7 +247,7 @@ sqrt = _scalar_math("sqrt", _math.sqrt)
 rsqrt = _scalar_math("rsqrt", lambda v: 1.0 / _math.sqrt(v))
 
 
-def set_deq_scale(scale, *a, **kw):
+def set_deq_scale(scale):
     """The vector unit's dequantisation scale for int32 -> float16 conversions (its DEQSCALE
     register). tilepipe converts int32 -> float16 without a scale, which is the scale 1.0;
     any other scale is refused here."""
@@ -263,7 +264,7 @@ _CTYPES = {"float": "float32", "float32_t": "float32", "half": "float16",
            "uint8_t": "uint8", "int64_t": "int64", "uint64_t": "uint64", "bool": "bool"}
 
 
-def reinterpretcast(dst, src, casttype, *a, **kw):
+def reinterpretcast(dst, src, casttype):
     """AscendC's ReinterpretCast: from here to the end of the block, dst names src's UB
     bytes read as `casttype` (dst's own dtype; a view, no instruction). tilepipe copies the
     bytes at this line, in no cycles (tile.reinterpret); its verifier refuses the kernels

@@ -3,6 +3,8 @@ reduction's halving), `T.copy` (with the bounds padding of out-of-range GM tiles
 `T.mma` / `T.gemm_v0` and the reductions. Re-exported by tilelang.language; the tile ops,
 the float element lowering and T.Parallel build on these."""
 
+import enum as _enum
+
 from .. import _core
 from .. import _vid
 from .._core import Buffer as _Buffer, Region, Sym, as_region, builder, cur, err, dtype_code
@@ -178,9 +180,16 @@ def _prefix(s, d, pad):
     return Region(d.buffer, d.starts, extents, [False] * len(extents))
 
 
-def copy(src, dst, transpose=False, pad_value=None, *a, enable_relu=False, **kw):
-    """T.copy; enable_relu: FixPipe's ReLU on the way out of L0C (max(0, x))."""
-    _copy(src, dst, transpose, pad_value, relu=bool(resolve(enable_relu)))
+def copy(src, dst, enable_relu=False, transpose=False, pad_value=None):
+    """T.copy, with the original's parameters in its order (npu_copy_v2): enable_relu,
+    FixPipe's ReLU on the way out of L0C (max(0, x)); transpose; pad_value."""
+    relu = resolve(enable_relu)
+    if not isinstance(relu, (bool, int)):
+        raise err(f"T.copy enable_relu (its third parameter) is {type(relu).__name__} "
+                  f"{relu!r}, expected a bool",
+                  hint="T.copy(src, dst, enable_relu, transpose, pad_value); the NPU-IR "
+                  "dialect's T.copy(src, dst, sizes) is not tilepipe's (it models AscendC)")
+    _copy(src, dst, transpose, pad_value, relu=bool(relu))
 
 
 def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False, relu=False):
@@ -235,7 +244,7 @@ def _gemm(a, b, c, ta, tb, init):
     bd.end_if(loc)
 
 
-def mma(A, B, C, init=False, *a, **kw):
+def mma(A, B, C, init=False):
     _gemm(as_region(A), as_region(B), as_region(C), False, False, init)
 
 
@@ -269,7 +278,7 @@ def _sub(r, dim, start, ext):
     return Region(r.buffer, starts, extents, [False] * len(extents))
 
 
-def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
+def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False):
     """C (+)= op(A) op(B) with A, B in L1 (or L0A / L0B): K is cut into chunks whose L0 tiles
     fit the staging budget; each chunk is copied L1 -> L0A / L0B (MTE1) and multiplied (M),
     the first chunk initialising C when `init`."""
@@ -374,8 +383,27 @@ def _gemm_v0_library(ra, rb, rc, ta, tb, init, K):
     wait_flag("M", "FIX", 0)
 
 
-def gemm(A, B, C, transpose_A=False, transpose_B=False, init=False, *a, **kw):
-    gemm_v0(A, B, C, transpose_A, transpose_B, init)
+class GemmWarpPolicy(_enum.IntEnum):
+    """T.gemm's `policy`: how a GPU splits the product among warps (no result changes)."""
+
+    Square = 0
+    FullRow = 1
+    FullCol = 2
+
+
+def gemm(A, B, C, transpose_A=False, transpose_B=False, policy=GemmWarpPolicy.Square,
+         clear_accum=False, k_pack=1, wg_wait=0):
+    """The original's T.gemm (its GPU tile op tl.gemm): C = A B when clear_accum, else C += A B,
+    lowered as T.gemm_v0 with init = clear_accum. `policy` partitions the product among GPU
+    warps and changes no result; k_pack (CDNA) and wg_wait (Hopper's wgmma) have no Cube
+    counterpart and are errors when set."""
+    for name, value, default, why in (
+            ("k_pack", k_pack, 1, "CDNA's packing of K into one warp"),
+            ("wg_wait", wg_wait, 0, "Hopper's asynchronous warp-group wait")):
+        if resolve(value) != default:
+            raise err(f"not supported: T.gemm {name}={resolve(value)!r} ({why}; the Cube unit "
+                      "has no such mode)", hint=f"drop {name}, or use T.gemm_v0")
+    gemm_v0(A, B, C, transpose_A, transpose_B, clear_accum)
 
 
 # ---- reductions ----

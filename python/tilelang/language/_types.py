@@ -4,7 +4,7 @@ parameter annotations (`T.Tensor`), `T.symbolic`, and the objects the interprete
 `T.Persistent`). Re-exported by tilelang.language."""
 
 from .. import _felem
-from .._core import Region, Sym, cur, dtype_name, err, resolve, to_index
+from .._core import Region, Sym, TilelangError, cur, dtype_name, err, resolve, to_index
 
 # ---- types ----
 
@@ -75,10 +75,41 @@ class ScalarSpec:
         return f"T.{self.dtype}"
 
 
+def _dense(shape, strides):
+    """Whether `strides` are the row-major strides of `shape` (build-time numbers)."""
+    def number(x):
+        try:
+            return resolve(x)
+        except TilelangError:
+            return x  # an unbound symbolic dim: not a number
+    dims = [number(d) for d in (shape if isinstance(shape, (list, tuple)) else [shape])]
+    want = [1]
+    for d in reversed(dims[1:]):
+        want.insert(0, want[0] * d)
+    got = [number(x) for x in (strides if isinstance(strides, (list, tuple)) else [strides])]
+    return len(got) == len(want) and all(
+        isinstance(g, int) and isinstance(w, int) and g == w for g, w in zip(got, want))
+
+
 class _TensorAnnotation:
     """`T.Tensor(shape, dtype)` and the subscript spelling `T.Tensor[shape, dtype]`."""
 
-    def __call__(self, shape, dtype="float32", *a, **kw):
+    def __call__(self, shape, dtype="float32", data=None, strides=None, elem_offset=None,
+                 scope=None, align=None, offset_factor=None, buffer_type="",
+                 axis_separators=None):
+        """The original's parameters (its proxy.py). A layout other than the dense row-major
+        one (strides, an element offset, a data pointer, a memory scope) is an error at the
+        annotation, not read as dense; align / offset_factor / buffer_type / axis_separators
+        do not change the elements."""
+        for name, value, ok in (
+                ("strides", strides, strides is None or _dense(shape, strides)),
+                ("elem_offset", elem_offset, elem_offset in (None, 0)),
+                ("data", data, data is None),
+                ("scope", scope, scope in (None, "global"))):
+            if not ok:
+                raise err(f"not supported: T.Tensor {name}={value!r} (tilepipe's tensors are "
+                          "dense row-major arrays in GM, the layout the caller's array has)",
+                          hint=f"drop {name}: pass the tensor as a dense array")
         return TensorSpec(shape, dtype)
 
     def __getitem__(self, args):

@@ -62,7 +62,7 @@ def _reduce_with_clear(buffer, out, reduce_type, dim, clear, real_shape):
 
 
 def _make(kind):
-    def reduce_fn(buffer, out, *args, dim=None, clear=None, real_shape=None, **kw):
+    def reduce_fn(buffer, out, *args, dim=None, clear=None, real_shape=None):
         for a in args:
             if isinstance(a, bool):
                 clear = a

@@ -23,21 +23,21 @@ def _event(event_id):
     return to_index(event_id, "event id")
 
 
-def set_flag(src, dst, event_id=0, *a, **kw):
+def set_flag(src, dst, eventId=0):  # noqa: N803 (the original's parameter names)
     s, d = _pipe(src), _pipe(dst)
     if not _flag_gate(s, d):
         return
-    builder().set_flag(s, d, _event(event_id), _core.current_loc())
+    builder().set_flag(s, d, _event(eventId), _core.current_loc())
 
 
-def wait_flag(src, dst, event_id=0, *a, **kw):
+def wait_flag(src, dst, eventId=0):  # noqa: N803
     s, d = _pipe(src), _pipe(dst)
     if not _flag_gate(s, d):
         return
-    builder().wait_flag(s, d, _event(event_id), _core.current_loc())
+    builder().wait_flag(s, d, _event(eventId), _core.current_loc())
 
 
-def pipe_barrier(pipe, *a, **kw):
+def pipe_barrier(pipe):
     if str(pipe).upper() in ("ALL", "PIPE_ALL"):
         return barrier_all()
     p = _pipe(pipe)
@@ -49,7 +49,7 @@ def pipe_barrier(pipe, *a, **kw):
 BARRIER_EVENT_ID = _core._ext.BARRIER_EVENT_ID  # the event id of barrier_all's flags
 
 
-def barrier_all(*a, **kw):
+def barrier_all():
     """PipeBarrier<PIPE_ALL>: every earlier instruction of the core finishes before any later
     one starts. Spelt as flags through a hub pipe (M on the Cube core, the scalar unit on
     the Vector core), event id 7. In unscoped code each core's part of the C/V split gets
@@ -88,22 +88,28 @@ def drain(core):
     builder().barrier_all(core, _core.current_loc())
 
 
-def set_cross_flag(pipe, flag_id, mode=2, *a, **kw):
+def set_cross_flag(pipe, flag, mode=2):
     _no_split("T.set_cross_flag")
-    builder().set_cross_flag(_pipe(pipe), to_index(flag_id, "cross flag id"), int(mode),
+    builder().set_cross_flag(_pipe(pipe), to_index(flag, "cross flag id"), int(mode),
                              _core.current_loc())
 
 
-def wait_cross_flag(flag_id, *a, **kw):
+def wait_cross_flag(flag, pipe=""):
+    """`pipe`, the pipe that waits, is the original's A5-only parameter (A2/A3 wait on the
+    scalar unit): anything but "" is an error."""
+    if pipe != "":
+        raise err(f"not supported: T.wait_cross_flag pipe={pipe!r} (waiting on a given pipe "
+                  "is A5 only; A2/A3, which tilepipe models, wait on the scalar unit)",
+                  hint="drop the pipe argument")
     _no_split("T.wait_cross_flag")
-    builder().wait_cross_flag(to_index(flag_id, "cross flag id"), _core.current_loc())
+    builder().wait_cross_flag(to_index(flag, "cross flag id"), _core.current_loc())
 
 
 SYNC_ALL_FLAG_ID = 15  # the cross-core flag id T.sync_all uses (docs/python.md)
 SYNC_ALL_MODE = 3  # its set's mode: every core of the launch (ir::kSyncAllMode)
 
 
-def sync_all(*a, **kw):
+def sync_all():
     """AscendC's SyncAll: every core of the launch (AIC and AIVs) finishes its earlier work,
     then waits until all have arrived. Spelt as a drain of the core's pipes (barrier_all), a
     cross-core set of every core of the launch (SYNC_ALL_MODE; SyncAll is built from FFTS

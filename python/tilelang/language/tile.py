@@ -1,6 +1,9 @@
 """`T.tile.*`: vector ops on UB tiles (pipe V), one IR tile op each."""
 
+import ast
 import builtins
+import functools
+import inspect
 
 from .. import _core
 from .._core import Buffer, Region, as_region, builder, err, resolve
@@ -52,7 +55,7 @@ def _emit(kind, dst, srcs, scalar=None, cmp="EQ", attrs=(0, 0, 0)):
 
 
 def _binary(kind):
-    def op(dst, a, b, *rest, **kw):
+    def op(dst, a, b):
         if isinstance(b, (Buffer, Region)) and not (
                 isinstance(b, Region) and b.elements() == 1 and as_region(dst).elements() != 1):
             _emit(kind, dst, [a, b])
@@ -72,15 +75,15 @@ min = _binary("min")  # noqa: A001
 pow = _binary("pow")  # noqa: A001
 
 
-def adds(dst, a, s, *r, **kw):
+def adds(dst, a, s):
     _emit("add", dst, [a], _scalar(s, "T.tile.adds"))
 
 
-def muls(dst, a, s, *r, **kw):
+def muls(dst, a, s):
     _emit("mul", dst, [a], _scalar(s, "T.tile.muls"))
 
 
-def subs(dst, a, s, *r, **kw):
+def subs(dst, a, s):
     s = resolve(s)
     if isinstance(s, (int, float)):
         _emit("add", dst, [a], -float(s))
@@ -89,7 +92,7 @@ def subs(dst, a, s, *r, **kw):
                   hint="use T.tile.adds with the negated value")
 
 
-def divs(dst, a, s, *r, **kw):
+def divs(dst, a, s):
     s = resolve(s)
     if isinstance(s, (int, float)):
         _emit("mul", dst, [a], 1.0 / float(s))
@@ -98,16 +101,16 @@ def divs(dst, a, s, *r, **kw):
                   hint="use T.tile.div with a filled tile")
 
 
-def maxs(dst, a, s, *r, **kw):
+def maxs(dst, a, s):
     _emit("max", dst, [a], _scalar(s, "T.tile.maxs"))
 
 
-def mins(dst, a, s, *r, **kw):
+def mins(dst, a, s):
     _emit("min", dst, [a], _scalar(s, "T.tile.mins"))
 
 
 def _unary(kind):
-    def op(dst, src, *rest, **kw):
+    def op(dst, src):
         _emit(kind, dst, [src])
 
     op.__name__ = kind
@@ -116,7 +119,6 @@ def _unary(kind):
 
 exp = _unary("exp")
 ln = _unary("ln")
-log = ln
 abs = _unary("abs")  # noqa: A001
 sqrt = _unary("sqrt")
 rsqrt = _unary("rsqrt")
@@ -124,10 +126,58 @@ reciprocal = _unary("reciprocal")
 relu = _unary("relu")
 sin = _unary("sin")
 cos = _unary("cos")
-broadcast = _unary("broadcast")
+
+# BroadcastDir (tilepipe/vec_modes.h): one value per row / the source repeated down the rows.
+_PER_ROW, _ROW_REPEATED = 1, 2
 
 
-def axpy(dst, src, scalar, *r, **kw):
+def _per_row(dst, vec):
+    """vec's R values, one per row of dst [R, C] (vec of any shape with R elements)."""
+    _emit("broadcast", dst, [vec], attrs=(_PER_ROW, 0, 0))
+
+
+def broadcast(dst, src, axis=None):
+    """The original's Broadcast over the last two dimensions: axis 0 repeats a row src [1, C]
+    (or [C]) down dst's rows, axis 1 spreads a column src [R, 1] (or [R]) along them. A 1-D
+    src is a row when it has dst's column count (a square dst too), else a column; a 2-D one
+    is a row when it has one row, a column when it has one column; `axis` chooses."""
+    what = "T.tile.broadcast"
+    d, s = as_region(dst, f"{what} destination"), as_region(src, f"{what} source")
+    if axis not in (None, 0, 1):
+        raise err(f"{what}: axis {axis!r} is not 0 (a row repeated down the rows) or 1 (one "
+                  "value per row)")
+    de, se = list(d.extents[-2:]), list(s.extents[-2:])
+    if len(de) < 2 or se == de:
+        _emit("broadcast", d, [s])  # 1-D, or no broadcast (the original's equal shapes)
+        return
+    if len(se) == 1:
+        se = [1, se[0]] if axis == 0 or (axis is None and de[1] == se[0]) else [se[0], 1]
+        if se == de:
+            _emit("broadcast", d, [s])
+            return
+    if axis is None:
+        axis = 0 if se[0] == 1 and de[0] != 1 else 1
+    if se[1 - axis] != de[1 - axis] or se[axis] != 1:
+        raise err(f"{what}: source {list(s.extents)} does not broadcast along axis {axis} "
+                  f"into the destination's {de}",
+                  hint="axis 0: a row of the destination's columns; axis 1: a column of its "
+                       "rows")
+    # Stated only where the IR's shape rule (BroadcastDir::ByShape) would read it otherwise
+    # (a square destination), so the IR of every other broadcast stays as written.
+    if (axis == 1) == _per_row_by_shape(s, de[0]):
+        _emit("broadcast", d, [s])
+    else:
+        _emit("broadcast", d, [s], attrs=(_ROW_REPEATED if axis == 0 else _PER_ROW, 0, 0))
+
+
+def _per_row_by_shape(s, rows):
+    """The IR's shape rule (ir::broadcast_per_row_by_shape): one value per row when the
+    vector has the destination's row count and is not shaped as a row [1, n]."""
+    ext, n = list(s.extents), s.elements()
+    return n == rows and not (len(ext) >= 2 and ext[-2] == 1 and ext[-1] == n and n > 1)
+
+
+def axpy(dst, src, scalar):
     """dst = scalar * src + dst"""
     _emit("axpy", dst, [src], _scalar(scalar, "T.tile.axpy"))
 
@@ -138,20 +188,34 @@ _CAST_ROUND = {"CAST_NONE": 0, "CAST_RINT": 0, "CAST_FLOOR": 1, "CAST_CEIL": 2, 
                "CAST_TRUNC": 4}
 
 
-def cast(dst, src, mode="CAST_NONE", count=None, *r, **kw):
+def _padded(r):
+    """The elements r may be counted over: a whole buffer's, rounded up to its 32-byte
+    block; a slice's own."""
+    n = r.elements()
+    if n != r.buffer.region().elements():
+        return n
+    per_block = 32 // _core.dtype_bytes(r.buffer.dtype)
+    return -(-n // per_block) * per_block
+
+
+def cast(dst, src, mode="CAST_NONE", count=None):
     """dst = src converted to dst's dtype, a float into an integer rounded by the mode
     (CAST_NONE / CAST_RINT to nearest even, CAST_FLOOR, CAST_CEIL, CAST_ROUND ties away from
     zero, CAST_TRUNC); between float types to nearest even."""
     d, s = as_region(dst), as_region(src)
     if count is not None:
-        # AscendC's Cast converts the first `count` elements of each tile; a count past
-        # either tile would run on into the UB bytes after it, which is not modelled
+        # AscendC's Cast converts the first `count` elements of each tile. A whole buffer
+        # has the rest of its 32-byte block after it (UB allocations are 32-byte aligned):
+        # a count into that padding (a [1] max cast into an [8] output) reads or writes
+        # bytes no one defined, so only the elements both tiles hold are converted. A count
+        # past the block, or past a slice, would run on into other data: an error.
         c = resolve(count)
-        if not isinstance(c, int) or c <= 0 or c > s.elements() or c > d.elements():
+        if not isinstance(c, int) or c <= 0 or c > _padded(s) or c > _padded(d):
             raise err(f"T.tile.cast count {c} is not within the tiles' {s.elements()} and "
                       f"{d.elements()} elements",
                       hint="a count past a tile reads or writes whatever UB follows it; "
                            "slice the tiles")
+        c = builtins.min(c, s.elements(), d.elements())
         s, d = _prefix(s, c, "T.tile.cast"), _prefix(d, c, "T.tile.cast")
     m = str(mode).upper()
     if m not in _CAST_ROUND and m != "CAST_ODD":
@@ -168,7 +232,7 @@ def cast(dst, src, mode="CAST_NONE", count=None, *r, **kw):
     _emit("cast", d, [s], attrs=(_CAST_ROUND[m] if sf and not df else 0, 0, 0))
 
 
-def fill(dst, value, *r, **kw):
+def fill(dst, value):
     _emit("fill", dst, [], _scalar(value, "T.tile.fill"))
 
 
@@ -194,7 +258,7 @@ def _mask(m, n):
                   [False] * len(r.extents))
 
 
-def compare(dst, a, b, mode="EQ", *r, **kw):
+def compare(dst, a, b, mode="EQ"):
     m = _CMP.get(str(mode).upper())
     if m is None:
         raise err(f"T.tile.compare mode {mode!r}", hint="modes: EQ NE GT GE LT LE")
@@ -205,7 +269,7 @@ def compare(dst, a, b, mode="EQ", *r, **kw):
         _emit("compare", d, [a], _scalar(b, "T.tile.compare"), m)
 
 
-def select(dst, mask, a, b, mode="VSEL_TENSOR_TENSOR_MODE", *r, **kw):
+def select(dst, mask, a, b, mode="VSEL_TENSOR_TENSOR_MODE"):
     """dst = mask ? a : b (b a tile, or a scalar in VSEL_TENSOR_SCALAR_MODE)."""
     d = as_region(dst)
     mk = _mask(mask, d.elements())
@@ -215,7 +279,7 @@ def select(dst, mask, a, b, mode="VSEL_TENSOR_TENSOR_MODE", *r, **kw):
         _emit("select", d, [mk, a], _scalar(b, "T.tile.select"))
 
 
-def transpose(dst, src, *r, **kw):
+def transpose(dst, src):
     """dst [C, R] = src [R, C] transposed (a vector op on UB tiles)."""
     _emit("transpose", dst, [src])
 
@@ -229,7 +293,7 @@ def _temp(tag, like, dtype):
     return temporary((tag, tuple(r.extents), dtype), "UB", r.extents, dtype, f"{tag}_tmp")
 
 
-def gather(dst, src, offsets, src_base_addr=0, *r, **kw):
+def gather(dst, src, offsets, src_base_addr=0):
     """dst[i] = src[offsets[i] / sizeof(element)]: the original's offsets are byte offsets
     from src's start (uint32), as tilepipe's gather takes them; int32 offsets are shifted
     into element offsets in a temporary (the IR's other form)."""
@@ -248,12 +312,12 @@ def gather(dst, src, offsets, src_base_addr=0, *r, **kw):
     _emit("gather", dst, [s, el])
 
 
-def reduce(src, dst, kind="sum", dim=-1, clear=True, *r, **kw):
+def reduce(src, dst, kind="sum", dim=-1, clear=True):
     _reduce(str(kind), src, dst, dim, clear)
 
 
 def _logic(kind, bitop):
-    def op(dst, a, b, *r, **kw):
+    def op(dst, a, b):
         # on bit masks too: the original's masks are bytes, one bit per lane
         if isinstance(b, (Buffer, Region)) and as_region(b).elements() != 1:
             _emit(bitop, dst, [a, b])
@@ -268,22 +332,22 @@ bitwise_and = _logic("bitwise_and", "bit_and")
 bitwise_or = _logic("bitwise_or", "bit_or")
 
 
-def bitwise_xor(dst, a, b, *r, **kw):
+def bitwise_xor(dst, a, b):
     if isinstance(b, (Buffer, Region)) and as_region(b).elements() != 1:
         _emit("bit_xor", dst, [a, b])
     else:
         _emit("bit_xor", dst, [a], _scalar(b, "T.tile.bitwise_xor"))
 
 
-def bitwise_not(dst, src, *r, **kw):
+def bitwise_not(dst, src):
     _emit("bit_not", dst, [src])
 
 
-def bitwise_lshift(dst, src, shift, *r, **kw):
+def bitwise_lshift(dst, src, shift):
     _emit("shl", dst, [src], _scalar(shift, "T.tile.bitwise_lshift"))
 
 
-def bitwise_rshift(dst, src, shift, *r, **kw):
+def bitwise_rshift(dst, src, shift):
     _emit("shr", dst, [src], _scalar(shift, "T.tile.bitwise_rshift"))
 
 
@@ -295,11 +359,11 @@ def _overlaps(a, b):
     return ra.buffer is rb.buffer or ra.buffer.name == rb.buffer.name
 
 
-def clear(dst, *r, **kw):
+def clear(dst):
     fill(dst, 0.0)
 
 
-def sigmoid(dst, src, *r, **kw):
+def sigmoid(dst, src):
     """dst = 1 / (1 + exp(-src))"""
     mul(dst, src, -1.0)
     exp(dst, dst)
@@ -307,7 +371,7 @@ def sigmoid(dst, src, *r, **kw):
     reciprocal(dst, dst)
 
 
-def silu(dst, src, *r, **kw):
+def silu(dst, src):
     """dst = src * sigmoid(src); dst must not be src (no scratch tile here)."""
     if _overlaps(dst, src):
         raise err("T.tile.silu in place: tilepipe composes it from sigmoid and mul",
@@ -316,7 +380,7 @@ def silu(dst, src, *r, **kw):
     mul(dst, dst, src)
 
 
-def leaky_relu(dst, src, alpha, *r, **kw):
+def leaky_relu(dst, src, alpha):
     """dst = src if src >= 0 else alpha * src, composed as min(src, 0) * (alpha - 1) + src
     (any alpha); in place through a UB temporary."""
     a = resolve(alpha)
@@ -333,25 +397,26 @@ def leaky_relu(dst, src, alpha, *r, **kw):
     add(dst, t, src)
 
 
-def clamp_max(dst, src, value, count=None, *r, **kw):
+def clamp_max(dst, src, value, count=None):
     min(dst, src, value)
 
 
-def clamp_min(dst, src, value, count=None, *r, **kw):
+def clamp_min(dst, src, value, count=None):
     max(dst, src, value)
 
 
-def clamp(dst, src, lo, hi, count=None, *r, **kw):
+def clamp(dst, src, lo, hi, count=None):
     max(dst, src, lo)
     min(dst, dst, hi)
 
 
-def row_expand_mul(dst, src, vec, *r, **kw):
+def row_expand_mul(dst, src, vec, tmp=None):
     """dst[i, :] = src[i, :] * vec[i]: the row vector broadcast into dst, or in place (dst is
-    src) into a UB temporary of the tile's size, then one multiply."""
+    src) into a UB temporary of the tile's size, then one multiply (tmp, the original's
+    workspace, does not change the result)."""
     wide = _temp("row_expand_mul", dst, as_region(dst).buffer.dtype) if _overlaps(dst, src) \
         else dst
-    broadcast(wide, vec)
+    _per_row(wide, vec)
     mul(dst, wide, src)
 
 
@@ -368,7 +433,7 @@ def _row_vector(vec, rows, what):
 
 
 def _row_expand(kind):
-    def op(dst, src0, src1, tmp=None, *r, **kw):
+    def op(dst, src0, src1, tmp=None):
         d = as_region(dst, f"T.tile.row_expand_{kind}_experiment destination")
         if len(d.extents) < 2 or any(e != 1 for e in d.extents[:-2]):
             raise err(f"T.tile.row_expand_{kind}_experiment needs a 2-D destination (rows x "
@@ -386,10 +451,10 @@ def _row_expand(kind):
             # the original broadcasts src1 into tmp's 32-byte blocks (brcb) first
             t = as_region(tmp, f"{what} tmp")
             if len(t.extents) == 2 and t.extents[0] == rows:
-                broadcast(t, v)
+                _per_row(t, v)
         wide = (d if not (_overlaps(dst, src0) or _overlaps(dst, src1))
                 else _temp(f"row_expand_{kind}", d, d.buffer.dtype))
-        broadcast(wide, v)
+        _per_row(wide, v)
         _emit(kind, d, [src0, wide])
 
     op.__name__ = f"row_expand_{kind}_experiment"
@@ -411,7 +476,7 @@ def _const_float(x, what):
     return float(v)
 
 
-def brcb_experiment(dst, src, repeat_times, dst_blk_stride, dst_repeat_stride, *r, **kw):
+def brcb_experiment(dst, src, repeat_times, dst_blk_stride, dst_repeat_stride):
     """Each of repeat_times * 8 elements of src fills one 32-byte block of dst: with block
     stride 1 and repeat stride 8 (consecutive blocks) dst [repeat_times * 8, 32 / elem] is
     src broadcast along the rows."""
@@ -436,7 +501,7 @@ def brcb_experiment(dst, src, repeat_times, dst_blk_stride, dst_repeat_stride, *
             raise err(f"{what}: source {s.buffer.name} {list(s.extents)} has more than "
                       f"{rep * 8} elements", hint="slice the source to repeat_times * 8")
         s = Region(s.buffer, [s.starts[0]], [rep * 8], [False])
-    broadcast(d, _row_vector(s, rep * 8, what))
+    _per_row(d, _row_vector(s, rep * 8, what))
 
 
 # ---- index generation, sorting, masked gathers, atomic accumulation ----
@@ -531,12 +596,12 @@ def _prefix(r, n, what):
     return p[0]
 
 
-def createvecindex(dst, first_value, *r, **kw):
+def createvecindex(dst, first_value):
     """dst[i] = first_value + i (the hardware's CreateVecIndex)."""
     _emit("arange", dst, [], _scalar(first_value, "T.tile.createvecindex"))
 
 
-def arith_progression(buffer, first_value, diff_value, count, *r, **kw):
+def arith_progression(buffer, first_value, diff_value, count):
     """buffer[i] = first_value + i * diff_value for i < count (step 1 modelled)."""
     if resolve(diff_value) != 1:
         raise err(f"T.tile.arith_progression with step {resolve(diff_value)!r} is not modelled",
@@ -547,7 +612,7 @@ def arith_progression(buffer, first_value, diff_value, count, *r, **kw):
           _scalar(first_value, "T.tile.arith_progression"))
 
 
-def round(dst, src, count=None, *r, **kw):  # noqa: A001
+def round(dst, src, count=None):  # noqa: A001
     """dst = src rounded to the nearest integer, halves away from zero (the original's PTO
     lowering is a cast in CAST_ROUND mode)."""
     _whole_count("T.tile.round", count, dst, src)
@@ -585,12 +650,12 @@ def _sort(dst, src, actual_num, limit, what):
     _emit("sort", _prefix(d, builtins.min(limit, d.elements()), what), [s], count)
 
 
-def sort(dst, src, actual_num, *r, **kw):
+def sort(dst, src, actual_num):
     """dst = (value, index) pairs of src's first actual_num elements, sorted descending."""
     _sort(dst, src, actual_num, 2 * as_region(src).elements(), "T.tile.sort")
 
 
-def topk(dst, src, K, actual_num, *r, **kw):
+def topk(dst, src, K, actual_num):
     """The first K (value, index) pairs of the descending sort of src: the original sorts
     all of src and copies 2 K elements rounded up to 32 bytes into dst."""
     k = _const(K, "T.tile.topk K")
@@ -598,7 +663,7 @@ def topk(dst, src, K, actual_num, *r, **kw):
     _sort(dst, src, actual_num, (2 * k + per_block - 1) // per_block * per_block, "T.tile.topk")
 
 
-def merge_sort(dst, src0, src1, src2=None, src3=None, *r, **kw):
+def merge_sort(dst, src0, src1, src2=None, src3=None):
     """dst = the 2-4 descending (value, index) pair lists merged (one MrgSort on hardware);
     tilepipe's instruction takes at most 3 lists, so a 4-way merge is a 3-way one into a UB
     temporary and a 2-way one (same order: ties keep the earlier list first)."""
@@ -617,7 +682,7 @@ _GATHER_MASK = {"P0101": 1, "P1010": 2, "P0001": 3, "P0010": 4, "P0100": 5, "P10
                 "P1111": 7}
 
 
-def gather_mask(dst, src, src1Pattern, *r, **kw):  # noqa: N803
+def gather_mask(dst, src, src1Pattern):  # noqa: N803
     """Built-in pattern (a string): the kept elements of src packed into dst. A uint32
     buffer: the original's custom mode, which is a gather by element index (it scales the
     indices to byte offsets in place, then gathers one element per index)."""
@@ -636,7 +701,7 @@ def gather_mask(dst, src, src1Pattern, *r, **kw):  # noqa: N803
     gather(_prefix(dst, pr.elements(), "T.tile.gather_mask"), src, pr)
 
 
-def gatherb(dst, src0, offset, repeat_time, dst_blk_stride, dst_rep_stride, *r, **kw):
+def gatherb(dst, src0, offset, repeat_time, dst_blk_stride, dst_rep_stride):
     """32-byte blocks of src0 at the byte offsets in `offset` (uint32) into dst's blocks
     repeat * dst_rep_stride + j * dst_blk_stride (8 per repeat)."""
     attrs = tuple(_const(x, f"T.tile.gatherb {w}") for x, w in (
@@ -645,7 +710,7 @@ def gatherb(dst, src0, offset, repeat_time, dst_blk_stride, dst_rep_stride, *r, 
     _emit("gatherb", dst, [src0, offset], attrs=attrs)
 
 
-def atomic_add(dst, src, *r, **kw):
+def atomic_add(dst, src):
     """dst (GM) += src (a UB or L0C tile), done by the DMA unit: a copy with atomic add."""
     _copy(src, dst, atomic_add=True)
 
@@ -750,7 +815,7 @@ def _repeat_params(what, d, s, repeat, mask, dst_rep, src_blk, src_rep, per_rep_
 def _block_reduce(kind):
     name = f"block_reduce_{kind}"
 
-    def op(dst, src, repeat, mask, dstRepStride, srcBlkStride, srcRepStride, *r, **kw):  # noqa: N803
+    def op(dst, src, repeat, mask, dstRepStride, srcBlkStride, srcRepStride):  # noqa: N803
         what = f"T.tile.{name}"
         d, s = as_region(dst, what), as_region(src, what)
         per_rep = 256 // _core.dtype_bytes(s.buffer.dtype)
@@ -784,7 +849,7 @@ def _whole_reduce(kind):
     name = f"wholereduce{kind}"
 
     def op(dst, src, mask, repeattimes, dstrepstride, srcblkstride, srcrepstride,
-           ReduceOrder="ORDER_VALUE_INDEX", *r, **kw):  # noqa: N803
+           ReduceOrder="ORDER_VALUE_INDEX"):  # noqa: N803
         what = f"T.tile.{name}"
         d, s = as_region(dst, what), as_region(src, what)
         eb = _core.dtype_bytes(s.buffer.dtype)
@@ -859,7 +924,7 @@ wholereducemin = _whole_reduce("min")
 wholereducesum = _whole_reduce("sum")
 
 
-def mul_add_dst(dst, src0, src1, *r, **kw):
+def mul_add_dst(dst, src0, src1):
     """dst = src0 * src1 + dst (AscendC MulAddDst), modelled as Axpy is: the product and the
     sum in float32, the result rounded to dst's type (docs/ir.md). half sources with a float
     destination are converted first (exactly)."""
@@ -891,7 +956,7 @@ def mul_add_dst(dst, src0, src1, *r, **kw):
         _emit("cast", d, [p])
 
 
-def sort32(dst, src0, src1, *r, **kw):
+def sort32(dst, src0, src1):
     """Each 32-element block of src0 sorted descending, each key paired with its u32 from
     src1: 8 bytes per pair (f32: key, index bits; f16: key, 0, index bits in two halves)."""
     _emit("sort32", dst, [src0, src1])
@@ -900,6 +965,88 @@ def sort32(dst, src0, src1, *r, **kw):
 sub_experiment = _experiment("sub", sub)
 abs_experiment = _experiment("abs", abs)
 mins_experiment = _experiment("mins", mins)
+
+
+# ---- the original's parameters ----
+
+# Each op's parameters as the original names them (its tilelang/language/ascend_tile.py): a
+# call binds its arguments to these, as Python binds the original's, so a keyword argument
+# reaches the parameter it names (`T.tile.select(d, m, a, b, selMode=...)`, `T.tile.clamp(
+# out=..., buffer=..., ...)`) and an argument the original does not take is an error at the
+# call, never dropped. Where the original has no default, tilepipe's (docs/python.md) stands.
+_ORIGINAL = {
+    "add": "dst, src0, src1", "sub": "dst, src0, src1", "mul": "dst, src0, src1",
+    "div": "dst, src0, src1", "max": "dst, src0, src1", "min": "dst, src0, src1",
+    "pow": "dst, src0, src1", "bitwise_and": "dst, src0, src1",
+    "bitwise_or": "dst, src0, src1", "bitwise_xor": "dst, src0, src1",
+    "exp": "dst, src0", "ln": "dst, src0", "abs": "dst, src0", "reciprocal": "dst, src0",
+    "sqrt": "dst, src0", "rsqrt": "dst, src0", "relu": "dst, src0", "bitwise_not": "dst, src0",
+    "sin": "dst, src", "cos": "dst, src", "sigmoid": "dst, src", "silu": "dst, src",
+    "transpose": "dst, src", "atomic_add": "dst, src", "fill": "buffer, value",
+    "clear": "buffer", "leaky_relu": "dst, src0, scalar_value",
+    "axpy": "dst, src0, scalar_value", "mul_add_dst": "dst, src0, src1",
+    "bitwise_lshift": "dst, src0, scalarValue", "bitwise_rshift": "dst, src0, scalarValue",
+    "cast": "dst, src, mode, count", "compare": "dst, src0, src1, mode",
+    "select": "dst, selMask, src0, src1, selMode",
+    "clamp": "out, buffer, min_scalar, max_scalar, count",
+    "clamp_max": "out, buffer, scalar_value, count",
+    "clamp_min": "out, buffer, scalar_value, count", "round": "out, buffer, count",
+    "broadcast": "dst, src, axis=None", "row_expand_mul": "dst, src0, src1, tmp=None",
+    "row_expand_mul_experiment": "dst, src0, src1, tmp=None",
+    "row_expand_sub_experiment": "dst, src0, src1, tmp=None",
+    "row_expand_div_experiment": "dst, src0, src1, tmp=None",
+    "sub_experiment": "dst, src0, src1, count", "abs_experiment": "dst, src, count",
+    "mins_experiment": "dst, src, scalarValue, count",
+    "brcb_experiment": "dst, src, repeat_times, dst_blk_stride, dst_repeat_stride",
+    "createvecindex": "dst, firstValue",
+    "arith_progression": "buffer, first_value, diff_value, count",
+    "gather": "dst, src, src_offset, src_base_addr",
+    "gather_mask": "dst, src, src1Pattern",
+    "gatherb": "dst, src0, offset, repeat_time, dst_blk_stride, dst_rep_stride",
+    "sort": "dst, src, actual_num", "topk": "dst, src, K, actual_num",
+    "merge_sort": "dst, src0, src1, src2=None, src3=None", "sort32": "dst, src0, src1",
+    "wholereducemax": "dst, src, mask, repeattimes, dstrepstride, srcblkstride, srcrepstride, "
+                      "ReduceOrder='ORDER_VALUE_INDEX'",
+    "wholereducemin": "dst, src, mask, repeattimes, dstrepstride, srcblkstride, srcrepstride, "
+                      "ReduceOrder='ORDER_VALUE_INDEX'",
+    "wholereducesum": "dst, src, mask, repeattimes, dstrepstride, srcblkstride, srcrepstride",
+    "block_reduce_max": "dst, src, repeat, mask, dstPepStride, srcBlkStride, srcRepStride",
+    "block_reduce_min": "dst, src, repeat, mask, dstPepStride, srcBlkStride, srcRepStride",
+    "block_reduce_sum": "dst, src, repeat, mask, dstPepStride, srcBlkStride, srcRepStride",
+}
+
+
+def _as_original(name, fn, params):
+    ours = [p.default for p in inspect.signature(fn).parameters.values()
+            if p.kind == inspect.Parameter.POSITIONAL_OR_KEYWORD]
+    listed = []
+    for i, spec in enumerate(x.strip() for x in params.split(",")):
+        pname, _, default = spec.partition("=")
+        if default:
+            d = ast.literal_eval(default)
+        else:
+            d = ours[i] if i < len(ours) else inspect.Parameter.empty
+        listed.append(inspect.Parameter(pname, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                        default=d))
+    sig = inspect.Signature(listed)
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise err(f"T.tile.{name}({params}): {e}",
+                      hint="pass the arguments the original's T.tile." + name + " takes")
+        bound.apply_defaults()
+        return fn(*bound.args)
+
+    call.__signature__ = sig
+    return call
+
+
+for _name, _params in _ORIGINAL.items():
+    globals()[_name] = _as_original(_name, globals()[_name], _params)
+log = ln  # the original's other name of ln
 
 
 def __getattr__(name):
