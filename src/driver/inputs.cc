@@ -116,7 +116,9 @@ constexpr NpyType kNpyTypes[] = {
 
 GivenInputs::Array parse_npy(const std::string& file, const std::string& name,
                              const std::string& b) {
-  auto fail = [&](const std::string& what) { bad(file, fmt::format("array '{}': {}", name, what)); };
+  auto fail = [&](const std::string& what) {
+    bad(file, fmt::format("array '{}': {}", name, what));
+  };
   if (b.size() < 10 || b.compare(0, 6, "\x93NUMPY") != 0) fail("not a .npy array");
   const int major = static_cast<uint8_t>(b[6]);
   const size_t hlen = major == 1 ? le(b, 8, 2) : le(b, 8, 4);
@@ -174,7 +176,9 @@ GivenInputs::Array parse_npy(const std::string& file, const std::string& name,
   return a;
 }
 
-std::string shape_str(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+std::string shape_str(const std::vector<int64_t>& s) {
+  return fmt::format("[{}]", fmt::join(s, ", "));
+}
 
 /// NumPy's name of an element type (the one its arrays of that type print).
 std::string numpy_name(ir::DType t) {
@@ -202,7 +206,8 @@ GivenInputs load_inputs(const std::string& path) {
   in.file = path;
   for (const auto& [member, bytes] : unzip(path, s.str())) {
     std::string name = member;
-    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0) name.resize(name.size() - 4);
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".npy") == 0)
+      name.resize(name.size() - 4);
     in.arrays[name] = parse_npy(path, name, bytes);
   }
   if (in.arrays.empty()) bad(path, "the archive holds no array");
@@ -226,10 +231,10 @@ sim::HostData host_inputs(const GivenInputs& in, const ir::Program& p, const std
       if (b->role == ir::TensorRole::Output) continue;  // its initial values: zero
       std::vector<std::string> has;
       for (const auto& kv : in.arrays) has.push_back(kv.first);
-      throw ParamError{fmt::format(
-          "{}: no array '{}' for the input {} of {} ({}; the file has {}); add it: "
-          "np.savez(FILE, {}=..., ...)",
-          where, b->name, b->name, kernel, want, fmt::join(has, ", "), b->name)};
+      throw ParamError{
+          fmt::format("{}: no array '{}' for the input {} of {} ({}; the file has {}); add it: "
+                      "np.savez(FILE, {}=..., ...)",
+                      where, b->name, b->name, kernel, want, fmt::join(has, ", "), b->name)};
     }
     const auto& a = it->second;
     if (a.shape != b->shape)
@@ -241,11 +246,11 @@ sim::HostData host_inputs(const GivenInputs& in, const ir::Program& p, const std
     bool ok = a.dtype == want_type || (b->dtype == ir::DType::BF16 && a.dtype == "float32") ||
               ((b->dtype == ir::DType::U8 || b->dtype == ir::DType::Bool) && a.dtype == "bool");
     if (!ok)
-      throw ParamError{fmt::format(
-          "{}: array '{}' has dtype {}; {} declares {} ({}): convert it, e.g. "
-          "a.astype(np.{})",
-          where, b->name, a.dtype, kernel, want, b->loc.str(),
-          b->dtype == ir::DType::BF16 ? "float32" : want_type)};
+      throw ParamError{
+          fmt::format("{}: array '{}' has dtype {}; {} declares {} ({}): convert it, e.g. "
+                      "a.astype(np.{})",
+                      where, b->name, a.dtype, kernel, want, b->loc.str(),
+                      b->dtype == ir::DType::BF16 ? "float32" : want_type)};
     std::vector<double> v = a.values;
     if (b->dtype == ir::DType::BF16)
       for (auto& x : v) x = round_to(ir::DType::BF16, x);
@@ -271,13 +276,13 @@ std::string InputsReport::note() const {
                                 v.size() > shown ? fmt::format(", {} more", v.size() - shown) : "");
     parts.push_back(s);
   }
-  std::string from =
-      source == "seeded"
-          ? fmt::format("they ran on seeded random values (seed {}), made up: give the real "
-                        "ones with --inputs FILE.npz",
-                        seed)
-      : source == "file" ? fmt::format("they ran on the arrays of {}", file)
-                         : "they ran on the arrays the caller passed";
+  std::string from = source == "seeded"
+                         ? fmt::format(
+                               "they ran on seeded random values (seed {}), made up: give the real "
+                               "ones with --inputs FILE.npz",
+                               seed)
+                     : source == "file" ? fmt::format("they ran on the arrays of {}", file)
+                                        : "they ran on the arrays the caller passed";
   return fmt::format("the time depends on the values of {}; {}", fmt::join(parts, ", "), from);
 }
 

@@ -164,8 +164,7 @@ class Uses {
 
   std::vector<DataUse> sorted() const {
     std::vector<DataUse> out;
-    for (const auto& [key, loc] : seen_)
-      out.push_back({std::get<2>(key), std::get<3>(key), loc});
+    for (const auto& [key, loc] : seen_) out.push_back({std::get<2>(key), std::get<3>(key), loc});
     return out;
   }
 
