@@ -56,6 +56,16 @@ std::string no_config_ran(const tune::Result& r) {
 
 }  // namespace
 
+std::shared_ptr<const driver::GivenInputs> given_inputs(const std::string& path) {
+  if (path.empty()) return nullptr;
+  return std::make_shared<const driver::GivenInputs>(driver::load_inputs(path));
+}
+
+std::string inputs_text(const driver::InputsReport& r) {
+  std::string note = r.note();
+  return note.empty() ? "" : "data-dependent: " + note + "\n";
+}
+
 int cmd_profile(const ProfileArgs& a) {
   const driver::KernelSource k = driver::find_kernel(a.kernel);
   driver::RunRequest req;
@@ -63,6 +73,7 @@ int cmd_profile(const ProfileArgs& a) {
   req.params = driver::resolve_params(k, a.params);
   req.mode = a.mode == "functional" ? sim::Mode::Functional : sim::Mode::Timing;
   req.seed = a.seed;
+  req.given_inputs = given_inputs(a.inputs);
   req.max_cycles = a.max_cycles;
   req.max_wall_s = a.max_wall_s;
   check_outputs({{"--html", a.html}}, a.chip, a.rules);
@@ -75,7 +86,7 @@ int cmd_profile(const ProfileArgs& a) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -
       rep.run.sim_wall_s;
   std::string text = prof::to_text(rep.summary) + (a.lines ? prof::to_text(rep.lines) : "") +
-                     prof::to_text(rep.advice);
+                     prof::to_text(rep.advice) + inputs_text(rep.run.inputs);
   for (const auto& v : rep.variants)
     text += v.error.empty() ? fmt::format("variant {:<10} {:.0f} cycles ({:.2f} us)\n", v.variant,
                                           v.cycles, v.cycles * chip.us_per_cycle())
@@ -101,6 +112,11 @@ int cmd_tune(const TuneArgs& a) {
   driver::RunRequest base;
   base.variant = driver::resolve_variant(k, a.variant);
   base.mode = sim::Mode::Timing;
+  base.given_inputs = given_inputs(a.inputs);
+  if (base.given_inputs && !a.scheduler.empty())
+    throw driver::ParamError{
+        "tune --inputs with --scheduler: the cluster's workers take no arrays; search locally "
+        "(without --scheduler), or without --inputs"};
   tune::Options o;
   if (a.space.empty()) throw driver::ParamError{"tune: give at least one --space NAME=V1,V2,..."};
   for (const auto& s : a.space) {
@@ -190,6 +206,15 @@ int cmd_tune(const TuneArgs& a) {
     if (it.key() != "best" && it.key() != "best_time_us") out[it.key()] = it.value();
   out["cache_dir"] = o.cache_dir;
   if (!a.scheduler.empty()) out["scheduler"] = a.scheduler;
+  // What depends on input values, in the best config's program.
+  driver::RunRequest best = base;
+  driver::RawParams best_raw;
+  for (const auto& [n, v] : r.best) best_raw[n] = std::to_string(v);
+  for (const auto& [n, v] : base.params) best_raw.try_emplace(n, std::to_string(v));
+  best.params = driver::resolve_params(k, best_raw);
+  const driver::InputsReport inputs = driver::inputs_report(k, best, chip);
+  json ij = driver::inputs_json(inputs);
+  for (auto it = ij.begin(); it != ij.end(); ++it) out[it.key()] = it.value();
   out["wall_s"] = wall;
   std::string vs_default =
       def.best_time_us ? fmt::format("default {:.1f} us; speedup {:.3f}x", *def.best_time_us,
@@ -202,6 +227,7 @@ int cmd_tune(const TuneArgs& a) {
       driver::label(k, base.variant), o.strategy, r.configs.size(), json(r.best).dump(),
       *r.best_time_us, vs_default, r.simulated, r.cached, r.pruned, r.rejected, r.skipped, wall,
       a.scheduler.empty() ? "" : " on the cluster at " + a.scheduler);
+  std::cerr << inputs_text(inputs);
   if (!a.html.empty()) {
     json doc = {{"title", driver::label(k, base.variant) + " tuning"}, {"tune", out}};
     write(a.html, prof::html_report(doc));

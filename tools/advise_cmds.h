@@ -16,14 +16,21 @@ struct ProfileArgs {
   std::string kernel, variant, chip = "a3", mode = "timing";
   std::map<std::string, std::string> params;
   uint64_t seed = 1;
+  std::string inputs;  // --inputs FILE.npz
   double max_cycles = 1e13, max_wall_s = 0;
   bool json = false, no_verify = false, lines = false;
   std::string html, rules;
 };
 int cmd_profile(const ProfileArgs& a);
 
+/// The arrays of `--inputs FILE.npz` (null when the flag was not given).
+std::shared_ptr<const driver::GivenInputs> given_inputs(const std::string& path);
+/// The report's lines on what depends on input values (stderr text; "" when nothing does).
+std::string inputs_text(const driver::InputsReport& r);
+
 struct TuneArgs {
   std::string kernel, variant, chip = "a3", strategy = "grid", cache_dir, html;
+  std::string inputs;     // --inputs FILE.npz
   std::string scheduler;  // a cluster's address (driver::connect_scheduler); "" = local threads
   std::map<std::string, std::string> params;
   std::vector<std::string> space;

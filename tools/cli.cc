@@ -48,6 +48,7 @@ struct RunArgs {
   std::string mode = "functional";
   std::vector<std::string> params;
   std::string seed = "1";
+  std::string inputs;
   std::string max_cycles = "1e13";
   std::string max_wall_s;
   bool json = false;
@@ -74,6 +75,9 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
         ->check(CLI::IsMember({"timing", "functional"}));
   cmd->add_option("--param", a.params, "kernel parameter k=v (repeatable)");
   cmd->add_option("--seed", a.seed, "seed of the generated inputs (0 .. 2^64-1)");
+  cmd->add_option("--inputs", a.inputs,
+                  "the kernel's arrays by parameter name: a NumPy .npz (np.savez), instead of "
+                  "generated ones");
   cmd->add_option("--max-cycles", a.max_cycles,
                   "stop a run that passes this many cycles (> 0, default 1e13)");
   cmd->add_option("--max-wall-s", a.max_wall_s,
@@ -188,6 +192,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   req.params = driver::resolve_params(k, parse_params(a.params));
   req.mode = (is_check || a.mode == "functional") ? sim::Mode::Functional : sim::Mode::Timing;
   req.seed = cli::parse_seed(a.seed);
+  req.given_inputs = cli::given_inputs(a.inputs);
   req.max_cycles = cli::parse_max_cycles(a.max_cycles);
   if (!a.max_wall_s.empty()) req.max_wall_s = cli::parse_max_wall_s(a.max_wall_s);
   if (!a.trace.empty())
@@ -280,6 +285,8 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
                            {"skipped_cycles", rep.sim.fast_forward.cycles}};
   out["sim_wall_s"] = rep.sim_wall_s;
   out["races_checked"] = req.detect_races;
+  json inputs = driver::inputs_json(rep.inputs);
+  for (auto it = inputs.begin(); it != inputs.end(); ++it) out[it.key()] = it.value();
   if (is_check) out["ok"] = !rep.checked || rep.correct;
 
   if (trace) {
@@ -314,7 +321,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
                                             rep.correct ? "correct" : "WRONG", rep.max_abs_err)
                   : is_check  ? ", no race or deadlock (the source has no reference to compare)"
                               : "");
-  std::cerr << prof::to_text(summary) << lines_text;
+  std::cerr << prof::to_text(summary) << lines_text << cli::inputs_text(rep.inputs);
   if (!rep.correct && rep.checked) line += "\n  first mismatch: " + rep.mismatch;
   print_result(a.json, out, line + "\n");
   if (is_check && rep.checked && !rep.correct) return kExitCheckFailed;
@@ -557,6 +564,8 @@ int tilepipe::cli::main(int argc, char** argv) {
   tune->add_option("--chip", tune_args.chip, "chip config: a2, a3, or a .json path");
   tune->add_option("--param", tune_params, "fixed kernel parameter k=v (repeatable)");
   tune->add_option("--space", tune_args.space, "searched parameter k=v1,v2,... (repeatable)");
+  tune->add_option("--inputs", tune_args.inputs,
+                   "the kernel's arrays by parameter name (.npz), for every config");
   tune->add_option("--strategy", tune_args.strategy, "grid (default) or coord");
   tune->add_option("-j,--jobs", tune_args.jobs, "parallel workers (default: cores)")
       ->check(CLI::Range(1, 256));
@@ -695,6 +704,7 @@ int tilepipe::cli::main(int argc, char** argv) {
       pa.mode = profile_args.mode;
       pa.params = parse_params(profile_args.params);
       pa.seed = cli::parse_seed(profile_args.seed);
+      pa.inputs = profile_args.inputs;
       pa.max_cycles = cli::parse_max_cycles(profile_args.max_cycles);
       if (!profile_args.max_wall_s.empty())
         pa.max_wall_s = cli::parse_max_wall_s(profile_args.max_wall_s);

@@ -9,12 +9,14 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "tilepipe/advisor.h"
 #include "tilepipe/chip.h"
+#include "tilepipe/ir_deps.h"
 #include "tilepipe/kernel_params.h"
 #include "tilepipe/lower.h"
 #include "tilepipe/passes.h"
@@ -68,6 +70,9 @@ struct KernelSource {
   /// `profile` also times the other variants, side by side (a Python file's two lowerings
   /// of automatic kernels, docs/python.md).
   bool profile_variants = false;
+  /// `inputs` makes its values up from the seed (false: they are the user's own, e.g. the
+  /// arrays a Python script passed to its kernel). Reports say which.
+  bool seeded_inputs = true;
 };
 
 // ---- the catalogue ----------------------------------------------------------------------
@@ -107,6 +112,29 @@ class SimFailure : public UserError {
  public:
   explicit SimFailure(const UserError& e) : UserError(e.diagnostics()) {}
 };
+
+// ---- the user's inputs ------------------------------------------------------------------
+
+/// A kernel's arrays by parameter name, from a NumPy .npz file (`--inputs FILE.npz`).
+struct GivenInputs {
+  struct Array {
+    std::string dtype;           // NumPy's name: float16, int32, ...
+    std::vector<int64_t> shape;  // C order
+    std::vector<double> values;  // C order
+  };
+  std::string file;
+  std::map<std::string, Array> arrays;
+};
+
+/// Reads an archive np.savez or np.savez_compressed wrote (stored or deflated members of
+/// .npy arrays, C or Fortran order). Throws ParamError naming the file and what is wrong.
+GivenInputs load_inputs(const std::string& path);
+
+/// The given arrays as the run's host data for program `p` (its GM parameters, as built).
+/// Throws ParamError naming the file and the tensor for an array that is no parameter of
+/// the kernel, an input the file does not give, a shape or a dtype that differs from the
+/// declaration (bfloat16 takes float32 arrays, rounded; uint8 and bool take bool ones).
+sim::HostData host_inputs(const GivenInputs& in, const ir::Program& p, const std::string& kernel);
 
 struct CompileRequest {
   std::string variant;                 // empty = the kernel's default
@@ -149,7 +177,28 @@ struct RunRequest : CompileRequest {
   bool whatif_no_barriers = false;
   std::vector<std::string> whatif_free_sites;
   bool lower_bound_only = false;
+  /// The user's arrays (--inputs), used instead of the source's `inputs`; null: the source's.
+  std::shared_ptr<const GivenInputs> given_inputs;
 };
+
+/// Where a run's input values come from, and what in the program depends on them (the
+/// report's `inputs` and `data_dependent`): statements whose control flow or addresses
+/// follow the values (ir::data_dependence) make the time hold for those values only.
+struct InputsReport {
+  std::string source;  // "seeded" (made up from `seed`), "file" (--inputs), "host" (the user's)
+  uint64_t seed = 0;
+  std::string file;
+  std::vector<ir::DataUse> uses;
+  /// One sentence for reports: what depends on which tensor, at which lines, and where its
+  /// values came from; "" when the time depends on no input value.
+  std::string note() const;
+};
+InputsReport inputs_report(const KernelSource& k, const RunRequest& req, const ir::Program& p);
+/// The same for the program `req` compiles to (e.g. a tuning search's best config).
+InputsReport inputs_report(const KernelSource& k, const RunRequest& req, const ChipConfig& chip);
+/// {"inputs": {source, seed | file}, "data_dependent": {depends, uses: [{tensor, use,
+/// where}], note}}: the two fields every report carries.
+nlohmann::ordered_json inputs_json(const InputsReport& r);
 
 struct RunReport {
   std::string variant;
@@ -164,6 +213,7 @@ struct RunReport {
   std::string mismatch;   // first failing element, when !correct
   sim::HostData outputs;  // functional mode: the tensors the kernel wrote (reference-checked
                           // ones when the source has a reference)
+  InputsReport inputs;    // where the input values came from, what depends on them
 };
 
 /// Throws UserError (rejected program), SimFailure (found while running) or ParamError.

@@ -453,6 +453,7 @@ driver::KernelSource make_source(const py::object& src) {
   k.origin = src.attr("origin").cast<std::string>();
   k.variants = src.attr("variants").cast<std::vector<std::string>>();
   k.profile_variants = k.variants.size() > 1;
+  k.seeded_inputs = src.attr("seeded_inputs").cast<bool>();
   for (auto p : src.attr("params")) {
     auto t = p.cast<py::tuple>();
     k.params.push_back({t[0].cast<std::string>(), t[1].cast<int64_t>(), t[2].cast<int64_t>(),

@@ -98,6 +98,17 @@ def _check_dtype(name, spec, given, a, loc, is_out):
         f"np.asarray(x, dtype=np.{numpy_dtype(want)})")
 
 
+def _check_writable(name, given, loc):
+    """An output the caller passed must take the kernel's values: a read-only numpy array
+    (np.broadcast_to, a memory-mapped file opened "r", flags.writeable = False) is an error
+    before the run, not numpy's ValueError after it."""
+    if isinstance(given, np.ndarray) and not given.flags.writeable:
+        raise TilelangError(
+            f"output '{name}' is read-only: the kernel writes it (parameter at "
+            f"{loc[0]}:{loc[1]})", loc=_core.user_loc(),
+            hint="pass a writable array, e.g. a copy: np.array(x)")
+
+
 def _round_bf16(v):
     """float64 values rounded to bfloat16 (round to nearest even), as float64."""
     f = np.ascontiguousarray(v, dtype=np.float32)

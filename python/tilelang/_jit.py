@@ -23,7 +23,7 @@ from ._builder import Builder
 from ._core import _ext
 from ._args import (_TWIN, TensorViewWarning, _check_dtype, _check_short,  # noqa: F401
                     _raw_input, _round_bf16, _scalar_value, _to_numpy, _warn_view, _wrap_like,
-                    _write_back)
+                    _write_back, _check_writable)
 from ._interp import PrimFunc
 
 CHIP = "a3"
@@ -650,6 +650,8 @@ class JITKernel:
                     f"{spec.dtype}", loc=loc,
                     hint=f"convert it first, e.g. np.asarray(x, dtype=np.{numpy_dtype(spec.dtype)})")
             _check_dtype(name, spec, args[pos - 1], a, loc, i in self.out_idx)
+            if c.info.roles.get(name) == "output":
+                _check_writable(name, args[pos - 1], loc)
             if spec.dtype in _TWIN and a.dtype == _TWIN[spec.dtype]:
                 a = a.view(spec.dtype)  # torch.uint16 / uint32 of the runner's host
             if short is None and name not in c.pads:

@@ -142,6 +142,11 @@ class FileSource:
 
     # ---- what the driver calls ----
 
+    @property
+    def seeded_inputs(self):
+        """Whether `inputs` makes the values up (a factory's kernel), not the script's own."""
+        return self._seeded
+
     def validate(self, params):
         missing = [n for n, v in params.items() if v == _REQUIRED]
         if missing:

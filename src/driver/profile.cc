@@ -42,6 +42,19 @@ void speed_up(ChipConfig& c, const std::string& pipe) {
   }
 }
 
+/// The given arrays' names, shapes and values, hashed: a tuning cache key's part for them.
+std::string inputs_digest(const GivenInputs& in) {
+  std::ostringstream s;
+  s.precision(17);
+  for (const auto& [name, a] : in.arrays) {
+    s << name << ":" << a.dtype;
+    for (auto d : a.shape) s << "," << d;
+    for (double v : a.values) s << " " << v;
+    s << "\n";
+  }
+  return tune::hash_hex(s.str());
+}
+
 }  // namespace
 
 prof::Simulate what_if_runner(const KernelSource& k, const RunRequest& base,
@@ -89,18 +102,20 @@ ProfileReport profile_kernel(const KernelSource& k, const RunRequest& req, const
   RunRequest base = req;
   base.variant = rep.run.variant;
   if (k.profile_variants) {
-    const ir::Program mine = k.build(req.params, rep.run.variant).program;
     for (const auto& v : k.variants) {
       ProfileReport::VariantCycles vc{v, rep.run.sim.cycles, ""};
-      // A variant building the same program (a kernel without automatic code) has the
-      // same cycles: no second simulation.
+      // A variant whose passes make the same program (a kernel without automatic code) has
+      // the same cycles: no second simulation. The programs after the passes are compared,
+      // not as built: variants may build one program and differ in their pass options (a
+      // Python file's lowerings: the original's barriers of automatic sync, or not).
       RunRequest r2 = base;
       r2.variant = v;
       r2.mode = sim::Mode::Timing;
       r2.observer = nullptr;
       r2.detect_races = false;
+      r2.print = {};  // the IR was printed for the variant reported
       try {
-        if (v != rep.run.variant && !ir::equal(k.build(req.params, v).program, mine))
+        if (v != rep.run.variant && !ir::equal(compile(k, r2, chip).program, rep.run.program))
           vc.cycles = run_kernel(k, r2, chip).sim.cycles;
       } catch (const UserError& e) {
         vc.error = first_reason(e);
@@ -139,6 +154,7 @@ tune::Callbacks tune_callbacks(const KernelSource& k, const RunRequest& base,
       key << "\n"
           << chip_text << "\n"
           << ir::print(c.program) << "\nblocks=" << c.lowered.block_num;
+      if (r.given_inputs) key << "\ninputs=" << inputs_digest(*r.given_inputs);
       return {true, "", tune::hash_hex(key.str())};
     } catch (const ParamError& e) {
       return {false, e.message, ""};
@@ -164,6 +180,8 @@ tune::Callbacks tune_callbacks(const KernelSource& k, const RunRequest& base,
       return {true, "", rep.sim.cycles, s.bound};
     } catch (const UserError& e) {
       return {false, first_reason(e), 0, ""};
+    } catch (const ParamError& e) {  // e.g. --inputs arrays that do not fit this config
+      return {false, e.message, 0, ""};
     }
   };
   return cb;

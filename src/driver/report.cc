@@ -94,6 +94,8 @@ json profile_json(const KernelSource& k, const ProfileReport& rep, const RunRequ
         {{"id", a.id}, {"verified_gain_pct", a.verified_gain_pct}, {"what_if", a.tried}});
   out["advice_dropped"] = dropped;
   out["model_limits"] = prof::model_limits();
+  json inputs = inputs_json(rep.run.inputs);
+  for (auto it = inputs.begin(); it != inputs.end(); ++it) out[it.key()] = it.value();
   if (!rep.variants.empty()) {
     json vs = json::array();
     for (const auto& v : rep.variants) {

@@ -110,11 +110,16 @@ RunReport run_kernel(const KernelSource& k, const RunRequest& req, const ChipCon
   if (req.mutate) req.mutate(rep.lowered);
   if (req.on_lowered) req.on_lowered(rep.lowered);
 
+  rep.inputs = inputs_report(k, req, rep.program);
+
   sim::HostData io;
   // Timing mode needs the values of what scalar loads read (index / page tables).
   bool loads = false;
   for (const auto& g : rep.lowered.gm) loads = loads || g.scalar_read;
-  if ((req.mode == sim::Mode::Functional || loads) && k.inputs) io = k.inputs(req.params, req.seed);
+  if (req.given_inputs)
+    io = host_inputs(*req.given_inputs, c.source, k.name);  // checked in every mode
+  else if ((req.mode == sim::Mode::Functional || loads) && k.inputs)
+    io = k.inputs(req.params, req.seed);
   sim::HostData in = k.reference && req.mode == sim::Mode::Functional ? io : sim::HostData{};
   sim::SimOptions opts;
   opts.mode = req.mode;

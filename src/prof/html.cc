@@ -275,6 +275,14 @@ std::string line_table(const json& p) {
   return o + "</table>\n";
 }
 
+/// The report's data dependence (driver::inputs_json): the time holds for the input values
+/// it ran on only, and where they came from.
+std::string data_note(const json& p) {
+  if (!p.contains("data_dependent") || !p["data_dependent"].value("depends", false)) return "";
+  return "<div class=\"verdict\"><b>Data-dependent:</b> " + esc(s(p["data_dependent"], "note")) +
+         "</div>\n";
+}
+
 std::string profile_sections(const json& p) {
   std::string o;
   o += fmt::format(
@@ -282,6 +290,7 @@ std::string profile_sections(const json& p) {
       "({:.2f} us) on {}, {} [{}]</div>\n",
       esc(s(p, "verdict")), esc(s(p, "bound")), d(p, "cycles"), d(p, "time_us"), esc(s(p, "chip")),
       esc(s(p, "kernel")), esc(s(p, "variant")));
+  o += data_note(p);
   o += "<h2>Advice (ranked)</h2>\n" + advice_cards(p.value("advice", json::array()));
   o += line_table(p);
   const json& ev = p["evidence"];
@@ -387,6 +396,7 @@ std::string tune_sections(const json& t) {
           : "default rejected",
       t.value("simulated", 0), t.value("cached", 0), t.value("pruned", 0), t.value("rejected", 0),
       esc(s(t, "strategy")));
+  o += data_note(t);
   std::vector<std::string> dims;
   for (auto it = t["space"].begin(); it != t["space"].end(); ++it) dims.push_back(it.key());
   double best = d(t, "best_time_us", 1), worst = best;
