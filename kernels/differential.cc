@@ -49,6 +49,13 @@ std::vector<RawParams> differential_shapes(const std::string& kernel, bool large
          {{"N", "3072"}, {"block_num", "20"}},
          {{"N", "6144"}}};
     if (large) s = {{{"N", "12288"}}, {{"N", "24320"}}};
+  } else if (kernel == "ubench") {
+    s = {{{"ops", "256"}},
+         {{"ops", "1000"}},
+         {{"ops", "4096"}},
+         {{"ops", "512"}, {"elems", "1024"}, {"n16", "4"}, {"k16", "8"}},
+         {{"ops", "300"}, {"rows", "16"}, {"bytes", "256"}, {"pitch", "1024"}}};
+    if (large) s = {{{"ops", "65536"}}};
   }
   return s;
 }

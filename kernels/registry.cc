@@ -6,8 +6,9 @@ namespace tilepipe::kernels {
 
 const std::vector<KernelSource>& all_kernels() {
   static const std::vector<KernelSource> k = [] {
-    std::vector<KernelSource> v = {gemm_kernel(), softmax_kernel(), elementwise_kernel(),
-                                   fa_kernel(),   sfa_kernel(),     gm_read_kernel()};
+    std::vector<KernelSource> v = {gemm_kernel(),  softmax_kernel(), elementwise_kernel(),
+                                   fa_kernel(),    sfa_kernel(),     gm_read_kernel(),
+                                   ubench_kernel()};
     for (auto& s : v) s.origin = "built-in";
     return v;
   }();

@@ -31,5 +31,6 @@ KernelSource elementwise_kernel();
 KernelSource fa_kernel();
 KernelSource sfa_kernel();
 KernelSource gm_read_kernel();
+KernelSource ubench_kernel();
 
 }  // namespace tilepipe::kernels

@@ -48,9 +48,10 @@ struct ChipConfig {
   double flag_latency = 2;          // cycles from source pipe drain to flag visible
 
   // Scalar issue.
-  double issue_cycles = 2;              // per issued instruction
-  double scalar_op_cycles = 1;          // per scalar loop / address op
-  double scalar_load_cycles = 200;      // a scalar read of a GM element that misses the DCache
+  double issue_cycles = 2;          // per issued instruction
+  double scalar_op_cycles = 1;      // per scalar loop / address op
+  double vector_mask_ops = 4;       // scalar mask writes around each vector compute op (count form)
+  double scalar_load_cycles = 200;  // a scalar read of a GM element that misses the DCache
   int64_t scalar_dcache_bytes = 16384;  // the scalar unit's data cache, per AIC / AIV core
   int scalar_dcache_line = 64;          // bytes filled per miss
   int scalar_dcache_ways = 4;

@@ -161,6 +161,7 @@ const std::vector<Group>& schema() {
          {
              field("issue_cycles", "cycles", &C::issue_cycles, 0, 1000),
              field("scalar_op_cycles", "cycles", &C::scalar_op_cycles, 0, 1000),
+             field("vector_mask_ops", "instructions", &C::vector_mask_ops, 0, 64),
              field("scalar_load_cycles", "cycles", &C::scalar_load_cycles, 0, 100000),
              field("scalar_dcache_bytes", "B", &C::scalar_dcache_bytes, 0, 16 * kMiB, true, true),
              field("scalar_dcache_line", "B", &C::scalar_dcache_line, 0, 4096, true, true),

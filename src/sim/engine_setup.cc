@@ -232,7 +232,12 @@ IssueFacts Engine::issue_facts(const lower::OpTemplate& t, std::vector<StartCode
   else if (t.op == Opcode::WaitFlag || t.op == Opcode::Barrier)
     f.route = IssueFacts::Queued;
   f.skipped = t.dropped && t.op != Opcode::WaitFlag && t.op != Opcode::WaitCross;
-  f.issue_cycles = t.dropped ? 0 : chip_.issue_cycles;
+  // A vector compute op is the original's count-form call: the scalar unit also switches the
+  // mask mode and writes the mask before it and restores both after (issue.vector_mask_ops).
+  const bool masked = t.op == Opcode::Vec && t.tile_op != ir::TileOpKind::Reinterpret;
+  f.issue_cycles = t.dropped ? 0
+                             : chip_.issue_cycles +
+                                   (masked ? chip_.vector_mask_ops * chip_.scalar_op_cycles : 0);
   if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
       t.op == Opcode::WaitCross) {
     // A constant id in range needs no work per instruction; any other one is checked
