@@ -17,7 +17,7 @@ struct ProfileArgs {
   std::map<std::string, std::string> params;
   uint64_t seed = 1;
   double max_cycles = 1e13, max_wall_s = 0;
-  bool json = false, no_verify = false, lines = false;
+  bool json = false, no_verify = false, lines = false, werror = false;
   std::string html, rules;
 };
 int cmd_profile(const ProfileArgs& a);
