@@ -4,7 +4,7 @@ IR and run on its simulator of one A2/A3 die (docs/python.md)."""
 import os
 
 from . import _core
-from ._core import KernelCheckError, TilelangError, TilepipeError  # noqa: F401
+from ._core import HazardWarning, KernelCheckError, TilelangError, TilepipeError  # noqa: F401
 from ._jit import JITKernel, PassConfigKey, compile  # noqa: F401
 from ._jit import OutOfBoundsTileWarning, TensorViewWarning  # noqa: F401
 from . import jit  # noqa: F401  (callable: @tilelang.jit)
