@@ -7,6 +7,7 @@
 // original's automatic sync.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -75,6 +76,19 @@ std::optional<Balance> balance(const Stmt& s) {
   return b;
 }
 
+/// The statement moves or computes data (a copy, gemm, tile op or reduction) somewhere.
+bool has_data_op(const Stmt& s) {
+  if (!s) return false;
+  if (auto* q = std::get_if<SeqStmt>(&s->node))
+    return std::any_of(q->body.begin(), q->body.end(), has_data_op);
+  if (auto* f = std::get_if<ForStmt>(&s->node)) return has_data_op(f->body);
+  if (auto* i = std::get_if<IfStmt>(&s->node))
+    return has_data_op(i->then_body) || has_data_op(i->else_body);
+  if (auto* sc = std::get_if<ScopeStmt>(&s->node)) return has_data_op(sc->body);
+  return std::holds_alternative<CopyStmt>(s->node) || std::holds_alternative<GemmStmt>(s->node) ||
+         std::holds_alternative<TileOpStmt>(s->node) || std::holds_alternative<ReduceStmt>(s->node);
+}
+
 }  // namespace
 
 bool Verifier::loop_dependent(const Expr& e) const {
@@ -116,10 +130,12 @@ void Verifier::check_branch_sync(const IfStmt& n, const StmtNode& s) {
          "make every path set and wait each flag the same number of times");
     return;
   }
+  // A barrier among the branch's own work orders that work; one in a branch with no work
+  // can only be there for the work around the if.
   for (Pipe p : {Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::M, Pipe::FIX, Pipe::V, Pipe::S}) {
     int64_t a = t->barriers.count(p) ? t->barriers.at(p) : 0;
     int64_t b = e->barriers.count(p) ? e->barriers.at(p) : 0;
-    if (a == b) continue;
+    if (a == b || has_data_op(a > b ? n.then_body : n.else_body)) continue;
     warn(s.loc, "branch-barrier",
          fmt::format("a barrier of pipe {} runs on one path of `if ({})` only ({} when it "
                      "holds, {} when not): on the other path it does not order the work "
