@@ -174,6 +174,9 @@ ir::Program branchy(int64_t tiles) {
   return kb.finish();
 }
 
+// The V -> MTE2 credit: on the path without the tile op nothing else orders the V pipe's
+// wait of MTE2 -> V #0 before the next iteration sets that flag again (the branch's V -> MTE3
+// flags order it only when the branch runs).
 TEST(AutoSync, BranchesAreSyncedExactlyOnBothPaths) {
   EXPECT_EQ(ir::print(synced(branchy(3))),
             R"(kernel branchy(x: GM f32[2, 3, 64] in, y: GM f32[2, 3, 64] out) block_num=1 {
@@ -184,10 +187,14 @@ TEST(AutoSync, BranchesAreSyncedExactlyOnBothPaths) {
         wait_flag MTE3->MTE2 #0
       }
       copy x[vid:+1, i:+1, 0:+64] -> buf
+      if (i >= 1) {
+        wait_flag V->MTE2 #0
+      }
       set_flag MTE2->MTE3 #0
       set_flag MTE2->V #0
       wait_flag MTE2->MTE3 #0
       wait_flag MTE2->V #0
+      set_flag V->MTE2 #0
       if ((i % 2) == 0) {
         tile.mul buf, buf, 2.0
         set_flag V->MTE3 #0
@@ -202,6 +209,7 @@ TEST(AutoSync, BranchesAreSyncedExactlyOnBothPaths) {
       set_flag MTE3->MTE2 #0
     }
     wait_flag MTE3->MTE2 #0
+    wait_flag V->MTE2 #0
   }
 }
 )");
@@ -215,6 +223,45 @@ TEST(AutoSync, BranchyLoopMatchesReferenceRaceFree) {
     for (size_t i = 0; i < x.size(); ++i) {
       bool even = (i / 64) % static_cast<size_t>(tiles) % 2 == 0;
       ASSERT_EQ(y[i], even ? 2 * x[i] : x[i]) << "tiles=" << tiles << " i=" << i;
+    }
+  }
+}
+
+/// A flag chain inside one branch of an if does not order the work before the if on the
+/// path that skips the branch (upstream TileLang-Ascend #1824): `a` is loaded before the
+/// if and read after it, and only the vector core with vid == 0 takes the branch, whose own
+/// MTE2 -> V flags would also cover `a` had it run.
+ir::Program branch_skips_sync() {
+  KernelBuilder kb("skip", 1);
+  auto x = kb.input("x", {2, 64}, f32);
+  auto x2 = kb.input("x2", {2, 64}, f32);
+  auto y = kb.output("y", {2, 64}, f32);
+  auto y2 = kb.output("y2", {2, 64}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    auto a = alloc_ub("a", {64}, f32);
+    auto b = alloc_ub("b", {64}, f32);
+    auto c = alloc_ub("c", {64}, f32);
+    auto d = alloc_ub("d", {64}, f32);
+    copy(x(vid, all), a);
+    if_(vid == 0, [&] {
+      copy(x2(vid, all), b);
+      tile::add(c, b, b);
+      copy(c, y2(vid, all));
+    });
+    tile::add(d, a, a);
+    copy(d, y(vid, all));
+  });
+  return kb.finish();
+}
+
+TEST(AutoSync, AFlagInsideABranchDoesNotOrderWorkBeforeTheIfOnTheSkippingPath) {
+  auto x = iota(128), x2 = iota(128, 0.5);
+  auto r = run(synced(branch_skips_sync()), {{"x", x}, {"x2", x2}});  // both paths race-free
+  for (size_t i = 0; i < 128; ++i) {
+    EXPECT_EQ(r.io.at("y")[i], 2 * x[i]) << i;
+    if (i < 64) {
+      EXPECT_EQ(r.io.at("y2")[i], 2 * x2[i]) << i;  // the taken path
     }
   }
 }

@@ -76,11 +76,13 @@ int cmd_profile(const ProfileArgs& a) {
   req.given_inputs = given_inputs(a.inputs);
   req.max_cycles = a.max_cycles;
   req.max_wall_s = a.max_wall_s;
+  req.warnings_as_errors = a.werror;
   check_outputs({{"--html", a.html}}, a.chip, a.rules);
   ChipConfig chip = load_chip_config(a.chip);
   prof::RuleSet rules = rules_from(a.rules);
   auto t0 = std::chrono::steady_clock::now();
   auto rep = driver::profile_kernel(k, req, chip, rules, !a.no_verify);
+  for (const auto& w : rep.run.warnings) std::cerr << w.str() << "\n";
   json out = driver::profile_json(k, rep, req, chip);
   out["advise_wall_s"] =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() -

@@ -18,7 +18,7 @@ struct ProfileArgs {
   uint64_t seed = 1;
   std::string inputs;  // --inputs FILE.npz
   double max_cycles = 1e13, max_wall_s = 0;
-  bool json = false, no_verify = false, lines = false;
+  bool json = false, no_verify = false, lines = false, werror = false;
   std::string html, rules;
 };
 int cmd_profile(const ProfileArgs& a);

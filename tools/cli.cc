@@ -55,6 +55,7 @@ struct RunArgs {
   bool print_ir = false;
   bool exact = false;
   bool no_check = false;
+  bool werror = false;
   std::vector<std::string> print_after;
   bool print_after_all = false;
   std::vector<std::string> no_pass;
@@ -91,6 +92,9 @@ void add_run_options(CLI::App* cmd, RunArgs& a, bool with_mode) {
                   "functional mode: skip the race detector (faster; TILEPIPE_NO_CHECK=1 does the "
                   "same); flags and deadlocks are always checked");
   }
+  cmd->add_flag("--warnings-as-errors", a.werror,
+                "treat the verifier's warnings (hardware hazards) as errors; TILEPIPE_WERROR=1 "
+                "does the same");
   cmd->add_option("--print-after", a.print_after, "print the IR after this pass on stderr");
   cmd->add_flag("--print-after-all", a.print_after_all, "print the IR after every pass");
   cmd->add_option("--no-pass", a.no_pass,
@@ -211,6 +215,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   req.print.after_all = a.print_after_all;
   req.no_pass = a.no_pass;
   req.with_pass = a.with_pass;
+  req.warnings_as_errors = a.werror;
   ChipConfig chip = load_chip_config(a.chip);
   prof::TraceOptions topts = trace_options(a, chip);
   std::unique_ptr<prof::TraceWriter> trace;
@@ -257,6 +262,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
     return report_check_failure(e, a.json, out);
   }
   progress.reset();  // clears the bar before the results are printed
+  for (const auto& w : rep.warnings) std::cerr << w.str() << "\n";
   if (a.print_ir) std::cerr << ir::print(rep.program);
 
   out["cycles"] = rep.sim.cycles;
@@ -287,6 +293,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   out["races_checked"] = req.detect_races;
   json inputs = driver::inputs_json(rep.inputs);
   for (auto it = inputs.begin(); it != inputs.end(); ++it) out[it.key()] = it.value();
+  out["warnings"] = driver::warnings_json(rep.warnings);
   if (is_check) out["ok"] = !rep.checked || rep.correct;
 
   if (trace) {
@@ -710,6 +717,7 @@ int tilepipe::cli::main(int argc, char** argv) {
         pa.max_wall_s = cli::parse_max_wall_s(profile_args.max_wall_s);
       pa.json = profile_args.json;
       pa.lines = profile_args.lines;
+      pa.werror = profile_args.werror;
       return cli::cmd_profile(pa);
     }
     if (differential->parsed()) return cmd_differential(diff_args);

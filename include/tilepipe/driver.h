@@ -143,6 +143,8 @@ struct CompileRequest {
   std::vector<std::string> no_pass;    // passes switched off on top (--no-pass)
   std::vector<std::string> with_pass;  // passes switched on on top (--pass), e.g. cross_drains
   passes::PrintOptions print;          // --print-after / --print-after-all
+  /// Warnings become errors (--warnings-as-errors; TILEPIPE_WERROR=1 does the same).
+  bool warnings_as_errors = false;
 };
 
 struct Compiled {
@@ -151,11 +153,14 @@ struct Compiled {
   ir::Program program;               // after the passes: what was lowered
   passes::PassOptions pass_options;  // what the pipeline ran with
   lower::LoweredProgram lowered;
+  /// The verifier's warnings (docs/errors.md "Warnings"), at the author's lines: of the
+  /// program as built and of the copies the passes made from the author's code.
+  std::vector<Diagnostic> warnings;
 };
 
 /// Build, verify, the pass pipeline (re-verified), lower. Throws ParamError, UserError (a
-/// capacity error's hint names the largest pipeline-stages knob value that fits) or
-/// lang::BuildError.
+/// capacity error's hint names the largest pipeline-stages knob value that fits; with
+/// warnings as errors, any warning) or lang::BuildError.
 Compiled compile(const KernelSource& k, const CompileRequest& req, const ChipConfig& chip);
 
 struct RunRequest : CompileRequest {
@@ -210,7 +215,8 @@ struct RunReport {
   bool correct = false;
   double max_abs_err = 0;
   double max_rel_err = 0;
-  std::string mismatch;   // first failing element, when !correct
+  std::vector<Diagnostic> warnings;  // Compiled::warnings
+  std::string mismatch;              // first failing element, when !correct
   sim::HostData outputs;  // functional mode: the tensors the kernel wrote (reference-checked
                           // ones when the source has a reference)
   InputsReport inputs;    // where the input values came from, what depends on them
@@ -234,6 +240,9 @@ void for_each_parallel(size_t n, int jobs, const std::function<void(size_t)>& ta
 
 /// "kind at file:line: message" of a rejection's first diagnostic.
 std::string first_reason(const UserError& e);
+
+/// Warnings as the JSON reports carry them: [{file, line, kind, message, fix}].
+nlohmann::ordered_json warnings_json(const std::vector<Diagnostic>& w);
 
 // ---- emit: the compiled program as a TileLang-Ascend expert-mode file -------------------
 

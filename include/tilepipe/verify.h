@@ -14,16 +14,41 @@
 
 namespace tilepipe {
 
-/// One user-facing error. `kind` is a stable identifier (docs/errors.md lists them all).
+/// An error stops the program; a warning names a hazard of the hardware or of the original
+/// toolchain that the simulation does not show (the program still runs).
+enum class Severity { Error, Warning };
+
+/// One user-facing diagnostic. `kind` is a stable identifier (docs/errors.md lists them all).
 struct Diagnostic {
   ir::Loc loc;
   std::string kind;
   std::string message;             // what was expected and what was found
   std::vector<std::string> notes;  // e.g. per-buffer breakdown of an overflow
   std::string hint;                // the fix
-  /// "file:line:col: error: message\n  note...\n  hint: ..."
+  Severity severity = Severity::Error;
+  /// "file:line:col: error: message\n  note...\n  hint: ..." ("warning:" for a warning)
   std::string str() const;
 };
+
+/// Every kind of warning (docs/errors.md "Warnings" has one section per kind; a test holds
+/// the page to this list).
+inline constexpr std::array<const char*, 3> kWarningKinds = {
+    "dma-compact-rows",  // a multi-row GM <-> UB copy of compact rows off 32 bytes
+    "branch-flags",    // an if whose branches leave a flag set / waited a different number of times
+    "branch-barrier",  // a barrier on one path of an if only
+};
+
+/// Errors and warnings found in one program, in the order the verifier met them.
+struct VerifyResult {
+  std::vector<Diagnostic> diagnostics;
+  std::vector<Diagnostic> errors() const;
+  std::vector<Diagnostic> warnings() const;
+};
+
+/// The same diagnostics as errors (warnings-as-errors: --warnings-as-errors, TILEPIPE_WERROR).
+std::vector<Diagnostic> as_errors(std::vector<Diagnostic> d);
+/// TILEPIPE_WERROR is set to something other than "" or "0".
+bool werror_from_env();
 
 /// Thrown by anything downstream of the DSL that finds a user error (verifier, lowering,
 /// simulator run-time checks). Carries one or more diagnostics.
@@ -58,12 +83,17 @@ struct VerifyOptions {
   /// Check intra-core event ids against the chip's count. Off before the pipeline's
   /// event_ids pass, which renames ids past it; the program is verified again afterwards.
   bool event_id_range = true;
+  /// Check hand-written flags and barriers across the branches of an if (warnings
+  /// branch-flags, branch-barrier). Off for a program whose flags the passes placed.
+  bool branch_sync = true;
 };
 
-/// All problems found in `p` for `chip` (empty = valid).
+/// Every error and warning found in `p` for `chip`.
+VerifyResult verify_all(const ir::Program& p, const ChipConfig& chip, VerifyOptions opts = {});
+/// The errors found in `p` for `chip` (empty = valid).
 std::vector<Diagnostic> verify(const ir::Program& p, const ChipConfig& chip,
                                VerifyOptions opts = {});
-/// Throws UserError if `verify` finds anything.
+/// Throws UserError if `verify` finds an error.
 void verify_or_throw(const ir::Program& p, const ChipConfig& chip, VerifyOptions opts = {});
 
 /// The on-chip memories in order (L1, L0A, L0B, L0C, UB), each with its capacity on `chip`.

@@ -686,7 +686,22 @@ void bind_driver(py::module_& m) {
       .def_property_readonly("us_per_cycle",
                              [](const Compiled& c) { return c.chip.us_per_cycle(); })
       .def_property_readonly("chip", [](const Compiled& c) { return c.chip.name; })
-      .def_property_readonly("compile_wall_s", [](const Compiled& c) { return c.compile_wall_s; });
+      .def_property_readonly("compile_wall_s", [](const Compiled& c) { return c.compile_wall_s; })
+      // The verifier's warnings: [{file, line, column, kind, message, fix}] (docs/errors.md).
+      .def_property_readonly("warnings", [](const Compiled& c) {
+        py::list out;
+        for (const auto& w : c.c.warnings) {
+          py::dict d;
+          d["file"] = w.loc.file;
+          d["line"] = w.loc.line;
+          d["column"] = w.loc.column;
+          d["kind"] = w.kind;
+          d["message"] = w.message;
+          d["fix"] = w.hint;
+          out.append(d);
+        }
+        return out;
+      });
   m.def("compile", &compile, py::arg("program"), py::arg("chip"), py::arg("options"));
 
   py::class_<RunResult, std::shared_ptr<RunResult>>(m, "RunResult")

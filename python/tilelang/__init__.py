@@ -4,7 +4,7 @@ IR and run on its simulator of one A2/A3 die (docs/python.md)."""
 import os
 
 from . import _core
-from ._core import KernelCheckError, TilelangError, TilepipeError  # noqa: F401
+from ._core import HazardWarning, KernelCheckError, TilelangError, TilepipeError  # noqa: F401
 from . import language  # noqa: F401  (first: the modules below build on it)
 from . import _jit
 from ._jit import JITKernel, PassConfigKey, compile  # noqa: F401

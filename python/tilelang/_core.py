@@ -94,6 +94,19 @@ _ext.set_error_type(TilepipeError)
 CHECK_KINDS = frozenset(_ext.CHECK_KINDS)
 
 
+class HazardWarning(UserWarning):
+    """A hazard of the hardware or of the original's toolchain that the simulation does not
+    show (tilepipe's verifier warnings, docs/errors.md "Warnings"), at the kernel's line.
+    `warnings.simplefilter("error", HazardWarning)` or TILEPIPE_WERROR=1 makes them errors."""
+
+
+def warn_hazards(compiled):
+    """Each warning of a compilation as a HazardWarning at the user's .py line."""
+    for w in compiled.warnings:
+        warn_at(f"{w['message']} [{w['kind']}]\n  hint: {w['fix']}", HazardWarning,
+                (w["file"], w["line"]) if w["file"] else None)
+
+
 class KernelCheckError(TilepipeError):
     """A kernel call whose run found a race, an unmatched flag, a deadlock or another program
     error: the kernel would be wrong or hang on the NPU, whatever its outputs here

@@ -496,6 +496,7 @@ class JITKernel:
         if lowering(self.pass_configs) == "tilepipe":
             opts.pop("original_sync", None)  # tilepipe's passes, not the original's barriers
         compiled = _ext.compile(program, _launch_chip(info), opts)
+        _core.warn_hazards(compiled)
         return Compiled(self, program, opts, compiled, info, pads, lower_s)
 
     def _positions(self, with_outs):

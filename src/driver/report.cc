@@ -76,6 +76,7 @@ json profile_json(const KernelSource& k, const ProfileReport& rep, const RunRequ
     out["max_abs_err"] = rep.run.max_abs_err;
     out["max_rel_err"] = rep.run.max_rel_err;
   }
+  out["warnings"] = warnings_json(rep.run.warnings);
   json s = prof::to_json(rep.summary);
   for (auto it = s.begin(); it != s.end(); ++it) out[it.key()] = it.value();
   out["instructions"] = rep.run.sim.instructions;

@@ -92,11 +92,25 @@ Compiled compile(const KernelSource& k, const CompileRequest& req, const ChipCon
   for (const auto& name : req.with_pass) passes::switch_pass(c.pass_options, name, true);
   for (const auto& name : req.no_pass) passes::switch_pass(c.pass_options, name, false);
   try {
-    verify_or_throw(c.source, chip, passes::verify_options(c.pass_options));
+    VerifyOptions vo = passes::verify_options(c.pass_options);
+    VerifyResult source = verify_all(c.source, chip, vo);
+    if (auto errors = source.errors(); !errors.empty()) throw UserError(std::move(errors));
+    c.warnings = source.warnings();
     c.program = passes::run_passes(c.source, chip, c.pass_options, req.print);
+    // The copies the passes made from the author's code (a Parallel loop's) are the
+    // author's too; the flags they placed are checked by construction.
+    vo.capacity = vo.event_id_range = true;
+    vo.branch_sync = false;
+    for (auto& w : verify_all(c.program, chip, vo).warnings())
+      if (std::none_of(c.warnings.begin(), c.warnings.end(), [&](const Diagnostic& d) {
+            return d.loc == w.loc && d.kind == w.kind && d.message == w.message;
+          }))
+        c.warnings.push_back(std::move(w));
   } catch (const UserError& e) {
     throw with_stages_hint(e, k, c.source, req, c.variant, chip);
   }
+  if (!c.warnings.empty() && (req.warnings_as_errors || werror_from_env()))
+    throw UserError(as_errors(c.warnings));
   c.lowered = lower::lower(c.program, chip);
   return c;
 }
@@ -105,6 +119,7 @@ RunReport run_kernel(const KernelSource& k, const RunRequest& req, const ChipCon
   Compiled c = compile(k, req, chip);
   RunReport rep;
   rep.variant = c.variant;
+  rep.warnings = std::move(c.warnings);
   rep.program = std::move(c.program);
   rep.lowered = std::move(c.lowered);
   if (req.mutate) req.mutate(rep.lowered);
@@ -171,6 +186,17 @@ double estimate_cycles(const KernelSource& k, RunRequest req, const ChipConfig& 
   } catch (const UserError&) {
     return 0;  // the run itself reports the error
   }
+}
+
+nlohmann::ordered_json warnings_json(const std::vector<Diagnostic>& w) {
+  auto out = nlohmann::ordered_json::array();
+  for (const auto& d : w)
+    out.push_back({{"file", d.loc.file},
+                   {"line", d.loc.line},
+                   {"kind", d.kind},
+                   {"message", d.message},
+                   {"fix", d.hint}});
+  return out;
 }
 
 std::string first_reason(const UserError& e) {

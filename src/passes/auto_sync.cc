@@ -26,6 +26,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -69,6 +70,10 @@ struct Sync {
   /// Not emitted: the ordering a child provides by itself (its drains and inner flags
   /// order its work on src before dst's work after it), or a barrier's.
   bool pseudo = false;
+  /// A pseudo sync of child `own` that orders only that child's own work on src: a branch
+  /// or loop that may not run provides no ordering of src's earlier work (on the path
+  /// that skips it, its flags never run: upstream TileLang-Ascend #1824). -1: any.
+  int own = -1;
 };
 
 /// Where child c's work starts / ends, for chain queries.
@@ -175,6 +180,7 @@ class AutoSync {
         if (s.carried) continue;
         auto it = r.find(s.src);
         if (it == r.end() || !(s.set > it->second)) continue;
+        if (s.own >= 0 && it->second != child_end(s.own)) continue;
         auto jt = r.find(s.dst);
         if (jt == r.end() || s.wait < jt->second) {
           r[s.dst] = s.wait;
@@ -251,7 +257,10 @@ class AutoSync {
   };
 
   /// Flags for one sequence; `ids_out` receives the virtual ids used in it (and below).
-  using Exports = std::set<std::pair<Pipe, Pipe>>;
+  /// Exports: the orderings a child provides, each with whether it also orders the
+  /// producer pipe's work before the child (every path through the child runs work on it
+  /// and then the chain) or the child's own work only.
+  using Exports = std::map<std::pair<Pipe, Pipe>, bool>;
 
   std::vector<Stmt> sequence(const std::vector<Stmt>& children, SeqCtx ctx,
                              std::vector<Stmt>& drains_out, std::vector<int>& ids_out,
@@ -270,9 +279,10 @@ class AutoSync {
     for (int c = 0; c < n; ++c) {
       Exports ex;
       emitted[c] = child(children[c], ctx, child_ids[c], ex);
-      for (auto [p, q] : ex) {
-        Sync s = make_sync(p, q, Pos{c + 1, -2}, Pos{c + 1, -1});
+      for (auto [pq, earlier] : ex) {
+        Sync s = make_sync(pq.first, pq.second, Pos{c + 1, -2}, Pos{c + 1, -1});
         s.pseudo = true;
+        if (!earlier) s.own = c;
         syncs.push_back(s);
       }
     }
@@ -457,6 +467,10 @@ class AutoSync {
       std::vector<Stmt> drains;
       auto body = sequence(flatten(f->body), SeqCtx{f, false}, drains, ids, ex);
       vars_.erase(f->var->id);
+      // A loop that may run no iteration orders only its own work.
+      Range b = eval_range(f->begin, vars_), e = eval_range(f->end, vars_);
+      if (!(b.known && e.known && b.hi < e.lo))
+        for (auto& [pq, earlier] : ex) earlier = false;
       ForStmt nf = *f;
       nf.body = seq(std::move(body), s->loc);
       std::vector<Stmt> out = {make_stmt(std::move(nf), s->loc)};
@@ -481,13 +495,17 @@ class AutoSync {
             out.insert(a.pipe);
         return out;
       };
+      // A path without work on P orders the if's own P work (there is none on it), but
+      // not P's earlier work: the ordering covers that only when both paths run P's work
+      // and then a chain (a set on P orders all of P's earlier work).
       auto tp = pipes_of(i->then_body), ep = pipes_of(i->else_body);
       for (Pipe p : {Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::M, Pipe::FIX, Pipe::V})
         for (Pipe q : {Pipe::S, Pipe::MTE1, Pipe::MTE2, Pipe::MTE3, Pipe::M, Pipe::FIX, Pipe::V}) {
           if (p == q || (!tp.count(p) && !ep.count(p))) continue;
-          bool t_ok = !tp.count(p) || then_ex.count({p, q});
-          bool e_ok = !ep.count(p) || else_ex.count({p, q});
-          if (t_ok && e_ok) ex.insert({p, q});
+          auto t = then_ex.find({p, q}), e = else_ex.find({p, q});
+          bool t_ok = !tp.count(p) || t != then_ex.end();
+          bool e_ok = !ep.count(p) || e != else_ex.end();
+          if (t_ok && e_ok) ex[{p, q}] = tp.count(p) && ep.count(p) && t->second && e->second;
         }
       return {make_stmt(std::move(ni), s->loc)};
     }
@@ -544,21 +562,32 @@ class AutoSync {
 
   /// Orderings the whole sequence provides (for the parent): P's work in it is ordered
   /// before Q's work after it, by a chain from after the last child with P work, or by a
-  /// carried flag drained after the loop.
+  /// carried flag drained after the loop. A chain that starts with the ordering of a child
+  /// that may not run (Sync::own) covers the sequence's work only when that child is its
+  /// only one with P work, and then only its own (false).
   Exports exports(const std::vector<ChildAcc>& acc, const std::vector<Sync>& syncs) const {
     Exports out;
-    std::map<Pipe, int> last;
+    std::map<Pipe, int> last, count;
     for (int c = 0; c < static_cast<int>(acc.size()); ++c)
-      for (const auto& [p, a] : acc[c].by_pipe) last[p] = c;
+      for (const auto& [p, a] : acc[c].by_pipe) {
+        last[p] = c;
+        ++count[p];
+      }
+    std::vector<Sync> strict;
+    std::copy_if(syncs.begin(), syncs.end(), std::back_inserter(strict),
+                 [](const Sync& s) { return s.own < 0; });
     for (auto [p, c] : last) {
       if (p == Pipe::S) continue;
-      auto r = reach(p, child_end(c), syncs);
-      for (auto [q, pos] : r)
-        if (q != p) out.insert({p, q});
-      for (const auto& s : syncs) {
-        if (!s.carried || s.pseudo || s.dst == p) continue;
-        auto it = r.find(s.src);
-        if (it != r.end() && s.set > it->second) out.insert({p, s.dst});
+      for (bool all : {true, false}) {
+        if (!all && count[p] > 1) break;
+        auto r = reach(p, child_end(c), all ? strict : syncs);
+        for (auto [q, pos] : r)
+          if (q != p) out.try_emplace({p, q}, all);
+        for (const auto& s : syncs) {
+          if (!s.carried || s.pseudo || s.dst == p) continue;
+          auto it = r.find(s.src);
+          if (it != r.end() && s.set > it->second) out.try_emplace({p, s.dst}, all);
+        }
       }
     }
     return out;

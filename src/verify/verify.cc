@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <iterator>
 
 #include "tilepipe/ir_vars.h"
 #include "verify/verify_internal.h"
@@ -17,9 +19,10 @@ using namespace ir;
 
 std::string Diagnostic::str() const {
   // Without a source location (a whole-run budget) the kind says which error it is.
-  std::string out = loc.file.empty() ? fmt::format("error: {} ({})", message, kind)
-                                     : fmt::format("{}:{}:{}: error: {}", loc.file, loc.line,
-                                                   loc.column, message);
+  const char* level = severity == Severity::Warning ? "warning" : "error";
+  std::string out = loc.file.empty() ? fmt::format("{}: {} ({})", level, message, kind)
+                                     : fmt::format("{}:{}:{}: {}: {}", loc.file, loc.line,
+                                                   loc.column, level, message);
   for (const auto& n : notes) out += "\n  " + n;
   if (!hint.empty()) out += "\n  hint: " + hint;
   return out;
@@ -36,6 +39,31 @@ static std::string join_diags(const std::vector<Diagnostic>& d) {
 
 UserError::UserError(std::vector<Diagnostic> diags)
     : std::runtime_error(join_diags(diags)), diags_(std::move(diags)) {}
+
+static std::vector<Diagnostic> of_severity(const std::vector<Diagnostic>& d, Severity s) {
+  std::vector<Diagnostic> out;
+  std::copy_if(d.begin(), d.end(), std::back_inserter(out),
+               [&](const Diagnostic& x) { return x.severity == s; });
+  return out;
+}
+
+std::vector<Diagnostic> VerifyResult::errors() const {
+  return of_severity(diagnostics, Severity::Error);
+}
+
+std::vector<Diagnostic> VerifyResult::warnings() const {
+  return of_severity(diagnostics, Severity::Warning);
+}
+
+std::vector<Diagnostic> as_errors(std::vector<Diagnostic> d) {
+  for (auto& x : d) x.severity = Severity::Error;
+  return d;
+}
+
+bool werror_from_env() {
+  const char* v = std::getenv("TILEPIPE_WERROR");
+  return v && *v && std::string(v) != "0";
+}
 
 std::array<std::pair<Scope, const ScopeCapacity*>, 5> on_chip_capacities(const ChipConfig& chip) {
   return {{{Scope::L1, &chip.l1},
@@ -179,14 +207,25 @@ std::vector<Diagnostic> Verifier::run() {
 
 void Verifier::error(const Loc& loc, const std::string& kind, std::string msg, std::string hint,
                      std::vector<std::string> notes) {
-  if (diags_.size() >= 50) return;
+  if (errors_++ >= 50) return;
   diags_.push_back(Diagnostic{loc, kind, std::move(msg), std::move(notes), std::move(hint)});
+}
+
+void Verifier::warn(const Loc& loc, const std::string& kind, std::string msg, std::string hint) {
+  if (warnings_++ >= 20) return;
+  Diagnostic d{loc, kind, std::move(msg), {}, std::move(hint)};
+  d.severity = Severity::Warning;
+  diags_.push_back(std::move(d));
 }
 
 }  // namespace verify_detail
 
+VerifyResult verify_all(const Program& p, const ChipConfig& chip, VerifyOptions opts) {
+  return VerifyResult{verify_detail::Verifier(p, chip, opts).run()};
+}
+
 std::vector<Diagnostic> verify(const Program& p, const ChipConfig& chip, VerifyOptions opts) {
-  return verify_detail::Verifier(p, chip, opts).run();
+  return verify_all(p, chip, opts).errors();
 }
 
 void verify_or_throw(const Program& p, const ChipConfig& chip, VerifyOptions opts) {

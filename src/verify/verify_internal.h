@@ -7,6 +7,7 @@
 //   verify_ops.cc       copies (directions, casts, Cube <-> Vector crossings), gemm, reduce
 //   verify_tile_ops.cc  vector tile ops (operand counts, shapes, dtypes; sort, gathers)
 //   verify_flags.cc     intra-core flags, barriers and cross-core flags
+//   verify_branches.cc  hand-written flags and barriers across the branches of an if
 #pragma once
 
 #include <cstdint>
@@ -51,6 +52,8 @@ class Verifier {
   /// Records one diagnostic (the first 50 of a program).
   void error(const Loc& loc, const std::string& kind, std::string msg, std::string hint = {},
              std::vector<std::string> notes = {});
+  /// Records one warning (kWarningKinds); shares the limit of 50 with the errors.
+  void warn(const Loc& loc, const std::string& kind, std::string msg, std::string hint);
 
   // ---- the walk (verify_scopes.cc) ----
   void stmt(const Stmt& s);
@@ -98,6 +101,10 @@ class Verifier {
   /// GetValue / SetValue on hardware), which needs no vector alignment.
   static bool element_move(const CopyStmt& n);
   void check(const CopyStmt& n, const StmtNode& s);
+  /// A GM <-> UB copy whose DMA bursts would start off a 32-byte block of UB (error
+  /// dma-row-pitch), or that moves compact rows the released toolchain corrupts (warning
+  /// dma-compact-rows).
+  void check_dma_rows(const CopyStmt& n, const StmtNode& s);
   /// [rows, cols] of a tile seen as a matrix, or nullopt if it has more than 2 real dims.
   static std::optional<std::pair<int64_t, int64_t>> matrix(const Region& r);
   void check(const GemmStmt& n, const StmtNode& s);
@@ -118,6 +125,13 @@ class Verifier {
   /// same (verify_reinterpret.cc).
   void check_reinterpret();
 
+  // ---- sync across branches (verify_branches.cc) ----
+  /// The expression reads a loop variable, or a let computed from one.
+  bool loop_dependent(const Expr& e) const;
+  /// Warnings branch-flags / branch-barrier at an if whose paths differ in flags or
+  /// barriers.
+  void check_branch_sync(const IfStmt& n, const StmtNode& s);
+
   // ---- flags (verify_flags.cc) ----
   void event_id(const Expr& id, int limit, const Loc& loc, const char* what);
   void flag(Pipe src, Pipe dst, const Expr& id, const Loc& loc, const char* what);
@@ -131,7 +145,9 @@ class Verifier {
   const ChipConfig& chip_;
   VerifyOptions opts_;
   std::vector<Diagnostic> diags_;
+  int errors_ = 0, warnings_ = 0;
   std::optional<CoreKind> scope_;
+  std::set<int> loop_derived_;  // loop variables and lets computed from them
   std::map<int, Interval> vars_;
   std::set<int> guarded_;  // ids (var id, -1 cid, -2 vid) used by an enclosing if condition
   // Variables of the enclosing Parallel loops: an element they index is widened by the

@@ -2,9 +2,99 @@
 // automatic mode), gemm (operand memories, dtypes, fractal alignment) and reductions.
 #include <fmt/format.h>
 
+#include <numeric>
+
 #include "verify/verify_internal.h"
 
 namespace tilepipe::verify_detail {
+
+namespace {
+
+/// How a region lies in its (row-major) buffer: its elements come in contiguous runs of
+/// `elems` (the innermost extent, times the next ones while the dimensions inside are taken
+/// whole); `outer` is the innermost dimension outside the run with an extent > 1 (-1: the
+/// region is one contiguous run).
+struct Run {
+  int64_t elems = 1;
+  int outer = -1;
+};
+
+Run contiguous_run(const Region& r) {
+  const auto& shape = r.buffer->shape;
+  Run run;
+  int d = static_cast<int>(r.extent.size()) - 1;
+  for (; d >= 0; --d) {
+    run.elems *= r.extent[static_cast<size_t>(d)];
+    if (r.extent[static_cast<size_t>(d)] != shape[static_cast<size_t>(d)]) {
+      --d;
+      break;
+    }
+  }
+  while (d >= 0 && r.extent[static_cast<size_t>(d)] == 1) --d;
+  run.outer = d;
+  return run;
+}
+
+/// Elements between consecutive indices of dimension `d` of a buffer.
+int64_t stride(const Buffer& b, int d) {
+  int64_t s = 1;
+  for (size_t i = static_cast<size_t>(d) + 1; i < b->shape.size(); ++i) s *= b->shape[i];
+  return s;
+}
+
+}  // namespace
+
+void Verifier::check_dma_rows(const CopyStmt& n, const StmtNode& s) {
+  const bool load = n.dst.buffer->scope == Scope::UB;
+  const Region& ub = load ? n.dst : n.src;
+  const Region& gm = load ? n.src : n.dst;
+  if (ub.buffer->dtype != gm.buffer->dtype || ub.elements() != gm.elements()) return;
+  const int64_t elem = dtype_bytes(ub.buffer->dtype), block = chip_.ub_align;
+  const auto& shape = ub.buffer->shape;
+  const int64_t row_bytes = shape.back() * elem;
+  // The fix names the UB buffer with its rows padded to whole 32-byte blocks.
+  std::vector<int64_t> padded = shape;
+  padded.back() = (row_bytes + block - 1) / block * block / elem;
+  const std::string pad = fmt::format(
+      "pad the rows of '{}' to a multiple of {} bytes (allocate it as {} and copy into the "
+      "first {} columns), or copy a contiguous range of GM and slice it in UB",
+      ub.buffer->name, block, shape_str(padded), shape.back());
+  const Run u = contiguous_run(ub), g = contiguous_run(gm);
+  if (u.outer < 0 && g.outer < 0) {
+    // One contiguous range on both sides: one burst for a lowering that folds it (the
+    // original's since its fix for compact rows); the released toolchain moves each row of
+    // the UB buffer as a burst of its own, which starts on the next 32-byte block.
+    bool rows = false;
+    for (size_t d = 0; d + 1 < ub.extent.size(); ++d) rows = rows || ub.extent[d] > 1;
+    if (rows && row_bytes % block != 0)
+      warn(s.loc, "dma-compact-rows",
+           fmt::format("copy {} -> {} moves several {}-byte rows of UB buffer '{}' {}: "
+                       "TileLang-Ascend's released toolchain moves each row as a DMA burst, "
+                       "which A2/A3 place on a {}-byte block of UB, so the rows land apart and "
+                       "the data is corrupted on the NPU (tilepipe moves one contiguous "
+                       "range, as the original does since its fix for compact rows)",
+                       print(n.src), print(n.dst), row_bytes, ub.buffer->name, shape_str(shape),
+                       block),
+           pad);
+    return;
+  }
+  // Several bursts, each placed on a 32-byte block of UB: every burst must start at a
+  // multiple of 32 bytes from the region's start. Bursts break where UB's rows break
+  // (stride of the run's outer dimension) and where GM's runs break inside a UB run.
+  int64_t off = 0;
+  if (u.outer >= 0 && stride(ub.buffer, u.outer) * elem % block != 0)
+    off = stride(ub.buffer, u.outer) * elem;
+  else if (g.outer >= 0 && g.elems % u.elems != 0 && std::gcd(g.elems, u.elems) * elem % block)
+    off = std::gcd(g.elems, u.elems) * elem;
+  if (off == 0) return;
+  error(s.loc, "dma-row-pitch",
+        fmt::format("copy {} -> {} is a strided DMA whose bursts would start {} bytes apart in "
+                    "UB buffer '{}' {}; A2/A3's DMA starts every burst on a {}-byte block of "
+                    "UB, so the rows land in the wrong place and the data is corrupted "
+                    "(TileLang-Ascend rejects such copies)",
+                    print(n.src), print(n.dst), off, ub.buffer->name, shape_str(shape), block),
+        pad);
+}
 
 bool Verifier::crossing(const CopyStmt& c) {
   return crosses_cores(c.src.buffer->scope, c.dst.buffer->scope);
@@ -126,6 +216,7 @@ void Verifier::check(const CopyStmt& n, const StmtNode& s) {
     ub_aligned(n.src, s.loc, "copy source");
     ub_aligned(n.dst, s.loc, "copy destination");
   }
+  if (*pipe == Pipe::MTE2 ? to == Scope::UB : *pipe == Pipe::MTE3) check_dma_rows(n, s);
 }
 
 std::optional<std::pair<int64_t, int64_t>> Verifier::matrix(const Region& r) {

@@ -124,6 +124,7 @@ void Verifier::check(const LetStmt& n, const StmtNode&) {
   // branch or loop it may hold any value it was given, so it has no useful range.
   if (vars_.count(n.var->id)) v = {INT64_MIN / 4, INT64_MAX / 4, false};
   vars_[n.var->id] = v;
+  if (loop_dependent(n.value)) loop_derived_.insert(n.var->id);
 }
 
 void Verifier::check(const ForStmt& n, const StmtNode& s) {
@@ -172,13 +173,16 @@ void Verifier::check(const ForStmt& n, const StmtNode& s) {
   const bool lane = n.kind == ForKind::Parallel;
   if (lane) lanes_.insert(n.var->id);
   if (!lane) visible_.emplace_back();
+  loop_derived_.insert(n.var->id);
   stmt(n.body);
+  loop_derived_.erase(n.var->id);
   if (!lane) visible_.pop_back();
   vars_.erase(n.var->id);
   lanes_.erase(n.var->id);
 }
 
-void Verifier::check(const IfStmt& n, const StmtNode&) {
+void Verifier::check(const IfStmt& n, const StmtNode& s) {
+  check_branch_sync(n, s);
   // Under the branches, values of the condition's variables are no longer all reachable
   // (a guarded tail `if (i < 3)` never runs i = 3): their ranges become inexact.
   std::map<int, int> cond_uses;
