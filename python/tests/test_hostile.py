@@ -91,3 +91,69 @@ def test_object_dtype_numpy_argument_is_a_tilelang_error():
     o = run_script(arg="object")
     assert o.rc == 2, o.stderr
     assert "dtype object" in o.stderr and "numeric" in o.stderr, textwrap.shorten(o.stderr, 400)
+
+
+# ---- issue 46: a verb that runs user code exits 0 only with a checked result -------------
+
+FACTORY = '''
+import os, sys, threading
+import numpy as np
+import tilelang
+import tilelang.language as T
+{imp}
+
+
+@tilelang.jit(out_idx=[-1])
+def double(N=64):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, :], x)
+                T.tile.muls(x, x, 2.0)
+                T.copy(x, B[{row}, :])
+
+    return main
+'''
+
+
+def run_factory(argv, imp="", row="vid", codes=(0, 2, 3), extra=None):
+    """`tilepipe VERB kern.py:double ARGV...` with `imp` at the file's top level."""
+    fz.need_binary()
+    with fz.Sandbox() as box:
+        script = box.write("kern.py", FACTORY.format(imp=imp, row=row))
+        for name, text in (extra or {}).items():
+            box.write(name, text)
+        o = fz.run([fz.TILEPIPE] + [a.replace("KERN", script) for a in argv], box,
+                   inputs=[script], codes=codes, env={"TILEPIPE_TORCH": "shim"})
+    assert not o.violations, f"{o.violations}\nreproduce: {o.repro()}\nstderr: {o.stderr}"
+    return o
+
+
+def test_the_factory_itself_checks():
+    o = run_factory(["check", "KERN:double"])
+    assert o.rc == 0 and "no race or deadlock" in o.stdout, o.stderr
+
+
+def test_a_process_exit_in_user_code_is_never_exit_0():
+    # Issue 46: os._exit(0) at import made check / profile / tune exit 0 having checked
+    # nothing; every way of ending the process without unwinding is the same class.
+    for imp, verb in (
+            ("os._exit(0)", ["check", "KERN:double"]),
+            ("import posix\nposix._exit(0)", ["profile", "KERN:double", "--json"]),
+            ("threading.Thread(target=lambda: os._exit(0)).start()\nimport time\n"
+             "time.sleep(5)", ["tune", "KERN:double", "--space", "N=32,64", "--no-cache"])):
+        o = run_factory(verb, imp=imp)
+        assert o.rc == 2, (imp, verb, o.rc, o.stderr)
+        assert "ended the process" in o.stderr and "nothing was run or checked" in o.stderr
+
+
+def test_an_exit_hook_after_the_command_keeps_the_commands_result():
+    # The result is handed over before the interpreter's exit: an atexit os._exit(0) of
+    # the user's cannot turn a finding into a success, nor a success into a failure.
+    o = run_factory(["check", "KERN:double"], imp="import atexit\natexit.register(os._exit, 0)")
+    assert o.rc == 0, o.stderr
+    o = run_factory(["check", "KERN:double"], row="0",
+                    imp="import atexit\natexit.register(os._exit, 0)")
+    assert o.rc == 3, o.stderr
