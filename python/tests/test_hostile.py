@@ -157,3 +157,68 @@ def test_an_exit_hook_after_the_command_keeps_the_commands_result():
     o = run_factory(["check", "KERN:double"], row="0",
                     imp="import atexit\natexit.register(os._exit, 0)")
     assert o.rc == 3, o.stderr
+
+
+def test_an_exception_of_the_users_code_is_located_in_the_users_file():
+    # Issue 46: a raw "kern.py:double: RecursionError: ..." (or numpy's ValueError) without
+    # the line that raised it; now file:line: error: ... with a hint, exit 2.
+    for imp, what in (("def f(n):\n    return f(n + 1)\nf(0)", "RecursionError"),
+                      ("np.zeros((2, 2)).reshape(3)", "ValueError")):
+        o = run_factory(["check", "KERN:double"], imp=imp)
+        assert o.rc == 2, o.stderr
+        line = next(ln for ln in o.stderr.splitlines() if what in ln)
+        assert "kern.py:" in line and ": error: " in line and "hint:" in o.stderr, o.stderr
+
+
+def test_an_output_may_not_replace_the_kernels_file_or_a_module_it_imports():
+    # Issue 46: --trace / --html / -o naming the kernel's own .py (or a module it imports,
+    # through any path: a symlink, ../) overwrote it with exit 0.
+    imp = "import helper"
+    extra = {"helper.py": "X = 1\n"}
+    for argv in (["run", "KERN:double", "--trace", "helper.py"],
+                 ["profile", "KERN:double", "--html", "./sub/../kern.py"],
+                 ["emit", "KERN:double", "-o", "helper.py"]):
+        o = run_factory(argv, imp=imp, extra=dict(extra, **{"sub/x": ""}))
+        assert o.rc == 2 and "destroy an input" in o.stderr, (argv, o.rc, o.stderr)
+
+
+def test_a_run_time_division_by_zero_in_an_index_is_an_error_at_its_line():
+    # Issue 46: `x // 0` in an index evaluated to 0 and the run went on.
+    o = run_factory(["run", "KERN:double"], row="vid // cid")
+    assert o.rc == 2 and "division-by-zero" not in o.stdout, o.stderr
+    line = next(i for i, ln in enumerate(FACTORY.splitlines(), 1) if "T.copy(x, B[" in ln)
+    assert f"kern.py:{line}:" in o.stderr and "division or modulo by zero" in o.stderr, o.stderr
+
+
+def test_an_unusable_tune_cache_degrades_to_no_cache_with_a_warning():
+    # Issue 46: an unwritable cache aborted the search (exit 1 / 2).
+    o = run_factory(["tune", "KERN:double", "--space", "N=32,64", "--cache-dir", "cache.txt",
+                     "--json"], extra={"cache.txt": "a file in the way\n"})
+    assert o.rc == 0, o.stderr
+    assert "without a cache" in o.stderr and "cache_warning" in o.doc, o.stderr
+
+
+ANCHORS = ('{"sources": {"s": {"citation": "c", "protocol": {"l2": "cold", "launch": '
+           '"excluded", "timer": "t", "evidence": "e"}}}, "anchors": [%s]}')
+ANCHOR = ('{"name": "a", "set": "calibration", "kernel": "gemm", "params": {"M": 64, '
+          '"N": 64, "K": 64}, "measured_us": %s, "source": "s"}')
+
+
+def test_anchor_files_empty_duplicated_or_absurd_are_refused():
+    # Issue 46: empty files were raw json exceptions, duplicate keys and empty anchor lists
+    # were taken silently, and 1e308 us was accepted (an error of inf %).
+    fz.need_binary()
+    cases = {"": "the file is empty",
+             ANCHORS % "": "is empty",
+             ANCHORS % ANCHOR.replace('"set": "calibration"',
+                                      '"set": "calibration", "set": "validation"') % 10:
+                 "given twice",
+             ANCHORS % (ANCHOR % "1e308"): "not a plausible kernel time",
+             ANCHORS % (ANCHOR % "1e-9"): "not a plausible kernel time"}
+    for text, want in cases.items():
+        with fz.Sandbox() as box:
+            box.write("a.json", text)
+            o = fz.run([fz.TILEPIPE, "fidelity", "--anchors", "a.json"], box,
+                       env={"TILEPIPE_NO_PYTHON": "1"})
+        assert not o.violations, (o.violations, o.stderr)
+        assert o.rc == 2 and want in o.stderr, (text, o.rc, o.stderr)
