@@ -222,3 +222,13 @@ def test_anchor_files_empty_duplicated_or_absurd_are_refused():
                        env={"TILEPIPE_NO_PYTHON": "1"})
         assert not o.violations, (o.violations, o.stderr)
         assert o.rc == 2 and want in o.stderr, (text, o.rc, o.stderr)
+
+
+def test_a_non_finite_percentage_is_refused():
+    # Issue 46: `--tolerance-pct nan` passed CLI11's range check (NaN compares false) and
+    # turned every comparison into a failure.
+    fz.need_binary()
+    for v in ("nan", "inf", "-1", "101"):
+        with fz.Sandbox() as box:
+            o = fz.run([fz.TILEPIPE, "differential", "gemm", "--tolerance-pct", v], box)
+        assert not o.violations and o.rc == 2 and "[0, 100]" in o.stderr, (v, o.stderr)

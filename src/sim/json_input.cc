@@ -70,9 +70,10 @@ Json parse_strict(const std::string& text, const std::string& origin, const std:
     if (auto pos = detail.find("] "); pos != std::string::npos) detail = detail.substr(pos + 2);
     for (char& c : detail)
       if (c == '\n') c = ' ';
-    throw JsonInputError{fmt::format("{}: malformed JSON (byte {}): {}; expected {}: fix the "
-                                     "syntax there",
-                                     origin, e.byte, detail, what)};
+    throw JsonInputError{
+        fmt::format("{}: malformed JSON (byte {}): {}; expected {}: fix the "
+                    "syntax there",
+                    origin, e.byte, detail, what)};
   }
   if (!dups.duplicate().empty())
     throw JsonInputError{fmt::format(
