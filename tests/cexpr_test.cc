@@ -3,6 +3,7 @@
 // simulator relies on (affine, ring-buffer modulo) being found.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <random>
 
 #include "tilepipe/lower.h"
@@ -42,10 +43,40 @@ TEST(CExpr, FastFormsEvaluateLikeThePostfixProgram) {
     for (int k = 0; k < 8; ++k) {
       int64_t slots[4];
       for (auto& s : slots) s = static_cast<int64_t>(rng() % 41) - 20;
-      ASSERT_EQ(c.eval(slots), c.eval_stack(slots, nullptr)) << "expression " << n;
+      // A division by zero throws in both forms alike (the simulator reports it).
+      auto outcome = [](auto f) -> std::optional<int64_t> {
+        try {
+          return f();
+        } catch (const lower::DivisionByZero&) {
+          return std::nullopt;
+        }
+      };
+      ASSERT_EQ(outcome([&] { return c.eval(slots); }),
+                outcome([&] { return c.eval_stack(slots, nullptr); }))
+          << "expression " << n;
     }
   }
   EXPECT_GT(fast, 5000);  // the property is tested on fast forms, not only on fallbacks
+}
+
+TEST(CExpr, DivisionByZeroThrowsInEveryForm) {
+  // x / 0 with a constant 0 (never made a fast form), 7 % x and x / x at x = 0.
+  for (auto ops : std::vector<std::vector<CExpr::Op>>{{{CExpr::Slot, BinOp::Add, 0},
+                                                       {CExpr::Const, BinOp::Add, 0},
+                                                       {CExpr::Bin, BinOp::Div, 0}},
+                                                      {{CExpr::Const, BinOp::Add, 7},
+                                                       {CExpr::Slot, BinOp::Add, 0},
+                                                       {CExpr::Bin, BinOp::Mod, 0}},
+                                                      {{CExpr::Slot, BinOp::Add, 0},
+                                                       {CExpr::Slot, BinOp::Add, 0},
+                                                       {CExpr::Bin, BinOp::Div, 0}}}) {
+    CExpr c;
+    c.ops = ops;
+    c.finalize();
+    const int64_t zero[1] = {0};
+    EXPECT_THROW(c.eval(zero), lower::DivisionByZero);
+    EXPECT_THROW(c.eval_stack(zero, nullptr), lower::DivisionByZero);
+  }
 }
 
 TEST(CExpr, RingBufferSlotIsAffineModulo) {

@@ -478,8 +478,9 @@ TEST(ChipConfigLoader, MalformedJsonIsRejectedWithTheParserPosition) {
   EXPECT_TRUE(OneLine(msg));
 }
 
-TEST(ChipConfigLoader, EmptyTextIsRejectedAsMalformed) {
-  EXPECT_TRUE(Contains(error_of(""), "malformed JSON"));
+TEST(ChipConfigLoader, EmptyTextIsRejectedAsEmpty) {
+  EXPECT_TRUE(Contains(error_of(""), "the file is empty"));
+  EXPECT_TRUE(Contains(error_of(" \n"), "the file is empty"));
 }
 
 TEST(ChipConfigLoader, TopLevelThatIsNotAnObjectIsRejected) {

@@ -168,11 +168,10 @@ int cmd_tune(const TuneArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
   tune::Point start;
   for (const auto& [n, v] : base.params) start[n] = v;
-  tune::Result r;
-  try {
-    r = tune::run(start, o, cb);
-  } catch (const std::filesystem::filesystem_error& e) {
-    throw driver::ParamError{fmt::format("tune cache '{}': {}", o.cache_dir, e.what())};
+  tune::Result r = tune::run(start, o, cb);
+  if (!r.cache_warning.empty()) {
+    std::cerr << "tilepipe tune: warning: " << r.cache_warning << "\n";
+    o.cache_dir.clear();  // the default's run below, and the JSON: no cache
   }
   if (!r.best_time_us) throw driver::ParamError{no_config_ran(r)};
   // The default: the given parameters alone, always evaluated (through the cache), whatever
@@ -207,6 +206,7 @@ int cmd_tune(const TuneArgs& a) {
   for (auto it = body.begin(); it != body.end(); ++it)
     if (it.key() != "best" && it.key() != "best_time_us") out[it.key()] = it.value();
   out["cache_dir"] = o.cache_dir;
+  if (!r.cache_warning.empty()) out["cache_warning"] = r.cache_warning;
   if (!a.scheduler.empty()) out["scheduler"] = a.scheduler;
   // What depends on input values, in the best config's program.
   driver::RunRequest best = base;

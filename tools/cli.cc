@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <iostream>
@@ -562,7 +563,16 @@ int tilepipe::cli::main(int argc, char** argv) {
   differential
       ->add_option("--tolerance-pct", diff_args.tolerance_pct,
                    "largest |fast - exact| / exact in % (default 0.5)")
-      ->check(CLI::Range(0.0, 100.0));
+      // Not CLI::Range: NaN compares false with both bounds and would pass it.
+      ->check(CLI::Validator(
+          [](std::string& s) {
+            char* end = nullptr;
+            const double v = std::strtod(s.c_str(), &end);
+            return !s.empty() && *end == '\0' && v >= 0 && v <= 100
+                       ? std::string()
+                       : "expected a percentage in [0, 100], found '" + s + "'";
+          },
+          "FLOAT in [0, 100]"));
   differential->add_flag("--json", diff_args.json, "print one JSON object on stdout");
 
   auto* tune = app.add_subcommand("tune", "search kernel parameters for the fastest config");

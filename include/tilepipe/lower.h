@@ -29,6 +29,10 @@ class ScalarMem {
   virtual int64_t load(int site, const int64_t* index) const = 0;
 };
 
+/// Thrown by CExpr when an integer division or modulo divides by zero at run time; the
+/// simulator reports it at the instruction or loop being evaluated (`division-by-zero`).
+struct DivisionByZero {};
+
 /// An integer expression compiled to postfix over a slot array (slot 0 = cid, 1 = vid,
 /// then loop variables). A Load pops its site's rank indices and pushes the element.
 struct CExpr {
@@ -89,9 +93,11 @@ struct CExpr {
       }
       for (int i = 0; i < nposts; ++i) {
         const Post& p = posts[static_cast<size_t>(i)];
-        if (p.reversed)
+        if (p.reversed) {
+          if (v == 0 && (p.op == ir::BinOp::Div || p.op == ir::BinOp::Mod)) [[unlikely]]
+            throw DivisionByZero{};
           v = ir::eval_binop(p.op, p.value, v);
-        else if (p.op == ir::BinOp::Mod)  // ring-buffer slots and tile indices, without a call
+        } else if (p.op == ir::BinOp::Mod)  // ring-buffer slots and tile indices, without a call
           v = p.pow2 ? v & (p.value - 1) : ir::floor_mod(v, p.value);
         else if (p.op == ir::BinOp::Div)  // an arithmetic shift floors, as floor_div does
           v = p.pow2 ? v >> std::countr_zero(static_cast<uint64_t>(p.value))

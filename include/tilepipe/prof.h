@@ -295,8 +295,14 @@ struct OutputSpec {
 void check_outputs(const std::vector<OutputSpec>& outputs,
                    const std::vector<std::pair<std::string, std::string>>& inputs = {});
 
+/// Records a file the command reads (`what` names it for messages: "the kernel's source",
+/// "a module the kernel imports"): no output may replace it, whatever path names it
+/// (resolve_output, so check_outputs and every writer refuse it). Thread-safe.
+void note_input(const std::string& path, const std::string& what);
+
 /// The file a write to `path` replaces (a symlink's target, made absolute), after checking
-/// that it is a regular file or absent. Throws std::runtime_error naming `flag`.
+/// that it is a regular file or absent and not an input (note_input). Throws
+/// std::runtime_error naming `flag`.
 std::string resolve_output(const std::string& path, const std::string& flag = "");
 
 /// Temporaries of this process being written, removed when it is stopped by SIGINT,

@@ -75,6 +75,8 @@ struct Result {
   std::vector<ConfigResult> configs;   // enumeration order
   int simulated = 0, pruned = 0, rejected = 0, cached = 0, skipped = 0;
   std::vector<Point> within_error_band;  // configs within the simulator's error of the best
+  /// Set when the cache directory could not be used: the search ran without a cache.
+  std::string cache_warning;
 };
 
 struct Callbacks {

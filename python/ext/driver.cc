@@ -429,6 +429,22 @@ struct PyRef {
   std::string type = py::str(py::type::of(v).attr("__name__")).cast<std::string>();
   std::string what = py::str(v).cast<std::string>();
   if (type == "SourceError") throw driver::ParamError{what};
+  // Another exception of the user's code: at its line in the user's file when it has one.
+  py::object where = py::none();
+  try {
+    where = py::module_::import("tilepipe.sources").attr("located")(v);
+  } catch (const py::error_already_set&) {
+  }
+  if (!where.is_none()) {
+    auto t = where.cast<py::tuple>();
+    Diagnostic d;
+    d.loc.file = t[0].cast<std::string>();
+    d.loc.line = t[1].cast<int>();
+    d.kind = "python-error";
+    d.message = fmt::format("{} raised {}: {}", spec, type, what);
+    d.hint = t[2].cast<std::string>();
+    throw UserError({d});
+  }
   throw driver::ParamError{spec + ": " + type + ": " + what};
 }
 
@@ -726,6 +742,7 @@ void bind_driver(py::module_& m) {
         return guarded([&] { return driver::emit_expert(c->c, {factory, params, label}); });
       },
       py::arg("compiled"), py::arg("factory"), py::arg("params"), py::arg("label"));
+  m.def("note_input", &prof::note_input, py::arg("path"), py::arg("what"));
   m.def("run_registered", &run_registered, py::arg("spec"), py::arg("variant"), py::arg("params"),
         py::arg("functional"), py::arg("seed") = 1);
   m.def("registered_equal", &registered_equal, py::arg("spec"), py::arg("variant"),

@@ -66,6 +66,41 @@ def split_spec(spec):
     return m.group(1), m.group(2), words[1:]
 
 
+def located(e):
+    """(file, line, hint) of an exception the user's code raised: its innermost frame in a
+    file of the user's (not tilepipe's, not the standard library's), or None when none is.
+    The driver reports it there instead of as a bare `TYPE: MESSAGE` (python/ext/driver.cc)."""
+    import traceback
+    import sysconfig
+
+    from tilelang._core import is_own_file
+
+    stdlib = sysconfig.get_paths()["stdlib"]
+    frames = [f for f in traceback.extract_tb(e.__traceback__)
+              if not f.filename.startswith("<") and not is_own_file(f.filename)
+              and not os.path.abspath(f.filename).startswith(stdlib)]
+    if not frames:
+        return None
+    hint = ("the code calls itself without end (Python's recursion limit is "
+            f"{sys.getrecursionlimit()}): give the recursion a base case"
+            if isinstance(e, RecursionError) else
+            "the error is in the file's own code, run while tilepipe loaded the kernel: "
+            "fix it there (`tilepipe run-py FILE.py` shows the whole traceback)")
+    return os.path.abspath(frames[-1].filename), frames[-1].lineno or 0, hint
+
+
+def _note_inputs(path):
+    """The file and every module loaded so far (those it imports among them) are inputs of
+    the command: no output (--trace, --html, -o) may replace one (prof::note_input)."""
+    import _tilepipe
+
+    _tilepipe.note_input(path, "the kernel's source")
+    for m in list(sys.modules.values()):
+        f = getattr(m, "__file__", None)
+        if isinstance(f, str) and f.endswith(".py"):
+            _tilepipe.note_input(os.path.abspath(f), f"the module {m.__name__} (imported)")
+
+
 def resolve(spec):
     """The source for `spec` (FILE.py[:NAME] [ARG ...]), or None for other specs."""
     parts = split_spec(spec)
@@ -139,6 +174,7 @@ class FileSource:
         self._seeded = True
         with _LOCK:
             self._load()
+        _note_inputs(self.path)
 
     # ---- what the driver calls ----
 

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "tilepipe/fidelity.h"
+#include "tilepipe/json_input.h"
 #include "tilepipe/lang.h"
 
 namespace tilepipe::driver {
@@ -50,6 +51,20 @@ std::string python_path(const std::string& kernel) {
 
 /// A relative Python file of an anchor file is relative to that file's directory (made
 /// absolute: a Python build runs in its script's directory, and other threads keep running).
+/// A measured kernel time a board can give: above a nanosecond, below a day (anything else is
+/// a unit or typing mistake, and would turn every error into 0 % or inf %).
+constexpr double kMinMeasuredUs = 1e-3, kMaxMeasuredUs = 86400e6;
+
+/// The measured time `v` (microseconds) of anchor `where`, checked against the range above.
+double measured_us(double v, const std::string& text, const std::string& where) {
+  if (!std::isfinite(v) || v < kMinMeasuredUs || v > kMaxMeasuredUs)
+    throw ParamError{fmt::format(
+        "{}: measured_us '{}' is not a plausible kernel time: expected microseconds in [{:g}, "
+        "{:g}] (a nanosecond to a day); check the unit and the value",
+        where, text, kMinMeasuredUs, kMaxMeasuredUs)};
+  return v;
+}
+
 std::string relative_to(const std::string& kernel, const std::string& origin) {
   std::string path = python_path(kernel);
   if (path.empty() || fs::path(path).is_absolute()) return kernel;
@@ -123,9 +138,10 @@ std::map<std::string, std::pair<std::string, Protocol>> parse_sources(const json
 AnchorSet parse_json(const std::string& text, const std::string& path) {
   json root;
   try {
-    root = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw ParamError{fmt::format("{}: malformed JSON: {}", path, e.what())};
+    root =
+        parse_json_input(text, path, "an object with an \"anchors\" array (configs/fidelity.json)");
+  } catch (const JsonInputError& e) {
+    throw ParamError{e.what()};
   }
   if (!root.is_object() || !root.contains("anchors") || !root["anchors"].is_array())
     throw ParamError{fmt::format(
@@ -212,10 +228,9 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
       for (const auto& [k, v] : j["params"].items()) a.params[k] = param_text(v, where);
     }
     a.chip = str("chip", false);
-    if (!j.contains("measured_us") || !j["measured_us"].is_number() ||
-        !(j["measured_us"].get<double>() > 0))
-      throw ParamError{fmt::format("{}: \"measured_us\" must be a number > 0", where)};
-    a.measured_us = j["measured_us"].get<double>();
+    if (!j.contains("measured_us") || !j["measured_us"].is_number())
+      throw ParamError{fmt::format("{}: \"measured_us\" must be a number (microseconds)", where)};
+    a.measured_us = measured_us(j["measured_us"].get<double>(), j["measured_us"].dump(), where);
     if (j.contains("kind")) {
       a.kind = str("kind", true);
       if (a.kind != "measured" && a.kind != "derived")
@@ -240,6 +255,11 @@ AnchorSet parse_json(const std::string& text, const std::string& path) {
     }
     set.anchors.push_back(std::move(a));
   }
+  if (set.anchors.empty())
+    throw ParamError{fmt::format(
+        "{}: the \"anchors\" array is empty; expected at least one anchor (configs/fidelity.json "
+        "shows the form)",
+        path)};
   return set;
 }
 
@@ -374,10 +394,10 @@ AnchorSet parse_csv(const std::string& text, const std::string& path) {
     a.chip = row["chip"];
     char* end = nullptr;
     a.measured_us = std::strtod(row["measured_us"].c_str(), &end);
-    if (row["measured_us"].empty() || *end != '\0' || !(a.measured_us > 0) ||
-        !std::isfinite(a.measured_us))
-      throw ParamError{fmt::format("{}: measured_us '{}' must be a number > 0 (microseconds)",
-                                   where, row["measured_us"])};
+    if (row["measured_us"].empty() || *end != '\0')
+      throw ParamError{fmt::format("{}: measured_us '{}' must be a number (microseconds)", where,
+                                   row["measured_us"])};
+    measured_us(a.measured_us, row["measured_us"], where);
     if (!row["kind"].empty()) {
       a.kind = row["kind"];
       if (a.kind != "measured" && a.kind != "derived")
@@ -420,6 +440,8 @@ AnchorSet parse_csv(const std::string& text, const std::string& path) {
     set.anchors.push_back(std::move(a));
   }
   if (header.empty()) throw ParamError{path + ": no header line (and no measurements)"};
+  if (set.anchors.empty())
+    throw ParamError{path + ": a header but no measurements; expected a line per measured run"};
   return set;
 }
 

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "tilepipe/fidelity.h"
+#include "tilepipe/json_input.h"
 
 namespace tilepipe::driver {
 namespace {
@@ -247,9 +248,11 @@ std::map<std::string, FitRange> load_fit_ranges(const std::string& path_in) {
   std::string path = path_in.empty() ? config_dir() + "/fit_ranges.json" : path_in;
   nlohmann::json root;
   try {
-    root = nlohmann::json::parse(read_text(path, "fit range table (configs/fit_ranges.json)"));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ParamError{fmt::format("{}: malformed JSON: {}", path, e.what())};
+    root = parse_json_input(read_text(path, "fit range table (configs/fit_ranges.json)"), path,
+                            "a fit range table: an object with a \"ranges\" object "
+                            "(configs/fit_ranges.json)");
+  } catch (const JsonInputError& e) {
+    throw ParamError{e.what()};
   }
   if (!root.is_object() || !root.contains("ranges") || !root["ranges"].is_object())
     throw ParamError{path + ": expected an object with a \"ranges\" object"};

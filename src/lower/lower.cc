@@ -64,6 +64,8 @@ int64_t CExpr::run(const std::vector<Op>& program, const int64_t* slots,
         break;
       case Bin:
         --sp;
+        if (st[sp] == 0 && (o.bin == BinOp::Div || o.bin == BinOp::Mod)) [[unlikely]]
+          throw DivisionByZero{};
         st[sp - 1] = eval_binop(o.bin, st[sp - 1], st[sp]);
         break;
       case Sel:
@@ -151,7 +153,9 @@ void CExpr::finalize() {
         take(i, 2);
         Val a = val[kids[i][0]], b = val[kids[i][1]];
         const bool linear = a.ok && b.ok && a.posts.empty() && b.posts.empty();
-        if (a.is_const() && b.is_const()) {
+        if (b.is_const() && b.c == 0 && (o.bin == BinOp::Div || o.bin == BinOp::Mod)) {
+          a = {};  // divides by zero: the stack form evaluates it, and reports it
+        } else if (a.is_const() && b.is_const()) {
           a.c = ir::eval_binop(o.bin, a.c, b.c);
         } else if (linear && (o.bin == BinOp::Add || o.bin == BinOp::Sub)) {
           const int64_t sign = o.bin == BinOp::Add ? 1 : -1;

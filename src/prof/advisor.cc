@@ -1,6 +1,8 @@
 // The advisor (contract in include/tilepipe/advisor.h).
 #include "tilepipe/advisor.h"
 
+#include "tilepipe/json_input.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 
 namespace tilepipe::prof {
@@ -175,12 +178,14 @@ RuleSet load_rules(const std::string& path) {
                     p));
   std::ifstream in(p);
   if (!in) throw std::runtime_error(fmt::format("cannot read the advice rules '{}'", p));
+  std::ostringstream text;
+  text << in.rdbuf();
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& ex) {
-    throw std::runtime_error(
-        fmt::format("advice rules '{}': malformed JSON: {}", p, json_error_detail(ex)));
+    j = parse_json_input(text.str(), fmt::format("advice rules '{}'", p),
+                         "an object with a \"rules\" array (configs/advice_rules.json)");
+  } catch (const JsonInputError& ex) {
+    throw std::runtime_error(ex.what());
   }
   if (!j.is_object() || !j.contains("rules") || !j["rules"].is_array())
     throw std::runtime_error(fmt::format(

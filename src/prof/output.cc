@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <stdexcept>
 
 #include "tilepipe/prof.h"
@@ -75,6 +76,32 @@ void install_temp_cleanup() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, remove_temps_and_die);
 }
 
+namespace {
+
+struct NotedInput {
+  dev_t dev;
+  ino_t ino;
+  std::string path, what;
+};
+std::mutex g_inputs_mu;
+std::vector<NotedInput> g_inputs;
+
+/// The input `st` is, if it is one.
+const NotedInput* noted_input(const struct stat& st) {
+  for (const auto& in : g_inputs)
+    if (in.dev == st.st_dev && in.ino == st.st_ino) return &in;
+  return nullptr;
+}
+
+}  // namespace
+
+void note_input(const std::string& path, const std::string& what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  std::lock_guard<std::mutex> lock(g_inputs_mu);
+  if (!noted_input(st)) g_inputs.push_back({st.st_dev, st.st_ino, path, what});
+}
+
 std::string resolve_output(const std::string& path, const std::string& flag) {
   std::error_code ec;
   fs::path link = fs::absolute(path, ec);
@@ -99,6 +126,11 @@ std::string resolve_output(const std::string& path, const std::string& flag) {
         is_link ? fmt::format("links to '{}', which is", target.string()) : "exists and is",
         file_kind(st.st_mode)));
   }
+  std::lock_guard<std::mutex> lock(g_inputs_mu);
+  if (const NotedInput* in = ::stat(target.c_str(), &st) == 0 ? noted_input(st) : nullptr)
+    throw std::runtime_error(fmt::format(
+        "{} is {} '{}': writing it would destroy an input of the command; choose another path",
+        named(flag, path), in->what, in->path));
   return target.string();
 }
 

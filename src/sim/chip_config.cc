@@ -7,6 +7,7 @@
 // and the table says which ChipConfig field it fills, its unit, its kind (integer or number)
 // and its physically plausible range. Unknown keys are rejected (they are usually typos).
 #include <tilepipe/chip.h>
+#include <tilepipe/json_input.h>
 
 #include <algorithm>
 #include <cmath>
@@ -575,51 +576,6 @@ class Parser {
   std::string origin_;
 };
 
-/// Finds the first key that appears twice in one object while parsing (nlohmann keeps only
-/// the last one silently, which hides copy-paste mistakes).
-class DuplicateKeyFinder {
- public:
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        frames_.push_back({true, {}, {}});
-        break;
-      case json::parse_event_t::array_start:
-        frames_.push_back({false, {}, "[]"});
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        if (!frames_.empty()) frames_.pop_back();
-        break;
-      case json::parse_event_t::key:
-        if (!frames_.empty() && parsed.is_string()) {
-          Frame& top = frames_.back();
-          top.key = parsed.get<std::string>();
-          if (!top.seen.insert(top.key).second && duplicate_.empty()) {
-            std::vector<std::string> parts;
-            for (const Frame& f : frames_) parts.push_back(f.key);
-            duplicate_ = join(parts, ".");
-          }
-        }
-        break;
-      case json::parse_event_t::value:
-        break;
-    }
-    return true;
-  }
-
-  const std::string& duplicate() const { return duplicate_; }
-
- private:
-  struct Frame {
-    bool is_object;
-    std::set<std::string> seen;
-    std::string key;
-  };
-  std::vector<Frame> frames_;
-  std::string duplicate_;
-};
-
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
@@ -690,20 +646,9 @@ std::string read_file(const std::string& path) {
 ChipConfig parse_chip_config(const std::string& json_text, const std::string& origin) {
   Parser parser(origin);
   try {
-    DuplicateKeyFinder dups;
-    json root = json::parse(json_text, std::ref(dups), /*allow_exceptions=*/true,
-                            /*ignore_comments=*/false);
-    if (!dups.duplicate().empty()) {
-      parser.fail(dups.duplicate(), "each key once per object", "it twice",
-                  "delete one of the two entries");
-    }
-    return parser.parse(root);
-  } catch (const json::parse_error& e) {
-    // e.what() reads "[json.exception.parse_error.101] parse error at line L, column C: ...".
-    std::string detail = e.what();
-    if (auto pos = detail.find("] "); pos != std::string::npos) detail = detail.substr(pos + 2);
-    throw ConfigError{one_line(fmt::format("{}: malformed JSON (byte {}): {}; fix the syntax there",
-                                           origin, e.byte, detail))};
+    return parser.parse(parse_json_input(json_text, origin, "a chip config object"));
+  } catch (const JsonInputError& e) {
+    throw ConfigError{one_line(e.what())};
   } catch (const json::exception& e) {
     // The checks above should make this unreachable.
     throw ConfigError{one_line(fmt::format(

@@ -184,12 +184,12 @@ void Engine::enter(Core& c, const Control& ctl) {
   const lower::Item& it = *ctl.item;
   const double sc = chip_.scalar_op_cycles;
   if (it.kind == lower::Item::Let) {
-    c.slots[static_cast<size_t>(it.slot)] = eval(c, it.begin);
+    c.slots[static_cast<size_t>(it.slot)] = eval(c, it.begin, it.loc);
     scalar(c, sc);  // the move into the register
     return;
   }
   if (it.kind == lower::Item::Loop) {
-    int64_t b = eval(c, it.begin), e = eval(c, it.end);
+    int64_t b = eval(c, it.begin, it.loc), e = eval(c, it.end, it.loc);
     scalar(c, 2 * sc);
     if (b < e) {
       c.slots[static_cast<size_t>(it.slot)] = b;
@@ -198,7 +198,7 @@ void Engine::enter(Core& c, const Control& ctl) {
     return;
   }
   scalar(c, sc);
-  bool cond = eval(c, it.cond) != 0;
+  bool cond = eval(c, it.cond, it.loc) != 0;
   const lower::Block* b = cond ? it.body.get() : it.else_body.get();
   if (b && !b->items.empty())
     c.stack.push_back(frame(b, *(cond ? ctl.body : ctl.else_body), nullptr, 0));
@@ -213,7 +213,7 @@ Access Engine::resolve(Core& c, const lower::AccessTemplate& a, const lower::OpT
   int64_t off = a.const_off;
   for (int k = 0; k < a.nvar; ++k) {
     const int d = a.var_dim[static_cast<size_t>(k)];
-    const int64_t s = eval(c, a.start[d]);
+    const int64_t s = eval(c, a.start[d], t.loc);
     if (s < 0 || s + a.dim_extent[d] > a.dim[d]) [[unlikely]]
       slice_out_of_bounds(c, a, t, d, s);
     off += s * a.dim_stride[d];
@@ -252,7 +252,7 @@ void Engine::instantiate(Core& c, const lower::OpTemplate& t, const IssueFacts& 
 /// A StartCode's value for core c.
 int64_t Engine::value(Core& c, const StartCode& s, const lower::OpTemplate& t) {
   if (s.generic) [[unlikely]]
-    return eval(c, s.d < 0 ? t.flag_id : t.acc[static_cast<size_t>(s.acc)].start[s.d]);
+    return eval(c, s.d < 0 ? t.flag_id : t.acc[static_cast<size_t>(s.acc)].start[s.d], t.loc);
   const int64_t* slots = c.slots.data();
   const int64_t v = s.c0 + int64_t{s.coef0} * slots[s.slot0] + int64_t{s.coef1} * slots[s.slot1];
   // Unsigned like CExpr::Affine's steps.
@@ -268,7 +268,7 @@ void Engine::scalar_operand(Core& c, const lower::OpTemplate& t, Instr& in) {
       in.scalar = t.scalar_imm;
       break;
     case lower::OpTemplate::ScalarKind::Expr:
-      in.scalar = static_cast<double>(eval(c, t.scalar_expr));
+      in.scalar = static_cast<double>(eval(c, t.scalar_expr, t.loc));
       break;
     case lower::OpTemplate::ScalarKind::UbRead:
       // The scalar unit reads UB now, at issue; a read not ordered after the V write by a

@@ -179,10 +179,16 @@ class Engine {
     Core& c_;
   };
 
-  int64_t eval(Core& c, const lower::CExpr& x) {
-    if (!x.has_load) return x.eval(c.slots.data());
-    Loader ld(*this, c);
-    return x.eval(c.slots.data(), &ld);
+  /// x's value on core c; `loc` is the instruction or loop it belongs to, where a division
+  /// by zero is reported.
+  int64_t eval(Core& c, const lower::CExpr& x, const ir::Loc& loc) {
+    try {
+      if (!x.has_load) return x.eval(c.slots.data());
+      Loader ld(*this, c);
+      return x.eval(c.slots.data(), &ld);
+    } catch (const lower::DivisionByZero&) {
+      division_by_zero(c, loc);
+    }
   }
 
   SetRecord record(Core& c, const Instr& in, double when, double visible) {
@@ -338,6 +344,7 @@ class Engine {
   [[noreturn, gnu::cold, gnu::noinline]] void bad_flag_id(const Core& c, const lower::OpTemplate& t,
                                                           int64_t id);
   [[noreturn, gnu::cold, gnu::noinline]] void interrupted(double t);
+  [[noreturn, gnu::cold, gnu::noinline]] void division_by_zero(const Core& c, const ir::Loc& loc);
   [[gnu::cold]] void check_limits(std::chrono::steady_clock::time_point started, double t);
   [[noreturn, gnu::noinline, gnu::cold]] void over_budget(const Core& c, const lower::OpTemplate& t,
                                                           double end);

@@ -53,6 +53,14 @@ void Engine::bad_flag_id(const Core& c, const lower::OpTemplate& t, int64_t id) 
        "keep event ids inside the per-pipe-pair range");
 }
 
+void Engine::division_by_zero(const Core& c, const ir::Loc& loc) {
+  fail(loc, "division-by-zero",
+       fmt::format("an integer division or modulo by zero in an index, bound or condition (at {})",
+                   loop_state(c)),
+       "the divisor is 0 for these values of cid, vid and the loop variables: guard it (e.g. "
+       "T.max(d, 1)) or correct the expression");
+}
+
 void Engine::interrupted(double t) {
   fail({}, "interrupted", fmt::format("simulation interrupted (Ctrl-C) at cycle {:.0f}", t), "");
 }

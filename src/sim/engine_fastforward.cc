@@ -185,13 +185,13 @@ class Engine::Replay {
       }
       const lower::Item& it = f.block->items[keep[f.pos++]];
       if (it.kind == lower::Item::Loop) {
-        int64_t b = e_->eval(*c_, it.begin), end = e_->eval(*c_, it.end);
+        int64_t b = e_->eval(*c_, it.begin, it.loc), end = e_->eval(*c_, it.end, it.loc);
         if (b < end) {
           c_->slots[static_cast<size_t>(it.slot)] = b;
           stack_.push_back({it.body.get(), 0, &it, end});
         }
       } else if (it.kind == lower::Item::If) {
-        bool cond = e_->eval(*c_, it.cond) != 0;
+        bool cond = e_->eval(*c_, it.cond, it.loc) != 0;
         const lower::Block* b = cond ? it.body.get() : it.else_body.get();
         if (b) stack_.push_back({b, 0, nullptr, 0});
       } else {

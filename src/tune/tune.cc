@@ -35,13 +35,29 @@ struct Entry {
   std::string status;
 };
 
+/// Results by config key, one file each in `dir`. A directory that cannot be made or written
+/// (read-only, a file in the way, a full disk) is no cache at all, with a warning: the
+/// search runs on, each config simulated.
 class Cache {
  public:
   explicit Cache(std::string dir) : dir_(std::move(dir)) {
-    if (!dir_.empty()) std::filesystem::create_directories(dir_);
+    if (dir_.empty()) return;
+    try {
+      std::filesystem::create_directories(dir_);
+      const std::string probe = dir_ + "/.probe";
+      prof::write_file_atomic(probe, "");
+      std::filesystem::remove(probe);
+    } catch (const std::exception& e) {
+      disable(e.what());
+    }
+  }
+  /// Why the cache is not used, or "".
+  std::string warning() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return warning_;
   }
   bool load(Entry& e) const {
-    if (dir_.empty()) return false;
+    if (off_) return false;
     std::ifstream in(path(e.prep.key));
     if (!in) return false;
     // A damaged or edited entry is recomputed: it must be this config's, and its numbers
@@ -73,8 +89,8 @@ class Cache {
       return false;
     }
   }
-  void store(const Entry& e) const {
-    if (dir_.empty()) return;
+  void store(const Entry& e) {
+    if (off_) return;
     json j = {{"key", e.prep.key}, {"params", e.params}, {"lb_cycles", e.lb}};
     if (e.have_sim) {
       j["ok"] = e.sim.ok;
@@ -82,12 +98,28 @@ class Cache {
       j["bound"] = e.sim.bound;
       j["reason"] = e.sim.reason;
     }
-    prof::write_file_atomic(path(e.prep.key), j.dump() + "\n");
+    try {
+      prof::write_file_atomic(path(e.prep.key), j.dump() + "\n");
+    } catch (const std::exception& ex) {
+      disable(ex.what());
+    }
   }
 
  private:
+  void disable(const std::string& why) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!off_)
+      warning_ = fmt::format(
+          "the tune cache '{}' cannot be used ({}): the search runs without a cache; give a "
+          "writable --cache-dir, or --no-cache",
+          dir_, why);
+    off_ = true;
+  }
   std::string path(const std::string& key) const { return dir_ + "/" + key + ".json"; }
   std::string dir_;
+  std::atomic<bool> off_{dir_.empty()};
+  mutable std::mutex mu_;
+  std::string warning_;
 };
 
 class Progress {
@@ -424,6 +456,7 @@ Result run(const Point& base, const Options& o, const Callbacks& cb) {
       if (c.time_us > 0 && c.time_us <= *r.best_time_us * (1 + o.error_band_pct / 100))
         r.within_error_band.push_back(c.params);
   }
+  r.cache_warning = cache.warning();
   return r;
 }
 
