@@ -344,6 +344,20 @@ TEST(ChipConfigLoader, StringWhereANumberBelongsIsRejected) {
   EXPECT_TRUE(Contains(msg, "without quotes"));
 }
 
+TEST(ChipConfigLoader, VectorCoresPerAiCoreAreOneOrTwo) {
+  // The IR's vid is 0 or 1: a config with more AIVs per AI core (or none) is refused, never
+  // simulated with two (the simulator used to clamp it silently).
+  for (int n : {0, 3, 4}) {
+    json j = a3_json();
+    j["die"]["aiv_per_core"]["value"] = n;
+    EXPECT_TRUE(Contains(json_error(j), "key 'die.aiv_per_core': expected an integer in [1, 2]"))
+        << n;
+  }
+  json j = a3_json();
+  j["die"]["aiv_per_core"]["value"] = 1;
+  EXPECT_EQ(json_error(j), "<no error>");
+}
+
 TEST(ChipConfigLoader, FractionWhereAnIntegerBelongsIsRejected) {
   json j = a3_json();
   j["die"]["ai_cores"]["value"] = 24.5;

@@ -23,7 +23,7 @@ BuildError build_error(const std::function<void()>& fn) {
     return e;
   }
   ADD_FAILURE() << "expected a BuildError, but the calls were accepted";
-  return {};
+  return BuildError(ir::Loc{}, "");
 }
 
 ::testing::AssertionResult Contains(const std::string& text, const std::string& part) {

@@ -38,8 +38,9 @@ using json = nlohmann::ordered_json;
 using namespace tilepipe::cli;
 
 /// A bad command line: reported as one line, exit 2.
-struct UsageError {
-  std::string message;
+class UsageError : public InputError {
+ public:
+  explicit UsageError(std::string message) : InputError("usage", std::move(message)) {}
 };
 
 struct RunArgs {
@@ -245,12 +246,7 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
     req.progress = [&](double cycles) { progress->update(cycles); };
   }
 
-  json out;
-  out["kernel"] = k.name;
-  out["variant"] = driver::resolve_variant(k, a.variant);
-  out["chip"] = chip.name;
-  out["mode"] = req.mode == sim::Mode::Functional ? "functional" : "timing";
-  out["params"] = req.params;
+  json out = driver::run_header(k, driver::resolve_variant(k, a.variant), req, chip);
 
   driver::RunReport rep;
   try {
@@ -259,42 +255,19 @@ int cmd_run(const RunArgs& a, bool is_check, const cli::SyncArgs* sync = nullptr
   } catch (const driver::SimFailure& e) {
     // A finding exits 3 under run too (the checks are on by default); a budget or an
     // interrupted run stays what it was.
-    if (!is_check && !sim::is_check_finding(e)) throw;
+    if (!is_check && e.kind() != ErrorKind::CheckFinding) throw;
     return report_check_failure(e, a.json, out);
   }
   progress.reset();  // clears the bar before the results are printed
   for (const auto& w : rep.warnings) std::cerr << w.str() << "\n";
   if (a.print_ir) std::cerr << ir::print(rep.program);
 
-  out["cycles"] = rep.sim.cycles;
-  out["time_us"] = rep.sim.cycles * chip.us_per_cycle();
-  if (rep.checked) {
-    out["correct"] = rep.correct;
-    out["max_abs_err"] = rep.max_abs_err;
-    out["max_rel_err"] = rep.max_rel_err;
-    out["tolerance"] = {{"rtol", k.tol.rtol}, {"atol", k.tol.atol}};
-    if (!rep.correct) out["mismatch"] = rep.mismatch;
-  }
   prof::Summary summary = prof::summarize(rep.sim, rep.lowered, chip);
-  json summary_json = prof::to_json(summary);
-  for (auto it = summary_json.begin(); it != summary_json.end(); ++it) out[it.key()] = it.value();
-  out["instructions"] = rep.sim.instructions;
-  std::string lines_text;
-  if (a.lines) {
-    const prof::LineAttribution lines = recorder.attribute_lines(rep.sim, chip.launch_cycles());
-    json lj = driver::lines_json(lines);
-    for (auto it = lj.begin(); it != lj.end(); ++it) out[it.key()] = it.value();
-    lines_text = prof::to_text(lines);
-  }
-  if (rep.sim.fast_forward.jumps > 0)
-    out["fast_forward"] = {{"jumps", rep.sim.fast_forward.jumps},
-                           {"skipped_iterations", rep.sim.fast_forward.iterations},
-                           {"skipped_cycles", rep.sim.fast_forward.cycles}};
-  out["sim_wall_s"] = rep.sim_wall_s;
+  std::optional<prof::LineAttribution> lines;
+  if (a.lines) lines = recorder.attribute_lines(rep.sim, chip.launch_cycles());
+  out = driver::run_json(k, rep, req, chip, summary, lines ? &*lines : nullptr);
+  const std::string lines_text = lines ? prof::to_text(*lines) : "";
   out["races_checked"] = req.detect_races;
-  json inputs = driver::inputs_json(rep.inputs);
-  for (auto it = inputs.begin(); it != inputs.end(); ++it) out[it.key()] = it.value();
-  out["warnings"] = driver::warnings_json(rep.warnings);
   if (is_check) out["ok"] = !rep.checked || rep.correct;
 
   if (trace) {
@@ -743,21 +716,12 @@ int tilepipe::cli::main(int argc, char** argv) {
       tune_args.params = parse_params(tune_params);
       return cli::cmd_tune(tune_args);
     }
-  } catch (const UsageError& e) {
-    return fail(kExitBadInput, "tilepipe: " + e.message);
-  } catch (const cli::ArgError& e) {
-    return fail(kExitBadInput, "tilepipe: " + e.message);
-  } catch (const driver::ParamError& e) {
-    return fail(kExitBadInput, "tilepipe: " + e.message);
-  } catch (const ConfigError& e) {
-    return fail(kExitBadInput, "tilepipe: " + one_line(e.message));
-  } catch (const UserError& e) {
-    return fail(kExitBadInput, e.what());
-  } catch (const lang::BuildError& e) {
-    return fail(kExitBadInput, e.loc.str() + ": error: " + e.message);
-  } catch (const std::exception& e) {
-    return fail(kExitInternal, std::string("tilepipe: internal error: ") + e.what() +
-                                   " (this is a bug in tilepipe)");
+  } catch (...) {
+    // The one mapping of every layer's errors to exit codes and messages (error.h). A
+    // program error a run finds is bad input here (exit 2): cmd_run makes a check finding
+    // exit 3 itself, with the verb's JSON.
+    ErrorReport r = describe_error(std::current_exception());
+    return fail(r.exit_code == kExitCheckFailed ? kExitBadInput : r.exit_code, r.message);
   }
   return 0;
 }

@@ -5,13 +5,15 @@
 
 #include <string>
 
+#include "tilepipe/error.h"
+
 namespace tilepipe::cli {
 
-/// Exit codes: success 0; internal error 1; bad input (flags, parameters, configs, programs)
-/// 2; `check` found a problem 3.
-constexpr int kExitInternal = 1;
-constexpr int kExitBadInput = 2;
-constexpr int kExitCheckFailed = 3;
+/// Exit codes (error.h): success 0; internal error 1; bad input (flags, parameters, configs,
+/// programs) 2; `check` found a problem 3.
+using tilepipe::kExitBadInput;
+using tilepipe::kExitCheckFailed;
+using tilepipe::kExitInternal;
 
 /// Parses the command line and runs its verb; returns the exit code.
 int main(int argc, char** argv);

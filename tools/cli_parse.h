@@ -8,11 +8,14 @@
 #include <utility>
 #include <vector>
 
+#include "tilepipe/error.h"
+
 namespace tilepipe::cli {
 
 /// A bad flag value: a one-line message saying what was expected (exit 2).
-struct ArgError {
-  std::string message;
+class ArgError : public InputError {
+ public:
+  explicit ArgError(std::string message) : InputError("usage", std::move(message)) {}
 };
 
 /// `--seed`: a decimal integer in [0, 2^64 - 1], no sign, nothing after it.

@@ -8,11 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "tilepipe/error.h"
+
 namespace tilepipe {
 
 /// A rejected config file: names the file, the key, what was expected and what was found.
-struct ConfigError {
-  std::string message;
+class ConfigError : public InputError {
+ public:
+  explicit ConfigError(std::string message) : InputError("config", std::move(message)) {}
 };
 
 /// Capacity of one on-chip scope per core, in bytes.

@@ -107,10 +107,12 @@ std::vector<double> random_tensor(int64_t n, ir::DType dtype, uint64_t seed, dou
 // ---- compile and run --------------------------------------------------------------------
 
 /// A program error found while simulating (deadlock, race, flag misuse, run-time slice out
-/// of range), as opposed to one the verifier rejects before the run.
+/// of range, a budget, an interrupt), as opposed to one the verifier rejects before the
+/// run; its kind says which (run_error_kind).
 class SimFailure : public UserError {
  public:
-  explicit SimFailure(const UserError& e) : UserError(e.diagnostics()) {}
+  explicit SimFailure(const UserError& e)
+      : UserError(e.diagnostics(), run_error_kind(e.diagnostics())) {}
 };
 
 // ---- the user's inputs ------------------------------------------------------------------
@@ -184,6 +186,17 @@ struct RunRequest : CompileRequest {
   bool lower_bound_only = false;
   /// The user's arrays (--inputs), used instead of the source's `inputs`; null: the source's.
   std::shared_ptr<const GivenInputs> given_inputs;
+  /// Host arrays in: the input tensors by name, instead of those the source generates from
+  /// `seed` (a Python kernel call's arguments; missing ones are zeros): the run takes them
+  /// (moves from *inputs: no second copy of a large tensor); and tensors read in place
+  /// (sim::SimOptions::raw_inputs; must outlive the run).
+  sim::HostData* inputs = nullptr;
+  std::map<std::string, sim::RawTensor> raw_inputs;
+  /// Host arrays out (functional mode): the GM tensors to return in RunReport::outputs
+  /// (empty: the reference-checked ones, or every parameter without a reference), and
+  /// where 64-bit integer ones land as their exact bytes (sim::SimOptions::raw_outputs).
+  std::vector<std::string> write_back;
+  std::map<std::string, std::vector<uint8_t>>* raw_outputs = nullptr;
 };
 
 /// Where a run's input values come from, and what in the program depends on them (the
@@ -224,6 +237,22 @@ struct RunReport {
 
 /// Throws UserError (rejected program), SimFailure (found while running) or ParamError.
 RunReport run_kernel(const KernelSource& k, const RunRequest& req, const ChipConfig& chip);
+/// run_kernel of a program compile(k, req, chip) made (a front end's kernel compiled once,
+/// called many times); req's compile fields are not read again.
+RunReport run_compiled(const KernelSource& k, const Compiled& c, const RunRequest& req,
+                       const ChipConfig& chip);
+
+/// What a run's report starts with: kernel, variant (resolved), chip, mode, params.
+nlohmann::ordered_json run_header(const KernelSource& k, const std::string& variant,
+                                  const RunRequest& req, const ChipConfig& chip);
+/// The report of a run as every verb (run, check, profile) and the Python module (a kernel's
+/// summary()) print it: run_header, cycles, time_us, the value check (when checked:
+/// correct, max_abs_err, max_rel_err, tolerance, mismatch when wrong), the summary
+/// (prof::to_json: kernel / launch time, pipes, bound, ...), instructions, the per-line
+/// cycles when given (lines_json), fast_forward (when it skipped iterations), sim_wall_s.
+nlohmann::ordered_json run_json(const KernelSource& k, const RunReport& rep, const RunRequest& req,
+                                const ChipConfig& chip, const prof::Summary& summary,
+                                const prof::LineAttribution* lines = nullptr);
 
 /// The simulated cycles of a run from the simulator's lower-bound walk (no timing, far
 /// cheaper than the run): for progress bars; 0 if the program is rejected.

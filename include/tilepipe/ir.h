@@ -16,6 +16,8 @@
 #include <variant>
 #include <vector>
 
+#include "tilepipe/error.h"
+
 namespace tilepipe::ir {
 
 // ---------------------------------------------------------------------------------------
@@ -45,16 +47,8 @@ bool is_float(DType t);
 /// i8, i16, i32, i64: two's complement; the other integer types (and bool) are unsigned.
 bool is_signed_int(DType t);
 
-/// Source location of the DSL call that created a node.
-struct Loc {
-  std::string file;  // base name only: diagnostics stay short and tests stay stable
-  int line = 0;
-  int column = 0;
-  static Loc from(const std::source_location& l);
-  std::string str() const;  // "file:line"
-  /// The same source position: a statement's blocks and leaves are told apart by it.
-  bool operator==(const Loc&) const = default;
-};
+/// Source location of the DSL call that created a node (error.h).
+using Loc = tilepipe::Loc;
 
 // ---------------------------------------------------------------------------------------
 // Expressions: integer-valued, over constants, loop variables, cid and vid, and elements of

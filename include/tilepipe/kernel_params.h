@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "tilepipe/error.h"
+
 namespace tilepipe::driver {
 
 using Params = std::map<std::string, int64_t>;
@@ -20,8 +22,9 @@ struct ParamSpec {
 };
 
 /// A bad parameter or variant: the message says what is allowed.
-struct ParamError {
-  std::string message;
+class ParamError : public InputError {
+ public:
+  explicit ParamError(std::string message) : InputError("param", std::move(message)) {}
 };
 
 /// The defaults of `specs` overlaid with `raw` (name -> decimal text). Throws ParamError on

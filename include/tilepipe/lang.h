@@ -50,9 +50,10 @@ inline constexpr DType boolean = DType::Bool;
 
 /// A DSL user error found while building (e.g. wrong number of slice indices). The verifier
 /// reports everything else; builder errors are only about the shape of the calls.
-struct BuildError {
-  ir::Loc loc;
-  std::string message;
+class BuildError : public InputError {
+ public:
+  BuildError(ir::Loc loc, std::string message)
+      : InputError("build", std::move(message), std::move(loc)) {}
 };
 
 /// An integer expression with arithmetic operators; converts from integers.

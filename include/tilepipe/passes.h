@@ -91,6 +91,20 @@ struct PassOptions {
   int max_rotation = 4;
 };
 
+/// One option of PassOptions by name: the one table through which the driver, the command
+/// line and the Python front end (a kernel's pass configs, "tilepipe.<name>", python/ext) set
+/// options.
+struct OptionInfo {
+  std::string name;                    // the PassOptions field's name
+  bool PassOptions::*flag = nullptr;   // a switch (0 or 1) ...
+  int PassOptions::*number = nullptr;  // ... or a number (validate() checks its range)
+};
+const std::vector<OptionInfo>& option_table();
+
+/// Sets the option `name` to `value` (a switch takes 0 or 1); an unknown name, or a switch
+/// given another value, is UserError "pass-option" listing the options.
+void set_option(PassOptions& o, const std::string& name, int64_t value);
+
 /// One entry of the pass table: drives --print-after validation and the docs.
 struct PassInfo {
   std::string name;

@@ -98,15 +98,9 @@ struct FastForwardOptions {
   double observed_to = std::numeric_limits<double>::infinity();
 };
 
-/// The run-time diagnostic kinds that are findings of the checks — the kernel would be wrong
-/// or hang on the NPU: a race, a deadlock, flag misuse, a T.sync_all some core missed, a
-/// run-time slice out of range. Budgets, interrupts and bad host data are not.
-inline constexpr std::array<std::string_view, 8> kCheckKinds = {
-    "race",    "deadlock", "unmatched-flag", "cross-flag", "flag-double-set",
-    "flag-id", "sync-all", "slice-bounds"};
-
-/// Whether any diagnostic of a run's error is a check finding (kCheckKinds).
-bool is_check_finding(const UserError& e);
+/// The run-time diagnostic kinds that are findings of the checks (error.h): budgets,
+/// interrupts and bad host data are not.
+using tilepipe::kCheckKinds;
 
 struct SimOptions {
   Mode mode = Mode::Functional;
@@ -228,9 +222,9 @@ struct SimResult {
 
 /// A run broke a physical invariant of the model (docs/simulator.md, "Invariants"): a bug in
 /// the simulator, never a result. The message names the invariant, the core and the pipe.
-class InvariantError : public std::logic_error {
+class InvariantError : public InternalError {
  public:
-  using std::logic_error::logic_error;
+  using InternalError::InternalError;
 };
 
 /// Version of the timing model; part of every tuning-cache key.

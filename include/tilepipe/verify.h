@@ -51,16 +51,21 @@ std::vector<Diagnostic> as_errors(std::vector<Diagnostic> d);
 bool werror_from_env();
 
 /// Thrown by anything downstream of the DSL that finds a user error (verifier, lowering,
-/// simulator run-time checks). Carries one or more diagnostics.
-class UserError : public std::runtime_error {
+/// simulator run-time checks). Carries one or more diagnostics; its kind is User unless a
+/// run found it (driver::SimFailure, run_error_kind).
+class UserError : public Error {
  public:
-  explicit UserError(std::vector<Diagnostic> diags);
+  explicit UserError(std::vector<Diagnostic> diags, ErrorKind kind = ErrorKind::User);
   explicit UserError(Diagnostic d) : UserError(std::vector<Diagnostic>{std::move(d)}) {}
   const std::vector<Diagnostic>& diagnostics() const { return diags_; }
 
  private:
   std::vector<Diagnostic> diags_;
 };
+
+/// What a run's error stands for: a check finding if any diagnostic is one (kCheckKinds),
+/// else a budget, an interrupt, or a plain user error (bad host data).
+ErrorKind run_error_kind(const std::vector<Diagnostic>& diags);
 
 struct VerifyOptions {
   /// Check on-chip capacities. Off before memory planning, which places the buffers and

@@ -33,76 +33,21 @@
 
 namespace tilepipe::ext {
 
-py::object& tilepipe_error() {
-  static auto* e = new py::object();  // never destroyed: outlives the interpreter
-  return *e;
-}
-
-[[noreturn]] void raise_diags(const std::vector<Diagnostic>& diags) {
-  std::string msg;
-  py::list items;
-  for (const auto& d : diags) {
-    if (!msg.empty()) msg += "\n";
-    msg += d.str();
-    py::dict item;
-    item["file"] = d.loc.file;
-    item["line"] = d.loc.line;
-    item["kind"] = d.kind;
-    item["message"] = d.message;
-    item["hint"] = d.hint;
-    item["notes"] = d.notes;
-    items.append(item);
-  }
-  if (tilepipe_error().is_none() || !tilepipe_error()) throw std::runtime_error(msg);
-  py::object exc = tilepipe_error()(msg, items);
-  PyErr_SetObject(tilepipe_error().ptr(), exc.ptr());
-  throw py::error_already_set();
-}
-
 namespace {
 
+/// A kernel the front end built, compiled once for the calls that run it.
 struct Compiled {
-  driver::Compiled c;  // the program as built, after the passes, and lowered
+  driver::KernelSource source;  // the program as a driver source (program_source)
+  driver::Compiled c;           // the program as built, after the passes, and lowered
   ChipConfig chip;
   double compile_wall_s = 0;
 };
 
+/// A Python kernel's pass options ({name: value}, python/tilelang's pass_options) through the
+/// passes layer's option table.
 passes::PassOptions pass_options(const py::dict& opts) {
   passes::PassOptions o;
-  for (auto [k, v] : opts) {
-    std::string key = k.cast<std::string>();
-    bool on = v.cast<bool>();
-    if (key == "auto_sync")
-      o.auto_sync = on;
-    else if (key == "memory_planning")
-      o.memory_planning = on;
-    else if (key == "cv_split")
-      o.cv_split = on;
-    else if (key == "multibuffer")
-      o.multibuffer = on;
-    else if (key == "vectorize")
-      o.vectorize = on;
-    else if (key == "copy_cast")
-      o.copy_cast = on;
-    else if (key == "fuse")
-      o.fuse = on;
-    else if (key == "l1_residency")
-      o.l1_residency = on;
-    else if (key == "reserved_tail")
-      o.reserved_tail = on;
-    else if (key == "original_sync")
-      o.original_sync = on;
-    else if (key == "event_ids")
-      o.event_ids = on;
-    else if (key == "cross_drains")
-      o.cross_drains = on;
-    else if (key == "hand_pipeline")
-      o.hand_pipeline = on;
-    else if (key == "original_split")
-      o.original_split = on;
-    else
-      throw std::invalid_argument("unknown pass option " + key);
-  }
+  for (auto [k, v] : opts) passes::set_option(o, k.cast<std::string>(), v.cast<int64_t>());
   return o;
 }
 
@@ -188,9 +133,10 @@ HostInputs host_inputs(const py::dict& arrays, bool consume) {
   return in;
 }
 
-/// A program the front end built, as a driver source: no parameters, the given inputs.
+/// A program the front end built, as a driver source: no parameters; its inputs are each
+/// call's arrays (driver::RunRequest::inputs), or `inputs` for a profile's runs.
 driver::KernelSource program_source(const ir::Program& p, const passes::PassOptions& o,
-                                    sim::HostData inputs) {
+                                    sim::HostData inputs = {}) {
   driver::KernelSource k;
   k.name = p.name;
   k.origin = p.loc.file;
@@ -206,7 +152,8 @@ std::shared_ptr<Compiled> compile(const ir::Program& p, const std::string& chip_
     auto t0 = std::chrono::steady_clock::now();
     auto c = std::make_shared<Compiled>();
     c->chip = load_chip_config(chip_name);
-    c->c = driver::compile(program_source(p, pass_options(opts), {}), {}, c->chip);
+    c->source = program_source(p, pass_options(opts));
+    c->c = driver::compile(c->source, {}, c->chip);
     c->compile_wall_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     return c;
@@ -214,12 +161,11 @@ std::shared_ptr<Compiled> compile(const ir::Program& p, const std::string& chip_
 }
 
 struct RunResult {
-  sim::SimResult sim;
+  driver::RunReport rep;
+  driver::RunRequest req;                    // what ran (its host arrays are gone)
   std::map<std::string, py::array> outputs;  // float64, or int64 / uint64 (exact) ones
   std::shared_ptr<prof::Recorder> recorder;
-  double wall_s = 0;
   sim::HostData inputs;  // what the run started from (a trace replays it)
-  bool exact = false;
 };
 
 /// Ctrl-C during a simulation. Python runs its SIGINT handler only between bytecodes, never
@@ -254,105 +200,94 @@ class SigintCancels {
 };
 
 /// Runs f(cancel) with the GIL released and Ctrl-C cancelling the simulations it starts: a
-/// run stopped by Ctrl-C raises KeyboardInterrupt, other errors go through guarded().
+/// run stopped by Ctrl-C is KeyboardInterrupt (errors.cc), other errors go through guarded().
 template <class F>
 void cancellable(F&& f) {
   SigintCancels sigint;
-  bool interrupted = false;
   guarded([&] {
     py::gil_scoped_release nogil;
-    try {
-      f(sigint.flag());
-    } catch (const UserError&) {
-      if (!sigint.flag()->load()) throw;
-      interrupted = true;
-    }
+    f(sigint.flag());
   });
   // A profile's what-if runs end quietly (as rejections) once the flag is up: still Ctrl-C.
-  if (interrupted || sigint.flag()->load()) {
+  if (sigint.flag()->load()) {
     PyErr_SetNone(PyExc_KeyboardInterrupt);
     throw py::error_already_set();
   }
 }
 
+/// A kernel call: the caller's arrays in, the outputs (functional mode) back as arrays.
 std::shared_ptr<RunResult> run(const std::shared_ptr<Compiled>& c, const py::dict& inputs,
                                const std::string& mode, bool races, bool record, bool exact,
                                const std::vector<std::string>& outputs, bool consume,
                                double max_cycles) {
   // A recorded run keeps its inputs for the trace's replay: as values.
   HostInputs in = record ? HostInputs{host_data(inputs), {}, {}} : host_inputs(inputs, consume);
-  sim::HostData& io = in.values;
   auto r = std::make_shared<RunResult>();
-  if (record) r->inputs = io;
-  r->exact = exact;
-  sim::SimOptions opts;
-  opts.mode = mode == "timing" ? sim::Mode::Timing : sim::Mode::Functional;
-  opts.detect_races = races;
-  opts.fast_forward.enabled = !exact;
-  opts.write_back = outputs;
-  opts.raw_inputs = in.raw;
+  if (record) r->inputs = in.values;
+  driver::RunRequest& req = r->req;
+  req.mode = mode == "timing" ? sim::Mode::Timing : sim::Mode::Functional;
+  req.detect_races = races;
+  req.fast_forward.enabled = !exact;
+  req.max_cycles = max_cycles;
+  req.write_back = outputs;
+  req.inputs = &in.values;
+  req.raw_inputs = in.raw;
   std::map<std::string, std::vector<uint8_t>> wide;
-  opts.raw_outputs = &wide;
-  opts.max_cycles = max_cycles;
+  req.raw_outputs = &wide;
   if (record) {
     r->recorder = std::make_shared<prof::Recorder>();
-    opts.observer = r->recorder.get();
+    req.observer = r->recorder.get();
   }
   cancellable([&](const std::atomic<bool>* cancel) {
-    opts.cancel = cancel;
-    auto t0 = std::chrono::steady_clock::now();
-    r->sim = sim::simulate(c->c.lowered, c->chip, &io, opts);
-    r->wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    req.cancel = cancel;
+    r->rep = driver::run_compiled(c->source, c->c, req, c->chip);
   });
-  if (opts.mode == sim::Mode::Functional) {
-    for (auto& [name, vals] : io) {
-      py::array_t<double> a(static_cast<py::ssize_t>(vals.size()));
-      std::copy(vals.begin(), vals.end(), a.mutable_data());
-      r->outputs[name] = a;
-      std::vector<double>().swap(vals);  // one tensor in two copies at a time, not all
-    }
-    for (auto& [name, bytes] : wide) {
-      const auto& gm = c->c.lowered.gm;
-      const auto b =
-          std::find_if(gm.begin(), gm.end(), [&](const auto& t) { return t.buffer->name == name; });
-      py::array a(py::dtype(b->buffer->dtype == ir::DType::I64 ? "int64" : "uint64"),
-                  static_cast<py::ssize_t>(bytes.size() / 8));
-      std::memcpy(a.mutable_data(), bytes.data(), bytes.size());
-      r->outputs[name] = a;
-    }
+  req.inputs = nullptr;
+  req.raw_inputs.clear();
+  req.raw_outputs = nullptr;
+  req.cancel = nullptr;
+  for (auto& [name, vals] : r->rep.outputs) {
+    py::array_t<double> a(static_cast<py::ssize_t>(vals.size()));
+    std::copy(vals.begin(), vals.end(), a.mutable_data());
+    r->outputs[name] = a;
+    std::vector<double>().swap(vals);  // one tensor in two copies at a time, not all
+  }
+  for (auto& [name, bytes] : wide) {
+    const auto& gm = c->c.lowered.gm;
+    const auto b =
+        std::find_if(gm.begin(), gm.end(), [&](const auto& t) { return t.buffer->name == name; });
+    py::array a(py::dtype(b->buffer->dtype == ir::DType::I64 ? "int64" : "uint64"),
+                static_cast<py::ssize_t>(bytes.size() / 8));
+    std::memcpy(a.mutable_data(), bytes.data(), bytes.size());
+    r->outputs[name] = a;
   }
   return r;
 }
 
+/// The run's report: the JSON `tilepipe run --json` prints (driver::run_json).
 std::string summary_json(const std::shared_ptr<Compiled>& c, const RunResult& r) {
-  auto s = prof::summarize(r.sim, c->c.lowered, c->chip);
-  nlohmann::ordered_json j;
-  j["cycles"] = r.sim.cycles;
-  j["time_us"] = r.sim.cycles * c->chip.us_per_cycle();
-  nlohmann::ordered_json sj = prof::to_json(s);
-  for (auto it = sj.begin(); it != sj.end(); ++it) j[it.key()] = it.value();
-  j["instructions"] = r.sim.instructions;
-  j["sim_wall_s"] = r.wall_s;
-  return j.dump();
+  auto s = prof::summarize(r.rep.sim, r.rep.lowered, c->chip);
+  return driver::run_json(c->source, r.rep, r.req, c->chip, s).dump();
 }
 
 void write_trace(const std::shared_ptr<Compiled>& c, const RunResult& r, const std::string& path) {
-  if (!r.recorder) throw std::runtime_error("a trace needs a run with record=True");
+  if (!r.recorder) throw py::value_error("a trace needs a run with record=True");
   // Traces are streamed while a run goes (prof::TraceWriter): replay the run in timing
   // mode with the writer attached, from the same inputs (scalar reads of GM steer the
   // control flow) and with the same fast-forward setting; the simulator is deterministic,
   // so the cycles are the same as the recorded run's.
   guarded([&] {
     prof::TraceWriter trace(path, {}, c->chip);
-    trace.bind(c->c.lowered);
     prof::Recorder rec(&trace);
-    sim::SimOptions opts;
-    opts.mode = sim::Mode::Timing;
-    opts.observer = &rec;
-    opts.fast_forward.enabled = !r.exact;
+    driver::RunRequest req;
+    req.mode = sim::Mode::Timing;
+    req.observer = &rec;
+    req.fast_forward = r.req.fast_forward;
     sim::HostData io = r.inputs;
-    auto res = sim::simulate(c->c.lowered, c->chip, &io, opts);
-    trace.finish(res, c->c.lowered);
+    req.inputs = &io;
+    req.on_lowered = [&](const lower::LoweredProgram& p) { trace.bind(p); };
+    auto rep = driver::run_compiled(c->source, c->c, req, c->chip);
+    trace.finish(rep.sim, rep.lowered);
   });
 }
 
@@ -632,7 +567,7 @@ py::tuple evaluate(const py::dict& job_d, const tune::Point& p, const std::strin
   register_builtins();
   driver::TuneJob job = tune_job(job_d);
   tune::Simulated s;
-  try {
+  guarded([&] {
     py::gil_scoped_release nogil;
     // Resolved sources of the latest searches (leaked: they may hold Python objects).
     static auto* mu = new std::mutex;
@@ -651,9 +586,7 @@ py::tuple evaluate(const py::dict& job_d, const tune::Point& p, const std::strin
       if (sources->size() > 4) sources->erase(sources->begin());
     }
     s = driver::evaluate(*k, job, p);
-  } catch (const driver::ParamError& e) {
-    throw py::value_error(e.message);
-  }
+  });
   return simulated_tuple(s);
 }
 
@@ -668,8 +601,9 @@ void register_scheduler(const py::object& connect) {
           py::object v = e.value();
           std::string type = py::str(py::type::of(v).attr("__name__")).cast<std::string>();
           std::string what = py::str(v).cast<std::string>();
-          return driver::ParamError{fmt::format("--scheduler {}: {}", address,
-                                                type == "ValueError" ? what : type + ": " + what)};
+          const bool plain = type == "ValueError" || is_tilepipe_error(v);
+          return driver::ParamError{
+              fmt::format("--scheduler {}: {}", address, plain ? what : type + ": " + what)};
         };
         py::gil_scoped_acquire gil;
         std::shared_ptr<PyRef> exec;
@@ -721,9 +655,10 @@ void bind_driver(py::module_& m) {
   m.def("compile", &compile, py::arg("program"), py::arg("chip"), py::arg("options"));
 
   py::class_<RunResult, std::shared_ptr<RunResult>>(m, "RunResult")
-      .def_property_readonly("cycles", [](const RunResult& r) { return r.sim.cycles; })
-      .def_property_readonly("instructions", [](const RunResult& r) { return r.sim.instructions; })
-      .def_property_readonly("wall_s", [](const RunResult& r) { return r.wall_s; })
+      .def_property_readonly("cycles", [](const RunResult& r) { return r.rep.sim.cycles; })
+      .def_property_readonly("instructions",
+                             [](const RunResult& r) { return r.rep.sim.instructions; })
+      .def_property_readonly("wall_s", [](const RunResult& r) { return r.rep.sim_wall_s; })
       .def_property_readonly("outputs", [](const RunResult& r) { return r.outputs; });
   m.def("run", &run, py::arg("compiled"), py::arg("inputs"), py::arg("mode"),
         py::arg("races") = false, py::arg("record") = false, py::arg("exact") = false,

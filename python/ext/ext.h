@@ -4,6 +4,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include <exception>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -14,23 +16,29 @@ namespace tilepipe::ext {
 
 namespace py = pybind11;
 
-/// tilelang's TilepipeError class (set from Python at import; None before).
-py::object& tilepipe_error();
+/// The Python exceptions tilepipe's errors become (errors.cc): tilelang.TilepipeError and
+/// KernelCheckError, set from Python at import (before: RuntimeError).
+void set_error_types(py::object user, py::object check);
+/// Whether `v` is a TilepipeError (or a subclass).
+bool is_tilepipe_error(const py::handle& v);
 
-/// Raises TilepipeError carrying `diags` (file, line, kind, message, hint, notes each).
-[[noreturn]] void raise_diags(const std::vector<Diagnostic>& diags);
+/// Raises the Python exception of `e` (errors.cc: the one mapping).
+[[noreturn]] void raise_error(std::exception_ptr e);
 
-/// Runs `f`, turning the library's user errors into TilepipeError.
+/// Runs `f`, turning every C++ exception into its Python one (raise_error); Python's own
+/// exceptions (pybind11's, and an allocation failure: MemoryError) pass as they are.
 template <class F>
 auto guarded(F&& f) -> decltype(f()) {
   try {
     return f();
-  } catch (const UserError& e) {
-    raise_diags(e.diagnostics());
-  } catch (const lang::BuildError& e) {
-    raise_diags({Diagnostic{e.loc, "build", e.message, {}, ""}});
-  } catch (const ConfigError& e) {
-    throw std::runtime_error(e.message);
+  } catch (const py::error_already_set&) {
+    throw;
+  } catch (const py::builtin_exception&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (...) {
+    raise_error(std::current_exception());
   }
 }
 

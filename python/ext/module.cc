@@ -39,12 +39,10 @@ using namespace tilepipe;
 using tilepipe::ext::bind_driver;
 using tilepipe::ext::dtype_of;
 using tilepipe::ext::guarded;
-using tilepipe::ext::raise_diags;
-using tilepipe::ext::tilepipe_error;
 
 ir::DType tilepipe::ext::dtype_of(const std::string& s) {
   if (auto d = ir::dtype_from_string(s)) return *d;
-  throw std::invalid_argument("unknown dtype " + s);
+  throw py::value_error("unknown dtype " + s);
 }
 
 namespace {
@@ -362,7 +360,6 @@ class Builder {
 
 PYBIND11_MODULE(_tilepipe, m) {
   m.doc() = "tilepipe's C++ IR, passes and simulator for the tilelang Python front end";
-  tilepipe_error() = py::none();
   m.attr("MAX_BUFFER_BYTES") = ir::kMaxBufferBytes;
   m.attr("BARRIER_EVENT_ID") = ir::kBarrierEventId;
   // The simulator's own lookup: $TILEPIPE_CONFIG_DIR, an installed prefix's configs, else
@@ -466,7 +463,7 @@ PYBIND11_MODULE(_tilepipe, m) {
     }
     return c;
   });
-  m.def("set_error_type", [](py::object t) { tilepipe_error() = t; });
+  m.def("set_error_types", &tilepipe::ext::set_error_types, py::arg("user"), py::arg("check"));
 
   py::class_<PyBuffer>(m, "Buffer")
       .def_property_readonly("name", [](const PyBuffer& b) { return b.b->name; })

@@ -87,8 +87,6 @@ class TilepipeError(TilelangError):
         return [d["kind"] for d in self.diagnostics]
 
 
-_ext.set_error_type(TilepipeError)
-
 # Run-time findings of the race, flag and deadlock checks (and the other program errors a
 # run finds: a run-time slice out of range); budgets, interrupts and host data are not.
 CHECK_KINDS = frozenset(_ext.CHECK_KINDS)
@@ -111,6 +109,11 @@ class KernelCheckError(TilepipeError):
     """A kernel call whose run found a race, an unmatched flag, a deadlock or another program
     error: the kernel would be wrong or hang on the NPU, whatever its outputs here
     (`tilepipe run-py` exits 3)."""
+
+
+# The extension raises these for tilepipe's errors (python/ext/errors.cc: a check finding of a
+# run is a KernelCheckError, any other user error a TilepipeError).
+_ext.set_error_types(TilepipeError, KernelCheckError)
 
 
 def checks_on():

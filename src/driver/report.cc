@@ -61,28 +61,49 @@ json lines_json(const prof::LineAttribution& a) {
   return {{"lines", lines}, {"line_attribution", meta}};
 }
 
-json profile_json(const KernelSource& k, const ProfileReport& rep, const RunRequest& req,
-                  const ChipConfig& chip) {
+json run_header(const KernelSource& k, const std::string& variant, const RunRequest& req,
+                const ChipConfig& chip) {
   json out;
   out["kernel"] = k.name;
-  out["variant"] = rep.run.variant;
+  out["variant"] = variant;
   out["chip"] = chip.name;
   out["mode"] = req.mode == sim::Mode::Functional ? "functional" : "timing";
   out["params"] = req.params;
-  out["cycles"] = rep.run.sim.cycles;
-  out["time_us"] = rep.run.sim.cycles * chip.us_per_cycle();
-  if (rep.run.checked) {
-    out["correct"] = rep.run.correct;
-    out["max_abs_err"] = rep.run.max_abs_err;
-    out["max_rel_err"] = rep.run.max_rel_err;
+  return out;
+}
+
+json run_json(const KernelSource& k, const RunReport& rep, const RunRequest& req,
+              const ChipConfig& chip, const prof::Summary& summary,
+              const prof::LineAttribution* lines) {
+  auto merge = [](json& out, const json& part) {
+    for (auto it = part.begin(); it != part.end(); ++it) out[it.key()] = it.value();
+  };
+  json out = run_header(k, rep.variant, req, chip);
+  out["cycles"] = rep.sim.cycles;
+  out["time_us"] = rep.sim.cycles * chip.us_per_cycle();
+  if (rep.checked) {
+    out["correct"] = rep.correct;
+    out["max_abs_err"] = rep.max_abs_err;
+    out["max_rel_err"] = rep.max_rel_err;
+    out["tolerance"] = {{"rtol", k.tol.rtol}, {"atol", k.tol.atol}};
+    if (!rep.correct) out["mismatch"] = rep.mismatch;
   }
-  out["warnings"] = warnings_json(rep.run.warnings);
-  json s = prof::to_json(rep.summary);
-  for (auto it = s.begin(); it != s.end(); ++it) out[it.key()] = it.value();
-  out["instructions"] = rep.run.sim.instructions;
-  json lines = lines_json(rep.lines);
-  for (auto it = lines.begin(); it != lines.end(); ++it) out[it.key()] = it.value();
-  out["sim_wall_s"] = rep.run.sim_wall_s;
+  out["warnings"] = warnings_json(rep.warnings);
+  merge(out, prof::to_json(summary));
+  out["instructions"] = rep.sim.instructions;
+  if (lines) merge(out, lines_json(*lines));
+  if (rep.sim.fast_forward.jumps > 0)
+    out["fast_forward"] = {{"jumps", rep.sim.fast_forward.jumps},
+                           {"skipped_iterations", rep.sim.fast_forward.iterations},
+                           {"skipped_cycles", rep.sim.fast_forward.cycles}};
+  out["sim_wall_s"] = rep.sim_wall_s;
+  merge(out, inputs_json(rep.inputs));
+  return out;
+}
+
+json profile_json(const KernelSource& k, const ProfileReport& rep, const RunRequest& req,
+                  const ChipConfig& chip) {
+  json out = run_json(k, rep.run, req, chip, rep.summary, &rep.lines);
   out["evidence"] = prof::to_json(rep.evidence);
   json metrics = json::object();
   for (const auto& [n, v] : prof::metrics(rep.summary, rep.evidence))
@@ -95,8 +116,6 @@ json profile_json(const KernelSource& k, const ProfileReport& rep, const RunRequ
         {{"id", a.id}, {"verified_gain_pct", a.verified_gain_pct}, {"what_if", a.tried}});
   out["advice_dropped"] = dropped;
   out["model_limits"] = prof::model_limits();
-  json inputs = inputs_json(rep.run.inputs);
-  for (auto it = inputs.begin(); it != inputs.end(); ++it) out[it.key()] = it.value();
   if (!rep.variants.empty()) {
     json vs = json::array();
     for (const auto& v : rep.variants) {

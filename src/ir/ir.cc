@@ -271,16 +271,6 @@ const char* to_string(ReduceKind k) {
   return "?";
 }
 
-Loc Loc::from(const std::source_location& l) {
-  return Loc{std::filesystem::path(l.file_name()).filename().string(), static_cast<int>(l.line()),
-             static_cast<int>(l.column())};
-}
-
-std::string Loc::str() const {
-  if (file.empty()) return "<unknown>";
-  return file + ":" + std::to_string(line);
-}
-
 namespace {
 std::atomic<int> next_id{1};
 }

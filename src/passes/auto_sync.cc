@@ -556,8 +556,8 @@ class AutoSync {
         return;
       }
     }
-    throw std::logic_error(fmt::format("auto_sync: no flag path {}->{} on the {} core",
-                                       to_string(s.src), to_string(s.dst), to_string(core_)));
+    throw InternalError(fmt::format("auto_sync: no flag path {}->{} on the {} core",
+                                    to_string(s.src), to_string(s.dst), to_string(core_)));
   }
 
   /// Orderings the whole sequence provides (for the parent): P's work in it is ordered

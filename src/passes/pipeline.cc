@@ -69,6 +69,28 @@ const std::vector<PassInfo>& pass_table() {
   return table;
 }
 
+const std::vector<OptionInfo>& option_table() {
+  static const std::vector<OptionInfo> table = {
+      {"cross_drains", &PassOptions::cross_drains},
+      {"event_ids", &PassOptions::event_ids},
+      {"hand_pipeline", &PassOptions::hand_pipeline},
+      {"original_split", &PassOptions::original_split},
+      {"vectorize", &PassOptions::vectorize},
+      {"copy_cast", &PassOptions::copy_cast},
+      {"cv_split", &PassOptions::cv_split},
+      {"stage_buffers", nullptr, &PassOptions::stage_buffers},
+      {"l1_residency", &PassOptions::l1_residency},
+      {"fuse", &PassOptions::fuse},
+      {"multibuffer", &PassOptions::multibuffer},
+      {"memory_planning", &PassOptions::memory_planning},
+      {"reserved_tail", &PassOptions::reserved_tail},
+      {"auto_sync", &PassOptions::auto_sync},
+      {"original_sync", &PassOptions::original_sync},
+      {"max_rotation", nullptr, &PassOptions::max_rotation},
+  };
+  return table;
+}
+
 namespace {
 Diagnostic option_error(std::string message, std::string hint) {
   Diagnostic d;
@@ -91,6 +113,28 @@ void switch_pass(PassOptions& o, const std::string& pass, bool on) {
   }
   throw UserError(option_error(fmt::format("--{}pass {}: no such pass", on ? "" : "no-", pass),
                                fmt::format("passes, in order: {}", fmt::join(names, ", "))));
+}
+
+void set_option(PassOptions& o, const std::string& name, int64_t value) {
+  std::vector<std::string> names;
+  for (const auto& info : option_table()) {
+    names.push_back(info.name);
+    if (info.name != name) continue;
+    if (info.flag) {
+      if (value != 0 && value != 1)
+        throw UserError(option_error(fmt::format("pass option {}={}: a switch", name, value),
+                                     "give it 0 / 1 (False / True)"));
+      o.*info.flag = value != 0;
+    } else {
+      if (value < INT32_MIN || value > INT32_MAX)
+        throw UserError(option_error(fmt::format("pass option {}={} is out of range", name, value),
+                                     "see docs/passes.md for its range"));
+      o.*info.number = static_cast<int>(value);
+    }
+    return;
+  }
+  throw UserError(option_error(fmt::format("pass option {}: no such option", name),
+                               fmt::format("options: {}", fmt::join(names, ", "))));
 }
 
 void validate(const PassOptions& o, const PrintOptions& print) {
@@ -148,9 +192,8 @@ ir::Program run_passes(const ir::Program& p, const ChipConfig& chip, const PassO
     // shape) is the author's error, at the author's statement
     if (!diags.empty() && pass.name == "vectorize") throw UserError(std::move(diags));
     if (!diags.empty())
-      throw std::logic_error(fmt::format(
-          "pass {} produced a program the verifier rejects (this is a bug in tilepipe): {}",
-          pass.name, diags.front().str()));
+      throw InternalError(fmt::format("pass {} produced a program the verifier rejects: {}",
+                                      pass.name, diags.front().str()));
     if (print.after_all || print.after.count(pass.name)) {
       bool same = ir::equal(next, cur);
       out << fmt::format("// ---- IR after {}{} ----\n", pass.name, same ? " (unchanged)" : "");

@@ -91,7 +91,7 @@ int64_t TraceWriter::events() const {
 
 void TraceWriter::bind(const lower::LoweredProgram& prog) {
   // SimResult::cores: per AI core its AIC then AIV0, AIV1, each only if it has code.
-  const int aivs = prog.aiv.empty() ? 0 : std::min(chip_.aiv_per_core, 2);
+  const int aivs = prog.aiv.empty() ? 0 : chip_.aiv_per_core;
   const int per_ai = (prog.aic.empty() ? 0 : 1) + aivs;
   const int n = static_cast<int>(std::min<int64_t>(chip_.ai_cores, prog.block_num)) * per_ai;
   core_kept_.assign(static_cast<size_t>(n), opts_.ai_cores.empty());

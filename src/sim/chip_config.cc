@@ -123,7 +123,8 @@ const std::vector<Group>& schema() {
     s.push_back({"die",
                  {
                      field("ai_cores", "count", &C::ai_cores, 0, 1024),
-                     field("aiv_per_core", "count", &C::aiv_per_core, 0, 8),
+                     // The IR's vid (T.get_subblockid()) is 0 or 1: one or two AIVs.
+                     field("aiv_per_core", "count", &C::aiv_per_core, 1, 2, kClosed),
                      field("clock_mhz", "MHz", &C::clock_mhz, 100, 10000, kClosed),
                      field("launch_us", "us", &C::launch_us, 0, 10000, kClosed),
                      field("block_start_us", "us", &C::block_start_us, 0, 100, kClosed),

@@ -332,10 +332,4 @@ std::vector<Diagnostic> Engine::merge_across_cores(std::vector<Diagnostic> diags
   return out;
 }
 
-bool is_check_finding(const UserError& e) {
-  for (const auto& d : e.diagnostics())
-    if (std::find(kCheckKinds.begin(), kCheckKinds.end(), d.kind) != kCheckKinds.end()) return true;
-  return false;
-}
-
 }  // namespace tilepipe::sim

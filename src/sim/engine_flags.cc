@@ -141,7 +141,7 @@ void Engine::deliver_cross(Core& c, const Instr& in, double when) {
   CrossStats& cs = c.kind == CoreKind::C ? c.tally.c2v : c.tally.v2c;
   ++cs.sets;
   if (c.kind == CoreKind::C)  // to each AIV of the AI core (one with threads=1)
-    for (size_t v = 0; v < static_cast<size_t>(std::min(chip_.aiv_per_core, 2)); ++v)
+    for (size_t v = 0; v < static_cast<size_t>(chip_.aiv_per_core); ++v)
       deliver(c, x.c2v[v][id], r);
   else
     deliver(c, x.v2c[static_cast<size_t>(c.vid)][id], r);

@@ -78,7 +78,7 @@ void Engine::setup_cores() {
   for (int ai = 0; ai < n; ++ai) {
     if (!p_.aic.empty()) add_core(CoreKind::C, ai, 0, &p_.aic);
     if (!p_.aiv.empty())
-      for (int v = 0; v < chip_.aiv_per_core && v < 2; ++v) add_core(CoreKind::V, ai, v, &p_.aiv);
+      for (int v = 0; v < chip_.aiv_per_core; ++v) add_core(CoreKind::V, ai, v, &p_.aiv);
   }
   members_ = n > 0 ? static_cast<int>(cores_.size()) / n : 0;
   for (auto& c : cores_) push(c);

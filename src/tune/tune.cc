@@ -272,9 +272,7 @@ Result run(const Point& base, const Options& o, const Callbacks& cb) {
       {
         std::lock_guard<std::mutex> lock(mu);
         if (k >= todo.size() || reported[k])
-          throw std::logic_error(
-              "tune: the executor reported a config twice or one it was not "
-              "given (this is a bug in tilepipe)");
+          throw InternalError("tune: the executor reported a config twice or one it was not given");
         reported[k] = 1;
       }
       Entry& e = entries[todo[k]];

@@ -37,8 +37,20 @@ static std::string join_diags(const std::vector<Diagnostic>& d) {
   return s;
 }
 
-UserError::UserError(std::vector<Diagnostic> diags)
-    : std::runtime_error(join_diags(diags)), diags_(std::move(diags)) {}
+UserError::UserError(std::vector<Diagnostic> diags, ErrorKind kind)
+    : Error(kind, join_diags(diags)), diags_(std::move(diags)) {}
+
+ErrorKind run_error_kind(const std::vector<Diagnostic>& diags) {
+  auto any_of = [&](const auto& kinds) {
+    return std::any_of(diags.begin(), diags.end(), [&](const Diagnostic& d) {
+      return std::find(kinds.begin(), kinds.end(), d.kind) != kinds.end();
+    });
+  };
+  if (any_of(kCheckKinds)) return ErrorKind::CheckFinding;
+  if (any_of(kBudgetKinds)) return ErrorKind::Budget;
+  if (any_of(std::array{kInterruptedKind})) return ErrorKind::Interrupted;
+  return ErrorKind::User;
+}
 
 static std::vector<Diagnostic> of_severity(const std::vector<Diagnostic>& d, Severity s) {
   std::vector<Diagnostic> out;
