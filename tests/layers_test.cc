@@ -117,10 +117,11 @@ TEST(Layers, NoFileIncludesAnUpperLayer) {
 
 TEST(Layers, EveryLayerDirectoryIsOrdered) {
   // A new src/ directory is a new layer: it must be placed in the order above.
-  for (const auto& e : fs::directory_iterator(kRoot / "src"))
-    if (e.is_directory())
-      EXPECT_GE(rank(e.path().filename().string()), 0)
-          << e.path() << " is not in the layer order of tests/layers_test.cc";
+  for (const auto& e : fs::directory_iterator(kRoot / "src")) {
+    if (!e.is_directory()) continue;
+    EXPECT_GE(rank(e.path().filename().string()), 0)
+        << e.path() << " is not in the layer order of tests/layers_test.cc";
+  }
 }
 
 TEST(Layers, TheCheckSeesAnUpwardInclude) {
