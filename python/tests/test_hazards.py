@@ -3,6 +3,9 @@
 TILEPIPE_WERROR=1 turning it into an error, and errors for copies that corrupt data."""
 
 import inspect
+import json
+import os
+import subprocess
 import warnings
 
 import numpy as np
@@ -11,6 +14,10 @@ import pytest
 import tilelang
 import tilelang.language as T
 from tilelang import HazardWarning, TilepipeError
+
+from conftest import ROOT
+
+BUILD = os.environ.get("TILEPIPE_BUILD_DIR", os.path.join(ROOT, "build"))
 
 RNG = np.random.default_rng(3)
 
@@ -118,3 +125,39 @@ def test_a_flag_set_on_one_path_of_an_if_warns_at_the_if():
     hazards = [w for w in rec if issubclass(w.category, HazardWarning)]
     assert hazards[0].lineno == line_of(branch_flag_kernel, "the set on one path only")
 
+
+
+KEEPDIM_FILE = """
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[1])
+def keepdim_kernel(M=16):
+    @T.prim_func
+    def main(A: T.Tensor((M, 1), "float32"), B: T.Tensor((M, 1), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((M, 1), "float32")
+            with T.Scope("V"):
+                T.copy(A, a)
+                T.barrier_all()
+                T.tile.add(a, a, a)
+                T.barrier_all()
+                T.copy(a, B)
+
+    return main
+"""
+
+
+def test_a_cli_verb_on_a_python_file_reports_each_warning_once(tmp_path):
+    """`tilepipe run FILE.py:K` prints the verifier's warnings itself (stderr, and `warnings`
+    in the JSON): the front end's HazardWarning of the same finding is not printed again,
+    and running the verb's module (`python3 -m tilepipe.cli`) draws no runpy warning."""
+    (tmp_path / "k.py").write_text(KEEPDIM_FILE)
+    r = subprocess.run([os.path.join(BUILD, "tilepipe"), "run", "k.py:keepdim_kernel", "--json"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("warning: copy A -> a moves several 4-byte rows") == 1, r.stderr
+    assert "HazardWarning" not in r.stderr and "RuntimeWarning" not in r.stderr, r.stderr
+    kinds = [w["kind"] for w in json.loads(r.stdout)["warnings"]]
+    assert kinds.count("dma-compact-rows") == 2  # the copy in and the copy out

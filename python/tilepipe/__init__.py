@@ -2,13 +2,13 @@
 tilepipe/runner.py). `tilepipe.tune(...)`: the `tilepipe tune` search from Python, on local
 threads or a Dask cluster."""
 
-from . import cli, cluster, runner, sources
+from . import cluster, commands, runner, sources
 
 
 def tune(kernel, space, *, variant=None, params=None, chip=None, strategy=None, max_evals=None,
          jobs=None, cache_dir=None, cache=True, scheduler=None):
     """Runs `tilepipe tune KERNEL ... --json` in this process and returns its JSON object
-    (docs/cli.md, `tilepipe tune`); raises tilepipe.cli.CommandError on bad input.
+    (docs/cli.md, `tilepipe tune`); raises tilepipe.cli.CommandError (tilepipe.commands) on bad input.
 
     kernel: a built-in name ("fa") or a Python file "FILE.py[:NAME]"; space: {name: [values]};
     params: fixed parameters {name: value}; scheduler: None (local threads, `jobs` of them),
@@ -33,7 +33,7 @@ def tune(kernel, space, *, variant=None, params=None, chip=None, strategy=None, 
     if scheduler is not None:
         argv += ["--scheduler", scheduler]
     try:
-        return cli.run_json(argv)
+        return commands.run_json(argv)
     finally:
         if scheduler is not None:
             cluster.close(scheduler)

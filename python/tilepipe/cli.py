@@ -4,25 +4,11 @@ extension module) with Python files as kernel sources (tilepipe/sources.py) and 
 hands any command whose kernel is FILE.py[:NAME], any `tune --scheduler`, and `fidelity` and
 `calibrate` (their anchors include Python files) to this module."""
 
-import json
 import os
 import sys
 
 from . import cluster, runner, sources
-
-
-_registered = []
-
-
-def setup():
-    """Registers the Python-file resolver and the Dask executor with the extension (once)."""
-    import _tilepipe
-
-    if not _registered:
-        _tilepipe.register_resolver(sources.resolve)
-        cluster.register()
-        _registered.append(True)
-    return _tilepipe
+from .commands import CommandError, run_json, setup  # noqa: F401  (tilepipe.cli.CommandError)
 
 
 # Verbs that run many sources and print a table: the scripts' own prints are dropped.
@@ -54,26 +40,6 @@ def main(argv):
         return _tilepipe.cli_main(["tilepipe"] + list(argv))
     finally:
         cluster.close()
-
-
-class CommandError(Exception):
-    """A command that failed: `message` (the CLI's one-line error) and `exit_code` (2: bad
-    input, 1: internal error, 3: check found a problem)."""
-
-    def __init__(self, message, exit_code):
-        super().__init__(message)
-        self.message, self.exit_code = message, exit_code
-
-
-def run_json(argv):
-    """Runs `tilepipe ARGV... --json` in this process and returns its JSON object; raises
-    CommandError when the command fails."""
-    _tilepipe = setup()
-    rc, out = _tilepipe.cli_capture(["tilepipe"] + list(argv) + ["--json"])
-    result = json.loads(out)
-    if rc != 0:
-        raise CommandError(result.get("error", out), rc)
-    return result
 
 
 def hand_over(code):
