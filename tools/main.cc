@@ -52,10 +52,10 @@ bool wants_cluster(int argc, char** argv) {
   return false;
 }
 
+#ifdef TILEPIPE_PYTHON_EXE
 /// The environment that makes `python3 -m tilepipe...` find the package and extension: the
 /// installed copy next to this binary, else the source and build trees.
 void python_environment() {
-#ifdef TILEPIPE_PYTHON_EXE
   std::string package_dir = TILEPIPE_PYTHON_DIR, module_dir = TILEPIPE_PYMODULE_DIR;
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
@@ -68,10 +68,8 @@ void python_environment() {
   if (const char* old = std::getenv("PYTHONPATH"); old && *old) path += std::string(":") + old;
   setenv("PYTHONPATH", path.c_str(), 1);
   setenv("TILEPIPE_BUILD_DIR", module_dir.c_str(), 1);
-#endif
 }
 
-#ifdef TILEPIPE_PYTHON_EXE
 std::vector<char*> python_argv(const char* module, const std::vector<char*>& rest) {
   std::vector<char*> args = {const_cast<char*>(TILEPIPE_PYTHON_EXE), const_cast<char*>("-m"),
                              const_cast<char*>(module)};
