@@ -6,6 +6,7 @@ hands any command whose kernel is FILE.py[:NAME], any `tune --scheduler`, and `f
 
 import os
 import sys
+import warnings
 
 from . import cluster, runner, sources
 from .commands import CommandError, run_json, setup  # noqa: F401  (tilepipe.cli.CommandError)
@@ -28,6 +29,10 @@ def _chip(argv):
 def main(argv):
     runner.use_host_torch()
     import tilelang
+
+    # The verb's compile reports the verifier's warnings itself (stderr and the JSON's
+    # `warnings`); the front end's HazardWarning of the same findings would print each twice.
+    warnings.filterwarnings("ignore", category=tilelang.HazardWarning)
 
     chip = _chip(argv)
     if chip and chip.endswith(".json") and os.path.isfile(chip):

@@ -20,7 +20,6 @@ import runpy
 import shlex
 import sys
 import threading
-import warnings
 
 from .runner import script_problem
 
@@ -111,11 +110,6 @@ def resolve(spec):
     problem = script_problem(path)
     if problem:
         raise SourceError(f"{path}: {problem}")
-    # The verb's compile reports the verifier's warnings itself (stderr and the JSON's
-    # `warnings`); the front end's HazardWarning of the same findings would print each twice.
-    from tilelang import HazardWarning
-
-    warnings.filterwarnings("ignore", category=HazardWarning)
     return FileSource(spec, path, name, args)
 
 
