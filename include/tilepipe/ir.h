@@ -284,6 +284,15 @@ struct GemmStmt {
   bool transpose_b = false;
   bool init = true;  // true: C = A*B; false: C += A*B
 };
+/// C (+)= op(A) x op(B) with A in L1 or L0A, B in L1 or L0B, C in L0C: the original's
+/// gemm_v0 (T.gemm), K staged through L0A / L0B by the gemm_l1 pass (passes/gemm_l1.h),
+/// which no later layer sees. `init` is an integer expression: nonzero, C = A*B.
+struct GemmL1Stmt {
+  Region a, b, c;
+  bool transpose_a = false;
+  bool transpose_b = false;
+  Expr init;
+};
 
 enum class TileOpKind : uint8_t {
   // binary, second operand a tile or a scalar
@@ -404,8 +413,8 @@ struct WaitCrossFlagStmt {
 
 struct StmtNode {
   std::variant<SeqStmt, ForStmt, IfStmt, ScopeStmt, LetStmt, AllocStmt, CopyStmt, GemmStmt,
-               TileOpStmt, ReduceStmt, SetFlagStmt, WaitFlagStmt, PipeBarrierStmt, SetCrossFlagStmt,
-               WaitCrossFlagStmt>
+               GemmL1Stmt, TileOpStmt, ReduceStmt, SetFlagStmt, WaitFlagStmt, PipeBarrierStmt,
+               SetCrossFlagStmt, WaitCrossFlagStmt>
       node;
   Loc loc;
 };
@@ -488,6 +497,7 @@ class StmtVisitor {
   virtual void visit_alloc(const AllocStmt&, const StmtNode&) {}
   virtual void visit_copy(const CopyStmt&, const StmtNode&) {}
   virtual void visit_gemm(const GemmStmt&, const StmtNode&) {}
+  virtual void visit_gemm_l1(const GemmL1Stmt&, const StmtNode&) {}
   virtual void visit_tile(const TileOpStmt&, const StmtNode&) {}
   virtual void visit_reduce(const ReduceStmt&, const StmtNode&) {}
   virtual void visit_set_flag(const SetFlagStmt&, const StmtNode&) {}

@@ -47,6 +47,10 @@ struct PassOptions {
   /// Vectorisation: Parallel loops become tile ops over all their rows. Off: a Parallel
   /// loop is an error (`unsupported`), never a silent serial loop.
   bool vectorize = true;
+  /// Gemms on L1 operands (the original's gemm_v0) staged through L0A / L0B in K chunks,
+  /// with the original library's flags where the author syncs (passes/gemm_l1.h). Off: such
+  /// a gemm is the verifier's `unsupported`.
+  bool gemm_l1 = true;
   /// GM <-> UB copies that change dtype become a copy and a vector cast through a UB
   /// temporary (passes/copy_cast.h). Off: such a copy is the verifier's `dtype-mismatch`.
   bool copy_cast = true;

@@ -81,6 +81,8 @@ struct VerifyOptions {
   /// Accept GM <-> UB copies that change dtype (the copy_cast pass splits them into a copy
   /// and a vector cast).
   bool cast_copies = false;
+  /// Accept gemms on L1 operands (the gemm_l1 pass stages them through L0A / L0B).
+  bool gemm_l1 = false;
   /// Check capacities against the physical size instead of the usable one: the author's
   /// sequential layout may use the reserved bytes, as the original's code generator lets
   /// it (passes::PassOptions::reserved_tail).

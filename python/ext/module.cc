@@ -271,6 +271,11 @@ class Builder {
             bool init, const py::object& loc) {
     emit(ir::GemmStmt{to_region(a), to_region(b), to_region(c), ta, tb, init}, loc);
   }
+  /// init: a bool or an integer expression (nonzero: initialise C).
+  void gemm_l1(const py::object& a, const py::object& b, const py::object& c, bool ta, bool tb,
+               const py::object& init, const py::object& loc) {
+    emit(ir::GemmL1Stmt{to_region(a), to_region(b), to_region(c), ta, tb, to_expr(init)}, loc);
+  }
   void tile_op(const std::string& kind, const py::object& dst, const py::list& srcs,
                const py::object& scalar, const std::string& cmp, const py::object& loc,
                std::array<int64_t, 3> attrs) {
@@ -490,6 +495,7 @@ PYBIND11_MODULE(_tilepipe, m) {
       .def("copy", &Builder::copy, py::arg("src"), py::arg("dst"), py::arg("transpose"),
            py::arg("pad"), py::arg("loc"), py::arg("atomic_add") = false, py::arg("relu") = false)
       .def("gemm", &Builder::gemm)
+      .def("gemm_l1", &Builder::gemm_l1)
       .def("tile_op", &Builder::tile_op, py::arg("kind"), py::arg("dst"), py::arg("srcs"),
            py::arg("scalar"), py::arg("cmp"), py::arg("loc"),
            py::arg("attrs") = std::array<int64_t, 3>{})

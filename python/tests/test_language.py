@@ -36,6 +36,42 @@ def test_gemm_v0_with_runtime_init_matches_numpy():
     np.testing.assert_allclose(k(a, b).astype(np.float32), ref, rtol=1e-2, atol=1e-2)
 
 
+def test_gemm_v0_is_one_gemm_l1_statement_that_the_gemm_l1_pass_stages():
+    k = kernels.matmul(64, 64, 128, 32, 32, 32)
+    k(rand(64, 128, dtype=np.float16), rand(128, 64, dtype=np.float16))
+    before, after = k.get_ir(after_passes=False), k.get_ir()
+    assert "gemm_l1 a_l1 x b_l1 -> c_l0 init=(k == 0)" in before, before
+    assert "gemm_l0a" not in before, before
+    # the scope has the author's barriers: the library's protocol, one L0 slot for one chunk
+    assert "gemm_l1" not in after and "copy a_l1 -> gemm_l0a_1x32x32" in after, after
+
+
+def test_gemm_v0_with_different_k_extents_is_a_located_error():
+    @tilelang.jit(out_idx=[-1])
+    def f():
+        @T.prim_func
+        def main(A: T.Tensor((32, 64), "float16"), B: T.Tensor((32, 32), "float16"),
+                 C: T.Tensor((32, 32), "float")):
+            with T.Kernel(1, is_npu=True) as (cid, _):
+                a_l1 = T.alloc_L1((32, 64), "float16")
+                b_l1 = T.alloc_L1((32, 32), "float16")
+                c_l0 = T.alloc_L0C((32, 32), "float")
+                with T.Scope("C"):
+                    T.copy(A, a_l1)
+                    T.copy(B, b_l1)
+                    T.gemm_v0(a_l1, b_l1, c_l0, init=True)
+                    T.copy(c_l0, C)
+
+        return main
+
+    with pytest.raises(TilepipeError) as e:
+        f()(rand(32, 64, dtype=np.float16), rand(32, 32, dtype=np.float16))
+    assert "gemm_l1 [32x64] x [32x32] -> [32x32]" in str(e.value)
+    assert "shape-mismatch" in e.value.kinds
+    line = test_gemm_v0_with_different_k_extents_is_a_located_error.__code__.co_firstlineno + 13
+    assert f"test_language.py:{line}" in str(e.value)
+
+
 def test_jit_caches_by_arguments():
     assert kernels.vadd(64, 128, 32, 64) is kernels.vadd(64, 128, 32, 64)
     assert kernels.vadd(64, 128, 32, 64) is not kernels.vadd(64, 128, 32, 32)
@@ -1196,7 +1232,7 @@ def test_gemm_v0_in_hand_synced_code_follows_the_librarys_protocol():
     ref = a.astype(np.float32) @ b.astype(np.float32)
     np.testing.assert_allclose(k(a, b), ref, rtol=1e-2, atol=1e-2)
     np.testing.assert_allclose(k.check(a, b), ref, rtol=1e-2, atol=1e-2)  # race-free
-    src = k.get_kernel_source()
+    src = k.get_ir()  # after the gemm_l1 pass
     assert "L0A f16[2, 32, 128]" in src and "L0B f16[2, 128, 64]" in src, src  # 2 slots, K 128
     assert src.count("gemm ") == 3  # 128 + 128 + 64
 

@@ -22,7 +22,7 @@ class Builder:
         self.gm_extent = {}  # GM buffer name -> per-dim max end seen (bounds padding)
         self.gm_pad = {}  # GM buffer name -> pad value
         self.gm_past = {}  # GM buffer name -> {dim: loc} of whole tiles starting past the end
-        self.hidden = {}  # the front end's temporaries (gemm_v0 staging, tile op scratch) by key
+        self.hidden = {}  # the front end's temporaries (T.Parallel's scratch tiles) by key
         # The C/V split of unscoped kernels (tilelang/_split.py, docs/python.md): None,
         # "probe" (what the lowering must know first; nothing emitted) or "all" (lowered
         # once for the original_split pass).

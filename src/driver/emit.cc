@@ -786,6 +786,12 @@ class Emitter {
          region(n.c, s.loc), n.init ? "True" : "False");
   }
 
+  void emit(const GemmL1Stmt&, const StmtNode& s) {
+    throw std::logic_error(s.loc.str() +
+                           ": gemm_l1 reached the emitter (the gemm_l1 pass "
+                           "expands it)");
+  }
+
   /// r on the transposed twin of its buffer (last two dimensions swapped), or r itself.
   Region twin(const Region& r) const {
     auto t = transposed_.find(r.buffer->id);

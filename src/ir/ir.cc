@@ -388,6 +388,8 @@ void StmtVisitor::visit(const Stmt& s) {
           visit_copy(n, *s);
         else if constexpr (std::is_same_v<T, GemmStmt>)
           visit_gemm(n, *s);
+        else if constexpr (std::is_same_v<T, GemmL1Stmt>)
+          visit_gemm_l1(n, *s);
         else if constexpr (std::is_same_v<T, TileOpStmt>)
           visit_tile(n, *s);
         else if constexpr (std::is_same_v<T, ReduceStmt>)

@@ -151,6 +151,12 @@ class Printer {
                      region(n.b), n.transpose_b ? "^T" : "", region(n.c),
                      n.init ? " init" : " acc"));
   }
+  void print_node(const GemmL1Stmt& n) {
+    auto c = as_const(n.init);
+    std::string init = !c ? " init=" + expr(n.init) : *c ? " init" : " acc";
+    line(fmt::format("gemm_l1 {}{} x {}{} -> {}{}", region(n.a), n.transpose_a ? "^T" : "",
+                     region(n.b), n.transpose_b ? "^T" : "", region(n.c), init));
+  }
   void print_node(const TileOpStmt& n) {
     std::string args = region(n.dst);
     for (const auto& s : n.srcs) args += ", " + region(s);

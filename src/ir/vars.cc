@@ -53,6 +53,11 @@ void read_vars(const Stmt& s, std::set<int>& used) {
           region(n.a);
           region(n.b);
           region(n.c);
+        } else if constexpr (std::is_same_v<T, GemmL1Stmt>) {
+          region(n.a);
+          region(n.b);
+          region(n.c);
+          read_vars(n.init, used);
         } else if constexpr (std::is_same_v<T, TileOpStmt>) {
           region(n.dst);
           for (const auto& r : n.srcs) region(r);

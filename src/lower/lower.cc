@@ -603,6 +603,12 @@ class Lowerer {
     out.items.push_back(instr_item(std::move(t)));
   }
 
+  void lower_node(const GemmL1Stmt&, const StmtNode& s, bool, Block&) {
+    throw std::logic_error(s.loc.str() +
+                           ": gemm_l1 reached the lowering (the verifier accepts "
+                           "it only for the gemm_l1 pass, which expands it)");
+  }
+
   void lower_node(const TileOpStmt& n, const StmtNode& s, bool in_scope, Block& out) {
     if (!in_scope) return;
     OpTemplate t = base(Opcode::Vec, Pipe::V, s.loc, std::string("tile.") + ir::to_string(n.op));

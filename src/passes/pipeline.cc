@@ -10,6 +10,7 @@
 #include "passes/cv_split.h"
 #include "passes/event_ids.h"
 #include "passes/fuse_axpy.h"
+#include "passes/gemm_l1.h"
 #include "passes/hand_pipeline.h"
 #include "passes/l1_residency.h"
 #include "passes/multibuffer.h"
@@ -23,6 +24,10 @@ namespace tilepipe::passes {
 
 const std::vector<PassInfo>& pass_table() {
   static const std::vector<PassInfo> table = {
+      {"gemm_l1",
+       "gemms on L1 operands (gemm_v0) -> K chunks: L1 -> L0A / L0B copies and mmads, the "
+       "original library's flags where the author syncs",
+       &PassOptions::gemm_l1, &gemm_l1},
       {"vectorize",
        "nests of Parallel loops over element code -> tile ops over all their lanes (operands "
        "of fewer lanes broadcast)",
@@ -76,6 +81,7 @@ const std::vector<OptionInfo>& option_table() {
       {"hand_pipeline", &PassOptions::hand_pipeline},
       {"original_split", &PassOptions::original_split},
       {"vectorize", &PassOptions::vectorize},
+      {"gemm_l1", &PassOptions::gemm_l1},
       {"copy_cast", &PassOptions::copy_cast},
       {"cv_split", &PassOptions::cv_split},
       {"stage_buffers", nullptr, &PassOptions::stage_buffers},
@@ -170,6 +176,7 @@ VerifyOptions verify_options(const PassOptions& o) {
   v.unscoped = o.cv_split || o.original_split;
   v.parallel = o.vectorize;
   v.cast_copies = o.copy_cast;
+  v.gemm_l1 = o.gemm_l1;
   v.reserved_tail = o.reserved_tail;
   v.event_id_range = !o.event_ids;
   return v;
@@ -185,6 +192,7 @@ ir::Program run_passes(const ir::Program& p, const ChipConfig& chip, const PassO
     if (!(o.*pass.flag)) continue;
     ir::Program next = pass.run(cur, chip, o);
     if (pass.name == "plan_memory") vo.capacity = true;
+    if (pass.name == "gemm_l1") vo.gemm_l1 = false;
     if (pass.name == "event_ids") vo.event_id_range = true;
     auto diags = verify(next, chip, vo);
     // vectorize's output is the author's element code seen as tiles: what the verifier

@@ -118,7 +118,8 @@ std::optional<CoreKind> leaf_core(const Stmt& s) {
   if (auto* f = std::get_if<SetFlagStmt>(&s->node)) return by_pipes({f->src, f->dst});
   if (auto* f = std::get_if<WaitFlagStmt>(&s->node)) return by_pipes({f->src, f->dst});
   if (auto* b = std::get_if<PipeBarrierStmt>(&s->node)) return by_pipes({b->pipe});
-  if (std::holds_alternative<GemmStmt>(s->node)) return CoreKind::C;
+  if (std::holds_alternative<GemmStmt>(s->node) || std::holds_alternative<GemmL1Stmt>(s->node))
+    return CoreKind::C;
   if (std::holds_alternative<TileOpStmt>(s->node) || std::holds_alternative<ReduceStmt>(s->node))
     return CoreKind::V;
   if (auto* c = std::get_if<CopyStmt>(&s->node)) {
@@ -163,6 +164,12 @@ class AccessedBuffers : public StmtVisitor {
     region(s.a);
     region(s.b);
     region(s.c);
+  }
+  void visit_gemm_l1(const GemmL1Stmt& s, const StmtNode&) override {
+    region(s.a);
+    region(s.b);
+    region(s.c);
+    expr(s.init);
   }
   void visit_tile(const TileOpStmt& s, const StmtNode&) override {
     region(s.dst);

@@ -10,6 +10,7 @@
 //   verify_branches.cc  hand-written flags and barriers across the branches of an if
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -108,6 +109,11 @@ class Verifier {
   /// [rows, cols] of a tile seen as a matrix, or nullopt if it has more than 2 real dims.
   static std::optional<std::pair<int64_t, int64_t>> matrix(const Region& r);
   void check(const GemmStmt& n, const StmtNode& s);
+  void check(const GemmL1Stmt& n, const StmtNode& s);
+  /// A gemm's core, operand regions, operand scopes (`want`: A, B, C) and fractal shapes;
+  /// false when it reported a problem.
+  bool check_gemm(const Region& a, const Region& b, const Region& c, bool ta, bool tb,
+                  const std::array<std::vector<Scope>, 3>& want, const Loc& loc, const char* what);
   void check(const ReduceStmt& n, const StmtNode& s);
 
   // ---- tile ops (verify_tile_ops.cc) ----

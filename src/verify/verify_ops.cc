@@ -2,6 +2,7 @@
 // automatic mode), gemm (operand memories, dtypes, fractal alignment) and reductions.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "verify/verify_internal.h"
@@ -227,66 +228,99 @@ std::optional<std::pair<int64_t, int64_t>> Verifier::matrix(const Region& r) {
 }
 
 void Verifier::check(const GemmStmt& n, const StmtNode& s) {
-  if (!in_scope(s.loc, "gemm")) return;
-  if (*scope_ != CoreKind::C) {
-    error(s.loc, "scope-rule", "gemm in scope V: matrix multiply runs on the Cube core",
-          "move it into scope_c");
+  check_gemm(n.a, n.b, n.c, n.transpose_a, n.transpose_b,
+             {{{Scope::L0A}, {Scope::L0B}, {Scope::L0C}}}, s.loc, "gemm");
+}
+
+void Verifier::check(const GemmL1Stmt& n, const StmtNode& s) {
+  if (!opts_.gemm_l1) {
+    error(s.loc, "unsupported",
+          "gemm on L1 operands: the gemm_l1 pass, which stages them through L0A / L0B, is "
+          "switched off",
+          "switch the gemm_l1 pass on, or copy the operands to L0A / L0B and use T.mma");
     return;
   }
-  if (!region(n.a, s.loc, "gemm A") || !region(n.b, s.loc, "gemm B") ||
-      !region(n.c, s.loc, "gemm C"))
+  range(n.init);
+  if (!check_gemm(n.a, n.b, n.c, n.transpose_a, n.transpose_b,
+                  {{{Scope::L1, Scope::L0A}, {Scope::L1, Scope::L0B}, {Scope::L0C}}}, s.loc,
+                  "gemm_l1"))
     return;
-  const std::pair<const Region*, Scope> want[] = {
-      {&n.a, Scope::L0A}, {&n.b, Scope::L0B}, {&n.c, Scope::L0C}};
+  // The pass cuts K along one of the last two dimensions of each operand.
+  for (const Region* r : {&n.a, &n.b, &n.c}) {
+    const auto& e = r->extent;
+    if (r->squeezed().size() != 2 || e.size() < 2 ||
+        std::any_of(e.begin(), e.end() - 2, [](int64_t x) { return x != 1; }))
+      error(
+          s.loc, "shape-mismatch",
+          fmt::format("gemm_l1 operand '{}' is not a 2-D tile ({})", r->buffer->name, shape_str(e)),
+          "slice one [rows, cols] tile: the last two dimensions, the others of extent 1");
+  }
+}
+
+bool Verifier::check_gemm(const Region& a, const Region& b, const Region& c, bool ta, bool tb,
+                          const std::array<std::vector<Scope>, 3>& want, const Loc& loc,
+                          const char* what) {
+  if (!in_scope(loc, what)) return false;
+  if (*scope_ != CoreKind::C) {
+    error(loc, "scope-rule",
+          fmt::format("{} in scope V: matrix multiply runs on the Cube core", what),
+          "move it into scope_c");
+    return false;
+  }
+  if (!region(a, loc, what) || !region(b, loc, what) || !region(c, loc, what)) return false;
+  const Region* ops[] = {&a, &b, &c};
   const char* names[] = {"A", "B", "C"};
   bool ok = true;
   for (int i = 0; i < 3; ++i) {
-    if (want[i].first->buffer->scope != want[i].second) {
-      error(s.loc, "gemm-operand",
-            fmt::format("gemm {} operand '{}' is in {}; expected {}", names[i],
-                        want[i].first->buffer->name, to_string(want[i].first->buffer->scope),
-                        to_string(want[i].second)),
-            "copy L1 tiles to L0A (A) and L0B (B) first; accumulate into an L0C buffer");
-      ok = false;
-    }
+    const Scope got = ops[i]->buffer->scope;
+    if (std::find(want[i].begin(), want[i].end(), got) != want[i].end()) continue;
+    std::vector<std::string> expected;
+    for (Scope x : want[i]) expected.push_back(to_string(x));
+    error(loc, "gemm-operand",
+          fmt::format("{} {} operand '{}' is in {}; expected {}", what, names[i],
+                      ops[i]->buffer->name, to_string(got), fmt::join(expected, " or ")),
+          "copy L1 tiles to L0A (A) and L0B (B) first; accumulate into an L0C buffer");
+    ok = false;
   }
-  if (!ok) return;
-  DType ta = n.a.buffer->dtype, tb = n.b.buffer->dtype, tc = n.c.buffer->dtype;
-  bool int8 = ta == DType::I8;
+  if (!ok) return false;
+  DType dta = a.buffer->dtype, dtb = b.buffer->dtype, dtc = c.buffer->dtype;
+  bool int8 = dta == DType::I8;
   // AscendC's Mmad on A2/A3: half, bfloat16 and float operands accumulate in float (float at
   // cube.fp32_rate), int8 in int32.
-  if (ta != tb || !(ta == DType::F16 || ta == DType::BF16 || ta == DType::F32 || int8) ||
-      tc != (int8 ? DType::I32 : DType::F32)) {
-    error(s.loc, "dtype-mismatch",
-          fmt::format("gemm dtypes {} x {} -> {}; expected f16 x f16 -> f32, bf16 x bf16 -> "
+  if (dta != dtb || !(dta == DType::F16 || dta == DType::BF16 || dta == DType::F32 || int8) ||
+      dtc != (int8 ? DType::I32 : DType::F32)) {
+    error(loc, "dtype-mismatch",
+          fmt::format("{} dtypes {} x {} -> {}; expected f16 x f16 -> f32, bf16 x bf16 -> "
                       "f32, f32 x f32 -> f32 or i8 x i8 -> i32",
-                      to_string(ta), to_string(tb), to_string(tc)),
+                      what, to_string(dta), to_string(dtb), to_string(dtc)),
           "cast the operands on the way into L1, or allocate L0C as f32");
-    return;
+    return false;
   }
-  auto ma = matrix(n.a), mb = matrix(n.b), mc = matrix(n.c);
+  auto ma = matrix(a), mb = matrix(b), mc = matrix(c);
   if (!ma || !mb || !mc) {
-    error(s.loc, "shape-mismatch", "gemm operands must be 2-D tiles",
+    error(loc, "shape-mismatch", fmt::format("{} operands must be 2-D tiles", what),
           "slice one [rows, cols] tile of each multi-buffer");
-    return;
+    return false;
   }
-  auto [am, ak] = n.transpose_a ? std::pair{ma->second, ma->first} : *ma;
-  auto [bk, bn] = n.transpose_b ? std::pair{mb->second, mb->first} : *mb;
+  auto [am, ak] = ta ? std::pair{ma->second, ma->first} : *ma;
+  auto [bk, bn] = tb ? std::pair{mb->second, mb->first} : *mb;
   if (ak != bk || am != mc->first || bn != mc->second) {
-    error(s.loc, "shape-mismatch",
-          fmt::format("gemm [{}x{}] x [{}x{}] -> [{}x{}]: expected A [M,K] x B [K,N] -> C [M,N]",
-                      am, ak, bk, bn, mc->first, mc->second),
+    error(loc, "shape-mismatch",
+          fmt::format("{} [{}x{}] x [{}x{}] -> [{}x{}]: expected A [M,K] x B [K,N] -> C [M,N]",
+                      what, am, ak, bk, bn, mc->first, mc->second),
           "check the tile extents and the transpose flags");
-    return;
+    return false;
   }
-  int64_t k_align = 32 / dtype_bytes(ta);
+  int64_t k_align = 32 / dtype_bytes(dta);
   if (am % 16 || bn % 16 || ak % k_align) {
-    error(s.loc, "fractal-alignment",
-          fmt::format("gemm M={} N={} K={}: cube operands are 16x16 fractals, so M and N must "
+    error(loc, "fractal-alignment",
+          fmt::format("{} M={} N={} K={}: cube operands are 16x16 fractals, so M and N must "
                       "be multiples of 16 and K a multiple of {} for {}",
-                      am, bn, ak, k_align, to_string(ta)),
+                      what, am, bn, ak, k_align, to_string(dta)),
           "pad the tile to the next multiple of 16 (and mask the extra rows/columns)");
+    return false;
   }
+  return true;
 }
 
 void Verifier::check(const ReduceStmt& n, const StmtNode& s) {

@@ -11,7 +11,6 @@ from .._core import Buffer as _Buffer, Region, Sym, as_region, builder, cur, err
 from .._core import dtype_name, resolve, to_index
 from .._core import _ext
 from ._gates import _CUBE, _gate
-from .sync import pipe_barrier, set_flag, wait_flag
 
 # What a buffer declared "bool" may take part in: moves, masks, selects, casts and the
 # logical ops (max / min on 0 / 1 are or / and). Arithmetic on bools has no exact meaning on
@@ -248,9 +247,6 @@ def mma(A, B, C, init=False):
     _gemm(as_region(A), as_region(B), as_region(C), False, False, init)
 
 
-_STAGE_BYTES = 16 * 1024  # one gemm_v0 staging tile in L0A / L0B (docs/python.md)
-
-
 def temporary(key, scope, shape, dtype, name):
     """The front end's temporary buffer for `key` at the statement being lowered: allocated
     the first time, the same buffer after (one per call site: the buffer is allocated where
@@ -262,73 +258,15 @@ def temporary(key, scope, shape, dtype, name):
     return b.hidden[key]
 
 
-def _staging(scope, shape, dtype):
-    """gemm_v0's L0A/L0B staging tile of one shape (shared by the calls that use it)."""
-    tag = "l0a" if scope == "L0A" else "l0b"
-    return temporary((scope, tuple(shape), dtype), scope, shape, dtype,
-                     f"gemm_{tag}_" + "x".join(str(d) for d in shape))
-
-
-def _sub(r, dim, start, ext):
-    """Region r restricted to [start, start + ext) along squeezed dimension dim (0 or 1)."""
-    lead = len(r.extents) - 2
-    starts, extents = list(r.starts), list(r.extents)
-    starts[lead + dim] = starts[lead + dim] + start if start else starts[lead + dim]
-    extents[lead + dim] = ext
-    return Region(r.buffer, starts, extents, [False] * len(extents))
-
-
 def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False):
-    """C (+)= op(A) op(B) with A, B in L1 (or L0A / L0B): K is cut into chunks whose L0 tiles
-    fit the staging budget; each chunk is copied L1 -> L0A / L0B (MTE1) and multiplied (M),
-    the first chunk initialising C when `init`."""
+    """C (+)= op(A) op(B) with A, B in L1 (or L0A / L0B): one gemm_l1 statement, which the
+    gemm_l1 pass stages through L0A / L0B in K chunks (src/passes/gemm_l1.h)."""
     ra, rb, rc = as_region(A), as_region(B), as_region(C)
-    if cur().split == "probe":
-        return  # nothing to note: the library's flags are its own
-    if ra.buffer.scope != "L1" and rb.buffer.scope != "L1":
-        _gemm(ra, rb, rc, bool(transpose_A), bool(transpose_B), init)
-        return
-    bd = builder()
-    loc = _core.current_loc()
-    ta, tb = bool(transpose_A), bool(transpose_B)
-    for r in (ra, rb, rc):
-        if len(r.squeezed()) != 2 or len(r.extents) < 2 or any(e != 1 for e in r.extents[:-2]):
-            raise err(f"T.gemm_v0 operand '{r.buffer.name}' is not a 2-D tile ({r.extents})")
-    am, ak = (ra.extents[-1], ra.extents[-2]) if ta else (ra.extents[-2], ra.extents[-1])
-    bk, bn = (rb.extents[-1], rb.extents[-2]) if tb else (rb.extents[-2], rb.extents[-1])
-    if ak != bk:
-        raise err(f"T.gemm_v0: A is [{am} x {ak}] and B is [{bk} x {bn}]; the K extents differ",
-                  hint="check the shapes and the transpose flags")
-    K = ak
-    if _hand_synced("C") or not cur().auto_sync:
-        # the library's own flags: no pass places any where the author syncs, or turned
-        # automatic sync off (TL_ASCEND_AUTO_SYNC: False with only cross flags in the scope)
-        _gemm_v0_library(ra, rb, rc, ta, tb, init, K)
-        return
-    eb = _core.dtype_bytes(ra.buffer.dtype)
-    kf = 32 // eb  # a fractal's K: 16 half, 8 float, 32 int8 elements
-    kc = K
-    while (kc // 2) % kf == 0 and kc % 2 == 0 and \
-            (am * kc * eb > _STAGE_BYTES or bn * kc * eb > _STAGE_BYTES):
-        kc //= 2
-    if K % kc:
-        kc = K
     flag = _init_flag(init)
-    for i in range(K // kc):
-        ops = []
-        for r, scope, trans, rows_is_k, n in ((ra, "L0A", ta, ta, am), (rb, "L0B", tb, not tb, bn)):
-            if r.buffer.scope != "L1":
-                ops.append(r if K == kc else _sub(r, 0 if rows_is_k else 1, i * kc, kc))
-                continue
-            part = r if K == kc else _sub(r, 0 if rows_is_k else 1, i * kc, kc)
-            shape = part.squeezed()
-            st = _staging(scope, shape, r.buffer.dtype)
-            bd.copy(part.tup(), st.region().tup(), False, None, loc)
-            ops.append(st.region())
-        if i == 0:
-            _gemm(ops[0], ops[1], rc, ta, tb, flag)
-        else:
-            bd.gemm(ops[0].tup(), ops[1].tup(), rc.tup(), ta, tb, False, loc)
+    if not _gate():
+        return  # nothing to note in the probe: the library's flags are its own
+    builder().gemm_l1(ra.tup(), rb.tup(), rc.tup(), bool(transpose_A), bool(transpose_B), flag,
+                      _core.current_loc())
 
 
 def _hand_synced(core):
@@ -336,51 +274,6 @@ def _hand_synced(core):
     if cur().split == "all":
         return core in cur().hand_sync
     return cur().scope_hand
-
-
-_GEMM_V0_K = 128  # the original's gemm_v0 library: K chunks of 128, two L0 slots
-
-
-def _gemm_v0_library(ra, rb, rc, ta, tb, init, K):
-    """gemm_v0 in hand-synced code, as the original's library does it: its own flags order it
-    after earlier MTE2 / FIX work and before later MTE2 / FIX work, and ping-pong two L0A /
-    L0B slots over K chunks of 128 with M <-> MTE1 flags (ids 0 and 1). In automatic code
-    auto_sync places the flags instead."""
-    loc = _core.current_loc()
-    chunks = -(-K // _GEMM_V0_K)
-    slots = min(2, chunks)
-    flag = _init_flag(init)
-    set_flag("MTE2", "MTE1", 0)
-    wait_flag("MTE2", "MTE1", 0)
-    set_flag("FIX", "M", 0)
-    wait_flag("FIX", "M", 0)
-    set_flag("M", "MTE1", 0)
-    set_flag("M", "MTE1", 1)
-    for i in range(chunks):
-        pp = i & 1
-        k0, kn = i * _GEMM_V0_K, min(_GEMM_V0_K, K - i * _GEMM_V0_K)
-        wait_flag("M", "MTE1", pp)
-        ops = []
-        for r, scope, k_dim in ((ra, "L0A", 0 if ta else 1), (rb, "L0B", 1 if tb else 0)):
-            part = _sub(r, k_dim, k0, kn)
-            shape = part.squeezed()
-            full = list(shape)
-            full[k_dim] = min(K, _GEMM_V0_K)
-            st = _staging(scope, [slots] + full, r.buffer.dtype)
-            dst = Region(st, [pp, 0, 0], [1] + shape, [False] * 3)
-            builder().copy(part.tup(), dst.tup(), False, None, loc)
-            ops.append(dst)
-        set_flag("MTE1", "M", pp)
-        wait_flag("MTE1", "M", pp)
-        pipe_barrier("M")
-        _gemm(ops[0], ops[1], rc, ta, tb, flag if i == 0 else False)
-        set_flag("M", "MTE1", pp)
-    wait_flag("M", "MTE1", 0)
-    wait_flag("M", "MTE1", 1)
-    set_flag("MTE1", "MTE2", 0)
-    wait_flag("MTE1", "MTE2", 0)
-    set_flag("M", "FIX", 0)
-    wait_flag("M", "FIX", 0)
 
 
 class GemmWarpPolicy(_enum.IntEnum):
