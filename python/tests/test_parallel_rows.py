@@ -98,3 +98,41 @@ def test_a_nest_of_whole_tiles_or_broadcast_vectors_stays_one_call(form):
     k = nest(form, True)
     np.testing.assert_allclose(k(a, b, v), want(form, a, b, v), rtol=1e-6)
     assert "serial(0, 16)" not in k.get_ir(), k.get_ir()
+
+
+@tilelang.jit(out_idx=[-1])
+def element_scalar(op):
+    """A T.tile op given a buffer element as its scalar, in code with the author's flags."""
+
+    @T.prim_func
+    def main(A: T.Tensor((C,), "float32"), V: T.Tensor((R,), "float32"),
+             D: T.Tensor((C,), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((C,), "float32")
+            v = T.alloc_ub((R,), "float32")
+            d = T.alloc_ub((C,), "float32")
+            with T.Scope("V"):
+                T.copy(A, a)
+                T.copy(V, v)
+                T.barrier_all()
+                T.tile.add(d, a, 1.0)
+                if op == "mul":
+                    T.tile.mul(d, a, v[3])
+                else:
+                    T.tile.fill(d, v[3])
+                T.barrier_all()
+                T.copy(d, D)
+
+    return main
+
+
+@pytest.mark.parametrize("op", ["mul", "fill"])
+def test_the_code_generators_barrier_before_an_element_scalar_is_placed_with_the_authors_flags(op):
+    a, v = rand(C), rand(R)
+    k = element_scalar(op)
+    np.testing.assert_allclose(k(a, v), a * v[3] if op == "mul" else np.full(C, v[3]),
+                               rtol=1e-6)
+    ir = k.get_ir()
+    between = ir[ir.index("tile.add d"):ir.index("tile.mul" if op == "mul" else "tile.fill")]
+    # Muls reads its scalar behind PipeBarrier<PIPE_ALL> (codegen); Duplicate does not
+    assert ("set_flag V->S #7" in between) == (op == "mul"), between
