@@ -183,7 +183,12 @@ def _per_row(it, body, names, dims):
         if not isinstance(buf, Buffer):
             continue
         ranks.append(len(buf.shape))
-        partial |= not set(names) <= _names(node.slice)
+        if not set(names) <= _names(node.slice):
+            if buf.scope == "GM":
+                # the row's scalar would be a GM element, which tilepipe's vector ops do not
+                # take (the original reads it with GetValue): staged and broadcast instead
+                return False
+            partial = True
     return partial and 2 in ranks
 
 
