@@ -152,5 +152,41 @@ TEST(OriginalSync, SameValuesRaceFreeAndTheGatherSerialised) {
   EXPECT_GT(slow - fast, 0.8 * rows * testing::a3().mte2_latency_l2) << fast << " " << slow;
 }
 
+/// The code generator's own barrier before the GetValue of a buffer-element scalar: one per
+/// Muls call (never shared with the call before, which reads the same element), none for
+/// Duplicate (fill) or for a number.
+TEST(OriginalSync, ABarrierBeforeEachScalarOpReadingAnElementNoneForFill) {
+  KernelBuilder kb("scalars", 1);
+  auto a = kb.input("a", {16}, f32);
+  auto v = kb.input("v", {8}, f32);
+  auto out = kb.output("out", {16}, f32);
+  kb.launch();
+  scope_v([&] {
+    auto au = alloc_ub("au", {16}, f32);
+    auto vu = alloc_ub("vu", {8}, f32);
+    auto du = alloc_ub("du", {16}, f32);
+    copy(a, au);
+    copy(v, vu);
+    tile::fill(du, at(vu, {3}));
+    tile::muls(au, au, at(vu, {3}));
+    tile::muls(au, au, at(vu, {3}));
+    tile::muls(au, au, 2.0);
+    tile::add(du, du, au);
+    copy(du, out);
+  });
+  std::string text = unindented(ir::print(synced(kb.finish(), true)));
+  const size_t fill = text.find("tile.fill du");
+  const size_t mul = text.find("tile.mul au, au, vu[3:+1]");
+  ASSERT_NE(fill, std::string::npos) << text;
+  ASSERT_NE(mul, std::string::npos) << text;
+  const std::string barrier = unindented(kBarrier);
+  // fill, then a barrier before each of the two element muls, none before the number's
+  EXPECT_NE(text.find(barrier + "\ntile.mul au, au, vu[3:+1]\n" + barrier +
+                      "\ntile.mul au, au, vu[3:+1]\ntile.mul au, au, 2"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.substr(0, fill).find("#7"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace tilepipe

@@ -173,7 +173,9 @@ def test_a_one_element_nest_keeps_the_tile_ops_operand_rules():
     assert "MTE2->S" not in add.get_ir() and "MTE2->S" in band.get_ir(), band.get_ir()
 
 
-@tilelang.jit(out_idx=[-1])
+# tilepipe's lowering: the original's makes the T.Parallel form one call per row
+# (test_parallel_rows.py), without the broadcast this is about
+@tilelang.jit(out_idx=[-1], pass_configs={"tilepipe.lowering": "tilepipe"})
 def pipelined_rows(M, N, bm, authors_broadcast):
     """D = A - V[:, None] by tiles of bm rows in a T.Pipelined loop: multibuffer versions v."""
 

@@ -16,6 +16,7 @@ class Builder:
         self.block_num = 1
         self.scope = None  # "C", "V" or None
         self.scope_hand = False  # the T.Scope being lowered has the author's flags
+        self.in_parallel = False  # lowering a T.Parallel nest's element code (_parallel.py)
         self.auto_sync = auto_sync  # the kernel's pass configs leave automatic sync on
         self.lowering = lowering  # of unscoped kernels: "original" | "tilepipe" (_jit.py)
         self.blocks_of = None  # the statements whose IR is grouped one block each

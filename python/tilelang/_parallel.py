@@ -47,6 +47,9 @@ def vectorize(it, s, spec):
     if not all(isinstance(d, int) for d in dims):
         raise it.error(s, "T.Parallel extents must be compile-time integers")
     k = _serial_prefix(s.body, names)
+    rows = not k and cur().lowering == "original" and _per_row(it, s.body, names, dims)
+    if rows:
+        k = 1
     if k:
         # An index that reads another element with a loop variable (`a[idx[i], j]`): the
         # original's serial fallback. The outer variables up to the last one used that way
@@ -65,6 +68,10 @@ def vectorize(it, s, spec):
 
         def nest(d):
             if d == k:
+                if rows and cur().scope == "V" and cur().scope_hand and _row_scalar(s.body, names):
+                    # the code generator's full barrier before the row's GetValue (tile.py
+                    # _SCALAR_BARRIER): with the author's flags the front end places it
+                    _core.builder().barrier_all("V", it.loc(s))
                 vectorize(it, inner, spec2)
                 return
             it.loop(s, names[d], "serial", 0, dims[d], 1, 0, 1, lambda: nest(d + 1))
@@ -80,7 +87,11 @@ def vectorize(it, s, spec):
     def nest(k):
         # the lanes: loops the vectorize pass turns into tile ops over all their iterations
         if k == len(dims):
-            _stores(it, s, V)
+            cur().in_parallel = True
+            try:
+                _stores(it, s, V)
+            finally:
+                cur().in_parallel = False
             return
         V.vars.append(b.begin_for(names[k], 0, dims[k], 1, "parallel", 0, 1, loc))
         nest(k + 1)
@@ -146,6 +157,46 @@ def _warn_cube_store(it, stmt, buf):
 
 def _names(node):
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _per_row(it, body, names, dims):
+    """Whether the original lowers this two-variable nest one row at a time: a serial loop
+    over the outer variable around one vector call per row of the inner one
+    (ascend_lower_parallel_to_vector.cc: TryVectorizeBufferStoreSeq falls back to rows when
+    CheckExpressionSupports2DVectorization fails). One call covers the whole tile only when
+    every element read is indexed by both variables, or when no element read is of a rank-2
+    buffer and each one indexed by fewer is a broadcast vector. So an element indexed by one
+    variable or none (`m_i[i]`, `o[k, i]`, `g[C - 1]`) beside an element of a rank-2 buffer
+    makes rows; in each row an element of the outer variable only is a scalar the scalar
+    unit reads (GetValue, after the full barrier the original places before it)."""
+    if len(names) != 2 or dims[0] == 1:
+        return False
+    reads = []
+    for stmt in body:
+        if isinstance(stmt, ast.AugAssign):
+            reads.append(stmt.target)
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.AugAssign)) else stmt
+        reads += [n for n in ast.walk(value) if isinstance(n, ast.Subscript)]
+    ranks, partial = [], False
+    for node in reads:
+        buf = it.eval(node.value)
+        if not isinstance(buf, Buffer):
+            continue
+        ranks.append(len(buf.shape))
+        if not set(names) <= _names(node.slice):
+            if buf.scope == "GM":
+                # the row's scalar would be a GM element, which tilepipe's vector ops do not
+                # take (the original reads it with GetValue): staged and broadcast instead
+                return False
+            partial = True
+    return partial and 2 in ranks
+
+
+def _row_scalar(body, names):
+    """Does a row of this per-row nest read an element the inner variable does not index (a
+    scalar operand of the row's call)?"""
+    return any(isinstance(n, ast.Subscript) and names[-1] not in _names(n.slice)
+               for stmt in body for n in ast.walk(stmt))
 
 
 def _serial_prefix(body, names):

@@ -47,6 +47,31 @@ class LoadReads : public RegionRewriter {
   std::set<std::string> reads_;
 };
 
+/// Does the original's code generator read a UB element for this statement's scalar operand
+/// behind a full barrier of its own? A tile op whose AscendC call takes a scalar (Adds, Subs,
+/// Muls, Divs, Maxs, Mins, Select, CompareScalar) given an element of a buffer is printed as
+/// `PipeBarrier<PIPE_ALL>(); auto s = buf.GetValue(i);` before the call
+/// (codegen_ascend.cc: AddsAndMulsOpCodegen, SubsOpCodegen, DivsOpCodegen, SelectCodegen,
+/// CompareScalarCodegen), each call its own, whatever the sync mode; Duplicate (fill) is
+/// not.
+bool scalar_element_barrier(const Stmt& s) {
+  auto* t = std::get_if<TileOpStmt>(&s->node);
+  if (!t || !t->scalar || !std::holds_alternative<Region>(t->scalar->value)) return false;
+  switch (t->op) {
+    case TileOpKind::Add:
+    case TileOpKind::Sub:
+    case TileOpKind::Mul:
+    case TileOpKind::Div:
+    case TileOpKind::Max:
+    case TileOpKind::Min:
+    case TileOpKind::SelectOp:
+    case TileOpKind::Compare:
+      return true;
+    default:
+      return false;
+  }
+}
+
 /// Is the statement one auto_sync generated: flags only (its guards `if (k >= 1)` hold
 /// nothing else)?
 bool flags_only(const Stmt& s) {
@@ -103,7 +128,8 @@ class Barriers : public StmtMutator {
       }
       if (is_leaf(c)) {
         std::set<std::string> reads = reads_.of(c);
-        if (!reads.empty() && reads != previous) emit(out.body, c->loc);
+        if ((!reads.empty() && reads != previous) || scalar_element_barrier(c))
+          emit(out.body, c->loc);
         previous = std::move(reads);
         out.body.push_back(c);
         continue;
@@ -128,7 +154,7 @@ class Barriers : public StmtMutator {
   }
 
   Stmt mutate_leaf(const Stmt& self) override {
-    if (reads_.of(self).empty()) return self;
+    if (reads_.of(self).empty() && !scalar_element_barrier(self)) return self;
     SeqStmt out;
     emit(out.body, self->loc);
     out.body.push_back(self);

@@ -25,6 +25,9 @@ std::vector<std::vector<PipePair>> barrier_spellings(ir::CoreKind core);
 ///    the original binds such a read to a variable and places a full barrier before the
 ///    binding); a statement that reads the same elements as the statement just before it
 ///    in the same sequence shares that barrier (one binding, used twice);
+///  - before every tile op whose AscendC call takes a scalar (add, sub, mul, div, max, min,
+///    select, compare) given as a buffer element: the original's code generator prints its
+///    own `PipeBarrier<PIPE_ALL>()` before that call's GetValue, one per call;
 ///  - before and after every `if` of the author's (the original brackets each branch);
 ///    the guards auto_sync itself wrapped around flags are not the author's.
 /// A full barrier is spelt as the front end's barrier_all: every pipe of the core hands a

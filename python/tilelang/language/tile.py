@@ -38,6 +38,12 @@ def _scalar(x, what):
         raise err(f"{what}: expected a tile or a scalar, found {type(x).__name__} {x!r}")
 
 
+# The ops whose AscendC call (Adds, Subs, Muls, Divs, Maxs, Mins, Select, CompareScalar)
+# the original's code generator prints with its own PipeBarrier<PIPE_ALL>() before the
+# GetValue of a buffer-element scalar (codegen_ascend.cc), whatever the sync mode.
+_SCALAR_BARRIER = ("add", "sub", "mul", "div", "max", "min", "select", "compare")
+
+
 def _emit(kind, dst, srcs, scalar=None, cmp="EQ", attrs=(0, 0, 0)):
     if kind not in _BOOL_OK:
         for x in [dst] + list(srcs):
@@ -50,6 +56,12 @@ def _emit(kind, dst, srcs, scalar=None, cmp="EQ", attrs=(0, 0, 0)):
     d = as_region(dst, f"T.tile.{kind} destination")
     rs = [as_region(s, f"T.tile.{kind} source").tup() for s in srcs]
     if isinstance(scalar, Region):
+        c = _core.cur()
+        if kind in _SCALAR_BARRIER and c.scope == "V" and c.scope_hand and not c.in_parallel:
+            # With the author's flags that barrier is the front end's to place (in automatic
+            # code the original_sync pass places it, docs/passes.md; a T.Parallel row's is
+            # placed around its nest, _parallel.py).
+            builder().barrier_all("V", _core.current_loc())
         scalar = scalar.tup()
     builder().tile_op(kind, d.tup(), rs, scalar, cmp, _core.current_loc(), list(attrs))
 
