@@ -321,3 +321,120 @@ def test_npuir_dialect_forms_are_errors_at_their_line():
         T.npuir_atomic_add(1, 2)
     with pytest.raises(TilelangError, match="not supported: target 'npuir'"):
         tilelang.jit(target="npuir")
+
+
+# ---- a guard on == / != with one outcome for every core is decided when the kernel is built ----
+
+
+@tilelang.jit(out_idx=[1])
+def split_by_halves(split):
+    @T.prim_func
+    def main(A: T.Tensor((4, 64), "float32"), B: T.Tensor((4, 64), "float32")):
+        with T.Kernel(4 * split, is_npu=True) as (cid, vid):
+            row = cid // split
+            half = cid % split
+            a = T.alloc_ub([64], "float32")
+            with T.Scope("V"):
+                if vid == 0:
+                    if half == 0:
+                        T.copy(A[row, 0:64], a)
+                        T.tile.add(a, a, 1.0)
+                        T.copy(a, B[row, 0:64])
+                    else:
+                        # with split = 1 this branch never runs: its slice starts past the end
+                        T.copy(A[row, split * 64:split * 64 + 64], a)
+                        T.copy(a, B[row, 0:64])
+
+    return main
+
+
+def test_an_equality_guard_that_never_holds_drops_its_branch():
+    a = np.arange(256, dtype=np.float32).reshape(4, 64)
+    np.testing.assert_allclose(split_by_halves(1)(a), a + 1.0)
+
+
+# ---- T.copy's pad_value in hand-synchronised code: the padding races with nothing ----
+
+
+@tilelang.jit(out_idx=[1])
+def padded_rows(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub([16], "float32")
+            with T.Scope("V"):
+                if vid == 0:
+                    T.copy(A[0:n], a, pad_value=-1.0)
+                    T.barrier_all()
+                    T.tile.mul(a, a, 2.0)
+                    T.barrier_all()
+                    T.copy(a, B)
+
+    return main
+
+
+def test_pad_value_fills_only_what_the_copy_does_not_write():
+    a = np.arange(1, 9, dtype=np.float32)
+    want = np.concatenate([2 * a, np.full(8, -2.0, np.float32)])
+    np.testing.assert_allclose(padded_rows(8)(a), want)
+
+
+# ---- T.reinterpretcast between element widths: the same bytes ----
+
+
+@tilelang.jit(out_idx=[1])
+def bytes_as_halves():
+    @T.prim_func
+    def main(A: T.Tensor((64,), "uint8"), B: T.Tensor((32,), "uint16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub([64], "uint8")
+            h = T.alloc_ub([32], "uint16")
+            with T.Scope("V"):
+                if vid == 0:
+                    T.copy(A, a)
+                    T.barrier_all()
+                    T.reinterpretcast(h, a, "uint16_t")
+                    T.barrier_all()
+                    T.copy(h, B)
+
+    return main
+
+
+def test_reinterpretcast_across_widths_names_the_same_bytes():
+    a = np.arange(64, dtype=np.uint8) * 3
+    np.testing.assert_array_equal(bytes_as_halves()(a), a.view(np.uint16))
+
+
+# ---- earlier versions' names: T.tile.reduce_*(out, buffer, tmp, dim), broadcast's tmp, the
+# PTO dialect's T.add / T.sub / T.mul / T.div ----
+
+
+@tilelang.jit(out_idx=[1], pass_configs=SYNC)
+def earlier_row_softmax(R, C):
+    @T.prim_func
+    def main(A: T.Tensor((R, C), "float32"), B: T.Tensor((R, C), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub([R // 2, C], "float32")
+            m = T.alloc_ub([R // 2, 1], "float32")
+            m2 = T.alloc_ub([R // 2, C], "float32")
+            tmp = T.alloc_ub([R // 2 * C * 4], "uint8")
+            T.copy(A[vid * (R // 2), 0], a)
+            T.tile.reduce_max(m, a, tmp, dim=-1)
+            T.tile.broadcast(m2, m, tmp)
+            T.sub(a, a, m2)
+            T.tile.exp(a, a)
+            T.tile.reduce_sum(m, a, tmp, -1)
+            T.tile.broadcast(m2, m, tmp)
+            T.div(a, a, m2)
+            T.mul(a, a, 3.0)
+            T.add(a, a, 1.0)
+            T.copy(a, B[vid * (R // 2), 0])
+
+    return main
+
+
+def test_earlier_versions_reduce_broadcast_and_pto_names_keep_their_meaning():
+    a = np.random.default_rng(1).standard_normal((8, 32)).astype(np.float32)
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    want = 3 * e / e.sum(axis=1, keepdims=True) + 1
+    np.testing.assert_allclose(earlier_row_softmax(8, 32)(a), want, rtol=1e-5)

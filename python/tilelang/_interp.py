@@ -295,7 +295,7 @@ class Interpreter(CoreSplit, ExprEval):
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return None
         op = type(test.ops[0])
-        if op not in (ast.Lt, ast.LtE, ast.Gt, ast.GtE):
+        if op not in (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq):
             return None
         try:
             a, b = self.eval(test.left), self.eval(test.comparators[0])
@@ -311,6 +311,9 @@ class Interpreter(CoreSplit, ExprEval):
         if r is None:
             return None
         lo, hi = r  # of b - a
+        if op in (ast.Eq, ast.NotEq):  # `half == 0` with half = cid % 1: the same every time
+            same = True if lo == hi == 0 else False if lo > 0 or hi < 0 else None
+            return same if same is None or op is ast.Eq else not same
         if op in (ast.Gt, ast.GtE):  # a > b  <=>  b - a < 0
             lo, hi = -hi, -lo
             op = ast.Lt if op is ast.Gt else ast.LtE

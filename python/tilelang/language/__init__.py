@@ -25,6 +25,13 @@ from ._var import Var, alloc_var  # noqa: F401
 from .sync import (BARRIER_EVENT_ID, SYNC_ALL_FLAG_ID, SYNC_ALL_MODE,  # noqa: F401
                    barrier_all, pipe_barrier, set_cross_flag, set_flag, sync_all,
                    wait_cross_flag, wait_flag)
+from . import _older
+
+# Earlier versions' names (language/_older.py): T.tile.reduce_*(out, buffer, tmp, dim), the PTO
+# dialect's T.add / T.sub / T.mul / T.div.
+for _n, _f in _older.TILE.items():
+    setattr(tile, _n, _f)
+globals().update(_older.TOP)
 
 
 def annotate_layout(layouts):

@@ -164,19 +164,35 @@ def _origin(r, other):
     return Region(r.buffer, r.starts, extents, [False] * len(extents)), other
 
 
+def _complement(d, extents):
+    """The part of tile d outside its leading box of `extents`: one box per dimension the box
+    is shorter in (the rows below it, then the columns beside it in its rows, ...)."""
+    boxes = []
+    for i, (full, e) in enumerate(zip(d.extents, extents)):
+        if e < full:
+            starts = list(d.starts)
+            starts[i] = starts[i] + e
+            ext = list(extents[:i]) + [full - e] + list(d.extents[i + 1:])
+            boxes.append(Region(d.buffer, starts, ext, [False] * len(ext)))
+    return boxes
+
+
 def _prefix(s, d, pad):
     """A GM tile smaller than its UB destination (the original copies it into the leading
-    part and pads the rest with pad_value): fill the tile with pad_value (or leave it), then
-    copy into the leading rows / columns that match the source's extents."""
+    part and pads the rest with pad_value): copy into the leading rows / columns that match
+    the source's extents and fill the rest with pad_value (or leave it). The fill (V) writes
+    only what the copy (MTE2) does not, so the two need no order between them, as the
+    original's single padding DMA needs none in hand-synchronised code."""
     se = [e for e in s.extents if e != 1] or [1]
     lead = [i for i, e in enumerate(d.extents) if e != 1]
     if len(se) > len(lead) or any(d.extents[i] < e for i, e in zip(lead, se)):
         return d  # not a prefix: the verifier reports the size mismatch
-    if pad is not None and _gate():
-        builder().tile_op("fill", d.tup(), [], float(pad), "EQ", _core.current_loc())
     extents = list(d.extents)
     for i, e in zip(lead, se):
         extents[i] = e
+    if pad is not None and _gate():
+        for box in _complement(d, extents):
+            builder().tile_op("fill", box.tup(), [], float(pad), "EQ", _core.current_loc())
     return Region(d.buffer, d.starts, extents, [False] * len(extents))
 
 
