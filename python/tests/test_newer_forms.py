@@ -438,3 +438,43 @@ def test_earlier_versions_reduce_broadcast_and_pto_names_keep_their_meaning():
     e = np.exp(a - a.max(axis=1, keepdims=True))
     want = 3 * e / e.sum(axis=1, keepdims=True) + 1
     np.testing.assert_allclose(earlier_row_softmax(8, 32)(a), want, rtol=1e-5)
+
+
+# ---- slices whose length is a run-time value: T.copy moves that many elements ----
+
+
+@tilelang.jit(out_idx=[1], pass_configs=SYNC)
+def tail_rows_and_columns(M, N, block, dtype, form="copy"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block), is_npu=True) as (cid, vid):
+            a = T.alloc_ub([block // 2, 64], dtype)
+            with T.Scope("V"):
+                row = cid * block + vid * (block // 2)
+                rows = T.min(block // 2, T.max(M - row, 0))
+                for c in T.serial(T.ceildiv(N, 64)):
+                    cols = T.min(64, N - c * 64)
+                    T.tile.fill(a, -1.0)
+                    T.copy(A[row:row + rows, c * 64:c * 64 + cols], a[0:rows, 0:cols])
+                    if form == "copy":
+                        T.tile.add(a, a, 1.0)
+                    else:
+                        T.tile.add(a[0:rows, 0:cols], a[0:rows, 0:cols], 1.0)  # MARK-dyn
+                    T.copy(a[0:rows, 0:cols], B[row:row + rows, c * 64:c * 64 + cols])
+
+    return main
+
+
+@pytest.mark.parametrize("M, N, dtype", [(21, 100, "float32"), (16, 64, "float32"),
+                                         (13, 77, "float16"), (9, 130, "int8")])
+def test_a_copy_of_a_run_time_length_moves_exactly_that_many_elements(M, N, dtype):
+    a = (np.arange(M * N) % 61).reshape(M, N).astype(dtype)
+    out = tail_rows_and_columns(M, N, 8, dtype)(a)
+    np.testing.assert_array_equal(out, a + np.ones((), dtype))
+
+
+def test_a_run_time_length_outside_t_copy_is_an_error_at_its_line():
+    with pytest.raises(TilelangError, match=r"not supported: slice of 'a' in dimension 0 with "
+                                            r"a run-time extent .* outside T\.copy") as e:
+        tail_rows_and_columns(21, 100, 8, "float32", "tile")
+    assert e.value.loc == (HERE, lineno("# MARK-dyn"))

@@ -115,7 +115,10 @@ def alloc_local(shape, dtype, *a, **kw):
 # ---- bounds padding: out-of-range GM tiles (the original clamps them) ----
 
 
-def _note_gm(r, pad=None):
+def _note_gm(r, pad=None, guarded=False):
+    """Records how far GM tiles reach (the host pads the tensor to it). `guarded`: a piece of a
+    run-time length, under an `if` that keeps it in range; its start's interval is no sign of
+    an access past the end."""
     if r.buffer.scope != "GM":
         return
     ends = cur().gm_extent.setdefault(r.buffer.name, list(r.buffer.shape))
@@ -132,7 +135,7 @@ def _note_gm(r, pad=None):
             if b is None:
                 continue
             hi = b[1]
-        if hi + e > r.buffer.shape[d] and whole:
+        if hi + e > r.buffer.shape[d] and whole and not guarded:
             # A whole tile whose start runs past the end for some launch index (a second
             # vector core's rows of a one-row tensor): on hardware an unchecked access
             # past the tensor. Padded like a tail, and reported.
@@ -208,11 +211,113 @@ def copy(src, dst, enable_relu=False, transpose=False, pad_value=None):
     _copy(src, dst, transpose, pad_value, relu=bool(relu))
 
 
-def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False, relu=False):
+def _granule(r, dim):
+    """Elements of one 32-byte UB block along `dim` of region r when dim is its buffer's last
+    (contiguous) dimension in UB, else 1: offsets in multiples of it keep a UB operand on
+    the block boundary the DMA needs."""
+    if r.buffer.scope != "UB" or dim != len(r.extents) - 1:
+        return 1
+    return max(1, 32 // _core.dtype_bytes(r.buffer.dtype))
+
+
+def _runtime_pairs(s, d):
+    """The dimensions of a copy's two regions that move a run-time length, paired in order of
+    their non-point dimensions: [(source dim, destination dim, length, largest length,
+    granule)]."""
+    sd = [i for i, p in enumerate(s.points) if not p]
+    dd = [i for i, p in enumerate(d.points) if not p]
+    if len(sd) != len(dd):
+        r = s if s.dyn else d
+        dim, length = next(iter(r.dyn.items()))
+        raise _core.runtime_extent_error(r.buffer, dim, length)
+    pairs = []
+    for i, j in zip(sd, dd):
+        ls, ld = (s.dyn or {}).get(i), (d.dyn or {}).get(j)
+        if ls is not None or ld is not None:
+            # the expression with the tighter bound: `0:valid_n` over `col : col + valid_n`
+            found = []
+            for r, dim, length in ((s, i, ls), (d, j, ld)):
+                if length is not None:
+                    b = _ext.bounds(length, cur().var_ranges, cur().block_num)
+                    found.append((b[1] if b else float("inf"), r, dim, length, b))
+            _, r, dim, length, b = min(found, key=lambda f: f[0])
+            most = min(s.extents[i], d.extents[j])
+            if b is None or b[1] > most:
+                other, odim = (d, j) if r is s else (s, i)
+                raise err(f"T.copy of the run-time length {length!r} in dimension {dim} of "
+                          f"'{r.buffer.name}' may be "
+                          f"{'unbounded' if b is None else f'up to {b[1]}'}, more than the "
+                          f"{most} elements of '{other.buffer.name}' in dimension {odim}",
+                          hint=f"clamp the length (T.min(length, {most})) or write the end as "
+                          "start + EXTENT with a build-time EXTENT")
+            pairs.append((i, j, length, most, max(_granule(s, i), _granule(d, j))))
+    return pairs
+
+
+def _copy_runtime(s, d, emit):
+    """T.copy of slices whose lengths are run-time values (`x[r : r + valid_rows]` into
+    `ub[0:valid_rows]`), as pieces of build-time size each under an `if` on the length n
+    (docs/python.md, "Run-time lengths"): n = q G + t with G the elements of a 32-byte UB
+    block along a UB row (1 elsewhere); q G is one piece of 2^k elements per set bit k >= log2
+    G, at offset n with bits 0..k cleared; the tail t < G one piece of t elements at offset q G
+    (one `if` per possible t). Offsets stay on UB blocks, as the original's single DMA of n
+    starts on one. Several run-time dimensions give the product of their pieces.
+    `emit(s_piece, d_piece)` copies one piece."""
+    pairs = _runtime_pairs(s, d)
+    loc = _core.current_loc()
+    bd = builder()
+
+    def pieces(n, most, g):
+        """(condition, offset, size) of each piece of a length n <= most. Where its condition
+        holds a piece ends by n <= most: its offset is clamped to [0, most - size] as written,
+        so the verifier's range check, which does not read the condition, sees that too."""
+        def at(n, step, size):  # n with its digits below `step` cleared, clamped
+            return _ext.max(_ext.min((n // step) * step, (most - size) // step * step), 0)
+
+        for bit in reversed(range(g.bit_length() - 1, most.bit_length())):
+            size = 1 << bit
+            yield (n // size) % 2 > 0, at(n, 2 * size, size), size
+        for t in range(1, min(g, most + 1)):
+            yield n % g == t, at(n, g, t), t
+
+    def place(k, ss, dd):
+        if k == len(pairs):
+            emit(Region(s.buffer, ss, list(se), list(s.points)),
+                 Region(d.buffer, dd, list(de), list(d.points)))
+            return
+        i, j = pairs[k][:2]
+        for cond, off, size in pieces(*pairs[k][2:]):
+            if _gate():
+                bd.begin_if(cond, loc)
+            se[i], de[j] = size, size
+            place(k + 1, ss[:i] + [ss[i] + off] + ss[i + 1:], dd[:j] + [dd[j] + off] + dd[j + 1:])
+            if _gate():
+                bd.end_if(loc)
+
+    se, de = list(s.extents), list(d.extents)
+    # a length that may be 0 or less moves nothing (its bits would not say so)
+    guards = [n > 0 for _, _, n, _, _ in pairs
+              if (_ext.bounds(n, cur().var_ranges, cur().block_num) or (0, 0))[0] < 1]
+    for g in guards:
+        if _gate():
+            bd.begin_if(g, loc)
+    place(0, list(s.starts), list(d.starts))
+    for g in guards:
+        if _gate():
+            bd.end_if(loc)
+
+
+def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False, relu=False,
+          guarded=False):
     """T.copy; with atomic_add (T.tile.atomic_add) the DMA unit adds src into the GM dst."""
     b = builder()
     what = "atomic_add" if atomic_add else "copy"
-    s, d = as_region(src, f"{what} source"), as_region(dst, f"{what} destination")
+    s = as_region(src, f"{what} source", runtime_extents=True)
+    d = as_region(dst, f"{what} destination", runtime_extents=True)
+    if s.dyn or d.dyn:
+        _copy_runtime(s, d, lambda x, y: _copy(x, y, transpose, pad_value, atomic_add, relu,
+                                               guarded=True))
+        return
     s, d = _vid.copy_regions(s, d)
     s, d = _origin(s, d)
     d, s = _origin(d, s)
@@ -226,8 +331,8 @@ def _copy(src, dst, transpose=False, pad_value=None, atomic_add=False, relu=Fals
         cur().mixed_copy = True  # L0C -> UB / UB -> L1: tilepipe's cv_split (_split.py)
     if not _gate():
         return
-    _note_gm(s, pad)
-    _note_gm(d)
+    _note_gm(s, pad, guarded)
+    _note_gm(d, None, guarded)
     loc = _core.current_loc()
     # pad_value is the value of the out-of-range part of a GM tile: the front end pads the
     # host tensor with it (see _note_gm), so the IR copy moves equal element counts.
