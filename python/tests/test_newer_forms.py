@@ -478,3 +478,82 @@ def test_a_run_time_length_outside_t_copy_is_an_error_at_its_line():
                                             r"a run-time extent .* outside T\.copy") as e:
         tail_rows_and_columns(21, 100, 8, "float32", "tile")
     assert e.value.loc == (HERE, lineno("# MARK-dyn"))
+
+
+# ---- T.gemm_v0's newer parameters: kL0Size (the K chunk moved into L0), n_actual ----
+
+
+@tilelang.jit(out_idx=[2])
+def gemm_v0_chunks(kl0, hand, n_actual=None, N=64):
+    @T.prim_func
+    def main(A: T.Tensor((32, 256), "float16"), Bm: T.Tensor((N, 256), "float16"),
+             C: T.Tensor((32, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_L1([32, 256], "float16")
+            b = T.alloc_L1([N, 256], "float16")
+            c = T.alloc_L0C([32, N], "float32")
+            with T.Scope("C"):
+                T.copy(A, a)
+                T.copy(Bm, b)
+                if hand:
+                    T.barrier_all()
+                T.gemm_v0(a, b, c, transpose_B=True, init=True, kL0Size=kl0, n_actual=n_actual)  # MARK-gemmv0
+                if hand:
+                    T.barrier_all()
+                T.copy(c, C)
+
+    return main
+
+
+@pytest.mark.parametrize("kl0, hand", [(64, True), (128, True), (256, False), (64, False)])
+def test_gemm_v0_kl0size_cuts_k_into_chunks_of_that_size(kl0, hand):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((32, 256)).astype(np.float16)
+    b = rng.standard_normal((64, 256)).astype(np.float16)
+    want = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(gemm_v0_chunks(kl0, hand)(a, b), want, rtol=1e-3, atol=1e-2)
+    # K = 256 is moved and multiplied in 256 / kl0 chunks: one gemm per chunk
+    src = gemm_v0_chunks(kl0, hand).get_kernel_source()
+    assert sum(1 for ln in src.splitlines() if ln.strip().startswith("gemm ")) == 256 // kl0
+
+
+def test_gemm_v0_n_actual_computes_the_leading_columns_and_refuses_bad_counts():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((32, 256)).astype(np.float16)
+    b = rng.standard_normal((64, 256)).astype(np.float16)
+    out = gemm_v0_chunks(None, False, n_actual=32)(a, b)
+    want = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(out[:, :32], want[:, :32], rtol=1e-3, atol=1e-2)
+    with pytest.raises(TilelangError, match=r"n_actual=40: expected a multiple of 16") as e:
+        gemm_v0_chunks(None, False, n_actual=40)
+    assert e.value.loc == (HERE, lineno("# MARK-gemmv0"))
+    with pytest.raises(TilelangError, match=r"kL0Size=24: expected a multiple of 16"):
+        gemm_v0_chunks(24, False)
+
+
+# ---- a GM tile whose start is read from memory may run past the tensor's end: clipped ----
+
+
+@tilelang.jit(out_idx=[2], pass_configs=SYNC)
+def rows_from_loaded_start(H, R):
+    @T.prim_func
+    def main(X: T.Tensor((H, 64), "float32"), S: T.Tensor((8,), "int32"),
+             Y: T.Tensor((R, 64), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            s = T.alloc_ub([8], "int32")
+            t = T.alloc_ub([R, 64], "float32")
+            with T.Scope("V"):
+                if vid == 0:
+                    T.copy(S, s)
+                    T.copy(X[s[0]:s[0] + R, 0:64], t)
+                    T.copy(t, Y)
+
+    return main
+
+
+def test_a_tile_at_a_loaded_start_past_the_end_reads_zeros_there():
+    x = np.arange(20 * 64, dtype=np.float32).reshape(20, 64)
+    start = np.array([16, 0, 0, 0, 0, 0, 0, 0], dtype=np.int32)
+    want = np.zeros((8, 64), np.float32)
+    want[:4] = x[16:]
+    np.testing.assert_array_equal(rows_from_loaded_start(20, 8)(x, start), want)

@@ -132,6 +132,12 @@ def _note_gm(r, pad=None, guarded=False):
             # a whole tile: only a start of the launch indices alone (no loop variable,
             # whose interval may be loose) is taken at its extreme
             b = _ext.bounds(s, {} if whole else cur().var_ranges, cur().block_num)
+            if b is None and s.has_load():
+                # a start read from memory (a row index a kernel loads): in range, the tile
+                # may still run past the end, which the original's copy clips (zero-filled
+                # reads, dropped writes) as for a tail tile
+                ends[d] = max(ends[d], r.buffer.shape[d] - 1 + e)
+                continue
             if b is None:
                 continue
             hi = b[1]
@@ -399,11 +405,37 @@ def _sub(r, dim, start, ext):
     return Region(r.buffer, starts, extents, [False] * len(extents))
 
 
-def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False):
+def _n_actual(rb, rc, tb, n_actual):
+    """gemm_v0's n_actual: only the first n_actual columns of C (rows of a transposed B) are
+    computed; a build-time count narrows both operands, a run-time one is refused."""
+    n = resolve(n_actual)
+    if not isinstance(n, int):
+        raise err(f"not supported: T.gemm_v0 n_actual={n!r}, a run-time column count (the "
+                  "Cube tiles here have build-time extents)",
+                  hint="pass a build-time n_actual, or narrow C and B with slices")
+    if not tb:
+        raise err("T.gemm_v0 n_actual is taken on the transpose_B path only (the original's)",
+                  hint="pass transpose_B=True with B as [N, K], or drop n_actual")
+    if n <= 0 or n > rc.extents[-1] or n % 16:
+        raise err(f"T.gemm_v0 n_actual={n}: expected a multiple of 16 in [16, "
+                  f"{rc.extents[-1]}] (C's columns)", hint="round n_actual up to 16")
+    return _sub(rb, 0, 0, n), _sub(rc, 1, 0, n)
+
+
+def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False, kL0Size=None,
+            n_actual=None):
     """C (+)= op(A) op(B) with A, B in L1 (or L0A / L0B): K is cut into chunks whose L0 tiles
-    fit the staging budget; each chunk is copied L1 -> L0A / L0B (MTE1) and multiplied (M),
-    the first chunk initialising C when `init`."""
+    fit the staging budget (of at most kL0Size when given); each chunk is copied L1 -> L0A /
+    L0B (MTE1) and multiplied (M), the first chunk initialising C when `init`. In the
+    library's protocol (hand-synced code) the chunks are of kL0Size, 128 by default; only
+    C's first n_actual columns when given (the transpose_B path)."""
     ra, rb, rc = as_region(A), as_region(B), as_region(C)
+    kl0 = None if kL0Size is None else resolve(kL0Size)
+    if kl0 is not None and (not isinstance(kl0, int) or kl0 <= 0 or kl0 % 16 or kl0 > 4095):
+        raise err(f"T.gemm_v0 kL0Size={kl0!r}: expected a multiple of 16 up to 4095 (the K "
+                  "chunk moved L1 -> L0A / L0B)", hint="use 64, 128 or 256")
+    if n_actual is not None:
+        rb, rc = _n_actual(rb, rc, bool(transpose_B), n_actual)
     if cur().split == "probe":
         return  # nothing to note: the library's flags are its own
     if ra.buffer.scope != "L1" and rb.buffer.scope != "L1":
@@ -424,11 +456,11 @@ def gemm_v0(A, B, C, transpose_A=False, transpose_B=False, init=False):
     if _hand_synced("C") or not cur().auto_sync:
         # the library's own flags: no pass places any where the author syncs, or turned
         # automatic sync off (TL_ASCEND_AUTO_SYNC: False with only cross flags in the scope)
-        _gemm_v0_library(ra, rb, rc, ta, tb, init, K)
+        _gemm_v0_library(ra, rb, rc, ta, tb, init, K, kl0 or _GEMM_V0_K)
         return
     eb = _core.dtype_bytes(ra.buffer.dtype)
     kf = 32 // eb  # a fractal's K: 16 half, 8 float, 32 int8 elements
-    kc = K
+    kc = K if kl0 is None or K % kl0 else min(K, kl0)
     while (kc // 2) % kf == 0 and kc % 2 == 0 and \
             (am * kc * eb > _STAGE_BYTES or bn * kc * eb > _STAGE_BYTES):
         kc //= 2
@@ -462,13 +494,13 @@ def _hand_synced(core):
 _GEMM_V0_K = 128  # the original's gemm_v0 library: K chunks of 128, two L0 slots
 
 
-def _gemm_v0_library(ra, rb, rc, ta, tb, init, K):
+def _gemm_v0_library(ra, rb, rc, ta, tb, init, K, kl0):
     """gemm_v0 in hand-synced code, as the original's library does it: its own flags order it
     after earlier MTE2 / FIX work and before later MTE2 / FIX work, and ping-pong two L0A /
-    L0B slots over K chunks of 128 with M <-> MTE1 flags (ids 0 and 1). In automatic code
-    auto_sync places the flags instead."""
+    L0B slots over K chunks of kl0 (kL0Size, 128 by default) with M <-> MTE1 flags (ids 0 and
+    1). In automatic code auto_sync places the flags instead."""
     loc = _core.current_loc()
-    chunks = -(-K // _GEMM_V0_K)
+    chunks = -(-K // kl0)
     slots = min(2, chunks)
     flag = _init_flag(init)
     set_flag("MTE2", "MTE1", 0)
@@ -479,14 +511,14 @@ def _gemm_v0_library(ra, rb, rc, ta, tb, init, K):
     set_flag("M", "MTE1", 1)
     for i in range(chunks):
         pp = i & 1
-        k0, kn = i * _GEMM_V0_K, min(_GEMM_V0_K, K - i * _GEMM_V0_K)
+        k0, kn = i * kl0, min(kl0, K - i * kl0)
         wait_flag("M", "MTE1", pp)
         ops = []
         for r, scope, k_dim in ((ra, "L0A", 0 if ta else 1), (rb, "L0B", 1 if tb else 0)):
             part = _sub(r, k_dim, k0, kn)
             shape = part.squeezed()
             full = list(shape)
-            full[k_dim] = min(K, _GEMM_V0_K)
+            full[k_dim] = min(K, kl0)
             st = _staging(scope, [slots] + full, r.buffer.dtype)
             dst = Region(st, [pp, 0, 0], [1] + shape, [False] * 3)
             builder().copy(part.tup(), dst.tup(), False, None, loc)
