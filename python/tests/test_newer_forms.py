@@ -557,3 +557,31 @@ def test_a_tile_at_a_loaded_start_past_the_end_reads_zeros_there():
     want = np.zeros((8, 64), np.float32)
     want[:4] = x[16:]
     np.testing.assert_array_equal(rows_from_loaded_start(20, 8)(x, start), want)
+
+
+# ---- T.alloc_var accumulators (`acc = acc + x` in a run-time loop) in an unscoped kernel
+# without Cube work: registers from the loop's entry, the kernel the vector cores' ----
+
+
+@tilelang.jit(out_idx=[2], pass_configs=SYNC)
+def prefix_row(n):
+    @T.prim_func
+    def main(X: T.Tensor((64, 16), "float32"), C: T.Tensor((n,), "int32"),
+             Y: T.Tensor((1, 16), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            c = T.alloc_ub([n], "int32")
+            row = T.alloc_ub([1, 16], "float32")
+            acc = T.alloc_var("int32", init=0)
+            T.copy(C, c)
+            for i in T.serial(n):
+                acc = acc + c[i]
+            T.copy(X[acc, 0:16], row)
+            T.copy(row, Y)
+
+    return main
+
+
+def test_an_accumulator_in_a_loop_of_an_unscoped_vector_kernel_is_a_register():
+    x = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
+    counts = np.array([3, 1, 4, 1, 5, 9, 2, 6], dtype=np.int32)
+    np.testing.assert_array_equal(prefix_row(8)(x, counts), x[31:32])

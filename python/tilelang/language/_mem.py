@@ -57,6 +57,8 @@ def _alloc_buffer(scope, shape, dtype, name=None):
     loc = _core.current_loc()
     _core.check_buffer_size(name, shape, dt)
     if cur().split == "probe":
+        if scope in _CUBE:
+            cur().cube_work = True
         # the probe's: visible to its Python, never allocated
         return _Buffer(_ext.detached_buffer(name, scope, shape, dtype_code(dt), loc), name,
                        shape, dt, scope)
@@ -248,11 +250,12 @@ def _runtime_pairs(s, d):
                     found.append((b[1] if b else float("inf"), r, dim, length, b))
             _, r, dim, length, b = min(found, key=lambda f: f[0])
             most = min(s.extents[i], d.extents[j])
-            if b is None or b[1] > most:
+            # a length no interval bounds (a T.alloc_var register) has the room of the
+            # tiles, as the original's copy has: longer would overrun them on the NPU too
+            if b is not None and b[1] > most:
                 other, odim = (d, j) if r is s else (s, i)
                 raise err(f"T.copy of the run-time length {length!r} in dimension {dim} of "
-                          f"'{r.buffer.name}' may be "
-                          f"{'unbounded' if b is None else f'up to {b[1]}'}, more than the "
+                          f"'{r.buffer.name}' may be up to {b[1]}, more than the "
                           f"{most} elements of '{other.buffer.name}' in dimension {odim}",
                           hint=f"clamp the length (T.min(length, {most})) or write the end as "
                           "start + EXTENT with a build-time EXTENT")
