@@ -311,9 +311,12 @@ class Interpreter(CoreSplit, ExprEval):
         if r is None:
             return None
         lo, hi = r  # of b - a
-        if op in (ast.Eq, ast.NotEq):  # `half == 0` with half = cid % 1: the same every time
-            same = True if lo == hi == 0 else False if lo > 0 or hi < 0 else None
-            return same if same is None or op is ast.Eq else not same
+        if op in (ast.Eq, ast.NotEq):
+            # both sides always equal (`half == 0` with half = cid % 1); a pair never equal
+            # keeps its `if`, as the C++ kernels write such guards (`if j + 1 == 0`)
+            if lo == hi == 0:
+                return op is ast.Eq
+            return None
         if op in (ast.Gt, ast.GtE):  # a > b  <=>  b - a < 0
             lo, hi = -hi, -lo
             op = ast.Lt if op is ast.Gt else ast.LtE

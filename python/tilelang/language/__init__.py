@@ -13,6 +13,7 @@ from .._eval import logical
 from .._interp import macro, prim_func  # noqa: F401
 from . import reduce_ascend
 from . import tile  # noqa: F401
+from ._mem import _hand_synced
 from ._mem import (alloc_L0A, alloc_L0B, alloc_L0C, alloc_L1,  # noqa: F401
                    alloc_fragment, alloc_local, alloc_shared, alloc_ub, copy, gemm, gemm_v0, mma,
                    GemmWarpPolicy)
@@ -290,6 +291,10 @@ def reinterpretcast(dst, src, casttype):
                   f"{_core.dtype_name(dst.dtype)}, not {want}",
                   hint=f"allocate '{dst.name}' as {want}")
     tile._emit("reinterpret", dst, [src])
+    if _hand_synced("V") or not cur().auto_sync:
+        # the original's view is no instruction, so the author orders nothing after it; the
+        # copy that models it runs on V: a barrier of the core keeps later readers after it
+        barrier_all()
 
 
 def printf(*a, **kw):

@@ -134,10 +134,11 @@ def _note_gm(r, pad=None, guarded=False):
             # a whole tile: only a start of the launch indices alone (no loop variable,
             # whose interval may be loose) is taken at its extreme
             b = _ext.bounds(s, {} if whole else cur().var_ranges, cur().block_num)
-            if b is None and s.has_load():
-                # a start read from memory (a row index a kernel loads): in range, the tile
-                # may still run past the end, which the original's copy clips (zero-filled
-                # reads, dropped writes) as for a tail tile
+            if b is None and s.has_load() and not whole:
+                # a start read from memory (a row index a kernel loads) of a tile that does
+                # not divide its dimension: in range, the tile may still run past the end,
+                # which the original's copy clips (zero-filled reads, dropped writes) as for
+                # a tail tile (a dividing tile at a loaded start, a page, is taken as aligned)
                 ends[d] = max(ends[d], r.buffer.shape[d] - 1 + e)
                 continue
             if b is None:
