@@ -98,6 +98,7 @@ struct Gemm {
   int64_t b_k = 0;           // B's K when it differs from A's (0: k)
   ir::Expr init = ir::make_int(1);
   ir::Scope b_scope = ir::Scope::L1;
+  int64_t k_chunk = 0;
 };
 
 /// c = a x b in one Cube scope: GM -> L1 copies, gemm_l1, L0C -> GM.
@@ -121,7 +122,8 @@ ir::Program program(const Gemm& g, int line = 0) {
     if (g.b_scope == ir::Scope::L1) copy(b, b1);
     ir::Loc loc{"kernel.py", line, 0};
     kb.emit(ir::make_stmt(ir::GemmL1Stmt{full_region(a1.ir()), full_region(b1.ir()),
-                                         full_region(c0.ir()), false, g.transpose_b, g.init},
+                                         full_region(c0.ir()), false, g.transpose_b, g.init,
+                                         g.k_chunk},
                           loc));
     if (g.hand) {
       set_flag(ir::Pipe::M, ir::Pipe::FIX, 0);
@@ -190,6 +192,24 @@ TEST(GemmL1, HandSyncedCodeRunsTheLibrarysProtocol) {
   g.n = 64;
   g.k = 320;  // chunks of 128, 128 and 64 in two slots
   EXPECT_EQ(expansion(program(g)), GOLDEN_LIBRARY);
+}
+
+TEST(GemmL1, TheAuthorsKChunkSetsTheChunks) {
+  // kL0Size 32: the automatic mode starts from it (it divides K = 256), the library's protocol
+  // ping-pongs chunks of 32 instead of 128; one that does not divide K leaves the automatic
+  // mode's choice alone.
+  Gemm g;
+  g.k_chunk = 32;
+  EXPECT_NE(ir::print(program(g)).find("gemm_l1 a1 x b1 -> c0 init k_chunk=32\n"),
+            std::string::npos);
+  std::string ir = expansion(program(g));
+  EXPECT_NE(ir.find("copy b1[224:+32, 0:+128] -> gemm_l0b_32x128"), std::string::npos) << ir;
+  g.hand = true;
+  ir = expansion(program(g));
+  EXPECT_NE(ir.find("alloc gemm_l0b_2x32x128: L0B f16[2, 32, 128]"), std::string::npos) << ir;
+  g.hand = false;
+  g.k_chunk = 48;
+  EXPECT_EQ(expansion(program(g)), GOLDEN_AUTO);
 }
 
 TEST(GemmL1, AutoSyncOffRunsTheLibrarysProtocol) {

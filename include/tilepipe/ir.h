@@ -286,12 +286,14 @@ struct GemmStmt {
 };
 /// C (+)= op(A) x op(B) with A in L1 or L0A, B in L1 or L0B, C in L0C: the original's
 /// gemm_v0 (T.gemm), K staged through L0A / L0B by the gemm_l1 pass (passes/gemm_l1.h),
-/// which no later layer sees. `init` is an integer expression: nonzero, C = A*B.
+/// which no later layer sees. `init` is an integer expression: nonzero, C = A*B. `k_chunk`:
+/// the author's K chunk (the original's kL0Size); 0: the pass chooses.
 struct GemmL1Stmt {
   Region a, b, c;
   bool transpose_a = false;
   bool transpose_b = false;
   Expr init;
+  int64_t k_chunk = 0;
 };
 
 enum class TileOpKind : uint8_t {

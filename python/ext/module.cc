@@ -271,10 +271,11 @@ class Builder {
             bool init, const py::object& loc) {
     emit(ir::GemmStmt{to_region(a), to_region(b), to_region(c), ta, tb, init}, loc);
   }
-  /// init: a bool or an integer expression (nonzero: initialise C).
+  /// init: a bool or an integer expression (nonzero: initialise C); k_chunk: 0 or kL0Size.
   void gemm_l1(const py::object& a, const py::object& b, const py::object& c, bool ta, bool tb,
-               const py::object& init, const py::object& loc) {
-    emit(ir::GemmL1Stmt{to_region(a), to_region(b), to_region(c), ta, tb, to_expr(init)}, loc);
+               const py::object& init, int64_t k_chunk, const py::object& loc) {
+    emit(ir::GemmL1Stmt{to_region(a), to_region(b), to_region(c), ta, tb, to_expr(init), k_chunk},
+         loc);
   }
   void tile_op(const std::string& kind, const py::object& dst, const py::list& srcs,
                const py::object& scalar, const std::string& cmp, const py::object& loc,

@@ -109,12 +109,11 @@ def read_before_its_store(n):
     return main
 
 
-def test_a_read_under_the_loop_before_the_first_store_there_is_an_error_at_the_store():
-    """`prev` is read at the top of each iteration and stored at its end: the first read
-    was built with the initial value, which later iterations do not see."""
-    with pytest.raises(tilelang.TilelangError, match=r"'prev' assigned under a run-time "
-                       r"loop or if: it was read under run-time control before"):
-        read_before_its_store(4).get_ir()
+def test_a_read_under_the_loop_before_the_store_there_reads_the_last_iterations_store():
+    """`prev` is read at the top of each iteration and stored at its end: it is a register
+    from the loop's entry (the loop stores it), so iteration j reads what j - 1 left."""
+    src = np.arange(64, dtype=np.float32).reshape(4, 16)
+    np.testing.assert_array_equal(read_before_its_store(4)(src), src[[0, 0, 0, 2]])
 
 
 @tilelang.jit(out_idx=[-1])
@@ -191,21 +190,13 @@ def marked_row(n, kernel_level):
     at kernel level (`kernel_level`)."""
 
     @T.prim_func
-    def main(Src: T.Tensor((n, 16), "float32"), Mark: T.Tensor((n,), "int32"),
-             Out: T.Tensor((1, 16), "float32")):
+    def scoped(Src: T.Tensor((n, 16), "float32"), Mark: T.Tensor((n,), "int32"),
+               Out: T.Tensor((1, 16), "float32")):
         with T.Kernel(1, is_npu=True) as (cid, vid):
             last = T.alloc_var("int32", init=0)
             mark_ub = T.alloc_ub((n,), "int32")
             row = T.alloc_ub((1, 16), "float32")
-            if kernel_level:
-                with T.Scope("V"):
-                    T.copy(Mark, mark_ub)
-                    for j in T.serial(n - 1):
-                        if mark_ub[j] > 0:
-                            last = j + 1
-                    T.copy(Src[last, 0:16], row)
-                    T.copy(row, Out)
-            else:
+            with T.Scope("V"):
                 T.copy(Mark, mark_ub)
                 for j in T.serial(n - 1):
                     if mark_ub[j] > 0:
@@ -213,14 +204,29 @@ def marked_row(n, kernel_level):
                 T.copy(Src[last, 0:16], row)
                 T.copy(row, Out)
 
-    return main
+    @T.prim_func
+    def unscoped(Src: T.Tensor((n, 16), "float32"), Mark: T.Tensor((n,), "int32"),
+                 Out: T.Tensor((1, 16), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            last = T.alloc_var("int32", init=0)
+            mark_ub = T.alloc_ub((n,), "int32")
+            row = T.alloc_ub((1, 16), "float32")
+            T.copy(Mark, mark_ub)
+            for j in T.serial(n - 1):
+                if mark_ub[j] > 0:
+                    last = j + 1
+            T.copy(Src[last, 0:16], row)
+            T.copy(row, Out)
+
+    return scoped if kernel_level else unscoped
 
 
-def test_registers_outside_a_scope_or_in_an_automatically_synced_one_are_errors():
-    """Unscoped, the Cube/Vector split would drop the store; with the variable declared at
-    kernel level, automatic sync would read it as its first value."""
-    with pytest.raises(tilelang.TilelangError, match="outside T.Scope, where the Cube/Vector "
-                       "split does not carry scalar registers"):
-        marked_row(8, kernel_level=False).get_ir()
-    with pytest.raises(tilelang.TilepipeError, match="a scalar variable is assigned again"):
-        marked_row(8, kernel_level=True).get_ir()
+@pytest.mark.parametrize("kernel_level", [False, True])
+def test_registers_in_an_unscoped_vector_kernel_or_an_automatically_synced_scope(kernel_level):
+    """Unscoped without Cube work the kernel is the vector cores' (lowered as one Vector
+    scope, where registers are kept); automatic sync takes the register as having no value,
+    so the copy it indexes is ordered as one touching any row."""
+    src = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    mark = np.array([0, 1, 0, 0, 1, 0, 0, 0], dtype=np.int32)
+    out = marked_row(8, kernel_level=kernel_level)(src, mark)
+    np.testing.assert_array_equal(out, src[5:6])

@@ -321,3 +321,271 @@ def test_npuir_dialect_forms_are_errors_at_their_line():
         T.npuir_atomic_add(1, 2)
     with pytest.raises(TilelangError, match="not supported: target 'npuir'"):
         tilelang.jit(target="npuir")
+
+
+# ---- a guard on == / != with one outcome for every core is decided when the kernel is built ----
+
+
+@tilelang.jit(out_idx=[1])
+def split_by_halves(split):
+    @T.prim_func
+    def main(A: T.Tensor((4, 64), "float32"), B: T.Tensor((4, 64), "float32")):
+        with T.Kernel(4 * split, is_npu=True) as (cid, vid):
+            row = cid // split
+            half = cid % split
+            a = T.alloc_ub([64], "float32")
+            with T.Scope("V"):
+                if vid == 0:
+                    if half == 0:
+                        T.copy(A[row, 0:64], a)
+                        T.tile.add(a, a, 1.0)
+                        T.copy(a, B[row, 0:64])
+                    else:
+                        # with split = 1 this branch never runs: its slice starts past the end
+                        T.copy(A[row, split * 64:split * 64 + 64], a)
+                        T.copy(a, B[row, 0:64])
+
+    return main
+
+
+def test_an_equality_guard_that_never_holds_drops_its_branch():
+    a = np.arange(256, dtype=np.float32).reshape(4, 64)
+    np.testing.assert_allclose(split_by_halves(1)(a), a + 1.0)
+
+
+# ---- T.copy's pad_value in hand-synchronised code: the padding races with nothing ----
+
+
+@tilelang.jit(out_idx=[1])
+def padded_rows(n):
+    @T.prim_func
+    def main(A: T.Tensor((n,), "float32"), B: T.Tensor((16,), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub([16], "float32")
+            with T.Scope("V"):
+                if vid == 0:
+                    T.copy(A[0:n], a, pad_value=-1.0)
+                    T.barrier_all()
+                    T.tile.mul(a, a, 2.0)
+                    T.barrier_all()
+                    T.copy(a, B)
+
+    return main
+
+
+def test_pad_value_fills_only_what_the_copy_does_not_write():
+    a = np.arange(1, 9, dtype=np.float32)
+    want = np.concatenate([2 * a, np.full(8, -2.0, np.float32)])
+    np.testing.assert_allclose(padded_rows(8)(a), want)
+
+
+# ---- T.reinterpretcast between element widths: the same bytes ----
+
+
+@tilelang.jit(out_idx=[1])
+def bytes_as_halves(barrier_after):
+    @T.prim_func
+    def main(A: T.Tensor((64,), "uint8"), B: T.Tensor((32,), "uint16")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub([64], "uint8")
+            h = T.alloc_ub([32], "uint16")
+            with T.Scope("V"):
+                if vid == 0:
+                    T.copy(A, a)
+                    T.barrier_all()
+                    T.reinterpretcast(h, a, "uint16_t")
+                    if barrier_after:
+                        T.barrier_all()
+                    T.copy(h, B)
+
+    return main
+
+
+@pytest.mark.parametrize("barrier_after", [True, False])
+def test_reinterpretcast_across_widths_names_the_same_bytes(barrier_after):
+    """In hand-synced code the original's view needs no flag after it (nms: a barrier, the
+    cast, the copy out): tilepipe's copy of the bytes is ordered before later readers."""
+    a = np.arange(64, dtype=np.uint8) * 3
+    np.testing.assert_array_equal(bytes_as_halves(barrier_after)(a), a.view(np.uint16))
+
+
+# ---- earlier versions' names: T.tile.reduce_*(out, buffer, tmp, dim), broadcast's tmp, the
+# PTO dialect's T.add / T.sub / T.mul / T.div ----
+
+
+@tilelang.jit(out_idx=[1], pass_configs=SYNC)
+def earlier_row_softmax(R, C):
+    @T.prim_func
+    def main(A: T.Tensor((R, C), "float32"), B: T.Tensor((R, C), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub([R // 2, C], "float32")
+            m = T.alloc_ub([R // 2, 1], "float32")
+            m2 = T.alloc_ub([R // 2, C], "float32")
+            tmp = T.alloc_ub([R // 2 * C * 4], "uint8")
+            T.copy(A[vid * (R // 2), 0], a)
+            T.tile.reduce_max(m, a, tmp, dim=-1)
+            T.tile.broadcast(m2, m, tmp)
+            T.sub(a, a, m2)
+            T.tile.exp(a, a)
+            T.tile.reduce_sum(m, a, tmp, -1)
+            T.tile.broadcast(m2, m, tmp)
+            T.div(a, a, m2)
+            T.mul(a, a, 3.0)
+            T.add(a, a, 1.0)
+            T.copy(a, B[vid * (R // 2), 0])
+
+    return main
+
+
+def test_earlier_versions_reduce_broadcast_and_pto_names_keep_their_meaning():
+    a = np.random.default_rng(1).standard_normal((8, 32)).astype(np.float32)
+    e = np.exp(a - a.max(axis=1, keepdims=True))
+    want = 3 * e / e.sum(axis=1, keepdims=True) + 1
+    np.testing.assert_allclose(earlier_row_softmax(8, 32)(a), want, rtol=1e-5)
+
+
+# ---- slices whose length is a run-time value: T.copy moves that many elements ----
+
+
+@tilelang.jit(out_idx=[1], pass_configs=SYNC)
+def tail_rows_and_columns(M, N, block, dtype, form="copy"):
+    @T.prim_func
+    def main(A: T.Tensor((M, N), dtype), B: T.Tensor((M, N), dtype)):
+        with T.Kernel(T.ceildiv(M, block), is_npu=True) as (cid, vid):
+            a = T.alloc_ub([block // 2, 64], dtype)
+            with T.Scope("V"):
+                row = cid * block + vid * (block // 2)
+                rows = T.min(block // 2, T.max(M - row, 0))
+                for c in T.serial(T.ceildiv(N, 64)):
+                    cols = T.min(64, N - c * 64)
+                    T.tile.fill(a, -1.0)
+                    T.copy(A[row:row + rows, c * 64:c * 64 + cols], a[0:rows, 0:cols])
+                    if form == "copy":
+                        T.tile.add(a, a, 1.0)
+                    else:
+                        T.tile.add(a[0:rows, 0:cols], a[0:rows, 0:cols], 1.0)  # MARK-dyn
+                    T.copy(a[0:rows, 0:cols], B[row:row + rows, c * 64:c * 64 + cols])
+
+    return main
+
+
+@pytest.mark.parametrize("M, N, dtype", [(21, 100, "float32"), (16, 64, "float32"),
+                                         (13, 77, "float16"), (9, 130, "int8")])
+def test_a_copy_of_a_run_time_length_moves_exactly_that_many_elements(M, N, dtype):
+    a = (np.arange(M * N) % 61).reshape(M, N).astype(dtype)
+    out = tail_rows_and_columns(M, N, 8, dtype)(a)
+    np.testing.assert_array_equal(out, a + np.ones((), dtype))
+
+
+def test_a_run_time_length_outside_t_copy_is_an_error_at_its_line():
+    with pytest.raises(TilelangError, match=r"not supported: slice of 'a' in dimension 0 with "
+                                            r"a run-time extent .* outside T\.copy") as e:
+        tail_rows_and_columns(21, 100, 8, "float32", "tile")
+    assert e.value.loc == (HERE, lineno("# MARK-dyn"))
+
+
+# ---- T.gemm_v0's newer parameters: kL0Size (the K chunk moved into L0), n_actual ----
+
+
+@tilelang.jit(out_idx=[2])
+def gemm_v0_chunks(kl0, hand, n_actual=None, N=64):
+    @T.prim_func
+    def main(A: T.Tensor((32, 256), "float16"), Bm: T.Tensor((N, 256), "float16"),
+             C: T.Tensor((32, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_L1([32, 256], "float16")
+            b = T.alloc_L1([N, 256], "float16")
+            c = T.alloc_L0C([32, N], "float32")
+            with T.Scope("C"):
+                T.copy(A, a)
+                T.copy(Bm, b)
+                if hand:
+                    T.barrier_all()
+                T.gemm_v0(a, b, c, transpose_B=True, init=True, kL0Size=kl0, n_actual=n_actual)  # MARK-gemmv0
+                if hand:
+                    T.barrier_all()
+                T.copy(c, C)
+
+    return main
+
+
+@pytest.mark.parametrize("kl0, hand", [(64, True), (128, True), (256, False), (64, False)])
+def test_gemm_v0_kl0size_cuts_k_into_chunks_of_that_size(kl0, hand):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((32, 256)).astype(np.float16)
+    b = rng.standard_normal((64, 256)).astype(np.float16)
+    want = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(gemm_v0_chunks(kl0, hand)(a, b), want, rtol=1e-3, atol=1e-2)
+    # K = 256 is moved and multiplied in 256 / kl0 chunks: one gemm per chunk
+    src = gemm_v0_chunks(kl0, hand).get_ir(after_passes=True)
+    assert sum(1 for ln in src.splitlines() if ln.strip().startswith("gemm ")) == 256 // kl0
+
+
+def test_gemm_v0_n_actual_computes_the_leading_columns_and_refuses_bad_counts():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((32, 256)).astype(np.float16)
+    b = rng.standard_normal((64, 256)).astype(np.float16)
+    out = gemm_v0_chunks(None, False, n_actual=32)(a, b)
+    want = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(out[:, :32], want[:, :32], rtol=1e-3, atol=1e-2)
+    with pytest.raises(TilelangError, match=r"n_actual=40: expected a multiple of 16") as e:
+        gemm_v0_chunks(None, False, n_actual=40)
+    assert e.value.loc == (HERE, lineno("# MARK-gemmv0"))
+    with pytest.raises(TilelangError, match=r"kL0Size=24: expected a multiple of 16"):
+        gemm_v0_chunks(24, False)
+
+
+# ---- a GM tile whose start is read from memory may run past the tensor's end: clipped ----
+
+
+@tilelang.jit(out_idx=[2], pass_configs=SYNC)
+def rows_from_loaded_start(H, R):
+    @T.prim_func
+    def main(X: T.Tensor((H, 64), "float32"), S: T.Tensor((8,), "int32"),
+             Y: T.Tensor((R, 64), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            s = T.alloc_ub([8], "int32")
+            t = T.alloc_ub([R, 64], "float32")
+            with T.Scope("V"):
+                if vid == 0:
+                    T.copy(S, s)
+                    T.copy(X[s[0]:s[0] + R, 0:64], t)
+                    T.copy(t, Y)
+
+    return main
+
+
+def test_a_tile_at_a_loaded_start_past_the_end_reads_zeros_there():
+    x = np.arange(20 * 64, dtype=np.float32).reshape(20, 64)
+    start = np.array([16, 0, 0, 0, 0, 0, 0, 0], dtype=np.int32)
+    want = np.zeros((8, 64), np.float32)
+    want[:4] = x[16:]
+    np.testing.assert_array_equal(rows_from_loaded_start(20, 8)(x, start), want)
+
+
+# ---- T.alloc_var accumulators (`acc = acc + x` in a run-time loop) in an unscoped kernel
+# without Cube work: registers from the loop's entry, the kernel the vector cores' ----
+
+
+@tilelang.jit(out_idx=[2], pass_configs=SYNC)
+def prefix_row(n):
+    @T.prim_func
+    def main(X: T.Tensor((64, 16), "float32"), C: T.Tensor((n,), "int32"),
+             Y: T.Tensor((1, 16), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            c = T.alloc_ub([n], "int32")
+            row = T.alloc_ub([1, 16], "float32")
+            acc = T.alloc_var("int32", init=0)
+            T.copy(C, c)
+            for i in T.serial(n):
+                acc = acc + c[i]
+            T.copy(X[acc, 0:16], row)
+            T.copy(row, Y)
+
+    return main
+
+
+def test_an_accumulator_in_a_loop_of_an_unscoped_vector_kernel_is_a_register():
+    x = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
+    counts = np.array([3, 1, 4, 1, 5, 9, 2, 6], dtype=np.int32)
+    np.testing.assert_array_equal(prefix_row(8)(x, counts), x[31:32])

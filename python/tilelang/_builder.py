@@ -29,6 +29,8 @@ class Builder:
         # once for the original_split pass).
         self.split = None
         self.mixed_copy = False  # an L0C -> UB / UB -> L1 copy: tilepipe's own cv_split
+        self.cube_work = False  # the probe met a Cube buffer (L1 / L0*): the kernel has Cube work
+        self.registers = False  # the probe met a T.alloc_var stored under run-time control
         self.usage = (set(), set())  # names used by vector ops / by cube ops (prim_func)
         self.hand_sync = set()  # the cores whose unscoped code has the author's flags
         # Run-time loops and ifs around the statement being lowered (T.alloc_var's registers).

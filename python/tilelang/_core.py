@@ -594,6 +594,7 @@ class Region:
     """A rectangular slice: start expression and static extent per dimension."""
 
     let = None  # the variable a binding read the element into (bind_let)
+    dyn = None  # {dimension: run-time length} of a slice with run-time lengths (make_region)
 
     def __init__(self, buffer, starts, extents, points):
         self.buffer = buffer
@@ -602,6 +603,9 @@ class Region:
         self.points = points  # the index was a single position
 
     def tup(self):
+        if self.dyn:
+            d, length = next(iter(self.dyn.items()))
+            raise runtime_extent_error(self.buffer, d, length)
         return (self.buffer.ext, list(self.starts), list(self.extents))
 
     def elements(self):
@@ -674,6 +678,7 @@ def make_region(buf, idx):
             hint=f"pass at most {len(shape)} indices",
         )
     starts, extents, points = [], [], []
+    dyn = {}
     full = buf.vid_full
     for d, i in enumerate(idx):
         dim = full if d == 0 and full else shape[d]
@@ -697,19 +702,13 @@ def make_region(buf, idx):
                 else:
                     ext = _ext.const_diff(start, stop)
                     if ext is None:
-                        raise err(
-                            f"not supported: slice of '{buf.name}' in dimension {d} with a "
-                            f"run-time extent: ({stop!r}) - ({start!r}) is not a constant "
-                            "(tilepipe's tiles hold a build-time number of elements; the "
-                            "original's copy of a run-time length is not modelled)",
-                            hint="write the end as start + EXTENT with a build-time EXTENT; a "
-                            "tile running past the tensor's end is clipped as the original "
-                            "clips it (docs/python.md, \"Partial tiles\")",
-                        )
+                        ext = _runtime_extent(buf, d, dim, start, stop, dyn)
             if ext <= 0:
                 raise err(f"slice of '{buf.name}' in dimension {d} has extent {ext}",
                           hint="the end of a slice must be after its start")
             if d == 0 and full:
+                if d in dyn:
+                    raise runtime_extent_error(buf, d, dyn[d])
                 ext = buf.slice_rows(start, ext)
             starts.append(start)
             extents.append(ext)
@@ -724,13 +723,46 @@ def make_region(buf, idx):
         starts.append(0)
         extents.append(shape[d])
         points.append(False)
-    return Region(buf, starts, extents, points)
+    r = Region(buf, starts, extents, points)
+    if dyn:
+        r.dyn = dyn
+    return r
 
 
-def as_region(x, what="operand"):
+def runtime_extent_error(buf, d, length):
+    return err(
+        f"not supported: slice of '{buf.name}' in dimension {d} with a run-time extent "
+        f"({length!r}) outside T.copy (tilepipe's tile ops hold a build-time number of "
+        "elements; T.copy takes a run-time length)",
+        hint="copy the run-time part into a whole tile (T.copy takes it) and compute on the "
+        "tile; docs/python.md, \"Run-time lengths\"")
+
+
+def _runtime_extent(buf, d, dim, start, stop, dyn):
+    """A slice `start:stop` whose length is a run-time value: the region keeps the length
+    (region.dyn) and, as its static extent, the largest the length can be (interval bounds
+    over the launch and loop indices, at most the dimension). T.copy moves the run-time
+    length (docs/python.md, "Run-time lengths"); any other use is an error at its line."""
+    length = stop - start
+    r = _ext.bounds(length, cur().var_ranges, cur().block_num)
+    hi = dim if r is None else min(dim, r[1])
+    if hi <= 0:
+        raise err(f"slice of '{buf.name}' in dimension {d} has the run-time extent "
+                  f"{length!r}, which is never positive",
+                  hint="the end of a slice must be after its start")
+    dyn[d] = length
+    return hi
+
+
+def as_region(x, what="operand", runtime_extents=False):
+    """A buffer or slice as a Region. A slice with a run-time length (region.dyn) is taken
+    only where `runtime_extents` says the caller moves it (T.copy)."""
     if isinstance(x, Buffer):
         return x.region()
     if isinstance(x, Region):
+        if x.dyn and not runtime_extents:
+            d, length = next(iter(x.dyn.items()))
+            raise runtime_extent_error(x.buffer, d, length)
         return x
     raise err(f"expected a buffer or a slice as {what}, found {type(x).__name__} {x!r}",
               hint="pass a T.Tensor parameter, an alloc_* buffer or a slice of one")

@@ -295,7 +295,7 @@ class Interpreter(CoreSplit, ExprEval):
         if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
             return None
         op = type(test.ops[0])
-        if op not in (ast.Lt, ast.LtE, ast.Gt, ast.GtE):
+        if op not in (ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq):
             return None
         try:
             a, b = self.eval(test.left), self.eval(test.comparators[0])
@@ -311,6 +311,12 @@ class Interpreter(CoreSplit, ExprEval):
         if r is None:
             return None
         lo, hi = r  # of b - a
+        if op in (ast.Eq, ast.NotEq):
+            # both sides always equal (`half == 0` with half = cid % 1); a pair never equal
+            # keeps its `if`, as the C++ kernels write such guards (`if j + 1 == 0`)
+            if lo == hi == 0:
+                return op is ast.Eq
+            return None
         if op in (ast.Gt, ast.GtE):  # a > b  <=>  b - a < 0
             lo, hi = -hi, -lo
             op = ast.Lt if op is ast.Gt else ast.LtE
@@ -332,6 +338,7 @@ class Interpreter(CoreSplit, ExprEval):
         b = _core.builder()
         loc = self.loc(s)
         b.begin_if(_as_expr(c), loc)
+        self.carry(s.body + s.orelse)
         self.b.control_depth += 1
         try:
             self.run_body(s.body)
@@ -527,6 +534,7 @@ class Interpreter(CoreSplit, ExprEval):
         hi = self.bound(end, 1)
         if lo is not None and hi is not None:
             self.b.var_ranges[v.var_id()] = (lo, max(lo, hi - 1))
+        self.carry(getattr(s, "body", []))
         self.b.control_depth += 1
         saved = self.b.blocks_of
         # A T.Pipelined loop in a scope with the author's flags: the hand_pipeline pass
@@ -638,25 +646,43 @@ class Interpreter(CoreSplit, ExprEval):
                 self.split_kernel(s, item, c, loc)
             return
         if isinstance(c, ScopeCtx):
-            b = _core.builder()
             if self.b.scope is not None:
                 raise self.error(s, f'T.Scope("{c.kind}") inside T.Scope("{self.b.scope}")',
                                  hint="scopes do not nest: close the first one")
-            b.begin_scope(c.kind, loc)
-            self.b.scope = c.kind
-            self.b.scope_hand = _has_flags(s.body)
-            try:
-                self.run_body(s.body)
-            finally:
-                self.b.scope = None
-                self.b.scope_hand = False
-            b.end_scope(loc)
+            self.lower_scope(c.kind, s.body, loc)
             return
         if isinstance(c, (ThenFrame, ElseFrame)):
             raise self.error(s, "T.Then / T.Else outside `with T.If(...)`",
                              hint="nest them directly inside `with T.If(cond):`")
         raise self.error(s, f"unsupported context {type(c).__name__} in `with`",
                          hint='kernel bodies use `with T.Kernel(...)` and `with T.Scope("C"/"V")`')
+
+    def carry(self, stmts):
+        """At the entry of a run-time loop or if: the T.alloc_var variables its code stores
+        become registers now, so its reads read the register (`acc = acc + x` in a loop reads
+        the value the last iteration stored, not the one before the loop)."""
+        for node in ast.walk(ast.Module(body=list(stmts), type_ignores=[])):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for t in targets:
+                v = self.vars.get(t.id) if isinstance(t, ast.Name) else None
+                if hasattr(v, "carry"):  # a T.alloc_var (language/_var.py)
+                    v.carry()
+
+    def lower_scope(self, kind, body, loc, bind=None):
+        """`body` as the code of one core kind, T.Scope(kind); `bind` first binds names."""
+        b = _core.builder()
+        b.begin_scope(kind, loc)
+        self.b.scope = kind
+        self.b.scope_hand = _has_flags(body)
+        try:
+            if bind is not None:
+                bind()
+            self.run_body(body)
+        finally:
+            self.b.scope = None
+            self.b.scope_hand = False
+        b.end_scope(loc)
 
     def if_frame(self, s, item):
         """`with T.If(c):` holding `with T.Then():` and optionally `with T.Else():` (the

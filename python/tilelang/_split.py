@@ -16,6 +16,7 @@ class CoreSplit:
         self.b.ir = _ext.Builder("probe", kctx.block_num, loc)
         self.b.split = "probe"
         self.b.hand_sync, self.b.mixed_copy = set(), False
+        self.b.cube_work = self.b.registers = False
         names, hidden = set(self.b.names), dict(self.b.hidden)
         try:
             self.bind_launch(item, s)
@@ -25,6 +26,12 @@ class CoreSplit:
             self.b.split = None
         self.b.names, self.b.hidden = names, hidden
         self.vars = dict(snapshot)
+        if self.b.registers and not self.b.cube_work:
+            # T.alloc_var registers in a kernel without Cube work: all of it is the vector
+            # cores' code (the original's split leaves the Cube core nothing to run), so it
+            # is lowered as one T.Scope("V"), where registers are kept
+            self.lower_scope("V", s.body, loc, lambda: self.bind_launch(item, s))
+            return
         if self.b.mixed_copy or (self.b.lowering == "tilepipe" and not self.b.hand_sync):
             # L0C -> UB / UB -> L1 copies: tilepipe's cv_split places the workspaces itself.
             # The "tilepipe" lowering: cv_split also pairs the author's GM hand-offs into

@@ -154,6 +154,7 @@ class Printer {
   void print_node(const GemmL1Stmt& n) {
     auto c = as_const(n.init);
     std::string init = !c ? " init=" + expr(n.init) : *c ? " init" : " acc";
+    if (n.k_chunk) init += fmt::format(" k_chunk={}", n.k_chunk);
     line(fmt::format("gemm_l1 {}{} x {}{} -> {}{}", region(n.a), n.transpose_a ? "^T" : "",
                      region(n.b), n.transpose_b ? "^T" : "", region(n.c), init));
   }

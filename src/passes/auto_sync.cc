@@ -103,7 +103,8 @@ struct SeqCtx {
 class AutoSync {
  public:
   AutoSync(const Program& p, const ChipConfig& chip, const PassOptions& o, CoreKind core,
-           const Loc& scope_loc, VarRanges outer, bool repeated, const std::set<Cut>& cuts)
+           const Loc& scope_loc, VarRanges outer, bool repeated, const std::set<Cut>& cuts,
+           const std::set<int>* registers)
       : p_(p),
         chip_(chip),
         o_(o),
@@ -111,7 +112,8 @@ class AutoSync {
         scope_loc_(scope_loc),
         vars_(std::move(outer)),
         repeated_(repeated),
-        cuts_(cuts) {
+        cuts_(cuts),
+        registers_(registers) {
     for (const auto& w : p.workspaces) fences_.push_back(w);
   }
 
@@ -269,7 +271,7 @@ class AutoSync {
     // Accesses of the original children (before their own flags are added).
     std::vector<ChildAcc> acc(static_cast<size_t>(n));
     for (int c = 0; c < n; ++c)
-      for (auto& a : collect_accesses(children[c], vars_, fences_, &p_.addresses))
+      for (auto& a : collect_accesses(children[c], vars_, fences_, &p_.addresses, registers_))
         acc[c].by_pipe[a.pipe].push_back(std::move(a));
 
     // Recurse: children get their own flags first.
@@ -491,7 +493,7 @@ class AutoSync {
       auto pipes_of = [&](const Stmt& b) {
         std::set<Pipe> out;
         if (b)
-          for (const auto& a : collect_accesses(b, vars_, fences_, &p_.addresses))
+          for (const auto& a : collect_accesses(b, vars_, fences_, &p_.addresses, registers_))
             out.insert(a.pipe);
         return out;
       };
@@ -826,7 +828,8 @@ class AutoSync {
   bool repeated_;
   std::vector<Buffer> fences_;
   const std::set<Cut>& cuts_;
-  const StmtNode* seq_ = nullptr;  // the sequence whose flags get ids (new_virt)
+  const std::set<int>* registers_;  // let variables assigned more than once: no value
+  const StmtNode* seq_ = nullptr;   // the sequence whose flags get ids (new_virt)
   std::vector<Virt> virts_;
   std::set<std::pair<int, int>> compatible_;
   std::vector<int> base_;
@@ -951,23 +954,15 @@ class ScopeFinder : public StmtMutator {
       cuts = std::move(bc.cuts);
     }
     // The analysis reads a let variable as the value it was bound to, which a variable
-    // assigned again (here, or bound outside the scope as well) does not keep.
-    if (const StmtNode* a = reassigned_in(body))
-      throw UserError(Diagnostic{
-          a->loc,
-          "auto-sync",
-          "a scalar variable is assigned again (a T.alloc_var stored under a branch or loop) in "
-          "a scope without hand flags: automatic sync cannot tell which elements the accesses "
-          "it indexes touch",
-          {},
-          "place this scope's flags by hand (expert mode), or compute the value as an "
-          "expression of loop variables (T.if_then_else) instead of storing it"});
+    // assigned again (a T.alloc_var register) does not keep: an access indexed by one may
+    // touch any element of its buffer.
+    const std::set<int>* registers = reassigned_in(body) ? &assigned_ : nullptr;
     VarRanges v = vars_;
     v[kVidVar] = vid_range(s.kind);
     // Ids by lifetime; where they run out, full barriers one at a time until they fit.
     Stmt b;
     for (;;) {
-      AutoSync a(p_, chip_, o_, s.kind, self->loc, v, loops_ > 0, cuts);
+      AutoSync a(p_, chip_, o_, s.kind, self->loc, v, loops_ > 0, cuts, registers);
       if (auto r = a.run(body)) {
         b = *r;
         break;

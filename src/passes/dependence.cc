@@ -2,6 +2,7 @@
 #include "passes/dependence.h"
 
 #include "passes/rewrite.h"
+#include "tilepipe/ir_vars.h"
 
 #include "tilepipe/passes.h"
 #include "tilepipe/verify.h"
@@ -190,6 +191,16 @@ namespace {
 class LetValues : public RegionRewriter {
  public:
   std::map<int, Expr> values;
+  const std::set<int>* opaque = nullptr;  // registers: no value, any element
+
+  bool indexed_by_opaque(const Region& r) const {
+    if (!opaque) return false;
+    std::set<int> used;
+    for (const auto& e : r.start) read_vars(e, used);
+    for (int id : used)
+      if (opaque->count(id)) return true;
+    return false;
+  }
   Expr var(const Expr& e, const VarRef& v) override {
     auto it = values.find(v.var->id);
     return it == values.end() ? e : it->second;
@@ -201,6 +212,7 @@ void collect(const Stmt& s, VarRanges& vars, std::vector<const ForStmt*>& loops,
   if (!s) return;
   auto push = [&](std::vector<Access> accs) {
     for (auto& a : accs) {
+      if (lets.indexed_by_opaque(a.region)) a.region = full_region(a.region.buffer);
       if (!lets.values.empty()) a.region = lets.rewrite(a.region);
       a.loops = loops;
       for (const ForStmt* f : loops) a.local_ranges[f->var->id] = vars.at(f->var->id);
@@ -214,7 +226,8 @@ void collect(const Stmt& s, VarRanges& vars, std::vector<const ForStmt*>& loops,
           std::vector<int> bound;
           for (const auto& c : n.body) {
             collect(c, vars, loops, fences, lets, out);
-            if (auto* l = std::get_if<LetStmt>(&c->node)) {
+            if (auto* l = std::get_if<LetStmt>(&c->node);
+                l && !(lets.opaque && lets.opaque->count(l->var->id))) {
               lets.values[l->var->id] = lets.expr(l->value);
               bound.push_back(l->var->id);
             }
@@ -549,11 +562,13 @@ bool apart_beyond(const Access& a, const Access& b, const VarRanges& outer, cons
 
 std::vector<Access> collect_accesses(const Stmt& s, const VarRanges& outer,
                                      const std::vector<Buffer>& fences,
-                                     const std::map<int, int64_t>* addresses) {
+                                     const std::map<int, int64_t>* addresses,
+                                     const std::set<int>* opaque) {
   std::vector<Access> out;
   VarRanges vars = outer;
   std::vector<const ForStmt*> loops;
   LetValues lets;
+  lets.opaque = opaque;
   collect(s, vars, loops, fences, lets, out);
   if (addresses)
     for (auto& a : out)

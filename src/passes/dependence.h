@@ -117,10 +117,13 @@ std::vector<Access> leaf_accesses(const ir::Stmt& s, const std::vector<ir::Buffe
 
 /// Every access in a subtree, with the loops inside the subtree that enclose it (local
 /// variables) and their ranges given `outer` (ranges of the enclosing, common variables).
-/// Loop bounds and if conditions that load UB elements read on pipe S.
+/// Loop bounds and if conditions that load UB elements read on pipe S. The variables in
+/// `opaque` (registers assigned more than once) keep no value: an access indexed by one may
+/// touch any element of its buffer (its region is the whole buffer).
 std::vector<Access> collect_accesses(const ir::Stmt& s, const VarRanges& outer,
                                      const std::vector<ir::Buffer>& fences = {},
-                                     const std::map<int, int64_t>* addresses = nullptr);
+                                     const std::map<int, int64_t>* addresses = nullptr,
+                                     const std::set<int>* opaque = nullptr);
 
 /// May `a` and `b` touch a common element, at least one writing? Variables of
 /// `outer` are common (equal in both).

@@ -18,7 +18,7 @@ using namespace ir;
 
 namespace {
 
-/// The original's gemm_v0 library: K chunks of 128 elements, two L0 slots.
+/// The original's gemm_v0 library: K chunks of kL0Size elements (128 by default), two L0 slots.
 constexpr int64_t kLibraryK = 128;
 
 /// Intra-core flags or barriers on a Cube pipe (MTE1, M, FIX) outside scopes.
@@ -126,15 +126,17 @@ class Pass : public StmtMutator {
       automatic(g, loc, out);
   }
 
-  /// Where auto_sync places the flags: halve K while the chunks stay whole fractals and a
-  /// staging tile is over its budget (a quarter of the L0 memory).
+  /// Where auto_sync places the flags: the author's K chunk when it divides K; else, from K,
+  /// halve while the chunks stay whole fractals and a staging tile is over its budget (a
+  /// quarter of the L0 memory).
   void automatic(const GemmL1Stmt& g, const Loc& loc, std::vector<Stmt>& out) {
     const auto [m, k, n] = shape(g);
     const int64_t eb = dtype_bytes(g.a.buffer->dtype);
     const int64_t kf = 32 / eb;  // a fractal's K: 16 half, 8 float, 32 int8 elements
     const int64_t budget_a = chip_.l0a.usable / 4, budget_b = chip_.l0b.usable / 4;
-    int64_t kc = k;
-    while (kc % 2 == 0 && (kc / 2) % kf == 0 && (m * kc * eb > budget_a || n * kc * eb > budget_b))
+    const bool authors = g.k_chunk && k % g.k_chunk == 0;  // the author's kL0Size, as given
+    int64_t kc = authors ? std::min(k, g.k_chunk) : k;
+    while (!authors && kc % 2 == 0 && (kc / 2) % kf == 0 && (m * kc * eb > budget_a || n * kc * eb > budget_b))
       kc /= 2;
     for (int64_t i = 0; i < k / kc; ++i) {
       Region ops[2];
@@ -155,7 +157,8 @@ class Pass : public StmtMutator {
   /// Where the author syncs: the original's library with its own flags.
   void library(const GemmL1Stmt& g, const Loc& loc, std::vector<Stmt>& out) {
     const int64_t k = shape(g).k;
-    const int64_t chunks = (k + kLibraryK - 1) / kLibraryK;
+    const int64_t kl0 = g.k_chunk ? g.k_chunk : kLibraryK;
+    const int64_t chunks = (k + kl0 - 1) / kl0;
     const int64_t slots = std::min<int64_t>(2, chunks);
     auto flag = [&](bool set, Pipe src, Pipe dst, int64_t id) {
       if (set)
@@ -172,7 +175,7 @@ class Pass : public StmtMutator {
     flag(true, Pipe::M, Pipe::MTE1, 0);
     flag(true, Pipe::M, Pipe::MTE1, 1);
     for (int64_t i = 0; i < chunks; ++i) {
-      const int64_t pp = i & 1, k0 = i * kLibraryK, kn = std::min(kLibraryK, k - k0);
+      const int64_t pp = i & 1, k0 = i * kl0, kn = std::min(kl0, k - k0);
       flag(false, Pipe::M, Pipe::MTE1, pp);
       Region ops[2];
       for (int j = 0; j < 2; ++j) {
@@ -184,7 +187,7 @@ class Pass : public StmtMutator {
         }
         const std::vector<int64_t> tile = part.squeezed();
         std::vector<int64_t> slots_shape = {slots, tile[0], tile[1]};
-        slots_shape[1 + side.k_dim] = std::min(k, kLibraryK);
+        slots_shape[1 + side.k_dim] = std::min(k, kl0);
         const Buffer st = staging(side.l0, slots_shape, side.r.buffer->dtype, loc, out);
         ops[j] =
             copy(part, Region{st, {make_int(pp), make_int(0), make_int(0)}, {1, tile[0], tile[1]}},

@@ -801,6 +801,15 @@ void exec_copy(const Instr& in) {
   write(dst, v);
 }
 
+/// T.reinterpretcast: dst names src's bytes. Whole buffers of one width move element by
+/// element (copy_raw); of different widths (uint8 read as uint16) both are whole contiguous
+/// buffers of the same byte count (the verifier's check), so the bytes move as they lie.
+void copy_view(const Access& dst, const Access& src) {
+  if (dst.t->elem_bytes == src.t->elem_bytes) return copy_raw(dst, src);
+  std::memcpy(dst.mem + dst.offset * dst.t->elem_bytes, src.mem + src.offset * src.t->elem_bytes,
+              static_cast<size_t>(dst.bytes()));
+}
+
 /// C = A B as the Cube computes it (cube_matmul: one K fractal of the operands' type at a
 /// time into f32); with init false the product is added to the old C.
 void exec_mmad(const Instr& in) {
@@ -829,7 +838,7 @@ void execute(const Instr& in) {
     case lower::Opcode::Mmad:
       return exec_mmad(in);
     case lower::Opcode::Vec:
-      if (in.t->tile_op == TileOpKind::Reinterpret) return copy_raw(in.acc[0], in.acc[1]);
+      if (in.t->tile_op == TileOpKind::Reinterpret) return copy_view(in.acc[0], in.acc[1]);
       if (wide) return exec_vec<long double>(in);
       // Compare and select keep their scalar operand unrounded: double.
       return f && in.t->tile_op != TileOpKind::Compare ? exec_vec<float>(in) : exec_vec<double>(in);

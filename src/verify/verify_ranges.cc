@@ -107,7 +107,9 @@ int64_t Verifier::divisor(const Expr& e) {
         } else if constexpr (std::is_same_v<T, Binary>) {
           int64_t a = divisor(n.a), b = divisor(n.b);
           if (n.op == BinOp::Mul) return (a == 1 || b == 1) ? std::max(a, b) : a * b;
-          if (n.op == BinOp::Add || n.op == BinOp::Sub) return std::gcd(a, b);
+          // min / max is one of its operands: a multiple of what both are multiples of
+          if (n.op == BinOp::Add || n.op == BinOp::Sub || n.op == BinOp::Min || n.op == BinOp::Max)
+            return std::gcd(a, b);
           return 1;
         } else
           return 1;

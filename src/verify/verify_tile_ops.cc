@@ -198,16 +198,23 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
                           n.srcs[1].buffer->name, to_string(n.srcs[1].buffer->dtype)),
               "store the offsets as u32 bytes from the source's start");
       break;
-    case TileOpKind::Reinterpret:
-      // the same bytes as another dtype: whole buffers (a view of all of src) of one width
-      if (same_count(n.srcs[0]) && dtype_bytes(n.srcs[0].buffer->dtype) != dtype_bytes(dt))
-        error(s.loc, "dtype-mismatch",
-              fmt::format("{}: '{}' is {} and '{}' is {}; a reinterpretation keeps the "
-                          "element width",
-                          what, n.dst.buffer->name, to_string(dt), n.srcs[0].buffer->name,
-                          to_string(n.srcs[0].buffer->dtype)),
-              "reinterpret as a dtype of the same width (int32 / uint32 / float32, ...)");
+    case TileOpKind::Reinterpret: {
+      // the same bytes as another dtype: whole buffers (a view of all of src), so the byte
+      // counts match (a uint8 [16, 64] mask read as uint16 [16, 32])
+      const Region& r = n.srcs[0];
+      const int64_t src_bytes = r.elements() * dtype_bytes(r.buffer->dtype);
+      const int64_t dst_bytes = n.dst.elements() * dtype_bytes(dt);
+      if (src_bytes != dst_bytes)
+        error(
+            s.loc, "shape-mismatch",
+            fmt::format("{}: source {} holds {} bytes ({} x {}) but destination {} holds {} "
+                        "({} x {})",
+                        what, print(r), src_bytes, shape_str(r.extent), to_string(r.buffer->dtype),
+                        print(n.dst), dst_bytes, shape_str(n.dst.extent), to_string(dt)),
+            "a reinterpretation names the same bytes: allocate the destination with as many "
+            "bytes as the source");
       break;
+    }
     case TileOpKind::Cast:
       same_count(n.srcs[0]);
       if (!valid_cast_round(n.attrs[0]))

@@ -13,6 +13,7 @@ from .._eval import logical
 from .._interp import macro, prim_func  # noqa: F401
 from . import reduce_ascend
 from . import tile  # noqa: F401
+from ._mem import _hand_synced
 from ._mem import (alloc_L0A, alloc_L0B, alloc_L0C, alloc_L1,  # noqa: F401
                    alloc_fragment, alloc_local, alloc_shared, alloc_ub, copy, gemm, gemm_v0, mma,
                    GemmWarpPolicy)
@@ -25,6 +26,13 @@ from ._var import Var, alloc_var  # noqa: F401
 from .sync import (BARRIER_EVENT_ID, SYNC_ALL_FLAG_ID, SYNC_ALL_MODE,  # noqa: F401
                    barrier_all, pipe_barrier, set_cross_flag, set_flag, sync_all,
                    wait_cross_flag, wait_flag)
+from . import _older
+
+# Earlier versions' names (language/_older.py): T.tile.reduce_*(out, buffer, tmp, dim), the PTO
+# dialect's T.add / T.sub / T.mul / T.div.
+for _n, _f in _older.TILE.items():
+    setattr(tile, _n, _f)
+globals().update(_older.TOP)
 
 
 def annotate_layout(layouts):
@@ -283,6 +291,10 @@ def reinterpretcast(dst, src, casttype):
                   f"{_core.dtype_name(dst.dtype)}, not {want}",
                   hint=f"allocate '{dst.name}' as {want}")
     tile._emit("reinterpret", dst, [src])
+    if _hand_synced("V") or not cur().auto_sync:
+        # the original's view is no instruction, so the author orders nothing after it; the
+        # copy that models it runs on V: a barrier of the core keeps later readers after it
+        barrier_all()
 
 
 def printf(*a, **kw):

@@ -30,6 +30,18 @@ class Var:
             self.read_under = _core.current_loc() or ("the kernel", 0)
         return self.value
 
+    def carry(self):
+        """A run-time loop or if about to be lowered stores this variable: from here reads
+        read its register, which holds the current value (every store assigns it). Only
+        where a store there would be allowed; the store reports the others."""
+        if self.live or self.reg is None:
+            return  # already a register, or not an integer one
+        if cur().split == "probe":
+            cur().registers = True
+        elif cur().split is not None or cur().scope is None:
+            return
+        self.live = True
+
     def store(self, value):
         if isinstance(value, Var):
             value = value.load()
@@ -52,9 +64,12 @@ class Var:
             why = None
             if not integer:
                 why = f"a {self.dtype} variable (registers here hold integers)"
+            elif cur().split == "probe":
+                cur().registers = True  # a kernel without Cube work is lowered as Vector code
             elif cur().split is not None or cur().scope is None:
-                why = ("outside T.Scope, where the Cube/Vector split does not carry scalar "
-                       "registers")
+                why = ("outside T.Scope in a kernel with Cube work or T.Scope blocks, whose "
+                       "kernel-level code the Cube/Vector split shares between cores that do "
+                       "not share scalar registers")
             elif self.read_under is not None:
                 why = (f"it was read under run-time control before (at {self.read_under[0]}:"
                        f"{self.read_under[1]}), where a later iteration would read this store")

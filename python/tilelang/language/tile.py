@@ -155,6 +155,8 @@ def broadcast(dst, src, axis=None):
     is a row when it has one row, a column when it has one column; `axis` chooses."""
     what = "T.tile.broadcast"
     d, s = as_region(dst, f"{what} destination"), as_region(src, f"{what} source")
+    if isinstance(axis, (Buffer, Region)):
+        axis = None  # an earlier version's third parameter: a scratch buffer (tmp)
     if axis not in (None, 0, 1):
         raise err(f"{what}: axis {axis!r} is not 0 (a row repeated down the rows) or 1 (one "
                   "value per row)")
