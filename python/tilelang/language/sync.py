@@ -95,12 +95,11 @@ def set_cross_flag(pipe, flag, mode=2):
 
 
 def wait_cross_flag(flag, pipe=""):
-    """`pipe`, the pipe that waits, is the original's A5-only parameter (A2/A3 wait on the
-    scalar unit): anything but "" is an error."""
+    """`pipe`, the pipe that waits, is the original's A5 parameter: on A2/A3, which tilepipe
+    models, the wait is the scalar unit's whatever the pipe (the original's AscendC codegen
+    prints CrossCoreWaitFlag(flag) and drops it), so a named pipe is checked and ignored."""
     if pipe != "":
-        raise err(f"not supported: T.wait_cross_flag pipe={pipe!r} (waiting on a given pipe "
-                  "is A5 only; A2/A3, which tilepipe models, wait on the scalar unit)",
-                  hint="drop the pipe argument")
+        _pipe(pipe)
     _no_split("T.wait_cross_flag")
     builder().wait_cross_flag(to_index(flag, "cross flag id"), _core.current_loc())
 
