@@ -5,6 +5,7 @@
 #include <random>
 
 #include "registry.h"
+#include "sim/values.h"
 #include "tilepipe/driver.h"
 #include "tilepipe/sim.h"
 
@@ -97,6 +98,29 @@ TEST(Values, WriteBackReturnsOnlyTheNamedTensors) {
   };
   driver::run_kernel(k, req, chip);
   EXPECT_TRUE(ran);
+}
+
+// A write's own bytes, for the same-value check: a strided access's rows only. The bytes
+// between them belong to other writers (other AI cores' tiles of the same rows, applied on
+// other workers meanwhile); counting them made a same-value write a race now and then.
+TEST(Values, AccessBytesAreTheRowsNotTheSpan) {
+  lower::AccessTemplate t;
+  t.elem_bytes = 2;
+  t.rank = 2;
+  t.extent[0] = 3;  // three rows of 4 elements, 10 elements apart
+  t.extent[1] = 4;
+  t.stride[0] = 10;
+  t.stride[1] = 1;
+  t.num_elements = 12;
+  t.span = 24;
+  std::vector<uint8_t> mem(64);
+  for (size_t i = 0; i < mem.size(); ++i) mem[i] = static_cast<uint8_t>(i);
+  const sim::Access a{&t, mem.data(), 2};  // starts at element 2 (byte 4)
+  const auto bytes = sim::access_bytes(a);
+  ASSERT_EQ(bytes.size(), 24u);
+  for (int r = 0; r < 3; ++r)
+    for (int b = 0; b < 8; ++b)
+      EXPECT_EQ(bytes[static_cast<size_t>(r * 8 + b)], 4 + r * 20 + b) << r << " " << b;
 }
 
 }  // namespace

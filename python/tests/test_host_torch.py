@@ -423,6 +423,24 @@ def test_bfloat16_ops_cpu_torch_lacks_and_int32_index_tensors_as_torch_npu_takes
     assert r.stdout.strip() == "OK", r.stderr
 
 
+def test_a_python_int_out_of_an_integer_tensors_range_is_stored_as_its_bits(tmp_path):
+    """torch_npu's fill casts a Python int into an integer tensor on the device (a byte of
+    bits 255 into int8 is -1: the language suite's int8 compare masks); CPU torch refuses
+    ("value cannot be converted to type int8_t without overflow"). A float, or a value in
+    range, is stored as before."""
+    r = run_py(tmp_path, """
+        import torch
+        c = torch.zeros(4, dtype=torch.int8, device="npu")
+        c[0] = 255; c[1] = 128; c[2] = -129; c[3] = 5
+        assert c.tolist() == [-1, -128, 127, 5], c
+        d = torch.zeros(2, dtype=torch.int32)
+        d[0] = 2 ** 32 + 3; d[1] = 2 ** 31
+        assert d.tolist() == [3, -2 ** 31], d
+        print("OK")
+    """)
+    assert r.stdout.strip() == "OK", r.stderr
+
+
 def test_float16_products_and_exp_on_the_host_match_the_kernel_bit_for_bit(tmp_path):
     """On the board a script's reference `a @ b` of float16 tensors runs on the same Cube as
     the kernel it checks, so the corpus's gdn examples compare them at 1e-5. The host computes

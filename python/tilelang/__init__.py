@@ -1,7 +1,9 @@
 """tilelang on tilepipe: TileLang-Ascend's Python kernel language, lowered to tilepipe's tile
 IR and run on its simulator of one A2/A3 die (docs/python.md)."""
 
+import importlib.util
 import os
+import sys
 
 from . import _core
 from ._core import HazardWarning, KernelCheckError, TilelangError, TilepipeError  # noqa: F401
@@ -24,6 +26,11 @@ from .autotune import autotune  # noqa: F401
 from .math import cdiv, next_power_of_2  # noqa: F401
 
 __version__ = "0.1.0+tilepipe"
+
+if "tvm" not in sys.modules and importlib.util.find_spec("tvm") is None:
+    # The original's `import tilelang` puts its TVM on the path, so its scripts and tests
+    # `import tvm` (for tvm.TVMError, tvm.tir); without a TVM that is tilelang.tvm.
+    sys.modules["tvm"] = tvm
 
 
 class DataType(str):

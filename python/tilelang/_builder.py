@@ -6,7 +6,7 @@ bindings in force and the build under way (_core.ctx)."""
 
 
 class Builder:
-    def __init__(self, lowering="original", auto_sync=True):
+    def __init__(self, lowering="original", auto_sync=True, original_sync=False):
         self.ir = None  # the extension's IR builder (_ext.Builder) once T.Kernel starts
         self.kernel = None  # the _KernelInfo being built
         self.stmt_loc = None  # (file, line) of the statement being lowered
@@ -18,6 +18,9 @@ class Builder:
         self.scope_hand = False  # the T.Scope being lowered has the author's flags
         self.in_parallel = False  # lowering a T.Parallel nest's element code (_parallel.py)
         self.auto_sync = auto_sync  # the kernel's pass configs leave automatic sync on
+        # TL_ASCEND_AUTO_SYNC given: the author's barriers (T.barrier_all, T.pipe_barrier)
+        # leave a scope automatic, only flags make it hand-synced (auto_sync, docs/passes.md)
+        self.original_sync = original_sync
         self.lowering = lowering  # of unscoped kernels: "original" | "tilepipe" (_jit.py)
         self.blocks_of = None  # the statements whose IR is grouped one block each
         self.gm_extent = {}  # GM buffer name -> per-dim max end seen (bounds padding)

@@ -674,7 +674,7 @@ class Interpreter(CoreSplit, ExprEval):
         b = _core.builder()
         b.begin_scope(kind, loc)
         self.b.scope = kind
-        self.b.scope_hand = _has_flags(body)
+        self.b.scope_hand = _has_flags(body, barriers=not self.b.original_sync)
         try:
             if bind is not None:
                 bind()
@@ -730,17 +730,21 @@ class Interpreter(CoreSplit, ExprEval):
     # ---- expressions ----
 
 
-_FLAG_CALLS = ("set_flag", "wait_flag", "pipe_barrier", "barrier_all")
+_FLAG_CALLS = ("set_flag", "wait_flag")
+_BARRIER_CALLS = ("pipe_barrier", "barrier_all")
 
 
 def _is_let(st):
     return isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets)
 
 
-def _has_flags(body):
-    """Does the code (as written) place intra-core flags or barriers itself?"""
+def _has_flags(body, barriers=True):
+    """Does the code (as written) place intra-core flags (or, with `barriers`, barriers)
+    itself? Under the original's AUTO_SYNC its barriers leave the scope to auto_sync, which
+    then also orders the front end's own work (the scalar unit's reads of UB values)."""
+    calls = _FLAG_CALLS + _BARRIER_CALLS if barriers else _FLAG_CALLS
     return any(isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", ""))
-               in _FLAG_CALLS for st in body for n in ast.walk(st))
+               in calls for st in body for n in ast.walk(st))
 
 
 def _has_scope(body):

@@ -419,8 +419,9 @@ class JITKernel:
     def _lower(self, bindings, roles, pads):
         saved = ctx.bindings
         ctx.bindings = bindings
-        b = Builder(lowering(self.pass_configs),
-                    pass_options(self.pass_configs, {}).get("auto_sync", True))
+        options = pass_options(self.pass_configs, {})
+        b = Builder(lowering(self.pass_configs), options.get("auto_sync", True),
+                    options.get("original_sync", False))
         try:
             with _core.building(b):
                 params = []

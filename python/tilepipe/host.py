@@ -221,6 +221,14 @@ def _indexing(torch):
         return idx
 
     real_getitem, real_setitem = T.__getitem__, T.__setitem__
+    wrapping = {torch.int8: 8, torch.int16: 16, torch.int32: 32, torch.int64: 64,
+                torch.uint8: 8}
+
+    def wrap(v, dt):
+        """v as the integer dtype dt holds its low bits (two's complement when signed)."""
+        bits = wrapping[dt]
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if dt != torch.uint8 and v >> (bits - 1) else v
 
     def getitem(self, idx):
         return real_getitem(self, widen(idx))
@@ -230,6 +238,11 @@ def _indexing(torch):
         try:
             return real_setitem(self, idx, value)
         except RuntimeError as e:
+            if "without overflow" in str(e) and type(value) is int \
+                    and self.dtype in wrapping:
+                # torch_npu stores a Python int into an integer tensor as the dtype's
+                # bits (its fill casts on the device, no range check); CPU torch refuses
+                return real_setitem(self, idx, wrap(value, self.dtype))
             # torch >= 2.0 skips a copy whose source is the destination's own memory (same
             # address, sizes, strides, dtype: `x[:, a:b] = x_slice` where x_slice is that
             # very view); 1.13 refuses it as an overlap

@@ -860,6 +860,8 @@ size_t barrier_at(const std::vector<Stmt>& items, size_t i, CoreKind core) {
 /// core with them) of a scope whose other statements hold no flags, taken out of the
 /// sequences as cuts: auto_sync puts a barrier back at each and its flags around them, as
 /// the original's AUTO_SYNC adds its flags to a kernel with PipeBarrier<PIPE_ALL> calls.
+/// The author's one-pipe barriers (`T.pipe_barrier("mte3")`) stay where they are: they
+/// order no pipe with another, so the flags between pipes are still auto_sync's to place.
 /// Nullopt when the scope has flags of the author's other than full barriers.
 class BarrierCuts {
  public:
@@ -867,7 +869,7 @@ class BarrierCuts {
 
   std::optional<Stmt> strip(const Stmt& body, const Loc& loc) {
     Stmt out = sequence(body, loc);
-    if (!out || has_hand_sync(out)) return std::nullopt;
+    if (!out || has_hand_sync(out, false)) return std::nullopt;
     return out;
   }
   std::set<Cut> cuts;
@@ -945,8 +947,9 @@ class ScopeFinder : public StmtMutator {
     Stmt body = s.body;
     std::set<Cut> cuts;
     if (has_hand_sync(body)) {
-      // Under the original's AUTO_SYNC (original_sync) the author's full barriers keep the
-      // scope automatic; any other flag of the author's makes it hand-synced.
+      // Under the original's AUTO_SYNC (original_sync) the author's full and one-pipe
+      // barriers keep the scope automatic; any other flag of the author's makes it
+      // hand-synced.
       BarrierCuts bc(s.kind);
       auto stripped = o_.original_sync ? bc.strip(body, self->loc) : std::nullopt;
       if (!stripped) return self;

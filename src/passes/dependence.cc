@@ -14,13 +14,16 @@ namespace tilepipe::passes {
 
 using namespace ir;
 
-bool has_hand_sync(const Stmt& s) {
+bool has_hand_sync(const Stmt& s, bool pipe_barriers) {
   struct V : StmtVisitor {
-    bool found = false;
+    bool found = false, barriers = true;
     void visit_set_flag(const SetFlagStmt&, const StmtNode&) override { found = true; }
     void visit_wait_flag(const WaitFlagStmt&, const StmtNode&) override { found = true; }
-    void visit_barrier(const PipeBarrierStmt&, const StmtNode&) override { found = true; }
+    void visit_barrier(const PipeBarrierStmt&, const StmtNode&) override {
+      found = found || barriers;
+    }
   } v;
+  v.barriers = pipe_barriers;
   v.visit(s);
   return v.found;
 }

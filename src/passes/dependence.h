@@ -36,8 +36,10 @@ using ir::Range;
 using ir::VarRanges;
 
 /// Does the subtree hold a hand-written intra-core flag or barrier? Scopes without any are
-/// "automatic": auto_sync syncs them and plan_memory may reuse their bytes.
-bool has_hand_sync(const ir::Stmt& s);
+/// "automatic": auto_sync syncs them and plan_memory may reuse their bytes. With
+/// `pipe_barriers` false, a one-pipe barrier (`T.pipe_barrier(pipe)`: it orders that pipe
+/// with itself, no pipe with another) does not count.
+bool has_hand_sync(const ir::Stmt& s, bool pipe_barriers = true);
 
 /// The same expression, variables compared by identity (ir::equal matches two different free
 /// variables to each other, which is not "the same element" within one program).

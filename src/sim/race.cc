@@ -216,8 +216,8 @@ void RaceDetector::report(const Epoch& prev, RaceKind prev_kind, const Epoch& cu
 /// else the earlier one (its tag).
 void RaceDetector::conflict(const Epoch& prev, RaceKind prev_kind, uint32_t prev_tag,
                             const Epoch& now, RaceKind kind, const Access& a) {
-  if (defer_writes_ && a.t->scope == ir::Scope::GM && prev_kind != RaceKind::AtomicAdd) {
-    if (kind == RaceKind::Write) return defer(prev, prev_kind, now, kind, tag_, a);
+  if (defer_writes_ && prev_kind != RaceKind::AtomicAdd) {  // a tagged write: a copy's
+    if (kind == RaceKind::Write && tag_) return defer(prev, prev_kind, now, kind, tag_, a);
     if (kind == RaceKind::Read && prev_kind == RaceKind::Write && prev_tag)
       return defer(prev, prev_kind, now, kind, prev_tag, a);
   }

@@ -93,14 +93,18 @@ class RaceDetector {
   std::vector<Diagnostic> take_reports() { return std::move(reports_); }
   bool found() const { return !reports_.empty(); }
 
-  /// Functional runs: an unordered pair on GM of two writes, or of a read and a write, is a
-  /// race only if the (later) write changes the bytes: a write that stores the bytes already
+  /// Functional runs: an unordered pair of two writes, or of a read and a write, where the
+  /// write is a copy (a GM write, or any write of a DMA pipe: MTE1, MTE2, MTE3, FIX) is a
+  /// race only if the (later) write changes the bytes: a copy that stores the bytes already
   /// there leaves the same memory, and shows a read the same bytes, in either order (two
   /// cores writing the same values: both AIVs of a kernel that does not split its rows by
-  /// vid, or blocks that dequantise the same rows). Every GM write gets a tag, the flag
-  /// the value executor sets when the write changed its bytes (`take_tag`, right after the
-  /// write's accesses); such a pair is held until the values are known, and
-  /// `resolve_writes` (after every value was applied) reports the pairs whose write did.
+  /// vid, or blocks that dequantise the same rows; a loop that reloads a constant tile
+  /// into UB each iteration while the vector unit still reads the last load). Every such
+  /// write gets a tag, the flag the value executor sets when the write changed its bytes
+  /// (`take_tag`, right after the write's accesses); such a pair is held until the values
+  /// are known, and `resolve_writes` (after every value was applied) reports the pairs
+  /// whose write did. A vector or Cube write is reported at once (its values are computed,
+  /// comparing them would cost every instruction a copy of its output).
   void defer_same_value_writes() { defer_writes_ = true; }
   std::atomic<bool>* take_tag() {
     return tag_ ? &tags_[static_cast<size_t>(std::exchange(tag_, 0))] : nullptr;
@@ -175,6 +179,9 @@ class RaceDetector {
   void visit(Block& blk, const Epoch& now, RaceKind kind, uint32_t mask, uint32_t tag,
              const Access& a);
   More& more_of(Block& blk);
+  static bool is_copy_pipe(ir::Pipe p) {
+    return p == ir::Pipe::MTE1 || p == ir::Pipe::MTE2 || p == ir::Pipe::MTE3 || p == ir::Pipe::FIX;
+  }
   static bool same(const Epoch& x, const Epoch& y) {
     return x.clock == y.clock && x.site == y.site && x.ai == y.ai && x.tid == y.tid;
   }
@@ -237,9 +244,12 @@ inline void RaceDetector::access(int ai, int tid, int64_t mem, const Access& a, 
   const Epoch now{clock(ai, tid)[static_cast<size_t>(tid)], site, static_cast<int16_t>(ai),
                   static_cast<int16_t>(tid)};
   uint32_t tag = 0;
-  if (defer_writes_ && kind == RaceKind::Write && a.t->scope == ir::Scope::GM) {
-    tags_.emplace_back(false);
-    tag = tag_ = static_cast<uint32_t>(tags_.size() - 1);
+  if (defer_writes_ && kind == RaceKind::Write) {
+    tag_ = 0;  // conflict() defers only a pair with this write's own tag
+    if (a.t->scope == ir::Scope::GM || is_copy_pipe(sites_[static_cast<size_t>(site)].pipe)) {
+      tags_.emplace_back(false);
+      tag = tag_ = static_cast<uint32_t>(tags_.size() - 1);
+    }
   }
   for_each_run(a, [&](int64_t lo, int64_t run) {
     const int64_t hi = lo + run;  // bytes [lo, hi)

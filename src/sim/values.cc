@@ -36,12 +36,20 @@ void ValueExecutor::apply(const Instr& in, std::atomic<bool>* changed) {
     return;
   }
   if (!changed) return execute(in);
-  const Access& d = in.acc[0];
-  const int64_t lo = d.offset * d.t->elem_bytes, n = d.span_elems() * d.t->elem_bytes;
-  const std::vector<uint8_t> before(d.mem + lo, d.mem + lo + n);
+  const std::vector<uint8_t> before = access_bytes(in.acc[0]);
   execute(in);
-  if (!std::equal(before.begin(), before.end(), d.mem + lo))
+  if (access_bytes(in.acc[0]) != before)
     changed->store(true, std::memory_order_relaxed);  // read after drain_all
+}
+
+std::vector<uint8_t> access_bytes(const Access& a) {
+  const uint8_t* first = a.mem + a.offset * a.t->elem_bytes;
+  const int64_t at = a.byte_lo();
+  std::vector<uint8_t> out;
+  for_each_span<true>(a, [&](int64_t lo, int64_t len, int64_t) {
+    out.insert(out.end(), first + (lo - at), first + (lo - at) + len);
+  });
+  return out;
 }
 
 void ValueExecutor::run(Worker& w) {

@@ -29,6 +29,10 @@
 
 namespace tilepipe::sim {
 
+/// The bytes an access touches, run by run (a strided access's rows, not the bytes between
+/// them, which other AI cores may be writing on their workers meanwhile).
+std::vector<uint8_t> access_bytes(const Access& a);
+
 class ValueExecutor {
  public:
   /// `groups` AI cores (at most 64) on `threads` workers (0: execute on the calling thread
@@ -42,8 +46,8 @@ class ValueExecutor {
 
   /// Applies `in` (operand memories resolved) after every earlier instruction it depends on.
   /// Returns its sequence number in the group (0: applied already, on the calling thread).
-  /// With `changed`: a GM write whose bytes are compared before and after; `*changed` is set
-  /// when they differ (the race detector's same-value write check).
+  /// With `changed`: a copy whose bytes (access_bytes) are compared before and after;
+  /// `*changed` is set when they differ (the race detector's same-value write check).
   uint64_t submit(int group, const Instr& in, std::atomic<bool>* changed = nullptr);
   /// Returns once the group's instructions up to sequence number `seq` have been applied.
   void wait_for(int group, uint64_t seq);

@@ -252,7 +252,20 @@ def Pipelined(*args, num_stages=2, cross_interval=1, **kw):
     return LoopSpec("pipelined", b, e, s, num_stages=num_stages, cross_interval=cross_interval)
 
 
-def Parallel(*dims, **kw):
+def Parallel(*dims, coalesced_width=None):
+    """The original's signature: extents, and coalesced_width (a vector width hint that must
+    divide the innermost extent; it changes no result). The original lowers 1-D and 2-D
+    parallel loops only (AscendLowerParallelToVector stops on more)."""
+    if len(dims) >= 3:
+        raise err(f"T.Parallel over {len(dims)} dimensions: the original lowers 1-D and 2-D "
+                  "parallel loops only", hint="nest a T.serial loop (or range) around a 2-D "
+                  "T.Parallel over the last two dimensions")
+    if coalesced_width is not None:
+        w, last = resolve(coalesced_width), to_index(dims[-1], "T.Parallel extent") if dims \
+            else None
+        if not isinstance(w, int) or w <= 0 or (isinstance(last, int) and last % w):
+            raise err(f"T.Parallel coalesced_width={w!r} does not divide the innermost extent "
+                      f"{last}", hint="pass a divisor of the innermost extent, or drop it")
     return LoopSpec("parallel", 0, None, 1, dims=list(dims))
 
 

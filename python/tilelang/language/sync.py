@@ -3,7 +3,7 @@ T.sync_all (docs/python.md)."""
 
 from .. import _core
 from .._core import builder, cur, err, to_index
-from ._gates import _flag_gate, _no_split
+from ._gates import _flag_gate, _gate, _no_split
 
 _PIPES = {"MTE1": "MTE1", "MTE2": "MTE2", "MTE3": "MTE3", "M": "M", "FIX": "FIX", "V": "V",
           "S": "S", "PIPE_MTE1": "MTE1", "PIPE_MTE2": "MTE2", "PIPE_MTE3": "MTE3",
@@ -41,7 +41,8 @@ def pipe_barrier(pipe):
     if str(pipe).upper() in ("ALL", "PIPE_ALL"):
         return barrier_all()
     p = _pipe(pipe)
-    if not _flag_gate(p):
+    # under the original's AUTO_SYNC a barrier leaves its core's code automatic (auto_sync)
+    if not (_gate() if cur().original_sync else _flag_gate(p)):
         return
     builder().pipe_barrier(p, _core.current_loc())
 
@@ -95,12 +96,11 @@ def set_cross_flag(pipe, flag, mode=2):
 
 
 def wait_cross_flag(flag, pipe=""):
-    """`pipe`, the pipe that waits, is the original's A5-only parameter (A2/A3 wait on the
-    scalar unit): anything but "" is an error."""
+    """`pipe`, the pipe that waits, is the original's A5 parameter: on A2/A3, which tilepipe
+    models, the wait is the scalar unit's whatever the pipe (the original's AscendC codegen
+    prints CrossCoreWaitFlag(flag) and drops it), so a named pipe is checked and ignored."""
     if pipe != "":
-        raise err(f"not supported: T.wait_cross_flag pipe={pipe!r} (waiting on a given pipe "
-                  "is A5 only; A2/A3, which tilepipe models, wait on the scalar unit)",
-                  hint="drop the pipe argument")
+        _pipe(pipe)
     _no_split("T.wait_cross_flag")
     builder().wait_cross_flag(to_index(flag, "cross flag id"), _core.current_loc())
 

@@ -6,6 +6,14 @@ descriptions outside a kernel returns the call the original builds (`tir.Call` o
 
 from types import SimpleNamespace
 
+from .._core import TilelangError
+
+# What the original surfaces as tvm.TVMError (its C++ passes' LOG(FATAL) / ICHECK at compile
+# time) is tilepipe's located TilelangError: `except tvm.TVMError` catches it. A script's
+# top-level `import tvm` (the original's `import tilelang` puts TVM on the path) gets this
+# module when no TVM is installed (tilelang/__init__.py).
+TVMError = TilelangError
+
 
 class _DeclBuffer:
     def __init__(self, shape, dtype="float32", name="buffer", *a, **kw):
