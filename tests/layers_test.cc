@@ -36,6 +36,7 @@ const std::map<std::string, std::string> kHeaderLayer = {
     {"lang.h", "lang"},
     {"verify.h", "verify"},
     {"passes.h", "passes"},
+    {"loop_edits.h", "passes"},
     {"lower.h", "lower"},
     {"sim.h", "sim"},
     {"json_input.h", "sim"},
