@@ -142,34 +142,33 @@ TEST_P(FirstSuggestion, IsTheHandFixWithItsMeasuredGain) {
 
 INSTANTIATE_TEST_SUITE_P(
     Advisor, FirstSuggestion,
-    ::testing::Values(
-        Case{"serial_stream", {.stages = 0}, {.stages = 2}, "pipeline_serial_loop"},
-        Case{"one_stage", {.stages = 1}, {.stages = 2}, "pipeline_serial_loop"},
-        Case{"serial_reduction",
-             {.stages = 0, .reduce = true},
-             {.stages = 2, .reduce = true},
-             "pipeline_serial_loop"},
-        // The hand fix moves the load to just before the loop (after the scale).
-        Case{"bias_load_in_loop",
-             {.stages = 2, .bias_in_loop = true, .blocks = 2},
-             {.stages = 2, .blocks = 2, .bias_first = false},
-             "hoist_invariant"},
-        Case{"one_stage_reduction",
-             {.stages = 1, .reduce = true},
-             {.stages = 2, .reduce = true},
-             "pipeline_serial_loop"},
-        Case{"load_and_fill_in_loop",
-             {.stages = 2, .bias_in_loop = true, .scale_in_loop = true, .blocks = 2},
-             {.stages = 2, .blocks = 2},
-             "hoist_invariant"}),
+    ::testing::Values(Case{"serial_stream", {.stages = 0}, {.stages = 2}, "pipeline_serial_loop"},
+                      Case{"one_stage", {.stages = 1}, {.stages = 2}, "pipeline_serial_loop"},
+                      Case{"serial_reduction",
+                           {.stages = 0, .reduce = true},
+                           {.stages = 2, .reduce = true},
+                           "pipeline_serial_loop"},
+                      // The hand fix moves the load to just before the loop (after the scale).
+                      Case{"bias_load_in_loop",
+                           {.stages = 2, .bias_in_loop = true, .blocks = 2},
+                           {.stages = 2, .blocks = 2, .bias_first = false},
+                           "hoist_invariant"},
+                      Case{"one_stage_reduction",
+                           {.stages = 1, .reduce = true},
+                           {.stages = 2, .reduce = true},
+                           "pipeline_serial_loop"},
+                      Case{"load_and_fill_in_loop",
+                           {.stages = 2, .bias_in_loop = true, .scale_in_loop = true, .blocks = 2},
+                           {.stages = 2, .blocks = 2},
+                           "hoist_invariant"}),
     [](const auto& info) { return info.param.name; });
 
 TEST(AdvisorCases, WithTwoFixesTheFirstSuggestionIsTheOneThatGainsMore) {
   // Serial and with its invariant work inside: each fix alone, by hand; the first
   // suggestion is the better of the two, with that one's gain.
   const Form written{.stages = 0, .bias_in_loop = true, .scale_in_loop = true, .blocks = 2};
-  auto pipelined = source(
-      written, {.stages = 2, .bias_in_loop = true, .scale_in_loop = true, .blocks = 2});
+  auto pipelined =
+      source(written, {.stages = 2, .bias_in_loop = true, .scale_in_loop = true, .blocks = 2});
   auto hoisted = source(written, {.stages = 0, .blocks = 2});
   auto rep = profile(pipelined, "written");
   const double base = rep.run.sim.cycles;
@@ -215,7 +214,7 @@ TEST(LoopEdits, WorkReadingWhatTheLoopWritesOrItsVariableStays) {
       copy(x(i, all), a);
       tile::mul(c, a, 2.0);  // reads the tile: stays
       copy(c, y(i, all));
-      tile::exp(a, d);       // writes a, which the loop also loads: stays
+      tile::exp(a, d);  // writes a, which the loop also loads: stays
     });
   });
   auto p = kb.finish();

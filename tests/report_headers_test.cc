@@ -30,9 +30,8 @@ TEST(ReportHeaders, ProfileConsoleJsonAndHtmlNameTheSameRun) {
       page.string() + "'";
   CliResult text = cli(args);
   ASSERT_EQ(text.code, 0) << text.err;
-  EXPECT_EQ(text.out.rfind("elementwise [mul] (N=65536 block_num=24 buffers=2 tile=2048) on a3: ",
-                           0),
-            0u)
+  EXPECT_EQ(
+      text.out.rfind("elementwise [mul] (N=65536 block_num=24 buffers=2 tile=2048) on a3: ", 0), 0u)
       << text.out;
   CliResult js = cli(args + " --json");
   ASSERT_EQ(js.code, 0) << js.err;
@@ -87,8 +86,9 @@ TEST(ReportHeaders, TuneListsEveryRejectedConfigWithItsReason) {
                            0),
             0u)
       << text.out;
-  EXPECT_NE(text.out.find("  rejected {\"N\":65536,\"block_num\":24,\"buffers\":3,\"tile\":16384}: "),
-            std::string::npos)
+  EXPECT_NE(
+      text.out.find("  rejected {\"N\":65536,\"block_num\":24,\"buffers\":3,\"tile\":16384}: "),
+      std::string::npos)
       << text.out;
 }
 

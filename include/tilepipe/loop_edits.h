@@ -14,9 +14,9 @@ namespace tilepipe::passes {
 
 /// A loop the advisor points at, and the statements of its body concerned.
 struct LoopSite {
-  const ir::StmtNode* loop = nullptr;       // in the program the site was found in
-  std::vector<const ir::StmtNode*> stmts;   // the tile loads / the invariant statements
-  std::string what;                         // for people: "copy at f.py:12, ..."
+  const ir::StmtNode* loop = nullptr;      // in the program the site was found in
+  std::vector<const ir::StmtNode*> stmts;  // the tile loads / the invariant statements
+  std::string what;                        // for people: "copy at f.py:12, ..."
 };
 
 /// Serial loops, and Pipelined ones of one stage (in code without hand-written flags or

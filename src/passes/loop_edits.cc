@@ -96,8 +96,8 @@ bool meets(const std::set<int>& a, const std::set<int>& b) {
 
 bool is_work(const Stmt& s) {
   return std::holds_alternative<CopyStmt>(s->node) || std::holds_alternative<TileOpStmt>(s->node) ||
-         std::holds_alternative<ReduceStmt>(s->node) ||
-         std::holds_alternative<GemmStmt>(s->node) || std::holds_alternative<ForStmt>(s->node);
+         std::holds_alternative<ReduceStmt>(s->node) || std::holds_alternative<GemmStmt>(s->node) ||
+         std::holds_alternative<ForStmt>(s->node);
 }
 
 const char* kind_name(const StmtNode& s) {
@@ -247,8 +247,7 @@ std::vector<LoopSite> loop_invariant_work(const Program& p) {
       for (const auto& [id, b] : e.buffers) {
         if (e.writes.count(id) && (b->scope == Scope::GM || in_loop.allocs.count(id))) ok = false;
         // GM reads: the kernel's inputs only (a workspace may be written by the other core).
-        if (e.reads.count(id) && b->scope == Scope::GM && b->role != TensorRole::Input)
-          ok = false;
+        if (e.reads.count(id) && b->scope == Scope::GM && b->role != TensorRole::Input) ok = false;
       }
       for (size_t j = 0; ok && j < body.size(); ++j) {
         if (j == i) continue;
@@ -284,8 +283,7 @@ Program hoist(const Program& p, const LoopSite& site) {
   return edit_loop(p, site, [&](const ForStmt& f, const Stmt& self) {
     std::vector<Stmt> before, rest;
     for (const auto& s : flatten(f.body))
-      (std::find(site.stmts.begin(), site.stmts.end(), s.get()) != site.stmts.end() ? before
-                                                                                    : rest)
+      (std::find(site.stmts.begin(), site.stmts.end(), s.get()) != site.stmts.end() ? before : rest)
           .push_back(s);
     ForStmt g = f;
     g.body = seq(std::move(rest), f.body->loc);
