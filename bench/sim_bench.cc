@@ -156,8 +156,10 @@ BENCHMARK(BM_SfaAutoVsBest)
     ->Iterations(1);
 
 // Exact simulation speed (fast-forward off: what profiles, traces, race checks and every
-// unsteady run cost), per kernel family at a shape of a few seconds. Counters: issued/s =
-// instructions the scalar units issued per wall second (every instruction once);
+// unsteady run cost), per kernel family at a shape of a few seconds. Rates are per CPU second
+// of the benchmark's thread (Google Benchmark's kIsRate; a timing run simulates on that one
+// thread), so a machine shared with other jobs does not lower them. Counters: issued/s =
+// instructions the scalar units issued per second (every instruction once);
 // pipe_instr/s = the sum over all pipes' instruction counts, the scalar unit included
 // (the measure issue 17 quotes: FA expert S=16K had 41.7 M in 3.1 s).
 void BM_ExactThroughput(benchmark::State& st, const std::string& kernel, const std::string& variant,

@@ -276,7 +276,28 @@ TEST(AdviceRules, EachRuleFiresOnItsEvidenceAndItsNeighboursStaySilent) {
          c.e.bytes_per_transfer = 1024;
          set_busy(c, "MTE2", 40);
        }},
-      {"balance_tasks", [](Crafted& c) { c.e.core_imbalance = 1.4; }},
+      {"balance_tasks",
+       [](Crafted& c) {
+         c.e.core_imbalance = 1.4;
+         c.e.block_num = 30;  // 24 cores: a second round of 6
+         c.e.ai_cores = 24;
+       }},
+      {"balance_work",
+       [](Crafted& c) {
+         c.e.core_imbalance = 1.4;
+         c.e.block_num = 48;
+         c.e.ai_cores = 24;
+       }},
+      {"pipeline_serial_loop",
+       [](Crafted& c) {
+         c.e.serial_tile_loops.push_back(
+             {"k.cc:40", "loads a new tile per iteration", "k.cc:40", 0, {"k.cc:41"}});
+       }},
+      {"hoist_invariant",
+       [](Crafted& c) {
+         c.e.invariant_work.push_back(
+             {"k.cc:50", "the same in every iteration", "k.cc:50", 0, {"k.cc:51"}});
+       }},
   };
   const auto rules = prof::load_rules();
   std::set<std::string> covered;

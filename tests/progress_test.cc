@@ -69,7 +69,7 @@ TEST(Progress, NotATerminalGetsWholeLinesAtAnIntervalAndAShortRunNothing) {
   EXPECT_NE(r.err.find(" cycles"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\r'), std::string::npos);
   EXPECT_EQ(json::parse(r.out).at("cycles").get<double>() > 0, true);  // stdout: the JSON only
-  // With the default delay (30 s) a short run prints no progress at all.
+  // With the default delay (5 s) a short run prints no progress at all.
   CliResult quick = clitest::cli("run gemm --param M=256 --param N=256 --param K=256");
   ASSERT_EQ(quick.code, 0) << quick.err;
   EXPECT_EQ(quick.err.find("simulating"), std::string::npos) << quick.err;

@@ -41,17 +41,22 @@ std::string no_config_ran(const tune::Result& r) {
       fmt::format("tune: no config could be simulated ({} rejected, {} skipped of {})", r.rejected,
                   r.skipped, r.configs.size());
   for (const auto& c : r.configs)
-    if (c.status == "rejected") {
-      // The diagnostic's first line (where and what) and its hint (the fix), on one line.
-      std::string reason = c.reason, hint;
-      if (auto h = reason.find("\n  hint: "); h != std::string::npos)
-        hint = "; " + reason.substr(h + 3);
-      if (auto nl = reason.find('\n'); nl != std::string::npos) reason.resize(nl);
-      if (auto nl = hint.find('\n'); nl != std::string::npos) hint.resize(nl);
-      return msg +
-             fmt::format("; the first rejected, {}: {}{}", json(c.params).dump(), reason, hint);
-    }
+    if (c.status == "rejected")
+      return msg + fmt::format("; the first rejected, {}: {}", json(c.params).dump(),
+                               prof::one_line(c.reason));
   return msg + "; raise --max-evals or widen the --space";
+}
+
+/// The rejected configs, one line each (the first ten, then how many more).
+std::string rejected_text(const json& rejected) {
+  constexpr size_t kShown = 10;
+  std::string o;
+  size_t n = 0;
+  for (const auto& x : rejected)
+    if (n++ < kShown)
+      o += fmt::format("  rejected {}: {}\n", x["params"].dump(), x["reason"].get<std::string>());
+  if (n > kShown) o += fmt::format("  ... and {} more rejected (all in --json)\n", n - kShown);
+  return o;
 }
 
 }  // namespace
@@ -101,9 +106,10 @@ int cmd_profile(const ProfileArgs& a) {
   if (a.json)
     std::cout << out.dump(2) << "\n";
   else
-    std::cout << fmt::format("{} on {}: {:.0f} cycles ({:.2f} us), {} advice item(s)\n",
-                             driver::label(k, rep.run.variant), chip.name, rep.run.sim.cycles,
-                             rep.run.sim.cycles * chip.us_per_cycle(), rep.advice.size());
+    std::cout << fmt::format("{}: {:.0f} cycles ({:.2f} us), {} advice item(s)\n",
+                             driver::report_heading(k, rep.run.variant, req.params, chip.name),
+                             rep.run.sim.cycles, rep.run.sim.cycles * chip.us_per_cycle(),
+                             rep.advice.size());
   return 0;
 }
 
@@ -224,14 +230,17 @@ int cmd_tune(const TuneArgs& a) {
                        : fmt::format("default rejected ({})",
                                      def.configs.empty() ? "not evaluated" : def.configs[0].reason);
   std::string text = fmt::format(
-      "{} tune ({}, {} configs): best {} = {:.1f} us; {}\n"
+      "tune of {} ({}, {} configs): best {} = {:.1f} us; {}\n"
       "  simulated {}, cached {}, pruned {}, rejected {}, skipped {}; {:.1f} s{}\n",
-      driver::label(k, base.variant), o.strategy, r.configs.size(), json(r.best).dump(),
-      *r.best_time_us, vs_default, r.simulated, r.cached, r.pruned, r.rejected, r.skipped, wall,
-      a.scheduler.empty() ? "" : " on the cluster at " + a.scheduler);
+      driver::report_heading(k, base.variant, base.params, chip.name), o.strategy, r.configs.size(),
+      json(r.best).dump(), *r.best_time_us, vs_default, r.simulated, r.cached, r.pruned, r.rejected,
+      r.skipped, wall, a.scheduler.empty() ? "" : " on the cluster at " + a.scheduler);
+  text += rejected_text(out["rejected"]);
   std::cerr << inputs_text(inputs);
   if (!a.html.empty()) {
-    json doc = {{"title", driver::label(k, base.variant) + " tuning"}, {"tune", out}};
+    json doc = {
+        {"title", "tuning " + driver::report_heading(k, base.variant, base.params, chip.name)},
+        {"tune", out}};
     write(a.html, prof::html_report(doc));
     out["html"] = a.html;
   }
@@ -246,7 +255,9 @@ json ladder_advice(const driver::KernelSource& k, const driver::LadderReport& re
   for (size_t i = 0; i < steps.size(); ++i)
     advice.push_back({{"step", rep.steps[i].name}, {"advice", steps[i]["advice"]}});
   if (!html.empty()) {
-    json doc = {{"title", fmt::format("{} optimisation ladder", k.name)}, {"ladder", ladder}};
+    json doc = {{"title", fmt::format("{} optimisation ladder ({}) on {}", k.name,
+                                      driver::params_text(rep.params), chip.name)},
+                {"ladder", ladder}};
     doc["ladder"]["profiles"] = steps;
     write(html, prof::html_report(doc));
   }

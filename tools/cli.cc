@@ -386,10 +386,11 @@ int cmd_ladder(const LadderArgs& a) {
   out["reference_us"] = rep.reference_us;
   out["steps"] = json::array();
   const bool has_ref = rep.reference_us > 0;
-  std::string text =
-      has_ref ? fmt::format("{} ladder on {} (reference: {} = {:.0f} us)\n", k.name, chip.name,
-                            k.reference_name, rep.reference_us)
-              : fmt::format("{} ladder on {} (no published reference time)\n", k.name, chip.name);
+  std::string text = has_ref ? fmt::format("{} ladder ({}) on {} (reference: {} = {:.0f} us)\n",
+                                           k.name, driver::params_text(rep.params), chip.name,
+                                           k.reference_name, rep.reference_us)
+                             : fmt::format("{} ladder ({}) on {} (no published reference time)\n",
+                                           k.name, driver::params_text(rep.params), chip.name);
   text += fmt::format("  {:<14} {:>8} {:>9} {:>8}  {}\n", "step", "time_us", "speedup", "% ref",
                       "bound");
   for (const auto& s : rep.steps) {

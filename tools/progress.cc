@@ -44,8 +44,8 @@ Progress::Progress(double estimate_cycles, bool functional)
     : estimate_(estimate_cycles),
       functional_(functional),
       tty_(on_terminal()),
-      delay_s_(seconds_from_env("TILEPIPE_PROGRESS_DELAY", tty_ ? 2.0 : 30.0)),
-      interval_s_(tty_ ? 0.2 : seconds_from_env("TILEPIPE_PROGRESS_INTERVAL", 30.0)),
+      delay_s_(seconds_from_env("TILEPIPE_PROGRESS_DELAY", tty_ ? 2.0 : kLogInterval)),
+      interval_s_(tty_ ? 0.2 : seconds_from_env("TILEPIPE_PROGRESS_INTERVAL", kLogInterval)),
       start_(Clock::now()) {}
 
 Progress::~Progress() {

@@ -2,7 +2,7 @@
 // or $TILEPIPE_PROGRESS_DELAY seconds) a one-line bar on stderr with the cycles simulated,
 // the per cent of an estimate and the time left; a functional run that will take minutes
 // says so once, with the time, and suggests `--mode timing`. When stderr is not a terminal
-// (a CI log, a pipe): a plain line every 30 s ($TILEPIPE_PROGRESS_INTERVAL) once the run
+// (a CI log, a pipe): a plain line every 5 s ($TILEPIPE_PROGRESS_INTERVAL) once the run
 // has taken that long, so a long run is seen to be alive; stdout is never touched.
 #pragma once
 
@@ -13,6 +13,8 @@ namespace tilepipe::cli {
 
 class Progress {
  public:
+  /// Seconds between two plain lines when stderr is not a terminal (and before the first).
+  static constexpr double kLogInterval = 5.0;
   /// `estimate_cycles` <= 0: unknown (the bar shows cycles and rate only). `functional`:
   /// warn when the run will take minutes.
   Progress(double estimate_cycles, bool functional);

@@ -26,11 +26,13 @@ struct Rule {
   std::vector<Condition> when;      // all must hold
   std::string action;          // "info", "raise_knob", "lower_knob", "whatif", "roof", "overflow"
   std::string knob_role;       // raise/lower_knob: the knob metadata role
-  std::string whatif;          // "no_barriers", "zero_sync", "zero_issue", "fuse", "faster:P"
+  std::string whatif;          // "no_barriers", "zero_sync", "zero_issue", "vectorise", "fuse",
+                               // "faster:P"; loop edits "pipeline" / "hoist" (with their `where`)
   std::string text;            // suggestion text; {where}, {knob}, {pipe} are filled in
   std::string predict_metric;  // predicted gain = metric x factor (capped at 90)
   double predict_factor = 0;
-  std::string where;           // "knob", "barrier", "unfused", "scalar_loop", "largest_buffer"
+  std::string where;           // "knob", "barrier", "unfused", "scalar_loop", "largest_buffer",
+                               // "bound_line", "serial_tile_loop", "invariant"
   std::string scope = "core";  // "core" (intra-core) or "cross" (between cores)
 };
 
@@ -56,6 +58,12 @@ struct WhatIf {
   bool zero_issue = false;                // issue and scalar-op cycles 0
   std::vector<std::string> free_sites;    // instructions at these file:line take no time
   std::string faster_pipe;                // this pipe's cost halved
+  /// Source edits (the program as built, then compiled as any run): the serial loop of
+  /// Evidence::serial_tile_loops[pipeline_site] made Pipelined(num_stages); the statements
+  /// of Evidence::invariant_work[hoist_site] moved before their loop. -1: none.
+  int pipeline_site = -1;
+  int num_stages = 2;
+  int hoist_site = -1;
 };
 struct WhatIfResult {
   bool ok = false;

@@ -145,6 +145,9 @@ struct CompileRequest {
   std::vector<std::string> no_pass;    // passes switched off on top (--no-pass)
   std::vector<std::string> with_pass;  // passes switched on on top (--pass), e.g. cross_drains
   passes::PrintOptions print;          // --print-after / --print-after-all
+  /// Applied to the program as built, before the verifier (the advisor's what-if runs of a
+  /// loop edit: include/tilepipe/loop_edits.h); may throw ParamError.
+  std::function<void(ir::Program&)> edit_source = {};
   /// Warnings become errors (--warnings-as-errors; TILEPIPE_WERROR=1 does the same).
   bool warnings_as_errors = false;
 };
@@ -220,6 +223,7 @@ nlohmann::ordered_json inputs_json(const InputsReport& r);
 
 struct RunReport {
   std::string variant;
+  ir::Program source;   // as built, before the passes (the author's loops and lines)
   ir::Program program;  // after the passes: what was lowered
   lower::LoweredProgram lowered;
   sim::SimResult sim;
@@ -241,6 +245,13 @@ RunReport run_kernel(const KernelSource& k, const RunRequest& req, const ChipCon
 /// called many times); req's compile fields are not read again.
 RunReport run_compiled(const KernelSource& k, const Compiled& c, const RunRequest& req,
                        const ChipConfig& chip);
+
+/// "B=1 H=12 S=32768": parameters in name order ("no parameters" when there are none).
+std::string params_text(const Params& p);
+/// The first words of every console report (profile, tune, ladder): what ran, at which
+/// parameters, on which chip: "fa [expert] (B=1 H=12 S=32768) on a3".
+std::string report_heading(const KernelSource& k, const std::string& variant, const Params& p,
+                           const std::string& chip);
 
 /// What a run's report starts with: kernel, variant (resolved), chip, mode, params.
 nlohmann::ordered_json run_header(const KernelSource& k, const std::string& variant,

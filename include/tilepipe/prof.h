@@ -207,6 +207,9 @@ Summary summarize(const sim::SimResult& r, const lower::LoweredProgram& prog,
                   const ChipConfig& chip);
 nlohmann::ordered_json to_json(const Summary& s);
 std::string to_text(const Summary& s);
+/// A diagnostic's text on one line: its first line (where and what) and, after "; ", its
+/// hint (the fix); for lists of rejections (tune's rejected configs, the HTML heat map).
+std::string one_line(const std::string& diagnostic_text);
 
 // ---- evidence and advice (docs/simulator.md#evidence, docs/cli.md#tilepipe-profile) ----
 
@@ -249,6 +252,10 @@ struct Evidence {
   std::vector<Site> barriers_in_loops;  // pipe_barrier inside a loop
   std::vector<Site> unfused;            // mul then add/sub on the same tile (where = the mul)
   std::vector<Site> scalar_loops;       // loops of small vector ops fed by scalar reads
+  /// From the program as built (passes::serial_tile_loops / loop_invariant_work, in their
+  /// order: a what-if names a site by its index): where = the loop, ops = its statements.
+  std::vector<Site> serial_tile_loops;  // serial loops loading a new GM tile per iteration
+  std::vector<Site> invariant_work;     // per loop, its statements that never change
   double core_imbalance = 1;            // max / mean busiest-pipe busy over AI cores
   int64_t v_instructions = 0, v_small_instructions = 0;  // V ops, and those < 512 elements
   int64_t block_num = 0, ai_cores = 0;

@@ -95,5 +95,7 @@ std::string hash_hex(const std::string& text);
 std::pair<std::string, std::vector<int64_t>> parse_space(const std::string& spec);
 
 nlohmann::ordered_json to_json(const Result& r);
+/// The rejected configs, `[{params, reason}]` (reason on one line), in enumeration order.
+nlohmann::ordered_json rejected_json(const Result& r);
 
 }  // namespace tilepipe::tune

@@ -107,7 +107,7 @@ def _run_examples(tmp_path, root, jobs, timeout):
     import types
 
     a = types.SimpleNamespace(no_language=True, no_examples=False, only=None, timeout=timeout,
-                              language_timeout=60, out=str(tmp_path / "out"))
+                              language_timeout=60, out=str(tmp_path / "out"), slowest=10)
     rc = corpus_run.run_all(a, jobs, str(root), "")
     return rc, json.loads((tmp_path / "out" / "corpus_report.json").read_text())["examples"]
 
@@ -133,3 +133,24 @@ def test_a_script_timed_out_beside_another_is_run_again_alone(tmp_path):
     assert (once["status"], once["reason"]) == ("passed",
                                                 "run alone (timed out beside another script)")
     assert slow["status"] == "timeout"
+
+
+def test_each_example_reports_its_peak_memory_and_the_slowest_are_tabled(tmp_path):
+    """The speed benchmark's columns: a script holding 400 MB reports at least that as its
+    peak (the child's own rusage, not the runner's), a small one far less; the slowest
+    table is in time order and says which are within 60 s and 4 GB."""
+    root = tmp_path / "examples"
+    root.mkdir()
+    (root / "big.py").write_text("import time\nb = bytearray(400 << 20)\nb[::4096] = b'x' * "
+                                 "len(b[::4096])\ntime.sleep(1.5)\nprint('match')\n")
+    (root / "small.py").write_text("print('match')\n")
+    _, rows = _run_examples(tmp_path, root, 1, 60)
+    big, small = rows
+    assert big["peak_mb"] >= 400 > small["peak_mb"] > 0, rows
+    report = json.loads((tmp_path / "out" / "corpus_report.json").read_text())
+    assert [r["script"] for r in report["slowest"]] == ["big.py", "small.py"]
+    assert all(r["within_60s"] and r["within_4gb"] for r in report["slowest"])
+    over = corpus_run.slowest([dict(big, seconds=75.0, peak_mb=5000)], 10)[0]
+    assert (over["within_60s"], over["within_4gb"]) == (False, False)
+    md = (tmp_path / "out" / "corpus_report.md").read_text()
+    assert "| big.py | passed |" in md and "Slowest 2 examples" in md

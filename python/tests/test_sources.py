@@ -93,6 +93,16 @@ def test_a_script_runs_to_its_launch_with_params_as_its_options(user_file):
     assert "no race or deadlock" in r.stdout, r.stdout
 
 
+def test_a_profile_runs_the_script_once_for_both_lowerings(user_file):
+    """`profile FILE.py` times both lowerings of the script's launch: the second is the
+    launched kernel relowered, not a second run of the script (its side effects, its time)."""
+    r = cli("profile", user_file, "--param", "m=128", "--json")
+    j = json.loads(r.stdout)
+    assert [v["variant"] for v in j["variants"]] == ["original", "tilepipe"]
+    assert all("cycles" in v for v in j["variants"]), j["variants"]
+    assert (r.stdout + r.stderr).count("running") == 1, r.stderr
+
+
 def test_words_after_the_file_are_the_scripts_own_arguments(user_file):
     # A string option is not a parameter: it is fixed in the spec, before the parameters.
     square = cli_json("run", user_file + " --square yes", "--mode", "timing", "--param", "m=256")

@@ -467,6 +467,9 @@ class JITKernel:
         finally:
             ctx.bindings = saved
         c.bindings = bindings
+        # The same kernel at these bindings under another lowering, without running its
+        # caller again (a profile times both lowerings of a script's launch).
+        c.relower = lambda: self._compile(bindings)
         self._cache[key] = c
         return c
 

@@ -306,8 +306,15 @@ class FileSource:
         key = (tuple(sorted(params.items())), seed if self._seeded else None, variant)
         with _LOCK:
             if key not in self._captures:
+                # The launch captured under another lowering is relowered, not launched
+                # again: a script runs once for all its variants.
+                other = next((self._captures[key[:2] + (v,)] for v in self.variants
+                              if key[:2] + (v,) in self._captures), None)
                 with _lowering(variant):
-                    self._captures[key] = self._make(params, seed)
+                    if other is not None:
+                        self._captures[key] = (other[0].relower(), other[1])
+                    else:
+                        self._captures[key] = self._make(params, seed)
             return self._captures[key]
 
     def _call(self, factory, params):

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "tilepipe/lang.h"
+#include "tilepipe/loop_edits.h"
 
 namespace tilepipe::driver {
 namespace {
@@ -55,6 +56,26 @@ std::string inputs_digest(const GivenInputs& in) {
   return tune::hash_hex(s.str());
 }
 
+/// Site `i` of `sites` (a list the program's own analysis makes), or a ParamError: the
+/// what-if's program must be the one its sites were found in.
+const passes::LoopSite& site_at(const std::vector<passes::LoopSite>& sites, int i) {
+  if (i < 0 || static_cast<size_t>(i) >= sites.size())
+    throw ParamError{
+        fmt::format("what-if: loop site {} of {} does not exist in this build", i, sites.size())};
+  return sites[static_cast<size_t>(i)];
+}
+
+/// The advisor's evidence sites of a loop analysis: where = the loop, ops = its statements.
+std::vector<prof::Evidence::Site> loop_sites(const std::vector<passes::LoopSite>& sites) {
+  std::vector<prof::Evidence::Site> out;
+  for (const auto& s : sites) {
+    std::vector<std::string> ops;
+    for (const auto* st : s.stmts) ops.push_back(st->loc.str());
+    out.push_back({s.loop->loc.str(), s.what, s.loop->loc.str(), 0, ops});
+  }
+  return out;
+}
+
 }  // namespace
 
 prof::Simulate what_if_runner(const KernelSource& k, const RunRequest& base,
@@ -72,6 +93,14 @@ prof::Simulate what_if_runner(const KernelSource& k, const RunRequest& base,
     if (!w.faster_pipe.empty()) speed_up(c, w.faster_pipe);
     r.whatif_no_barriers = w.no_barriers;
     r.whatif_free_sites = w.free_sites;
+    if (w.pipeline_site >= 0 || w.hoist_site >= 0)
+      r.edit_source = [w](ir::Program& p) {
+        if (w.pipeline_site >= 0)
+          p = passes::pipeline_loop(p, site_at(passes::serial_tile_loops(p), w.pipeline_site),
+                                    w.num_stages);
+        if (w.hoist_site >= 0)
+          p = passes::hoist(p, site_at(passes::loop_invariant_work(p), w.hoist_site));
+      };
     try {
       r.params = resolve_params(k, raw);
       auto rep = run_kernel(k, r, c);
@@ -96,6 +125,8 @@ ProfileReport profile_kernel(const KernelSource& k, const RunRequest& req, const
   const prof::Recorder& used = r.observer == &rec ? rec : *static_cast<prof::Recorder*>(r.observer);
   rep.summary = prof::summarize(rep.run.sim, rep.run.lowered, chip);
   rep.evidence = prof::gather_evidence(rep.run.sim, rep.run.lowered, chip, used);
+  rep.evidence.serial_tile_loops = loop_sites(passes::serial_tile_loops(rep.run.source));
+  rep.evidence.invariant_work = loop_sites(passes::loop_invariant_work(rep.run.source));
   rep.timeline = used.timeline();
   rep.lines = used.attribute_lines(rep.run.sim, chip.launch_cycles());
   for (const auto& c : rep.run.sim.cores) rep.core_names.push_back(c.name);

@@ -61,6 +61,18 @@ json lines_json(const prof::LineAttribution& a) {
   return {{"lines", lines}, {"line_attribution", meta}};
 }
 
+std::string params_text(const Params& p) {
+  if (p.empty()) return "no parameters";
+  std::vector<std::string> parts;
+  for (const auto& [n, v] : p) parts.push_back(fmt::format("{}={}", n, v));
+  return fmt::format("{}", fmt::join(parts, " "));
+}
+
+std::string report_heading(const KernelSource& k, const std::string& variant, const Params& p,
+                           const std::string& chip) {
+  return fmt::format("{} ({}) on {}", label(k, variant), params_text(p), chip);
+}
+
 json run_header(const KernelSource& k, const std::string& variant, const RunRequest& req,
                 const ChipConfig& chip) {
   json out;
@@ -135,7 +147,7 @@ json profile_json(const KernelSource& k, const ProfileReport& rep, const RunRequ
 
 std::string profile_html(const KernelSource& k, const ProfileReport& rep, const RunRequest& req,
                          const ChipConfig& chip) {
-  json doc = {{"title", label(k, rep.run.variant) + " profile"},
+  json doc = {{"title", "profile of " + report_heading(k, rep.run.variant, req.params, chip.name)},
               {"profile", profile_json(k, rep, req, chip)}};
   doc["profile"]["timeline"] = timeline_json(rep.timeline, rep.core_names);
   return prof::html_report(doc);

@@ -88,6 +88,7 @@ Compiled compile(const KernelSource& k, const CompileRequest& req, const ChipCon
   c.variant = resolve_variant(k, req.variant);
   Built built = k.build(req.params, c.variant);
   c.source = std::move(built.program);
+  if (req.edit_source) req.edit_source(c.source);
   c.pass_options = built.pass_options.value_or(req.pass_options);
   for (const auto& name : req.with_pass) passes::switch_pass(c.pass_options, name, true);
   for (const auto& name : req.no_pass) passes::switch_pass(c.pass_options, name, false);
@@ -124,6 +125,7 @@ RunReport run_compiled(const KernelSource& k, const Compiled& c, const RunReques
   RunReport rep;
   rep.variant = c.variant;
   rep.warnings = c.warnings;
+  rep.source = c.source;
   rep.program = c.program;
   rep.lowered = c.lowered;
   if (req.mutate) req.mutate(rep.lowered);

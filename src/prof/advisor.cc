@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -22,6 +23,9 @@ double r2(double v) {
 }
 
 const std::set<std::string> kOps = {">=", ">", "<=", "<", "==", "!="};
+
+/// Sites a loop-edit rule re-simulates (each one run).
+constexpr size_t kMaxEditSites = 4;
 
 bool holds(double v, const std::string& op, double t) {
   if (op == ">=") return v >= t;
@@ -85,8 +89,10 @@ void check_rule_names(const Rule& x) {
   };
   one_of("knob_role", x.knob_role, {std::begin(ir::kKnobRoles), std::end(ir::kKnobRoles)});
   one_of("where", x.where,
-         {"knob", "barrier", "scalar_loop", "unfused", "largest_buffer", "bound_line"});
-  std::set<std::string> whatifs = {"no_barriers", "zero_sync", "zero_issue", "vectorise", "fuse"};
+         {"knob", "barrier", "scalar_loop", "unfused", "largest_buffer", "bound_line",
+          "serial_tile_loop", "invariant"});
+  std::set<std::string> whatifs = {"no_barriers", "zero_sync", "zero_issue", "vectorise",
+                                   "fuse",        "pipeline",  "hoist"};
   for (int p = 0; p < ir::kNumPipes; ++p)
     whatifs.insert(std::string("faster:") + ir::to_string(static_cast<ir::Pipe>(p)));
   one_of("whatif", x.whatif, whatifs);
@@ -99,6 +105,13 @@ void check_rule_names(const Rule& x) {
     throw std::runtime_error(
         fmt::format("advice rule '{}': action 'whatif' needs a whatif: one of {}", x.id,
                     fmt::join(whatifs, ", ")));
+  // A loop edit is tried at the sites of its own evidence list.
+  for (auto [whatif, where] : {std::pair{"pipeline", "serial_tile_loop"}, {"hoist", "invariant"}})
+    if ((x.whatif == whatif || x.where == where) &&
+        !(x.whatif == whatif && x.where == where && x.action == "whatif"))
+      throw std::runtime_error(
+          fmt::format("advice rule '{}': the what-if '{}' goes with where '{}' and action 'whatif'",
+                      x.id, whatif, where));
 }
 
 }  // namespace
@@ -209,6 +222,7 @@ std::vector<Advice> advise(const Summary& s, const Evidence& e, const RuleSet& r
   const double base = e.span;
   std::vector<Advice> out;
   bool at_roof = false;
+  auto gain = [&](double cycles) { return r2(100 * (base - cycles) / base); };
   for (const auto& rule : rules.rules) {
     Advice a;
     a.id = rule.id;
@@ -244,6 +258,31 @@ std::vector<Advice> advise(const Summary& s, const Evidence& e, const RuleSet& r
     if (rule.where == "barrier") site = first_site(e.barriers_in_loops);
     if (rule.where == "unfused") site = first_site(e.unfused);
     if (rule.where == "scalar_loop") site = first_site(e.scalar_loops);
+    if (rule.where == "serial_tile_loop" || rule.where == "invariant") {
+      // A loop edit: tried at each site (the first few, in program order); the advice names
+      // the one that gains most.
+      if (!sim) continue;
+      const auto& sites = rule.where == "invariant" ? e.invariant_work : e.serial_tile_loops;
+      std::optional<double> best;
+      for (size_t i = 0; i < std::min(sites.size(), kMaxEditSites); ++i) {
+        WhatIf w;
+        (rule.where == "invariant" ? w.hoist_site : w.pipeline_site) = static_cast<int>(i);
+        WhatIfResult r = sim(w);
+        a.tried.push_back(r.ok ? fmt::format("what-if {} at {}: {:.0f} cycles", rule.whatif,
+                                             sites[i].where, r.cycles)
+                               : fmt::format("what-if {} at {}: rejected: {}", rule.whatif,
+                                             sites[i].where, r.reason));
+        if (r.ok && (!best || r.cycles < *best)) {
+          best = r.cycles;
+          site = &sites[i];
+        }
+      }
+      if (!best) continue;  // no edit compiles: nothing verified to say
+      a.verified_gain_pct = gain(*best);
+      a.status = "verified";
+      vars["ops"] = fmt::format("{}", fmt::join(site->ops, ", "));
+      vars["num_stages"] = std::to_string(WhatIf{}.num_stages);
+    }
     if (!rule.where.empty() && rule.where != "knob" && rule.where != "largest_buffer" &&
         rule.where != "bound_line" && !site)
       continue;  // no site: the evidence does not exist
@@ -294,7 +333,6 @@ std::vector<Advice> advise(const Summary& s, const Evidence& e, const RuleSet& r
         a.predicted_gain_pct = r2(std::clamp(it->second * rule.predict_factor, 0.0, 90.0));
     }
 
-    auto gain = [&](double cycles) { return r2(100 * (base - cycles) / base); };
     if (rule.action == "info" || rule.action == "roof") {
       a.status = "info";
     } else if (rule.action == "unverified") {
@@ -327,7 +365,7 @@ std::vector<Advice> advise(const Summary& s, const Evidence& e, const RuleSet& r
       a.status = best_v == kn->value ? "rejected" : "verified";
       vars["to"] = std::to_string(best_v);
       a.text = fill(a.text, vars);
-    } else if (rule.action == "whatif") {
+    } else if (rule.action == "whatif" && a.status.empty()) {
       if (!sim) continue;
       WhatIf w;
       if (rule.whatif == "no_barriers") w.no_barriers = true;

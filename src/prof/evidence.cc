@@ -140,13 +140,12 @@ Evidence gather_evidence(const sim::SimResult& r, const lower::LoweredProgram& p
     e.hbm_bw_pct = 100 * r.gm_bytes_hbm / (r.cycles * chip.hbm_bw);
     e.l2_bw_pct = 100 * r.gm_bytes_l2 / (r.cycles * chip.l2_bw);
   }
-  // Load balance: the busiest pipe of each AI core, max over mean.
+  // Load balance: the work of each AI core (the instructions its cores executed, on every
+  // pipe), max over mean. Work, not busy time: busy time also grows with the bandwidth a
+  // core shares with the others, and equal blocks are not unbalanced.
   std::map<int, double> per_ai;
-  for (const auto& c : r.cores) {
-    double b = 0;
-    for (const auto& st : c.pipes) b = std::max(b, st.busy_cycles);
-    per_ai[c.ai_core] = std::max(per_ai[c.ai_core], b);
-  }
+  for (const auto& c : r.cores)
+    for (const auto& st : c.pipes) per_ai[c.ai_core] += static_cast<double>(st.instructions);
   double mx = 0, sum = 0;
   for (auto& [ai, b] : per_ai) {
     mx = std::max(mx, b);
@@ -310,6 +309,8 @@ nlohmann::ordered_json to_json(const Evidence& e) {
           {"barriers_in_loops", sites(e.barriers_in_loops)},
           {"unfused_mul_add", sites(e.unfused)},
           {"scalar_loops", sites(e.scalar_loops)},
+          {"serial_tile_loops", sites(e.serial_tile_loops)},
+          {"invariant_work", sites(e.invariant_work)},
           {"core_imbalance", r2(e.core_imbalance)},
           {"vector_instructions", e.v_instructions},
           {"small_vector_instructions", e.v_small_instructions},
@@ -367,12 +368,17 @@ std::map<std::string, double> metrics(const Summary& s, const Evidence& e) {
   m["unfused.count"] = static_cast<double>(e.unfused.size());
   m["unfused.executed"] = static_cast<double>(unf);
   m["scalar_loops"] = static_cast<double>(e.scalar_loops.size());
+  m["serial_tile_loops"] = static_cast<double>(e.serial_tile_loops.size());
+  m["invariant_work"] = static_cast<double>(e.invariant_work.size());
   m["V.small_instr_pct"] = e.v_instructions > 0
                                ? 100.0 * static_cast<double>(e.v_small_instructions) /
                                      static_cast<double>(e.v_instructions)
                                : 0;
   m["tasks.block_num"] = static_cast<double>(e.block_num);
   m["tasks.mod_cores"] = e.ai_cores > 0 ? static_cast<double>(e.block_num % e.ai_cores) : 0;
+  // More blocks than cores, not a multiple of them: the last round leaves cores idle.
+  m["tasks.uneven_rounds"] =
+      e.ai_cores > 0 && e.block_num > e.ai_cores && e.block_num % e.ai_cores != 0 ? 1 : 0;
   m["core_imbalance"] = e.core_imbalance;
   for (const auto& k : e.knobs) m["knob." + k.role] = static_cast<double>(k.value);
   return m;

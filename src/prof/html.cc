@@ -5,9 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <vector>
+
+#include "tilepipe/prof.h"
 
 namespace tilepipe::prof {
 namespace {
@@ -384,6 +387,83 @@ std::string ladder_sections(const json& l) {
   return o;
 }
 
+/// Heat map of the tune space: the first dimension down, the second across (one column for
+/// a 1-D space); each axis named once, its values as row and column headers; cells sized to
+/// their widest text so no label overlaps another; a cell's tooltip has its status and reason.
+std::string heat_map(const json& t, const std::vector<std::string>& dims,
+                     const std::function<std::string(double)>& cell_color) {
+  const json xs = dims.size() > 1 ? t["space"][dims[1]] : json::array({nullptr});
+  const json& ys = t["space"][dims[0]];
+  auto find = [&](const json& y, const json& x) -> const json* {
+    const json* found = nullptr;
+    for (const auto& c : t["configs"]) {
+      bool match = c["params"].value(dims[0], int64_t{-1}) == y.get<int64_t>();
+      if (!x.is_null())
+        match = match && c["params"].value(dims[1], int64_t{-1}) == x.get<int64_t>();
+      if (match) found = &c;
+    }
+    return found;
+  };
+  auto label_of = [&](const json* c) {
+    if (!c) return std::string("-");
+    return (*c)["time_us"].is_number() ? num((*c)["time_us"].get<double>(), 1) : s(*c, "status");
+  };
+  // About 7 px per character at 12 px (digits and lower case), plus padding.
+  auto px = [](const std::string& text) { return 7 * static_cast<int>(text.size()) + 16; };
+  int cw = 64;
+  for (const auto& x : xs) {
+    if (!x.is_null()) cw = std::max(cw, px(x.dump()));
+    for (const auto& y : ys) cw = std::max(cw, px(label_of(find(y, x))));
+  }
+  int lw = px(dims[0] + " \u2193");
+  for (const auto& y : ys) lw = std::max(lw, px(y.dump()));
+  const int ch = 26, top = dims.size() > 1 ? 44 : 24;
+  const int width = lw + cw * static_cast<int>(xs.size()) + 10;
+  std::string o = fmt::format(
+      "<p>Heat map of simulated time (us): {} down{}; green = fastest, grey = no time (hover a "
+      "cell for its status).</p>\n",
+      esc(dims[0]), dims.size() > 1 ? ", " + esc(dims[1]) + " across" : "");
+  o += fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"heat-map\" width=\"{}\" height=\"{}\" "
+      "role=\"img\" font-family=\"sans-serif\">\n",
+      width, top + ch * static_cast<int>(ys.size()) + 10);
+  o += fmt::format("<text x=\"4\" y=\"{}\" font-size=\"12\" font-weight=\"bold\">{} &#8595;</text>",
+                   top - 8, esc(dims[0]));
+  if (dims.size() > 1)
+    o += fmt::format(
+        "<text x=\"{}\" y=\"14\" font-size=\"12\" font-weight=\"bold\" "
+        "text-anchor=\"middle\">{} &#8594;</text>",
+        lw + cw * static_cast<int>(xs.size()) / 2, esc(dims[1]));
+  for (size_t xi = 0; xi < xs.size() && dims.size() > 1; ++xi)
+    o += fmt::format(
+        "<text class=\"col\" x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">{}</text>",
+        lw + cw * static_cast<int>(xi) + cw / 2, top - 8, xs[xi].dump());
+  o += "\n";
+  for (size_t yi = 0; yi < ys.size(); ++yi) {
+    int y = top + ch * static_cast<int>(yi);
+    o += fmt::format(
+        "<text class=\"row\" x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"end\">{}</text>",
+        lw - 8, y + 17, ys[yi].dump());
+    for (size_t xi = 0; xi < xs.size(); ++xi) {
+      const json* found = find(ys[yi], xs[xi]);
+      int x = lw + cw * static_cast<int>(xi);
+      std::string fill = "#eeeeee", tip = "not evaluated";
+      if (found) {
+        tip = s(*found, "status") +
+              (s(*found, "reason").empty() ? "" : ": " + one_line(s(*found, "reason")));
+        if ((*found)["time_us"].is_number()) fill = cell_color((*found)["time_us"].get<double>());
+      }
+      o += fmt::format(
+          "<rect class=\"cell\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
+          "stroke=\"#fff\"><title>{}</title></rect>"
+          "<text x=\"{}\" y=\"{}\" font-size=\"12\" text-anchor=\"middle\">{}</text>",
+          x, y, cw, ch, fill, esc(tip), x + cw / 2, y + 17, esc(label_of(found)));
+    }
+    o += "\n";
+  }
+  return o + "</svg>\n";
+}
+
 std::string tune_sections(const json& t) {
   std::string o = "<h2>Tuning</h2>\n";
   o += fmt::format(
@@ -394,8 +474,8 @@ std::string tune_sections(const json& t) {
           ? fmt::format("default {:.1f} us; speedup {:.3f}x", d(t["default"], "time_us"),
                         d(t, "speedup_vs_default"))
           : "default rejected",
-      t.value("simulated", 0), t.value("cached", 0), t.value("pruned", 0), t.value("rejected", 0),
-      esc(s(t, "strategy")));
+      t.value("simulated", 0), t.value("cached", 0), t.value("pruned", 0),
+      t.value("rejected_count", 0), esc(s(t, "strategy")));
   o += data_note(t);
   std::vector<std::string> dims;
   for (auto it = t["space"].begin(); it != t["space"].end(); ++it) dims.push_back(it.key());
@@ -408,55 +488,15 @@ std::string tune_sections(const json& t) {
         b = static_cast<int>(113 - f * (113 - 60));
     return fmt::format("#{:02x}{:02x}{:02x}", r, g, b);
   };
-  if (!dims.empty()) {
-    // Heat map: first dimension down, second across (one row for a 1-D space).
-    const auto& xs = dims.size() > 1 ? t["space"][dims[1]] : json::array({0});
-    const auto& ys = t["space"][dims[0]];
-    const int cw = 70, ch = 26, lw = 120;
-    o += fmt::format("<p>Heat map of simulated time (us): {} down{}; green = fastest.</p>\n",
-                     esc(dims[0]), dims.size() > 1 ? ", " + esc(dims[1]) + " across" : "");
-    o += fmt::format(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" role=\"img\">\n",
-        lw + cw * static_cast<int>(xs.size()) + 10, ch * (static_cast<int>(ys.size()) + 1) + 10);
-    for (size_t xi = 0; xi < xs.size() && dims.size() > 1; ++xi)
-      o += fmt::format(
-          "<text x=\"{}\" y=\"16\" font-size=\"12\" text-anchor=\"middle\">{}={}</text>",
-          lw + cw * static_cast<int>(xi) + cw / 2, esc(dims[1]), xs[xi].dump());
-    o += "\n";
-    for (size_t yi = 0; yi < ys.size(); ++yi) {
-      int y = ch * (static_cast<int>(yi) + 1);
-      o += fmt::format("<text x=\"0\" y=\"{}\" font-size=\"12\">{}={}</text>", y + 17, esc(dims[0]),
-                       ys[yi].dump());
-      for (size_t xi = 0; xi < xs.size(); ++xi) {
-        const json* found = nullptr;
-        for (const auto& c : t["configs"]) {
-          bool match = c["params"].value(dims[0], int64_t{-1}) == ys[yi].get<int64_t>();
-          if (dims.size() > 1)
-            match = match && c["params"].value(dims[1], int64_t{-1}) == xs[xi].get<int64_t>();
-          if (match) found = &c;
-        }
-        int x = lw + cw * static_cast<int>(xi);
-        std::string fill = "#eeeeee", label = "-", tip = "not evaluated";
-        if (found) {
-          tip =
-              s(*found, "status") + (s(*found, "reason").empty() ? "" : ": " + s(*found, "reason"));
-          if ((*found)["time_us"].is_number()) {
-            double v = (*found)["time_us"].get<double>();
-            fill = cell_color(v);
-            label = num(v, 0);
-          } else {
-            label = s(*found, "status");
-          }
-        }
-        o += fmt::format(
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" "
-            "stroke=\"#fff\"><title>{}</title></rect>"
-            "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>",
-            x, y, cw, ch, fill, esc(tip), x + cw / 2, y + 17, esc(label));
-      }
-      o += "\n";
-    }
-    o += "</svg>\n";
+  if (!dims.empty()) o += heat_map(t, dims, cell_color);
+  const json rejected = t.value("rejected", json::array());
+  if (rejected.is_array() && !rejected.empty()) {
+    o += "<h3>Rejected configs</h3>\n<table "
+         "id=\"rejected\"><tr><th>params</th><th>reason</th></tr>\n";
+    for (const auto& x : rejected)
+      o += fmt::format("<tr><td><code>{}</code></td><td>{}</td></tr>\n", esc(x["params"].dump()),
+                       esc(s(x, "reason")));
+    o += "</table>\n";
   }
   o += "<table><tr><th>params</th><th>status</th><th>time us</th><th>lower bound us</th>"
        "<th>bound</th><th>reason</th></tr>\n";
@@ -540,6 +580,33 @@ std::string diff_sections(const json& dj) {
   return o + bars(cyc, mx, "cycles", "#8e44ad");
 }
 
+/// What the report is of: kernel, variant (a ladder: its steps), parameters and chip, from
+/// the report's section (every section's JSON names them), in one table at the top.
+std::string report_header(const json& doc) {
+  const json* sec = nullptr;
+  for (const char* k : {"profile", "tune", "ladder"})
+    if (doc.contains(k)) sec = &doc[k];
+  if (!sec) return "";
+  std::string variant = s(*sec, "variant");
+  if (sec->contains("steps") && (*sec)["steps"].is_array()) {
+    std::vector<std::string> steps;
+    for (const auto& st : (*sec)["steps"]) steps.push_back(s(st, "name"));
+    variant = fmt::format("every step: {}", fmt::join(steps, ", "));
+  }
+  std::vector<std::string> params;
+  const json given = sec->value("params", json::object());
+  if (given.is_object())
+    for (auto it = given.begin(); it != given.end(); ++it)
+      params.push_back(it.key() + "=" + it.value().dump());
+  auto row = [](const char* key, const std::string& v) {
+    return fmt::format("<tr><th>{}</th><td data-key=\"{}\">{}</td></tr>", key, key, esc(v));
+  };
+  return "<table id=\"report-header\">" + row("kernel", s(*sec, "kernel")) +
+         row("variant", variant.empty() ? "(the kernel's only one)" : variant) +
+         row("params", params.empty() ? "none" : fmt::format("{}", fmt::join(params, " "))) +
+         row("chip", s(*sec, "chip")) + "</table>\n";
+}
+
 }  // namespace
 
 std::string html_report(const nlohmann::ordered_json& doc_in) {
@@ -553,6 +620,7 @@ std::string html_report(const nlohmann::ordered_json& doc_in) {
   o += "<h1>" + esc(title) +
        "</h1>\n<p class=\"muted\">tilepipe report: simulated Ascend "
        "A2/A3 die; times are the simulator's (see docs/fidelity.md for its error).</p>\n";
+  o += report_header(doc);
   if (doc.contains("ladder")) o += ladder_sections(doc["ladder"]);
   if (doc.contains("profile")) o += profile_sections(doc["profile"]);
   if (doc.contains("tune")) o += tune_sections(doc["tune"]);

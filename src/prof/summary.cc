@@ -131,6 +131,14 @@ nlohmann::ordered_json to_json(const Summary& s) {
           {"buffers", bufs}};
 }
 
+std::string one_line(const std::string& text) {
+  std::string first = text, hint;
+  if (auto h = text.find("\n  hint: "); h != std::string::npos) hint = "; " + text.substr(h + 3);
+  if (auto nl = first.find('\n'); nl != std::string::npos) first.resize(nl);
+  if (auto nl = hint.find('\n'); nl != std::string::npos) hint.resize(nl);
+  return first + hint;
+}
+
 std::string to_text(const Summary& s) {
   const double launch_us = s.cycles > 0 ? s.time_us * s.launch_cycles / s.cycles : 0;
   std::string o =

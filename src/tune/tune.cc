@@ -1,6 +1,8 @@
 // The autotuner (contract in include/tilepipe/tune.h).
 #include "tilepipe/tune.h"
 
+#include "tilepipe/prof.h"
+
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -122,15 +124,27 @@ class Cache {
   std::string warning_;
 };
 
+/// On a terminal a bar redrawn at each config; otherwise (a CI log, a pipe) one whole line
+/// every kLogInterval seconds, so a long search is seen to be alive.
 class Progress {
  public:
-  Progress(bool on, size_t total) : on_(on && isatty(2)), total_(total), t0_(clock::now()) {}
+  static constexpr double kLogInterval = 5.0;
+  Progress(bool on, size_t total)
+      : on_(on), tty_(isatty(2) == 1), total_(total), t0_(clock::now()), last_(t0_) {}
   void tick() {
     if (!on_) return;
     std::lock_guard<std::mutex> lock(mu_);
     ++done_;
-    double el = std::chrono::duration<double>(clock::now() - t0_).count();
+    auto now = clock::now();
+    double el = std::chrono::duration<double>(now - t0_).count();
     double eta = done_ ? el / static_cast<double>(done_) * static_cast<double>(total_ - done_) : 0;
+    if (!tty_) {
+      if (std::chrono::duration<double>(now - last_).count() < kLogInterval) return;
+      last_ = now;
+      std::fprintf(stderr, "tilepipe tune: %zu/%zu configs, %.0f s, ETA %.0f s\n", done_, total_,
+                   el, eta);
+      return;
+    }
     int w = 30, fill = total_ ? static_cast<int>(w * done_ / total_) : w;
     std::fprintf(stderr, "\r  [%s%s] %zu/%zu configs, %.0fs, ETA %.0fs ",
                  std::string(static_cast<size_t>(fill), '#').c_str(),
@@ -144,9 +158,9 @@ class Progress {
 
  private:
   using clock = std::chrono::steady_clock;
-  bool on_;
+  bool on_, tty_;
   size_t total_, done_ = 0;
-  clock::time_point t0_;
+  clock::time_point t0_, last_;
   std::mutex mu_;
 };
 
@@ -458,6 +472,14 @@ Result run(const Point& base, const Options& o, const Callbacks& cb) {
   return r;
 }
 
+nlohmann::ordered_json rejected_json(const Result& r) {
+  json out = json::array();
+  for (const auto& c : r.configs)
+    if (c.status == "rejected")
+      out.push_back({{"params", c.params}, {"reason", prof::one_line(c.reason)}});
+  return out;
+}
+
 nlohmann::ordered_json to_json(const Result& r) {
   json configs = json::array();
   for (const auto& c : r.configs) {
@@ -474,7 +496,8 @@ nlohmann::ordered_json to_json(const Result& r) {
           {"within_error_band", r.within_error_band},
           {"simulated", r.simulated},
           {"pruned", r.pruned},
-          {"rejected", r.rejected},
+          {"rejected_count", r.rejected},
+          {"rejected", rejected_json(r)},
           {"cached", r.cached},
           {"skipped", r.skipped}};
 }
