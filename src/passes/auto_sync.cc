@@ -102,8 +102,11 @@ struct SeqCtx {
 
 class AutoSync {
  public:
+  /// `authors`: the event ids of the author's flags the scope keeps, which its own flags
+  /// must not share.
   AutoSync(const Program& p, const ChipConfig& chip, const PassOptions& o, CoreKind core,
-           const Loc& scope_loc, VarRanges outer, bool repeated, const std::set<Cut>& cuts)
+           const Loc& scope_loc, VarRanges outer, bool repeated, const std::set<Cut>& cuts,
+           const EventIdUse& authors)
       : p_(p),
         chip_(chip),
         o_(o),
@@ -111,7 +114,8 @@ class AutoSync {
         scope_loc_(scope_loc),
         vars_(std::move(outer)),
         repeated_(repeated),
-        cuts_(cuts) {
+        cuts_(cuts),
+        authors_(authors) {
     for (const auto& w : p.workspaces) fences_.push_back(w);
   }
 
@@ -317,7 +321,7 @@ class AutoSync {
       for (int j = i + 1; j < n; ++j)
         for (const auto& [p, as] : acc[i].by_pipe)
           for (const auto& [q, bs] : acc[j].by_pipe)
-            if (p != q && p != Pipe::S && conflict_fwd(as, bs)) fwd.push_back({p, q, i, j, 0});
+            if (p != q && conflict_fwd(as, bs)) fwd.push_back({p, q, i, j, 0});
     std::stable_sort(fwd.begin(), fwd.end(), [](const Cand& a, const Cand& b) {
       return a.j - a.i < b.j - b.i || (a.j - a.i == b.j - b.i && a.i > b.i);
     });
@@ -335,7 +339,7 @@ class AutoSync {
         for (int j = 0; j <= i; ++j)
           for (const auto& [p, as] : acc[i].by_pipe)
             for (const auto& [q, bs] : acc[j].by_pipe) {
-              if (p == q || p == Pipe::S) continue;
+              if (p == q) continue;
               if (auto d = conflict_carried(as, bs, *ctx.loop, outer))
                 car.push_back({p, q, i, j, *d});
             }
@@ -435,9 +439,16 @@ class AutoSync {
     return out;
   }
 
+  /// Whether a producer's access needs no flag before a later one of another pipe: a flag
+  /// moves no data, and the scalar unit's reads happen before it issues what follows. Its
+  /// element stores do need one (S -> the pipe that reads or writes the element).
+  static bool needs_no_flag(const Access& a) {
+    return a.fence || (a.pipe == Pipe::S && a.kind == AccessKind::Read);
+  }
+
   bool conflict_fwd(const std::vector<Access>& as, const std::vector<Access>& bs) const {
     for (const auto& a : as) {
-      if (a.fence) continue;  // a flag moves no data: later accesses need not wait for it
+      if (needs_no_flag(a)) continue;
       for (const auto& b : bs)
         if (may_conflict(a, b, vars_)) return true;
     }
@@ -449,7 +460,7 @@ class AutoSync {
                                           const VarRanges& outer) const {
     std::optional<int64_t> best;
     for (const auto& a : as) {
-      if (a.fence) continue;
+      if (needs_no_flag(a)) continue;
       for (const auto& b : bs) {
         auto d = carried_distance(a, b, loop, outer);
         if (d && (!best || *d < *best)) best = d;
@@ -692,7 +703,7 @@ class AutoSync {
           blockers_ = std::move(holding);
           return false;
         }
-        bool ok = true;
+        bool ok = !authors_.holds({x.a, x.b}, b, x.rot);
         for (size_t u = 0; u < v; ++u) {
           const Virt& y = virts_[u];
           if (y.a != x.a || y.b != x.b) continue;
@@ -826,6 +837,7 @@ class AutoSync {
   bool repeated_;
   std::vector<Buffer> fences_;
   const std::set<Cut>& cuts_;
+  const EventIdUse& authors_;
   const StmtNode* seq_ = nullptr;  // the sequence whose flags get ids (new_virt)
   std::vector<Virt> virts_;
   std::set<std::pair<int, int>> compatible_;
@@ -854,19 +866,14 @@ size_t barrier_at(const std::vector<Stmt>& items, size_t i, CoreKind core) {
 }
 
 /// The author's full barriers (`T.barrier_all()`, and the drains original_split gives a
-/// core with them) of a scope whose other statements hold no flags, taken out of the
-/// sequences as cuts: auto_sync puts a barrier back at each and its flags around them, as
-/// the original's AUTO_SYNC adds its flags to a kernel with PipeBarrier<PIPE_ALL> calls.
-/// Nullopt when the scope has flags of the author's other than full barriers.
+/// core with them) taken out of the sequences as cuts: auto_sync puts a barrier back at
+/// each and its flags around them, as the original's AUTO_SYNC adds its flags to a kernel
+/// with PipeBarrier<PIPE_ALL> calls. The author's other flags stay where they are.
 class BarrierCuts {
  public:
   explicit BarrierCuts(CoreKind core) : core_(core) {}
 
-  std::optional<Stmt> strip(const Stmt& body, const Loc& loc) {
-    Stmt out = sequence(body, loc);
-    if (!out || has_hand_sync(out)) return std::nullopt;
-    return out;
-  }
+  Stmt strip(const Stmt& body, const Loc& loc) { return sequence(body, loc); }
   std::set<Cut> cuts;
 
  private:
@@ -941,18 +948,25 @@ class ScopeFinder : public StmtMutator {
   Stmt mutate_scope(const ScopeStmt& s, const Stmt& self) override {
     Stmt body = s.body;
     std::set<Cut> cuts;
+    EventIdUse authors;
     if (has_hand_sync(body)) {
-      // Under the original's AUTO_SYNC (original_sync) the author's full barriers keep the
-      // scope automatic; any other flag of the author's makes it hand-synced.
+      // Under the original's AUTO_SYNC (original_sync) a scope with the author's flags stays
+      // automatic, as the original's sync insertion adds its flags whatever the author
+      // wrote: the full barriers become cuts, the other flags stay and keep their ids,
+      // which auto_sync's own flags do not share. Without it the scope is hand-synced.
+      if (!o_.original_sync) return self;
       BarrierCuts bc(s.kind);
-      auto stripped = o_.original_sync ? bc.strip(body, self->loc) : std::nullopt;
-      if (!stripped) return self;
-      body = *stripped;
+      body = bc.strip(body, self->loc);
       cuts = std::move(bc.cuts);
+      authors = event_ids_used(body);
     }
     // The analysis reads a let variable as the value it was bound to, which a variable
     // assigned again (here, or bound outside the scope as well) does not keep.
-    if (const StmtNode* a = reassigned_in(body))
+    // A scope with flags of the author's besides barriers is left to them instead (as
+    // without original_sync).
+    const StmtNode* a = reassigned_in(body);
+    if (a && !authors.empty()) return self;
+    if (a)
       throw UserError(Diagnostic{
           a->loc,
           "auto-sync",
@@ -965,14 +979,22 @@ class ScopeFinder : public StmtMutator {
     VarRanges v = vars_;
     v[kVidVar] = vid_range(s.kind);
     // Ids by lifetime; where they run out, full barriers one at a time until they fit.
+    // When they do not fit beside the author's ids even then, the ids are chosen as the
+    // original's sync insertion chooses them, without regard to the author's.
     Stmt b;
+    const std::set<Cut> authors_cuts = cuts;
     for (;;) {
-      AutoSync a(p_, chip_, o_, s.kind, self->loc, v, loops_ > 0, cuts);
+      AutoSync a(p_, chip_, o_, s.kind, self->loc, v, loops_ > 0, cuts, authors);
       if (auto r = a.run(body)) {
         b = *r;
         break;
       }
       auto c = a.next_cut();
+      if (!c && !authors.empty()) {
+        authors = {};
+        cuts = authors_cuts;
+        continue;
+      }
       if (!c) a.out_of_ids();
       cuts.insert(*c);
     }

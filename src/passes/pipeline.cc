@@ -86,6 +86,7 @@ const std::vector<OptionInfo>& option_table() {
       {"reserved_tail", &PassOptions::reserved_tail},
       {"auto_sync", &PassOptions::auto_sync},
       {"original_sync", &PassOptions::original_sync},
+      {"cv_combine", &PassOptions::cv_combine},
       {"max_rotation", nullptr, &PassOptions::max_rotation},
   };
   return table;
@@ -172,6 +173,7 @@ VerifyOptions verify_options(const PassOptions& o) {
   v.cast_copies = o.copy_cast;
   v.reserved_tail = o.reserved_tail;
   v.event_id_range = !o.event_ids;
+  v.cv_combine = o.cv_combine;
   return v;
 }
 
