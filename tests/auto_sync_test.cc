@@ -987,12 +987,14 @@ TEST(AutoSync, UnderTheOriginalsAutoSyncTheAuthorsFlagsKeepTheirIdsAndGetCompany
 }
 
 TEST(AutoSync, WhenTheAuthorHoldsEveryIdOfAPairItsIdsAreChosenAsTheOriginalDoes) {
-  // Every MTE2 -> V id is the author's: no error (the original gives none); auto_sync's
-  // flags take ids as the original's sync insertion does, and the run is right and clean.
+  // Every MTE2 -> V id is the author's: no error (the original gives none); auto_sync orders
+  // the copy before the add some other way (here a full barrier, on the barrier's own pairs)
+  // or, failing that, takes ids as the original's sync insertion does; the run is right and
+  // clean, and the author's handshakes stay.
   passes::PassOptions o;
   o.original_sync = true;
   const ir::Program p = synced(authors_credit(true), o);
-  EXPECT_GT(count(ir::print(p), "set_flag MTE2->V"), 8u) << ir::print(p);
+  EXPECT_GE(count(ir::print(p), "set_flag MTE2->V"), 8u) << ir::print(p);
   std::vector<double> x = iota(384), want = x;
   for (auto& v : want) v += 1;
   EXPECT_EQ(run(p, {{"x", x}}).io.at("y"), want);
