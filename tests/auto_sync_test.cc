@@ -875,5 +875,130 @@ TEST(AutoSyncTiming, StrippedFaExpertRunsWithinFourPercentOfTheHandSyncedKernel)
   EXPECT_LT(t_auto, 1.04 * t_hand) << "hand " << t_hand << " auto " << t_auto;
 }
 
+/// Each AIV copies its row into UB, overwrites element `at` by the scalar unit (SetValue:
+/// `ub[at] = 7`), adds 1 on V and copies the row out. `hand`: the author's flags, with the
+/// S -> V flag after the store or without it.
+ir::Program element_store(bool hand, bool s_to_v) {
+  KernelBuilder kb("element_store", 1);
+  auto x = kb.input("x", {2, 64}, f32);
+  auto y = kb.output("y", {2, 64}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    auto buf = alloc_ub("buf", {64}, f32);
+    copy(x(vid, all), buf);
+    if (hand) {
+      set_flag(Pipe::MTE2, Pipe::S, 0);
+      wait_flag(Pipe::MTE2, Pipe::S, 0);
+    }
+    tile::store(buf(rows(5, 1)), 7.0);
+    if (hand && s_to_v) {
+      set_flag(Pipe::S, Pipe::V, 0);
+      wait_flag(Pipe::S, Pipe::V, 0);
+    }
+    tile::add(buf, buf, 1.0);
+    if (hand) {
+      set_flag(Pipe::V, Pipe::MTE3, 0);
+      wait_flag(Pipe::V, Pipe::MTE3, 0);
+    }
+    copy(buf, y(vid, all));
+  });
+  return kb.finish();
+}
+
+TEST(AutoSync, AnElementStoreIsTheScalarUnitsAndGetsItsFlags) {
+  // The store is the scalar unit's SetValue: it waits for MTE2's copy (MTE2 -> S) and V,
+  // which reads the element after it, waits for it (S -> V).
+  const ir::Program p = synced(element_store(false, false));
+  const std::string s = ir::print(p);
+  EXPECT_NE(s.find("wait_flag MTE2->S"), std::string::npos) << s;
+  EXPECT_NE(s.find("set_flag S->V"), std::string::npos) << s;
+  EXPECT_LT(s.find("tile.store"), s.find("set_flag S->V")) << s;
+  std::vector<double> x = iota(128), want = x;
+  for (size_t r = 0; r < 2; ++r) want[r * 64 + 5] = 7;
+  for (auto& v : want) v += 1;
+  auto r = run(p, {{"x", x}});
+  EXPECT_EQ(r.io.at("y"), want);
+}
+
+TEST(AutoSync, AHandSyncedElementStoreWithoutAnSFlagIsARace) {
+  // With the S -> V flag the run is clean; without it V may read the element before the
+  // scalar unit's store lands: a race the detector names on the S pipe.
+  auto io = [] { return sim::HostData{{"x", iota(128)}}; };
+  EXPECT_NO_THROW(run(synced(element_store(true, true)), io()));
+  try {
+    run(synced(element_store(true, false)), io());
+    ADD_FAILURE() << "expected a race";
+  } catch (const UserError& e) {
+    const std::string text = e.what();
+    EXPECT_NE(text.find("data race on 'buf'"), std::string::npos) << text;
+    EXPECT_NE(text.find("S writes"), std::string::npos) << text;
+  }
+}
+
+/// The author's MTE3 -> MTE2 credit on id 0 around a loop of copy in, add, copy out, with
+/// no other flag of the author's; `handshakes`: also every MTE2 -> V id set and taken
+/// before the loop.
+ir::Program authors_credit(bool handshakes) {
+  KernelBuilder kb("authors_credit", 1);
+  auto x = kb.input("x", {2, 3, 64}, f32);
+  auto y = kb.output("y", {2, 3, 64}, f32);
+  auto [cid, vid] = kb.launch();
+  scope_v([&] {
+    auto buf = alloc_ub("buf", {64}, f32);
+    if (handshakes)
+      for (int id = 0; id < 8; ++id) {
+        set_flag(Pipe::MTE2, Pipe::V, id);
+        wait_flag(Pipe::MTE2, Pipe::V, id);
+      }
+    set_flag(Pipe::MTE3, Pipe::MTE2, 0);
+    serial(3, [&](Ex i) {
+      wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
+      copy(x(vid, i, all), buf);
+      tile::add(buf, buf, 1.0);
+      copy(buf, y(vid, i, all));
+      set_flag(Pipe::MTE3, Pipe::MTE2, 0);
+    });
+    wait_flag(Pipe::MTE3, Pipe::MTE2, 0);
+  });
+  return kb.finish();
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST(AutoSync, UnderTheOriginalsAutoSyncTheAuthorsFlagsKeepTheirIdsAndGetCompany) {
+  // The original's sync insertion adds its flags whatever the author wrote: the scope gets
+  // MTE2 -> V and V -> MTE3 flags, and none of auto_sync's own shares the author's id.
+  passes::PassOptions o;
+  o.original_sync = true;
+  const ir::Program p = synced(authors_credit(false), o);
+  const std::string s = ir::print(p);
+  EXPECT_NE(s.find("set_flag MTE2->V"), std::string::npos) << s;
+  EXPECT_NE(s.find("set_flag V->MTE3"), std::string::npos) << s;
+  EXPECT_EQ(count(s, "MTE3->MTE2 #0"), 4u) << s;  // the author's set, wait, set, wait
+  std::vector<double> x = iota(384), want = x;
+  for (auto& v : want) v += 1;
+  EXPECT_EQ(run(p, {{"x", x}}).io.at("y"), want);
+  // Without the original's AUTO_SYNC the scope is the author's alone.
+  EXPECT_TRUE(ir::equal(synced(authors_credit(false)), authors_credit(false)));
+}
+
+TEST(AutoSync, WhenTheAuthorHoldsEveryIdOfAPairItsIdsAreChosenAsTheOriginalDoes) {
+  // Every MTE2 -> V id is the author's: no error (the original gives none); auto_sync orders
+  // the copy before the add some other way (here a full barrier, on the barrier's own pairs)
+  // or, failing that, takes ids as the original's sync insertion does; the run is right and
+  // clean, and the author's handshakes stay.
+  passes::PassOptions o;
+  o.original_sync = true;
+  const ir::Program p = synced(authors_credit(true), o);
+  EXPECT_GE(count(ir::print(p), "set_flag MTE2->V"), 8u) << ir::print(p);
+  std::vector<double> x = iota(384), want = x;
+  for (auto& v : want) v += 1;
+  EXPECT_EQ(run(p, {{"x", x}}).io.at("y"), want);
+}
+
 }  // namespace
 }  // namespace tilepipe

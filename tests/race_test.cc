@@ -181,6 +181,33 @@ TEST(RaceDetector, ACopyIntoUbThatStoresTheBytesAlreadyThereIsNoRace) {
   d.access(0, v, 0, f.at(0), RaceKind::Write, d.site(0, ir::Pipe::V, &f.writer, loops));
   EXPECT_EQ(d.take_tag(), nullptr);
   EXPECT_TRUE(d.found());  // a vector write: no values awaited
+
+// The scalar unit's element store (SetValue) is ordered with its own later reads by
+// program order, but not with a pipe's access the scalar unit issues after it: that needs an
+// S -> pipe flag, which covers every store before the set. Block boundaries and the scalar
+// unit's waits (a barrier_all) order it too.
+TEST(RaceDetector, AnElementStoreNeedsAnSFlagBeforeAPipeReadsIt) {
+  Fixture f;
+  const int s = RaceDetector::thread(1, ir::Pipe::S);
+  const int mte3 = RaceDetector::thread(1, ir::Pipe::MTE3);
+  const std::vector<int64_t> loops = {0};
+  auto run = [&](bool flag, bool block, bool wait = false) {
+    RaceDetector d(1);
+    d.name_core(0, "core0.AIV0");
+    d.access(0, s, 0, f.at(0), RaceKind::Write, d.site(0, ir::Pipe::S, &f.writer, loops), true);
+    d.access(0, s, 0, f.at(0), RaceKind::Read, d.site(0, ir::Pipe::S, &f.reader, loops));
+    if (flag) d.acquire(0, mte3, d.release(0, s));
+    if (block) d.barrier(0);
+    if (wait) d.publish_stores(0, s);
+    // What the scalar unit hands to the copy it issues now: its clock.
+    d.acquire(0, mte3, d.clock(0, s));
+    d.access(0, mte3, 0, f.at(0), RaceKind::Read, d.site(0, ir::Pipe::MTE3, &f.other, loops));
+    return d.found();
+  };
+  EXPECT_TRUE(run(false, false));         // setvalue_example: the store, then the DMA reading it
+  EXPECT_FALSE(run(true, false));         // set_flag(S, MTE3) / wait_flag between them
+  EXPECT_FALSE(run(false, true));         // the next block
+  EXPECT_FALSE(run(false, false, true));  // a wait of the scalar unit: T.barrier_all()
 }
 
 }  // namespace

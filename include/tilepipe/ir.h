@@ -317,6 +317,9 @@ enum class TileOpKind : uint8_t {
   // data
   Cast,
   Fill,
+  // an element store (`ub[i] = x`): the scalar unit's SetValue of one UB element, in
+  // program order with the scalar unit's reads; a pipe reading it needs an S -> pipe flag
+  Store,
   Broadcast,
   Compare,
   SelectOp,
@@ -346,6 +349,10 @@ enum class TileOpKind : uint8_t {
   Reinterpret,
 };
 const char* to_string(TileOpKind k);
+/// The pipe a tile op runs on: the scalar unit for an element store, else the vector unit.
+inline Pipe tile_op_pipe(TileOpKind k) {
+  return k == TileOpKind::Store ? Pipe::S : Pipe::V;
+}
 /// Built-in GatherMask patterns (AscendC numbering): whether pattern p keeps element i.
 /// 1 P0101 even, 2 P1010 odd, 3..6 P0001..P1000 element p - 3 of every four, 7 P1111 all.
 inline bool gather_mask_keeps(int64_t p, int64_t i) {
@@ -356,8 +363,8 @@ const char* to_string(CmpMode m);
 
 /// A vector instruction on UB tiles. Operand use by kind:
 ///   binary: srcs = {a, b} or {a} + scalar;  unary: srcs = {a};  axpy: srcs = {x} + scalar
-///   cast: srcs = {a};  fill: scalar;  broadcast: srcs = {a} (row or column vector)
-///   compare: srcs = {a, b} or {a} + scalar, cmp; dst is a 0/1 mask tile
+///   cast: srcs = {a};  fill: scalar;  store: scalar, dst one UB element;  broadcast: srcs = {a}
+///   (row or column vector) compare: srcs = {a, b} or {a} + scalar, cmp; dst is a 0/1 mask tile
 ///   select: srcs = {mask, a, b} or {mask, a} + scalar
 ///   gather: srcs = {src, offsets}; u32 offsets: bytes from src's start (the hardware's
 ///           Gather, one instruction), i32 offsets: elements

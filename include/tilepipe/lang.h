@@ -351,6 +351,9 @@ void cast(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
 /// A float -> integer cast rounding by `round` (the plain cast rounds to nearest even).
 void cast(Tile dst, Tile src, ir::CastRound round, SrcLoc loc = SrcLoc::current());
 void fill(Tile dst, Scalar value, SrcLoc loc = SrcLoc::current());
+/// One UB element = value: the scalar unit's SetValue (`ub[i] = v`), on the S pipe; a pipe
+/// that reads or writes the element after it needs an S -> pipe flag.
+void store(Tile dst, Scalar value, SrcLoc loc = SrcLoc::current());
 /// dst's bytes = src's, read as dst's dtype of the same width (ReinterpretCast: no
 /// instruction; dst stands for a view of src, which the verifier checks it can).
 void reinterpret(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());

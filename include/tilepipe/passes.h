@@ -90,6 +90,10 @@ struct PassOptions {
   /// (passes/original_sync.h). The Python front end's original-compatible lowering sets
   /// it for files that turn on TL_ASCEND_AUTO_SYNC, so their time predicts the NPU's.
   bool original_sync = false;
+  /// The kernel's unscoped code is the original's AUTO_CV_COMBINE form. The Python front end
+  /// sets it from TL_ASCEND_AUTO_CV_COMBINE; off, unscoped work on a core's memories is the
+  /// verifier's warning `outer-scope` (the newest original rejects it, VerifyOptions).
+  bool cv_combine = true;
   /// Largest number of event ids one ring-buffer flag may rotate through (a loop-carried
   /// dependence at distance d uses min(d, max_rotation) ids).
   int max_rotation = 4;

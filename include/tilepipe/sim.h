@@ -218,6 +218,13 @@ struct SimResult {
   CrossStats c2v, v2c;
   ScalarLoadStats scalar_gm_loads;  // summed over cores
   bool lower_bound = false;         // run in lower-bound mode
+  /// Functional runs: the output tensors (role Output) with elements no instruction wrote
+  /// (`first`: the flat index of the first such element). Empty: every element was written.
+  struct Unwritten {
+    std::string tensor;
+    int64_t elements = 0, total = 0, first = 0;
+  };
+  std::vector<Unwritten> unwritten;
 };
 
 /// A run broke a physical invariant of the model (docs/simulator.md, "Invariants"): a bug in

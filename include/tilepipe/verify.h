@@ -32,10 +32,11 @@ struct Diagnostic {
 
 /// Every kind of warning (docs/errors.md "Warnings" has one section per kind; a test holds
 /// the page to this list).
-inline constexpr std::array<const char*, 3> kWarningKinds = {
+inline constexpr std::array<const char*, 4> kWarningKinds = {
     "dma-compact-rows",  // a multi-row GM <-> UB copy of compact rows off 32 bytes
     "branch-flags",    // an if whose branches leave a flag set / waited a different number of times
     "branch-barrier",  // a barrier on one path of an if only
+    "outer-scope",     // work on a core's memories outside T.Scope without AUTO_CV_COMBINE
 };
 
 /// Errors and warnings found in one program, in the order the verifier met them.
@@ -93,6 +94,12 @@ struct VerifyOptions {
   /// Check hand-written flags and barriers across the branches of an if (warnings
   /// branch-flags, branch-barrier). Off for a program whose flags the passes placed.
   bool branch_sync = true;
+  /// Unscoped code is the original's AUTO_CV_COMBINE form. Off (a Python file that does not
+  /// turn the key on): TileLang-Ascend's strict C/V verifier (#1606, #1753) rejects work on
+  /// a core's own memories (UB, L1, L0) outside `T.Scope`, which older releases compiled;
+  /// tilepipe splits it as they did, with the warning `outer-scope` at the first such
+  /// statement.
+  bool cv_combine = true;
 };
 
 /// Every error and warning found in `p` for `chip`.

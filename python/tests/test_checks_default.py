@@ -219,3 +219,59 @@ def test_the_same_barrier_kernel_without_automatic_sync_is_still_a_race(monkeypa
     with pytest.raises(tilelang.KernelCheckError) as e:
         barrier_kernel(False)(a)
     assert "race" in e.value.kinds
+
+
+def element_store_kernel(s_flag, auto_sync=False, barrier=False):
+    """`x[3] = 7` between a copy in and a copy out: the original's SetValue, the scalar
+    unit's store. With the author's flags (`s_flag`: an S -> MTE3 flag before the copy out,
+    which reads the element; `barrier`: a T.barrier_all() there) or automatic sync."""
+    import tilelang.language as T
+
+    @tilelang.jit(out_idx=[1], pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: auto_sync})
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "int32"), B: T.Tensor((2, N), "int32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                x = T.alloc_ub((N,), "int32")
+                with T.Scope("V"):
+                    T.copy(A[vid, :], x)
+                    if not auto_sync:
+                        T.set_flag("mte2", "s", 0)
+                        T.wait_flag("mte2", "s", 0)
+                    x[3] = 7
+                    if s_flag:
+                        T.set_flag("s", "mte3", 0)
+                        T.wait_flag("s", "mte3", 0)
+                    if barrier:
+                        T.barrier_all()  # PipeBarrier<PIPE_ALL> orders the store too
+                    T.copy(x, B[vid, :])
+
+        return main
+
+    return k(64)
+
+
+def stored(a):
+    want = a.copy()
+    want[:, 3] = 7
+    return want
+
+
+def test_an_element_store_is_the_scalar_units_and_needs_an_s_flag_before_a_dma(monkeypatch):
+    # setvalue_example's shape: the store, then the DMA reading the element, with no S -> MTE3
+    # flag. The store ran on V before, so the race was reported on the wrong pipe and a
+    # right S -> MTE3 flag did not order it.
+    monkeypatch.delenv("TILEPIPE_NO_CHECK", raising=False)
+    a = np.arange(128, dtype=np.int32).reshape(2, 64)
+    with pytest.raises(tilelang.KernelCheckError) as e:
+        element_store_kernel(False)(a)
+    race = next(d for d in e.value.diagnostics if d["kind"] == "race")
+    assert "S writes" in race["message"], race["message"]
+    np.testing.assert_array_equal(element_store_kernel(True)(a), stored(a))
+    np.testing.assert_array_equal(element_store_kernel(False, barrier=True)(a), stored(a))
+
+
+def test_automatic_sync_places_the_flags_of_an_element_store(monkeypatch):
+    monkeypatch.delenv("TILEPIPE_NO_CHECK", raising=False)
+    a = np.arange(128, dtype=np.int32).reshape(2, 64)
+    np.testing.assert_array_equal(element_store_kernel(False, auto_sync=True)(a), stored(a))

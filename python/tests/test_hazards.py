@@ -161,3 +161,59 @@ def test_a_cli_verb_on_a_python_file_reports_each_warning_once(tmp_path):
     assert "HazardWarning" not in r.stderr and "RuntimeWarning" not in r.stderr, r.stderr
     kinds = [w["kind"] for w in json.loads(r.stdout)["warnings"]]
     assert kinds.count("dma-compact-rows") == 2  # the copy in and the copy out
+
+
+def outer_kernel(combine):
+    """Vector work written outside T.Scope, with AUTO_CV_COMBINE on or not."""
+    configs = {tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True}
+    if combine:
+        configs[tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE] = True
+
+    @tilelang.jit(out_idx=[1], pass_configs=configs)
+    def k(N):
+        @T.prim_func
+        def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+            with T.Kernel(1, is_npu=True) as (cid, vid):
+                a = T.alloc_ub((N,), "float32")
+                T.copy(A[vid, :], a)  # outside T.Scope
+                T.tile.add(a, a, a)
+                T.copy(a, B[vid, :])
+
+        return main
+
+    return k
+
+
+def test_work_outside_a_scope_without_cv_combine_warns_as_the_strict_original_rejects_it():
+    # TileLang-Ascend #1753: without AUTO_CV_COMBINE the newest original rejects work on a
+    # core's memories outside T.Scope; tilepipe splits it as older releases did, and warns.
+    a = RNG.standard_normal((2, 64)).astype(np.float32)
+    k = outer_kernel(False)
+    with pytest.warns(HazardWarning, match=r"outside T.Scope.*\[outer-scope\]") as rec:
+        got = k(64)(a)
+    np.testing.assert_allclose(got, 2 * a)
+    hazards = [w for w in rec if issubclass(w.category, HazardWarning)]
+    assert len(hazards) == 1  # once, at the first statement
+    assert hazards[0].lineno == line_of(k, "outside T.Scope")
+
+
+def test_the_same_work_with_cv_combine_or_in_a_scope_has_no_warning():
+    a = RNG.standard_normal((2, 64)).astype(np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", HazardWarning)
+        np.testing.assert_allclose(outer_kernel(True)(64)(a), 2 * a)
+        np.testing.assert_allclose(scoped_kernel(64)(a), 2 * a)
+
+
+@tilelang.jit(out_idx=[1], pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True})
+def scoped_kernel(N):
+    @T.prim_func
+    def main(A: T.Tensor((2, N), "float32"), B: T.Tensor((2, N), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((N,), "float32")
+            with T.Scope("V"):
+                T.copy(A[vid, :], a)
+                T.tile.add(a, a, a)
+                T.copy(a, B[vid, :])
+
+    return main

@@ -232,3 +232,41 @@ def test_a_non_finite_percentage_is_refused():
         with fz.Sandbox() as box:
             o = fz.run([fz.TILEPIPE, "differential", "gemm", "--tolerance-pct", v], box)
         assert not o.violations and o.rc == 2 and "[0, 100]" in o.stderr, (v, o.stderr)
+
+
+PARTIAL = '''
+import tilelang
+import tilelang.language as T
+
+
+@tilelang.jit(out_idx=[-1], pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True})
+def part(R=2):
+    @T.prim_func
+    def main(A: T.Tensor((4, 64), "float32"), B: T.Tensor((4, 64), "float32")):
+        with T.Kernel(R, is_npu=True) as (cid, vid):
+            x = T.alloc_ub((64,), "float32")
+            with T.Scope("V"):
+                T.copy(A[cid * 2 + vid, :], x)
+                T.tile.muls(x, x, 2.0)
+                T.copy(x, B[cid * 2 + vid, :])
+
+    return main
+'''
+
+
+def test_tune_rejects_a_config_that_leaves_outputs_unwritten():
+    # Issue 46: `tune` of a Python factory ranked configurations that leave outputs
+    # unwritten (R=1 launches half the blocks: rows 2 and 3 of B stay as they were, and the
+    # run is faster for doing less). Each config's functional run now holds it to the
+    # outputs the starting config (R=2) writes.
+    fz.need_binary()
+    with fz.Sandbox() as box:
+        script = box.write("kern.py", PARTIAL)
+        o = fz.run([fz.TILEPIPE, "tune", f"{script}:part", "--space", "R=1,2", "--no-cache",
+                    "--json"], box, inputs=[script], codes=(0,), env={"TILEPIPE_TORCH": "shim"})
+    assert not o.violations, f"{o.violations}\nreproduce: {o.repro()}\nstderr: {o.stderr}"
+    configs = {c["params"]["R"]: c for c in o.doc["configs"]}
+    assert configs[1]["status"] == "rejected", configs
+    assert "128 of the 256 elements of output 'B' unwritten" in configs[1]["reason"], configs[1]
+    assert configs[2]["status"] == "simulated", configs
+    assert o.doc["best"]["params"]["R"] == 2, o.doc["best"]

@@ -11,6 +11,9 @@ import tilelang
 import tilelang.language as T
 from tilelang import TilelangError, TilepipeError
 
+# Unscoped kernels name the original's AUTO_CV_COMBINE form (its strict C/V check, #1753).
+CV_COMBINE = {tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: True}
+
 import kernels
 
 RNG = np.random.default_rng(7)
@@ -466,7 +469,7 @@ def test_pipelined_loop_is_correct_and_faster():
     assert k2.profile() < k1.profile()
 
 
-@tilelang.jit(out_idx=[2], workspace_idx=[3, 4])
+@tilelang.jit(out_idx=[2], workspace_idx=[3, 4], pass_configs=CV_COMBINE)
 def cube_then_vector(M, N, K):
     @T.prim_func
     def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
@@ -732,7 +735,7 @@ def test_element_stores_of_ub_buffers():
     np.testing.assert_array_equal(element_stores(64)(a), ref)
 
 
-@tilelang.jit(out_idx=[-1])
+@tilelang.jit(out_idx=[-1], pass_configs=CV_COMBINE)
 def alloc_vars(N, block_N):
     """The original's alloc_var test kernel (its checks, with results this time)."""
     @T.prim_func
@@ -1107,7 +1110,7 @@ def test_reduce_axis_out_of_range_is_a_value_error():
 # ---- cross-core pipelines of unscoped T.Pipelined loops ----
 
 
-@tilelang.jit(out_idx=[2, 3], workspace_idx=[4, 5])
+@tilelang.jit(out_idx=[2, 3], workspace_idx=[4, 5], pass_configs=CV_COMBINE)
 def cv_pipeline(N, stages, T_=16):
     """Per tile i, a round trip between the cores: Cube S = A_i @ B -> workspace W (stage
     C1); Vector P = exp(S) -> C and, as f16, -> workspace W2 (stage V); Cube P @ B -> D
@@ -1170,7 +1173,7 @@ def test_cross_core_pipeline_overlaps_the_cores():
     assert piped < serial, (piped, serial)
 
 
-@tilelang.jit(out_idx=[2], workspace_idx=[3])
+@tilelang.jit(out_idx=[2], workspace_idx=[3], pass_configs=CV_COMBINE)
 def cv_carried(N):
     """acc (UB) carries a sum across iterations and is used in two Vector stages: the loop
     cannot be cut into stages, so it runs serially on each core (same values)."""
@@ -1412,7 +1415,7 @@ def test_gather_by_byte_offsets(dtype):
 
 
 def test_shared_buffers_of_a_kernel_without_cube_work_live_in_ub():
-    @tilelang.jit(out_idx=[-1])
+    @tilelang.jit(out_idx=[-1], pass_configs=CV_COMBINE)
     def k(N):
         @T.prim_func
         def main(A: T.Tensor((N,), "float32"), B: T.Tensor((N,), "float32")):
@@ -1511,7 +1514,7 @@ def test_inner_loop_variable_is_scoped_to_its_body():
     np.testing.assert_allclose(shadowed_loop_var(32, 64)(x), 2 * x, rtol=1e-6)
 
 
-@tilelang.jit(out_idx=[2], workspace_idx=[3])
+@tilelang.jit(out_idx=[2], workspace_idx=[3], pass_configs=CV_COMBINE)
 def fragment_cast_handoff(M, N, K):
     @T.prim_func
     def main(A: T.Tensor((M, K), "float16"), B: T.Tensor((K, N), "float16"),
@@ -1613,7 +1616,7 @@ def test_float32_gemm_runs_at_the_cubes_fp32_rate():
 def test_int8_gemm_v0_cuts_k_into_whole_int8_fractals():
     # quant_matmul.py: a [128 x 64] x [64 x 256] int8 gemm_v0 used to be cut into K chunks of
     # 16 (the staging budget counted 4 bytes per int8 element); an int8 fractal is 32 deep.
-    @tilelang.jit(out_idx=[2])
+    @tilelang.jit(out_idx=[2], pass_configs=CV_COMBINE)
     def mm_i8(M, N, K):
         @T.prim_func
         def main(A: T.Tensor((M, K), "int8"), B: T.Tensor((K, N), "int8"),
@@ -1661,7 +1664,7 @@ def test_gm_scalar_stored_into_any_ub_element():
     np.testing.assert_array_equal(got[1], [1.5] * 8 + [3.25] * 8)
 
 
-@tilelang.jit(out_idx=[2], workspace_idx=[3])
+@tilelang.jit(out_idx=[2], workspace_idx=[3], pass_configs=CV_COMBINE)
 def vector_then_cube_loops(M, N, K):
     q = K // 4
 

@@ -296,14 +296,14 @@ def atomic_kernel(blocks, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_atomic_add_from_every_vector_core_accumulates(dtype):
     c = np.full((4, 32), 0.25, dtype)
-    k = tilelang.compile(atomic_kernel(4, dtype))
+    k = tilelang.compile(atomic_kernel(4, dtype), pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: True})
     k(c)
     # 4 blocks x 2 vector cores add cid + 1 onto what was there
     np.testing.assert_array_equal(c, np.full((4, 32), 0.25 + 2 * (1 + 2 + 3 + 4), dtype))
     k.check(c)  # concurrent atomic adds are not a race
 
 
-@tilelang.jit
+@tilelang.jit(pass_configs={tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE: True})
 def atomic_l0c_kernel(blocks):
     @T.prim_func
     def main(A: T.Tensor((16, 32), "float16"), B: T.Tensor((32, 16), "float16"),

@@ -223,9 +223,9 @@ class Interpreter(CoreSplit, ExprEval):
                 _felem.store(dst, value)
                 return
             if isinstance(obj, Buffer) and obj.scope == "UB":
-                # One element of a UB buffer: a one-element copy (from an element of another
-                # buffer) or fill (a number or an integer expression); nothing else is
-                # expressible without scalar stores.
+                # One element of a UB buffer: the original's SetValue, the scalar unit's store
+                # (tile.store on the S pipe), of a number, an integer expression or an element
+                # of another UB buffer (its GetValue); from GM, a DMA into a temporary first.
                 dst = obj[self.eval(target.slice)]
                 if isinstance(value, Region) and value.elements() == 1:
                     if value.buffer.scope == "GM" and dst.elements() == 1:
@@ -233,10 +233,13 @@ class Interpreter(CoreSplit, ExprEval):
                         # the DMA into an aligned one-element temporary, then an element move
                         _felem.materialize(value, dst.buffer.dtype, into=dst)
                         return
+                    if value.buffer.scope == "UB" and dst.elements() == 1:
+                        tile._store(dst, value)
+                        return
                     _mem.copy(value, dst)
                     return
                 if isinstance(value, (int, float, Expr)) and dst.elements() == 1:
-                    tile.fill(dst, value)
+                    tile._store(dst, value)
                     return
             if isinstance(obj, (Buffer, Region)):
                 raise self.error(

@@ -262,6 +262,8 @@ def pass_options(configs, func_attrs):
             o["memory_planning"] = on
         elif key in (PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE, PassConfigKey.TL_ASCEND_AUTO_CV_SYNC):
             o["cv_split"] = o.get("cv_split", False) or on
+            if key == PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE:
+                o["cv_combine"] = on  # else unscoped work is the warning outer-scope
         elif key.startswith("tilepipe."):
             o[key[len("tilepipe."):]] = on
         elif key in _KEY_STRINGS:
@@ -282,6 +284,7 @@ def pass_options(configs, func_attrs):
     o.setdefault("cross_drains", True)
     # The original software-pipelines T.Pipelined loops in hand-synced scopes too.
     o.setdefault("hand_pipeline", True)
+    o.setdefault("cv_combine", False)
     return o
 
 

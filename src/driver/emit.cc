@@ -805,6 +805,10 @@ class Emitter {
   }
 
   void emit(const TileOpStmt& n, const StmtNode& s) {
+    if (n.op == TileOpKind::Store && n.scalar) {  // the scalar unit's SetValue
+      line("{} = {}", element(n.dst, s.loc), typed_scalar(*n.scalar, n.dst.buffer->dtype, s.loc));
+      return;
+    }
     std::vector<std::string> args = {region(n.dst, s.loc)};
     for (const auto& r : n.srcs) args.push_back(region(r, s.loc));
     if (n.op == TileOpKind::Cast) {

@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 #include "tilepipe/lang.h"
@@ -204,10 +206,63 @@ tune::Callbacks tune_callbacks(const KernelSource& k, const RunRequest& base,
       return 0.0;  // no bound: evaluated first, rejected by the timed run
     }
   };
-  cb.simulate = [&k, &chip, request](const tune::Point& p) -> tune::Simulated {
+  // A config's functional run with the checks on: the reason it is no right result (a
+  // finding of the race, flag or deadlock checks, outputs unlike the reference), or its
+  // outputs' unwritten elements.
+  auto functional = [&k, &chip, request](const tune::Point& p,
+                                         std::vector<sim::SimResult::Unwritten>& unwritten) {
+    RunRequest r = request(p);
+    r.mode = sim::Mode::Functional;
+    r.detect_races = true;
+    r.fast_forward = {};
+    try {
+      auto rep = run_kernel(k, r, chip);
+      unwritten = rep.sim.unwritten;
+      if (rep.checked && !rep.correct)
+        return fmt::format("its outputs differ from the reference: {}", rep.mismatch);
+    } catch (const UserError& e) {
+      return first_reason(e);
+    }
+    return std::string();
+  };
+  // What the starting config leaves unwritten (a kernel may write only some elements of an
+  // output by design, a scatter by indices): computed once, on the first config checked.
+  struct Base {
+    std::once_flag once;
+    std::vector<sim::SimResult::Unwritten> unwritten;
+  };
+  auto base_state = std::make_shared<Base>();
+  auto base_unwritten = [ base_state, functional ]() -> const auto& {
+    std::call_once(base_state->once, [&] {
+      try {
+        functional({}, base_state->unwritten);
+      } catch (const std::exception&) {  // the starting config does not build: no reference
+        base_state->unwritten.clear();
+      }
+    });
+    return base_state->unwritten;
+  };
+  cb.simulate = [&k, &chip, request, functional,
+                 base_unwritten](const tune::Point& p) -> tune::Simulated {
     try {
       auto rep = run_kernel(k, request(p), chip);
       auto s = prof::summarize(rep.sim, rep.lowered, chip);
+      std::vector<sim::SimResult::Unwritten> unwritten;
+      if (std::string why = functional(p, unwritten); !why.empty())
+        return {false, "the functional check run failed: " + why, 0, ""};
+      for (const auto& u : unwritten) {
+        int64_t base = 0;
+        for (const auto& b : base_unwritten())
+          if (b.tensor == u.tensor) base = b.elements;
+        if (u.elements > base)
+          return {false,
+                  fmt::format("the functional check run leaves {} of the {} elements of output "
+                              "'{}' unwritten (the first at flat index {}){}",
+                              u.elements, u.total, u.tensor, u.first,
+                              base > 0 ? fmt::format("; the starting config leaves {}", base)
+                                       : std::string("; the starting config writes them all")),
+                  0, ""};
+      }
       return {true, "", rep.sim.cycles, s.bound};
     } catch (const UserError& e) {
       return {false, first_reason(e), 0, ""};

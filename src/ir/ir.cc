@@ -215,6 +215,8 @@ const char* to_string(TileOpKind k) {
       return "cast";
     case TileOpKind::Fill:
       return "fill";
+    case TileOpKind::Store:
+      return "store";
     case TileOpKind::Broadcast:
       return "broadcast";
     case TileOpKind::Compare:

@@ -531,6 +531,9 @@ void axpy(Tile dst, Tile src, Scalar s, SrcLoc loc) {
 void fill(Tile dst, Scalar v, SrcLoc loc) {
   op(ir::TileOpKind::Fill, dst, {}, v, loc);
 }
+void store(Tile dst, Scalar v, SrcLoc loc) {
+  op(ir::TileOpKind::Store, dst, {}, v, loc);
+}
 void compare(Tile dst, Tile a, Operand b, CmpMode mode, SrcLoc loc) {
   op(ir::TileOpKind::Compare, dst, {a}, b, loc, mode);
 }

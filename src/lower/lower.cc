@@ -611,7 +611,8 @@ class Lowerer {
 
   void lower_node(const TileOpStmt& n, const StmtNode& s, bool in_scope, Block& out) {
     if (!in_scope) return;
-    OpTemplate t = base(Opcode::Vec, Pipe::V, s.loc, std::string("tile.") + ir::to_string(n.op));
+    OpTemplate t = base(Opcode::Vec, ir::tile_op_pipe(n.op), s.loc,
+                        std::string("tile.") + ir::to_string(n.op));
     t.tile_op = n.op;
     t.cmp = n.cmp;
     t.attrs = n.attrs;

@@ -102,9 +102,11 @@ struct SeqCtx {
 
 class AutoSync {
  public:
+  /// `authors`: the event ids of the author's flags the scope keeps, which its own flags
+  /// must not share.
   AutoSync(const Program& p, const ChipConfig& chip, const PassOptions& o, CoreKind core,
            const Loc& scope_loc, VarRanges outer, bool repeated, const std::set<Cut>& cuts,
-           const std::set<int>* registers)
+           const std::set<int>* registers, const EventIdUse& authors)
       : p_(p),
         chip_(chip),
         o_(o),
@@ -113,7 +115,8 @@ class AutoSync {
         vars_(std::move(outer)),
         repeated_(repeated),
         cuts_(cuts),
-        registers_(registers) {
+        registers_(registers),
+        authors_(authors) {
     for (const auto& w : p.workspaces) fences_.push_back(w);
   }
 
@@ -319,7 +322,7 @@ class AutoSync {
       for (int j = i + 1; j < n; ++j)
         for (const auto& [p, as] : acc[i].by_pipe)
           for (const auto& [q, bs] : acc[j].by_pipe)
-            if (p != q && p != Pipe::S && conflict_fwd(as, bs)) fwd.push_back({p, q, i, j, 0});
+            if (p != q && conflict_fwd(as, bs)) fwd.push_back({p, q, i, j, 0});
     std::stable_sort(fwd.begin(), fwd.end(), [](const Cand& a, const Cand& b) {
       return a.j - a.i < b.j - b.i || (a.j - a.i == b.j - b.i && a.i > b.i);
     });
@@ -337,7 +340,7 @@ class AutoSync {
         for (int j = 0; j <= i; ++j)
           for (const auto& [p, as] : acc[i].by_pipe)
             for (const auto& [q, bs] : acc[j].by_pipe) {
-              if (p == q || p == Pipe::S) continue;
+              if (p == q) continue;
               if (auto d = conflict_carried(as, bs, *ctx.loop, outer))
                 car.push_back({p, q, i, j, *d});
             }
@@ -437,9 +440,16 @@ class AutoSync {
     return out;
   }
 
+  /// Whether a producer's access needs no flag before a later one of another pipe: a flag
+  /// moves no data, and the scalar unit's reads happen before it issues what follows. Its
+  /// element stores do need one (S -> the pipe that reads or writes the element).
+  static bool needs_no_flag(const Access& a) {
+    return a.fence || (a.pipe == Pipe::S && a.kind == AccessKind::Read);
+  }
+
   bool conflict_fwd(const std::vector<Access>& as, const std::vector<Access>& bs) const {
     for (const auto& a : as) {
-      if (a.fence) continue;  // a flag moves no data: later accesses need not wait for it
+      if (needs_no_flag(a)) continue;
       for (const auto& b : bs)
         if (may_conflict(a, b, vars_)) return true;
     }
@@ -451,7 +461,7 @@ class AutoSync {
                                           const VarRanges& outer) const {
     std::optional<int64_t> best;
     for (const auto& a : as) {
-      if (a.fence) continue;
+      if (needs_no_flag(a)) continue;
       for (const auto& b : bs) {
         auto d = carried_distance(a, b, loop, outer);
         if (d && (!best || *d < *best)) best = d;
@@ -694,7 +704,7 @@ class AutoSync {
           blockers_ = std::move(holding);
           return false;
         }
-        bool ok = true;
+        bool ok = !authors_.holds({x.a, x.b}, b, x.rot);
         for (size_t u = 0; u < v; ++u) {
           const Virt& y = virts_[u];
           if (y.a != x.a || y.b != x.b) continue;
@@ -829,7 +839,8 @@ class AutoSync {
   std::vector<Buffer> fences_;
   const std::set<Cut>& cuts_;
   const std::set<int>* registers_;  // let variables assigned more than once: no value
-  const StmtNode* seq_ = nullptr;   // the sequence whose flags get ids (new_virt)
+  const EventIdUse& authors_;
+  const StmtNode* seq_ = nullptr;  // the sequence whose flags get ids (new_virt)
   std::vector<Virt> virts_;
   std::set<std::pair<int, int>> compatible_;
   std::vector<int> base_;
@@ -857,21 +868,14 @@ size_t barrier_at(const std::vector<Stmt>& items, size_t i, CoreKind core) {
 }
 
 /// The author's full barriers (`T.barrier_all()`, and the drains original_split gives a
-/// core with them) of a scope whose other statements hold no flags, taken out of the
-/// sequences as cuts: auto_sync puts a barrier back at each and its flags around them, as
-/// the original's AUTO_SYNC adds its flags to a kernel with PipeBarrier<PIPE_ALL> calls.
-/// The author's one-pipe barriers (`T.pipe_barrier("mte3")`) stay where they are: they
-/// order no pipe with another, so the flags between pipes are still auto_sync's to place.
-/// Nullopt when the scope has flags of the author's other than full barriers.
+/// core with them) taken out of the sequences as cuts: auto_sync puts a barrier back at
+/// each and its flags around them, as the original's AUTO_SYNC adds its flags to a kernel
+/// with PipeBarrier<PIPE_ALL> calls. The author's other flags (one-pipe barriers too) stay where they are.
 class BarrierCuts {
  public:
   explicit BarrierCuts(CoreKind core) : core_(core) {}
 
-  std::optional<Stmt> strip(const Stmt& body, const Loc& loc) {
-    Stmt out = sequence(body, loc);
-    if (!out || has_hand_sync(out, false)) return std::nullopt;
-    return out;
-  }
+  Stmt strip(const Stmt& body, const Loc& loc) { return sequence(body, loc); }
   std::set<Cut> cuts;
 
  private:
@@ -946,31 +950,44 @@ class ScopeFinder : public StmtMutator {
   Stmt mutate_scope(const ScopeStmt& s, const Stmt& self) override {
     Stmt body = s.body;
     std::set<Cut> cuts;
+    EventIdUse authors;
     if (has_hand_sync(body)) {
-      // Under the original's AUTO_SYNC (original_sync) the author's full and one-pipe
-      // barriers keep the scope automatic; any other flag of the author's makes it
-      // hand-synced.
+      // Under the original's AUTO_SYNC (original_sync) a scope with the author's flags stays
+      // automatic, as the original's sync insertion adds its flags whatever the author
+      // wrote: the full barriers become cuts, the other flags stay and keep their ids,
+      // which auto_sync's own flags do not share. Without it the scope is hand-synced.
+      if (!o_.original_sync) return self;
       BarrierCuts bc(s.kind);
-      auto stripped = o_.original_sync ? bc.strip(body, self->loc) : std::nullopt;
-      if (!stripped) return self;
-      body = *stripped;
+      body = bc.strip(body, self->loc);
       cuts = std::move(bc.cuts);
+      authors = event_ids_used(body);
     }
     // The analysis reads a let variable as the value it was bound to, which a variable
     // assigned again (a T.alloc_var register) does not keep: an access indexed by one may
-    // touch any element of its buffer.
-    const std::set<int>* registers = reassigned_in(body) ? &assigned_ : nullptr;
+    // touch any element of its buffer. A scope that also has flags of the author's besides
+    // barriers is left to them (as without original_sync).
+    const bool reassigned = reassigned_in(body) != nullptr;
+    if (reassigned && !authors.empty()) return self;
+    const std::set<int>* registers = reassigned ? &assigned_ : nullptr;
     VarRanges v = vars_;
     v[kVidVar] = vid_range(s.kind);
     // Ids by lifetime; where they run out, full barriers one at a time until they fit.
+    // When they do not fit beside the author's ids even then, the ids are chosen as the
+    // original's sync insertion chooses them, without regard to the author's.
     Stmt b;
+    const std::set<Cut> authors_cuts = cuts;
     for (;;) {
-      AutoSync a(p_, chip_, o_, s.kind, self->loc, v, loops_ > 0, cuts, registers);
+      AutoSync a(p_, chip_, o_, s.kind, self->loc, v, loops_ > 0, cuts, registers, authors);
       if (auto r = a.run(body)) {
         b = *r;
         break;
       }
       auto c = a.next_cut();
+      if (!c && !authors.empty()) {
+        authors = {};
+        cuts = authors_cuts;
+        continue;
+      }
       if (!c) a.out_of_ids();
       cuts.insert(*c);
     }

@@ -85,7 +85,9 @@ std::optional<Pipe> leaf_pipe(const Stmt& s) {
           return copy_pipe(n.src.buffer->scope, n.dst.buffer->scope);
         else if constexpr (std::is_same_v<T, GemmStmt>)
           return Pipe::M;
-        else if constexpr (std::is_same_v<T, TileOpStmt> || std::is_same_v<T, ReduceStmt>)
+        else if constexpr (std::is_same_v<T, TileOpStmt>)
+          return tile_op_pipe(n.op);
+        else if constexpr (std::is_same_v<T, ReduceStmt>)
           return Pipe::V;
         else if constexpr (std::is_same_v<T, SetFlagStmt>)
           return n.src;
@@ -157,9 +159,10 @@ std::vector<Access> leaf_accesses(const Stmt& s, const std::vector<Buffer>& fenc
           if (!n.init) add(n.c, AccessKind::Read, Pipe::M);
           add(n.c, AccessKind::Write, Pipe::M);
         } else if constexpr (std::is_same_v<T, TileOpStmt>) {
-          for (const auto& r : n.srcs) add(r, AccessKind::Read, Pipe::V);
-          if (n.op == TileOpKind::Axpy) add(n.dst, AccessKind::Read, Pipe::V);
-          add(n.dst, AccessKind::Write, Pipe::V);
+          const Pipe p = tile_op_pipe(n.op);
+          for (const auto& r : n.srcs) add(r, AccessKind::Read, p);
+          if (n.op == TileOpKind::Axpy) add(n.dst, AccessKind::Read, p);
+          add(n.dst, AccessKind::Write, p);
           if (n.scalar) {
             if (auto* r = std::get_if<Region>(&n.scalar->value))
               add(*r, AccessKind::Read, Pipe::S);

@@ -87,30 +87,6 @@ bool flags_only(const Stmt& s) {
          std::holds_alternative<WaitFlagStmt>(s->node);
 }
 
-/// Event ids auto_sync used, per pipe pair.
-class UsedIds : public StmtVisitor {
- public:
-  void visit_set_flag(const SetFlagStmt& s, const StmtNode&) override {
-    note(s.src, s.dst, s.event_id);
-  }
-  void visit_wait_flag(const WaitFlagStmt& s, const StmtNode&) override {
-    note(s.src, s.dst, s.event_id);
-  }
-  std::map<PipePair, std::set<int64_t>> ids;
-  std::set<PipePair> opaque;  // pairs with an id whose range is unknown
-
- private:
-  void note(Pipe a, Pipe b, const Expr& id) {
-    // A rotating id (`k % 2 + base`) takes every value of its range.
-    Range r = eval_range(id, {});
-    if (!r.known) {
-      opaque.insert({a, b});
-      return;
-    }
-    for (int64_t v = r.lo; v <= r.hi; ++v) ids[{a, b}].insert(v);
-  }
-};
-
 /// The pairs of a barrier with the event id each uses.
 using BarrierFlags = std::vector<std::pair<PipePair, int64_t>>;
 
@@ -186,18 +162,46 @@ class Barriers : public StmtMutator {
 
 }  // namespace
 
+bool EventIdUse::holds(PipePair pair, int64_t lo, int64_t n) const {
+  if (opaque.count(pair)) return true;
+  auto it = ids.find(pair);
+  if (it == ids.end()) return false;
+  auto jt = it->second.lower_bound(lo);
+  return jt != it->second.end() && *jt < lo + n;
+}
+
+EventIdUse event_ids_used(const Stmt& body) {
+  struct Used : StmtVisitor {
+    EventIdUse use;
+    void visit_set_flag(const SetFlagStmt& s, const StmtNode&) override {
+      note(s.src, s.dst, s.event_id);
+    }
+    void visit_wait_flag(const WaitFlagStmt& s, const StmtNode&) override {
+      note(s.src, s.dst, s.event_id);
+    }
+    void note(Pipe a, Pipe b, const Expr& id) {
+      Range r = eval_range(id, {});
+      if (!r.known) {
+        use.opaque.insert({a, b});
+        return;
+      }
+      for (int64_t v = r.lo; v <= r.hi; ++v) use.ids[{a, b}].insert(v);
+    }
+  } v;
+  v.visit(body);
+  return std::move(v.use);
+}
+
 Stmt original_barriers(const Stmt& body, CoreKind core, const ChipConfig& chip,
                        const Loc& scope_loc) {
-  UsedIds used;
-  used.visit(body);
+  const EventIdUse used = event_ids_used(body);
   std::vector<std::string> full;
   for (const auto& spelling : barrier_spellings(core)) {
     BarrierFlags flags;
     for (PipePair pair : spelling) {
-      const std::set<int64_t>& taken = used.ids[pair];
       int64_t id = chip.event_ids - 1;
-      while (id >= 0 && taken.count(id)) --id;
-      if (id < 0 || used.opaque.count(pair)) {
+      while (id >= 0 && used.holds(pair, id, 1)) --id;
+      if (id < 0) {  // every id taken, or ids of the pair it cannot bound
         full.push_back(fmt::format("{}->{}", to_string(pair.first), to_string(pair.second)));
         break;
       }

@@ -5,12 +5,26 @@
 #include "tilepipe/chip.h"
 #include "tilepipe/ir.h"
 
+#include <map>
+#include <set>
 #include <utility>
 #include <vector>
 
 namespace tilepipe::passes {
 
 using PipePair = std::pair<ir::Pipe, ir::Pipe>;
+
+/// The event ids the flags of a body use, per pipe pair: a rotating id (`k % 2 + base`)
+/// takes every value of its range; `opaque` holds the pairs with an id whose range is not
+/// known.
+struct EventIdUse {
+  std::map<PipePair, std::set<int64_t>> ids;
+  std::set<PipePair> opaque;
+  bool empty() const { return ids.empty() && opaque.empty(); }
+  /// Whether one of ids [lo, lo + n) of the pair is in use.
+  bool holds(PipePair pair, int64_t lo, int64_t n) const;
+};
+EventIdUse event_ids_used(const ir::Stmt& body);
 
 /// The spellings of one full barrier, preferred first: (src, dst) pairs in emission order.
 /// Every pipe hands a flag to the hub (S on the Vector core, M on the Cube core), then on

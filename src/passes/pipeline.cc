@@ -92,6 +92,7 @@ const std::vector<OptionInfo>& option_table() {
       {"reserved_tail", &PassOptions::reserved_tail},
       {"auto_sync", &PassOptions::auto_sync},
       {"original_sync", &PassOptions::original_sync},
+      {"cv_combine", &PassOptions::cv_combine},
       {"max_rotation", nullptr, &PassOptions::max_rotation},
   };
   return table;
@@ -179,6 +180,7 @@ VerifyOptions verify_options(const PassOptions& o) {
   v.gemm_l1 = o.gemm_l1;
   v.reserved_tail = o.reserved_tail;
   v.event_id_range = !o.event_ids;
+  v.cv_combine = o.cv_combine;
   return v;
 }
 

@@ -126,6 +126,8 @@ static Cost reduce_cost(const Instr& in, const ChipConfig& c) {
 
 Cost instr_cost(const Instr& in, const ChipConfig& c) {
   const lower::OpTemplate& t = *in.t;
+  // An element store is the scalar unit's: its time is charged at issue (issue_facts).
+  if (t.pipe == Pipe::S) return {0, 0};
   switch (t.op) {
     case lower::Opcode::Copy: {
       double bytes = static_cast<double>(in.acc[1].bytes());

@@ -316,7 +316,8 @@ class Engine {
                                       const SetRecord& r, double from, double done, bool cross);
   int scalar_clock(Core& c);
   int race_site(Core& c, Pipe pipe, const lower::OpTemplate* op);
-  void race_access(Core& c, Pipe pipe, const Access& a, RaceKind kind, int site);
+  void race_access(Core& c, Pipe pipe, const Access& a, RaceKind kind, int site,
+                   bool store = false);
   [[gnu::noinline]] void observe_op(Core& c, Pipe p, const Instr& in, double start, double end,
                                     double occupancy);
 
@@ -369,6 +370,9 @@ class Engine {
   HostData* io_;
   SimOptions opts_;
   bool functional_;
+  /// Functional runs: per GM tensor of role Output, the elements an instruction wrote (empty
+  /// for the other tensors); SimResult::unwritten.
+  std::vector<std::vector<bool>> written_;
   std::vector<std::vector<uint8_t>> gm_;
   std::vector<Core> cores_;
   std::vector<CrossFlags> cross_;

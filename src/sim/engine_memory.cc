@@ -224,6 +224,15 @@ void Engine::execute_values(Core& c, const Instr& in) {
   }
   const uint64_t seq = values_exec_->submit(c.ai_core, v, race_ ? race_->take_tag() : nullptr);
   const Access& dst = v.acc[0];
+  if (in.t->num_acc > 0 && dst.t->scope == ir::Scope::GM && !written_.empty()) {
+    auto& w = written_[static_cast<size_t>(dst.t->gm_index)];
+    const int64_t eb = dst.t->elem_bytes;
+    if (!w.empty())
+      for_each_run(dst, [&](int64_t lo, int64_t len) {
+        for (int64_t e = lo / eb; e < (lo + len + eb - 1) / eb; ++e)
+          w[static_cast<size_t>(e)] = true;
+      });
+  }
   if (seq > 0 && in.t->num_acc > 0 && dst.t->scope == ir::Scope::UB) {
     if (c.ub_write_seq.empty())
       c.ub_write_seq.assign(c.local[static_cast<size_t>(ir::Scope::UB)].size() / kUbPage + 1, 0);

@@ -19,6 +19,7 @@ int Engine::release(Core& c, const Instr& in) {
 void Engine::acquire_set(Core& c, Pipe pipe, const SetRecord& r, bool cross) {
   race_->acquire(c.ai_core, RaceDetector::thread(c.role, pipe), clocks_[static_cast<size_t>(r.vc)]);
   if (pipe == Pipe::S) {
+    race_->publish_stores(c.ai_core, RaceDetector::thread(c.role, Pipe::S));
     c.s_clock = -1;
     if (cross)  // a cross-core wait blocks every pipe of the core (hardware.md)
       for (int p = 0; p < kPipes; ++p) {
@@ -48,11 +49,11 @@ int Engine::race_site(Core& c, Pipe pipe, const lower::OpTemplate* op) {
   return race_->site(c.index, pipe, op, race_loops_);
 }
 
-void Engine::race_access(Core& c, Pipe pipe, const Access& a, RaceKind kind, int site) {
+void Engine::race_access(Core& c, Pipe pipe, const Access& a, RaceKind kind, int site, bool store) {
   int64_t mem = a.t->scope == ir::Scope::GM
                     ? a.t->gm_index
                     : (int64_t{1} << 32) + c.index * 8 + static_cast<int64_t>(a.t->scope);
-  race_->access(c.ai_core, RaceDetector::thread(c.role, pipe), mem, a, kind, site);
+  race_->access(c.ai_core, RaceDetector::thread(c.role, pipe), mem, a, kind, site, store);
 }
 
 /// Race detection and the observer for an instruction that started on pipe p.
@@ -68,7 +69,7 @@ void Engine::observe_op(Core& c, Pipe p, const Instr& in, double start, double e
                   i > 0          ? RaceKind::Read
                   : t.atomic_add ? RaceKind::AtomicAdd
                                  : RaceKind::Write,
-                  site);
+                  site, i == 0 && p == Pipe::S);  // the scalar unit's element store
   }
   if (opts_.observer)
     opts_.observer->on_instr(InstrEvent{c.index, p, in.t, in.issue, start, end, occupancy,

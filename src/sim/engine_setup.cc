@@ -75,6 +75,12 @@ void Engine::setup_cores() {
     if (functional_) race_->defer_same_value_writes();  // the values decide write-write pairs
   }
   op_hooks_ = race_ || opts_.observer || functional_;
+  if (functional_) {
+    written_.resize(p_.gm.size());
+    for (size_t i = 0; i < p_.gm.size(); ++i)
+      if (!p_.gm[i].workspace && p_.gm[i].buffer->role == ir::TensorRole::Output)
+        written_[i].assign(static_cast<size_t>(p_.gm[i].buffer->elements()), false);
+  }
   for (int ai = 0; ai < n; ++ai) {
     if (!p_.aic.empty()) add_core(CoreKind::C, ai, 0, &p_.aic);
     if (!p_.aiv.empty())
@@ -223,7 +229,7 @@ IssueFacts Engine::issue_facts(const lower::OpTemplate& t, std::vector<StartCode
   f.pipe = t.pipe;
   if (t.op == Opcode::WaitCross || (t.op == Opcode::WaitFlag && t.flag_dst == Pipe::S))
     f.route = IssueFacts::ScalarWait;
-  else if (t.pipe == Pipe::S)
+  else if (t.pipe == Pipe::S && t.op != Opcode::Vec)  // an element store (Vec on S) is an Op
     f.route = IssueFacts::ScalarSet;
   else if (t.op == Opcode::SetFlag || t.op == Opcode::SetCross)
     f.route = IssueFacts::Set;
@@ -234,10 +240,13 @@ IssueFacts Engine::issue_facts(const lower::OpTemplate& t, std::vector<StartCode
   f.skipped = t.dropped && t.op != Opcode::WaitFlag && t.op != Opcode::WaitCross;
   // A vector compute op is the original's count-form call: the scalar unit also switches the
   // mask mode and writes the mask before it and restores both after (issue.vector_mask_ops).
-  const bool masked = t.op == Opcode::Vec && t.tile_op != ir::TileOpKind::Reinterpret;
+  // An element store (a Vec on S) is the scalar unit's own write of UB, one scalar op.
+  const bool store = t.op == Opcode::Vec && t.pipe == Pipe::S;
+  const bool masked = t.op == Opcode::Vec && !store && t.tile_op != ir::TileOpKind::Reinterpret;
   f.issue_cycles = t.dropped ? 0
                              : chip_.issue_cycles +
-                                   (masked ? chip_.vector_mask_ops * chip_.scalar_op_cycles : 0);
+                                   (masked ? chip_.vector_mask_ops * chip_.scalar_op_cycles : 0) +
+                                   (store ? chip_.scalar_op_cycles : 0);
   if (t.op == Opcode::SetFlag || t.op == Opcode::WaitFlag || t.op == Opcode::SetCross ||
       t.op == Opcode::WaitCross) {
     // A constant id in range needs no work per instruction; any other one is checked
@@ -333,6 +342,13 @@ SimResult Engine::collect() {
   if (pn[1]) r.v2c.mean_pending = psum[1] / static_cast<double>(pn[1]);
   values_exec_->drain_all();
   if (values_exec_->skipped()) interrupted(r.cycles);
+  for (size_t i = 0; i < written_.size(); ++i) {
+    const auto& w = written_[i];
+    const auto first = std::find(w.begin(), w.end(), false);
+    if (first == w.end()) continue;
+    r.unwritten.push_back({p_.gm[i].buffer->name, std::count(first, w.end(), false),
+                           static_cast<int64_t>(w.size()), first - w.begin()});
+  }
   if (functional_ && io_) {
     const auto& keep = opts_.write_back;
     for (size_t i = 0; i < p_.gm.size(); ++i) {

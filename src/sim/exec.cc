@@ -573,6 +573,7 @@ void exec_vec(const Instr& in) {
       convert(out, n, in.acc[1].t->dtype, dst.t->dtype, static_cast<ir::CastRound>(t.attrs[0]));
       break;
     case TileOpKind::Fill:
+    case TileOpKind::Store:
       std::fill(out, out + n, static_cast<T>(in.scalar));
       break;
     case TileOpKind::Broadcast: {

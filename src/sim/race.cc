@@ -31,7 +31,13 @@ RaceDetector::RaceDetector(int ai_cores)
 
 VectorClock RaceDetector::release(int ai, int tid) {
   VectorClock vc = clock(ai, tid);
-  ++clock(ai, tid)[static_cast<size_t>(tid)];
+  auto& own = clock(ai, tid)[static_cast<size_t>(tid)];
+  if (is_scalar(tid)) {  // the element stores' epoch (own + 1) too; later ones are own + 3
+    ++vc[static_cast<size_t>(tid)];
+    own += 2;
+  } else {
+    ++own;
+  }
   return vc;
 }
 
@@ -42,9 +48,11 @@ void RaceDetector::acquire(int ai, int tid, const VectorClock& vc) {
 void RaceDetector::barrier(int ai) {
   VectorClock all{};
   for (int t = 0; t < kRaceThreads; ++t) join(all, clock(ai, t));
+  for (int t = 0; t < kRaceThreads; ++t)
+    if (is_scalar(t)) ++all[static_cast<size_t>(t)];  // its element stores (access)
   for (int t = 0; t < kRaceThreads; ++t) {
     clock(ai, t) = all;
-    ++clock(ai, t)[static_cast<size_t>(t)];
+    clock(ai, t)[static_cast<size_t>(t)] += is_scalar(t) ? 2 : 1;
   }
 }
 

@@ -60,9 +60,14 @@ class RaceDetector {
   }
 
   /// Release: a copy of the thread's clock to hand to the waiter; then the thread advances.
+  /// The scalar unit's release also covers its element stores since the last one.
   VectorClock release(int ai, int tid);
   /// Acquire: joins a released clock into the thread's clock.
   void acquire(int ai, int tid, const VectorClock& vc);
+  /// The scalar unit waited (a wait_flag(X, S), each flag of a barrier_all on the Vector
+  /// core): its element stores so far are done, and the clock it hands to the instructions
+  /// it issues next covers them, as PipeBarrier<PIPE_ALL> orders them on the NPU.
+  void publish_stores(int ai, int tid) { clock(ai, tid)[static_cast<size_t>(tid)] += 2; }
   /// Every thread of AI core `ai` has reached a common point (a block boundary): each
   /// acquires all the others' clocks, then advances.
   void barrier(int ai);
@@ -88,7 +93,16 @@ class RaceDetector {
 
   /// Records an access made at `site` and checks it against earlier conflicting ones.
   /// `mem` identifies the memory (GM tensor or one core's scope).
-  void access(int ai, int tid, int64_t mem, const Access& a, RaceKind kind, int site);
+  ///
+  /// `store`: an element store of the scalar unit (SetValue). It is ordered with the scalar
+  /// unit's own accesses by program order, but not with the instructions it issues after
+  /// it: a pipe reading the element needs an S -> pipe flag, as on the NPU. So it takes
+  /// the epoch after the scalar unit's clock, which the clock the scalar unit hands to the
+  /// instructions it issues does not cover and its next release (set_flag(S, X), a block
+  /// boundary) does.
+  void access(int ai, int tid, int64_t mem, const Access& a, RaceKind kind, int site,
+              bool store = false);
+  static bool is_scalar(int tid) { return tid % ir::kNumPipes == static_cast<int>(ir::Pipe::S); }
 
   std::vector<Diagnostic> take_reports() { return std::move(reports_); }
   bool found() const { return !reports_.empty(); }
@@ -235,14 +249,14 @@ inline bool RaceDetector::ordered(const Epoch& prev, int ai, int tid) const {
 }
 
 inline void RaceDetector::access(int ai, int tid, int64_t mem, const Access& a, RaceKind kind,
-                                 int site) {
+                                 int site, bool store) {
   if (mem != last_mem_) {  // unordered_map nodes stay put: the pointer stays valid
     last_shadow_ = &shadow_[mem];
     last_mem_ = mem;
   }
   Shadow& sh = *last_shadow_;
-  const Epoch now{clock(ai, tid)[static_cast<size_t>(tid)], site, static_cast<int16_t>(ai),
-                  static_cast<int16_t>(tid)};
+  const Epoch now{clock(ai, tid)[static_cast<size_t>(tid)] + (store ? 1 : 0), site,
+                  static_cast<int16_t>(ai), static_cast<int16_t>(tid)};
   uint32_t tag = 0;
   if (defer_writes_ && kind == RaceKind::Write) {
     tag_ = 0;  // conflict() defers only a pair with this write's own tag

@@ -60,6 +60,7 @@ class Verifier {
   void stmt(const Stmt& s);
   bool in_scope(const Loc& loc, const char* what);
   bool operand_on_core(const Region& r, const Loc& loc, const char* what);
+  void outer_scope(const Stmt& s);
   /// Sets scope_ for a header in unscoped code from its bodies; returns the scope to restore.
   std::optional<CoreKind> header_scope(std::initializer_list<const Stmt*> bodies);
   void check(const SeqStmt& n, const StmtNode&);
@@ -153,6 +154,7 @@ class Verifier {
   std::vector<Diagnostic> diags_;
   int errors_ = 0, warnings_ = 0;
   std::optional<CoreKind> scope_;
+  bool outer_warned_ = false;   // outer_scope's warning given
   std::set<int> loop_derived_;  // loop variables and lets computed from them
   std::map<int, Interval> vars_;
   std::set<int> guarded_;  // ids (var id, -1 cid, -2 vid) used by an enclosing if condition

@@ -32,12 +32,34 @@ bool Verifier::operand_on_core(const Region& r, const Loc& loc, const char* what
   return false;
 }
 
+/// TileLang-Ascend's strict C/V verifier (#1606, #1753): without AUTO_CV_COMBINE, work on a
+/// core's own memories (vector ops, gemms, copies with a UB / L1 / L0 end) outside a scope
+/// is an error of the newest original. Older releases compiled it, and tilepipe splits it
+/// as they did: a warning, at the first such statement of the program.
+void Verifier::outer_scope(const Stmt& s) {
+  if (opts_.cv_combine || outer_warned_) return;
+  const auto* c = std::get_if<CopyStmt>(&s->node);
+  const bool work = std::holds_alternative<GemmStmt>(s->node) ||
+                    std::holds_alternative<TileOpStmt>(s->node) ||
+                    std::holds_alternative<ReduceStmt>(s->node) ||
+                    (c && (c->src.buffer->scope != Scope::GM || c->dst.buffer->scope != Scope::GM));
+  if (!work) return;
+  outer_warned_ = true;
+  warn(s->loc, "outer-scope",
+       "work on a core's memories outside T.Scope in a kernel without "
+       "TL_ASCEND_AUTO_CV_COMBINE: TileLang-Ascend's strict C/V check (#1753) rejects it; "
+       "older releases, and tilepipe, split it into Cube and Vector code",
+       "turn on tilelang.PassConfigKey.TL_ASCEND_AUTO_CV_COMBINE in the kernel's pass_configs, "
+       "or put the Cube work in T.Scope(\"C\") and the Vector work in T.Scope(\"V\")");
+}
+
 void Verifier::stmt(const Stmt& s) {
   if (!s) return;
   // Unscoped (automatic) code: a leaf runs on the core that owns its on-chip operands,
   // and is checked as if it were in that core's scope.
   std::optional<CoreKind> inferred;
   if (opts_.unscoped && !scope_) {
+    outer_scope(s);
     if (auto* c = std::get_if<CopyStmt>(&s->node); c && crossing(*c)) {
       check_crossing(*c, *s);
       record_write(s);

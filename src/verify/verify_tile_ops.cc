@@ -41,7 +41,7 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
     }
   // A one-element fill is an element store (`ub[i] = x`: the scalar unit's SetValue on
   // hardware), which needs no vector alignment.
-  if (!(n.op == TileOpKind::Fill && n.dst.elements() == 1)) {
+  if (!((n.op == TileOpKind::Fill || n.op == TileOpKind::Store) && n.dst.elements() == 1)) {
     for (const auto& r : n.srcs) ub_aligned(r, s.loc, what.c_str());
     ub_aligned(n.dst, s.loc, what.c_str());
   }
@@ -77,6 +77,15 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
       scalar_needed = true;
       break;
     case TileOpKind::Fill:
+      want_srcs = 0;
+      scalar_needed = true;
+      break;
+    case TileOpKind::Store:
+      if (n.dst.elements() != 1)
+        error(s.loc, "shape-mismatch",
+              fmt::format("element store into {} of {} elements; expected one element",
+                          print(n.dst), n.dst.elements()),
+              "index every dimension of the stored element, or fill a tile with T.tile.fill");
       want_srcs = 0;
       scalar_needed = true;
       break;
@@ -296,6 +305,7 @@ bool is_wide(DType d) {
 bool moves_elements(TileOpKind op) {
   switch (op) {
     case TileOpKind::Fill:
+    case TileOpKind::Store:
     case TileOpKind::Cast:
     case TileOpKind::Reinterpret:
     case TileOpKind::Broadcast:

@@ -15,7 +15,7 @@ from ._gates import _CUBE, _gate
 # What a buffer declared "bool" may take part in: moves, masks, selects, casts and the
 # logical ops (max / min on 0 / 1 are or / and). Arithmetic on bools has no exact meaning on
 # uint8 lanes (0 - 1 wraps to 255 where a float reference gives -1): refused (docs/python.md).
-_BOOL_OK = {"fill", "compare", "select", "cast", "transpose", "gather", "max", "min",
+_BOOL_OK = {"fill", "store", "compare", "select", "cast", "transpose", "gather", "max", "min",
             "bit_and", "bit_or", "bit_xor", "bit_not", "broadcast", "copy"}
 
 

@@ -250,6 +250,13 @@ def fill(dst, value):
     _emit("fill", dst, [], _scalar(value, "T.tile.fill"))
 
 
+def _store(dst, value):
+    """`ub[i] = x` (a number, an integer expression or a UB element): the scalar unit's
+    SetValue of one UB element (the IR's tile.store, on the S pipe). The front end's own
+    spelling of an element store, not a name of the original's T.tile."""
+    _emit("store", dst, [], _scalar(value, "element store"))
+
+
 def _mask(m, n):
     """A compare destination or select mask for n lanes: a uint8 / int8 bit mask (one bit
     per lane, the original's form) is taken as its first n / 8 bytes (a mask buffer may be
