@@ -121,10 +121,10 @@ ir::Program program(const Gemm& g, int line = 0) {
     }
     if (g.b_scope == ir::Scope::L1) copy(b, b1);
     ir::Loc loc{"kernel.py", line, 0};
-    kb.emit(ir::make_stmt(ir::GemmL1Stmt{full_region(a1.ir()), full_region(b1.ir()),
-                                         full_region(c0.ir()), false, g.transpose_b, g.init,
-                                         g.k_chunk},
-                          loc));
+    kb.emit(
+        ir::make_stmt(ir::GemmL1Stmt{full_region(a1.ir()), full_region(b1.ir()),
+                                     full_region(c0.ir()), false, g.transpose_b, g.init, g.k_chunk},
+                      loc));
     if (g.hand) {
       set_flag(ir::Pipe::M, ir::Pipe::FIX, 0);
       wait_flag(ir::Pipe::M, ir::Pipe::FIX, 0);

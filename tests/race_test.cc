@@ -181,6 +181,7 @@ TEST(RaceDetector, ACopyIntoUbThatStoresTheBytesAlreadyThereIsNoRace) {
   d.access(0, v, 0, f.at(0), RaceKind::Write, d.site(0, ir::Pipe::V, &f.writer, loops));
   EXPECT_EQ(d.take_tag(), nullptr);
   EXPECT_TRUE(d.found());  // a vector write: no values awaited
+}
 
 // The scalar unit's element store (SetValue) is ordered with its own later reads by
 // program order, but not with a pipe's access the scalar unit issues after it: that needs an

@@ -151,8 +151,8 @@ class Equal {
   }
   bool node(const GemmL1Stmt& x, const GemmL1Stmt& y) {
     return region(x.a, y.a) && region(x.b, y.b) && region(x.c, y.c) &&
-           x.transpose_a == y.transpose_a && x.transpose_b == y.transpose_b && expr(x.init, y.init) &&
-           x.k_chunk == y.k_chunk;
+           x.transpose_a == y.transpose_a && x.transpose_b == y.transpose_b &&
+           expr(x.init, y.init) && x.k_chunk == y.k_chunk;
   }
   bool node(const TileOpStmt& x, const TileOpStmt& y) {
     return x.op == y.op && x.cmp == y.cmp && region(x.dst, y.dst) && regions(x.srcs, y.srcs) &&

@@ -870,7 +870,8 @@ size_t barrier_at(const std::vector<Stmt>& items, size_t i, CoreKind core) {
 /// The author's full barriers (`T.barrier_all()`, and the drains original_split gives a
 /// core with them) taken out of the sequences as cuts: auto_sync puts a barrier back at
 /// each and its flags around them, as the original's AUTO_SYNC adds its flags to a kernel
-/// with PipeBarrier<PIPE_ALL> calls. The author's other flags (one-pipe barriers too) stay where they are.
+/// with PipeBarrier<PIPE_ALL> calls. The author's other flags (one-pipe barriers too) stay where
+/// they are.
 class BarrierCuts {
  public:
   explicit BarrierCuts(CoreKind core) : core_(core) {}

@@ -136,7 +136,8 @@ class Pass : public StmtMutator {
     const int64_t budget_a = chip_.l0a.usable / 4, budget_b = chip_.l0b.usable / 4;
     const bool authors = g.k_chunk && k % g.k_chunk == 0;  // the author's kL0Size, as given
     int64_t kc = authors ? std::min(k, g.k_chunk) : k;
-    while (!authors && kc % 2 == 0 && (kc / 2) % kf == 0 && (m * kc * eb > budget_a || n * kc * eb > budget_b))
+    while (!authors && kc % 2 == 0 && (kc / 2) % kf == 0 &&
+           (m * kc * eb > budget_a || n * kc * eb > budget_b))
       kc /= 2;
     for (int64_t i = 0; i < k / kc; ++i) {
       Region ops[2];
