@@ -83,6 +83,10 @@ struct Callbacks {
   std::function<Prepared(const Point&)> prepare;    // cheap: build, verify, lower, key
   std::function<double(const Point&)> lower_bound;  // roofline lower bound in cycles
   std::function<Simulated(const Point&)> simulate;
+  /// Optional: why a timed config gives no right result ("" when it does), e.g. a functional
+  /// run with the checks. Costly, so asked of the best config only, in rank order until one
+  /// passes: the ones it fails are rejected with that reason.
+  std::function<std::string(const Point&)> check;
 };
 
 /// `base` holds the parameters outside the space (and the defaults of those in it).

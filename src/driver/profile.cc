@@ -242,33 +242,37 @@ tune::Callbacks tune_callbacks(const KernelSource& k, const RunRequest& base,
     });
     return base_state->unwritten;
   };
-  cb.simulate = [&k, &chip, request, functional,
-                 base_unwritten](const tune::Point& p) -> tune::Simulated {
+  cb.simulate = [&k, &chip, request](const tune::Point& p) -> tune::Simulated {
     try {
       auto rep = run_kernel(k, request(p), chip);
       auto s = prof::summarize(rep.sim, rep.lowered, chip);
-      std::vector<sim::SimResult::Unwritten> unwritten;
-      if (std::string why = functional(p, unwritten); !why.empty())
-        return {false, "the functional check run failed: " + why, 0, ""};
-      for (const auto& u : unwritten) {
-        int64_t base = 0;
-        for (const auto& b : base_unwritten())
-          if (b.tensor == u.tensor) base = b.elements;
-        if (u.elements > base)
-          return {false,
-                  fmt::format("the functional check run leaves {} of the {} elements of output "
-                              "'{}' unwritten (the first at flat index {}){}",
-                              u.elements, u.total, u.tensor, u.first,
-                              base > 0 ? fmt::format("; the starting config leaves {}", base)
-                                       : std::string("; the starting config writes them all")),
-                  0, ""};
-      }
       return {true, "", rep.sim.cycles, s.bound};
     } catch (const UserError& e) {
       return {false, first_reason(e), 0, ""};
     } catch (const ParamError& e) {  // e.g. --inputs arrays that do not fit this config
       return {false, e.message, 0, ""};
     }
+  };
+  cb.check = [functional, base_unwritten](const tune::Point& p) -> std::string {
+    std::vector<sim::SimResult::Unwritten> unwritten;
+    try {
+      if (std::string why = functional(p, unwritten); !why.empty()) return why;
+    } catch (const ParamError& e) {
+      return e.message;
+    }
+    for (const auto& u : unwritten) {
+      int64_t base = 0;
+      for (const auto& b : base_unwritten())
+        if (b.tensor == u.tensor) base = b.elements;
+      if (u.elements > base)
+        return fmt::format(
+            "it leaves {} of the {} elements of output '{}' unwritten (the first "
+            "at flat index {}){}",
+            u.elements, u.total, u.tensor, u.first,
+            base > 0 ? fmt::format("; the starting config leaves {}", base)
+                     : std::string("; the starting config writes them all"));
+    }
+    return "";
   };
   return cb;
 }

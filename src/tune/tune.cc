@@ -437,6 +437,21 @@ Result run(const Point& base, const Options& o, const Callbacks& cb) {
     throw std::invalid_argument(fmt::format("--strategy '{}': expected grid or coord", o.strategy));
   }
 
+  // The winner must be right: check the best timed config, and the next best while the
+  // check rejects them (checking every config would cost a functional run each).
+  for (bool settled = !cb.check; !settled;) {
+    Entry* top = nullptr;
+    for (auto& e : entries)
+      if ((e.status == "simulated" || e.status == "cached") && (!top || better(e, *top))) top = &e;
+    if (!top) break;
+    std::string why = cb.check(top->params);
+    settled = why.empty();
+    if (!settled) {
+      top->status = "rejected";
+      top->sim.reason = "the functional check run failed: " + why;
+    }
+  }
+
   Result r;
   const Entry* best = nullptr;
   for (const auto& e : entries) {
