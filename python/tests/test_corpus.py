@@ -62,7 +62,7 @@ def test_elementwise_example_uses_the_reserved_tail_of_ub():
     assert pass_options({tilelang.PassConfigKey.TL_ASCEND_MEMORY_PLANNING: True,
                          "tl.ascend_auto_sync": False, "tir.disable_vectorize": True}, {}) == {
         "memory_planning": True, "auto_sync": False, "original_sync": False,
-        "reserved_tail": True, "cross_drains": True, "hand_pipeline": True}
+        "reserved_tail": True, "cross_drains": True, "hand_pipeline": True, "cv_combine": False}
     # TVM's vectorizer switch leaves T.Parallel's lowering (the vectorize pass) on
     assert "vectorize" not in pass_options({"tl.disable_vectorize": True}, {})
     assert pass_options({"tilepipe.vectorize": False}, {})["vectorize"] is False
