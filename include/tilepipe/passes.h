@@ -99,6 +99,15 @@ struct PassOptions {
   int max_rotation = 4;
 };
 
+/// Does the original's code generator read a UB element for this statement's scalar operand
+/// behind a full barrier of its own? A tile op whose AscendC call takes a scalar (Adds, Subs,
+/// Muls, Divs, Maxs, Mins, Select, CompareScalar) given an element of a buffer is printed as
+/// `PipeBarrier<PIPE_ALL>(); auto s = buf.GetValue(i);` before the call
+/// (codegen_ascend.cc: AddsAndMulsOpCodegen, SubsOpCodegen, DivsOpCodegen, SelectCodegen,
+/// CompareScalarCodegen), each call its own, whatever the sync mode; Duplicate (fill) is
+/// not. original_sync places it; emit warns of it.
+bool scalar_element_barrier(const ir::StmtNode& s);
+
 /// One option of PassOptions by name: the one table through which the driver, the command
 /// line and the Python front end (a kernel's pass configs, "tilepipe.<name>", python/ext) set
 /// options.

@@ -391,6 +391,10 @@ PYBIND11_MODULE(_tilepipe, m) {
   // The simulator's own lookup: $TILEPIPE_CONFIG_DIR, an installed prefix's configs, else
   // the source tree's (the Python side asks it rather than guessing from its own path).
   m.def("config_dir", [] { return config_dir(); });
+  // The passes layer's option table: the names pass configs may set ("tilepipe.<name>").
+  std::vector<std::string> options;
+  for (const auto& info : passes::option_table()) options.push_back(info.name);
+  m.attr("PASS_OPTIONS") = options;
   m.attr("CHECK_KINDS") =
       std::vector<std::string>(sim::kCheckKinds.begin(), sim::kCheckKinds.end());
 

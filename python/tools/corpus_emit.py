@@ -155,7 +155,10 @@ def check_kernel(c, host, out_path):
         return row
     row["cycles"], row["cycles_emitted"] = t0.cycles, t1.cycles
     bad = []
-    if t0.cycles != t1.cycles:
+    # A file that notes the original's GetValue barriers (tile calls with a buffer-element
+    # scalar) runs slower, as the original compiles it: slower is right, faster is not.
+    noted = "PipeBarrier<PIPE_ALL> before each one's GetValue" in text
+    if t0.cycles != t1.cycles and not (noted and t1.cycles > t0.cycles):
         bad.append(f"cycles {t0.cycles:.0f} -> {t1.cycles:.0f}")
     for n in outputs:
         a, b = np.asarray(f0.outputs[n]), np.asarray(f1.outputs[n])
@@ -218,7 +221,7 @@ def run_script(relpath, root, out_dir, timeout):
     path = os.path.join(root, relpath)
     d = os.path.join(out_dir, os.path.dirname(relpath))
     os.makedirs(d, exist_ok=True)
-    rc, out, err, secs = cr.run([sys.executable, os.path.abspath(__file__), "--worker", path,
+    rc, out, err, secs, _ = cr.run([sys.executable, os.path.abspath(__file__), "--worker", path,
                                  "--emit-dir", d], os.path.dirname(path), timeout)
     res = {"script": relpath, "seconds": round(secs, 1), "rows": [], "script_error": ""}
     if rc is None:

@@ -288,6 +288,14 @@ class Emitter {
     line("# ({}), as a TileLang-Ascend expert-mode kernel.", passes_text());
     line("# Every on-chip buffer is pinned where the simulation placed it; the pass configs");
     line("# below keep the original compiler from synchronising, splitting or placing again.");
+    if (int n = getvalue_barriers(); n > 0) {
+      // Not the program's own time: the original adds these barriers whatever the configs.
+      line("# Note: {} tile call{} here take{} a buffer element as the scalar; the original's code",
+           n, n == 1 ? "" : "s", n == 1 ? "s" : "");
+      line(
+          "# generator puts PipeBarrier<PIPE_ALL> before each one's GetValue, so this kernel runs");
+      line("# slower there than tilepipe's simulation of it (as this file run by tilepipe shows).");
+    }
     line("import tilelang");
     line("from tilelang import language as T");
     line("");
@@ -298,6 +306,18 @@ class Emitter {
     line("}}");
     line("");
     line("");
+  }
+
+  /// The tile ops the original's code generator puts behind a full barrier of its own.
+  int getvalue_barriers() const {
+    struct Count : StmtVisitor {
+      int n = 0;
+      void visit_tile(const TileOpStmt&, const StmtNode& s) override {
+        n += passes::scalar_element_barrier(s);
+      }
+    } count;
+    count.visit(c_.program.body);
+    return count.n;
   }
 
   std::string passes_text() const {

@@ -11,6 +11,7 @@
 
 #include "passes/dependence.h"
 #include "passes/rewrite.h"
+#include "tilepipe/passes.h"
 #include "tilepipe/verify.h"
 
 namespace tilepipe::passes {
@@ -47,31 +48,6 @@ class LoadReads : public RegionRewriter {
   std::set<std::string> reads_;
 };
 
-/// Does the original's code generator read a UB element for this statement's scalar operand
-/// behind a full barrier of its own? A tile op whose AscendC call takes a scalar (Adds, Subs,
-/// Muls, Divs, Maxs, Mins, Select, CompareScalar) given an element of a buffer is printed as
-/// `PipeBarrier<PIPE_ALL>(); auto s = buf.GetValue(i);` before the call
-/// (codegen_ascend.cc: AddsAndMulsOpCodegen, SubsOpCodegen, DivsOpCodegen, SelectCodegen,
-/// CompareScalarCodegen), each call its own, whatever the sync mode; Duplicate (fill) is
-/// not.
-bool scalar_element_barrier(const Stmt& s) {
-  auto* t = std::get_if<TileOpStmt>(&s->node);
-  if (!t || !t->scalar || !std::holds_alternative<Region>(t->scalar->value)) return false;
-  switch (t->op) {
-    case TileOpKind::Add:
-    case TileOpKind::Sub:
-    case TileOpKind::Mul:
-    case TileOpKind::Div:
-    case TileOpKind::Max:
-    case TileOpKind::Min:
-    case TileOpKind::SelectOp:
-    case TileOpKind::Compare:
-      return true;
-    default:
-      return false;
-  }
-}
-
 /// Is the statement one auto_sync generated: flags only (its guards `if (k >= 1)` hold
 /// nothing else)?
 bool flags_only(const Stmt& s) {
@@ -104,7 +80,7 @@ class Barriers : public StmtMutator {
       }
       if (is_leaf(c)) {
         std::set<std::string> reads = reads_.of(c);
-        if ((!reads.empty() && reads != previous) || scalar_element_barrier(c))
+        if ((!reads.empty() && reads != previous) || scalar_element_barrier(*c))
           emit(out.body, c->loc);
         previous = std::move(reads);
         out.body.push_back(c);
@@ -130,7 +106,7 @@ class Barriers : public StmtMutator {
   }
 
   Stmt mutate_leaf(const Stmt& self) override {
-    if (reads_.of(self).empty() && !scalar_element_barrier(self)) return self;
+    if (reads_.of(self).empty() && !scalar_element_barrier(*self)) return self;
     SeqStmt out;
     emit(out.body, self->loc);
     out.body.push_back(self);
@@ -161,6 +137,24 @@ class Barriers : public StmtMutator {
 };
 
 }  // namespace
+
+bool scalar_element_barrier(const ir::StmtNode& s) {
+  auto* t = std::get_if<TileOpStmt>(&s.node);
+  if (!t || !t->scalar || !std::holds_alternative<Region>(t->scalar->value)) return false;
+  switch (t->op) {
+    case TileOpKind::Add:
+    case TileOpKind::Sub:
+    case TileOpKind::Mul:
+    case TileOpKind::Div:
+    case TileOpKind::Max:
+    case TileOpKind::Min:
+    case TileOpKind::SelectOp:
+    case TileOpKind::Compare:
+      return true;
+    default:
+      return false;
+  }
+}
 
 bool EventIdUse::holds(PipePair pair, int64_t lo, int64_t n) const {
   if (opaque.count(pair)) return true;

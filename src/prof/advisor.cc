@@ -143,6 +143,12 @@ RuleSet parse_rules(const nlohmann::json& j) {
     if (!actions.count(x.action))
       throw std::runtime_error(
           fmt::format("advice rule '{}': unknown action '{}'", x.id, x.action));
+    // A name field given empty is a slip: leaving it out is how a rule says "none".
+    for (const char* field : {"knob_role", "whatif", "where"})
+      if (r.contains(field) && r[field] == "")
+        throw std::runtime_error(fmt::format(
+            "advice rule '{}': {} is empty; give one of its names or leave the field out", x.id,
+            field));
     x.knob_role = r.value("knob_role", "");
     x.whatif = r.value("whatif", "");
     x.text = r.value("text", "");
