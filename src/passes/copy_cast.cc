@@ -6,6 +6,7 @@
 #include <set>
 
 #include "passes/dependence.h"
+#include "passes/rewrite.h"
 
 namespace tilepipe::passes {
 
@@ -20,44 +21,18 @@ bool casting(const CopyStmt& c) {
          ((a == Scope::GM && b == Scope::UB) || (a == Scope::UB && b == Scope::GM));
 }
 
-class Pass : public StmtMutator {
+class Pass : public ExpandInPlace {
  public:
   explicit Pass(const Program& p) : names_(buffer_names(p)) {}
 
-  Stmt mutate_scope(const ScopeStmt& s, const Stmt& self) override {
-    const bool outer = hand_;
-    hand_ = has_hand_sync(s.body);
-    Stmt out = StmtMutator::mutate_scope(s, self);
-    hand_ = outer;
-    return out;
-  }
-
-  Stmt mutate_seq(const SeqStmt& s, const Stmt& self) override {
-    std::vector<Stmt> out;
-    bool changed = false;
-    for (const Stmt& c : s.body) {
-      auto* copy = std::get_if<CopyStmt>(&c->node);
-      if (copy && casting(*copy)) {
-        split(*copy, c->loc, out);  // the copy's statements take its place
-        changed = true;
-        continue;
-      }
-      Stmt m = mutate(c);
-      changed |= m != c;
-      out.push_back(std::move(m));
-    }
-    return changed ? make_stmt(SeqStmt{std::move(out)}, self->loc) : self;
-  }
-
-  Stmt mutate_leaf(const Stmt& self) override {
-    auto* copy = std::get_if<CopyStmt>(&self->node);
-    if (!copy || !casting(*copy)) return self;
-    std::vector<Stmt> out;
-    split(*copy, self->loc, out);
-    return seq(std::move(out), self->loc);
-  }
-
  private:
+  bool expand(const Stmt& s, std::vector<Stmt>& out) override {
+    auto* copy = std::get_if<CopyStmt>(&s->node);
+    if (!copy || !casting(*copy)) return false;
+    split(*copy, s->loc, out);
+    return true;
+  }
+
   void split(const CopyStmt& c, const Loc& loc, std::vector<Stmt>& out) {
     const bool in = c.src.buffer->scope == Scope::GM;
     const Region& ub = in ? c.dst : c.src;
@@ -95,7 +70,6 @@ class Pass : public StmtMutator {
   }
 
   std::set<std::string> names_;
-  bool hand_ = false;
 };
 
 }  // namespace

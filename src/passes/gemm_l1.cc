@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "passes/dependence.h"
+#include "passes/rewrite.h"
 #include "tilepipe/ir_range.h"
 
 namespace tilepipe::passes {
@@ -51,46 +52,20 @@ Region sub(const Region& r, int dim, int64_t start, int64_t ext) {
   return out;
 }
 
-class Pass : public StmtMutator {
+class Pass : public ExpandInPlace {
  public:
   Pass(const Program& p, const ChipConfig& chip, const PassOptions& o)
       : chip_(chip), o_(o), names_(buffer_names(p)) {
     hand_ = o.original_split && unscoped_cube_sync(p.body);
   }
 
-  Stmt mutate_scope(const ScopeStmt& s, const Stmt& self) override {
-    const bool outer = hand_;
-    hand_ = has_hand_sync(s.body);
-    Stmt out = StmtMutator::mutate_scope(s, self);
-    hand_ = outer;
-    return out;
-  }
-
-  Stmt mutate_seq(const SeqStmt& s, const Stmt& self) override {
-    std::vector<Stmt> out;
-    bool changed = false;
-    for (const Stmt& c : s.body) {
-      if (auto* g = std::get_if<GemmL1Stmt>(&c->node)) {
-        expand(*g, c->loc, out);  // the gemm's statements take its place
-        changed = true;
-        continue;
-      }
-      Stmt m = mutate(c);
-      changed |= m != c;
-      out.push_back(std::move(m));
-    }
-    return changed ? make_stmt(SeqStmt{std::move(out)}, self->loc) : self;
-  }
-
-  Stmt mutate_leaf(const Stmt& self) override {
-    auto* g = std::get_if<GemmL1Stmt>(&self->node);
-    if (!g) return self;
-    std::vector<Stmt> out;
-    expand(*g, self->loc, out);
-    return seq(std::move(out), self->loc);
-  }
-
  private:
+  bool expand(const Stmt& s, std::vector<Stmt>& out) override {
+    auto* g = std::get_if<GemmL1Stmt>(&s->node);
+    if (g) expand(*g, s->loc, out);
+    return g != nullptr;
+  }
+
   struct Shape {
     int64_t m, k, n;
   };
@@ -240,7 +215,6 @@ class Pass : public StmtMutator {
   const PassOptions& o_;
   std::set<std::string> names_;
   std::map<std::tuple<Scope, std::vector<int64_t>, DType, std::string, int, int>, Buffer> staged_;
-  bool hand_ = false;
 };
 
 }  // namespace

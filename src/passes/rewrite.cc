@@ -128,4 +128,32 @@ Stmt RegionRewriter::mutate_leaf(const Stmt& s) {
       s->node);
 }
 
+Stmt ExpandInPlace::mutate_scope(const ScopeStmt& s, const Stmt& self) {
+  const bool outer = hand_;
+  hand_ = has_hand_sync(s.body);
+  Stmt out = StmtMutator::mutate_scope(s, self);
+  hand_ = outer;
+  return out;
+}
+
+Stmt ExpandInPlace::mutate_seq(const SeqStmt& s, const Stmt& self) {
+  std::vector<Stmt> out;
+  bool changed = false;
+  for (const Stmt& c : s.body) {
+    if (expand(c, out)) {  // its statements take its place
+      changed = true;
+      continue;
+    }
+    Stmt m = mutate(c);
+    changed |= m != c;
+    out.push_back(std::move(m));
+  }
+  return changed ? make_stmt(SeqStmt{std::move(out)}, self->loc) : self;
+}
+
+Stmt ExpandInPlace::mutate_leaf(const Stmt& self) {
+  std::vector<Stmt> out;
+  return expand(self, out) ? seq(std::move(out), self->loc) : self;
+}
+
 }  // namespace tilepipe::passes

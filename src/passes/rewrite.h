@@ -21,6 +21,22 @@ std::optional<ir::Region> widen(const ir::Region& r, int var, int64_t begin, int
 /// constant start counts by its value, any other by its dimension's stride)?
 bool ub_aligned(const ir::Region& r, int64_t align);
 
+/// A pass that replaces some statements by runs of statements in their place (spliced into
+/// the enclosing sequence, or a sequence of their own), knowing per T.Scope whether the author
+/// synchronises it (`hand_`: then the pass orders what it adds with flags of its own).
+class ExpandInPlace : public ir::StmtMutator {
+ public:
+  ir::Stmt mutate_scope(const ir::ScopeStmt& s, const ir::Stmt& self) override;
+  ir::Stmt mutate_seq(const ir::SeqStmt& s, const ir::Stmt& self) override;
+  ir::Stmt mutate_leaf(const ir::Stmt& self) override;
+
+ protected:
+  /// Appends the statements that replace `s` to `out` and returns true, or returns false
+  /// (appending nothing) to keep `s`.
+  virtual bool expand(const ir::Stmt& s, std::vector<ir::Stmt>& out) = 0;
+  bool hand_ = false;  // the scope being rewritten holds the author's flags
+};
+
 class RegionRewriter : public ir::StmtMutator {
  public:
   /// Rewrites an expression bottom-up through the hooks.
