@@ -51,6 +51,11 @@ def check_script(rel, root, timeout):
     except json.JSONDecodeError:
         last = (err.strip().splitlines() or [f"exit {rc}"])[-1]
         return dict(row, status="skipped", reason=last[:300])
+    if "counts" not in doc:  # the unmutated check failed: its findings, not a mutation's
+        errs = doc.get("errors") or [{}]
+        what = errs[0].get("kind") or doc.get("mismatch") or f"exit {rc}"
+        return dict(row, status="skipped", reason=f"the unmutated check fails: {what} at "
+                                                  f"{errs[0].get('where', '?')}")
     counts = {k: doc["counts"].get(k, 0) for k in OUTCOMES}
     holes = [s for s in doc["syncs"] if s.get("outcome") == "mismatch"]
     return dict(row, status="hole" if holes else "ok", kernel=doc.get("kernel"),
