@@ -549,3 +549,30 @@ def test_running_the_npu_profiler_is_an_error_at_the_line(tmp_path):
     assert r.returncode == 2, r.stderr
     assert ("script.py:4: error: running msprof (the NPU's profiler) is not supported by "
             "tilepipe") in r.stderr, r.stderr
+
+
+def test_assert_close_of_large_tensors_runs_in_chunks_with_the_same_verdict(tmp_path):
+    """torch.testing.assert_close under the runner compares a large pair a chunk at a time
+    (its CPU temporaries were GBs beside rms_norm's outputs); a pair that differs gets torch's
+    own message for the whole tensors: the global count and index of the mismatch."""
+    r = run_py(tmp_path, """
+        import resource
+        import torch
+        n = 16 << 20
+        a = torch.randn(n)
+        b = a.clone()
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        torch.testing.assert_close(a, b)
+        grew = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        print("grew MiB", grew >> 10)
+        b[n - 3] += 1.0
+        try:
+            torch.testing.assert_close(a.reshape(4096, -1), b.reshape(4096, -1))
+        except AssertionError as e:
+            print("MISMATCH", str(e).replace("\\n", " | "))
+    """)
+    assert r.returncode == 0, r.stderr
+    grew = int(r.stdout.split("grew MiB")[1].split()[0])
+    assert grew < 128, r.stdout  # unchunked: some 36 bytes an element, 576 MiB
+    assert "Mismatched elements: 1 / 16777216" in r.stdout, r.stdout
+    assert "at index (4095, 4093)" in r.stdout, r.stdout

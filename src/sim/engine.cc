@@ -66,6 +66,8 @@ SimResult Engine::run() {
   uint32_t steps = 0;
   while (!heap_.empty()) {
     if (jump_check_) try_jump();
+    if (clocks_.size() >= clocks_collect_at_ && free_clocks_.empty()) [[unlikely]]
+      collect_clocks();
     auto [t, idx] = heap_.top();
     if (opts_.progress) opts_.progress(t);
     // A step runs one core for at most a quantum; the clock and the cancel flag are read

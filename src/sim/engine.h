@@ -315,6 +315,8 @@ class Engine {
   [[gnu::noinline]] void observe_flag(const Core& c, Pipe pipe, const Instr& wait,
                                       const SetRecord& r, double from, double done, bool cross);
   int scalar_clock(Core& c);
+  int new_clock(const VectorClock& vc);
+  void collect_clocks();
   int race_site(Core& c, Pipe pipe, const lower::OpTemplate* op);
   void race_access(Core& c, Pipe pipe, const Access& a, RaceKind kind, int site,
                    bool store = false);
@@ -400,7 +402,11 @@ class Engine {
   std::unique_ptr<RaceDetector> race_;
   std::vector<int64_t> race_loops_;  // race_site's loop state, kept to reuse its storage
   bool op_hooks_ = false;            // race_, an observer or functional_: start_op calls after_op
-  std::vector<VectorClock> clocks_;  // released / snapshot clocks referenced by index
+  // Released / snapshot clocks referenced by index (SetRecord::vc, Instr::s_clock,
+  // Core::s_clock); collect_clocks frees the entries none refers to, new_clock reuses them.
+  std::vector<VectorClock> clocks_;
+  std::vector<int32_t> free_clocks_;
+  size_t clocks_collect_at_ = size_t{1} << 16;  // clocks_ size that triggers collect_clocks
   // Fast-forward (steady.h): enabled for this run, outermost loops of the programs, a
   // back-edge found a steady core since the last look, what was skipped.
   bool ff_ = false;

@@ -179,8 +179,7 @@ void Engine::arrive_all(Core& c, const Instr& in, double when) {
   int vc = -1, vc_ai = -1;
   for (Core& m : cores_) {
     if (race_ && m.ai_core != vc_ai) {  // cores_ holds an AI core's cores together
-      clocks_.push_back(race_->all_clock(m.ai_core));
-      vc = static_cast<int>(clocks_.size()) - 1;
+      vc = new_clock(race_->all_clock(m.ai_core));
       vc_ai = m.ai_core;
     }
     const SetRecord r{s.latest + chip_.cross_flag_latency, s.latest, in.t, c.index, vc};

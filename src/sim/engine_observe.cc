@@ -10,9 +10,47 @@ namespace tilepipe::sim {
 /// Race detection: the clock a set releases (index into clocks_).
 int Engine::release(Core& c, const Instr& in) {
   int tid = RaceDetector::thread(c.role, in.t->pipe);
-  clocks_.push_back(race_->release(c.ai_core, tid));
+  const int vc = new_clock(race_->release(c.ai_core, tid));
   if (in.t->pipe == Pipe::S) c.s_clock = -1;
-  return static_cast<int>(clocks_.size()) - 1;
+  return vc;
+}
+
+/// A new entry of clocks_: a free one if there is one.
+int Engine::new_clock(const VectorClock& vc) {
+  if (free_clocks_.empty()) {
+    clocks_.push_back(vc);
+    return static_cast<int>(clocks_.size()) - 1;
+  }
+  const int i = free_clocks_.back();
+  free_clocks_.pop_back();
+  clocks_[static_cast<size_t>(i)] = vc;
+  return i;
+}
+
+/// Frees the entries of clocks_ that no set in flight, queued or pending instruction, or
+/// core's scalar snapshot refers to, so that their number stays proportional to what is in
+/// flight, not to the sets run. Called between scheduling steps (Engine::run), where every
+/// instruction and set record sits in one of those places.
+void Engine::collect_clocks() {
+  std::vector<char> live(clocks_.size(), 0);
+  auto mark = [&](int i) {
+    if (i >= 0) live[static_cast<size_t>(i)] = 1;
+  };
+  auto mark_sets = [&](Flag& f) { f.sets.for_each([&](SetRecord& r) { mark(r.vc); }); };
+  for (Core& c : cores_) {
+    mark(c.s_clock);
+    if (c.has_pending) mark(c.pending.s_clock);
+    for (auto& ps : c.pipes) ps.queue.for_each([&](Instr& in) { mark(in.s_clock); });
+    for (Flag& f : c.flags) mark_sets(f);
+  }
+  for (CrossFlags& x : cross_)
+    for (auto* dir : {&x.c2v, &x.v2c})
+      for (auto& flags : *dir)
+        for (Flag& f : flags) mark_sets(f);
+  free_clocks_.clear();
+  for (size_t i = live.size(); i-- > 0;)
+    if (!live[i]) free_clocks_.push_back(static_cast<int32_t>(i));
+  clocks_collect_at_ = std::max(clocks_collect_at_, 2 * (clocks_.size() - free_clocks_.size()));
 }
 
 /// Race detection: the waiter's threads acquire the clock set `r` released.
@@ -37,10 +75,8 @@ void Engine::observe_flag(const Core& c, Pipe pipe, const Instr& wait, const Set
 }
 
 int Engine::scalar_clock(Core& c) {
-  if (c.s_clock < 0) {
-    clocks_.push_back(race_->clock(c.ai_core, RaceDetector::thread(c.role, Pipe::S)));
-    c.s_clock = static_cast<int>(clocks_.size()) - 1;
-  }
+  if (c.s_clock < 0)
+    c.s_clock = new_clock(race_->clock(c.ai_core, RaceDetector::thread(c.role, Pipe::S)));
   return c.s_clock;
 }
 

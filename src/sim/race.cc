@@ -88,6 +88,53 @@ void RaceDetector::forget(std::vector<Entry>& list, uint32_t mask) {
   std::erase_if(list, [](const Entry& r) { return r.mask == 0; });
 }
 
+RaceDetector::Block RaceDetector::copy(const Block& b) {
+  Block c = b;
+  if (b.more) {
+    c.more = 0;
+    More& m = more_of(c);  // may move more_: b's lists are read after
+    m = more_[b.more];
+  }
+  return c;
+}
+
+size_t RaceDetector::split(Shadow::Page& pg, uint32_t at) {
+  auto it = std::upper_bound(pg.runs.begin(), pg.runs.end(), at,
+                             [](uint32_t x, const Shadow::Run& r) { return x < r.start; });
+  const auto k = static_cast<size_t>(it - pg.runs.begin()) - 1;  // the run holding `at`
+  if (pg.runs[k].start == at) return k;
+  Block b = copy(pg.runs[k].b);
+  pg.runs.insert(pg.runs.begin() + static_cast<ptrdiff_t>(k + 1), Shadow::Run{at, b});
+  return k + 1;
+}
+
+void RaceDetector::densify(Shadow::Page& pg) {
+  pg.dense = std::make_unique<Block[]>(Shadow::kPageBlocks);
+  for (size_t k = 0; k < pg.runs.size(); ++k) {
+    const uint32_t end = k + 1 < pg.runs.size() ? pg.runs[k + 1].start : Shadow::kPageBlocks;
+    pg.dense[pg.runs[k].start] = pg.runs[k].b;  // the run's own side lists
+    for (uint32_t b = pg.runs[k].start + 1; b < end; ++b) pg.dense[b] = copy(pg.runs[k].b);
+  }
+  pg.runs = {};
+}
+
+size_t RaceDetector::memory_bytes() const {
+  size_t n = sizeof(*this) + clocks_.capacity() * sizeof(VectorClock) +
+             more_.capacity() * sizeof(More) + free_more_.capacity() * sizeof(uint32_t) +
+             sites_.capacity() * sizeof(Site) + loops_.capacity() * sizeof(int64_t) +
+             tags_.size() * sizeof(std::atomic<bool>) + deferred_.capacity() * sizeof(Deferred);
+  for (const auto& [mem, sh] : shadow_) {
+    n += sizeof(mem) + sizeof(sh) + sh.pages.capacity() * sizeof(sh.pages[0]);
+    for (const auto& pg : sh.pages)
+      if (pg)
+        n += sizeof(*pg) + pg->runs.capacity() * sizeof(Shadow::Run) +
+             (pg->dense ? Shadow::kPageBlocks * sizeof(Block) : 0);
+  }
+  for (const More& m : more_)
+    n += (m.writes.capacity() + m.reads.capacity() + m.atomics.capacity()) * sizeof(Entry);
+  return n;
+}
+
 RaceDetector::More& RaceDetector::more_of(Block& blk) {
   if (!blk.more) {
     if (free_more_.empty()) {
@@ -144,13 +191,16 @@ int RaceDetector::site(int core, ir::Pipe pipe, const lower::OpTemplate* op,
 void RaceDetector::collect_sites() {
   std::vector<int32_t> to(sites_.size(), -1);
   auto each_epoch = [&](auto&& f) {
+    auto block = [&](Block& b) {
+      f(b.write);
+      f(b.read);
+    };
     for (auto& [mem, sh] : shadow_)
-      for (auto& page : sh.pages)
-        if (page)
-          for (size_t i = 0; i < (size_t{1} << Shadow::kPageShift); ++i) {
-            f(page[i].write);
-            f(page[i].read);
-          }
+      for (auto& pg : sh.pages)
+        if (pg && pg->dense)
+          for (uint32_t i = 0; i < Shadow::kPageBlocks; ++i) block(pg->dense[i]);
+        else if (pg)
+          for (auto& r : pg->runs) block(r.b);
     for (auto& m : more_)
       for (auto* list : {&m.writes, &m.reads, &m.atomics})
         for (auto& e : *list) f(e.e);

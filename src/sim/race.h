@@ -9,8 +9,9 @@
 // T.sync_all (a barrier of every core): an access of another AI core is ordered before a thread
 // that has passed the k-th barrier when it precedes what its AI core released arriving at that
 // barrier; any other conflict between AI cores is a race. The shadow is paged per memory (GM pages
-// only where touched), a block holds its write and first read inline, and an access's site is kept
-// as numbers, formatted only for a report (docs/simulator.md#race-detection). Reads config:
+// only where touched), a page holds runs of equal blocks until it is cut into many, a block holds
+// its write and first read inline, and an access's site is kept as numbers, formatted only for a
+// report (docs/simulator.md#race-detection). Reads config:
 // nothing.
 #pragma once
 
@@ -105,6 +106,9 @@ class RaceDetector {
   static bool is_scalar(int tid) { return tid % ir::kNumPipes == static_cast<int>(ir::Pipe::S); }
 
   std::vector<Diagnostic> take_reports() { return std::move(reports_); }
+  /// The bytes the detector holds: shadow, side lists, sites, clocks, tags (its own
+  /// accounting, deterministic: capacities, not the allocator's).
+  size_t memory_bytes() const;
   bool found() const { return !reports_.empty(); }
 
   /// Functional runs: an unordered pair of two writes, or of a read and a write, where the
@@ -164,15 +168,32 @@ class RaceDetector {
   };
   static constexpr size_t kMaxDeferred = 64;  // more pairs are reported as they are found
 
-  /// A memory's blocks, paged so that a large GM tensor holds shadow only where touched.
+  /// A memory's blocks, paged so that a large GM tensor holds shadow only where touched. A
+  /// page holds its blocks as runs of equal blocks while it has few (an access writes or
+  /// reads a run of whole blocks at once, and every block it covers gets the same state),
+  /// and one Block per block once an access pattern has cut it into more: a copy of a
+  /// 16 KiB row or tile costs one run, not 512 blocks, and the shadow stays exact.
   struct Shadow {
     static constexpr int kPageShift = 9;  // 512 blocks: 16 KiB of memory per page
-    std::vector<std::unique_ptr<Block[]>> pages;
-    Block& block(int64_t b) {
-      const auto p = static_cast<size_t>(b >> kPageShift);
-      if (p >= pages.size()) pages.resize(p + 1);
-      if (!pages[p]) pages[p] = std::make_unique<Block[]>(size_t{1} << kPageShift);
-      return pages[p][static_cast<size_t>(b & ((int64_t{1} << kPageShift) - 1))];
+    static constexpr uint32_t kPageBlocks = uint32_t{1} << kPageShift;
+    static constexpr size_t kMaxRuns = 96;  // more: the page turns dense
+    struct Run {
+      uint32_t start;  // blocks [start, the next run's start) hold `b`
+      Block b;
+    };
+    struct Page {
+      std::vector<Run> runs;           // while sparse: sorted, covering the page
+      std::unique_ptr<Block[]> dense;  // once cut into more than kMaxRuns runs
+    };
+    std::vector<std::unique_ptr<Page>> pages;
+    Page& page(int64_t p) {
+      const auto i = static_cast<size_t>(p);
+      if (i >= pages.size()) pages.resize(i + 1);
+      if (!pages[i]) {
+        pages[i] = std::make_unique<Page>();
+        pages[i]->runs.push_back(Run{0, Block{}});
+      }
+      return *pages[i];
     }
   };
   struct Site {
@@ -192,6 +213,18 @@ class RaceDetector {
                 RaceKind kind, const Access& a);
   void visit(Block& blk, const Epoch& now, RaceKind kind, uint32_t mask, uint32_t tag,
              const Access& a);
+  /// Visits blocks [from, to] of page `pg`, each touched on the bytes of `mask`.
+  void visit_range(Shadow::Page& pg, uint32_t from, uint32_t to, const Epoch& now, RaceKind kind,
+                   uint32_t mask, uint32_t tag, const Access& a);
+  /// The index of the run of `pg` that starts at block `at`, splitting the run holding it.
+  size_t split(Shadow::Page& pg, uint32_t at);
+  void densify(Shadow::Page& pg);
+  static bool equal(const Block& x, const Block& y) {
+    return x.more == 0 && y.more == 0 && same(x.write, y.write) && same(x.read, y.read) &&
+           x.wmask == y.wmask && x.rmask == y.rmask && x.wtag == y.wtag;
+  }
+  /// A copy of `b` for another block: its own side lists.
+  Block copy(const Block& b);
   More& more_of(Block& blk);
   static bool is_copy_pipe(ir::Pipe p) {
     return p == ir::Pipe::MTE1 || p == ir::Pipe::MTE2 || p == ir::Pipe::MTE3 || p == ir::Pipe::FIX;
@@ -265,15 +298,55 @@ inline void RaceDetector::access(int ai, int tid, int64_t mem, const Access& a, 
       tag = tag_ = static_cast<uint32_t>(tags_.size() - 1);
     }
   }
+  auto mask_of = [](int64_t lo, int64_t hi, int64_t b) {  // bytes of block b in [lo, hi)
+    const int64_t from = std::max<int64_t>(lo - b * 32, 0), to = std::min<int64_t>(hi - b * 32, 32);
+    return to - from == 32 ? ~0u : ((1u << (to - from)) - 1) << from;
+  };
   for_each_run(a, [&](int64_t lo, int64_t run) {
     const int64_t hi = lo + run;  // bytes [lo, hi)
-    for (int64_t b = lo / 32; b <= (hi - 1) / 32; ++b) {
-      const int64_t from = std::max<int64_t>(lo - b * 32, 0),
-                    to = std::min<int64_t>(hi - b * 32, 32);
-      const uint32_t mask = to - from == 32 ? ~0u : ((1u << (to - from)) - 1) << from;
-      visit(sh.block(b), now, kind, mask, tag, a);
+    const int64_t first = lo / 32, last = (hi - 1) / 32;
+    const uint32_t first_mask = mask_of(lo, hi, first), last_mask = mask_of(lo, hi, last);
+    // Blocks [b0, b1] of one page: a partly touched first or last block on its own, the
+    // wholly touched ones between as one range.
+    auto range = [&](int64_t b0, int64_t b1) {
+      const int64_t base = b0 & ~int64_t{Shadow::kPageBlocks - 1};
+      Shadow::Page& pg = sh.page(b0 >> Shadow::kPageShift);
+      auto at = [&](int64_t b) { return static_cast<uint32_t>(b - base); };
+      if (b0 == first && first_mask != ~0u) {
+        visit_range(pg, at(b0), at(b0), now, kind, first_mask, tag, a);
+        ++b0;
+      }
+      const bool part_last = b1 >= b0 && b1 == last && last_mask != ~0u;
+      if (b1 - part_last >= b0) visit_range(pg, at(b0), at(b1 - part_last), now, kind, ~0u, tag, a);
+      if (part_last) visit_range(pg, at(b1), at(b1), now, kind, last_mask, tag, a);
+    };
+    for (int64_t b = first; b <= last;) {
+      const int64_t end = std::min(last, b | (Shadow::kPageBlocks - 1));
+      range(b, end);
+      b = end + 1;
     }
   });
+}
+
+inline void RaceDetector::visit_range(Shadow::Page& pg, uint32_t from, uint32_t to,
+                                      const Epoch& now, RaceKind kind, uint32_t mask, uint32_t tag,
+                                      const Access& a) {
+  if (pg.dense) {
+    for (uint32_t b = from; b <= to; ++b) visit(pg.dense[b], now, kind, mask, tag, a);
+    return;
+  }
+  // Every block of a run holds the same state and takes the same access: one visit each.
+  const size_t i = split(pg, from);
+  const size_t j = to + 1 < Shadow::kPageBlocks ? split(pg, to + 1) : pg.runs.size();
+  for (size_t k = i; k < j; ++k) visit(pg.runs[k].b, now, kind, mask, tag, a);
+  // Runs the access left equal join again: a page covered by one copy is one run.
+  size_t out = i > 0 ? i - 1 : 0;
+  for (size_t k = out + 1; k < pg.runs.size(); ++k) {
+    if (k <= j && equal(pg.runs[out].b, pg.runs[k].b)) continue;
+    pg.runs[++out] = pg.runs[k];
+  }
+  pg.runs.resize(out + 1);
+  if (pg.runs.size() > Shadow::kMaxRuns) densify(pg);
 }
 
 inline void RaceDetector::visit(Block& blk, const Epoch& now, RaceKind kind, uint32_t mask,
