@@ -130,9 +130,9 @@ def _note_gm(r, pad=None, guarded=False):
                 continue  # a constant start past the end stays the verifier's error
             hi = s
         else:
-            # a whole tile: only a start of the launch indices alone (no loop variable,
-            # whose interval may be loose) is taken at its extreme
-            b = _ext.bounds(s, {} if whole else cur().var_ranges, cur().block_num)
+            # a whole tile too is taken at its extreme over the launch indices and the
+            # loops around it (a persistent kernel's last wave runs past the tensor)
+            b = _ext.bounds(s, cur().var_ranges, cur().block_num)
             if b is None and s.has_load() and not whole:
                 # a start read from memory (a row index a kernel loads) of a tile that does
                 # not divide its dimension: in range, the tile may still run past the end,
@@ -144,9 +144,10 @@ def _note_gm(r, pad=None, guarded=False):
                 continue
             hi = b[1]
         if hi + e > r.buffer.shape[d] and whole and not guarded:
-            # A whole tile whose start runs past the end for some launch index (a second
-            # vector core's rows of a one-row tensor): on hardware an unchecked access
-            # past the tensor. Padded like a tail, and reported.
+            # A whole tile whose start runs past the end for some launch index or loop
+            # iteration (a second vector core's rows of a one-row tensor, the last wave of
+            # a persistent loop without a guard): on hardware an unchecked access past the
+            # tensor. Padded like a tail, and reported.
             cur().gm_past.setdefault(r.buffer.name, {}).setdefault(d, _core.current_loc())
         ends[d] = max(ends[d], hi + e)
     if pad is not None:
