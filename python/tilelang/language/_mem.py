@@ -131,8 +131,12 @@ def _note_gm(r, pad=None, guarded=False):
             hi = s
         else:
             # a whole tile too is taken at its extreme over the launch indices and the
-            # loops around it (a persistent kernel's last wave runs past the tensor)
-            b = _ext.bounds(s, cur().var_ranges, cur().block_num)
+            # loops around it with compile-time bounds (a persistent kernel's last wave
+            # runs past the tensor); a loop whose trip count depends on the launch indices
+            # (none for the cores past the work) has a range interval bounds overstate
+            ranges = cur().var_ranges if not whole else {
+                k: r for k, r in cur().var_ranges.items() if k in cur().fixed_loops}
+            b = _ext.bounds(s, ranges, cur().block_num)
             if b is None and s.has_load() and not whole:
                 # a start read from memory (a row index a kernel loads) of a tile that does
                 # not divide its dimension: in range, the tile may still run past the end,
