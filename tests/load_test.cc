@@ -20,24 +20,24 @@ using namespace lang;
 using testing::expect_diag;
 using testing::here;
 
-void gather_body(Tensor src, Tensor table, Tensor idx, Tensor out, int64_t rows);
+void gather_body(Tensor src, Tensor table, Tensor idx, Tensor out, int64_t rows, DType idx_type);
 
 /// A paged gather in miniature: row j of `out` is row table[idx[j] / 4] * 4 + idx[j] % 4 of
 /// `src` (GM page-table load), taken only when idx[j] >= 0 (UB index load in the condition).
-ir::Program gather_program(int64_t rows = 4) {
+ir::Program gather_program(int64_t rows = 4, DType idx_type = i32) {
   KernelBuilder kb("gather", 1);
   auto src = kb.input("src", {16, 8}, f32);
   auto table = kb.input("table", {4}, i32);
-  auto idx = kb.input("idx", {rows}, i32);
+  auto idx = kb.input("idx", {rows}, idx_type);
   auto out = kb.output("out", {rows, 8}, f32);
   auto [cid, vid] = kb.launch();
-  scope_v([&] { if_(vid == 0, [&] { gather_body(src, table, idx, out, rows); }); });
+  scope_v([&] { if_(vid == 0, [&] { gather_body(src, table, idx, out, rows, idx_type); }); });
   return kb.finish();
 }
 
-void gather_body(Tensor src, Tensor table, Tensor idx, Tensor out, int64_t rows) {
+void gather_body(Tensor src, Tensor table, Tensor idx, Tensor out, int64_t rows, DType idx_type) {
   {
-    auto iub = alloc_ub("iub", {rows}, i32);
+    auto iub = alloc_ub("iub", {rows}, idx_type);
     auto row = alloc_ub("row", {rows, 8}, f32);
     copy(idx, iub);
     set_flag(Pipe::MTE2, Pipe::S, 0);
@@ -126,12 +126,6 @@ ir::Program addressed_by(F&& row) {
   return kb.finish();
 }
 
-TEST(Load, FromAFloatTensorIsRejected) {
-  const std::string line = here(1);
-  auto p = addressed_by([](auto& f, auto&, auto&) { return load(f, {0}); });
-  expect_diag(p, "load-dtype", {"'fidx', a f32 tensor", "load from an i32 tensor", line});
-}
-
 TEST(Load, FromAnOutputIsRejected) {
   const std::string line = here(1);
   auto p = addressed_by([](auto&, auto& o, auto&) { return load(o, {0}); });
@@ -188,6 +182,15 @@ TEST(Load, GatherFollowsTheIndicesAndSkipsMinusOne) {
   run(gather_program(), io, sim::Mode::Functional, /*races=*/true);
   // 5 -> table[1]=0 -> row 1; 14 -> table[3]=1 -> row 6; 0 -> table[0]=2 -> row 8.
   const std::vector<int> expect_rows = {1, -1, 6, 8};
+  expect_gathered_rows(io, expect_rows);
+}
+
+TEST(Load, OfAFloatElementIsItsValueTowardZero) {
+  // The scalar unit's C conversion of a float it reads (`(int32_t)x.GetValue(i)`, the
+  // original's T.cast(x, "int32")): -0.5 is 0 (row table[0] * 4 = 8), not floor's -1 (no row).
+  sim::HostData io = gather_inputs({5.9, -0.5, 14.2, 0.99});
+  run(gather_program(4, f32), io, sim::Mode::Functional, /*races=*/true);
+  const std::vector<int> expect_rows = {1, 8, 6, 8};
   expect_gathered_rows(io, expect_rows);
 }
 

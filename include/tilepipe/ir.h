@@ -86,8 +86,9 @@ struct Binary {
 struct Select {
   Expr cond, then_value, else_value;
 };
-/// One element of an integer tensor, read by the scalar unit when the expression is
-/// evaluated: `block_table[b, idx / 128]`. What gathers through an index / page table use.
+/// One element of a tensor, read by the scalar unit when the expression is evaluated:
+/// `block_table[b, idx / 128]`. What gathers through an index / page table use. A float
+/// element is converted toward zero (C's conversion: `(int32_t)x.GetValue(i)`).
 /// The tensor is a GM kernel input (read-only; each read costs scalar_load_cycles) or a UB
 /// buffer (a flag into S orders the read after the ops that fill it; timing mode runs those
 /// ops too).

@@ -348,7 +348,8 @@ void pow(Tile dst, Tile a, Operand b, SrcLoc loc = SrcLoc::current());
 void axpy(Tile dst, Tile src, Scalar s, SrcLoc loc = SrcLoc::current());
 /// UB -> UB with a dtype change (f16 <-> f32 ...).
 void cast(Tile dst, Tile src, SrcLoc loc = SrcLoc::current());
-/// A float -> integer cast rounding by `round` (the plain cast rounds to nearest even).
+/// A float -> integer cast rounding by `round` (the plain cast rounds to nearest even); between
+/// tiles of one float type, the values rounded to integral ones by `round`.
 void cast(Tile dst, Tile src, ir::CastRound round, SrcLoc loc = SrcLoc::current());
 void fill(Tile dst, Scalar value, SrcLoc loc = SrcLoc::current());
 /// One UB element = value: the scalar unit's SetValue (`ub[i] = v`), on the S pipe; a pipe

@@ -29,8 +29,11 @@ inline int64_t sort32_elems_per_pair(DType key) {
 }
 
 /// A cast's rounding of a float source into an integer destination (attrs[0]); the
-/// original's CAST_NONE and CAST_RINT are Rint (to nearest, ties to even).
+/// original's CAST_NONE and CAST_RINT are Rint (to nearest, ties to even). With attrs[1]
+/// = kCastIntegral, a float tile cast into its own type is rounded to integral values by
+/// it (AscendC's Cast of f32 into f32 with CAST_RINT / FLOOR / CEIL / ROUND / TRUNC).
 enum class CastRound : int64_t { Rint = 0, Floor = 1, Ceil = 2, Round = 3, Trunc = 4 };
+inline constexpr int64_t kCastIntegral = 1;
 
 inline const char* to_string(CastRound r) {
   switch (r) {

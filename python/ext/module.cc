@@ -32,6 +32,7 @@
 #include "tilepipe/passes.h"
 #include "tilepipe/prof.h"
 #include "tilepipe/sim.h"
+#include "tilepipe/vec_modes.h"
 #include "tilepipe/verify.h"
 
 namespace py = pybind11;
@@ -388,6 +389,9 @@ PYBIND11_MODULE(_tilepipe, m) {
   m.doc() = "tilepipe's C++ IR, passes and simulator for the tilelang Python front end";
   m.attr("MAX_BUFFER_BYTES") = ir::kMaxBufferBytes;
   m.attr("BARRIER_EVENT_ID") = ir::kBarrierEventId;
+  m.attr("CAST_INTEGRAL") = ir::kCastIntegral;
+  m.def("gather_mask_keeps", &ir::gather_mask_keeps,
+        "whether built-in gather_mask pattern p (1..7) keeps source element i");
   // The simulator's own lookup: $TILEPIPE_CONFIG_DIR, an installed prefix's configs, else
   // the source tree's (the Python side asks it rather than guessing from its own path).
   m.def("config_dir", [] { return config_dir(); });

@@ -3,6 +3,7 @@ cann-bench operators, MoE kernels, attention variants): each class of form works
 original's meaning or is an error at its line, never dropped."""
 
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -13,6 +14,12 @@ from tilelang import TilelangError
 
 HERE = os.path.basename(__file__)
 SYNC = {tilelang.PassConfigKey.TL_ASCEND_AUTO_SYNC: True}
+
+
+def where(record, category):
+    """(file, line) of the first warning of `category` in a pytest.warns record."""
+    w = next(x for x in record if issubclass(x.category, category))
+    return w.filename, w.lineno
 
 
 def lineno(marker):
@@ -187,14 +194,79 @@ def test_cast_count_into_a_whole_buffers_32_byte_padding_converts_what_it_holds(
     np.testing.assert_array_equal(out[:, 0], np.round(a.astype(np.float32).max(axis=1)))
 
 
-@pytest.mark.parametrize("count, whole, marker", [
-    (9, True, "# MARK-cast-whole"),  # past the [1] float buffer's 32-byte block
-    (8, False, "# MARK-cast-slice")])  # past a slice: the buffer's next elements
-def test_cast_count_past_the_block_or_a_slice_is_an_error_at_the_line(count, whole, marker):
-    with pytest.raises(TilelangError, match=f"T.tile.cast count {count} is not within"
-                       ) as e:
-        row_max_index(2, count, whole)
-    assert e.value.loc == (HERE, lineno(marker))
+def test_cast_count_past_the_buffers_block_is_reported_at_the_line():
+    """A count past the [1] buffer's 32-byte block: the NPU's Cast reads on into whatever UB
+    follows. tilepipe converts what the buffers hold and says so at the line."""
+    from tilelang.language.tile import TileOverrunWarning
+
+    a = (np.arange(2 * 64, dtype=np.float32).reshape(2, 64) % 97 - 40).astype(np.float16)
+    with pytest.warns(TileOverrunWarning, match="T.tile.cast covers 9 elements from the "
+                      "start of mx, which holds 1 from there") as w:
+        out = row_max_index(2, 9, True)(a)
+    assert where(w, TileOverrunWarning) == (HERE, lineno("# MARK-cast-whole"))
+    np.testing.assert_array_equal(out[:, 0], np.round(a.astype(np.float32).max(axis=1)))
+
+
+def test_cast_count_past_a_slice_converts_the_buffers_next_elements():
+    """AscendC's Cast counts contiguous elements from the tile's address: a count of 8 from
+    mx[0:1] covers mx[0:8] (defined or not, no warning: the buffer holds them)."""
+    from tilelang.language.tile import TileOverrunWarning
+
+    a = (np.arange(2 * 64, dtype=np.float32).reshape(2, 64) % 97 - 40).astype(np.float16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", TileOverrunWarning)
+        out = row_max_index(2, 8, False)(a)
+    np.testing.assert_array_equal(out[:, 0], np.round(a.astype(np.float32).max(axis=1)))
+
+
+@tilelang.jit(out_idx=[1], pass_configs=SYNC)
+def counted_cast(rows, first, count, mode, dst_dtype):
+    @T.prim_func
+    def main(A: T.Tensor((rows, 16), "float32"), B: T.Tensor((rows, 16), dst_dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((rows, 16), "float32")
+            b = T.alloc_ub((rows, 16), dst_dtype)
+            T.copy(A, a)
+            T.tile.fill(b, -7)
+            T.tile.cast(b[first, :], a[first, :], mode, count)  # MARK-counted-cast
+            T.copy(b, B)
+
+    return main
+
+
+def test_a_row_slices_count_covers_the_rows_after_it():
+    """The language suite's cast_slice: `T.tile.cast(b[i, :], a[i, :], mode, count)` converts
+    `count` elements from row i's first one: rows 2 and 3 here, the rows before untouched."""
+    a = np.linspace(-9, 9, 4 * 16, dtype=np.float32).reshape(4, 16)
+    got = counted_cast(4, 2, 32, "CAST_NONE", "float16")(a)
+    np.testing.assert_array_equal(got[:2], np.full((2, 16), -7, np.float16))
+    np.testing.assert_array_equal(got[2:], a[2:].astype(np.float16))
+
+
+@pytest.mark.parametrize("mode, rule", [
+    ("CAST_RINT", np.rint), ("CAST_FLOOR", np.floor), ("CAST_CEIL", np.ceil),
+    ("CAST_TRUNC", np.trunc), ("CAST_ROUND", lambda x: np.sign(x) * np.floor(np.abs(x) + 0.5))])
+def test_a_float_cast_into_its_own_type_rounds_to_integral_values(mode, rule):
+    """AscendC's Cast of f32 into f32 with a rounding mode rounds each value to an integral
+    float (the language suite's test_cast: 0.5 -> 0.0 with CAST_RINT, ties to even)."""
+    a = np.array([-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.7, 0.7, 3.2, -3.2, 7.5, 8.5, 0.0, 1.0,
+                  -1e6 - 0.5, 2.25] * 4, np.float32).reshape(4, 16)
+    got = counted_cast(4, 0, 64, mode, "float32")(a)
+    np.testing.assert_array_equal(got, rule(a).astype(np.float32))
+
+
+def test_a_count_past_the_buffers_end_converts_the_tiles_and_warns():
+    """The language suite's test_cast: a count of 4096 for [16, 16] tiles. The NPU converts
+    on into the UB after them (the pto target's TCVT converts the tiles): tilepipe converts
+    the tiles and reports the rest at the line."""
+    from tilelang.language.tile import TileOverrunWarning
+
+    a = np.full((16, 16), 0.5, np.float32)
+    with pytest.warns(TileOverrunWarning, match="covers 4096 elements from the start of a, "
+                      "which holds 256") as w:
+        got = counted_cast(16, 0, 4096, "CAST_RINT", "float32")(a)
+    assert where(w, TileOverrunWarning) == (HERE, lineno("# MARK-counted-cast"))
+    np.testing.assert_array_equal(got, np.zeros((16, 16), np.float32))
 
 
 # ---- T.copy, the flags: the original's parameter order and names ----
@@ -596,3 +668,125 @@ def test_an_accumulator_in_a_loop_of_an_unscoped_vector_kernel_is_a_register():
     x = np.arange(64 * 16, dtype=np.float32).reshape(64, 16)
     counts = np.array([3, 1, 4, 1, 5, 9, 2, 6], dtype=np.int32)
     np.testing.assert_array_equal(prefix_row(8)(x, counts), x[31:32])
+
+
+# ---- a persistent loop's last wave: whole tiles past the tensor (no guard) ----
+
+
+@tilelang.jit(out_idx=[1], pass_configs=SYNC)
+def persistent_waves(M, N, block_M, cores):
+    blocks = M // block_M
+    waves = (blocks + cores - 1) // cores  # the last wave has cores idle in the original
+
+    @T.prim_func
+    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
+        with T.Kernel(cores, is_npu=True) as (cid, vid):
+            a = T.alloc_ub((block_M // 2, N), "float32")
+            for w in T.serial(waves):
+                row = (w * cores + cid) * block_M + vid * block_M // 2
+                T.copy(A[row, 0], a)  # MARK-wave-read
+                T.tile.mul(a, a, 2.0)
+                T.copy(a, B[row, 0])
+
+    return main
+
+
+def test_a_persistent_loops_last_wave_past_the_tensor_is_padded_and_reported():
+    """5 blocks on 3 cores: the second wave's third core starts at block 5 of 5. The NPU's
+    copy does not check: tilepipe reads the pad value, drops the writes, and says so at the
+    line (as for a launch index past the end)."""
+    from tilelang._jit import OutOfBoundsTileWarning
+
+    a = np.arange(5 * 8 * 64, dtype=np.float32).reshape(40, 64)
+    with pytest.warns(OutOfBoundsTileWarning,
+                      match=rf"{HERE}:{lineno('MARK-wave-read')}: tiles of 'A' run past "
+                            r"dimension 0 \(40 elements, up to 48\).*loop iteration"):
+        got = persistent_waves(40, 64, 8, 3)(a)
+    np.testing.assert_array_equal(got, a * 2)
+
+
+# ---- gather_mask: the library packs every kept element from the destination's start ----
+
+
+@tilelang.jit(out_idx=[1], pass_configs=SYNC)
+def sorted_head(N, pattern):
+    @T.prim_func
+    def main(A: T.Tensor((N,), "float32"), B: T.Tensor((8,), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            a = T.alloc_ub([N], "float32")
+            srt = T.alloc_ub([2 * N], "float32")
+            head = T.alloc_ub([8], "float32")
+            T.copy(A, a)
+            T.tile.sort(srt, a, N)
+            T.tile.gather_mask(head, srt, pattern)  # MARK-gather-head
+            T.copy(head, B)
+
+    return main
+
+
+@pytest.mark.parametrize("pattern, step, first", [("P0101", 2, 0), ("P1010", 2, 1)])
+def test_gather_mask_past_a_small_destination_keeps_its_head_and_warns(pattern, step, first):
+    """arg_max: `T.tile.gather_mask(tile_max_f[8], sort_dst[2 N], "P0101")` keeps N values
+    (the library's GatherMask takes the whole source); the NPU writes them on past the
+    [8] buffer. tilepipe fills the buffer with the first 8 and reports the rest at the line."""
+    from tilelang.language.tile import TileOverrunWarning
+
+    a = np.random.default_rng(3).permutation(128).astype(np.float32)
+    with pytest.warns(TileOverrunWarning, match="T.tile.gather_mask covers 128 elements "
+                      "from the start of head, which holds 8") as w:
+        got = sorted_head(128, pattern)(a)
+    assert where(w, TileOverrunWarning) == (HERE, lineno("# MARK-gather-head"))
+    order = np.argsort(-a, kind="stable")  # the library's Sort: (value, index) pairs
+    pairs = np.stack([a[order], order.astype(np.float32)], 1).reshape(-1)
+    np.testing.assert_array_equal(got, pairs[first::step][:8])
+
+
+# ---- a float element converted to an integer by the scalar unit ----
+
+
+@tilelang.jit(out_idx=[2], pass_configs=SYNC)
+def float_indexed_rows(N):
+    @T.prim_func
+    def main(A: T.Tensor((N, 16), "float32"), F: T.Tensor((8,), "float32"),
+             B: T.Tensor((2, 16), "float32")):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            f = T.alloc_ub([8], "float32")
+            row = T.alloc_ub([16], "float32")
+            T.copy(F, f)
+            k = T.cast(f[0], "int32")  # nms: kc = T.cast(cnt[0], "int32"); kept[kc] = ...
+            T.copy(A[k, 0:16], row)
+            T.copy(row, B[0, 0:16])
+            j = T.int32(f[1] * 2.0)  # an element expression, computed first
+            T.copy(A[j, 0:16], row)
+            T.copy(row, B[1, 0:16])
+
+    return main
+
+
+def test_a_float_element_cast_to_an_integer_indexes_toward_zero():
+    """The scalar unit's C conversion of the float it reads: -0.7 -> 0 (not floor's -1),
+    1.75 * 2 = 3.5 -> 3."""
+    a = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    f = np.array([-0.7, 1.75, 0, 0, 0, 0, 0, 0], np.float32)
+    got = float_indexed_rows(8)(a, f)
+    np.testing.assert_array_equal(got, a[[0, 3]])
+
+
+@tilelang.jit(out_idx=[0], pass_configs=SYNC)
+def filled(dtype, value):
+    @T.prim_func
+    def main(B: T.Tensor((16,), dtype)):
+        with T.Kernel(1, is_npu=True) as (cid, vid):
+            m = T.alloc_ub((16,), dtype)
+            T.tile.fill(m, value)
+            T.copy(m, B)
+
+    return main
+
+
+@pytest.mark.parametrize("dtype, value, want", [
+    ("uint16", -1, 0xFFFF), ("uint8", -2, 0xFE), ("int16", 0xFFFF, -1), ("int32", 7, 7)])
+def test_an_integer_fill_keeps_the_values_low_bits(dtype, value, want):
+    """AscendC's Duplicate takes the scalar as the element type (C's conversion): nms fills
+    its uint16 keep mask with -1 to set every bit."""
+    np.testing.assert_array_equal(filled(dtype, value)(), np.full(16, want, dtype))

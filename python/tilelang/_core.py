@@ -620,10 +620,13 @@ class Region:
             e.pop(0)
         return e
 
-    def load(self):
+    def load(self, convert=False):
+        """The element as an integer expression: an integer element's value, or with
+        `convert` (an explicit conversion, `T.cast(x, "int32")`) a float element's, truncated
+        toward zero as the scalar unit's C conversion of GetValue does (the IR's load)."""
         if self.let is not None:
             return self.let
-        if self.buffer.dtype in ("float16", "bfloat16", "float32"):
+        if self.buffer.dtype in ("float16", "bfloat16", "float32") and not convert:
             # tilepipe's scalar expressions are integers: a float element read as one would
             # be truncated (see _felem.py)
             raise float_refused(f"('{self.buffer.name}') read as an integer value: a condition, an "

@@ -837,7 +837,8 @@ class Emitter {
                           (is_float(n.srcs[0].buffer->dtype) && !is_float(n.dst.buffer->dtype));
       static constexpr const char* kModes[] = {"CAST_RINT", "CAST_FLOOR", "CAST_CEIL", "CAST_ROUND",
                                                "CAST_TRUNC"};
-      const char* mode = n.attrs[0] > 0 && valid_cast_round(n.attrs[0])
+      const bool rounds = n.attrs[0] > 0 || n.attrs[1] == kCastIntegral;
+      const char* mode = rounds && valid_cast_round(n.attrs[0])
                              ? kModes[n.attrs[0]]
                              : (narrow ? "CAST_RINT" : "CAST_NONE");
       line("T.tile.cast({}, \"{}\", {})", fmt::join(args, ", "), mode, n.dst.elements());

@@ -168,8 +168,10 @@ class Printer {
       args += fmt::format(", pattern={}", n.attrs[0]);
     if (n.op == TileOpKind::Broadcast && n.attrs[0] != 0)
       args += n.attrs[0] == static_cast<int64_t>(BroadcastDir::Column) ? ", column" : ", row";
-    if (n.op == TileOpKind::Cast && n.attrs[0] != 0 && valid_cast_round(n.attrs[0]))
-      args += fmt::format(", round={}", to_string(static_cast<CastRound>(n.attrs[0])));
+    if (n.op == TileOpKind::Cast && (n.attrs[0] != 0 || n.attrs[1] == kCastIntegral) &&
+        valid_cast_round(n.attrs[0]))
+      args += fmt::format(", round={}{}", to_string(static_cast<CastRound>(n.attrs[0])),
+                          n.attrs[1] == kCastIntegral ? ", integral" : "");
     if (n.op == TileOpKind::Gatherb)
       args += fmt::format(", repeat={}, dst_blk_stride={}, dst_rep_stride={}", n.attrs[0],
                           n.attrs[1], n.attrs[2]);

@@ -518,7 +518,11 @@ TP_UN(reinterpret, Reinterpret)
 #undef TP_UN
 
 void cast(Tile dst, Tile src, ir::CastRound round, SrcLoc loc) {
-  op(ir::TileOpKind::Cast, dst, {src}, {}, loc, CmpMode::EQ, {static_cast<int64_t>(round), 0, 0});
+  const ir::DType d = dst.ir().buffer ? dst.ir().buffer->dtype : ir::DType::F32;
+  const bool integral =
+      src.ir().buffer && ir::is_float(d) && src.ir().buffer->dtype == d;  // f32 -> f32
+  op(ir::TileOpKind::Cast, dst, {src}, {}, loc, CmpMode::EQ,
+     {static_cast<int64_t>(round), integral ? ir::kCastIntegral : 0, 0});
 }
 
 void pow(Tile dst, Tile a, Operand b, SrcLoc loc) {

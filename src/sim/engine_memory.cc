@@ -5,7 +5,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <thread>
 
 #include "engine.h"
@@ -122,7 +124,15 @@ int64_t Engine::scalar_load(Core& c, const lower::LoadSite& site, const int64_t*
     std::memcpy(&v, p, 8);
     return v;
   }
-  return static_cast<int64_t>(load_elem(a.dtype, p));
+  const double v = load_elem(a.dtype, p);
+  if (!ir::is_float(a.dtype)) return static_cast<int64_t>(v);
+  // A float element as the scalar unit's C conversion gives it (`(int32_t)x.GetValue(i)`,
+  // the original's T.cast(x, "int32")): toward zero; NaN 0 and saturated at the ends,
+  // where C leaves it undefined.
+  if (std::isnan(v)) return 0;
+  if (v >= 0x1p63) return std::numeric_limits<int64_t>::max();
+  if (v < -0x1p63) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
 }
 
 /// Waits until core c's AI core has applied its values, which the engine then reads.

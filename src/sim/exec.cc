@@ -568,10 +568,16 @@ void exec_vec(const Instr& in) {
         out[i] = static_cast<float>(s * static_cast<float>(x[i])) + static_cast<float>(y[i]);
       break;
     }
-    case TileOpKind::Cast:
+    case TileOpKind::Cast: {
       out = operand(1);
-      convert(out, n, in.acc[1].t->dtype, dst.t->dtype, static_cast<ir::CastRound>(t.attrs[0]));
+      const auto mode = static_cast<ir::CastRound>(t.attrs[0]);
+      if (t.attrs[1] == ir::kCastIntegral)  // a float into its own type: integral values
+        for (size_t i = 0; i < n; ++i)
+          out[i] = static_cast<T>(ir::cast_round(mode, static_cast<double>(out[i])));
+      else
+        convert(out, n, in.acc[1].t->dtype, dst.t->dtype, mode);
       break;
+    }
     case TileOpKind::Fill:
     case TileOpKind::Store:
       std::fill(out, out + n, static_cast<T>(in.scalar));

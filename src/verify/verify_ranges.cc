@@ -125,13 +125,6 @@ void Verifier::load(const Load& n, const Loc& loc) {
   const auto& b = *n.buffer;
   Region r{n.buffer, n.index, std::vector<int64_t>(n.index.size(), 1)};
   if (!region(r, loc, "load")) return;
-  if (is_float(b.dtype)) {
-    error(loc, "load-dtype",
-          fmt::format("load reads '{}', a {} tensor; the scalar unit loads integers (indices, "
-                      "page tables) to use in addresses and conditions",
-                      b.name, to_string(b.dtype)),
-          "load from an i32 tensor; float values are tile-op scalars: use at(tensor, {...})");
-  }
   if (b.scope == Scope::GM) {
     if (b.role != TensorRole::Input)
       error(loc, "load-source",

@@ -230,6 +230,14 @@ void Verifier::check(const TileOpStmt& n, const StmtNode& s) {
         error(s.loc, "bad-operand",
               fmt::format("{}: rounding mode {} is not one of 0..4", what, n.attrs[0]),
               "see CastRound in tilepipe/vec_modes.h");
+      if (n.attrs[1] != 0 &&
+          (n.attrs[1] != kCastIntegral || !is_float(dt) || n.srcs[0].buffer->dtype != dt))
+        error(s.loc, "bad-operand",
+              fmt::format("{}: attrs[1] = {} from {} into {}; expected 0, or {} (rounding to "
+                          "integral values) for a float cast into its own type",
+                          what, n.attrs[1], to_string(n.srcs[0].buffer->dtype), to_string(dt),
+                          kCastIntegral),
+              "round to integral values only between tiles of one float type");
       break;
     case TileOpKind::Arange:
       if (auto* r = std::get_if<Region>(&n.scalar->value))

@@ -27,11 +27,30 @@ class _DType(str):
             r = _felem.materialize(v if gm_float else v.load(), str(self))
             _felem._to_scalar_unit("MTE2" if gm_float else "V")  # read by the scalar unit
             return r
+        if self not in _felem.FLOATS and self != "bool" and _felem.is_float(v):
+            return _float_to_int(v)
         if isinstance(v, Region):
             return v
         if isinstance(v, (int, float)) and self in _felem.FLOATS:
             return float(v)
+        if isinstance(v, float) and self != "bool":
+            return int(v)  # C's conversion: toward zero
         return v
+
+
+def _float_to_int(v):
+    """A float element or element expression converted to an integer by the scalar unit
+    (`kc = T.cast(cnt[0], "int32")` then `kept[kc]`): C's conversion of the value, toward
+    zero. An expression is computed into a one-element UB temporary first (the V pipe, then
+    a V -> S order for the scalar unit's read, as for every float element value)."""
+    if isinstance(v, Region):
+        if v.elements() != 1:
+            raise err(f"a slice of '{v.buffer.name}' with {v.elements()} elements converted "
+                      "to an integer", hint="index one element")
+        return v.load(convert=True)
+    r = _felem.materialize(v, v.dtype())
+    _felem._to_scalar_unit("V")
+    return r.load(convert=True)
 
 
 float16 = _DType("float16")

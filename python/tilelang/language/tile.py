@@ -4,6 +4,7 @@ import ast
 import builtins
 import functools
 import inspect
+import warnings
 
 from .. import _core
 from .._core import Buffer, Region, as_region, builder, err, resolve
@@ -202,6 +203,41 @@ _CAST_ROUND = {"CAST_NONE": 0, "CAST_RINT": 0, "CAST_FLOOR": 1, "CAST_CEIL": 2, 
                "CAST_TRUNC": 4}
 
 
+class TileOverrunWarning(UserWarning):
+    """A T.tile op's element count (its count argument, or what its library call writes)
+    runs past the UB allocation its tile starts in: on the NPU the op goes on into whatever
+    UB follows (other buffers); tilepipe stops at the allocation's end."""
+
+
+_OVERRUN_SEEN = {}  # warnings' registry: each line's report once, however often it is built
+
+
+def _flat_start(r):
+    """r's first element as an offset in its buffer's row-major order, or None when r
+    starts at a run-time position."""
+    if not all(isinstance(x, int) for x in r.starts):
+        return None
+    off = 0
+    for x, dim in zip(r.starts, r.buffer.shape):
+        off = off * dim + x
+    return off
+
+
+def _reach(r, padded=False):
+    """How many elements a count may cover from r's first one: AscendC counts contiguous
+    elements from the tile's address, so to the end of r's buffer from a constant start (to
+    the end of its allocation's 32-byte block with `padded`: UB allocations are 32-byte
+    aligned, no other buffer shares the block); r's own elements from a run-time start."""
+    off = _flat_start(r)
+    if off is None:
+        return _padded(r) if padded else r.elements()
+    n = r.buffer.region().elements()
+    if padded:
+        per_block = 32 // _core.dtype_bytes(r.buffer.dtype)
+        n = -(-n // per_block) * per_block
+    return n - off
+
+
 def _padded(r):
     """The elements r may be counted over: a whole buffer's, rounded up to its 32-byte
     block; a slice's own."""
@@ -212,42 +248,80 @@ def _padded(r):
     return -(-n // per_block) * per_block
 
 
+def _run(r, n, what):
+    """The n contiguous elements from r's first one as one region: r's first n, or, past
+    r's end (n within _reach), the buffer's elements from r's start (a row slice counted
+    over the rows after it)."""
+    if n <= r.elements():
+        return _prefix(r, n, what)
+    off = _flat_start(r)
+    p = _flat(r.buffer.region(), off, off + n, what)
+    if len(p) != 1:
+        raise err(f"{what}: {n} elements of {r.buffer.name} from its element {off} are not "
+                  "one rectangle", hint="count whole rows of the buffer, or slice the tiles")
+    return p[0]
+
+
+def _counted(what, count, tiles, wanted=None):
+    """The elements an op covers when the original's count (or its library call) covers
+    `wanted` elements from each tile's first one (`count` itself by default): the count
+    clipped to what every tile's buffer holds from there (_reach). Past the allocations'
+    32-byte blocks the NPU writes into whatever UB follows, which tilepipe does not model:
+    reported once per line (TileOverrunWarning), as the pto target's TCVT converts the
+    tiles."""
+    c = resolve(count) if wanted is None else wanted
+    if not isinstance(c, int) or isinstance(c, bool) or c <= 0:
+        raise err(f"{what} count {c!r}: expected a positive integer known when the kernel "
+                  "is built", hint="pass the number of elements as a constant")
+    if c > builtins.min(_reach(t, padded=True) for t in tiles):
+        over = builtins.max(tiles, key=lambda t: c - _reach(t))
+        loc = _core.current_loc() or ("<kernel>", 0)
+        warnings.warn_explicit(
+            f"{what} covers {c} elements from the start of {over.buffer.name}, which holds "
+            f"{_reach(over)} from there: on the NPU the op goes on into whatever UB follows; "
+            "tilepipe stops at the end of the buffer", TileOverrunWarning, loc[0], loc[1],
+            registry=_OVERRUN_SEEN)
+    return builtins.min([c] + [_reach(t) for t in tiles])
+
+
 def cast(dst, src, mode="CAST_NONE", count=None):
     """dst = src converted to dst's dtype, a float into an integer rounded by the mode
     (CAST_NONE / CAST_RINT to nearest even, CAST_FLOOR, CAST_CEIL, CAST_ROUND ties away from
-    zero, CAST_TRUNC); between float types to nearest even."""
+    zero, CAST_TRUNC), a float into its own type rounded to an integral value by the mode;
+    between float types to nearest even. `count`: AscendC's Cast converts that many
+    contiguous elements from each tile's first one (_counted)."""
     d, s = as_region(dst), as_region(src)
     if count is not None:
-        # AscendC's Cast converts the first `count` elements of each tile. A whole buffer
-        # has the rest of its 32-byte block after it (UB allocations are 32-byte aligned):
-        # a count into that padding (a [1] max cast into an [8] output) reads or writes
-        # bytes no one defined, so only the elements both tiles hold are converted. A count
-        # past the block, or past a slice, would run on into other data: an error.
-        c = resolve(count)
-        if not isinstance(c, int) or c <= 0 or c > _padded(s) or c > _padded(d):
-            raise err(f"T.tile.cast count {c} is not within the tiles' {s.elements()} and "
-                      f"{d.elements()} elements",
-                      hint="a count past a tile reads or writes whatever UB follows it; "
-                           "slice the tiles")
-        c = builtins.min(c, s.elements(), d.elements())
-        s, d = _prefix(s, c, "T.tile.cast"), _prefix(d, c, "T.tile.cast")
+        c = _counted("T.tile.cast", count, (s, d))
+        s, d = _run(s, c, "T.tile.cast"), _run(d, c, "T.tile.cast")
     m = str(mode).upper()
     if m not in _CAST_ROUND and m != "CAST_ODD":
         raise err(f"T.tile.cast mode {mode!r}", hint="modes: " + " ".join(_CAST_ROUND))
     sc, dc = (_core._DTYPES[_core.dtype_name(x.buffer.dtype)] for x in (s, d))
     sf, df = sc[0] == "f" or sc == "bf16", dc[0] == "f" or dc == "bf16"
-    if sf and df and m not in ("CAST_NONE", "CAST_RINT" if sc != dc else "CAST_NONE"):
-        raise err(f"T.tile.cast {sc} -> {dc} with {m} is not modelled",
-                  hint="tilepipe rounds between float types to nearest even (CAST_RINT / "
-                       "CAST_NONE for a narrowing cast); rounding a float tile to integral "
-                       "values is not modelled")
     if m == "CAST_ODD":
         raise err("T.tile.cast with CAST_ODD is not modelled", hint="use CAST_RINT")
-    _emit("cast", d, [s], attrs=(_CAST_ROUND[m] if sf and not df else 0, 0, 0))
+    integral = sf and sc == dc and m != "CAST_NONE"  # f32 -> f32: rounded to integral values
+    if sf and df and sc != dc and m not in ("CAST_NONE", "CAST_RINT"):
+        raise err(f"T.tile.cast {sc} -> {dc} with {m} is not modelled",
+                  hint="tilepipe rounds between float types to nearest even (CAST_RINT / "
+                       "CAST_NONE); the other modes of a narrowing float cast are not modelled")
+    _emit("cast", d, [s], attrs=(_CAST_ROUND[m] if sf and (integral or not df) else 0,
+                                 _ext.CAST_INTEGRAL if integral else 0, 0))
 
 
 def fill(dst, value):
-    _emit("fill", dst, [], _scalar(value, "T.tile.fill"))
+    """Duplicate: every element = value, converted to dst's type as C converts the scalar
+    argument: an integer into an integer tile keeps its low bits (nms's
+    `T.tile.fill(keepmask_u16, -1)` sets every bit, 0xFFFF)."""
+    v = resolve(value)
+    code = _code(dst)
+    if isinstance(v, int) and not isinstance(v, bool) and code[0] in "iu":
+        bits = int(code[1:])
+        v &= (1 << bits) - 1
+        if code[0] == "i" and v >> (bits - 1):
+            v -= 1 << bits
+    _emit("fill", dst, [], _scalar(v, "T.tile.fill"))
 
 
 def _store(dst, value):
@@ -703,6 +777,26 @@ _GATHER_MASK = {"P0101": 1, "P1010": 2, "P0001": 3, "P0010": 4, "P0100": 5, "P10
                 "P1111": 7}
 
 
+# Source elements per kept one of each built-in pattern (P0101 / P1010 keep one of two).
+_GATHER_MASK_STEP = {1: 2, 2: 2, 3: 4, 4: 4, 5: 4, 6: 4, 7: 1}
+
+
+def _gather_mask_tiles(dst, src, code):
+    """(dst, [src]) of a built-in pattern's gather: the library's GatherMask takes the whole
+    source and packs every kept element from dst's first one on (_counted: past dst's buffer
+    the NPU writes on into the UB that follows; tilepipe keeps what the buffer holds, from
+    the source's head)."""
+    d, s = as_region(dst), as_region(src)
+    step = _GATHER_MASK_STEP[code]
+    kept = builtins.sum(1 for i in range(s.elements()) if _ext.gather_mask_keeps(code, i))
+    n = _counted("T.tile.gather_mask", None, (d,), wanted=kept)
+    if n < kept:
+        s = _run(s, n * step, "T.tile.gather_mask")
+    if n > d.elements():
+        d = _run(d, n, "T.tile.gather_mask")
+    return d, [s]
+
+
 def gather_mask(dst, src, src1Pattern):  # noqa: N803
     """Built-in pattern (a string): the kept elements of src packed into dst. A uint32
     buffer: the original's custom mode, which is a gather by element index (it scales the
@@ -712,7 +806,8 @@ def gather_mask(dst, src, src1Pattern):  # noqa: N803
         if p not in _GATHER_MASK:
             raise err(f"T.tile.gather_mask pattern {p!r}",
                       hint="patterns: " + " ".join(_GATHER_MASK))
-        _emit("gather_mask", dst, [src], attrs=(_GATHER_MASK[p], 0, 0))
+        _emit("gather_mask", *_gather_mask_tiles(dst, src, _GATHER_MASK[p]),
+              attrs=(_GATHER_MASK[p], 0, 0))
         return
     pr = as_region(p, "T.tile.gather_mask pattern")
     if pr.buffer.dtype != "uint32":
