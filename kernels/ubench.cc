@@ -42,8 +42,10 @@ ir::Program build(const Params& p, const std::string& variant) {
   const int64_t ops = p.at("ops"), elems = p.at("elems"), bytes = p.at("bytes");
   const int64_t pitch = p.at("pitch"), n = 16 * p.at("n16"), k = 16 * p.at("k16");
   const int64_t nrows = p.at("rows"), row_elems = bytes / 2, pitch_elems = pitch / 2;
-  KernelBuilder kb("ubench", 1);
-  auto G = kb.input("G", {kSlots * nrows, pitch_elems}, f16);
+  const bool shared = variant == "l2_shared";
+  KernelBuilder kb("ubench", shared ? p.at("cores") : 1);
+  // l2_shared reads `rows` fresh rows per op; the others cycle through kSlots buffers' rows.
+  auto G = kb.input("G", {(shared ? ops : kSlots) * nrows, pitch_elems}, f16);
   auto O = kb.output("O", {kSlots * nrows, pitch_elems}, f16);
   auto idx = kb.input("idx", {ops + 1}, i32);
   auto [cid, vid] = kb.launch();
@@ -84,6 +86,21 @@ ir::Program build(const Params& p, const std::string& variant) {
               copy(gm(G), t[s]);
             else
               copy(t[s], gm(O));
+          });
+        } else if (shared) {
+          // ops dependent reads of rows no core read before, the same rows on every core at
+          // once: one core's miss fills them from HBM, the others hit lines still in flight.
+          // V reads each tile before the next copy overwrites it (hand-synchronised, as every
+          // built-in kernel), so every read's latency is on the chain.
+          auto t = alloc_ub("t", {nrows, row_elems}, f16);
+          auto u = alloc_ub("u", {nrows, row_elems}, f16);
+          serial(ops, [&](Ex i) {
+            copy(G(rows(i * nrows, nrows), slice(0, row_elems)), t);
+            set_flag(Pipe::MTE2, Pipe::V, 0);
+            wait_flag(Pipe::MTE2, Pipe::V, 0);
+            tile::add(u, t, t);
+            set_flag(Pipe::V, Pipe::MTE2, 0);
+            wait_flag(Pipe::V, Pipe::MTE2, 0);
           });
         } else if (variant == "scalar_gm") {  // ops dependent scalar reads of GM (index chase)
           // Hand-synchronised (nothing to order): automatic sync cannot index by a variable
@@ -133,14 +150,15 @@ KernelSource ubench_kernel() {
       "microbenchmarks: one instruction kind repeated `ops` times on one AI core; the slope "
       "over ops isolates one chip parameter (docs/fidelity.md, Microbenchmarks)",
       {"vec_chain", "vec_indep", "vec_exp_chain", "reduce", "mte2", "mte3", "cube", "cross_flag",
-       "scalar_gm"},
+       "scalar_gm", "l2_shared"},
       {{"ops", 256, 1, 1 << 20, "instructions of the measured kind"},
        {"elems", 256, 64, 8192, "f32 elements per vector operand (256: a 16 x 16 tile)"},
        {"rows", 4, 1, 256, "bursts per DMA (mte2, mte3)"},
        {"bytes", 512, 32, 65536, "bytes per burst (mte2, mte3), multiple of 32"},
        {"pitch", 512, 32, 1 << 20, "GM bytes from one burst's start to the next (>= bytes)"},
        {"n16", 2, 1, 8, "mmad N / 16 (cube; 2: the narrow GEMM's N=32)"},
-       {"k16", 16, 1, 16, "mmad K / 16 (cube)"}},
+       {"k16", 16, 1, 16, "mmad K / 16 (cube)"},
+       {"cores", 4, 1, 24, "AI cores reading the same rows at once (l2_shared)"}},
       validate,
       build,
       inputs,

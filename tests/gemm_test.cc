@@ -126,13 +126,16 @@ TEST(GemmLadder, ExpertKeepsTheCubeBusyAndIsBoundByMte2) {
 TEST(GemmLadder, ExpertOverlapsEveryPipeWhenGmIsNotTheLimit) {
   // The kernel's own schedule, apart from the GM model and the launch: an L2 that holds
   // everything and misses at the L2 rate. 4096^3 is 512 tiles on 24 cores (22 rounds for 21.3
-  // rounds of work: at most 97 %, less the ND -> NZ charge on MTE2); the L1 / L0 / L0C double
-  // buffers hide the rest.
+  // rounds of work: at most 97 %, less the ND -> NZ charge on MTE2, and less the Cube's fixed
+  // part per mmad, cube.instr_cycles on each [64 x 64] x [64 x 256] of 256 fractals); the
+  // L1 / L0 / L0C double buffers hide the rest.
   ChipConfig ideal = testing::a3();
   ideal.l2_bytes = 1ll << 31;
   ideal.mte2_bw_hbm = ideal.mte2_bw_l2;
   ideal.launch_us = 0;
-  EXPECT_GT(cube_pct(timing("expert", 4096, ideal), 4096), 90.0);
+  const double fractals = 4 * 16 * 4,
+               ceiling = 97.0 * fractals / (fractals + ideal.cube_instr_cycles);
+  EXPECT_GT(cube_pct(timing("expert", 4096, ideal), 4096), ceiling - 7);
 }
 
 TEST(GemmLadder, RunsThroughTheLadderDriverInOrder) {

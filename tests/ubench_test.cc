@@ -77,11 +77,36 @@ TEST(Ubench, Mte3StreamsAtItsRate) {
   EXPECT_NEAR(slope("mte3", {{"rows", "32"}, {"bytes", "512"}, {"pitch", "512"}}), b, 0.02 * b);
 }
 
-TEST(Ubench, AccumulatingMmadsPayTheirFractalsOnly) {
-  // [128 x 256] x [256 x 32]: 8 x 2 x 16 fractals, the head paid once for the chain.
-  EXPECT_NEAR(slope("cube"), 8 * 2 * 16 / c().cube_fractals_per_cycle, 0.01);
-  EXPECT_NEAR(slope("cube", {{"n16", "8"}, {"k16", "8"}}), 8 * 8 * 8 / c().cube_fractals_per_cycle,
-              0.01);
+TEST(Ubench, AccumulatingMmadsPayTheirFractalsAndAFixedPartEach) {
+  // [128 x 256] x [256 x 32]: 8 x 2 x 16 fractals and cube.instr_cycles per instruction, the
+  // pipeline head paid once for the chain.
+  ASSERT_GT(c().cube_instr_cycles, 0);
+  const double fixed = c().cube_instr_cycles;
+  EXPECT_NEAR(slope("cube"), 8 * 2 * 16 / c().cube_fractals_per_cycle + fixed, 0.01);
+  EXPECT_NEAR(slope("cube", {{"n16", "8"}, {"k16", "8"}}),
+              8 * 8 * 8 / c().cube_fractals_per_cycle + fixed, 0.01);
+  // The narrow GEMM's small mmad (N = 32, K = 16): the fixed part outweighs the fractals.
+  EXPECT_NEAR(slope("cube", {{"n16", "2"}, {"k16", "1"}}),
+              8 * 2 * 1 / c().cube_fractals_per_cycle + fixed, 0.01);
+}
+
+TEST(Ubench, ReadersOfALineStillFillingWaitForTheFill) {
+  // Every core reads the same fresh rows at once, each read on its core's chain: one core's
+  // miss brings them from HBM and the others' hits wait for that fill, so sharing a line
+  // makes its first read no cheaper than a miss, less the hitter's own transfer at the L2's
+  // rate instead of the HBM's (its wait is capped at its own end + dma.mte2_latency). Had
+  // the hits read at the L2's latency, the cores would take turns missing and the slope
+  // would fall towards the mean of a miss and a hit.
+  const double alone = slope("l2_shared", {{"cores", "1"}});
+  EXPECT_GT(alone, c().mte2_latency);
+  const double bytes = 4 * 512;  // a copy: rows 4 x bytes 512
+  const double rate_gain = bytes / c().mte2_bw_hbm - bytes / c().mte2_bw_l2;
+  for (const char* cores : {"4", "24"}) {
+    const double shared = slope("l2_shared", {{"cores", cores}});
+    EXPECT_LE(shared, alone + 0.01) << cores;
+    // (plus a few cycles of the ledger's 256-cycle buckets)
+    EXPECT_GE(shared, alone - 1.1 * rate_gain) << cores;
+  }
 }
 
 TEST(Ubench, CrossCoreRoundTripIsTwoFlagLatencies) {

@@ -63,6 +63,7 @@ struct ChipConfig {
 
   // Cube (M pipe).
   double cube_head = 60;               // pipeline head per mmad
+  double cube_instr_cycles = 21;       // Cube occupancy per mmad instruction besides its fractals
   double cube_fractals_per_cycle = 1;  // 16x16x16 fp16 fractals per cycle
   double cube_int8_rate = 2;           // int8 throughput relative to fp16/bf16
   double cube_fp32_rate = 0.25;        // fp32 throughput relative to fp16/bf16

@@ -186,6 +186,44 @@ std::pair<int64_t, int64_t> L2Residency::touch_lines(int t, int64_t lo, int64_t 
   return {miss, (hi - lo) - miss};
 }
 
+double L2Fills::ready(int t, int64_t line) const {
+  if (table_.empty()) return 0;
+  const uint64_t k = key(t, line);
+  const Slot& s = table_[slot(k)];
+  return s.key == k ? s.ready : 0;
+}
+
+double L2Fills::before_touch(const L2Residency& l2, int t, int64_t lo, int64_t hi, double now) {
+  const auto ti = static_cast<size_t>(t);
+  // A tensor wholly resident since its last fill landed: every touch hits a landed line.
+  if (l2.settled(t) && latest_[ti] <= now) return 0;
+  const int64_t line = l2.line_bytes(), k0 = lo / line,
+                k1 = std::min(l2.lines(t), (hi + line - 1) / line);
+  double latest = 0;
+  for (int64_t k = k0; k < k1; ++k) {
+    if (l2.resident(t, k)) {
+      if (latest_[ti] > now) latest = std::max(latest, ready(t, k));
+    } else if (!pending_.empty() && pending_.back().t == t && pending_.back().hi == k) {
+      ++pending_.back().hi;
+    } else {
+      pending_.push_back({t, k, k + 1});
+    }
+  }
+  return latest > now ? latest : 0;
+}
+
+void L2Fills::filled(double at) {
+  if (!pending_.empty() && table_.empty()) table_.resize(kSlots);
+  for (const Run& r : pending_) {
+    for (int64_t k = r.lo; k < r.hi; ++k) {
+      const uint64_t kk = key(r.t, k);
+      table_[slot(kk)] = {kk, at};
+    }
+    latest_[static_cast<size_t>(r.t)] = std::max(latest_[static_cast<size_t>(r.t)], at);
+  }
+  pending_.clear();
+}
+
 int64_t RangeSet::add(int64_t lo, int64_t hi) {
   int64_t overlap = 0;
   const int64_t last_page = (hi - 1) / kPage;

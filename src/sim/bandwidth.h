@@ -53,6 +53,14 @@ class L2Residency {
     return touch_lines(t, lo, hi, row);
   }
   int64_t line_bytes() const { return chunk_; }
+  int64_t lines(int t) const { return lines_[static_cast<size_t>(t)].count; }
+  /// Whether line `line` of tensor `t` is resident.
+  bool resident(int t, int64_t line) const {
+    const auto& w = lines_[static_cast<size_t>(t)].resident;
+    return (w[static_cast<size_t>(line >> 6)] >> (line & 63)) & 1;
+  }
+  /// Every line of tensor `t` is resident and nothing was ever evicted: a touch of it hits.
+  bool settled(int t) const { return missing_[static_cast<size_t>(t)] == 0 && !evicted_; }
   /// Makes tensor `t` (`bytes` long) wholly resident if it fits in what is still free, as
   /// before the run (die.l2_warm_inputs); returns whether it did.
   bool preload(int t, int64_t bytes);
@@ -72,6 +80,45 @@ class L2Residency {
   bool evicted_ = false;
   bool evicts_ = true;   // some line may be evicted: the tensors do not all fit
   Ring<int64_t> clock_;  // resident lines in allocation order: tensor << 48 | line
+};
+
+/// When each L2 line's fill from HBM completes. A read that hits a line whose fill is still in
+/// flight (another core's miss brought it moments ago) gets its data when the fill lands, not
+/// at the L2's latency: the L2 merges the request with the outstanding fill, the HBM moves the
+/// bytes once. Kept apart from L2Residency, which fast-forward copies to replay addresses.
+///
+/// The fill times live in a direct-mapped table of kSlots lines (a line's slot from a hash of
+/// tensor and line), so memory does not grow with a run's length: a line whose slot another
+/// line took since counts as landed, which only a table-full of lines filled at once could
+/// cause (a kernel has a few thousand lines in flight).
+class L2Fills {
+ public:
+  explicit L2Fills(size_t tensors) : latest_(tensors, 0.0) {}
+  /// Before `l2` touches [lo, hi) of tensor t at cycle `now`: remembers the lines that will
+  /// miss (filled() stamps them) and returns the latest fill time of the lines that will
+  /// hit, or 0 when none is later than `now`.
+  double before_touch(const L2Residency& l2, int t, int64_t lo, int64_t hi, double now);
+  /// The misses remembered since the last call land in the L2 at `ready`.
+  void filled(double ready);
+
+ private:
+  static constexpr size_t kSlots = size_t{1} << 19;
+  struct Slot {
+    uint64_t key = 0;  // tensor << 40 | line, plus 1 (0: empty)
+    double ready = 0;
+  };
+  static uint64_t key(int t, int64_t line) {
+    return ((static_cast<uint64_t>(t) << 40) | static_cast<uint64_t>(line)) + 1;
+  }
+  static size_t slot(uint64_t k) { return static_cast<size_t>((k * 0x9E3779B97F4A7C15ull) >> 45); }
+  double ready(int t, int64_t line) const;
+  std::vector<Slot> table_;     // empty until the first miss
+  std::vector<double> latest_;  // per tensor: the latest fill time stamped
+  struct Run {
+    int t;
+    int64_t lo, hi;  // lines
+  };
+  std::vector<Run> pending_;
 };
 
 /// A union of byte ranges of one tensor (what a core has read), split into 4 KiB pages,

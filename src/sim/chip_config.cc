@@ -175,6 +175,7 @@ const std::vector<Group>& schema() {
     s.push_back({"cube",
                  {
                      field("head", "cycles", &C::cube_head, 0, 100000),
+                     field("instr_cycles", "cycles", &C::cube_instr_cycles, 0, 100000),
                      field("fractals_per_cycle", "fractals/cycle", &C::cube_fractals_per_cycle,
                            kMinRate, 1024, kClosed),
                      field("int8_rate", "x", &C::cube_int8_rate, kMinFactor, 64, kClosed),

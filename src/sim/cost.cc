@@ -153,7 +153,9 @@ Cost instr_cost(const Instr& in, const ChipConfig& c) {
       ir::DType a = in.acc[1].t->dtype;
       if (a == ir::DType::I8) rate *= c.cube_int8_rate;
       if (a == ir::DType::F32) rate *= c.cube_fp32_rate;
-      return {fractals / rate, c.cube_head};
+      // Each instruction occupies the Cube for its fractals and a fixed part (the vendor's
+      // Mmad formula, cube.instr_cycles): small mmads pay it per instruction, not per FLOP.
+      return {fractals / rate + c.cube_instr_cycles, c.cube_head};
     }
     case lower::Opcode::Vec:
       return vec_cost(in, c);

@@ -543,7 +543,9 @@ void Engine::gm_transfer(Core& c, const Instr& in, double start, Cost& cost, Pip
   const auto& t = *in.t;
   const int g = gm_operand(t);
   if (g < 0) return;
-  GmWork w = touch_gm(t, in.acc[static_cast<size_t>(g)], l2res_, c.read_ranges);
+  double landing = 0;  // the latest in-flight fill among the lines this copy hits
+  GmWork w =
+      touch_gm(t, in.acc[static_cast<size_t>(g)], l2res_, c.read_ranges, &fills_, start, &landing);
   ++st.transfers;
   st.reloaded_bytes += w.reloaded;
   double core_rate = t.pipe == Pipe::MTE2   ? chip_.mte2_bw_l2
@@ -559,9 +561,17 @@ void Engine::gm_transfer(Core& c, const Instr& in, double start, Cost& cost, Pip
   c.tally.l2_bytes += w.l2;
   c.tally.pipes[static_cast<size_t>(t.pipe)].bytes += w.hbm + w.l2;
   cost.occupancy = end - start;
+  if (t.acc[1].scope != ir::Scope::GM) return;
   // A read served entirely by L2 skips the HBM round trip.
-  if (t.acc[1].scope == ir::Scope::GM && w.hbm == 0 && t.pipe == Pipe::MTE2)
-    cost.latency = chip_.mte2_latency_l2;
+  if (w.hbm == 0 && t.pipe == Pipe::MTE2) cost.latency = chip_.mte2_latency_l2;
+  // Its data is complete when its last byte is: a line another core's fill has not landed
+  // yet arrives with that fill, or no later than this copy's own miss would have brought it
+  // (the transfer that allocated the line may start later in simulated time: the engine
+  // processes cores up to 2000 cycles apart, docs/simulator.md).
+  if (landing > 0)
+    cost.latency = std::max(cost.latency, std::min(landing - end, chip_.mte2_latency));
+  // The lines this copy missed land when its data does.
+  fills_.filled(end + cost.latency);
 }
 
 /// Starts every queued instruction of pipe p that can start.

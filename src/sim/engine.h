@@ -292,7 +292,11 @@ class Engine {
   void drain_values(const Core& c);
   void await_ub(const Core& c, const Access& a);
   static constexpr int64_t kUbPage = 1024;  // Core::ub_write_seq's granularity
-  GmWork touch_gm(const lower::OpTemplate& t, const Access& a, L2Residency& l2, ReadRanges& ranges);
+  /// With `fills` (the exact run, not a replay): also the latest fill still in flight at
+  /// `now` among the lines the copy hits, in `*landing` (0 if none), and its misses are
+  /// remembered for L2Fills::filled.
+  GmWork touch_gm(const lower::OpTemplate& t, const Access& a, L2Residency& l2, ReadRanges& ranges,
+                  L2Fills* fills = nullptr, double now = 0, double* landing = nullptr);
   void execute_values(Core& c, const Instr& in);
 
   // ---- engine_flags.cc: scalar waits, cross-core flags ----
@@ -399,6 +403,7 @@ class Engine {
   int members_ = 0;
   BandwidthLedger hbm_, l2_;
   L2Residency l2res_;
+  L2Fills fills_;
   std::unique_ptr<RaceDetector> race_;
   std::vector<int64_t> race_loops_;  // race_site's loop state, kept to reuse its storage
   bool op_hooks_ = false;            // race_, an observer or functional_: start_op calls after_op

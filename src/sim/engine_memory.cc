@@ -157,7 +157,7 @@ void Engine::await_ub(const Core& c, const Access& a) {
 /// them resident), and which MTE2 bytes re-read an input range this core read before.
 /// `a` is the copy's GM operand (gm_operand) resolved.
 GmWork Engine::touch_gm(const lower::OpTemplate& t, const Access& a, L2Residency& l2,
-                        ReadRanges& ranges) {
+                        ReadRanges& ranges, L2Fills* fills, double now, double* landing) {
   const bool read = t.acc[1].scope == ir::Scope::GM;
   const lower::AccessTemplate& g = *a.t;
   GmWork w;
@@ -167,8 +167,12 @@ GmWork Engine::touch_gm(const lower::OpTemplate& t, const Access& a, L2Residency
   // Adjacent runs are one contiguous range: one L2 touch where they meet on a line boundary
   // (L2Residency::touch), one read-range update, one DMA burst.
   int64_t l2_lo = 0, l2_len = 0, l2_row = 0;
+  if (!read) fills = nullptr;  // a write lands in the L2 and waits for no fill
   auto touch_l2 = [&] {
     if (l2_len == 0) return;
+    if (fills)
+      *landing =
+          std::max(*landing, fills->before_touch(l2, g.gm_index, l2_lo, l2_lo + l2_len, now));
     auto [mi, h] = l2.touch(g.gm_index, l2_lo, l2_lo + l2_len, l2_row);
     miss += mi;
     hit += h;

@@ -25,7 +25,8 @@ Engine::Engine(const lower::LoweredProgram& p, const ChipConfig& chip, HostData*
       block_start_(chip.block_start_cycles()),
       hbm_(chip.hbm_bw, launch_),
       l2_(chip.l2_bw, launch_),
-      l2res_(tensor_bytes(p), chip.l2_bytes) {
+      l2res_(tensor_bytes(p), chip.l2_bytes),
+      fills_(p.gm.size()) {
   // die.l2_warm_inputs: the inputs a benchmark's earlier calls left in the L2 (each that
   // fits whole, in argument order; one larger than what is left was streamed through an
   // LRU cache and leaves nothing a read from its start could hit).
