@@ -670,41 +670,6 @@ def test_an_accumulator_in_a_loop_of_an_unscoped_vector_kernel_is_a_register():
     np.testing.assert_array_equal(prefix_row(8)(x, counts), x[31:32])
 
 
-# ---- a persistent loop's last wave: whole tiles past the tensor (no guard) ----
-
-
-@tilelang.jit(out_idx=[1], pass_configs=SYNC)
-def persistent_waves(M, N, block_M, cores):
-    blocks = M // block_M
-    waves = (blocks + cores - 1) // cores  # the last wave has cores idle in the original
-
-    @T.prim_func
-    def main(A: T.Tensor((M, N), "float32"), B: T.Tensor((M, N), "float32")):
-        with T.Kernel(cores, is_npu=True) as (cid, vid):
-            a = T.alloc_ub((block_M // 2, N), "float32")
-            for w in T.serial(waves):
-                row = (w * cores + cid) * block_M + vid * block_M // 2
-                T.copy(A[row, 0], a)  # MARK-wave-read
-                T.tile.mul(a, a, 2.0)
-                T.copy(a, B[row, 0])
-
-    return main
-
-
-def test_a_persistent_loops_last_wave_past_the_tensor_is_padded_and_reported():
-    """5 blocks on 3 cores: the second wave's third core starts at block 5 of 5. The NPU's
-    copy does not check: tilepipe reads the pad value, drops the writes, and says so at the
-    line (as for a launch index past the end)."""
-    from tilelang._jit import OutOfBoundsTileWarning
-
-    a = np.arange(5 * 8 * 64, dtype=np.float32).reshape(40, 64)
-    with pytest.warns(OutOfBoundsTileWarning,
-                      match=rf"{HERE}:{lineno('MARK-wave-read')}: tiles of 'A' run past "
-                            r"dimension 0 \(40 elements, up to 48\).*loop iteration"):
-        got = persistent_waves(40, 64, 8, 3)(a)
-    np.testing.assert_array_equal(got, a * 2)
-
-
 # ---- gather_mask: the library packs every kept element from the destination's start ----
 
 

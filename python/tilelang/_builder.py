@@ -13,7 +13,6 @@ class Builder:
         self.pending_name = None  # assignment target name for alloc_* calls
         self.names = set()  # buffer names given so far
         self.var_ranges = {}  # loop var id -> (lo, hi)
-        self.fixed_loops = set()  # loop var ids of loops with compile-time bounds
         self.block_num = 1
         self.scope = None  # "C", "V" or None
         self.scope_hand = False  # the T.Scope being lowered has the author's flags

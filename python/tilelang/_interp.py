@@ -537,8 +537,6 @@ class Interpreter(CoreSplit, ExprEval):
         hi = self.bound(end, 1)
         if lo is not None and hi is not None:
             self.b.var_ranges[v.var_id()] = (lo, max(lo, hi - 1))
-        if isinstance(begin, int) and isinstance(end, int):
-            self.b.fixed_loops.add(v.var_id())
         self.carry(getattr(s, "body", []))
         self.b.control_depth += 1
         saved = self.b.blocks_of

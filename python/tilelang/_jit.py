@@ -983,16 +983,14 @@ def _check_target(target):
 
 
 class OutOfBoundsTileWarning(UserWarning):
-    """A whole GM tile starts past its tensor's end for some launch index (cid, vid) or
-    iteration of a loop around it."""
+    """A whole GM tile starts past its tensor's end for some launch index (cid, vid)."""
 
 
 def _warn_past(name, dim, shape, padded, loc):
     where = f"{loc[0]}:{loc[1]}: " if loc else ""
     warnings.warn(
         f"{where}tiles of '{name}' run past dimension {dim} ({shape[dim]} elements, up to "
-        f"{padded[dim]}) for some launch index (cid, vid) or loop iteration: on the NPU an "
-        "unchecked access past the tensor; tilepipe reads the pad value there and drops the "
-        "writes",
+        f"{padded[dim]}) for some launch index (cid, vid): on the NPU an unchecked access "
+        "past the tensor; tilepipe reads the pad value there and drops the writes",
         OutOfBoundsTileWarning, stacklevel=2)
 

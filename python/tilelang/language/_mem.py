@@ -130,13 +130,11 @@ def _note_gm(r, pad=None, guarded=False):
                 continue  # a constant start past the end stays the verifier's error
             hi = s
         else:
-            # a whole tile too is taken at its extreme over the launch indices and the
-            # loops around it with compile-time bounds (a persistent kernel's last wave
-            # runs past the tensor); a loop whose trip count depends on the launch indices
-            # (none for the cores past the work) has a range interval bounds overstate
-            ranges = cur().var_ranges if not whole else {
-                k: r for k, r in cur().var_ranges.items() if k in cur().fixed_loops}
-            b = _ext.bounds(s, ranges, cur().block_num)
+            # a whole tile: only a start of the launch indices alone is taken at its
+            # extreme. A loop's interval may be loose, and the host pad it would set is
+            # silent where the caller's tensor sizes the dimension: past its rows a loop's
+            # tile stays the run's located error
+            b = _ext.bounds(s, {} if whole else cur().var_ranges, cur().block_num)
             if b is None and s.has_load() and not whole:
                 # a start read from memory (a row index a kernel loads) of a tile that does
                 # not divide its dimension: in range, the tile may still run past the end,
@@ -148,10 +146,9 @@ def _note_gm(r, pad=None, guarded=False):
                 continue
             hi = b[1]
         if hi + e > r.buffer.shape[d] and whole and not guarded:
-            # A whole tile whose start runs past the end for some launch index or loop
-            # iteration (a second vector core's rows of a one-row tensor, the last wave of
-            # a persistent loop without a guard): on hardware an unchecked access past the
-            # tensor. Padded like a tail, and reported.
+            # A whole tile whose start runs past the end for some launch index (a second
+            # vector core's rows of a one-row tensor): on hardware an unchecked access
+            # past the tensor. Padded like a tail, and reported.
             cur().gm_past.setdefault(r.buffer.name, {}).setdefault(d, _core.current_loc())
         ends[d] = max(ends[d], hi + e)
     if pad is not None:
