@@ -19,6 +19,7 @@ from tilelang._core import _ext, numpy_dtype  # noqa: E402
 
 sys.path.insert(0, os.path.join(ROOT, "python", "tools"))
 from api_check import api_names, attribute_chains  # noqa: E402
+from corpus_emit import GETVALUE_NOTE  # noqa: E402
 
 # Every built-in kernel and variant emit can spell, at small shapes (the run of the original
 # and of the emitted file each take seconds at most).
@@ -76,7 +77,7 @@ def test_round_trip_cycles_and_outputs(tmp_path, kernel, variant, params):
     # follow its indices) -- unless the file notes tile calls with a buffer-element scalar,
     # which the original's code generator puts behind a full barrier each (GetValue): then
     # the file run as the original compiles it is slower, never faster.
-    noted = "PipeBarrier<PIPE_ALL> before each one's GetValue" in path.read_text()
+    noted = GETVALUE_NOTE in path.read_text()
     back = jit.cycles(*args)
     assert (back == cycles, back > cycles) == (not noted, noted), (back, cycles, noted)
     # Same program: the IR up to renaming of loop variables. The gemm and fa index

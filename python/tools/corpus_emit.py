@@ -47,6 +47,8 @@ ROOT = cr.ROOT
 DEFAULT_REPORT = "corpus_report.json"  # what corpus_run.py writes (its --out, default ".")
 MAX_KERNELS = 8  # distinct kernels checked per script (a sweep of shapes adds nothing)
 STATUSES = ("ok", "refused", "mismatch", "error")
+# The header note of a file whose tile calls the original bars with GetValue (src/driver/emit.cc).
+GETVALUE_NOTE = "PipeBarrier<PIPE_ALL> before each one's GetValue"
 
 
 # ---- the worker: one script, in its own process ----
@@ -157,7 +159,7 @@ def check_kernel(c, host, out_path):
     bad = []
     # A file that notes the original's GetValue barriers (tile calls with a buffer-element
     # scalar) runs slower, as the original compiles it: slower is right, faster is not.
-    noted = "PipeBarrier<PIPE_ALL> before each one's GetValue" in text
+    noted = GETVALUE_NOTE in text
     if t0.cycles != t1.cycles and not (noted and t1.cycles > t0.cycles):
         bad.append(f"cycles {t0.cycles:.0f} -> {t1.cycles:.0f}")
     for n in outputs:
